@@ -1,0 +1,34 @@
+"""The client side of the agent contract: typed errors and a pool of mTLS channels to agents.
+
+This package (with the generated stubs under ``agentclient.proto``) is the only code
+the agent shares with the rest of flex.plane.
+"""
+
+from agentclient.errors import (
+    AgentDeadlineExceeded,
+    AgentError,
+    AgentTLSError,
+    AgentUnavailable,
+    ClientNotAllowed,
+    ProxmoxError,
+    ProxmoxUnreachable,
+    ProxyRefused,
+)
+from agentclient.identity import host_identity
+from agentclient.pool import AgentInfo, AgentPool, AgentTarget, ClientTLS
+
+__all__ = [
+    "AgentDeadlineExceeded",
+    "AgentError",
+    "AgentInfo",
+    "AgentPool",
+    "AgentTLSError",
+    "AgentTarget",
+    "AgentUnavailable",
+    "ClientNotAllowed",
+    "ClientTLS",
+    "ProxmoxError",
+    "ProxmoxUnreachable",
+    "ProxyRefused",
+    "host_identity",
+]

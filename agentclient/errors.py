@@ -1,0 +1,116 @@
+"""Typed errors of calls to agents.
+
+Every error is an :class:`AgentError` carrying the :class:`~agentclient.pool.AgentTarget`
+that was called, and its ``str()`` is one sentence naming the host and the cause, fit
+for an operator's log or an API error message.
+
+The agent signals the errors that a status code alone cannot tell apart with the
+trailing metadata key :data:`ERROR_METADATA_KEY`; its values are the constants below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentclient.pool import AgentTarget
+
+# Trailing metadata the agent sets on its error statuses.
+ERROR_METADATA_KEY = "flexplane-error"
+# UNAVAILABLE: the agent answered, but the Proxmox API behind it did not.
+PROXMOX_UNREACHABLE = "proxmox-unreachable"
+# PERMISSION_DENIED: the method and path are not on the proxy's allowlist.
+NOT_ALLOWLISTED = "not-allowlisted"
+# PERMISSION_DENIED: the caller's certificate common name is not in the agent's allowed_clients.
+CLIENT_NOT_ALLOWED = "client-not-allowed"
+
+
+class AgentError(Exception):
+    """A call to an agent failed; ``target`` is the agent, ``detail`` what went wrong."""
+
+    def __init__(self, target: AgentTarget, detail: str = "") -> None:
+        super().__init__(target, detail)
+        self.target = target
+        self.detail = detail
+
+    @property
+    def host(self) -> str:
+        """The agent as a reader knows it: its identity and the address dialled."""
+        return f"agent {self.target.identity} at {self.target.address}"
+
+    def __str__(self) -> str:
+        return f"The call to {self.host} failed: {self.detail or 'no detail given'}."
+
+
+class AgentUnavailable(AgentError):
+    """The agent could not be reached: connection refused, no route, or the handshake failed."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} is unavailable: {self.detail}."
+
+
+class AgentTLSError(AgentUnavailable):
+    """The TLS handshake with the agent failed.
+
+    Either the agent's certificate does not name the host dialled or is not signed by
+    the platform CA, or the agent refused our client certificate.
+    """
+
+    def __str__(self) -> str:
+        return f"The TLS handshake with {self.host} failed: {self.detail}."
+
+
+class AgentDeadlineExceeded(AgentError):
+    """The agent did not answer within the call's deadline."""
+
+    def __init__(self, target: AgentTarget, timeout: float) -> None:
+        super().__init__(target, f"no answer within {timeout:g} s")
+        self.args = (target, timeout)
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return f"The {self.host} did not answer within {self.timeout:g} s."
+
+
+class ProxmoxUnreachable(AgentError):
+    """The agent answered, but the Proxmox API on its node did not."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} could not reach its Proxmox API: {self.detail}."
+
+
+class ProxyRefused(AgentError):
+    """The agent refused the request (PERMISSION_DENIED): it is not on the proxy's allowlist."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} refused the request: {self.detail}."
+
+
+class ClientNotAllowed(ProxyRefused):
+    """The agent refused the caller: its certificate's common name is not in allowed_clients."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} refused our client certificate: {self.detail}."
+
+
+class ProxmoxError(AgentError):
+    """Proxmox answered with an HTTP status of 400 or more.
+
+    ``message`` is Proxmox's own text and ``errors`` its per-parameter messages (with a 400).
+    """
+
+    def __init__(
+        self, target: AgentTarget, status: int, message: str, errors: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(target, message)
+        self.args = (target, status, message, errors)
+        self.status = status
+        self.message = message
+        self.errors: dict[str, str] = dict(errors or {})
+
+    def __str__(self) -> str:
+        text = f"Proxmox behind the {self.host} answered {self.status}: {self.message.rstrip('.')}"
+        if self.errors:
+            text += " (" + "; ".join(f"{name}: {error}" for name, error in sorted(self.errors.items())) + ")"
+        return text + "."

@@ -1,0 +1,305 @@
+"""A pool of mutual-TLS gRPC channels to agents, and the calls the control plane makes.
+
+One :class:`AgentPool` per process (per client certificate) holds one lazily created,
+reused channel per agent. Every call has a deadline; every failure is raised as one of
+the typed errors of :mod:`agentclient.errors`.
+
+    pool = AgentPool(ClientTLS.from_files("ca.crt", "orchestrator.crt", "orchestrator.key"))
+    target = AgentTarget(host_identity("zone1", "pve1"), "10.0.0.11:7443")
+    vms = pool.proxmox(target, "GET", "/cluster/resources", {"type": "vm"})
+"""
+
+from __future__ import annotations
+
+import http
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from agentclient.errors import (
+    CLIENT_NOT_ALLOWED,
+    ERROR_METADATA_KEY,
+    PROXMOX_UNREACHABLE,
+    AgentDeadlineExceeded,
+    AgentError,
+    AgentTLSError,
+    AgentUnavailable,
+    ClientNotAllowed,
+    ProxmoxError,
+    ProxmoxUnreachable,
+    ProxyRefused,
+)
+from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 5.0
+MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024
+
+# Keepalive: find a dead agent (or a dropped NAT entry) on an idle channel within ~40 s.
+# The agent's server permits pings this often (agent.server.SERVER_OPTIONS).
+KEEPALIVE_TIME_MS = 30_000
+KEEPALIVE_TIMEOUT_MS = 10_000
+# Reconnect soon after an agent comes back instead of gRPC's default of up to 2 minutes.
+RECONNECT_BACKOFF_MS = (500, 10_000)
+
+
+@dataclass(frozen=True)
+class AgentTarget:
+    """An agent to call: the identity its certificate must name, and the address to dial."""
+
+    identity: str
+    address: str
+
+    def __str__(self) -> str:
+        return f"{self.identity} ({self.address})"
+
+
+@dataclass(frozen=True)
+class ClientTLS:
+    """The caller's TLS material, all PEM: the platform CA, our certificate and its key."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes = field(repr=False)
+
+    @classmethod
+    def from_files(cls, ca: str | Path, cert: str | Path, key: str | Path) -> ClientTLS:
+        """Read the three PEM files."""
+        return cls(Path(ca).read_bytes(), Path(cert).read_bytes(), Path(key).read_bytes())
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        """gRPC channel credentials presenting our certificate and trusting only the platform CA."""
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca, private_key=self.key, certificate_chain=self.cert
+        )
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """What an agent says about itself."""
+
+    version: str
+    node: str
+    zone: str
+    identity: str
+
+
+@dataclass(frozen=True)
+class _Connection:
+    channel: grpc.Channel
+    proxy: agent_pb2_grpc.ProxmoxProxyStub
+    agent: agent_pb2_grpc.AgentStub
+    health: health_pb2_grpc.HealthStub
+
+
+class AgentPool:
+    """Thread-safe pool of one secure channel per agent.
+
+    ``timeout`` is the default deadline of a call in seconds; each method takes its own.
+    Close the pool (or use it as a context manager) to close its channels.
+    """
+
+    def __init__(self, tls: ClientTLS, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        self.tls = tls
+        self.timeout = timeout
+        self._credentials = tls.credentials()
+        self._connections: dict[AgentTarget, _Connection] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self) -> AgentPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ calls
+
+    def proxmox(
+        self,
+        target: AgentTarget,
+        method: str,
+        path: str,
+        params: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """Call the Proxmox API of the target's node through its agent; returns the decoded ``data``.
+
+        ``path`` is below ``/api2/json`` (e.g. ``/cluster/resources``). ``params`` go in the
+        query string (GET, DELETE) or the form (POST, PUT): strings, integers, and booleans
+        (sent as 1 or 0, as Proxmox expects); ``None`` values are left out.
+
+        Raises ProxmoxError when Proxmox answers 400 or more, ProxyRefused when the agent does
+        not forward this method and path, ProxmoxUnreachable, and the other AgentErrors.
+        """
+        request = agent_pb2.ProxmoxRequest(method=method, path=path, params=encode_params(params))
+        response = self._call(target, timeout, lambda conn, t: conn.proxy.Call(request, timeout=t))
+        if response.status >= 400:
+            message = response.message or _status_phrase(response.status)
+            raise ProxmoxError(target, response.status, message, dict(response.errors))
+        try:
+            return json.loads(response.data_json or b"null")
+        except ValueError as exc:
+            raise AgentError(target, f"the agent sent data that is not JSON ({exc})") from exc
+
+    def info(self, target: AgentTarget, *, timeout: float | None = None) -> AgentInfo:
+        """What the agent says it is: its version, node, zone and identity."""
+        reply = self._call(
+            target, timeout, lambda conn, t: conn.agent.GetInfo(agent_pb2.GetInfoRequest(), timeout=t)
+        )
+        return AgentInfo(version=reply.version, node=reply.node, zone=reply.zone, identity=reply.identity)
+
+    def check_health(self, target: AgentTarget, *, service: str = "", timeout: float | None = None) -> bool:
+        """Whether the agent's standard gRPC health service reports SERVING.
+
+        Returns False when the agent answers with any other status; raises an AgentError
+        when it does not answer at all, so the caller learns why.
+        """
+        request = health_pb2.HealthCheckRequest(service=service)
+        reply = self._call(target, timeout, lambda conn, t: conn.health.Check(request, timeout=t))
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+    def close(self) -> None:
+        """Close every channel; the pool cannot be used afterwards."""
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, {}
+        for connection in connections.values():
+            connection.channel.close()
+
+    # --------------------------------------------------------------- plumbing
+
+    def channel(self, target: AgentTarget) -> grpc.Channel:
+        """The pooled channel to target, created on first use (for stubs of other services)."""
+        return self._connection(target).channel
+
+    def _connection(self, target: AgentTarget) -> _Connection:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the AgentPool is closed")
+            connection = self._connections.get(target)
+            if connection is None:
+                channel = grpc.secure_channel(
+                    target.address, self._credentials, options=channel_options(target)
+                )
+                connection = _Connection(
+                    channel=channel,
+                    proxy=agent_pb2_grpc.ProxmoxProxyStub(channel),
+                    agent=agent_pb2_grpc.AgentStub(channel),
+                    health=health_pb2_grpc.HealthStub(channel),
+                )
+                self._connections[target] = connection
+            return connection
+
+    def _call(self, target: AgentTarget, timeout: float | None, call: Callable[[_Connection, float], T]) -> T:
+        deadline = self.timeout if timeout is None else timeout
+        if deadline <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        connection = self._connection(target)
+        try:
+            return call(connection, deadline)
+        except grpc.RpcError as exc:
+            raise translate_error(cast(grpc.Call, exc), target, deadline) from None
+
+
+def channel_options(target: AgentTarget) -> list[tuple[str, Any]]:
+    """Channel arguments for one agent.
+
+    The TLS target name is the agent's identity, whatever address is dialled: the
+    handshake fails unless the agent's certificate names the host we meant.
+    """
+    return [
+        ("grpc.ssl_target_name_override", target.identity),
+        ("grpc.max_receive_message_length", MAX_RECEIVE_MESSAGE_BYTES),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[0]),
+        ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[0]),
+        ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[1]),
+    ]
+
+
+def encode_params(params: Mapping[str, object] | None) -> dict[str, str]:
+    """Parameters as the strings Proxmox reads: booleans as 1/0, numbers in decimal, None left out."""
+    encoded: dict[str, str] = {}
+    for name, value in (params or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            encoded[name] = "1" if value else "0"
+        elif isinstance(value, int | float | str):
+            encoded[name] = str(value)
+        else:
+            raise TypeError(f"parameter {name!r}: {type(value).__name__} cannot be sent to Proxmox")
+    return encoded
+
+
+# gRPC reports connection failures as
+# "failed to connect to all addresses; last error: CODE: ipv4:1.2.3.4:5: ..."
+_CONNECT_PREFIX = re.compile(
+    r"^failed to connect to all addresses; last error: (?:[A-Z_]+: )?(?:(?:ipv4|ipv6|unix):\S+?: )?",
+    re.IGNORECASE,
+)
+_VERIFY_FAILED = re.compile(r"CERTIFICATE_VERIFY_FAILED:\s*([^:]+)")
+_TLS_MARKERS = ("handshake", "ssl", "tls", "certificate", "verification")
+
+
+def _tls_failure(target: AgentTarget, details: str) -> str | None:
+    """Why the TLS handshake failed, as a reader needs it, or None if details show no TLS failure."""
+    lowered = details.lower()
+    connecting = _CONNECT_PREFIX.match(details) is not None
+    if "hostname verification" in lowered or "peer name" in lowered:
+        return f"its certificate does not name {target.identity}"
+    if verify := _VERIFY_FAILED.search(details):
+        return f"its certificate did not verify against the platform CA ({verify.group(1).strip()})"
+    if connecting and "socket closed" in lowered:
+        # With TLS 1.3 a server checks the client's certificate after the client thinks the
+        # handshake is over, and then just closes the connection.
+        return (
+            "it closed the connection during the handshake, so it most likely refused our client "
+            "certificate (none, another CA's, or expired)"
+        )
+    if any(marker in lowered for marker in _TLS_MARKERS):
+        return _CONNECT_PREFIX.sub("", details)
+    return None
+
+
+def translate_error(error: grpc.Call, target: AgentTarget, timeout: float) -> AgentError:
+    """The typed AgentError for a failed gRPC call to target."""
+    code = error.code()
+    details = error.details() or ""
+    metadata = {key: value for key, value in (error.trailing_metadata() or ())}
+    kind = metadata.get(ERROR_METADATA_KEY)
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return AgentDeadlineExceeded(target, timeout)
+    if code == grpc.StatusCode.UNAVAILABLE:
+        if kind == PROXMOX_UNREACHABLE:
+            return ProxmoxUnreachable(target, details)
+        if (tls := _tls_failure(target, details)) is not None:
+            return AgentTLSError(target, tls)
+        return AgentUnavailable(target, _CONNECT_PREFIX.sub("", details) or "no detail given")
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        if kind == CLIENT_NOT_ALLOWED:
+            return ClientNotAllowed(target, details)
+        return ProxyRefused(target, details)
+    return AgentError(target, f"{code.name}: {details}" if details else code.name)
+
+
+def _status_phrase(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return f"HTTP {status}"

@@ -1,0 +1,22 @@
+"""Fixtures for agentclient's own tests: client TLS material from the dev PKI."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentclient import AgentTarget, ClientTLS
+from devstack.pki import CertificateAuthority
+
+
+@pytest.fixture(scope="session")
+def client_tls(tmp_path_factory: pytest.TempPathFactory) -> ClientTLS:
+    directory = tmp_path_factory.mktemp("agentclient-pki")
+    ca = CertificateAuthority.create(directory)
+    cert, key = ca.issue_client("flexplane-orchestrator", directory, "orchestrator")
+    return ClientTLS.from_files(ca.cert_path, cert, key)
+
+
+@pytest.fixture
+def target() -> AgentTarget:
+    """An agent that is never running: nothing listens on 127.0.201.250."""
+    return AgentTarget(identity="pve1.zone1.agents.flexplane", address="127.0.201.250:7443")
