@@ -1,0 +1,99 @@
+"""The ``flexplane-agent`` command.
+
+    flexplane-agent serve --config /etc/flexplane/agent.toml
+    python -m agent serve --config PATH
+    flexplane-agent --config PATH            # serve is the default command
+
+Exit status: 0 after a clean shutdown, 2 for a configuration or startup problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from agent import __version__
+from agent.config import ConfigError, load_config
+
+DEFAULT_CONFIG = "/etc/flexplane/agent.toml"
+DEFAULT_COMMAND = "serve"
+EXIT_CONFIG = 2
+
+log = logging.getLogger("agent")
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _configure_logging(level: int) -> None:
+    """The agent's own lines at level, other libraries' warnings and errors, all to stderr."""
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    logging.getLogger("agent").setLevel(level)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Load the configuration and serve until SIGTERM or SIGINT."""
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"flexplane-agent: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    _configure_logging(config.log_level_number)
+    # Imported here: grpc and aiohttp take a while to load, and only serving needs them.
+    from agent.server import StartupError, serve
+
+    try:
+        asyncio.run(serve(config))
+    except StartupError as exc:
+        log.error("%s", exc)
+        print(f"flexplane-agent: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    return 0
+
+
+def add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("serve", help="serve the control plane (the default command)")
+    parser.add_argument(
+        "--config",
+        default=os.environ.get("FLEXPLANE_AGENT_CONFIG", DEFAULT_CONFIG),
+        help=f"TOML configuration file (default: $FLEXPLANE_AGENT_CONFIG or {DEFAULT_CONFIG})",
+    )
+    parser.set_defaults(handler=run_serve)
+
+
+# Each command adds its parser and sets its handler; add new commands here.
+COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (add_serve,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flexplane-agent", description="The flex.plane agent of a Proxmox node."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the flexplane-agent console script and of ``python -m agent``."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version")):
+        args_list.insert(0, DEFAULT_COMMAND)
+    args = parser.parse_args(args_list)
+    handler: Handler = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

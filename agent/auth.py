@@ -1,0 +1,106 @@
+"""Which callers the agent serves: a server interceptor on every method, health included.
+
+TLS (``require_client_auth=True``) already proved that the caller holds a certificate
+of the platform CA meant for client authentication (gRPC's TLS stack checks the
+extended key usage). This interceptor then requires its common name to be one of
+``allowed_clients``; anything else ends with PERMISSION_DENIED before the method runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from agentclient.errors import CLIENT_NOT_ALLOWED, ERROR_METADATA_KEY
+
+log = logging.getLogger(__name__)
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def caller_name(context: Context) -> str:
+    """The common name of the caller's certificate ("" when there is none)."""
+    names = list(context.auth_context().get("x509_common_name", ()))
+    return names[0].decode("utf-8", "replace") if len(names) == 1 else ""
+
+
+class ClientAllowlist(grpc.aio.ServerInterceptor):
+    """Refuses callers whose certificate common name is not in ``allowed``."""
+
+    def __init__(self, allowed: frozenset[str]) -> None:
+        self.allowed = allowed
+
+    def refusal(self, context: Context) -> str | None:
+        """Why this caller is refused, or None if it is allowed."""
+        auth = context.auth_context()
+        names = [name.decode("utf-8", "replace") for name in auth.get("x509_common_name", ())]
+        if len(names) != 1:
+            return "the client certificate must carry exactly one common name"
+        if names[0] not in self.allowed:
+            return f"client certificate common name {names[0]!r} is not in this agent's allowed_clients"
+        return None
+
+    async def _check(self, context: Context) -> None:
+        reason = self.refusal(context)
+        if reason is not None:
+            log.warning("refused caller %s: %s", context.peer(), reason)
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                reason,
+                trailing_metadata=((ERROR_METADATA_KEY, CLIENT_NOT_ALLOWED),),
+            )
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        return _guarded(handler, self._check)
+
+
+_FACTORIES: tuple[tuple[str, Callable[..., Any]], ...] = (
+    ("unary_unary", grpc.unary_unary_rpc_method_handler),
+    ("unary_stream", grpc.unary_stream_rpc_method_handler),
+    ("stream_unary", grpc.stream_unary_rpc_method_handler),
+    ("stream_stream", grpc.stream_stream_rpc_method_handler),
+)
+
+
+def _guarded(handler: Any, check: Callable[[Context], Awaitable[None]]) -> Any:
+    """The same method handler with check(context) awaited before its behaviour runs.
+
+    Works for the four kinds of methods, whether the behaviour returns its answer, writes
+    it with context.write, or is an async generator.
+    """
+    found = [(getattr(handler, kind), factory) for kind, factory in _FACTORIES if getattr(handler, kind)]
+    if not found:
+        return handler
+    behaviour, factory = found[0]
+
+    if inspect.isasyncgenfunction(behaviour):
+
+        async def generating(request: Any, context: Context) -> AsyncIterator[Any]:
+            await check(context)
+            async for response in behaviour(request, context):
+                yield response
+
+        wrapped: Callable[..., Any] = generating
+    else:
+
+        async def answering(request: Any, context: Context) -> Any:
+            await check(context)
+            return await behaviour(request, context)
+
+        wrapped = answering
+    return factory(
+        wrapped,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )

@@ -1,0 +1,297 @@
+"""The agent's configuration: a TOML file, with FLEXPLANE_AGENT_<KEY> environment overrides.
+
+Example (``/etc/flexplane/agent.toml``)::
+
+    listen = "10.0.0.11:7443"              # host:port the control plane dials ([v6]:port for IPv6)
+    zone = "zone1"                         # the Proxmox cluster, a DNS label
+    node = "pve1"                          # this Proxmox node, a DNS label
+    tls_cert = "/etc/flexplane/agent.crt"  # names pve1.zone1.agents.flexplane (SAN DNSName)
+    tls_key = "/etc/flexplane/agent.key"
+    ca = "/etc/flexplane/platform-ca.crt"  # signs the callers' client certificates
+    allowed_clients = ["flexplane-orchestrator", "flexplane-capi"]
+    proxmox_url = "https://127.0.0.1:8006"
+    proxmox_token_id = "root@pam!flexplane"
+    proxmox_token_secret_file = "/etc/flexplane/proxmox-token"   # or proxmox_token_secret
+    proxmox_ca = "/etc/pve/pve-root-ca.pem"  # optional: the system store otherwise
+    proxmox_timeout = 10                   # seconds
+    log_level = "info"
+
+Every key can be overridden by an environment variable of its name in upper case,
+e.g. ``FLEXPLANE_AGENT_LISTEN``; ``FLEXPLANE_AGENT_ALLOWED_CLIENTS`` is a comma-separated
+list. Relative paths are read relative to the configuration file's folder.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import re
+import tomllib
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentclient.identity import host_identity, is_dns_label
+
+ENV_PREFIX = "FLEXPLANE_AGENT_"
+DEFAULT_ALLOWED_CLIENTS = ("flexplane-orchestrator", "flexplane-capi")
+DEFAULT_PROXMOX_URL = "https://127.0.0.1:8006"
+DEFAULT_TOKEN_ID = "root@pam!flexplane"  # noqa: S105 - a token id, not its secret
+DEFAULT_PROXMOX_TIMEOUT = 10.0
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# user@realm!tokenname, as Proxmox names API tokens.
+_TOKEN_ID = re.compile(r"[^\s@!:=]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*")
+
+_STRING_KEYS = (
+    "listen",
+    "zone",
+    "node",
+    "tls_cert",
+    "tls_key",
+    "ca",
+    "proxmox_url",
+    "proxmox_token_id",
+    "proxmox_token_secret",
+    "proxmox_token_secret_file",
+    "proxmox_ca",
+    "log_level",
+)
+KNOWN_KEYS = frozenset((*_STRING_KEYS, "allowed_clients", "proxmox_timeout"))
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message lists every problem found."""
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The validated configuration of one agent."""
+
+    listen: str
+    zone: str
+    node: str
+    tls_cert: Path
+    tls_key: Path
+    ca: Path
+    proxmox_url: str
+    proxmox_token_id: str
+    proxmox_token_secret: str = field(repr=False)
+    allowed_clients: frozenset[str] = frozenset(DEFAULT_ALLOWED_CLIENTS)
+    proxmox_ca: Path | None = None
+    proxmox_timeout: float = DEFAULT_PROXMOX_TIMEOUT
+    log_level: str = "info"
+
+    @property
+    def identity(self) -> str:
+        """The host identity this agent's certificate must name."""
+        return host_identity(self.zone, self.node)
+
+    @property
+    def log_level_number(self) -> int:
+        return int(getattr(logging, self.log_level.upper()))
+
+
+def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> AgentConfig:
+    """Read the TOML file at path, apply environment overrides and validate everything.
+
+    Raises ConfigError with one line per problem.
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            raw: dict[str, Any] = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the configuration file {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    raw.update(environment_overrides(os.environ if environ is None else environ))
+    return validate(raw, base=path.parent, source=str(path))
+
+
+def environment_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The FLEXPLANE_AGENT_<KEY> variables, as configuration keys and values."""
+    overrides: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        key = name[len(ENV_PREFIX) :].lower()
+        if key == "allowed_clients":
+            overrides[key] = [item.strip() for item in value.split(",") if item.strip()]
+        else:
+            overrides[key] = value
+    return overrides
+
+
+class _Checker:
+    """Collects problems so that one run reports all of them."""
+
+    def __init__(self, raw: Mapping[str, Any], base: Path) -> None:
+        self.raw = raw
+        self.base = base
+        self.problems: list[str] = []
+
+    def problem(self, key: str, message: str) -> None:
+        self.problems.append(f"{key}: {message}")
+
+    def string(self, key: str, default: str | None = None) -> str:
+        value = self.raw.get(key, default)
+        if value is None:
+            self.problem(key, "missing")
+            return ""
+        if not isinstance(value, str) or not value.strip():
+            self.problem(key, "must be a non-empty string")
+            return ""
+        return value.strip()
+
+    def readable_file(self, key: str, *, optional: bool = False) -> Path | None:
+        if optional and not self.raw.get(key):
+            return None
+        value = self.string(key)
+        if not value:
+            return None
+        path = self.base / Path(value).expanduser()
+        if not path.is_file():
+            self.problem(key, f"{path} is not a file")
+        elif not os.access(path, os.R_OK):
+            self.problem(key, f"{path} is not readable")
+        return path
+
+
+def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the configuration") -> AgentConfig:
+    """Check raw configuration values and build an AgentConfig, or raise ConfigError."""
+    check = _Checker(raw, base)
+    for key in sorted(set(raw) - KNOWN_KEYS):
+        check.problem(key, "unknown key")
+
+    listen = check.string("listen")
+    if listen and (problem := _listen_problem(listen)):
+        check.problem("listen", problem)
+    zone = check.string("zone")
+    if zone and not is_dns_label(zone):
+        check.problem("zone", f"{zone!r} is not a DNS label (letters, digits, inner hyphens; up to 63)")
+    node = check.string("node")
+    if node and not is_dns_label(node):
+        check.problem("node", f"{node!r} is not a DNS label (letters, digits, inner hyphens; up to 63)")
+
+    tls_cert = check.readable_file("tls_cert")
+    tls_key = check.readable_file("tls_key")
+    ca = check.readable_file("ca")
+    proxmox_ca = check.readable_file("proxmox_ca", optional=True)
+
+    allowed = raw.get("allowed_clients", list(DEFAULT_ALLOWED_CLIENTS))
+    if not isinstance(allowed, list) or not all(isinstance(name, str) and name for name in allowed):
+        check.problem("allowed_clients", "must be a list of client certificate common names")
+        allowed = []
+    elif not allowed:
+        check.problem("allowed_clients", "is empty, so the agent would refuse every caller")
+
+    proxmox_url = check.string("proxmox_url", DEFAULT_PROXMOX_URL).rstrip("/")
+    if proxmox_url and (problem := _url_problem(proxmox_url)):
+        check.problem("proxmox_url", problem)
+    token_id = check.string("proxmox_token_id", DEFAULT_TOKEN_ID)
+    if token_id and not _TOKEN_ID.fullmatch(token_id):
+        check.problem("proxmox_token_id", f"{token_id!r} is not of the form user@realm!token")
+    secret = _token_secret(check)
+
+    timeout = raw.get("proxmox_timeout", DEFAULT_PROXMOX_TIMEOUT)
+    try:
+        timeout = float(timeout)
+    except (TypeError, ValueError):
+        check.problem("proxmox_timeout", f"{timeout!r} is not a number of seconds")
+        timeout = DEFAULT_PROXMOX_TIMEOUT
+    if not 0 < timeout <= 600:
+        check.problem("proxmox_timeout", "must be more than 0 and at most 600 seconds")
+
+    log_level = check.string("log_level", "info").lower()
+    if log_level and log_level not in LOG_LEVELS:
+        check.problem("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+
+    if check.problems:
+        raise ConfigError(f"invalid agent configuration ({source}):\n  " + "\n  ".join(check.problems))
+    if tls_cert is None or tls_key is None or ca is None:  # reported above; this narrows the types
+        raise ConfigError(f"invalid agent configuration ({source})")
+    return AgentConfig(
+        listen=listen,
+        zone=zone,
+        node=node,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        ca=ca,
+        proxmox_url=proxmox_url,
+        proxmox_token_id=token_id,
+        proxmox_token_secret=secret,
+        allowed_clients=frozenset(allowed),
+        proxmox_ca=proxmox_ca,
+        proxmox_timeout=timeout,
+        log_level=log_level,
+    )
+
+
+def _token_secret(check: _Checker) -> str:
+    """The token secret, given inline or in a file (exactly one of the two)."""
+    inline = check.raw.get("proxmox_token_secret")
+    from_file = check.raw.get("proxmox_token_secret_file")
+    if inline and from_file:
+        check.problem(
+            "proxmox_token_secret", "give proxmox_token_secret or proxmox_token_secret_file, not both"
+        )
+        return ""
+    if not inline and not from_file:
+        check.problem("proxmox_token_secret", "missing (or give proxmox_token_secret_file)")
+        return ""
+    if inline:
+        return check.string("proxmox_token_secret")
+    path = check.readable_file("proxmox_token_secret_file")
+    if path is None or not path.is_file():
+        return ""
+    try:
+        secret = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        check.problem("proxmox_token_secret_file", f"cannot read {path}: {exc}")
+        return ""
+    if not secret:
+        check.problem("proxmox_token_secret_file", f"{path} is empty")
+    return secret
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    """``host:port`` or ``[v6]:port`` as (host, port)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"{listen!r} is not host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def _listen_problem(listen: str) -> str | None:
+    try:
+        host, port = split_listen(listen)
+    except ValueError as exc:
+        return str(exc)
+    if not 0 <= port <= 65535:
+        return f"port {port} is out of range"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return f"{host!r} is not an IP address"
+    return None
+
+
+def _url_problem(url: str) -> str | None:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "https":
+        return "must be an https:// URL (the API token must never travel in clear)"
+    if not parts.hostname:
+        return "has no host"
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        return "must be just https://host:port (the agent adds /api2/json)"
+    try:
+        _ = parts.port
+    except ValueError:
+        return "has an invalid port"
+    return None

@@ -1,0 +1,192 @@
+"""The agent's client of its node's own Proxmox API, with the node's API token.
+
+One aiohttp session for the agent's lifetime. The token secret is sent in the
+Authorization header only: it is never logged, nor put in an error message.
+"""
+
+from __future__ import annotations
+
+import http
+import json
+import logging
+import os
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/api2/json"
+# Proxmox's largest answers (/cluster/resources of a big cluster) stay far below this.
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_CHUNK = 256 * 1024
+
+
+class ProxmoxUnreachableError(Exception):
+    """Proxmox could not be reached or did not answer in time; the message names its URL."""
+
+
+class ProxmoxTimeout(ProxmoxUnreachableError):
+    """Proxmox did not answer within the time allowed."""
+
+
+class ProxmoxBadAnswer(Exception):
+    """Proxmox answered something that is not its API's JSON (or too much of it)."""
+
+
+@dataclass(frozen=True)
+class ProxmoxAnswer:
+    """What Proxmox answered: its status, the JSON of its data, and its error text and field errors."""
+
+    status: int
+    data_json: bytes = b"null"
+    message: str = ""
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class ProxmoxClient:
+    """Calls ``<url>/api2/json<path>`` with an API token; use as an async context manager."""
+
+    def __init__(
+        self,
+        url: str,
+        token_id: str,
+        token_secret: str,
+        *,
+        ca_file: Path | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._ca_file = ca_file
+        self._authorization = f"PVEAPIToken={token_id}={token_secret}"
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> ProxmoxClient:
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self._ssl_context(), limit=32),
+            headers={"Accept": "application/json"},
+            # No proxy from the environment, no cookies: every request carries the token itself.
+            trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            raise_for_status=False,
+        )
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        """Verify Proxmox's certificate and host name against proxmox_ca, or the system store."""
+        if self._ca_file is None:
+            return ssl.create_default_context()
+        return ssl.create_default_context(cafile=str(self._ca_file))
+
+    async def request(
+        self, method: str, path: str, params: Mapping[str, str], *, timeout: float | None = None
+    ) -> ProxmoxAnswer:
+        """Send one request; path must already be checked against the allowlist.
+
+        GET and DELETE send params in the query string, POST and PUT as a form.
+        Raises ProxmoxUnreachableError (ProxmoxTimeout after ``timeout`` seconds) or
+        ProxmoxBadAnswer.
+        """
+        if self._session is None:
+            raise RuntimeError("ProxmoxClient is not open: use it as an async context manager")
+        limit = self.timeout if timeout is None else timeout
+        # The path is plain ASCII with no % (see agent.allowlist): send it exactly as checked.
+        url = URL(self.url + API_PREFIX + path, encoded=True)
+        in_query = method in ("GET", "DELETE")
+        started = time.monotonic()
+        try:
+            async with self._session.request(
+                method,
+                url,
+                params=dict(params) if in_query and params else None,
+                data=dict(params) if not in_query else None,
+                headers={"Authorization": self._authorization},
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=limit),
+            ) as response:
+                body = await _read_limited(response)
+                status, reason = response.status, response.reason or ""
+        except TimeoutError:
+            raise ProxmoxTimeout(f"Proxmox at {self.url} did not answer within {limit:g} s") from None
+        except aiohttp.ClientConnectorCertificateError as exc:
+            reason = (
+                getattr(exc.certificate_error, "verify_message", "") or type(exc.certificate_error).__name__
+            )
+            raise ProxmoxUnreachableError(
+                f"the certificate of Proxmox at {self.url} did not verify: {reason}"
+            ) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise ProxmoxUnreachableError(
+                f"cannot connect to Proxmox at {self.url}: {_os_reason(exc.os_error)}"
+            ) from None
+        except aiohttp.ClientError as exc:
+            raise ProxmoxUnreachableError(
+                f"the connection to Proxmox at {self.url} failed: {_describe(exc)}"
+            ) from None
+        log.debug("proxmox %s %s -> %d in %.0f ms", method, path, status, (time.monotonic() - started) * 1000)
+        return self._answer(status, reason, body)
+
+    def _answer(self, status: int, reason: str, body: bytes) -> ProxmoxAnswer:
+        try:
+            decoded: Any = json.loads(body) if body else {}
+        except ValueError:
+            decoded = None
+        if status >= 400:
+            document = decoded if isinstance(decoded, dict) else {}
+            message = str(document.get("message") or reason or _phrase(status)).strip()
+            errors = document.get("errors")
+            return ProxmoxAnswer(
+                status=status,
+                message=message,
+                errors={str(k): str(v).strip() for k, v in errors.items()}
+                if isinstance(errors, dict)
+                else {},
+            )
+        if not 200 <= status < 300 or not isinstance(decoded, dict):
+            raise ProxmoxBadAnswer(f"Proxmox at {self.url} answered {status} without its API's JSON")
+        data = json.dumps(decoded.get("data"), separators=(",", ":"), ensure_ascii=False)
+        return ProxmoxAnswer(status=status, data_json=data.encode())
+
+
+async def _read_limited(response: aiohttp.ClientResponse) -> bytes:
+    """The whole body, or ProxmoxBadAnswer beyond MAX_RESPONSE_BYTES."""
+    if (response.content_length or 0) > MAX_RESPONSE_BYTES:
+        raise ProxmoxBadAnswer(f"Proxmox's answer is larger than {MAX_RESPONSE_BYTES} bytes")
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(_CHUNK):
+        body += chunk
+        if len(body) > MAX_RESPONSE_BYTES:
+            raise ProxmoxBadAnswer(f"Proxmox's answer is larger than {MAX_RESPONSE_BYTES} bytes")
+    return bytes(body)
+
+
+def _os_reason(error: OSError) -> str:
+    """ "Connection refused" rather than asyncio's "Connect call failed ('1.2.3.4', 8006)"."""
+    if error.errno:
+        return os.strerror(error.errno)
+    return str(error.strerror or error or type(error).__name__)
+
+
+def _describe(exc: BaseException) -> str:
+    """A short description of a client error, without any request details."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _phrase(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return f"HTTP {status}"

@@ -1,0 +1,242 @@
+"""The agent's gRPC server: mutual TLS only, the health service, the proxy and GetInfo."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio  # type: ignore[attr-defined]  # not in grpc-stubs
+
+from agent import __version__
+from agent.allowlist import ALLOWED, NotAllowed, Route, authorize
+from agent.auth import ClientAllowlist, Context, caller_name
+from agent.config import AgentConfig, split_listen
+from agent.proxmox import ProxmoxBadAnswer, ProxmoxClient, ProxmoxTimeout, ProxmoxUnreachableError
+from agentclient.errors import ERROR_METADATA_KEY, NOT_ALLOWLISTED, PROXMOX_UNREACHABLE
+from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+SERVICES = (
+    agent_pb2.DESCRIPTOR.services_by_name["ProxmoxProxy"].full_name,
+    agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name,
+)
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# Finish calls in flight for this long on SIGTERM, then cancel them.
+SHUTDOWN_GRACE = 5.0
+EXPIRY_WARNING = datetime.timedelta(days=7)
+
+SERVER_OPTIONS: list[tuple[str, Any]] = [
+    # Fail loudly when another process holds the port, instead of sharing it.
+    ("grpc.so_reuseport", 0),
+    # Answers can be as large as a big cluster's /cluster/resources.
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.max_receive_message_length", 4 * 1024 * 1024),
+    # Let callers' keepalive pings through (agentclient pings every 30 s, even when idle).
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 20_000),
+    # And find dead callers ourselves.
+    ("grpc.keepalive_time_ms", 120_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+]
+
+
+class StartupError(Exception):
+    """The agent cannot start; the message says why."""
+
+
+class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
+    """Forwards allowlisted requests to the node's Proxmox API."""
+
+    def __init__(self, proxmox: ProxmoxClient, table: tuple[Route, ...] = ALLOWED) -> None:
+        self.proxmox = proxmox
+        self.table = table
+
+    async def Call(self, request: Any, context: Context) -> Any:
+        started = time.monotonic()
+        caller = caller_name(context)
+        method, path, params = request.method, request.path, dict(request.params)
+        try:
+            authorize(method, path, params, self.table)
+        except NotAllowed as exc:
+            log.warning(
+                "refused %r %r for %s (%s): %s",
+                method[:16],
+                path[:200],
+                caller,
+                context.peer(),
+                exc,
+            )
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                str(exc),
+                trailing_metadata=((ERROR_METADATA_KEY, NOT_ALLOWLISTED),),
+            )
+        # The caller's deadline bounds the call to Proxmox; when it is the tighter limit,
+        # running out of it is the caller's DEADLINE_EXCEEDED, not an unreachable Proxmox.
+        remaining = context.time_remaining()
+        by_deadline = remaining is not None and remaining < self.proxmox.timeout
+        limit = max(remaining or 0.0, 0.001) if by_deadline else self.proxmox.timeout
+        try:
+            answer = await self.proxmox.request(method, path, params, timeout=limit)
+        except asyncio.CancelledError:
+            # gRPC cancels the call when the caller goes away or its deadline passes.
+            log.info("%s %s for %s: cancelled after %.0f ms", method, path, caller, _ms(started))
+            raise
+        except ProxmoxTimeout as exc:
+            if by_deadline:
+                log.info("%s %s for %s: deadline passed after %.0f ms", method, path, caller, _ms(started))
+                await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the call's deadline passed")
+            await self._unreachable(context, method, path, str(exc))
+        except ProxmoxUnreachableError as exc:
+            await self._unreachable(context, method, path, str(exc))
+        except ProxmoxBadAnswer as exc:
+            log.error("%s %s: %s", method, path, exc)
+            await context.abort(grpc.StatusCode.INTERNAL, str(exc))
+        log.info("%s %s for %s: %d in %.0f ms", method, path, caller, answer.status, _ms(started))
+        return agent_pb2.ProxmoxResponse(
+            status=answer.status, data_json=answer.data_json, message=answer.message, errors=answer.errors
+        )
+
+    @staticmethod
+    async def _unreachable(context: Context, method: str, path: str, reason: str) -> NoReturn:
+        log.warning("%s %s: %s", method, path, reason)
+        await context.abort(
+            grpc.StatusCode.UNAVAILABLE,
+            reason,
+            trailing_metadata=((ERROR_METADATA_KEY, PROXMOX_UNREACHABLE),),
+        )
+
+
+def _ms(started: float) -> float:
+    return (time.monotonic() - started) * 1000
+
+
+class AgentServicer(agent_pb2_grpc.AgentServicer):
+    """Answers what this agent is."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.info = agent_pb2.AgentInfo(
+            version=__version__, node=config.node, zone=config.zone, identity=config.identity
+        )
+
+    async def GetInfo(self, request: Any, context: Context) -> Any:
+        return self.info
+
+
+@dataclass(frozen=True)
+class ServerTLS:
+    """The agent's certificate chain and key, and the CA its callers must be signed by (PEM)."""
+
+    cert: bytes
+    key: bytes
+    ca: bytes
+
+    @classmethod
+    def load(cls, config: AgentConfig) -> ServerTLS:
+        """Read and check the files: the certificate must name this agent and match its key."""
+        tls = cls(config.tls_cert.read_bytes(), config.tls_key.read_bytes(), config.ca.read_bytes())
+        tls.check(config)
+        return tls
+
+    def check(self, config: AgentConfig) -> None:
+        try:
+            certificate = x509.load_pem_x509_certificate(self.cert)
+        except ValueError as exc:
+            raise StartupError(f"tls_cert {config.tls_cert} is not a PEM certificate ({exc})") from None
+        try:
+            key = serialization.load_pem_private_key(self.key, password=None)
+        except (ValueError, TypeError) as exc:
+            raise StartupError(
+                f"tls_key {config.tls_key} is not an unencrypted PEM private key ({exc})"
+            ) from None
+        if key.public_key() != certificate.public_key():
+            raise StartupError(f"tls_key {config.tls_key} is not the key of tls_cert {config.tls_cert}")
+        try:
+            names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            dns_names = [name.lower() for name in names.get_values_for_type(x509.DNSName)]
+        except x509.ExtensionNotFound:
+            dns_names = []
+        if config.identity.lower() not in dns_names:
+            raise StartupError(
+                f"tls_cert {config.tls_cert} does not name {config.identity} (it names "
+                f"{', '.join(dns_names) or 'no DNS name'}): callers would refuse it"
+            )
+        now = datetime.datetime.now(datetime.UTC)
+        if not certificate.not_valid_before_utc <= now <= certificate.not_valid_after_utc:
+            raise StartupError(
+                f"tls_cert {config.tls_cert} is valid from {certificate.not_valid_before_utc:%Y-%m-%d %H:%M} "
+                f"to {certificate.not_valid_after_utc:%Y-%m-%d %H:%M} UTC, not now"
+            )
+        if certificate.not_valid_after_utc - now < EXPIRY_WARNING:
+            log.warning("tls_cert %s expires on %s", config.tls_cert, certificate.not_valid_after_utc)
+        try:
+            x509.load_pem_x509_certificates(self.ca)
+        except ValueError as exc:
+            raise StartupError(f"ca {config.ca} is not a PEM certificate bundle ({exc})") from None
+
+    def server_credentials(self) -> grpc.ServerCredentials:
+        """Credentials that require every caller to present a certificate of the CA."""
+        return grpc.ssl_server_credentials(
+            [(self.key, self.cert)], root_certificates=self.ca, require_client_auth=True
+        )
+
+
+async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> None:
+    """Serve until SIGTERM or SIGINT (or until stop is set), then shut down gracefully."""
+    tls = ServerTLS.load(config)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    async with ProxmoxClient(
+        config.proxmox_url,
+        config.proxmox_token_id,
+        config.proxmox_token_secret,
+        ca_file=config.proxmox_ca,
+        timeout=config.proxmox_timeout,
+    ) as proxmox:
+        server = grpc.aio.server(
+            interceptors=[ClientAllowlist(config.allowed_clients)], options=SERVER_OPTIONS
+        )
+        health = health_aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health, server)
+        agent_pb2_grpc.add_ProxmoxProxyServicer_to_server(ProxmoxProxyServicer(proxmox), server)
+        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(config), server)
+        try:
+            port = server.add_secure_port(config.listen, tls.server_credentials())
+        except RuntimeError as exc:
+            raise StartupError(f"cannot listen on {config.listen}: {exc}") from None
+        if not port:
+            raise StartupError(f"cannot listen on {config.listen}")
+        for service in SERVICES:
+            await health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        await server.start()
+        try:
+            for signum in SIGNALS:
+                loop.add_signal_handler(signum, stop.set)
+            host, configured_port = split_listen(config.listen)
+            address = config.listen if configured_port else f"{f'[{host}]' if ':' in host else host}:{port}"
+            log.info(
+                "agent %s %s serving %s for %s; Proxmox at %s",
+                config.identity,
+                __version__,
+                address,
+                ", ".join(sorted(config.allowed_clients)),
+                config.proxmox_url,
+            )
+            print(f"flexplane-agent listening on {address}", flush=True)
+            await stop.wait()
+        finally:
+            log.info("shutting down")
+            for signum in SIGNALS:
+                loop.remove_signal_handler(signum)
+            await health.enter_graceful_shutdown()
+            await server.stop(SHUTDOWN_GRACE)

@@ -1,0 +1,235 @@
+"""A small development PKI: one CA that signs agent and client certificates.
+
+The devstack and the tests use it to give every agent a certificate naming its host
+(see :func:`agentclient.identity.host_identity`) and every caller (orchestrator,
+Cluster API provider) a client certificate whose common name the agent checks.
+
+Keys are EC P-256 and are written owner-only (0600). The signing steps take a public
+key, not a key pair, so the same CA can later sign certificate signing requests
+(:meth:`CertificateAuthority.sign_csr`) when the orchestrator becomes the platform CA.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+CA_VALIDITY = datetime.timedelta(days=3650)
+LEAF_VALIDITY = datetime.timedelta(days=30)
+# Accept certificates right away even when clocks of two machines differ a little.
+BACKDATE = datetime.timedelta(minutes=5)
+
+CA_CERT_FILE = "ca.crt"
+CA_KEY_FILE = "ca.key"
+
+
+def generate_key() -> ec.EllipticCurvePrivateKey:
+    """A new EC P-256 private key."""
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    """Write a private key as unencrypted PKCS#8 PEM, readable by its owner only."""
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        os.fchmod(out.fileno(), 0o600)  # the file may have existed with a wider mode
+        out.write(pem)
+
+
+def write_certificate(path: Path, certificate: x509.Certificate) -> None:
+    """Write a certificate as PEM."""
+    path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+
+
+def _key_usage(*, signing_ca: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=signing_ca,
+        crl_sign=signing_ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+@dataclass(frozen=True)
+class CertificateAuthority:
+    """A CA certificate with its private key, able to issue leaf certificates."""
+
+    certificate: x509.Certificate
+    key: ec.EllipticCurvePrivateKey
+    cert_path: Path
+
+    @classmethod
+    def create(cls, directory: Path | str, common_name: str = "flex.plane dev CA") -> CertificateAuthority:
+        """Create a self-signed CA and write ``ca.crt`` and ``ca.key`` (0600) into directory."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        key = generate_key()
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+        now = datetime.datetime.now(datetime.UTC)
+        certificate = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - BACKDATE)
+            .not_valid_after(now + CA_VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(_key_usage(signing_ca=True), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
+        cert_path = directory / CA_CERT_FILE
+        write_key(directory / CA_KEY_FILE, key)
+        write_certificate(cert_path, certificate)
+        return cls(certificate, key, cert_path)
+
+    @classmethod
+    def load(cls, directory: Path | str) -> CertificateAuthority:
+        """Load a CA that :meth:`create` wrote into directory."""
+        directory = Path(directory)
+        certificate = x509.load_pem_x509_certificate((directory / CA_CERT_FILE).read_bytes())
+        key = serialization.load_pem_private_key((directory / CA_KEY_FILE).read_bytes(), password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{directory / CA_KEY_FILE} is not an EC private key")
+        return cls(certificate, key, directory / CA_CERT_FILE)
+
+    @property
+    def cert_pem(self) -> bytes:
+        """The CA certificate as PEM, e.g. as the trust root of a gRPC channel."""
+        return self.certificate.public_bytes(serialization.Encoding.PEM)
+
+    def sign(
+        self,
+        public_key: ec.EllipticCurvePublicKey,
+        *,
+        common_name: str,
+        dns_names: Sequence[str] = (),
+        ip_addresses: Iterable[str | IPAddress] = (),
+        usages: Sequence[x509.ObjectIdentifier],
+        validity: datetime.timedelta = LEAF_VALIDITY,
+    ) -> x509.Certificate:
+        """Sign a leaf certificate for public_key with these names and extended key usages."""
+        now = datetime.datetime.now(datetime.UTC)
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+            .issuer_name(self.certificate.subject)
+            .public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - BACKDATE)
+            .not_valid_after(now + validity)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(_key_usage(signing_ca=False), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False
+            )
+        )
+        alt_names: list[x509.GeneralName] = [x509.DNSName(name) for name in dns_names]
+        alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+        if alt_names:
+            builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        return builder.sign(self.key, hashes.SHA256())
+
+    def sign_csr(
+        self,
+        csr: x509.CertificateSigningRequest,
+        *,
+        usages: Sequence[x509.ObjectIdentifier],
+        validity: datetime.timedelta = LEAF_VALIDITY,
+    ) -> x509.Certificate:
+        """Sign a CSR, keeping its common name and subject alternative names.
+
+        The caller decides what the requester may be named: check the CSR's names
+        before signing it.
+        """
+        if not csr.is_signature_valid:
+            raise ValueError("the certificate signing request has an invalid signature")
+        public_key = csr.public_key()
+        if not isinstance(public_key, ec.EllipticCurvePublicKey):
+            raise ValueError("only EC keys are accepted")
+        names = csr.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+        if len(names) != 1:
+            raise ValueError("the certificate signing request must carry exactly one common name")
+        try:
+            san = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        except x509.ExtensionNotFound:
+            san = x509.SubjectAlternativeName([])
+        return self.sign(
+            public_key,
+            common_name=str(names[0].value),
+            dns_names=san.get_values_for_type(x509.DNSName),
+            ip_addresses=[
+                ip
+                for ip in san.get_values_for_type(x509.IPAddress)
+                if isinstance(ip, ipaddress.IPv4Address | ipaddress.IPv6Address)
+            ],
+            usages=usages,
+            validity=validity,
+        )
+
+    def issue_agent(
+        self,
+        identity: str,
+        ip_addresses: Iterable[str | IPAddress],
+        directory: Path | str,
+        basename: str,
+    ) -> tuple[Path, Path]:
+        """Issue an agent's certificate: SAN DNSName identity and the IPs, server and client auth.
+
+        Writes ``<basename>.crt`` and ``<basename>.key`` (0600) into directory and
+        returns their paths.
+        """
+        key = generate_key()
+        certificate = self.sign(
+            key.public_key(),
+            common_name=identity,
+            dns_names=[identity],
+            ip_addresses=ip_addresses,
+            usages=[ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
+        )
+        return self._write_leaf(certificate, key, Path(directory), basename)
+
+    def issue_client(self, common_name: str, directory: Path | str, basename: str) -> tuple[Path, Path]:
+        """Issue a client certificate (client auth only) whose common name is the caller's name.
+
+        Writes ``<basename>.crt`` and ``<basename>.key`` (0600) into directory and
+        returns their paths.
+        """
+        key = generate_key()
+        certificate = self.sign(
+            key.public_key(), common_name=common_name, usages=[ExtendedKeyUsageOID.CLIENT_AUTH]
+        )
+        return self._write_leaf(certificate, key, Path(directory), basename)
+
+    @staticmethod
+    def _write_leaf(
+        certificate: x509.Certificate, key: ec.EllipticCurvePrivateKey, directory: Path, basename: str
+    ) -> tuple[Path, Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        cert_path = directory / f"{basename}.crt"
+        key_path = directory / f"{basename}.key"
+        write_key(key_path, key)
+        write_certificate(cert_path, certificate)
+        return cert_path, key_path

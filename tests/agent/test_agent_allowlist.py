@@ -1,0 +1,147 @@
+"""The proxy's allowlist: exact methods, plain normalized paths, bounded parameters."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.allowlist import ALLOWED, MAX_PARAM_VALUE_BYTES, NotAllowed, authorize, compile_table
+
+UPID = "UPID:pve1:0000C0DE:0001F00D:6761A2B3:qmstart:100:root@pam!flexplane:"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/version"),
+        ("GET", "/nodes"),
+        ("GET", "/cluster/resources"),
+        ("GET", "/cluster/status"),
+        ("GET", "/nodes/pve1/status"),
+        ("GET", "/nodes/node-2/status"),
+        ("GET", f"/nodes/pve1/tasks/{UPID}/status"),
+        ("GET", f"/nodes/pve1/tasks/{UPID}/log"),
+        ("GET", "/nodes/pve1/tasks/UPID:pve1:00001234:00005678:6761A2B3:vzdump::root@pam:/status"),
+    ],
+)
+def test_it_allows_every_row_of_the_table(method: str, path: str) -> None:
+    assert authorize(method, path, {}).method == method
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/nodes/-pve1/status",
+        "/nodes/pve1-/status",
+        "/nodes/pve_1/status",
+        "/nodes/" + "a" * 64 + "/status",
+        "/nodes/pve1/tasks/UPID:pve1:nothex00:00005678:6761A2B3:qmstart:100:root@pam:/status",
+        "/nodes/pve1/tasks/UPID:pve1:00001234:00005678:6761A2B3:qmstart:100:root@pam/status",
+        "/nodes/pve1/tasks/not-a-upid/status",
+    ],
+)
+def test_it_refuses_placeholders_that_do_not_match(path: str) -> None:
+    with pytest.raises(NotAllowed, match="not on the proxy's allowlist"):
+        authorize("GET", path, {})
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("", "the path is empty"),
+        ("cluster/resources", "must start with /"),
+        ("/cluster/../access/ticket", r"a \. or \.\. segment"),
+        ("/cluster/./resources", r"a \. or \.\. segment"),
+        ("//cluster/resources", "an empty segment"),
+        ("/cluster/resources/", "an empty segment"),
+        ("/cluster%2Fresources", "'%', which is never forwarded"),
+        ("/cluster/%252e%252e/access", "'%', which is never forwarded"),
+        ("/cluster\\resources", "which is never forwarded"),
+        ("/cluster/resources?type=vm", "'\\?', which is never forwarded"),
+        ("/cluster/resources#top", "'#', which is never forwarded"),
+        ("/cluster/resources;x", "';', which is never forwarded"),
+        ("/cluster/resources x", "' ', which is never forwarded"),
+        ("/cluster/resources\t", "control or non-ASCII"),
+        ("/cluster/resources\r\n", "control or non-ASCII"),
+        ("/cluster/resources\x00", "control or non-ASCII"),
+        ("/cluster/r\u00e9sources", "control or non-ASCII"),
+        ("/cluster/resources\u2215x", "control or non-ASCII"),
+        ("/" + "a" * 600, "longer than 512"),
+    ],
+)
+def test_it_refuses_a_path_that_is_not_plain_and_normalized(path: str, reason: str) -> None:
+    with pytest.raises(NotAllowed, match=reason):
+        authorize("GET", path, {})
+
+
+@pytest.mark.parametrize("method", ["get", "Get", "HEAD", "PATCH", "OPTIONS", "GET ", " GET", "", "G\x00ET"])
+def test_it_refuses_a_method_that_is_not_exactly_get_post_put_or_delete(method: str) -> None:
+    with pytest.raises(NotAllowed, match="is not one of DELETE, GET, POST, PUT"):
+        authorize(method, "/version", {})
+
+
+def test_it_refuses_a_known_path_with_another_method() -> None:
+    with pytest.raises(NotAllowed, match=r"PUT /cluster/resources is not on .* \(another method is\)"):
+        authorize("PUT", "/cluster/resources", {})
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({f"p{i}": "" for i in range(65)}, "more than 64 parameters"),
+        ({"x" * 65: "1"}, "parameter name"),
+        ({"1abc": "1"}, "parameter name"),
+        ({"a b": "1"}, "parameter name"),
+        ({"a%20b": "1"}, "parameter name"),
+        ({"": "1"}, "parameter name"),
+        ({"description": "x" * (MAX_PARAM_VALUE_BYTES + 1)}, "larger than 65536 bytes"),
+        ({f"d{i}": "x" * MAX_PARAM_VALUE_BYTES for i in range(5)}, "larger than 262144 bytes in all"),
+        ({"name": "a\x00b"}, "NUL"),
+    ],
+)
+def test_it_refuses_unreasonable_parameters(params: dict[str, str], reason: str) -> None:
+    with pytest.raises(NotAllowed, match=reason):
+        authorize("GET", "/cluster/resources", params)
+
+
+def test_it_allows_ordinary_parameters() -> None:
+    assert authorize("GET", "/cluster/resources", {"type": "vm", "target-storage": "local"})
+
+
+def test_a_new_row_is_one_line() -> None:
+    table = compile_table(
+        [*((r.method, r.pattern) for r in ALLOWED), ("PUT", "/nodes/{node}/qemu/{vmid}/config")]
+    )
+
+    assert (
+        authorize("PUT", "/nodes/pve1/qemu/100/config", {}, table).pattern
+        == "/nodes/{node}/qemu/{vmid}/config"
+    )
+
+
+VM_CONFIG = compile_table([("GET", "/nodes/{node}/qemu/{vmid}/config")])
+
+
+@pytest.mark.parametrize("vmid", ["100", "4242", "999999999"])
+def test_it_allows_a_vmid_from_100_to_999999999(vmid: str) -> None:
+    assert authorize("GET", f"/nodes/pve1/qemu/{vmid}/config", {}, VM_CONFIG)
+
+
+@pytest.mark.parametrize("vmid", ["99", "1000000000", "0100", "-100", "1e3"])
+def test_it_refuses_a_vmid_out_of_range_or_oddly_written(vmid: str) -> None:
+    with pytest.raises(NotAllowed):
+        authorize("GET", f"/nodes/pve1/qemu/{vmid}/config", {}, VM_CONFIG)
+
+
+@pytest.mark.parametrize(
+    ("method", "pattern"),
+    [
+        ("GET", "/nodes/{nod}/status"),
+        ("FETCH", "/version"),
+        ("GET", "version"),
+        ("GET", "/a/../b"),
+        ("GET", "/a//b"),
+    ],
+)
+def test_a_malformed_row_fails_when_the_table_is_compiled(method: str, pattern: str) -> None:
+    with pytest.raises(ValueError, match="allowlist row"):
+        compile_table([(method, pattern)])

@@ -1,0 +1,190 @@
+"""The agent's Proxmox proxy and its other services, over mutual TLS, against a fake Proxmox."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from agentclient import AgentPool, AgentTarget, ProxmoxError, ProxyRefused
+
+
+def test_it_reports_serving_on_the_health_service(pool: AgentPool, target: AgentTarget) -> None:
+    assert pool.check_health(target) is True
+
+
+def test_it_reports_serving_for_the_proxy_service(pool: AgentPool, target: AgentTarget) -> None:
+    assert pool.check_health(target, service="flexplane.agent.v1.ProxmoxProxy") is True
+
+
+def test_it_tells_its_node_zone_identity_and_version(pool: AgentPool, target: AgentTarget) -> None:
+    info = pool.info(target)
+
+    assert (info.node, info.zone, info.identity) == ("pve1", "zone1", "pve1.zone1.agents.flexplane")
+    assert info.version
+
+
+def test_it_forwards_cluster_resources_and_returns_the_vms(
+    pool: AgentPool, target: AgentTarget, pve: Any
+) -> None:
+    pve.add_vm(4101, "web-1", node="pve1")
+    pve.add_vm(4102, "db-1", node="pve1")
+
+    resources = pool.proxmox(target, "GET", "/cluster/resources", {"type": "vm"})
+
+    names = {r["vmid"]: r["name"] for r in resources if r.get("type") == "qemu"}
+    assert names[4101] == "web-1"
+    assert names[4102] == "db-1"
+
+
+def test_it_sends_get_params_in_the_query_string(pool: AgentPool, target: AgentTarget, pve: Any) -> None:
+    pool.proxmox(target, "GET", "/cluster/resources", {"type": "node"})
+
+    method, path, _body = pve.requests[-1]
+    assert (method, path) == ("GET", "/api2/json/cluster/resources")
+    assert all(
+        r["type"] == "node" for r in pool.proxmox(target, "GET", "/cluster/resources", {"type": "node"})
+    )
+
+
+def test_it_forwards_a_node_status(pool: AgentPool, target: AgentTarget) -> None:
+    status = pool.proxmox(target, "GET", "/nodes/pve1/status")
+
+    assert isinstance(status, dict)
+
+
+def test_it_forwards_a_task_status_by_upid(pool: AgentPool, target: AgentTarget, pve: Any) -> None:
+    upid = finished_task(pve, "pve1", 4103)
+
+    status = pool.proxmox(target, "GET", f"/nodes/pve1/tasks/{upid}/status")
+
+    assert (status["upid"], status["exitstatus"]) == (upid, "OK")
+
+
+def test_it_forwards_a_task_log_with_its_params(pool: AgentPool, target: AgentTarget, pve: Any) -> None:
+    upid = finished_task(pve, "pve1", 4104)
+
+    log = pool.proxmox(target, "GET", f"/nodes/pve1/tasks/{upid}/log", {"start": 0, "limit": 1})
+
+    assert log == [{"n": 1, "t": "started"}]
+
+
+def test_proxmox_error_text_travels_to_the_caller(pool: AgentPool, target: AgentTarget, pve: Any) -> None:
+    pve.fail("GET", "/cluster/status", 500, "cluster filesystem not ready", times=1)
+
+    with pytest.raises(ProxmoxError) as caught:
+        pool.proxmox(target, "GET", "/cluster/status")
+
+    assert caught.value.status == 500
+    assert caught.value.message == "cluster filesystem not ready"
+    assert "pve1.zone1.agents.flexplane" in str(caught.value)
+    assert "cluster filesystem not ready" in str(caught.value)
+
+
+def test_proxmox_field_errors_travel_to_the_caller(pool: AgentPool, target: AgentTarget, pve: Any) -> None:
+    upid = finished_task(pve, "pve1", 4105)
+
+    with pytest.raises(ProxmoxError) as caught:
+        pool.proxmox(target, "GET", f"/nodes/pve1/tasks/{upid}/log", {"limit": "many"})
+
+    assert caught.value.status == 400
+    assert caught.value.message == "Parameter verification failed."
+    assert "limit" in caught.value.errors
+    assert "limit: " in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/access/users"),
+        ("GET", "/cluster/../access/ticket"),
+        ("GET", "/cluster/%2e%2e/access/ticket"),
+        ("GET", "/cluster%2Fresources"),
+        ("GET", "/cluster/%252e%252e/access/users"),
+        ("GET", "//cluster/resources"),
+        ("GET", "/cluster/resources/"),
+        ("GET", "/cluster/./resources"),
+        ("GET", "/cluster\\resources"),
+        ("GET", "/cluster/resources?type=vm"),
+        ("GET", "/cluster/resources#x"),
+        ("GET", "/cluster/resources\x00"),
+        ("GET", "/cluster/resources\n"),
+        ("GET", "/cluster/resourcés"),
+        ("GET", "/cluster/resources/../../access/users"),
+        ("GET", "cluster/resources"),
+        ("GET", "/nodes/pve1/qemu/100/config"),
+        ("PUT", "/nodes/pve1/qemu/100/config"),
+        ("POST", "/cluster/resources"),
+        ("DELETE", "/nodes/pve1/status"),
+        ("get", "/cluster/resources"),
+        ("Get", "/cluster/resources"),
+        ("HEAD", "/cluster/resources"),
+        ("PATCH", "/cluster/resources"),
+        ("GET ", "/cluster/resources"),
+        ("", "/cluster/resources"),
+        ("X-HTTP-Method-Override", "/cluster/resources"),
+        ("GET", "/nodes/-pve1/status"),
+        ("GET", "/nodes/pve1/tasks/UPID:pve1:../status"),
+    ],
+)
+def test_it_refuses_requests_not_on_the_allowlist_without_calling_proxmox(
+    pool: AgentPool, target: AgentTarget, pve: Any, method: str, path: str
+) -> None:
+    before = list(pve.requests)
+
+    with pytest.raises(ProxyRefused):
+        pool.proxmox(target, method, path)
+
+    assert pve.requests == before
+
+
+def test_it_refuses_a_method_override_parameter_and_forwards_nothing(
+    pool: AgentPool, target: AgentTarget, pve: Any
+) -> None:
+    before = list(pve.requests)
+
+    with pytest.raises(ProxyRefused):
+        pool.proxmox(target, "POST", "/version", {"_method": "GET"})
+
+    assert pve.requests == before
+
+
+def test_it_refuses_too_many_params_without_calling_proxmox(
+    pool: AgentPool, target: AgentTarget, pve: Any
+) -> None:
+    before = list(pve.requests)
+
+    with pytest.raises(ProxyRefused, match="more than 64 parameters"):
+        pool.proxmox(target, "GET", "/cluster/resources", {f"p{i}": "1" for i in range(65)})
+
+    assert pve.requests == before
+
+
+def test_a_refusal_names_the_host_and_the_reason(pool: AgentPool, target: AgentTarget) -> None:
+    with pytest.raises(ProxyRefused) as caught:
+        pool.proxmox(target, "GET", "/access/users")
+
+    assert str(caught.value) == (
+        f"The agent pve1.zone1.agents.flexplane at {target.address} refused the request: "
+        "GET /access/users is not on the proxy's allowlist."
+    )
+
+
+def finished_task(pve: Any, node: str, vmid: int) -> str:
+    """The UPID of a finished start task, made with the fake's own task machinery."""
+
+    async def body() -> str:
+        return "started"
+
+    # With time_scale 0 the task runs to its end inside this call, on no particular loop.
+    return str(asyncio.run(pve.task(node, "qmstart", vmid, "root@pam!flexplane", body)))
+
+
+def test_one_pool_serves_many_threads_at_once(pool: AgentPool, target: AgentTarget) -> None:
+    with ThreadPoolExecutor(max_workers=8) as threads:
+        versions = list(threads.map(lambda _: pool.proxmox(target, "GET", "/version"), range(32)))
+
+    assert len(versions) == 32
+    assert all(version == versions[0] for version in versions)
