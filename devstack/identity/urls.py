@@ -1,0 +1,24 @@
+"""Routes: django-oauth-toolkit's OAuth 2.0 and OIDC endpoints and the login page, under the issuer's path."""
+
+from __future__ import annotations
+
+from django.contrib.auth.views import LoginView
+from django.urls import URLPattern, URLResolver, include, path
+from django.views.generic import TemplateView
+from oauth2_provider import urls as oauth2_urls
+
+from devstack.identity.config import current_config
+
+PREFIX = current_config().url_prefix
+
+# The token, authorization, OIDC and metadata endpoints; not the application management pages.
+oauth2_patterns = (
+    oauth2_urls.base_urlpatterns + oauth2_urls.oidc_urlpatterns + oauth2_urls.metadata_urlpatterns,
+    "oauth2_provider",
+)
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("", TemplateView.as_view(template_name="identity/home.html"), name="home"),
+    path(f"{PREFIX}login/", LoginView.as_view(template_name="identity/login.html"), name="login"),
+    path(PREFIX, include(oauth2_patterns)),
+]

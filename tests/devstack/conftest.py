@@ -1,0 +1,83 @@
+"""Fixtures for the development identity provider's tests: real provider processes on loopback."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devstack.identity.process import IdentityProvider
+
+IDENTITY_HOST = "127.0.201.2"
+PORTAL_REDIRECT_URI = "http://localhost:8765/oidc/callback/"
+PORTAL_POST_LOGOUT_REDIRECT_URI = "http://localhost:8765/signed-out/"
+PORTAL_CLIENT_SECRET = "portal-secret-for-tests"
+
+USERS: list[dict[str, Any]] = [
+    {
+        "username": "admin",
+        "password": "admin",
+        "name": "Ada Admin",
+        "email": "admin@example.com",
+        "roles": ["ADMIN"],
+    },
+    {
+        "username": "alice",
+        "password": "alice",
+        "name": "Alice Example",
+        "email": "alice@example.com",
+        "roles": ["USER", "vdc:demo"],
+    },
+    {
+        "username": "bob",
+        "password": "bob",
+        "name": "Bob Example",
+        "email": "bob@example.com",
+        "roles": ["USER", "vdc:other"],
+    },
+]
+
+StartIdentity = Callable[..., IdentityProvider]
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdentityProvider]:
+    """One provider with the devstack's users and a portal client, shared by a test module."""
+    provider = IdentityProvider.start(
+        tmp_path_factory.mktemp("identity"),
+        IDENTITY_HOST,
+        free_port(IDENTITY_HOST),
+        USERS,
+        portal_redirect_uris=[PORTAL_REDIRECT_URI],
+        portal_client_secret=PORTAL_CLIENT_SECRET,
+        portal_post_logout_redirect_uris=[PORTAL_POST_LOGOUT_REDIRECT_URI],
+    )
+    with provider:
+        yield provider
+
+
+@pytest.fixture
+def start_identity() -> Iterator[StartIdentity]:
+    """Start providers of a test's own (on a data dir and port of its choice); all stop at the end."""
+    started: list[IdentityProvider] = []
+
+    def start(
+        data_dir: Path, port: int, users: Sequence[Mapping[str, Any]] = USERS, **options: Any
+    ) -> IdentityProvider:
+        provider = IdentityProvider.start(data_dir, IDENTITY_HOST, port, users, **options)
+        started.append(provider)
+        return provider
+
+    yield start
+    for provider in started:
+        provider.stop()
