@@ -1,0 +1,78 @@
+"""Domain errors: what can go wrong, in the product's own terms.
+
+Services raise these; the GraphQL layer and the portal turn them into answers. Nothing above
+``orchestrator.sources`` sees a gRPC, HTTP or Kubernetes exception.
+"""
+
+from __future__ import annotations
+
+
+class FlexPlaneError(Exception):
+    """Base of every domain error. ``code`` is the stable, machine-readable name."""
+
+    code = "ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Unauthenticated(FlexPlaneError):
+    """No credentials, or credentials that cannot be trusted."""
+
+    code = "UNAUTHENTICATED"
+
+
+class PermissionDenied(FlexPlaneError):
+    """The principal is known but may not do this."""
+
+    code = "FORBIDDEN"
+
+
+class NotFound(FlexPlaneError):
+    """No such object, or one in a VDC the principal cannot see (reported identically)."""
+
+    code = "NOT_FOUND"
+
+    def __init__(self, kind: str, ident: str) -> None:
+        super().__init__(f"{kind} {ident!r} does not exist")
+        self.kind = kind
+        self.ident = ident
+
+
+class ValidationFailed(FlexPlaneError):
+    """A value the caller sent is wrong; ``field`` names it."""
+
+    code = "INVALID"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class QuotaExceeded(FlexPlaneError):
+    code = "QUOTA_EXCEEDED"
+
+
+class Conflict(FlexPlaneError):
+    code = "CONFLICT"
+
+
+class Unavailable(FlexPlaneError):
+    """A zone or host could not be reached within its deadline; ``where`` names it."""
+
+    code = "UNAVAILABLE"
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where = where
+
+
+class UpstreamFailure(FlexPlaneError):
+    """Proxmox or the management cluster refused; the message is theirs."""
+
+    code = "UPSTREAM_FAILURE"
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where = where

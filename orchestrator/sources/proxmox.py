@@ -1,0 +1,163 @@
+"""Proxmox, reached only through the agents on its nodes.
+
+A zone is one Proxmox cluster: any node answers for the whole cluster, so a read costs one
+call per zone, sent to one of the zone's agents and failed over to the next when that one
+is unavailable. Zones are asked in parallel, under one deadline for the whole fan-out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from django.conf import settings
+
+from agentclient import (
+    AgentDeadlineExceeded,
+    AgentError,
+    AgentPool,
+    AgentTarget,
+    AgentUnavailable,
+    ClientTLS,
+    ProxmoxError,
+    ProxmoxUnreachable,
+)
+from orchestrator.errors import Unavailable, UpstreamFailure
+
+T = TypeVar("T")
+
+# Proxmox's own codes for "that node is not reachable from here" (pveproxy's 595/596).
+_NODE_UNREACHABLE = frozenset({595, 596})
+
+
+@dataclass(frozen=True)
+class ZoneTargets:
+    """A zone and the agents that can answer for it, in the order to try them."""
+
+    zone: str
+    targets: tuple[AgentTarget, ...]
+
+
+@dataclass
+class FanOut(Generic[T]):
+    """What each zone answered, and why the others did not."""
+
+    results: dict[str, T] = field(default_factory=dict)
+    failures: dict[str, Unavailable] = field(default_factory=dict)
+
+
+def _worth_another_node(exc: AgentError) -> bool:
+    """True when another node of the same zone may well answer."""
+    if isinstance(exc, AgentUnavailable | AgentDeadlineExceeded | ProxmoxUnreachable):
+        return True
+    return isinstance(exc, ProxmoxError) and (exc.status in _NODE_UNREACHABLE or exc.status >= 500)
+
+
+class ProxmoxSource:
+    """Reads from every zone's Proxmox cluster through the agents."""
+
+    def __init__(self, pool: AgentPool, *, call_timeout: float, deadline: float, workers: int = 32) -> None:
+        self.pool = pool
+        self.call_timeout = call_timeout
+        self.deadline = deadline
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zone-fanout")
+        self._rotation = itertools.count()
+
+    # ------------------------------------------------------------------ one zone
+
+    def zone_call(
+        self,
+        zone: ZoneTargets,
+        method: str,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        deadline_at: float | None = None,
+    ) -> Any:
+        """One Proxmox call for a zone, failing over across its agents until the deadline."""
+        deadline_at = deadline_at if deadline_at is not None else time.monotonic() + self.deadline
+        if not zone.targets:
+            raise Unavailable(zone.zone, f"zone {zone.zone} has no hosts")
+        start = next(self._rotation) % len(zone.targets)
+        order = zone.targets[start:] + zone.targets[:start]
+        reasons: list[str] = []
+        for target in order:
+            remaining = deadline_at - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                return self.pool.proxmox(
+                    target, method, path, params, timeout=min(self.call_timeout, remaining)
+                )
+            except ProxmoxError as exc:
+                if not _worth_another_node(exc):
+                    raise UpstreamFailure(zone.zone, f"Proxmox in zone {zone.zone}: {exc.message}") from exc
+                reasons.append(str(exc))
+            except AgentError as exc:
+                if not _worth_another_node(exc):
+                    raise UpstreamFailure(zone.zone, str(exc)) from exc
+                reasons.append(str(exc))
+        detail = "; ".join(reasons) or "the deadline passed before any host was tried"
+        raise Unavailable(zone.zone, f"zone {zone.zone} is unavailable: {detail}")
+
+    # ------------------------------------------------------------------ fan-out
+
+    def fan_out(self, zones: Sequence[ZoneTargets], call: Callable[[ZoneTargets, float], T]) -> FanOut[T]:
+        """Run ``call(zone, deadline_at)`` for every zone in parallel, under one deadline."""
+        deadline_at = time.monotonic() + self.deadline
+        futures: dict[str, Future[T]] = {z.zone: self._executor.submit(call, z, deadline_at) for z in zones}
+        # A little grace beyond the deadline: the calls themselves stop at it.
+        wait_futures(futures.values(), timeout=self.deadline + 0.5)
+        out: FanOut[T] = FanOut()
+        for zone, future in futures.items():
+            if not future.done():
+                future.cancel()
+                out.failures[zone] = Unavailable(
+                    zone, f"zone {zone} did not answer within {self.deadline:g}s"
+                )
+                continue
+            exc = future.exception()
+            if exc is None:
+                out.results[zone] = future.result()
+            elif isinstance(exc, Unavailable):
+                out.failures[zone] = exc
+            elif isinstance(exc, UpstreamFailure):
+                out.failures[zone] = Unavailable(zone, exc.message)
+            else:
+                raise exc
+        return out
+
+    def cluster_resources(self, zones: Sequence[ZoneTargets]) -> FanOut[list[dict[str, Any]]]:
+        """``/cluster/resources`` of every zone: VMs and nodes, one call per zone."""
+
+        def read(zone: ZoneTargets, deadline_at: float) -> list[dict[str, Any]]:
+            data = self.zone_call(zone, "GET", "/cluster/resources", deadline_at=deadline_at)
+            return [item for item in data or [] if isinstance(item, dict)]
+
+        return self.fan_out(zones, read)
+
+
+_source: ProxmoxSource | None = None
+_lock = threading.Lock()
+
+
+def proxmox() -> ProxmoxSource:
+    """The process's Proxmox source, with its pool of mTLS channels to the agents."""
+    global _source
+    with _lock:
+        if _source is None:
+            tls = ClientTLS.from_files(
+                settings.FLEXPLANE_AGENT_CA, settings.FLEXPLANE_AGENT_CERT, settings.FLEXPLANE_AGENT_KEY
+            )
+            _source = ProxmoxSource(
+                AgentPool(tls, timeout=settings.FLEXPLANE_AGENT_TIMEOUT),
+                call_timeout=settings.FLEXPLANE_AGENT_TIMEOUT,
+                deadline=settings.FLEXPLANE_ZONE_DEADLINE,
+            )
+        return _source
