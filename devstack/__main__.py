@@ -1,0 +1,87 @@
+"""The embedded default: ``python -m devstack`` brings the world up; ``python -m devstack token alice``.
+
+python -m devstack [up]        start everything on loopback; Ctrl-C stops it all
+python -m devstack token USER  print an access token for a devstack user
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from devstack import seed
+from devstack.identity.client import password_token
+from devstack.world import ROOT, World, WorldConfig
+
+SCRATCH = ROOT / ".devstack"
+STATE = SCRATCH / "state.json"
+
+
+def up() -> int:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    world = World(WorldConfig(scratch=SCRATCH))
+    try:
+        print(
+            "flex.plane devstack: starting (fake Proxmox zones, agents, Kubernetes emulator, identity, "
+            "orchestrator)...",
+            flush=True,
+        )
+        world.start()
+        STATE.write_text(json.dumps(world.describe(), indent=2))
+        users = "\n".join(
+            f"    {u['username']:<6} password {u['password']:<6} roles {', '.join(u['roles'])}"
+            for u in seed.USERS
+        )
+        print(
+            f"\nflex.plane is up at {world.url}\n"
+            f"  GraphQL:  {world.url}/graphql\n"
+            f"  identity: {world.describe()['issuer']}\n"
+            f"  users:\n{users}\n"
+            f"  a token:  .venv/bin/python -m devstack token alice\n"
+            f"  logs:     {SCRATCH / 'logs'}\n"
+            "Press Ctrl-C to stop.",
+            flush=True,
+        )
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        print("\nflex.plane devstack: stopping...", flush=True)
+        world.stop()
+        STATE.unlink(missing_ok=True)
+    return 0
+
+
+def token(username: str, state_file: Path = STATE) -> int:
+    if not state_file.exists():
+        print("the devstack is not running: start it with `make dev`", file=sys.stderr)
+        return 1
+    state = json.loads(state_file.read_text())
+    if username not in state["users"]:
+        print(f"no devstack user {username!r}; users: {', '.join(state['users'])}", file=sys.stderr)
+        return 1
+    print(password_token(state["issuer"], username, state["users"][username]))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m devstack", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("up", help="start the devstack (the default)")
+    token_parser = commands.add_parser("token", help="print an access token for a devstack user")
+    token_parser.add_argument("user")
+    args = parser.parse_args(argv)
+    if args.command == "token":
+        return token(args.user)
+    return up()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

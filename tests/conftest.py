@@ -1,0 +1,46 @@
+"""Fixtures shared by every suite: the devstack's world, brought up the same way as `make dev`."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devstack.world import World, WorldConfig
+from tests.support import GraphQL
+
+# The tests' world lives on 127.<subnet>.x.y, away from a `make dev` running on 127.10.x.y.
+TEST_SUBNET = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
+
+# Short deadlines, so that the fault tests see a slow zone given up on quickly.
+DEADLINES = (("AGENT_TIMEOUT", "1.0"), ("ZONE_DEADLINE", "2.5"))
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """Two fake zones of three nodes, six agents, the Kubernetes emulator, identity, the orchestrator."""
+    host = f"127.{TEST_SUBNET}.0.1"
+    cfg = WorldConfig(
+        scratch=Path(tmp_path_factory.mktemp("world")),
+        subnet=TEST_SUBNET,
+        orchestrator_host=host,
+        orchestrator_port=free_port(host),
+        orchestrator_settings=DEADLINES,
+    )
+    with World(cfg) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def api(world: World) -> GraphQL:
+    return GraphQL(world)

@@ -1,0 +1,63 @@
+"""Helpers for talking to the orchestrator under test over HTTP, as any API client would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import requests
+
+from devstack.world import World
+
+
+@dataclass
+class Answer:
+    status: int
+    body: dict[str, Any]
+    headers: requests.structures.CaseInsensitiveDict[str]
+
+    @property
+    def data(self) -> Any:
+        return self.body.get("data")
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return list(self.body.get("errors") or [])
+
+    @property
+    def codes(self) -> list[str]:
+        return [e.get("extensions", {}).get("code") for e in self.errors]
+
+
+class GraphQL:
+    """POSTs queries to the orchestrator's /graphql with a user's token."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.url = f"{world.url}/graphql"
+        self.token = cache(world.token)
+
+    def raw(
+        self,
+        query: str,
+        *,
+        headers: dict[str, str] | None = None,
+        variables: dict[str, Any] | None = None,
+        timeout: float = 30,
+    ) -> Answer:
+        response = requests.post(
+            self.url,
+            json={"query": query, "variables": variables or {}},
+            headers=headers or {},
+            timeout=timeout,
+        )
+        return Answer(response.status_code, response.json(), response.headers)
+
+    def __call__(
+        self, query: str, *, user: str, vdc: str | None = None, variables: dict[str, Any] | None = None
+    ) -> Answer:
+        headers = {"Authorization": f"Bearer {self.token(user)}"}
+        if vdc is not None:
+            headers["FlexPlane-VDC-ID"] = vdc
+        return self.raw(query, headers=headers, variables=variables)
