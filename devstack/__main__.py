@@ -23,8 +23,10 @@ STATE = SCRATCH / "state.json"
 
 def up() -> int:
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    world = World(WorldConfig(scratch=SCRATCH))
+    # Both, explicitly: a devstack started in the background inherits an ignored SIGINT.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    world = World(WorldConfig(scratch=SCRATCH, identity_port=9000))
     try:
         print(
             "flex.plane devstack: starting (fake Proxmox zones, agents, Kubernetes emulator, identity, "
@@ -48,8 +50,6 @@ def up() -> int:
             flush=True,
         )
         stop.wait()
-    except KeyboardInterrupt:
-        pass
     finally:
         print("\nflex.plane devstack: stopping...", flush=True)
         world.stop()

@@ -52,6 +52,8 @@ class WorldConfig:
     nodes_per_zone: int = 3
     orchestrator_host: str = "127.0.0.1"
     orchestrator_port: int = 8000
+    # 0: any free port (tests); the devstack keeps its issuer URL stable across restarts.
+    identity_port: int = 0
     seed_guests: bool = True
     # Extra FLEXPLANE_* settings for the orchestrator (without the prefix), e.g. shorter deadlines in tests.
     orchestrator_settings: tuple[tuple[str, str], ...] = ()
@@ -196,7 +198,7 @@ class World:
         self._identity = IdentityProvider.start(
             data_dir=cfg.scratch / "identity",
             host=cfg.identity_host,
-            port=0,
+            port=cfg.identity_port,
             users=seed.USERS,
             project_id=seed.PROJECT_ID,
             portal_redirect_uris=[f"{self.url}/oidc/callback/"],

@@ -2,4 +2,5 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("orchestrator.urls")),
+    path("", include("portal.urls")),
 ]
