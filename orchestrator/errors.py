@@ -73,6 +73,10 @@ class UpstreamFailure(FlexPlaneError):
 
     code = "UPSTREAM_FAILURE"
 
-    def __init__(self, where: str, message: str) -> None:
+    def __init__(
+        self, where: str, message: str, *, status: int | None = None, errors: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.where = where
+        self.status = status
+        self.errors = errors or {}

@@ -6,9 +6,17 @@ import functools
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+import graphene
+from graphene.utils.str_converters import to_camel_case
 from graphql import GraphQLError
 
-from orchestrator.errors import FlexPlaneError, Unavailable, ValidationFailed
+from orchestrator.errors import (
+    FlexPlaneError,
+    PermissionDenied,
+    Unauthenticated,
+    Unavailable,
+    ValidationFailed,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,3 +42,36 @@ def domain_errors(resolver: Callable[P, R]) -> Callable[P, R]:
             raise to_graphql_error(exc) from exc
 
     return wrapper
+
+
+# --- mutations: an expected failure is data, ``errors { field message code }`` in the payload -------
+
+# Codes every domain's error enum carries; a domain adds its own (e.g. QUOTA_EXCEEDED).
+COMMON_CODES = ("INVALID", "NOT_FOUND", "CONFLICT", "UNAVAILABLE", "UPSTREAM_FAILURE")
+
+
+def error_code_enum(name: str, *extra: str) -> type[graphene.Enum]:
+    """A domain's error-code enum, e.g. ``VirtualMachineErrorCode`` with ``QUOTA_EXCEEDED``."""
+    return graphene.Enum(name, [(code, code) for code in dict.fromkeys((*COMMON_CODES, *extra))])
+
+
+def error_type(name: str, codes: type[graphene.Enum]) -> type[graphene.ObjectType]:
+    """The ``<Domain>Error`` object of a domain's mutation payloads."""
+    return type(
+        name,
+        (graphene.ObjectType,),
+        {
+            "__doc__": "Why a mutation did not happen; `field` names the input at fault, if one is.",
+            "field": graphene.String(description="The input field at fault (camelCase), if any."),
+            "message": graphene.String(required=True),
+            "code": graphene.Field(codes, required=True),
+        },
+    )
+
+
+def payload_errors(exc: FlexPlaneError) -> list[dict[str, Any]]:
+    """The payload's ``errors`` for an expected failure; who-may-do-what failures stay top-level."""
+    if isinstance(exc, Unauthenticated | PermissionDenied):
+        raise to_graphql_error(exc) from exc
+    field = to_camel_case(exc.field) if isinstance(exc, ValidationFailed) else None
+    return [{"field": field, "message": exc.message, "code": exc.code}]

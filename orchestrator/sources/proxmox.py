@@ -36,6 +36,10 @@ T = TypeVar("T")
 _NODE_UNREACHABLE = frozenset({595, 596})
 
 
+class _NotSent(Unavailable):
+    """The call surely never reached Proxmox: safe to send elsewhere."""
+
+
 @dataclass(frozen=True)
 class ZoneTargets:
     """A zone and the agents that can answer for it, in the order to try them."""
@@ -105,6 +109,54 @@ class ProxmoxSource:
                 reasons.append(str(exc))
         detail = "; ".join(reasons) or "the deadline passed before any host was tried"
         raise Unavailable(zone.zone, f"zone {zone.zone} is unavailable: {detail}")
+
+    def zone_write(
+        self,
+        zone: ZoneTargets,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """A write through one of the zone's agents, never sent twice.
+
+        It moves to the next agent only when the call surely did not reach Proxmox (the agent could
+        not be reached, or its Proxmox did not answer at all); a deadline is ambiguous and is not retried.
+        """
+        if not zone.targets:
+            raise Unavailable(zone.zone, f"zone {zone.zone} has no hosts")
+        reasons: list[str] = []
+        for target in zone.targets:
+            try:
+                return self.host_call(zone.zone, target, method, path, params, timeout=timeout)
+            except _NotSent as exc:
+                reasons.append(str(exc.__cause__))
+        raise Unavailable(zone.zone, f"zone {zone.zone} is unavailable: {'; '.join(reasons)}")
+
+    def host_call(
+        self,
+        zone: str,
+        target: AgentTarget,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """One call through one host's agent, with Proxmox's own message on failure; no retry."""
+        try:
+            return self.pool.proxmox(target, method, path, params, timeout=timeout or self.call_timeout)
+        except ProxmoxError as exc:
+            raise UpstreamFailure(zone, exc.message, status=exc.status, errors=exc.errors) from exc
+        except (AgentUnavailable, ProxmoxUnreachable) as exc:
+            raise _NotSent(zone, str(exc)) from exc
+        except AgentDeadlineExceeded as exc:
+            raise Unavailable(
+                zone, f"{target.identity} did not answer in time; the call may have run"
+            ) from exc
+        except AgentError as exc:
+            raise UpstreamFailure(zone, str(exc)) from exc
 
     # ------------------------------------------------------------------ fan-out
 
