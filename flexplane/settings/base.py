@@ -125,6 +125,10 @@ FLEXPLANE_AGENT_KEY = env("AGENT_KEY", "")
 FLEXPLANE_AGENT_TIMEOUT = env_float("AGENT_TIMEOUT", 4.0)
 FLEXPLANE_ZONE_DEADLINE = env_float("ZONE_DEADLINE", 8.0)
 
+# Image sources exempt from the address checks (loopback, private, link-local targets refused
+# otherwise): hosts as written in URLs, or host:port, comma-separated.
+FLEXPLANE_IMAGE_ALLOW_HOSTS = env_list("IMAGE_ALLOW_HOSTS", "")
+
 # GraphQL
 FLEXPLANE_GRAPHIQL = env_bool("GRAPHIQL", DEBUG)
 FLEXPLANE_GRAPHQL_INTROSPECTION = env_bool("GRAPHQL_INTROSPECTION", True)

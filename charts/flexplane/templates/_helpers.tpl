@@ -1,0 +1,149 @@
+{{/*
+Helpers of the flexplane chart. Every name is namespaced "flexplane." so that a parent chart's
+helpers never collide with these.
+*/}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "flexplane.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The resource name prefix: fullnameOverride, else "<release>-<chart>" (just "<release>" when it contains the chart name). */}}
+{{- define "flexplane.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* "<chart>-<version>" for the helm.sh/chart label. */}}
+{{- define "flexplane.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The labels that select the orchestrator's pods (never change them: selectors are immutable). */}}
+{{- define "flexplane.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "flexplane.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: orchestrator
+{{- end }}
+
+{{/* The labels of every resource. */}}
+{{- define "flexplane.labels" -}}
+helm.sh/chart: {{ include "flexplane.chart" . }}
+{{ include "flexplane.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/part-of: flexplane
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The ServiceAccount the pods run as. */}}
+{{- define "flexplane.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "flexplane.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The platform namespace (FLEXPLANE_NAMESPACE): config.namespace, else the release namespace. */}}
+{{- define "flexplane.platformNamespace" -}}
+{{- default .Release.Namespace .Values.config.namespace }}
+{{- end }}
+
+{{/* The image reference: repository@digest, else repository:tag (the tag defaults to appVersion). */}}
+{{- define "flexplane.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding FLEXPLANE_SECRET_KEY: the existing one, else the one the chart generates. */}}
+{{- define "flexplane.secretKeySecretName" -}}
+{{- .Values.secretKey.existingSecret | default (printf "%s-secret-key" (include "flexplane.fullname" .)) }}
+{{- end }}
+
+{{/* The Secret holding the agents' CA and the orchestrator's client certificate. */}}
+{{- define "flexplane.agentTLSSecretName" -}}
+{{- .Values.agentTLS.secretName | default (printf "%s-agent-tls" (include "flexplane.fullname" .)) }}
+{{- end }}
+
+{{/* The Ingress's TLS Secret. */}}
+{{- define "flexplane.ingressTLSSecretName" -}}
+{{- .Values.ingress.tls.secretName | default (printf "%s-tls" (include "flexplane.fullname" .)) }}
+{{- end }}
+
+{{/*
+The allowed hosts, as a JSON list: config.allowedHosts, else the ingress hosts (when the ingress is
+enabled), else the Service's in-cluster names.
+*/}}
+{{- define "flexplane.allowedHosts" -}}
+{{- $hosts := .Values.config.allowedHosts }}
+{{- if and (not $hosts) .Values.ingress.enabled }}
+{{- $hosts = .Values.ingress.hosts }}
+{{- end }}
+{{- if not $hosts }}
+{{- $svc := include "flexplane.fullname" . }}
+{{- $hosts = list (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace) }}
+{{- end }}
+{{- toJson $hosts }}
+{{- end }}
+
+{{/* The Host header of the probes: probes.host, else the first allowed host ("*" becomes "localhost"). */}}
+{{- define "flexplane.probeHost" -}}
+{{- if .Values.probes.host }}
+{{- .Values.probes.host }}
+{{- else }}
+{{- $first := include "flexplane.allowedHosts" . | fromJsonArray | first | trimPrefix "." }}
+{{- if eq $first "*" }}localhost{{ else }}{{ $first }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* An HTTP probe of the app: the path, the port and a Host header the app accepts. */}}
+{{- define "flexplane.httpProbe" -}}
+{{- $root := index . 0 }}
+{{- $path := index . 1 -}}
+httpGet:
+  path: {{ $path }}
+  port: http
+  scheme: HTTP
+  httpHeaders:
+    - name: Host
+      value: {{ include "flexplane.probeHost" $root | quote }}
+{{- end }}
+
+{{/* Checks that values.schema.json cannot express; each failure names the value to fix. */}}
+{{- define "flexplane.validate" -}}
+{{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
+{{- end }}
+{{- if and .Values.ingress.enabled (not .Values.ingress.hosts) }}
+{{- fail "ingress.hosts: list at least one host name when ingress.enabled is true" }}
+{{- end }}
+{{- if and (gt (int .Values.server.preStopSleepSeconds) 0) (le (int .Values.server.terminationGracePeriodSeconds) (int .Values.server.preStopSleepSeconds)) }}
+{{- fail "server.terminationGracePeriodSeconds must exceed server.preStopSleepSeconds" }}
+{{- end }}
+{{- if and .Values.networkPolicy.enabled .Values.networkPolicy.egress.enabled }}
+{{- $egress := .Values.networkPolicy.egress }}
+{{- if not $egress.kubeAPI.cidrs }}
+{{- fail "networkPolicy.egress.kubeAPI.cidrs: list the API server's addresses, or the restricted egress cuts the orchestrator off the management cluster" }}
+{{- end }}
+{{- if not $egress.identity.to }}
+{{- fail "networkPolicy.egress.identity.to: list the identity provider's peers, or the restricted egress cuts the orchestrator off the identity provider" }}
+{{- end }}
+{{- if not $egress.agents.cidrs }}
+{{- fail "networkPolicy.egress.agents.cidrs: list the Proxmox nodes' addresses, or the restricted egress cuts the orchestrator off the agents" }}
+{{- end }}
+{{- end }}
+{{- end }}

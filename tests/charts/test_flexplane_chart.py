@@ -1,0 +1,323 @@
+"""The flexplane chart: it lints, renders valid manifests, and keeps the stateless, least-privilege promises.
+
+The chart is rendered offline (helm-python-sdk, no cluster, no helm binary) once per set of values
+per module, and every manifest is checked against Kubernetes' own schemas (kubernetes-validate).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes_validate.utils import all_versions, major_minor
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "flexplane"
+EXAMPLE_VALUES = CHART / "ci" / "example-values.yaml"
+SETTINGS = (ROOT / "flexplane" / "settings" / "base.py", ROOT / "flexplane" / "settings" / "production.py")
+
+# Release name and namespace differ from the chart's name, so that defaults taken from them show.
+RELEASE = "fp"
+NAMESPACE = "cloud-system"
+
+Manifest = dict[str, Any]
+
+PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+
+
+def schema_version() -> str:
+    """Kubernetes 1.33, or the newest schema kubernetes-validate ships when it has none for 1.33."""
+    shipped = {major_minor(version) for version in all_versions()}
+    return "1.33" if "1.33" in shipped else major_minor(kubernetes_validate.latest_version())
+
+
+def example_values() -> dict[str, Any]:
+    values: dict[str, Any] = yaml.safe_load(EXAMPLE_VALUES.read_text())
+    return values
+
+
+VALUES = {"default": dict[str, Any](), "example": example_values()}
+
+
+@pytest.fixture(scope="module")
+def chart() -> Iterator[helm_python.Chart]:
+    with helm_python.Chart.load(CHART) as loaded:
+        yield loaded
+
+
+@pytest.fixture(scope="module")
+def renders(chart: helm_python.Chart) -> dict[str, list[Manifest]]:
+    """Every set of values, rendered once for the whole module."""
+    return {name: manifests(render(chart, values)) for name, values in VALUES.items()}
+
+
+@pytest.fixture(params=sorted(VALUES))
+def rendered(request: pytest.FixtureRequest, renders: dict[str, list[Manifest]]) -> list[Manifest]:
+    """The manifests of one set of values (each test runs with the defaults and with the example)."""
+    return renders[request.param]
+
+
+def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
+    return chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+
+
+def manifests(templates: dict[str, str]) -> list[Manifest]:
+    return [
+        doc
+        for path, text in sorted(templates.items())
+        if path.endswith((".yaml", ".yml"))
+        for doc in yaml.safe_load_all(text)
+        if doc
+    ]
+
+
+def only(rendered: list[Manifest], kind: str) -> Manifest:
+    found = [m for m in rendered if m["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+def kinds(rendered: list[Manifest]) -> set[str]:
+    return {m["kind"] for m in rendered}
+
+
+def pod_spec(rendered: list[Manifest]) -> dict[str, Any]:
+    spec: dict[str, Any] = only(rendered, "Deployment")["spec"]["template"]["spec"]
+    return spec
+
+
+def container(rendered: list[Manifest]) -> dict[str, Any]:
+    (app,) = pod_spec(rendered)["containers"]
+    return dict(app)
+
+
+def env(rendered: list[Manifest]) -> dict[str, Any]:
+    """The container's environment: plain values as strings, references as their valueFrom."""
+    return {var["name"]: var.get("value", var.get("valueFrom")) for var in container(rendered)["env"]}
+
+
+def invalid(rendered: list[Manifest]) -> list[str]:
+    """What Kubernetes' schemas (strict: no unknown fields) refuse, one line per manifest."""
+    version = schema_version()
+    failures = []
+    for manifest in rendered:
+        name = f"{manifest['kind']}/{manifest['metadata']['name']}"
+        try:
+            kubernetes_validate.validate(manifest, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            failures.append(f"{name} at {'.'.join(map(str, exc.path))}: {exc.message}")
+        except kubernetes_validate.SchemaNotFoundError as exc:
+            failures.append(f"{name}: {exc.message}")
+    return failures
+
+
+def bytes_of(quantity: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)([KMG]i)?", quantity).groups()  # type: ignore[union-attr]  # a bad quantity fails the test
+    return int(number) * {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}[unit]
+
+
+# --- lint and validation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", sorted(VALUES))
+def test_the_chart_lints_without_errors_or_warnings(values: str) -> None:
+    report = helm_python.lint(
+        CHART, VALUES[values], strict=True, namespace=NAMESPACE, kube_version=f"v{schema_version()}.0"
+    )
+    problems = [m for m in report["messages"] if m["severity"] >= 2]
+    assert report["errors"] == [], report
+    assert problems == []
+
+
+def test_every_manifest_validates_against_the_kubernetes_schema(rendered: list[Manifest]) -> None:
+    assert invalid(rendered) == []
+
+
+def test_the_branches_neither_set_of_values_takes_also_validate(chart: helm_python.Chart) -> None:
+    variant = {
+        "image": {"digest": "sha256:" + "0" * 64},
+        "podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None},
+        "tmp": {"medium": ""},
+        "server": {"preStopSleepSeconds": 0, "proxyHeaders": False},
+        "config": {"allowedHosts": ["*"]},
+        "autoscaling": {"enabled": True, "targetMemoryUtilizationPercentage": 80},
+        "ingress": {"enabled": True, "hosts": ["a.example.com", "b.example.com"], "tls": {"enabled": False}},
+        "networkPolicy": {"enabled": True},
+        "topologySpread": {"enabled": False},
+        "podDisruptionBudget": {"maxUnavailable": "25%"},
+        "rbac": {"create": False},
+        "serviceAccount": {"create": False, "name": "existing"},
+    }
+    rendered = manifests(render(chart, variant))
+    assert kinds(rendered) >= {"Deployment", "Ingress", "HorizontalPodAutoscaler", "NetworkPolicy"}
+    assert invalid(rendered) == []
+
+
+def test_the_example_renders_every_optional_resource(renders: dict[str, list[Manifest]]) -> None:
+    # So that the validation above covers each template at least once.
+    assert kinds(renders["example"]) >= {"Ingress", "NetworkPolicy", "HorizontalPodAutoscaler"}
+    assert kinds(renders["default"]) >= {
+        "Deployment", "Service", "ServiceAccount", "Role", "RoleBinding", "Secret", "PodDisruptionBudget",
+    }  # fmt: skip
+
+
+def test_the_schema_describes_exactly_the_values_of_values_yaml(chart: helm_python.Chart) -> None:
+    schema = chart.schema
+    assert schema is not None
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) - {"global"} == set(chart.values)
+
+
+# --- the stateless promise --------------------------------------------------------------------
+
+
+def test_nothing_persistent_is_rendered(rendered: list[Manifest]) -> None:
+    assert not kinds(rendered) & {"PersistentVolumeClaim", "PersistentVolume", "StatefulSet"}
+    volumes = pod_spec(rendered)["volumes"]
+    assert [v["name"] for v in volumes if "persistentVolumeClaim" in v or "ephemeral" in v] == []
+    assert [v["name"] for v in volumes if "hostPath" in v] == []
+
+
+def test_the_only_empty_dir_is_a_small_tmp(rendered: list[Manifest]) -> None:
+    empty_dirs = {v["name"]: v["emptyDir"] for v in pod_spec(rendered)["volumes"] if "emptyDir" in v}
+    mounts = {m["name"]: m["mountPath"] for m in container(rendered)["volumeMounts"]}
+    assert list(empty_dirs) == ["tmp"]
+    assert mounts["tmp"] == "/tmp"
+    assert bytes_of(empty_dirs["tmp"]["sizeLimit"]) <= 64 * 2**20
+
+
+# --- least privilege --------------------------------------------------------------------------
+
+
+def test_nothing_is_granted_cluster_wide(rendered: list[Manifest]) -> None:
+    assert not kinds(rendered) & {"ClusterRole", "ClusterRoleBinding"}
+    binding = only(rendered, "RoleBinding")
+    assert binding["roleRef"]["kind"] == "Role"
+    assert binding["metadata"]["namespace"] == only(rendered, "Role")["metadata"]["namespace"]
+
+
+def test_the_role_grants_nothing_on_secrets_beyond_get(rendered: list[Manifest]) -> None:
+    rules = only(rendered, "Role")["rules"]
+    on_secrets = [
+        rule
+        for rule in rules
+        if set(rule.get("apiGroups", [])) & {"", "*"} and set(rule["resources"]) & {"secrets", "*"}
+    ]
+    assert on_secrets
+    assert all(rule["verbs"] == ["get"] for rule in on_secrets)
+    assert not any("*" in rule["verbs"] for rule in rules)
+
+
+def test_the_schema_refuses_extra_rules_on_secrets(chart: helm_python.Chart) -> None:
+    rule = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
+    with pytest.raises(helm_python.HelmValuesError, match="extraRules"):
+        render(chart, {"rbac": {"extraRules": [rule]}})
+
+
+def test_the_container_is_locked_down(rendered: list[Manifest]) -> None:
+    pod, app = pod_spec(rendered)["securityContext"], container(rendered)["securityContext"]
+    assert pod["runAsNonRoot"] is True
+    assert pod["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert app["runAsNonRoot"] is True
+    assert app["readOnlyRootFilesystem"] is True
+    assert app["allowPrivilegeEscalation"] is False
+    assert app["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_the_agent_certificate_is_mounted_read_only_where_the_settings_look(rendered: list[Manifest]) -> None:
+    variables = env(rendered)
+    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "agent-tls"]
+    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "agent-tls"]
+    files = {f"{mount['mountPath']}/{item['path']}" for item in volume["secret"]["items"]}
+    assert mount["readOnly"] is True
+    assert {variables[f"FLEXPLANE_AGENT_{part}"] for part in ("CA", "CERT", "KEY")} == files
+
+
+# --- the app ----------------------------------------------------------------------------------
+
+
+def test_daphne_serves_the_asgi_app_with_production_settings(rendered: list[Manifest]) -> None:
+    app = container(rendered)
+    assert app["command"] == ["daphne"]
+    assert app["args"][-1] == "flexplane.asgi:application"
+    assert app["args"][app["args"].index("--port") + 1] == "8000"
+    assert app["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
+    assert env(rendered)["DJANGO_SETTINGS_MODULE"] == "flexplane.settings.production"
+
+
+def test_the_probes_ask_healthz_for_liveness_and_readyz_for_readiness(rendered: list[Manifest]) -> None:
+    app = container(rendered)
+    assert app["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert app["startupProbe"]["httpGet"]["path"] == "/healthz"
+    assert app["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert {app[probe]["httpGet"]["port"] for probe in PROBES} == {"http"}
+
+
+def test_the_probes_send_a_host_the_app_allows(rendered: list[Manifest]) -> None:
+    # Django answers 400 to a Host header outside ALLOWED_HOSTS, which would fail every probe.
+    allowed = env(rendered)["FLEXPLANE_ALLOWED_HOSTS"].split(",")
+    for probe in PROBES:
+        (header,) = container(rendered)[probe]["httpGet"]["httpHeaders"]
+        assert header["name"] == "Host"
+        assert header["value"] in allowed
+
+
+def test_the_settings_read_every_variable_the_chart_sets(rendered: list[Manifest]) -> None:
+    read = {
+        f"FLEXPLANE_{name}"
+        for path in SETTINGS
+        for name in re.findall(r"\benv(?:_list|_bool|_float)?\(\"([A-Z_]+)\"", path.read_text())
+    }
+    assert {name for name in env(rendered) if name.startswith("FLEXPLANE_")} - read == set()
+
+
+def test_the_platform_namespace_defaults_to_the_release_namespace(renders: dict[str, list[Manifest]]) -> None:
+    assert env(renders["default"])["FLEXPLANE_NAMESPACE"] == NAMESPACE
+    assert only(renders["default"], "Role")["metadata"]["namespace"] == NAMESPACE
+
+
+def test_a_secret_key_is_generated_when_none_is_given(renders: dict[str, list[Manifest]]) -> None:
+    secret = only(renders["default"], "Secret")
+    reference = env(renders["default"])["FLEXPLANE_SECRET_KEY"]["secretKeyRef"]
+    assert reference["name"] == secret["metadata"]["name"]
+    assert len(base64.b64decode(secret["data"][reference["key"]])) >= 50  # Django's check --deploy minimum
+
+
+def test_an_existing_secret_key_replaces_the_generated_one(renders: dict[str, list[Manifest]]) -> None:
+    assert "Secret" not in kinds(renders["example"])
+    reference = env(renders["example"])["FLEXPLANE_SECRET_KEY"]["secretKeyRef"]
+    assert reference == {"name": "flexplane-session", "key": "secret-key"}
+
+
+def test_autoscaling_leaves_the_replica_count_to_the_autoscaler(renders: dict[str, list[Manifest]]) -> None:
+    deployment = only(renders["example"], "Deployment")
+    autoscaler = only(renders["example"], "HorizontalPodAutoscaler")
+    assert "replicas" not in deployment["spec"]
+    assert autoscaler["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+
+def test_the_schema_refuses_a_replica_count_that_is_not_an_integer(chart: helm_python.Chart) -> None:
+    with pytest.raises(helm_python.HelmValuesError) as refused:
+        render(chart, {"replicaCount": "three"})
+    assert "at '/replicaCount': got string, want integer" in str(refused.value)
+
+
+def test_the_schema_refuses_an_unknown_top_level_key(chart: helm_python.Chart) -> None:
+    with pytest.raises(helm_python.HelmValuesError, match="additional properties 'replicas' not allowed"):
+        render(chart, {"replicas": 3})
+
+
+def test_a_restricted_egress_without_the_api_server_is_refused(chart: helm_python.Chart) -> None:
+    policy = {"enabled": True, "egress": {"enabled": True}}
+    with pytest.raises(helm_python.HelmRenderError, match=r"networkPolicy\.egress\.kubeAPI\.cidrs"):
+        render(chart, {"networkPolicy": policy})
