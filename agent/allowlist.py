@@ -33,6 +33,10 @@ PLACEHOLDERS: Mapping[str, str] = {
     "vmid": r"[1-9][0-9]{2,8}",
     # A task id.
     "upid": _UPID,
+    # A pool flex.plane owns: fp-<slug> (a VDC's pool), never another pool of the cluster.
+    "poolid": r"fp-[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?",
+    # The power actions the control plane takes (not suspend, resume or reset).
+    "action": r"start|stop|shutdown|reboot",
 }
 
 # method, path pattern below /api2/json
@@ -41,9 +45,31 @@ ALLOWED_ROWS: tuple[tuple[str, str], ...] = (
     ("GET", "/nodes"),
     ("GET", "/cluster/resources"),
     ("GET", "/cluster/status"),
+    ("GET", "/cluster/nextid"),
     ("GET", "/nodes/{node}/status"),
+    ("GET", "/nodes/{node}/storage"),
+    ("GET", "/nodes/{node}/tasks"),
     ("GET", "/nodes/{node}/tasks/{upid}/status"),
     ("GET", "/nodes/{node}/tasks/{upid}/log"),
+    # The VM lifecycle. Creating VMs from nothing (POST /nodes/{node}/qemu) is not here: only
+    # the agent's own image import does that; the control plane clones templates.
+    ("POST", "/nodes/{node}/qemu/{vmid}/clone"),
+    ("GET", "/nodes/{node}/qemu/{vmid}/config"),
+    ("POST", "/nodes/{node}/qemu/{vmid}/config"),
+    ("PUT", "/nodes/{node}/qemu/{vmid}/config"),
+    ("GET", "/nodes/{node}/qemu/{vmid}/pending"),
+    ("PUT", "/nodes/{node}/qemu/{vmid}/resize"),
+    ("POST", "/nodes/{node}/qemu/{vmid}/status/{action}"),
+    ("GET", "/nodes/{node}/qemu/{vmid}/status/current"),
+    ("DELETE", "/nodes/{node}/qemu/{vmid}"),
+    ("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces"),
+    ("POST", "/nodes/{node}/qemu/{vmid}/migrate"),
+    # VDC pools.
+    ("GET", "/pools"),
+    ("POST", "/pools"),
+    ("GET", "/pools/{poolid}"),
+    ("PUT", "/pools/{poolid}"),
+    ("DELETE", "/pools/{poolid}"),
 )
 
 MAX_PATH_LENGTH = 512

@@ -15,10 +15,17 @@ Example (``/etc/flexplane/agent.toml``)::
     proxmox_ca = "/etc/pve/pve-root-ca.pem"  # optional: the system store otherwise
     proxmox_timeout = 10                   # seconds
     log_level = "info"
+    # Images (EnsureTemplate):
+    image_allow_hosts = ["mirror.internal", "10.0.0.5:8080"]  # exempt from the URL policy's address checks
+    image_cache = "/var/lib/flexplane/images"   # downloads in progress; created when first needed
+    image_max_bytes = 68719476736          # 64 GiB: larger images are refused
+    image_staging_storage = "local"        # file storage the verified image is uploaded to for the import
+    image_ca = "/etc/flexplane/mirror-ca.crt"   # optional: trusted for https images besides the system store
 
 Every key can be overridden by an environment variable of its name in upper case,
-e.g. ``FLEXPLANE_AGENT_LISTEN``; ``FLEXPLANE_AGENT_ALLOWED_CLIENTS`` is a comma-separated
-list. Relative paths are read relative to the configuration file's folder.
+e.g. ``FLEXPLANE_AGENT_LISTEN``; ``FLEXPLANE_AGENT_ALLOWED_CLIENTS`` and
+``FLEXPLANE_AGENT_IMAGE_ALLOW_HOSTS`` are comma-separated lists. Relative paths are read
+relative to the configuration file's folder.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from agentclient.identity import host_identity, is_dns_label
+from agentclient.templates import check_storage_id
+from agentclient.urlpolicy import normalize_allow_host
 
 ENV_PREFIX = "FLEXPLANE_AGENT_"
 DEFAULT_ALLOWED_CLIENTS = ("flexplane-orchestrator", "flexplane-capi")
@@ -42,6 +51,11 @@ DEFAULT_PROXMOX_URL = "https://127.0.0.1:8006"
 DEFAULT_TOKEN_ID = "root@pam!flexplane"  # noqa: S105 - a token id, not its secret
 DEFAULT_PROXMOX_TIMEOUT = 10.0
 LOG_LEVELS = ("debug", "info", "warning", "error")
+DEFAULT_IMAGE_CACHE = Path("/var/lib/flexplane/images")
+DEFAULT_IMAGE_MAX_BYTES = 64 * 1024**3
+DEFAULT_IMAGE_STAGING_STORAGE = "local"
+# Keys whose environment variable is a comma-separated list.
+_LIST_KEYS = ("allowed_clients", "image_allow_hosts")
 
 # user@realm!tokenname, as Proxmox names API tokens.
 _TOKEN_ID = re.compile(r"[^\s@!:=]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*")
@@ -59,8 +73,11 @@ _STRING_KEYS = (
     "proxmox_token_secret_file",
     "proxmox_ca",
     "log_level",
+    "image_cache",
+    "image_staging_storage",
+    "image_ca",
 )
-KNOWN_KEYS = frozenset((*_STRING_KEYS, "allowed_clients", "proxmox_timeout"))
+KNOWN_KEYS = frozenset((*_STRING_KEYS, *_LIST_KEYS, "proxmox_timeout", "image_max_bytes"))
 
 
 class ConfigError(Exception):
@@ -84,6 +101,11 @@ class AgentConfig:
     proxmox_ca: Path | None = None
     proxmox_timeout: float = DEFAULT_PROXMOX_TIMEOUT
     log_level: str = "info"
+    image_allow_hosts: frozenset[str] = frozenset()
+    image_cache: Path = DEFAULT_IMAGE_CACHE
+    image_max_bytes: int = DEFAULT_IMAGE_MAX_BYTES
+    image_staging_storage: str = DEFAULT_IMAGE_STAGING_STORAGE
+    image_ca: Path | None = None
 
     @property
     def identity(self) -> str:
@@ -119,7 +141,7 @@ def environment_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
         if not name.startswith(ENV_PREFIX):
             continue
         key = name[len(ENV_PREFIX) :].lower()
-        if key == "allowed_clients":
+        if key in _LIST_KEYS:
             overrides[key] = [item.strip() for item in value.split(",") if item.strip()]
         else:
             overrides[key] = value
@@ -210,6 +232,17 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
     if log_level and log_level not in LOG_LEVELS:
         check.problem("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
 
+    image_allow_hosts = _allow_hosts(check)
+    image_cache = base / Path(check.string("image_cache", str(DEFAULT_IMAGE_CACHE))).expanduser()
+    image_max_bytes = _image_max_bytes(check)
+    staging = check.string("image_staging_storage", DEFAULT_IMAGE_STAGING_STORAGE)
+    if staging:
+        try:
+            check_storage_id(staging)
+        except ValueError as exc:
+            check.problem("image_staging_storage", str(exc))
+    image_ca = check.readable_file("image_ca", optional=True)
+
     if check.problems:
         raise ConfigError(f"invalid agent configuration ({source}):\n  " + "\n  ".join(check.problems))
     if tls_cert is None or tls_key is None or ca is None:  # reported above; this narrows the types
@@ -228,7 +261,41 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         proxmox_ca=proxmox_ca,
         proxmox_timeout=timeout,
         log_level=log_level,
+        image_allow_hosts=image_allow_hosts,
+        image_cache=image_cache,
+        image_max_bytes=image_max_bytes,
+        image_staging_storage=staging,
+        image_ca=image_ca,
     )
+
+
+def _allow_hosts(check: _Checker) -> frozenset[str]:
+    """image_allow_hosts, normalized: hosts or host:port, lowercase."""
+    entries = check.raw.get("image_allow_hosts", [])
+    if not isinstance(entries, list) or not all(isinstance(entry, str) for entry in entries):
+        check.problem("image_allow_hosts", "must be a list of hosts or host:port")
+        return frozenset()
+    allowed = set()
+    for entry in entries:
+        try:
+            allowed.add(normalize_allow_host(entry))
+        except ValueError as exc:
+            check.problem("image_allow_hosts", str(exc))
+    return frozenset(allowed)
+
+
+def _image_max_bytes(check: _Checker) -> int:
+    value = check.raw.get("image_max_bytes", DEFAULT_IMAGE_MAX_BYTES)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if isinstance(value, bool) or (isinstance(value, float | str) and str(number) != str(value).strip()):
+        number = 0
+    if number <= 0:
+        check.problem("image_max_bytes", f"{value!r} is not a positive whole number of bytes")
+        return DEFAULT_IMAGE_MAX_BYTES
+    return number
 
 
 def _token_secret(check: _Checker) -> str:

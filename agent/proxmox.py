@@ -6,13 +6,16 @@ Authorization header only: it is never logged, nor put in an error message.
 
 from __future__ import annotations
 
+import asyncio
 import http
 import json
 import logging
 import os
+import re
+import secrets
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ API_PREFIX = "/api2/json"
 # Proxmox's largest answers (/cluster/resources of a big cluster) stay far below this.
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 _CHUNK = 256 * 1024
+_UPLOAD_CHUNK = 1024 * 1024
+# What upload() puts in a multipart body: the field names and values and file names flex.plane makes.
+_SAFE_MULTIPART_VALUE = re.compile(r"[A-Za-z0-9._:-]+")
 
 
 class ProxmoxUnreachableError(Exception):
@@ -129,14 +135,91 @@ class ProxmoxClient:
             ) from None
         except aiohttp.ClientConnectorError as exc:
             raise ProxmoxUnreachableError(
-                f"cannot connect to Proxmox at {self.url}: {_os_reason(exc.os_error)}"
+                f"cannot connect to Proxmox at {self.url}: {os_reason(exc.os_error)}"
             ) from None
         except aiohttp.ClientError as exc:
             raise ProxmoxUnreachableError(
-                f"the connection to Proxmox at {self.url} failed: {_describe(exc)}"
+                f"the connection to Proxmox at {self.url} failed: {describe_error(exc)}"
             ) from None
         log.debug("proxmox %s %s -> %d in %.0f ms", method, path, status, (time.monotonic() - started) * 1000)
         return self._answer(status, reason, body)
+
+    async def upload(
+        self,
+        path: str,
+        fields: Mapping[str, str],
+        source: Path,
+        filename: str,
+        *,
+        timeout: float,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> ProxmoxAnswer:
+        """POST a file as ``multipart/form-data`` (the storage upload API), streamed from source.
+
+        fields come first and the file last, in a part named ``filename`` as Proxmox's upload
+        API expects; on_progress(sent, total) follows the file's bytes. timeout bounds the
+        whole request. Raises as :meth:`request` does.
+        """
+        if self._session is None:
+            raise RuntimeError("ProxmoxClient is not open: use it as an async context manager")
+        for value in (filename, *fields.keys(), *fields.values()):
+            if not _SAFE_MULTIPART_VALUE.fullmatch(value):
+                raise ValueError(f"{value!r} cannot go in a multipart body")
+        boundary = "flexplane-" + secrets.token_hex(16)
+        head = b"".join(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+            for name, value in fields.items()
+        )
+        head += (
+            f"--{boundary}\r\n"
+            f'Content-Disposition: form-data; name="filename"; filename="{filename}"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        tail = f"\r\n--{boundary}--\r\n".encode()
+        size = source.stat().st_size
+
+        async def body() -> AsyncIterator[bytes]:
+            yield head
+            sent = 0
+            with source.open("rb") as handle:
+                while chunk := await asyncio.to_thread(handle.read, _UPLOAD_CHUNK):
+                    yield chunk
+                    sent += len(chunk)
+                    if on_progress is not None:
+                        on_progress(sent, size)
+            yield tail
+
+        url = URL(self.url + API_PREFIX + path, encoded=True)
+        headers = {
+            "Authorization": self._authorization,
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+            # A length, not chunks: Proxmox's upload handler reads exactly this many bytes.
+            "Content-Length": str(len(head) + size + len(tail)),
+        }
+        try:
+            async with self._session.post(
+                url,
+                data=body(),
+                headers=headers,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as response:
+                answer = await _read_limited(response)
+                status, reason = response.status, response.reason or ""
+        except TimeoutError:
+            raise ProxmoxTimeout(
+                f"Proxmox at {self.url} did not take the upload within {timeout:g} s"
+            ) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise ProxmoxUnreachableError(
+                f"cannot connect to Proxmox at {self.url}: {os_reason(exc.os_error)}"
+            ) from None
+        except aiohttp.ClientError as exc:
+            raise ProxmoxUnreachableError(
+                f"the upload to Proxmox at {self.url} failed: {describe_error(exc)}"
+            ) from None
+        log.debug("proxmox POST %s (%d bytes) -> %d", path, size, status)
+        return self._answer(status, reason, answer)
 
     def _answer(self, status: int, reason: str, body: bytes) -> ProxmoxAnswer:
         try:
@@ -172,14 +255,14 @@ async def _read_limited(response: aiohttp.ClientResponse) -> bytes:
     return bytes(body)
 
 
-def _os_reason(error: OSError) -> str:
+def os_reason(error: OSError) -> str:
     """ "Connection refused" rather than asyncio's "Connect call failed ('1.2.3.4', 8006)"."""
     if error.errno:
         return os.strerror(error.errno)
     return str(error.strerror or error or type(error).__name__)
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     """A short description of a client error, without any request details."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

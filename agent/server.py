@@ -1,4 +1,4 @@
-"""The agent's gRPC server: mutual TLS only, the health service, the proxy and GetInfo."""
+"""The agent's gRPC server: mutual TLS only, the health service, the proxy, images and GetInfo."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import datetime
 import logging
 import signal
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -20,15 +21,28 @@ from agent import __version__
 from agent.allowlist import ALLOWED, NotAllowed, Route, authorize
 from agent.auth import ClientAllowlist, Context, caller_name
 from agent.config import AgentConfig, split_listen
+from agent.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
+from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
 from agent.proxmox import ProxmoxBadAnswer, ProxmoxClient, ProxmoxTimeout, ProxmoxUnreachableError
-from agentclient.errors import ERROR_METADATA_KEY, NOT_ALLOWLISTED, PROXMOX_UNREACHABLE
+from agentclient.errors import (
+    CHECKSUM_MISMATCH,
+    ERROR_METADATA_KEY,
+    IMAGE_DOWNLOAD_FAILED,
+    IMAGE_IMPORT_FAILED,
+    IMAGE_REFUSED,
+    NOT_ALLOWLISTED,
+    PROXMOX_UNREACHABLE,
+)
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
+from agentclient.templates import TemplatePhase, TemplateProgress
+from agentclient.urlpolicy import display_url
 
 log = logging.getLogger(__name__)
 
 SERVICES = (
     agent_pb2.DESCRIPTOR.services_by_name["ProxmoxProxy"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name,
+    agent_pb2.DESCRIPTOR.services_by_name["Images"].full_name,
 )
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Finish calls in flight for this long on SIGTERM, then cancel them.
@@ -121,6 +135,96 @@ def _ms(started: float) -> float:
     return (time.monotonic() - started) * 1000
 
 
+_PHASES = {
+    TemplatePhase.CHECKING: agent_pb2.TemplateProgress.PHASE_CHECKING,
+    TemplatePhase.DOWNLOADING: agent_pb2.TemplateProgress.PHASE_DOWNLOADING,
+    TemplatePhase.VERIFYING: agent_pb2.TemplateProgress.PHASE_VERIFYING,
+    TemplatePhase.IMPORTING: agent_pb2.TemplateProgress.PHASE_IMPORTING,
+    TemplatePhase.DONE: agent_pb2.TemplateProgress.PHASE_DONE,
+}
+
+# How each failure of EnsureTemplate ends the call: its status code and "flexplane-error" value.
+_IMAGE_FAILURES: tuple[tuple[type[BaseException], grpc.StatusCode, str | None], ...] = (
+    (InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT, None),
+    (DownloadRefused, grpc.StatusCode.INVALID_ARGUMENT, IMAGE_REFUSED),
+    (ChecksumMismatchError, grpc.StatusCode.FAILED_PRECONDITION, CHECKSUM_MISMATCH),
+    (DownloadFailed, grpc.StatusCode.UNAVAILABLE, IMAGE_DOWNLOAD_FAILED),
+    (TemplateImportError, grpc.StatusCode.FAILED_PRECONDITION, IMAGE_IMPORT_FAILED),
+    (ProxmoxUnreachableError, grpc.StatusCode.UNAVAILABLE, PROXMOX_UNREACHABLE),
+    (Interrupted, grpc.StatusCode.UNAVAILABLE, None),
+    (ProxmoxBadAnswer, grpc.StatusCode.INTERNAL, None),
+)
+
+
+class ImagesServicer(agent_pb2_grpc.ImagesServicer):
+    """Makes images available as templates on this node (see agent.images)."""
+
+    def __init__(self, templates: TemplateManager) -> None:
+        self.templates = templates
+
+    async def EnsureTemplate(self, request: Any, context: Context) -> AsyncIterator[Any]:
+        caller = caller_name(context)
+        try:
+            wanted = EnsureRequest.parse(request.image, request.url, request.checksum, request.storage)
+        except InvalidRequest as exc:
+            await self._fail(
+                context, _requested_image(request), caller, exc, grpc.StatusCode.INVALID_ARGUMENT, None
+            )
+        log.info(
+            "EnsureTemplate %s on %s from %s for %s",
+            wanted.image,
+            wanted.storage,
+            display_url(wanted.url),
+            caller,
+        )
+        try:
+            async for progress in self.templates.ensure(wanted):
+                yield progress_message(progress)
+        except asyncio.CancelledError:
+            log.info(
+                "EnsureTemplate %s on %s for %s: the caller went away", wanted.image, wanted.storage, caller
+            )
+            raise
+        except Exception as exc:
+            for kind, code, metadata in _IMAGE_FAILURES:
+                if isinstance(exc, kind):
+                    await self._fail(context, wanted.image, caller, exc, code, metadata)
+            log.exception("EnsureTemplate %s on %s failed unexpectedly", wanted.image, wanted.storage)
+            await context.abort(
+                grpc.StatusCode.INTERNAL, f"the agent failed unexpectedly: {type(exc).__name__}"
+            )
+
+    @staticmethod
+    async def _fail(
+        context: Context,
+        image: str,
+        caller: str,
+        exc: BaseException,
+        code: grpc.StatusCode,
+        metadata: str | None,
+    ) -> NoReturn:
+        log.warning("EnsureTemplate %s for %s: %s: %s", image, caller, code.name, exc)
+        await context.abort(
+            code, str(exc), trailing_metadata=((ERROR_METADATA_KEY, metadata),) if metadata else ()
+        )
+
+
+def _requested_image(request: Any) -> str:
+    """The image a request names, cut short for a log line."""
+    return str(request.image)[:64] or "(no image)"
+
+
+def progress_message(progress: TemplateProgress) -> Any:
+    return agent_pb2.TemplateProgress(
+        phase=_PHASES[progress.phase],
+        bytes_done=progress.bytes_done,
+        bytes_total=progress.bytes_total,
+        message=progress.message,
+        template_vmid=progress.template_vmid,
+        node=progress.node,
+    )
+
+
 class AgentServicer(agent_pb2_grpc.AgentServicer):
     """Answers what this agent is."""
 
@@ -196,13 +300,24 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
     tls = ServerTLS.load(config)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
-    async with ProxmoxClient(
-        config.proxmox_url,
-        config.proxmox_token_id,
-        config.proxmox_token_secret,
-        ca_file=config.proxmox_ca,
-        timeout=config.proxmox_timeout,
-    ) as proxmox:
+    async with (
+        ProxmoxClient(
+            config.proxmox_url,
+            config.proxmox_token_id,
+            config.proxmox_token_secret,
+            ca_file=config.proxmox_ca,
+            timeout=config.proxmox_timeout,
+        ) as proxmox,
+        Downloader(config.image_allow_hosts, config.image_max_bytes, ca_file=config.image_ca) as downloader,
+    ):
+        templates = TemplateManager(
+            proxmox,
+            downloader,
+            node=config.node,
+            cache=config.image_cache,
+            staging_storage=config.image_staging_storage,
+        )
+        templates.prepare()
         server = grpc.aio.server(
             interceptors=[ClientAllowlist(config.allowed_clients)], options=SERVER_OPTIONS
         )
@@ -210,6 +325,7 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         health_pb2_grpc.add_HealthServicer_to_server(health, server)
         agent_pb2_grpc.add_ProxmoxProxyServicer_to_server(ProxmoxProxyServicer(proxmox), server)
         agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(config), server)
+        agent_pb2_grpc.add_ImagesServicer_to_server(ImagesServicer(templates), server)
         try:
             port = server.add_secure_port(config.listen, tls.server_credentials())
         except RuntimeError as exc:
@@ -240,3 +356,4 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
                 loop.remove_signal_handler(signum)
             await health.enter_graceful_shutdown()
             await server.stop(SHUTDOWN_GRACE)
+            await templates.aclose()

@@ -9,13 +9,19 @@ from agentclient.errors import (
     AgentError,
     AgentTLSError,
     AgentUnavailable,
+    ChecksumMismatch,
     ClientNotAllowed,
+    ImageDownloadFailed,
+    ImageError,
+    ImageImportFailed,
+    ImageRefused,
     ProxmoxError,
     ProxmoxUnreachable,
     ProxyRefused,
 )
 from agentclient.identity import host_identity
 from agentclient.pool import AgentInfo, AgentPool, AgentTarget, ClientTLS
+from agentclient.templates import TemplatePhase, TemplateProgress, TemplateRef
 
 __all__ = [
     "AgentDeadlineExceeded",
@@ -25,10 +31,18 @@ __all__ = [
     "AgentTLSError",
     "AgentTarget",
     "AgentUnavailable",
+    "ChecksumMismatch",
     "ClientNotAllowed",
     "ClientTLS",
+    "ImageDownloadFailed",
+    "ImageError",
+    "ImageImportFailed",
+    "ImageRefused",
     "ProxmoxError",
     "ProxmoxUnreachable",
     "ProxyRefused",
+    "TemplatePhase",
+    "TemplateProgress",
+    "TemplateRef",
     "host_identity",
 ]

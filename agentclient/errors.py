@@ -24,6 +24,14 @@ PROXMOX_UNREACHABLE = "proxmox-unreachable"
 NOT_ALLOWLISTED = "not-allowlisted"
 # PERMISSION_DENIED: the caller's certificate common name is not in the agent's allowed_clients.
 CLIENT_NOT_ALLOWED = "client-not-allowed"
+# INVALID_ARGUMENT: EnsureTemplate refused the image's URL or size before downloading it.
+IMAGE_REFUSED = "image-refused"
+# FAILED_PRECONDITION: the downloaded image does not have the checksum given.
+CHECKSUM_MISMATCH = "checksum-mismatch"
+# UNAVAILABLE: the image could not be downloaded.
+IMAGE_DOWNLOAD_FAILED = "image-download-failed"
+# FAILED_PRECONDITION: Proxmox refused or failed a step of importing the image.
+IMAGE_IMPORT_FAILED = "image-import-failed"
 
 
 class AgentError(Exception):
@@ -114,3 +122,51 @@ class ProxmoxError(AgentError):
         if self.errors:
             text += " (" + "; ".join(f"{name}: {error}" for name, error in sorted(self.errors.items())) + ")"
         return text + "."
+
+
+class ImageError(AgentError):
+    """EnsureTemplate failed for a reason of the image itself or of its import; ``image`` names it."""
+
+    def __init__(self, target: AgentTarget, detail: str = "", image: str = "") -> None:
+        super().__init__(target, detail)
+        self.args = (target, detail, image)
+        self.image = image
+
+    @property
+    def subject(self) -> str:
+        return f"image {self.image}" if self.image else "the image"
+
+
+class ImageRefused(ImageError):
+    """The agent refused the image before downloading it: its URL (or a redirect) or its size.
+
+    Nothing was downloaded. The detail says which rule refused it, e.g. a private address
+    that an admin has not allowlisted.
+    """
+
+    def __str__(self) -> str:
+        return f"The {self.host} refused to fetch {self.subject}: {self.detail.rstrip('.')}."
+
+
+class ChecksumMismatch(ImageError):
+    """The image was downloaded, but its digest is not the checksum given; it was thrown away."""
+
+    def __str__(self) -> str:
+        return (
+            f"The {self.host} downloaded {self.subject}, but its checksum does not match: "
+            f"{self.detail.rstrip('.')}."
+        )
+
+
+class ImageDownloadFailed(ImageError):
+    """The agent could not download the image: unreachable, an HTTP error, cut short, too many redirects."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} could not download {self.subject}: {self.detail.rstrip('.')}."
+
+
+class ImageImportFailed(ImageError):
+    """Proxmox refused or failed a step of importing the image; the detail carries Proxmox's message."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} could not import {self.subject} into Proxmox: {self.detail.rstrip('.')}."

@@ -7,6 +7,7 @@ the typed errors of :mod:`agentclient.errors`.
     pool = AgentPool(ClientTLS.from_files("ca.crt", "orchestrator.crt", "orchestrator.key"))
     target = AgentTarget(host_identity("zone1", "pve1"), "10.0.0.11:7443")
     vms = pool.proxmox(target, "GET", "/cluster/resources", {"type": "vm"})
+    ref = pool.ensure_template(target, "debian-12", url, "sha256:...", "local-lvm", timeout=1800)
 """
 
 from __future__ import annotations
@@ -24,19 +25,36 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agentclient.errors import (
+    CHECKSUM_MISMATCH,
     CLIENT_NOT_ALLOWED,
     ERROR_METADATA_KEY,
+    IMAGE_DOWNLOAD_FAILED,
+    IMAGE_IMPORT_FAILED,
+    IMAGE_REFUSED,
     PROXMOX_UNREACHABLE,
     AgentDeadlineExceeded,
     AgentError,
     AgentTLSError,
     AgentUnavailable,
+    ChecksumMismatch,
     ClientNotAllowed,
+    ImageDownloadFailed,
+    ImageError,
+    ImageImportFailed,
+    ImageRefused,
     ProxmoxError,
     ProxmoxUnreachable,
     ProxyRefused,
 )
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
+from agentclient.templates import (
+    TemplatePhase,
+    TemplateProgress,
+    TemplateRef,
+    check_image_name,
+    check_storage_id,
+)
+from agentclient.urlpolicy import parse_checksum
 
 T = TypeVar("T")
 
@@ -97,6 +115,7 @@ class _Connection:
     channel: grpc.Channel
     proxy: agent_pb2_grpc.ProxmoxProxyStub
     agent: agent_pb2_grpc.AgentStub
+    images: agent_pb2_grpc.ImagesStub
     health: health_pb2_grpc.HealthStub
 
 
@@ -160,6 +179,58 @@ class AgentPool:
         )
         return AgentInfo(version=reply.version, node=reply.node, zone=reply.zone, identity=reply.identity)
 
+    def ensure_template(
+        self,
+        target: AgentTarget,
+        image: str,
+        url: str,
+        checksum: str,
+        storage: str,
+        *,
+        timeout: float,
+        on_progress: Callable[[TemplateProgress], None] | None = None,
+    ) -> TemplateRef:
+        """Make sure the target's node has a template of image on storage; returns it.
+
+        The agent reuses the template when it exists; otherwise it downloads url, verifies
+        checksum (``sha256:<hex>`` or ``sha512:<hex>``), imports the disk onto storage and
+        converts the VM to a template. on_progress gets every report (in this thread); if it
+        raises, the call is cancelled and its exception propagates. timeout bounds the whole
+        call: a download can take long, so give it room. When the deadline passes the agent
+        carries on, and calling again follows the same work.
+
+        Raises ValueError for a malformed image name, storage or checksum (before any call),
+        ImageRefused, ChecksumMismatch, ImageDownloadFailed, ImageImportFailed, and the other
+        AgentErrors.
+        """
+        check_image_name(image)
+        check_storage_id(storage)
+        parse_checksum(checksum)
+        if not isinstance(url, str) or not url:
+            raise ValueError("the image URL is empty")
+        if timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        request = agent_pb2.EnsureTemplateRequest(image=image, url=url, checksum=checksum, storage=storage)
+        call = self._connection(target).images.EnsureTemplate(request, timeout=timeout)
+        ready: TemplateRef | None = None
+        try:
+            for message in call:
+                progress = template_progress(message)
+                if progress is None:
+                    continue  # a phase this client does not know yet
+                if on_progress is not None:
+                    on_progress(progress)
+                if progress.phase is TemplatePhase.DONE:
+                    ready = TemplateRef(vmid=progress.template_vmid, node=progress.node)
+        except grpc.RpcError as exc:
+            raise translate_error(cast(grpc.Call, exc), target, timeout, image=image) from None
+        except BaseException:
+            call.cancel()
+            raise
+        if ready is None or ready.vmid <= 0:
+            raise AgentError(target, f"the agent ended EnsureTemplate of image {image} without a template")
+        return ready
+
     def check_health(self, target: AgentTarget, *, service: str = "", timeout: float | None = None) -> bool:
         """Whether the agent's standard gRPC health service reports SERVING.
 
@@ -197,6 +268,7 @@ class AgentPool:
                     channel=channel,
                     proxy=agent_pb2_grpc.ProxmoxProxyStub(channel),
                     agent=agent_pb2_grpc.AgentStub(channel),
+                    images=agent_pb2_grpc.ImagesStub(channel),
                     health=health_pb2_grpc.HealthStub(channel),
                 )
                 self._connections[target] = connection
@@ -211,6 +283,30 @@ class AgentPool:
             return call(connection, deadline)
         except grpc.RpcError as exc:
             raise translate_error(cast(grpc.Call, exc), target, deadline) from None
+
+
+_PHASES: Mapping[int, TemplatePhase] = {
+    agent_pb2.TemplateProgress.PHASE_CHECKING: TemplatePhase.CHECKING,
+    agent_pb2.TemplateProgress.PHASE_DOWNLOADING: TemplatePhase.DOWNLOADING,
+    agent_pb2.TemplateProgress.PHASE_VERIFYING: TemplatePhase.VERIFYING,
+    agent_pb2.TemplateProgress.PHASE_IMPORTING: TemplatePhase.IMPORTING,
+    agent_pb2.TemplateProgress.PHASE_DONE: TemplatePhase.DONE,
+}
+
+
+def template_progress(message: Any) -> TemplateProgress | None:
+    """A TemplateProgress message as the dataclass, or None for a phase this client does not know."""
+    phase = _PHASES.get(message.phase)
+    if phase is None:
+        return None
+    return TemplateProgress(
+        phase=phase,
+        bytes_done=message.bytes_done,
+        bytes_total=message.bytes_total,
+        message=message.message,
+        template_vmid=message.template_vmid,
+        node=message.node,
+    )
 
 
 def channel_options(target: AgentTarget) -> list[tuple[str, Any]]:
@@ -277,14 +373,25 @@ def _tls_failure(target: AgentTarget, details: str) -> str | None:
     return None
 
 
-def translate_error(error: grpc.Call, target: AgentTarget, timeout: float) -> AgentError:
-    """The typed AgentError for a failed gRPC call to target."""
+# (status code, "flexplane-error" value) -> the image error it stands for.
+_IMAGE_ERRORS: Mapping[tuple[grpc.StatusCode, str], type[ImageError]] = {
+    (grpc.StatusCode.INVALID_ARGUMENT, IMAGE_REFUSED): ImageRefused,
+    (grpc.StatusCode.FAILED_PRECONDITION, CHECKSUM_MISMATCH): ChecksumMismatch,
+    (grpc.StatusCode.UNAVAILABLE, IMAGE_DOWNLOAD_FAILED): ImageDownloadFailed,
+    (grpc.StatusCode.FAILED_PRECONDITION, IMAGE_IMPORT_FAILED): ImageImportFailed,
+}
+
+
+def translate_error(error: grpc.Call, target: AgentTarget, timeout: float, *, image: str = "") -> AgentError:
+    """The typed AgentError for a failed gRPC call to target (image names the image of EnsureTemplate)."""
     code = error.code()
     details = error.details() or ""
     metadata = {key: value for key, value in (error.trailing_metadata() or ())}
     kind = metadata.get(ERROR_METADATA_KEY)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return AgentDeadlineExceeded(target, timeout)
+    if isinstance(kind, str) and (image_error := _IMAGE_ERRORS.get((code, kind))) is not None:
+        return image_error(target, details, image)
     if code == grpc.StatusCode.UNAVAILABLE:
         if kind == PROXMOX_UNREACHABLE:
             return ProxmoxUnreachable(target, details)

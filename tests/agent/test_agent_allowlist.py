@@ -21,6 +21,30 @@ UPID = "UPID:pve1:0000C0DE:0001F00D:6761A2B3:qmstart:100:root@pam!flexplane:"
         ("GET", f"/nodes/pve1/tasks/{UPID}/status"),
         ("GET", f"/nodes/pve1/tasks/{UPID}/log"),
         ("GET", "/nodes/pve1/tasks/UPID:pve1:00001234:00005678:6761A2B3:vzdump::root@pam:/status"),
+        ("GET", "/cluster/nextid"),
+        ("GET", "/nodes/pve1/storage"),
+        ("GET", "/nodes/pve1/tasks"),
+        ("POST", "/nodes/pve1/qemu/100/clone"),
+        ("GET", "/nodes/pve1/qemu/100/config"),
+        ("POST", "/nodes/pve1/qemu/100/config"),
+        ("PUT", "/nodes/pve1/qemu/100/config"),
+        ("GET", "/nodes/pve1/qemu/100/pending"),
+        ("PUT", "/nodes/pve1/qemu/100/resize"),
+        ("POST", "/nodes/pve1/qemu/100/status/start"),
+        ("POST", "/nodes/pve1/qemu/100/status/stop"),
+        ("POST", "/nodes/pve1/qemu/100/status/shutdown"),
+        ("POST", "/nodes/pve1/qemu/100/status/reboot"),
+        ("GET", "/nodes/pve1/qemu/100/status/current"),
+        ("DELETE", "/nodes/pve1/qemu/100"),
+        ("GET", "/nodes/pve1/qemu/100/agent/network-get-interfaces"),
+        ("POST", "/nodes/pve1/qemu/100/migrate"),
+        ("GET", "/pools"),
+        ("POST", "/pools"),
+        ("GET", "/pools/fp-demo"),
+        ("PUT", "/pools/fp-demo"),
+        ("DELETE", "/pools/fp-demo"),
+        ("GET", "/pools/fp-a"),
+        ("GET", "/pools/fp-" + "a" * 63),
     ],
 )
 def test_it_allows_every_row_of_the_table(method: str, path: str) -> None:
@@ -37,11 +61,65 @@ def test_it_allows_every_row_of_the_table(method: str, path: str) -> None:
         "/nodes/pve1/tasks/UPID:pve1:nothex00:00005678:6761A2B3:qmstart:100:root@pam:/status",
         "/nodes/pve1/tasks/UPID:pve1:00001234:00005678:6761A2B3:qmstart:100:root@pam/status",
         "/nodes/pve1/tasks/not-a-upid/status",
+        "/pools/demo",
+        "/pools/fp-",
+        "/pools/fp-Demo",
+        "/pools/fp-demo-",
+        "/pools/fp--demo",
+        "/pools/fp_demo",
+        "/pools/FP-demo",
+        "/pools/xfp-demo",
+        "/pools/fp-" + "a" * 64,
     ],
 )
 def test_it_refuses_placeholders_that_do_not_match(path: str) -> None:
     with pytest.raises(NotAllowed, match="not on the proxy's allowlist"):
         authorize("GET", path, {})
+
+
+@pytest.mark.parametrize(
+    "action",
+    ["suspend", "resume", "reset", "Start", "START", "start2", "starts", "", "start;stop", "current"],
+)
+def test_only_the_four_power_actions_are_allowed(action: str) -> None:
+    with pytest.raises(NotAllowed):
+        authorize("POST", f"/nodes/pve1/qemu/100/status/{action}", {})
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/nodes/pve1/qemu"),
+        ("GET", "/nodes/pve1/qemu"),
+        ("POST", "/nodes/pve1/qemu/100/template"),
+        ("POST", "/nodes/pve1/storage/local/upload"),
+        ("POST", "/nodes/pve1/storage/local/download-url"),
+        ("DELETE", "/nodes/pve1/storage/local/content/local:iso/x.img"),
+        ("GET", "/nodes/pve1/qemu/100/agent/exec"),
+        ("POST", "/nodes/pve1/qemu/100/agent/exec"),
+        ("POST", "/nodes/pve1/qemu/100/agent/set-user-password"),
+        ("GET", "/nodes/pve1/qemu/100/agent/file-read"),
+        ("POST", "/nodes/pve1/qemu/100/vncproxy"),
+        ("POST", "/nodes/pve1/qemu/100/monitor"),
+        ("POST", "/nodes/pve1/qemu/100/snapshot"),
+        ("DELETE", "/nodes/pve1/qemu/100/config"),
+        ("GET", "/nodes/pve1/qemu/100/status"),
+        ("POST", "/nodes/pve1/qemu/100/status/current"),
+        ("GET", "/nodes/pve1/qemu/100/status/start"),
+        ("PUT", "/nodes/pve1/qemu/100/status/start"),
+        ("DELETE", "/pools"),
+        ("PUT", "/pools"),
+        ("POST", "/pools/fp-demo"),
+        ("GET", "/access/users"),
+        ("POST", "/access/users"),
+        ("PUT", "/access/acl"),
+        ("GET", "/nodes/pve1/storage/local/content"),
+        ("POST", "/cluster/nextid"),
+    ],
+)
+def test_nothing_else_of_the_vm_lifecycle_is_allowed(method: str, path: str) -> None:
+    with pytest.raises(NotAllowed, match="not on the proxy's allowlist"):
+        authorize(method, path, {})
 
 
 @pytest.mark.parametrize(

@@ -125,6 +125,23 @@ def test_it_lists_every_problem_at_once(files: Path) -> None:
         ('allowed_clients = "flexplane-orchestrator"', "allowed_clients: must be a list"),
         ('proxmox_ca = "missing.pem"', "proxmox_ca: "),
         ('log_level = "chatty"', "log_level: must be one of"),
+        ('image_allow_hosts = "mirror"', "image_allow_hosts: must be a list of hosts or host:port"),
+        (
+            'image_allow_hosts = ["http://mirror/"]',
+            "image_allow_hosts: 'http://mirror/' is not a host or host:port",
+        ),
+        (
+            'image_allow_hosts = ["mirror:70000"]',
+            "image_allow_hosts: 'mirror:70000': port 70000 is out of range",
+        ),
+        ("image_max_bytes = 0", "image_max_bytes: 0 is not a positive whole number of bytes"),
+        ("image_max_bytes = 1.5", "image_max_bytes: 1.5 is not a positive whole number of bytes"),
+        ('image_max_bytes = "lots"', "image_max_bytes: 'lots' is not a positive whole number of bytes"),
+        (
+            'image_staging_storage = "Local/iso"',
+            "image_staging_storage: storage 'Local/iso' is not a Proxmox",
+        ),
+        ('image_ca = "missing.pem"', "image_ca: "),
     ],
 )
 def test_it_explains_an_invalid_value(files: Path, line: str, problem: str) -> None:
@@ -145,3 +162,44 @@ def test_it_explains_a_file_that_is_not_toml(tmp_path: Path) -> None:
 def test_it_explains_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the configuration file"):
         load(tmp_path / "nope.toml")
+
+
+def test_images_have_safe_defaults(files: Path) -> None:
+    config = load(write(files, 'proxmox_token_secret = "s"\n'))
+
+    assert config.image_allow_hosts == frozenset()
+    assert config.image_cache == Path("/var/lib/flexplane/images")
+    assert config.image_max_bytes == 64 * 1024**3
+    assert config.image_staging_storage == "local"
+    assert config.image_ca is None
+
+
+def test_it_reads_the_image_settings(files: Path) -> None:
+    config = load(
+        write(
+            files,
+            'proxmox_token_secret = "s"\n'
+            'image_allow_hosts = ["Mirror.Internal", "127.0.0.1:8080", "[::1]:8080"]\n'
+            'image_cache = "images"\n'
+            "image_max_bytes = 1048576\n"
+            'image_staging_storage = "nfs-import"\n'
+            'image_ca = "ca.crt"\n',
+        )
+    )
+
+    assert config.image_allow_hosts == {"mirror.internal", "127.0.0.1:8080", "[::1]:8080"}
+    assert config.image_cache == files / "images"
+    assert config.image_max_bytes == 1048576
+    assert config.image_staging_storage == "nfs-import"
+    assert config.image_ca == files / "ca.crt"
+
+
+def test_image_allow_hosts_from_the_environment_are_comma_separated(files: Path) -> None:
+    config = load(
+        write(files, 'proxmox_token_secret = "s"\n'),
+        FLEXPLANE_AGENT_IMAGE_ALLOW_HOSTS="mirror.internal, 10.0.0.5:8080",
+        FLEXPLANE_AGENT_IMAGE_MAX_BYTES="2048",
+    )
+
+    assert config.image_allow_hosts == {"mirror.internal", "10.0.0.5:8080"}
+    assert config.image_max_bytes == 2048

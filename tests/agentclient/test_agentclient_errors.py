@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pickle
+from typing import cast
 
+import grpc
 import pytest
 
 from agentclient import (
@@ -12,11 +14,18 @@ from agentclient import (
     AgentTarget,
     AgentTLSError,
     AgentUnavailable,
+    ChecksumMismatch,
     ClientNotAllowed,
+    ImageDownloadFailed,
+    ImageError,
+    ImageImportFailed,
+    ImageRefused,
     ProxmoxError,
     ProxmoxUnreachable,
     ProxyRefused,
 )
+from agentclient.errors import ERROR_METADATA_KEY
+from agentclient.pool import translate_error
 
 TARGET = AgentTarget(identity="pve1.zone1.agents.flexplane", address="10.0.0.11:7443")
 HOST = "agent pve1.zone1.agents.flexplane at 10.0.0.11:7443"
@@ -105,3 +114,89 @@ def test_errors_survive_pickling(error: AgentError) -> None:
     copy = pickle.loads(pickle.dumps(error))  # noqa: S301 - our own object, round-tripped
 
     assert (type(copy), str(copy), copy.target) == (type(error), str(error), error.target)
+
+
+@pytest.mark.parametrize(
+    ("error", "sentence"),
+    [
+        (
+            ImageRefused(TARGET, "10.0.0.1 is a private address", "debian-12"),
+            f"The {HOST} refused to fetch image debian-12: 10.0.0.1 is a private address.",
+        ),
+        (
+            ChecksumMismatch(TARGET, "the sha256 of http://m/x is 00, not the ff given", "debian-12"),
+            f"The {HOST} downloaded image debian-12, but its checksum does not match: "
+            "the sha256 of http://m/x is 00, not the ff given.",
+        ),
+        (
+            ImageDownloadFailed(TARGET, "http://m/x answered 404 Not Found", "debian-12"),
+            f"The {HOST} could not download image debian-12: http://m/x answered 404 Not Found.",
+        ),
+        (
+            ImageImportFailed(TARGET, "creating VM 100 failed: storage full.", "debian-12"),
+            f"The {HOST} could not import image debian-12 into Proxmox: "
+            "creating VM 100 failed: storage full.",
+        ),
+        (
+            ImageRefused(TARGET, "file:///x uses file://"),
+            f"The {HOST} refused to fetch the image: file:///x uses file://.",
+        ),
+    ],
+)
+def test_each_image_error_reads_as_one_sentence_naming_the_host_and_image(
+    error: AgentError, sentence: str
+) -> None:
+    assert str(error) == sentence
+
+
+@pytest.mark.parametrize("kind", [ImageRefused, ChecksumMismatch, ImageDownloadFailed, ImageImportFailed])
+def test_image_errors_are_agent_errors_that_keep_their_image(kind: type[ImageError]) -> None:
+    error = kind(TARGET, "detail", "debian-12")
+
+    assert isinstance(error, AgentError)
+    assert (error.image, error.target) == ("debian-12", TARGET)
+
+
+def test_an_image_error_survives_pickling() -> None:
+    error = ChecksumMismatch(TARGET, "digest differs", "debian-12")
+
+    copy = pickle.loads(pickle.dumps(error))  # noqa: S301 - our own object, round-tripped
+
+    assert (type(copy), str(copy), copy.image) == (ChecksumMismatch, str(error), "debian-12")
+
+
+class FailedCall:
+    """What a failed gRPC call tells: a status code, details and trailing metadata."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, kind: str | None = None) -> None:
+        self._code, self._details = code, details
+        self._metadata = ((ERROR_METADATA_KEY, kind),) if kind else ()
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._metadata
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "expected"),
+    [
+        (grpc.StatusCode.INVALID_ARGUMENT, "image-refused", ImageRefused),
+        (grpc.StatusCode.FAILED_PRECONDITION, "checksum-mismatch", ChecksumMismatch),
+        (grpc.StatusCode.UNAVAILABLE, "image-download-failed", ImageDownloadFailed),
+        (grpc.StatusCode.FAILED_PRECONDITION, "image-import-failed", ImageImportFailed),
+        (grpc.StatusCode.UNAVAILABLE, "proxmox-unreachable", ProxmoxUnreachable),
+        (grpc.StatusCode.INVALID_ARGUMENT, None, AgentError),
+    ],
+)
+def test_an_image_failure_of_the_agent_becomes_its_typed_error(
+    code: grpc.StatusCode, kind: str | None, expected: type[AgentError]
+) -> None:
+    error = translate_error(cast(grpc.Call, FailedCall(code, "why", kind)), TARGET, 5.0, image="debian-12")
+
+    assert type(error) is expected
+    assert "why" in str(error)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n0agentclient/proto/flexplane/agent/v1/agent.proto\x12\x12\x66lexplane.agent.v1\"\x9d\x01\n\x0eProxmoxRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12>\n\x06params\x18\x03 \x03(\x0b\x32..flexplane.agent.v1.ProxmoxRequest.ParamsEntry\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb5\x01\n\x0fProxmoxResponse\x12\x0e\n\x06status\x18\x01 \x01(\x05\x12\x11\n\tdata_json\x18\x02 \x01(\x0c\x12\x0f\n\x07message\x18\x03 \x01(\t\x12?\n\x06\x65rrors\x18\x04 \x03(\x0b\x32/.flexplane.agent.v1.ProxmoxResponse.ErrorsEntry\x1a-\n\x0b\x45rrorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x10\n\x0eGetInfoRequest\"J\n\tAgentInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\x0c\n\x04zone\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t2_\n\x0cProxmoxProxy\x12O\n\x04\x43\x61ll\x12\".flexplane.agent.v1.ProxmoxRequest\x1a#.flexplane.agent.v1.ProxmoxResponse2U\n\x05\x41gent\x12L\n\x07GetInfo\x12\".flexplane.agent.v1.GetInfoRequest\x1a\x1d.flexplane.agent.v1.AgentInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n0agentclient/proto/flexplane/agent/v1/agent.proto\x12\x12\x66lexplane.agent.v1\"V\n\x15\x45nsureTemplateRequest\x12\r\n\x05image\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x10\n\x08\x63hecksum\x18\x03 \x01(\t\x12\x0f\n\x07storage\x18\x04 \x01(\t\"\xb2\x02\n\x10TemplateProgress\x12\x39\n\x05phase\x18\x01 \x01(\x0e\x32*.flexplane.agent.v1.TemplateProgress.Phase\x12\x12\n\nbytes_done\x18\x02 \x01(\x04\x12\x13\n\x0b\x62ytes_total\x18\x03 \x01(\x04\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x15\n\rtemplate_vmid\x18\x05 \x01(\r\x12\x0c\n\x04node\x18\x06 \x01(\t\"\x83\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x12\n\x0ePHASE_CHECKING\x10\x01\x12\x15\n\x11PHASE_DOWNLOADING\x10\x02\x12\x13\n\x0fPHASE_VERIFYING\x10\x03\x12\x13\n\x0fPHASE_IMPORTING\x10\x04\x12\x0e\n\nPHASE_DONE\x10\x05\"\x9d\x01\n\x0eProxmoxRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12>\n\x06params\x18\x03 \x03(\x0b\x32..flexplane.agent.v1.ProxmoxRequest.ParamsEntry\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb5\x01\n\x0fProxmoxResponse\x12\x0e\n\x06status\x18\x01 \x01(\x05\x12\x11\n\tdata_json\x18\x02 \x01(\x0c\x12\x0f\n\x07message\x18\x03 \x01(\t\x12?\n\x06\x65rrors\x18\x04 \x03(\x0b\x32/.flexplane.agent.v1.ProxmoxResponse.ErrorsEntry\x1a-\n\x0b\x45rrorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x10\n\x0eGetInfoRequest\"J\n\tAgentInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\x0c\n\x04zone\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t2_\n\x0cProxmoxProxy\x12O\n\x04\x43\x61ll\x12\".flexplane.agent.v1.ProxmoxRequest\x1a#.flexplane.agent.v1.ProxmoxResponse2U\n\x05\x41gent\x12L\n\x07GetInfo\x12\".flexplane.agent.v1.GetInfoRequest\x1a\x1d.flexplane.agent.v1.AgentInfo2m\n\x06Images\x12\x63\n\x0e\x45nsureTemplate\x12).flexplane.agent.v1.EnsureTemplateRequest\x1a$.flexplane.agent.v1.TemplateProgress0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,20 +35,28 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PROXMOXREQUEST_PARAMSENTRY']._serialized_options = b'8\001'
   _globals['_PROXMOXRESPONSE_ERRORSENTRY']._loaded_options = None
   _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_options = b'8\001'
-  _globals['_PROXMOXREQUEST']._serialized_start=73
-  _globals['_PROXMOXREQUEST']._serialized_end=230
-  _globals['_PROXMOXREQUEST_PARAMSENTRY']._serialized_start=185
-  _globals['_PROXMOXREQUEST_PARAMSENTRY']._serialized_end=230
-  _globals['_PROXMOXRESPONSE']._serialized_start=233
-  _globals['_PROXMOXRESPONSE']._serialized_end=414
-  _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_start=369
-  _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_end=414
-  _globals['_GETINFOREQUEST']._serialized_start=416
-  _globals['_GETINFOREQUEST']._serialized_end=432
-  _globals['_AGENTINFO']._serialized_start=434
-  _globals['_AGENTINFO']._serialized_end=508
-  _globals['_PROXMOXPROXY']._serialized_start=510
-  _globals['_PROXMOXPROXY']._serialized_end=605
-  _globals['_AGENT']._serialized_start=607
-  _globals['_AGENT']._serialized_end=692
+  _globals['_ENSURETEMPLATEREQUEST']._serialized_start=72
+  _globals['_ENSURETEMPLATEREQUEST']._serialized_end=158
+  _globals['_TEMPLATEPROGRESS']._serialized_start=161
+  _globals['_TEMPLATEPROGRESS']._serialized_end=467
+  _globals['_TEMPLATEPROGRESS_PHASE']._serialized_start=336
+  _globals['_TEMPLATEPROGRESS_PHASE']._serialized_end=467
+  _globals['_PROXMOXREQUEST']._serialized_start=470
+  _globals['_PROXMOXREQUEST']._serialized_end=627
+  _globals['_PROXMOXREQUEST_PARAMSENTRY']._serialized_start=582
+  _globals['_PROXMOXREQUEST_PARAMSENTRY']._serialized_end=627
+  _globals['_PROXMOXRESPONSE']._serialized_start=630
+  _globals['_PROXMOXRESPONSE']._serialized_end=811
+  _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_start=766
+  _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_end=811
+  _globals['_GETINFOREQUEST']._serialized_start=813
+  _globals['_GETINFOREQUEST']._serialized_end=829
+  _globals['_AGENTINFO']._serialized_start=831
+  _globals['_AGENTINFO']._serialized_end=905
+  _globals['_PROXMOXPROXY']._serialized_start=907
+  _globals['_PROXMOXPROXY']._serialized_end=1002
+  _globals['_AGENT']._serialized_start=1004
+  _globals['_AGENT']._serialized_end=1089
+  _globals['_IMAGES']._serialized_start=1091
+  _globals['_IMAGES']._serialized_end=1200
 # @@protoc_insertion_point(module_scope)

@@ -1,10 +1,53 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class EnsureTemplateRequest(_message.Message):
+    __slots__ = ("image", "url", "checksum", "storage")
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    CHECKSUM_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_FIELD_NUMBER: _ClassVar[int]
+    image: str
+    url: str
+    checksum: str
+    storage: str
+    def __init__(self, image: _Optional[str] = ..., url: _Optional[str] = ..., checksum: _Optional[str] = ..., storage: _Optional[str] = ...) -> None: ...
+
+class TemplateProgress(_message.Message):
+    __slots__ = ("phase", "bytes_done", "bytes_total", "message", "template_vmid", "node")
+    class Phase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        PHASE_UNSPECIFIED: _ClassVar[TemplateProgress.Phase]
+        PHASE_CHECKING: _ClassVar[TemplateProgress.Phase]
+        PHASE_DOWNLOADING: _ClassVar[TemplateProgress.Phase]
+        PHASE_VERIFYING: _ClassVar[TemplateProgress.Phase]
+        PHASE_IMPORTING: _ClassVar[TemplateProgress.Phase]
+        PHASE_DONE: _ClassVar[TemplateProgress.Phase]
+    PHASE_UNSPECIFIED: TemplateProgress.Phase
+    PHASE_CHECKING: TemplateProgress.Phase
+    PHASE_DOWNLOADING: TemplateProgress.Phase
+    PHASE_VERIFYING: TemplateProgress.Phase
+    PHASE_IMPORTING: TemplateProgress.Phase
+    PHASE_DONE: TemplateProgress.Phase
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    BYTES_DONE_FIELD_NUMBER: _ClassVar[int]
+    BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_VMID_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    phase: TemplateProgress.Phase
+    bytes_done: int
+    bytes_total: int
+    message: str
+    template_vmid: int
+    node: str
+    def __init__(self, phase: _Optional[_Union[TemplateProgress.Phase, str]] = ..., bytes_done: _Optional[int] = ..., bytes_total: _Optional[int] = ..., message: _Optional[str] = ..., template_vmid: _Optional[int] = ..., node: _Optional[str] = ...) -> None: ...
 
 class ProxmoxRequest(_message.Message):
     __slots__ = ("method", "path", "params")

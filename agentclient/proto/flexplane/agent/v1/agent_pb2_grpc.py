@@ -180,3 +180,90 @@ class Agent:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class ImagesStub:
+    """Images made available on the agent's own node as Proxmox templates.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.EnsureTemplate = channel.unary_stream(
+                '/flexplane.agent.v1.Images/EnsureTemplate',
+                request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.EnsureTemplateRequest.SerializeToString,
+                response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.TemplateProgress.FromString,
+                _registered_method=True)
+
+
+class ImagesServicer:
+    """Images made available on the agent's own node as Proxmox templates.
+    """
+
+    def EnsureTemplate(self, request, context):
+        """Make sure the node has a template of image on storage, and report
+        progress until it does.
+
+        One template per (image, storage), found by its name fp-tpl-<image> and
+        tags fp-template, fp-image-<image>, fp-storage-<storage>: when it exists
+        the answer is DONE at once. Otherwise the agent downloads url itself
+        (checked against its URL policy, every redirect again), verifies the
+        checksum, imports the disk into a new VM on storage and converts that
+        VM to a template. A failure leaves nothing behind: no partial file on
+        the node, no half-made VM in Proxmox. Calls for the same (image,
+        storage) are serialized; the later ones reuse the first one's template.
+        The work goes on when the caller goes away, so a retry finds it done.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ImagesServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'EnsureTemplate': grpc.unary_stream_rpc_method_handler(
+                    servicer.EnsureTemplate,
+                    request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.EnsureTemplateRequest.FromString,
+                    response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.TemplateProgress.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'flexplane.agent.v1.Images', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('flexplane.agent.v1.Images', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Images:
+    """Images made available on the agent's own node as Proxmox templates.
+    """
+
+    @staticmethod
+    def EnsureTemplate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/flexplane.agent.v1.Images/EnsureTemplate',
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.EnsureTemplateRequest.SerializeToString,
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.TemplateProgress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

@@ -1,0 +1,124 @@
+"""Image templates on Proxmox nodes: how flex.plane names and tags them, and what EnsureTemplate reports.
+
+An image is made available on a node as one Proxmox template per (image, storage),
+found again by its tags alone (no state anywhere else):
+
+    name  fp-tpl-<image>
+    tags  fp-template;fp-image-<image>;fp-storage-<storage>
+
+The orchestrator reads the same conventions to tell templates from users' VMs.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+TEMPLATE_TAG = "fp-template"
+IMAGE_TAG_PREFIX = "fp-image-"
+STORAGE_TAG_PREFIX = "fp-storage-"
+TEMPLATE_NAME_PREFIX = "fp-tpl-"
+
+# An image name: a slug of lowercase letters, digits and inner hyphens; short enough that
+# fp-tpl-<image> is still a DNS label (Proxmox VM names are DNS names).
+IMAGE_NAME_MAX = 56
+_IMAGE_NAME = re.compile(rf"[a-z0-9](?:[a-z0-9-]{{0,{IMAGE_NAME_MAX - 2}}}[a-z0-9])?")
+# A Proxmox storage id (pve-storage-id), lowercase as flex.plane's catalog writes them.
+_STORAGE_ID = re.compile(r"[a-z][a-z0-9._-]{0,98}[a-z0-9]")
+_TAG_SEPARATORS = re.compile(r"[;,\s]+")
+
+
+def check_image_name(image: str) -> str:
+    """image if it is a valid image name (a slug), else ValueError."""
+    if not isinstance(image, str) or not _IMAGE_NAME.fullmatch(image):
+        raise ValueError(
+            f"image name {image!r} is not a slug: 1 to {IMAGE_NAME_MAX} lowercase letters, digits "
+            "and inner hyphens"
+        )
+    return image
+
+
+def check_storage_id(storage: str) -> str:
+    """storage if it is a valid Proxmox storage id, else ValueError."""
+    if not isinstance(storage, str) or not _STORAGE_ID.fullmatch(storage):
+        raise ValueError(
+            f"storage {storage!r} is not a Proxmox storage id: 2 to 100 lowercase letters, digits, "
+            "'-', '_' or '.', starting with a letter"
+        )
+    return storage
+
+
+def template_name(image: str) -> str:
+    """The VM name of an image's template: ``fp-tpl-<image>``."""
+    return TEMPLATE_NAME_PREFIX + image
+
+
+def template_tags(image: str, storage: str) -> tuple[str, str, str]:
+    """The tags that identify the template of image on storage."""
+    return (TEMPLATE_TAG, IMAGE_TAG_PREFIX + image, STORAGE_TAG_PREFIX + storage)
+
+
+def split_tags(tags: str | None) -> set[str]:
+    """The tags of a Proxmox ``tags`` value (separated by ';', ',' or spaces), lowercase."""
+    return {tag.lower() for tag in _TAG_SEPARATORS.split(tags or "") if tag}
+
+
+def is_template_of(resource: Mapping[str, object], image: str, storage: str) -> bool:
+    """Whether a /cluster/resources entry carries the name and tags of image's template on storage.
+
+    It says nothing of the entry's ``template`` flag: a guest with the name and tags that is
+    not (yet) a template is what an interrupted import left behind.
+    """
+    tags = resource.get("tags")
+    return (
+        resource.get("type") == "qemu"
+        and resource.get("name") == template_name(image)
+        and split_tags(tags if isinstance(tags, str) else "").issuperset(template_tags(image, storage))
+    )
+
+
+def is_any_template(tags: str | None) -> bool:
+    """Whether a guest's tags mark it as one of flex.plane's image templates."""
+    return TEMPLATE_TAG in split_tags(tags)
+
+
+class TemplatePhase(enum.Enum):
+    """Where EnsureTemplate is, in the order the phases come."""
+
+    CHECKING = "checking"
+    DOWNLOADING = "downloading"
+    VERIFYING = "verifying"
+    IMPORTING = "importing"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class TemplateProgress:
+    """One progress report of EnsureTemplate.
+
+    bytes_done and bytes_total count the download (DOWNLOADING, VERIFYING) or the copy to
+    Proxmox (IMPORTING); bytes_total is 0 when the size is not known yet. template_vmid is
+    set on DONE only.
+    """
+
+    phase: TemplatePhase
+    bytes_done: int = 0
+    bytes_total: int = 0
+    message: str = ""
+    template_vmid: int = 0
+    node: str = ""
+
+    @property
+    def fraction(self) -> float | None:
+        """bytes_done / bytes_total, or None when the total is not known."""
+        return min(self.bytes_done / self.bytes_total, 1.0) if self.bytes_total else None
+
+
+@dataclass(frozen=True)
+class TemplateRef:
+    """A template ready to be cloned: its VM id and the node it is on."""
+
+    vmid: int
+    node: str
