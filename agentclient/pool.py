@@ -13,7 +13,6 @@ the typed errors of :mod:`agentclient.errors`.
 from __future__ import annotations
 
 import http
-import json
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import grpc
+import orjson
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agentclient.errors import (
@@ -168,7 +168,7 @@ class AgentPool:
             message = response.message or _status_phrase(response.status)
             raise ProxmoxError(target, response.status, message, dict(response.errors))
         try:
-            return json.loads(response.data_json or b"null")
+            return orjson.loads(response.data_json or b"null")
         except ValueError as exc:
             raise AgentError(target, f"the agent sent data that is not JSON ({exc})") from exc
 
