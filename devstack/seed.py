@@ -1,10 +1,13 @@
-"""What the devstack's world contains: zones, nodes, users and a few VMs in two VDCs."""
+"""What the devstack's world contains: zones, nodes, users, the catalog, two VDCs and a few VMs in them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fakepve import FakePve
+
+from devstack.images import ImageServer
 
 PROJECT_ID = "flexplane"
 NAMESPACE = "flexplane"
@@ -47,6 +50,151 @@ GUESTS: dict[str, list[tuple[int, str, str, str, str | None]]] = {
     ],
 }
 TEMPLATE_VMID = 9000
+
+# --- the catalog: ConfigMaps of the platform namespace, specs in the API's camelCase -------------------
+
+COMPUTE_PROFILES: list[dict[str, Any]] = [
+    {
+        "name": "small",
+        "vcpus": 1,
+        "memoryMib": 1024,
+        "cpuType": "x86-64-v2-AES",
+        "description": "1 vCPU, 1 GiB",
+    },
+    {
+        "name": "medium",
+        "vcpus": 2,
+        "memoryMib": 4096,
+        "cpuType": "x86-64-v2-AES",
+        "description": "2 vCPUs, 4 GiB",
+    },
+    {
+        "name": "large",
+        "vcpus": 4,
+        "memoryMib": 8192,
+        "cpuType": "x86-64-v2-AES",
+        "description": "4 vCPUs, 8 GiB",
+    },
+]
+
+# The storage each zone offers to the "standard" profile.
+STANDARD_STORAGE = "local-lvm"
+STORAGE_PROFILES: list[dict[str, Any]] = [
+    {
+        "name": "standard",
+        "storages": {},  # filled with every zone of the world: {zone: STANDARD_STORAGE}
+        "defaultGb": 20,
+        "minGb": 10,
+        "maxGb": 200,
+        "bus": "scsi",
+        "format": "raw",
+        "readMbps": None,
+        "writeMbps": None,
+        "readIops": None,
+        "writeIops": None,
+        "description": "Thin LVM on the node's local disks",
+    },
+]
+
+
+IMAGES: list[dict[str, Any]] = [
+    {
+        "name": "debian-12",
+        "osFamily": "debian",
+        "file": "debian-12.qcow2",
+        "defaultUser": "debian",
+        "minDiskGb": 3,
+        "description": "Debian 12 (bookworm) generic cloud image",
+    },
+    {
+        "name": "ubuntu-24.04",
+        "osFamily": "ubuntu",
+        "file": "ubuntu-24.04.qcow2",
+        "defaultUser": "ubuntu",
+        "minDiskGb": 4,
+        "description": "Ubuntu 24.04 LTS (noble) server cloud image",
+    },
+]
+
+ALL_COMPUTE = [p["name"] for p in COMPUTE_PROFILES]
+ALL_IMAGES = [i["name"] for i in IMAGES]
+VDCS: list[dict[str, Any]] = [
+    {
+        "id": "demo",
+        "name": "Demo",
+        "description": "Alice's team",
+        "zones": ["zone-a", "zone-b"],
+        "computeProfiles": ALL_COMPUTE,
+        "storageProfiles": ["standard"],
+        "images": ALL_IMAGES,
+        "quota": {"vcpus": 16, "memoryMib": 32768, "diskGb": 500, "vms": 10},
+    },
+    {
+        "id": "other",
+        "name": "Other",
+        "description": "Bob's team",
+        "zones": ["zone-a", "zone-b"],
+        "computeProfiles": ["small", "medium"],
+        "storageProfiles": ["standard"],
+        "images": ["debian-12"],
+        "quota": {"vcpus": 8, "memoryMib": 16384, "diskGb": 200, "vms": 5},
+    },
+]
+
+# (kind, id, spec, extra labels): what ``orchestrator.sources.kube`` reads as the catalog.
+CatalogObject = tuple[str, str, dict[str, Any], dict[str, str]]
+
+
+def catalog(
+    zones: Sequence[str], hosts: Iterable[tuple[str, str, str]], images: ImageServer
+) -> list[CatalogObject]:
+    """The catalog of a world with these zones and hosts ``(zone, node, agent endpoint)``, its images
+    served by ``images``.
+
+    Zone lists are cut to the world's zones, so that a world of one zone has a consistent catalog.
+    """
+    objects: list[CatalogObject] = []
+    for zone in zones:
+        objects.append(
+            ("zone", zone, {"id": zone, "name": zone.replace("-", " ").title(), "description": ""}, {})
+        )
+    for zone, node, endpoint in hosts:
+        spec = {
+            "zone": zone,
+            "node": node,
+            "endpoint": endpoint,
+            "cordoned": False,
+            "memoryOvercommit": 1.0,
+            "cpuOvercommit": 4.0,
+        }
+        objects.append(("host", f"{zone}.{node}", spec, {"flexplane.io/zone": zone}))
+    for profile in COMPUTE_PROFILES:
+        objects.append(("compute-profile", profile["name"], dict(profile), {}))
+    for profile in STORAGE_PROFILES:
+        objects.append(
+            (
+                "storage-profile",
+                profile["name"],
+                {**profile, "storages": dict.fromkeys(zones, STANDARD_STORAGE)},
+                {},
+            )
+        )
+    for image in IMAGES:
+        spec = {k: v for k, v in image.items() if k != "file"}
+        spec.update(sourceUrl=images.url(image["file"]), checksum=images.checksum(image["file"]))
+        objects.append(("image", image["name"], spec, {}))
+    for vdc in VDCS:
+        objects.append(("vdc", vdc["id"], {**vdc, "zones": [z for z in vdc["zones"] if z in zones]}, {}))
+    return objects
+
+
+def seed_pools(pve: FakePve, zone: str) -> None:
+    """The pool ``fp-<vdc>`` of each seeded VDC in this zone, as creating the VDC made it."""
+    for vdc in VDCS:
+        if zone in vdc["zones"]:
+            pool = f"fp-{vdc['id']}"
+            pve.pools.setdefault(pool, set())
+            pve.pool_info.setdefault(pool, {"comment": f"flex.plane VDC {vdc['id']}", "storage": set()})
 
 
 def seed_guests(pve: FakePve, zone: str) -> None:

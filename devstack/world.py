@@ -2,8 +2,8 @@
 
 On loopback only: a fake Proxmox cluster per zone (fakepve, one address per node), an agent
 process per node (mTLS, certificates of a dev CA made for the run), the Kubernetes emulator
-seeded with the zone and host ConfigMaps, the dev identity provider in its own process, and
-the orchestrator under daphne.
+seeded with the platform catalog (zones, hosts, profiles, images and VDCs: a ConfigMap each),
+the dev identity provider in its own process, and the orchestrator under daphne.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ from devstack import seed
 from devstack.fakezones import TOKEN_ID, FakeZones
 from devstack.identity.client import password_token
 from devstack.identity.process import IdentityProvider
+from devstack.images import ImageServer
 from devstack.kube import KubeServer
 from devstack.pki import CertificateAuthority
+from orchestrator.sources.kube import config_map
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,6 +70,10 @@ class WorldConfig:
     @property
     def kube_host(self) -> str:
         return f"127.{self.subnet}.0.3"
+
+    @property
+    def images_host(self) -> str:
+        return f"127.{self.subnet}.0.4"
 
 
 def _die_with_parent() -> None:
@@ -150,6 +156,7 @@ class World:
     _fakes: FakeZones | None = None
     _kube: KubeServer | None = None
     _identity: IdentityProvider | None = None
+    _images: ImageServer | None = None
     _processes: list[Process] = field(default_factory=list)
 
     @property
@@ -164,6 +171,11 @@ class World:
     @property
     def identity(self) -> IdentityProvider:
         return _running(self._identity, "the identity provider")
+
+    @property
+    def images(self) -> ImageServer:
+        """The image server on loopback that the catalog's images point at (allowlisted for the agents)."""
+        return _running(self._images, "the image server")
 
     # ------------------------------------------------------------------ bring up
 
@@ -187,11 +199,13 @@ class World:
         }
         token_secrets = {zone: secrets.token_hex(16) for zone in zones}
         self._fakes = FakeZones(zones, token_secrets, pki / "fakepve")
-        if cfg.seed_guests:
-            for zone in zones:
+        for zone in zones:
+            seed.seed_pools(self._fakes[zone].pve, zone)
+            if cfg.seed_guests:
                 seed.seed_guests(self._fakes[zone].pve, zone)
         self._fakes.start()
 
+        self._images = ImageServer(cfg.images_host).start()
         self._kube = KubeServer.start(host=cfg.kube_host, port=0)
         self.kubeconfig = self._kube.write_kubeconfig(cfg.scratch / "kubeconfig")
 
@@ -239,6 +253,8 @@ class World:
                     "proxmox_token_id": TOKEN_ID,
                     "proxmox_token_secret_file": str(secret_file),
                     "proxmox_ca": self.fakes.certfile,
+                    "image_allow_hosts": [self.images.netloc],
+                    "image_cache": str(directory / "images"),
                 }.items()
             )
             + "\n"
@@ -264,25 +280,14 @@ class World:
             agent.process.stop()
 
     def _seed_catalog(self) -> None:
-        """The platform namespace, and a ConfigMap per zone and per host."""
+        """The platform namespace and its catalog: zones, hosts, profiles, images, VDCs (a ConfigMap each)."""
         assert self.kubeconfig is not None
         core = client.CoreV1Api(config.new_client_from_config(config_file=str(self.kubeconfig)))
         with contextlib.suppress(client.ApiException):
             core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=seed.NAMESPACE)))
-
-        def config_map(name: str, kind: str, data: dict[str, str], **labels: str) -> None:
-            meta = client.V1ObjectMeta(name=name, labels={"flexplane.io/kind": kind, **labels})
-            core.create_namespaced_config_map(seed.NAMESPACE, client.V1ConfigMap(metadata=meta, data=data))
-
-        for zone in self.cfg.zones:
-            config_map(f"zone-{zone}", "zone", {"id": zone, "name": zone.replace("-", " ").title()})
-        for agent in self.agents.values():
-            config_map(
-                f"host-{agent.zone}-{agent.node}",
-                "host",
-                {"zone": agent.zone, "node": agent.node, "endpoint": agent.endpoint, "cordoned": "false"},
-                **{"flexplane.io/zone": agent.zone},
-            )
+        hosts = [(agent.zone, agent.node, agent.endpoint) for agent in self.agents.values()]
+        for kind, ident, spec, labels in seed.catalog(self.cfg.zones, hosts, self.images):
+            core.create_namespaced_config_map(seed.NAMESPACE, config_map(kind, ident, spec, labels))
 
     # ------------------------------------------------------------------ orchestrator
 
@@ -306,6 +311,7 @@ class World:
             "FLEXPLANE_AGENT_CA": str(self.ca.cert_path),
             "FLEXPLANE_AGENT_CERT": str(cert),
             "FLEXPLANE_AGENT_KEY": str(key),
+            "FLEXPLANE_IMAGE_ALLOW_HOSTS": self.images.netloc,
             **{f"FLEXPLANE_{name}": value for name, value in self.cfg.orchestrator_settings},
         }
 
@@ -363,6 +369,9 @@ class World:
         if self._fakes is not None:
             self._fakes.stop()
             self._fakes = None
+        if self._images is not None:
+            self._images.stop()
+            self._images = None
 
     def stop_identity(self) -> None:
         if self._identity is not None:

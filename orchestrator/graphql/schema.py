@@ -2,11 +2,15 @@
 
 import graphene
 
-from orchestrator.graphql import catalog, identity, vms
+from orchestrator.graphql import catalog, identity, tasks, vdcs, vms
 
 
-class Query(identity.Query, catalog.Query, vms.Query, graphene.ObjectType):
+class Query(identity.Query, catalog.Query, vdcs.Query, vms.Query, tasks.Query, graphene.ObjectType):
     pass
 
 
-schema = graphene.Schema(query=Query)
+class Mutation(catalog.Mutation, vdcs.Mutation, vms.Mutation, graphene.ObjectType):
+    pass
+
+
+schema = graphene.Schema(query=Query, mutation=Mutation)

@@ -5,7 +5,9 @@ classmethods from what the neighbours answered, never queried through the ORM an
 saved. There is no database behind them.
 """
 
+from orchestrator.models.catalog import ComputeProfile, Image, StorageProfile
+from orchestrator.models.vdcs import Usage, Vdc
 from orchestrator.models.vms import VirtualMachine
 from orchestrator.models.zones import Host, Zone
 
-__all__ = ["Host", "VirtualMachine", "Zone"]
+__all__ = ["ComputeProfile", "Host", "Image", "StorageProfile", "Usage", "Vdc", "VirtualMachine", "Zone"]

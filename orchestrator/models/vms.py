@@ -1,14 +1,30 @@
-"""Virtual machines, as Proxmox reports them in ``/cluster/resources``."""
+"""Virtual machines, as Proxmox reports them in ``/cluster/resources`` (and, for one VM, its guest agent).
+
+What a VM was made from is recorded on the VM itself, in Proxmox, as tags: its VDC (``fp-vdc-<vdc>``),
+the idempotency key of the request that created it (``fp-idem-<hash>``), and its compute profile,
+storage profile and image (``fp-cp-<name>``, ``fp-sp-<name>``, ``fp-img-<name>``). Tags travel in
+``/cluster/resources``, so a listing learns all of it with one call per zone.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import models
 
 VDC_TAG_PREFIX = "fp-vdc-"
+IDEMPOTENCY_TAG_PREFIX = "fp-idem-"
+COMPUTE_PROFILE_TAG_PREFIX = "fp-cp-"
+STORAGE_PROFILE_TAG_PREFIX = "fp-sp-"
+IMAGE_TAG_PREFIX = "fp-img-"
 _TAG_SEPARATORS = re.compile(r"[;, ]+")
+# Proxmox's pve-tag format: what a tag may contain.
+_TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.IGNORECASE)
+GIB = 1024**3
+MIB = 1024**2
 
 
 def parse_tags(raw: str | None) -> list[str]:
@@ -16,17 +32,63 @@ def parse_tags(raw: str | None) -> list[str]:
     return [tag for tag in _TAG_SEPARATORS.split(raw or "") if tag]
 
 
+def join_tags(tags: Iterable[str]) -> str:
+    """Tags as Proxmox stores them, ``;``-separated, without duplicates."""
+    return ";".join(dict.fromkeys(tags))
+
+
+def is_tag(value: str) -> bool:
+    """Whether Proxmox accepts ``value`` as a tag."""
+    return bool(_TAG.match(value))
+
+
+def tag_value(tags: Iterable[str], prefix: str) -> str | None:
+    """The value of the first tag ``<prefix><value>``, or ``None``."""
+    for tag in tags:
+        if tag.startswith(prefix) and len(tag) > len(prefix):
+            return tag[len(prefix) :]
+    return None
+
+
 def vdc_of(tags: list[str]) -> str | None:
     """The VDC a VM belongs to, from its ``fp-vdc-<vdc>`` tag; ``None`` for VMs flex.plane does not manage."""
-    for tag in tags:
-        if tag.startswith(VDC_TAG_PREFIX):
-            return tag[len(VDC_TAG_PREFIX) :]
-    return None
+    return tag_value(tags, VDC_TAG_PREFIX)
+
+
+def idempotency_tag(key: str) -> str:
+    """The tag that marks the VM a create with this idempotency key made: a hash, never the key itself."""
+    return IDEMPOTENCY_TAG_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def vm_id(zone: str, vmid: int) -> str:
     """The global id of a VM: its zone and its Proxmox VMID."""
     return f"{zone}/{vmid}"
+
+
+def parse_vm_id(value: str) -> tuple[str, int] | None:
+    """``(zone, vmid)`` of a global id, or ``None`` for something that is not one."""
+    zone, sep, number = value.partition("/")
+    if not sep or not zone or not number.isdigit() or len(number) > 9:
+        return None
+    vmid = int(number)
+    return (zone, vmid) if vmid >= 100 else None
+
+
+def _addresses(interfaces: Any) -> list[str]:
+    """The IP addresses of ``agent/network-get-interfaces``'s answer, loopback and link-local left out."""
+    found: list[str] = []
+    if isinstance(interfaces, Mapping):
+        interfaces = interfaces.get("result")
+    for interface in interfaces if isinstance(interfaces, list) else []:
+        if not isinstance(interface, Mapping) or interface.get("name") == "lo":
+            continue
+        for entry in interface.get("ip-addresses") or []:
+            address = str(entry.get("ip-address") or "") if isinstance(entry, Mapping) else ""
+            lowered = address.lower()
+            if not address or lowered.startswith(("127.", "fe80:", "169.254.")) or lowered == "::1":
+                continue
+            found.append(address)
+    return list(dict.fromkeys(found))
 
 
 class VirtualMachine(models.Model):
@@ -42,6 +104,14 @@ class VirtualMachine(models.Model):
     cores = models.PositiveIntegerField()
     memory_mb = models.PositiveIntegerField()
     disk_gb = models.FloatField()
+    compute_profile = models.CharField(max_length=63, blank=True)
+    storage_profile = models.CharField(max_length=63, blank=True)
+    image = models.CharField(max_length=63, blank=True)
+    # Proxmox's lock on the VM (clone, backup, migrate, ...), empty when there is none.
+    lock = models.CharField(max_length=32, blank=True)
+    tags = models.JSONField(default=list)
+    # From the guest agent, read only for a single VM (never in listings); None: not asked.
+    ip_addresses = models.JSONField(null=True, default=None)
 
     class Meta:
         managed = False
@@ -49,10 +119,19 @@ class VirtualMachine(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"
 
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def disk_bytes(self) -> int:
+        return round(self.disk_gb * GIB)
+
     @classmethod
-    def from_resource(cls, zone: str, item: dict[str, Any]) -> VirtualMachine:
+    def from_resource(cls, zone: str, item: Mapping[str, Any]) -> VirtualMachine:
         """Build from one ``type=qemu`` entry of ``/cluster/resources``."""
         vmid = int(item["vmid"])
+        tags = parse_tags(item.get("tags"))
         return cls(
             id=vm_id(zone, vmid),
             vmid=vmid,
@@ -60,8 +139,18 @@ class VirtualMachine(models.Model):
             status=item.get("status", "unknown"),
             zone=zone,
             host=item.get("node", ""),
-            vdc=vdc_of(parse_tags(item.get("tags"))) or "",
+            vdc=vdc_of(tags) or "",
             cores=int(item.get("maxcpu") or 0),
-            memory_mb=int(item.get("maxmem") or 0) // (1024 * 1024),
-            disk_gb=round(int(item.get("maxdisk") or 0) / 1024**3, 2),
+            memory_mb=int(item.get("maxmem") or 0) // MIB,
+            disk_gb=round(int(item.get("maxdisk") or 0) / GIB, 2),
+            compute_profile=tag_value(tags, COMPUTE_PROFILE_TAG_PREFIX) or "",
+            storage_profile=tag_value(tags, STORAGE_PROFILE_TAG_PREFIX) or "",
+            image=tag_value(tags, IMAGE_TAG_PREFIX) or "",
+            lock=str(item.get("lock") or ""),
+            tags=tags,
         )
+
+    def with_interfaces(self, interfaces: Any) -> VirtualMachine:
+        """This VM with the addresses its guest agent reported."""
+        self.ip_addresses = _addresses(interfaces)
+        return self

@@ -1,12 +1,26 @@
-"""The management cluster: the platform catalog, kept as labelled ConfigMaps.
+"""The management cluster: the platform catalog, kept as labelled ConfigMaps, and Leases for locks.
 
 The only module that speaks to the Kubernetes API. It uses the official client with a
 kubeconfig (``FLEXPLANE_KUBECONFIG``) or, without one, the in-cluster service account.
+
+The catalog's layout: every object is a ConfigMap of the platform namespace named
+``<kind>-<id>``, labelled ``flexplane.io/kind=<kind>`` and ``flexplane.io/id=<id>``, whose
+``data.spec`` is the object as JSON. Writes are optimistic: a replace names the
+``resourceVersion`` it read, and a write that lost a race answers ``Conflict``.
+
+Every call runs under the source's timeout. Failures are domain errors naming the management
+cluster: ``Unavailable`` when it did not answer (or answered that it cannot now),
+``UpstreamFailure`` with its own message when it refused.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
+import logging
 import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -14,39 +28,347 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from orchestrator.errors import Unavailable, UpstreamFailure
+from orchestrator.errors import Conflict, FlexPlaneError, NotFound, Unavailable, UpstreamFailure
+
+logger = logging.getLogger(__name__)
 
 KIND_LABEL = "flexplane.io/kind"
+ID_LABEL = "flexplane.io/id"
+SPEC_KEY = "spec"
 WHERE = "management cluster"
+# Large enough that a catalog is one page; a bigger one is read in pages of this size.
+LIST_PAGE_SIZE = 500
+# Statuses meaning "not now" rather than "no": the cluster is overloaded, restarting or timing out.
+_TRANSIENT = frozenset({429, 500, 502, 503, 504})
 
 
-def _entry(item: client.V1ConfigMap) -> dict[str, Any]:
+def config_map_name(kind: str, ident: str) -> str:
+    """The ConfigMap that holds catalog object ``ident`` of ``kind``."""
+    return f"{kind}-{ident}"
+
+
+def config_map_body(
+    kind: str,
+    ident: str,
+    spec: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str] | None = None,
+    resource_version: str | None = None,
+) -> dict[str, Any]:
+    """The ConfigMap of one catalog object, as the API takes it (the devstack seeds with it too)."""
+    metadata: dict[str, Any] = {
+        "name": config_map_name(kind, ident),
+        "labels": {**(labels or {}), KIND_LABEL: kind, ID_LABEL: ident},
+    }
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata,
+        "data": {SPEC_KEY: json.dumps(dict(spec), sort_keys=True, separators=(",", ":"))},
+    }
+
+
+def config_map(
+    kind: str,
+    ident: str,
+    spec: Mapping[str, Any],
+    labels: Mapping[str, str] | None = None,
+    resource_version: str | None = None,
+) -> client.V1ConfigMap:
+    """:func:`config_map_body` as the client's typed object."""
+    body = config_map_body(kind, ident, spec, labels=labels, resource_version=resource_version)
+    return client.V1ConfigMap(
+        api_version="v1",
+        kind="ConfigMap",
+        metadata=client.V1ObjectMeta(
+            name=body["metadata"]["name"],
+            labels=body["metadata"]["labels"],
+            resource_version=resource_version,
+        ),
+        data=body["data"],
+    )
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One catalog object as stored: its kind, id, spec and the version to write it back at."""
+
+    kind: str
+    ident: str
+    spec: dict[str, Any]
+    resource_version: str
+    labels: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A coordination.k8s.io/v1 Lease: who holds it, since and until when (``holder`` None: free)."""
+
+    name: str
+    holder: str | None
+    acquire_time: datetime.datetime | None
+    renew_time: datetime.datetime | None
+    duration_seconds: int | None
+    transitions: int
+    resource_version: str | None = None
+
+
+class _BadEntry(Exception):
+    """A ConfigMap carrying the catalog labels but no readable spec."""
+
+
+def _entry(item: client.V1ConfigMap) -> CatalogEntry:
     meta = item.metadata
     assert meta is not None  # the API server always sends metadata
-    return {"name": meta.name, "labels": dict(meta.labels or {}), "data": dict(item.data or {})}
+    labels = dict(meta.labels or {})
+    kind, ident = labels.get(KIND_LABEL), labels.get(ID_LABEL)
+    raw = (item.data or {}).get(SPEC_KEY)
+    if not kind or not ident or raw is None:
+        raise _BadEntry(f"ConfigMap {meta.name} lacks the {KIND_LABEL}/{ID_LABEL} labels or data.spec")
+    try:
+        spec = json.loads(raw)
+    except ValueError as exc:
+        raise _BadEntry(f"ConfigMap {meta.name}: data.spec is not JSON ({exc})") from exc
+    if not isinstance(spec, dict):
+        raise _BadEntry(f"ConfigMap {meta.name}: data.spec is not a JSON object")
+    return CatalogEntry(kind, ident, spec, str(meta.resource_version or ""), labels)
+
+
+def _message(exc: ApiException) -> str:
+    """The API server's own message (from its Status body), else the HTTP reason."""
+    try:
+        body = json.loads(exc.body or "")
+    except (TypeError, ValueError):
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return f"{exc.status} {exc.reason}"
+
+
+def _failure(exc: ApiException, doing: str) -> FlexPlaneError:
+    """A domain error for a refused call; 404 and 409 are left to the caller, who knows what they mean."""
+    status = int(exc.status or 0)
+    if status in _TRANSIENT or status == 0:
+        return Unavailable(WHERE, f"the management cluster could not {doing} now: {_message(exc)}")
+    return UpstreamFailure(
+        WHERE, f"the management cluster refused to {doing}: {_message(exc)}", status=status
+    )
+
+
+def _unreachable(exc: Exception) -> Unavailable:
+    return Unavailable(WHERE, f"the management cluster did not answer: {exc}")
+
+
+def _lease(item: client.V1Lease) -> Lease:
+    meta = item.metadata
+    assert meta is not None
+    spec = item.spec or client.V1LeaseSpec()
+    return Lease(
+        name=str(meta.name),
+        holder=spec.holder_identity or None,
+        acquire_time=spec.acquire_time,
+        renew_time=spec.renew_time,
+        duration_seconds=spec.lease_duration_seconds,
+        transitions=int(spec.lease_transitions or 0),
+        resource_version=meta.resource_version,
+    )
 
 
 class KubeSource:
-    """ConfigMaps of the platform namespace, by kind, each call under a timeout."""
+    """The platform namespace's catalog ConfigMaps and Leases, each call under a timeout."""
 
     def __init__(self, api_client: client.ApiClient, namespace: str, timeout: float) -> None:
         self.core = client.CoreV1Api(api_client)
+        self.coordination = client.CoordinationV1Api(api_client)
         self.namespace = namespace
         self.timeout = timeout
 
-    def catalog(self, kind: str) -> list[dict[str, Any]]:
-        """The ConfigMaps labelled ``flexplane.io/kind=<kind>``, as ``{"name", "labels", "data"}``."""
+    # ------------------------------------------------------------------ catalog
+
+    def list_catalog(self, kinds: Iterable[str]) -> list[CatalogEntry]:
+        """Every catalog object of these kinds: one list call (``flexplane.io/kind in (...)``).
+
+        A ConfigMap that carries the labels but no readable spec is skipped and logged: one bad
+        object must not take the whole catalog down.
+        """
+        wanted = sorted(set(kinds))
+        if not wanted:
+            return []
+        selector = f"{KIND_LABEL} in ({','.join(wanted)})"
+        entries: list[CatalogEntry] = []
+        token: str | None = None
+        while True:
+            try:
+                page = self.core.list_namespaced_config_map(
+                    self.namespace,
+                    label_selector=selector,
+                    limit=LIST_PAGE_SIZE,
+                    _continue=token,
+                    _request_timeout=self.timeout,
+                )
+            except ApiException as exc:
+                raise _failure(exc, f"list the catalog ({', '.join(wanted)})") from exc
+            except (HTTPError, OSError) as exc:
+                raise _unreachable(exc) from exc
+            for item in page.items:
+                try:
+                    entries.append(_entry(item))
+                except _BadEntry as exc:
+                    logger.warning("catalog: skipping an unreadable object: %s", exc)
+            token = page.metadata.var_continue if page.metadata is not None else None
+            if not token:
+                return entries
+
+    def get_catalog(self, kind: str, ident: str) -> CatalogEntry | None:
+        """One catalog object, or None when there is none."""
+        name = config_map_name(kind, ident)
         try:
-            result = self.core.list_namespaced_config_map(
-                self.namespace, label_selector=f"{KIND_LABEL}={kind}", _request_timeout=self.timeout
+            item = self.core.read_namespaced_config_map(name, self.namespace, _request_timeout=self.timeout)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _failure(exc, f"read {kind} {ident!r}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        try:
+            return _entry(item)
+        except _BadEntry as exc:
+            raise UpstreamFailure(WHERE, str(exc)) from exc
+
+    def create_catalog(
+        self, kind: str, ident: str, spec: Mapping[str, Any], *, labels: Mapping[str, str] | None = None
+    ) -> CatalogEntry:
+        """Store a new catalog object; ``Conflict`` if one of that kind and id exists."""
+        body = config_map(kind, ident, spec, labels)
+        try:
+            item = self.core.create_namespaced_config_map(self.namespace, body, _request_timeout=self.timeout)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(f"{_noun(kind)} {ident!r} already exists") from exc
+            raise _failure(exc, f"create {kind} {ident!r}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return _entry(item)
+
+    def replace_catalog(
+        self,
+        kind: str,
+        ident: str,
+        spec: Mapping[str, Any],
+        resource_version: str,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> CatalogEntry:
+        """Write an object back at the version it was read at; ``Conflict`` if it changed meanwhile."""
+        name = config_map_name(kind, ident)
+        body = config_map(kind, ident, spec, labels, resource_version)
+        try:
+            item = self.core.replace_namespaced_config_map(
+                name, self.namespace, body, _request_timeout=self.timeout
             )
         except ApiException as exc:
-            raise UpstreamFailure(
-                WHERE, f"the management cluster refused to list {kind}s: {exc.reason}"
-            ) from exc
+            if exc.status == 409:
+                raise Conflict(f"{_noun(kind)} {ident!r} changed meanwhile, retry") from exc
+            if exc.status == 404:
+                raise NotFound(_noun(kind), ident) from exc
+            raise _failure(exc, f"update {kind} {ident!r}") from exc
         except (HTTPError, OSError) as exc:
-            raise Unavailable(WHERE, f"the management cluster did not answer: {exc}") from exc
-        return [_entry(item) for item in result.items]
+            raise _unreachable(exc) from exc
+        return _entry(item)
+
+    def delete_catalog(self, kind: str, ident: str, resource_version: str | None = None) -> bool:
+        """Delete an object (only at that version, if given); False when it was already gone."""
+        name = config_map_name(kind, ident)
+        options = client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(resource_version=resource_version)
+            if resource_version
+            else None
+        )
+        try:
+            self.core.delete_namespaced_config_map(
+                name, self.namespace, body=options, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            if exc.status == 409:
+                raise Conflict(f"{_noun(kind)} {ident!r} changed meanwhile, retry") from exc
+            raise _failure(exc, f"delete {kind} {ident!r}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return True
+
+    # ------------------------------------------------------------------ leases
+
+    def get_lease(self, name: str) -> Lease | None:
+        try:
+            item = self.coordination.read_namespaced_lease(
+                name, self.namespace, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _failure(exc, f"read lease {name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return _lease(item)
+
+    def write_lease(self, lease: Lease, resource_version: str | None) -> Lease:
+        """Create the lease (``resource_version`` None) or replace it at that version.
+
+        ``Conflict`` when another writer got there first: the lease exists already, or it
+        changed since it was read.
+        """
+        body = client.V1Lease(
+            api_version="coordination.k8s.io/v1",
+            kind="Lease",
+            metadata=client.V1ObjectMeta(name=lease.name, resource_version=resource_version),
+            spec=client.V1LeaseSpec(
+                holder_identity=lease.holder,
+                lease_duration_seconds=lease.duration_seconds,
+                acquire_time=lease.acquire_time,
+                renew_time=lease.renew_time,
+                lease_transitions=lease.transitions,
+            ),
+        )
+        try:
+            if resource_version is None:
+                item = self.coordination.create_namespaced_lease(
+                    self.namespace, body, _request_timeout=self.timeout
+                )
+            else:
+                item = self.coordination.replace_namespaced_lease(
+                    lease.name, self.namespace, body, _request_timeout=self.timeout
+                )
+        except ApiException as exc:
+            if exc.status in (404, 409):  # 404: deleted since it was read; someone else's move too
+                raise Conflict(f"lease {lease.name} was taken meanwhile") from exc
+            raise _failure(exc, f"write lease {lease.name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return _lease(item)
+
+    def delete_lease(self, name: str, resource_version: str) -> None:
+        """Delete a lease only at the version read (``Conflict`` if it changed); a gone one is fine."""
+        options = client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(resource_version=resource_version)
+        )
+        try:
+            self.coordination.delete_namespaced_lease(
+                name, self.namespace, body=options, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            if exc.status == 409:
+                raise Conflict(f"lease {name} was taken meanwhile") from exc
+            raise _failure(exc, f"delete lease {name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+
+    # ------------------------------------------------------------------ health
 
     def ping(self) -> None:
         """Raise ``Unavailable`` unless the platform namespace can be read."""
@@ -56,6 +378,11 @@ class KubeSource:
             raise Unavailable(WHERE, f"the management cluster answered {exc.status} {exc.reason}") from exc
         except (HTTPError, OSError) as exc:
             raise Unavailable(WHERE, f"the management cluster did not answer: {exc}") from exc
+
+
+def _noun(kind: str) -> str:
+    """``compute-profile`` -> ``compute profile``; ``vdc`` -> ``VDC``."""
+    return "VDC" if kind == "vdc" else kind.replace("-", " ")
 
 
 _source: KubeSource | None = None

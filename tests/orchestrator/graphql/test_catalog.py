@@ -1,6 +1,136 @@
+"""The catalog through the API: queries, admin mutations, payload errors, and what lands in the cluster."""
+
 from __future__ import annotations
 
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from devstack import seed
+from devstack.world import World
 from tests.support import GraphQL
+
+CHECKSUM = "sha256:" + "0123456789abcdef" * 4
+IMAGE_URL = "https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def core(world: World) -> client.CoreV1Api:
+    """The official client on the world's management cluster, to check what the API stored."""
+    return client.CoreV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
+
+
+def stored_spec(core: client.CoreV1Api, name: str) -> dict[str, Any] | None:
+    try:
+        item = core.read_namespaced_config_map(name, seed.NAMESPACE)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    assert item.data is not None
+    spec: dict[str, Any] = json.loads(item.data["spec"])
+    return spec
+
+
+def mutate(api: GraphQL, document: str, variables: dict[str, Any], user: str = "admin") -> dict[str, Any]:
+    """Run a one-field mutation and return its payload (asserting there are no top-level errors)."""
+    answer = api(document, user=user, variables=variables)
+    assert answer.errors == [], answer.body
+    (payload,) = answer.data.values()
+    assert isinstance(payload, dict)
+    return payload
+
+
+CREATE_PROFILE = """mutation($input: ComputeProfileInput!) {
+  createComputeProfile(input: $input) {
+    computeProfile { name vcpus memoryMib cpuType description } errors { field message code } } }"""
+UPDATE_PROFILE = """mutation($name: String!, $input: ComputeProfileUpdateInput!) {
+  updateComputeProfile(name: $name, input: $input) {
+    computeProfile { name vcpus memoryMib cpuType } errors { field message code } } }"""
+DELETE_PROFILE = """mutation($name: String!) {
+  deleteComputeProfile(name: $name) { computeProfile { name } errors { field message code } } }"""
+
+CREATE_STORAGE = """mutation($input: StorageProfileInput!) {
+  createStorageProfile(input: $input) {
+    storageProfile { name storages { zone storage } defaultGb minGb maxGb bus format readMbps writeMbps
+                     readIops writeIops }
+    errors { field message code } } }"""
+UPDATE_STORAGE = """mutation($name: String!, $input: StorageProfileUpdateInput!) {
+  updateStorageProfile(name: $name, input: $input) {
+    storageProfile { name maxGb readMbps } errors { field message code } } }"""
+DELETE_STORAGE = """mutation($name: String!) {
+  deleteStorageProfile(name: $name) { storageProfile { name } errors { field message code } } }"""
+
+CREATE_IMAGE = """mutation($input: ImageInput!) {
+  createImage(input: $input) {
+    image { name osFamily sourceUrl checksum defaultUser minDiskGb } errors { field message code } } }"""
+UPDATE_IMAGE = """mutation($name: String!, $input: ImageUpdateInput!) {
+  updateImage(name: $name, input: $input) { image { name minDiskGb } errors { field message code } } }"""
+DELETE_IMAGE = """mutation($name: String!) {
+  deleteImage(name: $name) { image { name } errors { field message code } } }"""
+
+CREATE_ZONE = """mutation($input: ZoneInput!) {
+  createZone(input: $input) { zone { id name description hosts { name } } errors { field message code } } }"""
+UPDATE_ZONE = """mutation($id: ID!, $input: ZoneUpdateInput!) {
+  updateZone(id: $id, input: $input) { zone { id name description } errors { field message code } } }"""
+DELETE_ZONE = """mutation($id: ID!) { deleteZone(id: $id) { zone { id } errors { field message code } } }"""
+
+CREATE_HOST = """mutation($input: HostInput!) {
+  createHost(input: $input) {
+    host { id zone name endpoint cordoned online memoryOvercommit cpuOvercommit }
+    errors { field message code } } }"""
+UPDATE_HOST = """mutation($zone: String!, $node: String!, $input: HostUpdateInput!) {
+  updateHost(zone: $zone, node: $node, input: $input) {
+    host { id cordoned } errors { field message code } } }"""
+DELETE_HOST = """mutation($zone: String!, $node: String!) {
+  deleteHost(zone: $zone, node: $node) { host { id } errors { field message code } } }"""
+
+
+def profile_input(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "vcpus": 2, "memoryMib": 2048, **extra}
+
+
+def storage_input(name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "storages": [{"zone": "zone-a", "storage": "local-lvm"}, {"zone": "zone-b", "storage": "ceph-pool"}],
+        "defaultGb": 20,
+        "minGb": 10,
+        "maxGb": 100,
+        **extra,
+    }
+
+
+def image_input(name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "osFamily": "debian",
+        "sourceUrl": IMAGE_URL,
+        "checksum": CHECKSUM,
+        "defaultUser": "debian",
+        "minDiskGb": 3,
+        **extra,
+    }
+
+
+@pytest.fixture
+def cleanup(api: GraphQL) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    """Mutations (document, variables) to run as admin after the test, in reverse order, whatever happened."""
+    undo: list[tuple[str, dict[str, Any]]] = []
+    yield undo
+    for document, variables in reversed(undo):
+        api(document, user="admin", variables=variables)
+
+
+# ---------------------------------------------------------------------------------------- queries
 
 
 def test_zones_list_their_hosts_and_whether_each_is_online(api: GraphQL) -> None:
@@ -12,3 +142,333 @@ def test_zones_list_their_hosts_and_whether_each_is_online(api: GraphQL) -> None
     assert zones["zone-a"]["hosts"] == [
         {"name": f"pve{n}", "online": True, "cordoned": False} for n in (1, 2, 3)
     ]
+
+
+def test_users_read_the_seeded_profiles_and_images(api: GraphQL) -> None:
+    answer = api(
+        """{ computeProfiles { name vcpus memoryMib cpuType }
+             storageProfiles { name storages { zone storage } defaultGb minGb maxGb bus format readMbps }
+             images { name osFamily defaultUser minDiskGb checksum } }""",
+        user="bob",
+    )
+    assert answer.errors == []
+    assert answer.data["computeProfiles"] == [
+        {"name": "large", "vcpus": 4, "memoryMib": 8192, "cpuType": "x86-64-v2-AES"},
+        {"name": "medium", "vcpus": 2, "memoryMib": 4096, "cpuType": "x86-64-v2-AES"},
+        {"name": "small", "vcpus": 1, "memoryMib": 1024, "cpuType": "x86-64-v2-AES"},
+    ]
+    assert answer.data["storageProfiles"] == [
+        {
+            "name": "standard",
+            "storages": [
+                {"zone": "zone-a", "storage": "local-lvm"},
+                {"zone": "zone-b", "storage": "local-lvm"},
+            ],
+            "defaultGb": 20,
+            "minGb": 10,
+            "maxGb": 200,
+            "bus": "scsi",
+            "format": "raw",
+            "readMbps": None,
+        }
+    ]
+    images = {i["name"]: i for i in answer.data["images"]}
+    assert set(images) == {"debian-12", "ubuntu-24.04"}
+    assert images["ubuntu-24.04"]["defaultUser"] == "ubuntu"
+    assert images["debian-12"]["checksum"].startswith("sha256:")
+
+
+def test_hosts_carry_their_zone_and_overcommit_and_only_admin_sees_endpoints(
+    api: GraphQL, world: World
+) -> None:
+    query = (
+        '{ hosts(zone: "zone-b") { id zone name online cordoned endpoint memoryOvercommit cpuOvercommit } }'
+    )
+    as_admin = api(query, user="admin").data["hosts"]
+    assert [h["id"] for h in as_admin] == ["zone-b/pve1", "zone-b/pve2", "zone-b/pve3"]
+    assert as_admin[0]["endpoint"] == world.agents[("zone-b", "pve1")].endpoint
+    assert (as_admin[0]["memoryOvercommit"], as_admin[0]["cpuOvercommit"]) == (1.0, 4.0)
+    as_user = api(query, user="alice").data["hosts"]
+    assert {h["endpoint"] for h in as_user} == {None}
+    assert all(h["online"] for h in as_user)
+    assert len(api("{ hosts { id } }", user="alice").data["hosts"]) == 6
+
+
+# ----------------------------------------------------------------------------------- admin CRUD
+
+
+def test_admin_creates_updates_and_deletes_a_compute_profile(
+    api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
+) -> None:
+    name = unique("cp")
+    cleanup.append((DELETE_PROFILE, {"name": name}))
+    made = mutate(api, CREATE_PROFILE, {"input": profile_input(name, description="two and two")})
+    assert made == {
+        "computeProfile": {
+            "name": name,
+            "vcpus": 2,
+            "memoryMib": 2048,
+            "cpuType": "x86-64-v2-AES",
+            "description": "two and two",
+        },
+        "errors": [],
+    }
+    assert stored_spec(core, f"compute-profile-{name}") == {
+        "name": name,
+        "vcpus": 2,
+        "memoryMib": 2048,
+        "cpuType": "x86-64-v2-AES",
+        "description": "two and two",
+    }
+    assert name in [
+        p["name"] for p in api("{ computeProfiles { name } }", user="alice").data["computeProfiles"]
+    ]
+
+    updated = mutate(api, UPDATE_PROFILE, {"name": name, "input": {"vcpus": 6, "cpuType": "host"}})
+    assert updated["computeProfile"] == {"name": name, "vcpus": 6, "memoryMib": 2048, "cpuType": "host"}
+    assert stored_spec(core, f"compute-profile-{name}")["vcpus"] == 6  # type: ignore[index]
+
+    deleted = mutate(api, DELETE_PROFILE, {"name": name})
+    assert deleted == {"computeProfile": {"name": name}, "errors": []}
+    assert stored_spec(core, f"compute-profile-{name}") is None
+
+
+def test_admin_creates_updates_and_deletes_a_storage_profile(
+    api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
+) -> None:
+    name = unique("sp")
+    cleanup.append((DELETE_STORAGE, {"name": name}))
+    made = mutate(
+        api, CREATE_STORAGE, {"input": storage_input(name, bus="virtio", readMbps=300, writeIops=900)}
+    )
+    assert made["errors"] == []
+    assert made["storageProfile"] == {
+        "name": name,
+        "storages": [{"zone": "zone-a", "storage": "local-lvm"}, {"zone": "zone-b", "storage": "ceph-pool"}],
+        "defaultGb": 20,
+        "minGb": 10,
+        "maxGb": 100,
+        "bus": "virtio",
+        "format": "raw",
+        "readMbps": 300,
+        "writeMbps": None,
+        "readIops": None,
+        "writeIops": 900,
+    }
+    spec = stored_spec(core, f"storage-profile-{name}")
+    assert spec is not None
+    assert spec["storages"] == {"zone-a": "local-lvm", "zone-b": "ceph-pool"}
+
+    updated = mutate(api, UPDATE_STORAGE, {"name": name, "input": {"maxGb": 500, "readMbps": None}})
+    assert updated["storageProfile"] == {"name": name, "maxGb": 500, "readMbps": None}
+    assert mutate(api, DELETE_STORAGE, {"name": name})["errors"] == []
+    assert stored_spec(core, f"storage-profile-{name}") is None
+
+
+def test_admin_creates_updates_and_deletes_an_image(
+    api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
+) -> None:
+    name = unique("img")
+    cleanup.append((DELETE_IMAGE, {"name": name}))
+    made = mutate(api, CREATE_IMAGE, {"input": image_input(name)})
+    assert made["image"] == {
+        "name": name,
+        "osFamily": "debian",
+        "sourceUrl": IMAGE_URL,
+        "checksum": CHECKSUM,
+        "defaultUser": "debian",
+        "minDiskGb": 3,
+    }
+    assert stored_spec(core, f"image-{name}")["sourceUrl"] == IMAGE_URL  # type: ignore[index]
+    assert mutate(api, UPDATE_IMAGE, {"name": name, "input": {"minDiskGb": 8}})["image"] == {
+        "name": name,
+        "minDiskGb": 8,
+    }
+    assert mutate(api, DELETE_IMAGE, {"name": name})["image"] == {"name": name}
+    assert stored_spec(core, f"image-{name}") is None
+
+
+def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
+    api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
+) -> None:
+    zone = unique("zone")
+    cleanup.append((DELETE_ZONE, {"id": zone}))
+    made = mutate(api, CREATE_ZONE, {"input": {"id": zone, "name": "Lab", "description": "the lab rack"}})
+    assert made["zone"] == {"id": zone, "name": "Lab", "description": "the lab rack", "hosts": []}
+    assert stored_spec(core, f"zone-{zone}") == {"id": zone, "name": "Lab", "description": "the lab rack"}
+
+    cleanup.append((DELETE_HOST, {"zone": zone, "node": "node1"}))
+    host = mutate(api, CREATE_HOST, {"input": {"zone": zone, "node": "node1", "endpoint": "192.0.2.10:7443"}})
+    assert host["host"] == {
+        "id": f"{zone}/node1",
+        "zone": zone,
+        "name": "node1",
+        "endpoint": "192.0.2.10:7443",
+        "cordoned": False,
+        "online": False,  # no Proxmox answers for this zone
+        "memoryOvercommit": 1.0,
+        "cpuOvercommit": 4.0,
+    }
+    assert stored_spec(core, f"host-{zone}.node1") == {
+        "zone": zone,
+        "node": "node1",
+        "endpoint": "192.0.2.10:7443",
+        "cordoned": False,
+        "memoryOvercommit": 1.0,
+        "cpuOvercommit": 4.0,
+    }
+    cordoned = mutate(api, UPDATE_HOST, {"zone": zone, "node": "node1", "input": {"cordoned": True}})
+    assert cordoned["host"] == {"id": f"{zone}/node1", "cordoned": True}
+
+    refused = mutate(api, DELETE_ZONE, {"id": zone})
+    assert refused["zone"] is None
+    assert [e["code"] for e in refused["errors"]] == ["CONFLICT"]
+    assert "still has 1 host(s) (node1)" in refused["errors"][0]["message"]
+
+    renamed = mutate(api, UPDATE_ZONE, {"id": zone, "input": {"name": "Lab 2"}})
+    assert renamed["zone"] == {"id": zone, "name": "Lab 2", "description": "the lab rack"}
+
+    assert mutate(api, DELETE_HOST, {"zone": zone, "node": "node1"})["host"] == {"id": f"{zone}/node1"}
+    assert mutate(api, DELETE_ZONE, {"id": zone})["zone"] == {"id": zone}
+    assert stored_spec(core, f"zone-{zone}") is None
+
+
+# ---------------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"name": "Not_A_Name"}, "name"),
+        ({"name": "-leading"}, "name"),
+        ({"vcpus": 0}, "vcpus"),
+        ({"vcpus": 1000}, "vcpus"),
+        ({"memoryMib": 64}, "memoryMib"),
+        ({"cpuType": "no spaces please"}, "cpuType"),
+        ({"description": "x" * 5000}, "description"),
+    ],
+)
+def test_each_bad_compute_profile_value_is_a_payload_error_naming_its_field(
+    api: GraphQL, change: dict[str, Any], field: str
+) -> None:
+    payload = mutate(api, CREATE_PROFILE, {"input": profile_input(unique("cp")) | change})
+    assert payload["computeProfile"] is None
+    assert [(e["field"], e["code"]) for e in payload["errors"]] == [(field, "INVALID")]
+    assert payload["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"storages": [{"zone": "atlantis", "storage": "local-lvm"}]}, "storages"),
+        ({"storages": [{"zone": "zone-a", "storage": "no/slashes"}]}, "storages"),
+        ({"storages": []}, "storages"),
+        (
+            {"storages": [{"zone": "zone-a", "storage": "a1"}, {"zone": "zone-a", "storage": "b1"}]},
+            "storages",
+        ),
+        ({"minGb": 0}, "minGb"),
+        ({"minGb": 200, "maxGb": 100}, "minGb"),
+        ({"defaultGb": 5}, "defaultGb"),
+        ({"defaultGb": 101}, "defaultGb"),
+        ({"maxGb": 100_000}, "maxGb"),
+        ({"bus": "ide"}, "bus"),
+        ({"format": "vmdk"}, "format"),
+        ({"readMbps": 0}, "readMbps"),
+        ({"writeIops": -5}, "writeIops"),
+    ],
+)
+def test_each_bad_storage_profile_value_is_a_payload_error_naming_its_field(
+    api: GraphQL, change: dict[str, Any], field: str
+) -> None:
+    payload = mutate(api, CREATE_STORAGE, {"input": storage_input(unique("sp")) | change})
+    assert payload["storageProfile"] is None
+    assert [(e["field"], e["code"]) for e in payload["errors"]] == [(field, "INVALID")]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"osFamily": "beos"}, "osFamily", "must be one of"),
+        ({"sourceUrl": "ftp://mirror.example.com/debian.qcow2"}, "sourceUrl", "only http:// and https://"),
+        ({"sourceUrl": "http://10.1.2.3/debian.qcow2"}, "sourceUrl", "private address"),
+        ({"sourceUrl": "http://169.254.169.254/latest/meta-data/"}, "sourceUrl", "link-local"),
+        ({"sourceUrl": "http://[::1]:8080/x.img"}, "sourceUrl", "loopback"),
+        ({"sourceUrl": "https://user:secret@mirror.example.com/x.img"}, "sourceUrl", "user name or password"),
+        ({"sourceUrl": "not a url"}, "sourceUrl", ""),
+        ({"checksum": "md5:0123456789abcdef0123456789abcdef"}, "checksum", "sha256 or sha512"),
+        ({"checksum": "sha256:abc"}, "checksum", "64 hexadecimal digits"),
+        ({"checksum": "sha512:" + "zz" * 64}, "checksum", ""),
+        ({"defaultUser": "bad user"}, "defaultUser", "login name"),
+        ({"minDiskGb": 0}, "minDiskGb", "between 1 and"),
+    ],
+)
+def test_each_bad_image_value_is_a_payload_error_naming_its_field(
+    api: GraphQL, change: dict[str, Any], field: str, words: str
+) -> None:
+    payload = mutate(api, CREATE_IMAGE, {"input": image_input(unique("img")) | change})
+    assert payload["image"] is None
+    assert [(e["field"], e["code"]) for e in payload["errors"]] == [(field, "INVALID")]
+    assert words in payload["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("document", "variables", "field"),
+    [
+        (CREATE_ZONE, {"input": {"id": "Zone_A"}}, "id"),
+        (CREATE_ZONE, {"input": {"id": "zone-x", "name": "y" * 300}}, "name"),
+        (CREATE_HOST, {"input": {"zone": "atlantis", "node": "pve1", "endpoint": "10.0.0.1:7443"}}, "zone"),
+        (CREATE_HOST, {"input": {"zone": "zone-a", "node": "PVE 9", "endpoint": "10.0.0.1:7443"}}, "node"),
+        (CREATE_HOST, {"input": {"zone": "zone-a", "node": "pve9", "endpoint": "10.0.0.1"}}, "endpoint"),
+        (CREATE_HOST, {"input": {"zone": "zone-a", "node": "pve9", "endpoint": "h:99999"}}, "endpoint"),
+        (
+            CREATE_HOST,
+            {"input": {"zone": "zone-a", "node": "pve9", "endpoint": "h:7443", "memoryOvercommit": 0}},
+            "memoryOvercommit",
+        ),
+        (
+            CREATE_HOST,
+            {"input": {"zone": "zone-a", "node": "pve9", "endpoint": "h:7443", "cpuOvercommit": 100}},
+            "cpuOvercommit",
+        ),
+    ],
+)
+def test_each_bad_zone_or_host_value_is_a_payload_error_naming_its_field(
+    api: GraphQL, document: str, variables: dict[str, Any], field: str
+) -> None:
+    payload = mutate(api, document, variables)
+    assert [(e["field"], e["code"]) for e in payload["errors"]] == [(field, "INVALID")]
+
+
+def test_a_duplicate_is_a_conflict_and_a_missing_object_not_found(api: GraphQL) -> None:
+    duplicate = mutate(api, CREATE_PROFILE, {"input": profile_input("small")})
+    assert [(e["field"], e["code"]) for e in duplicate["errors"]] == [(None, "CONFLICT")]
+    assert "compute profile 'small' already exists" in duplicate["errors"][0]["message"]
+    missing = mutate(api, UPDATE_PROFILE, {"name": "no-such-profile", "input": {"vcpus": 2}})
+    assert [e["code"] for e in missing["errors"]] == ["NOT_FOUND"]
+
+
+def test_a_user_creating_a_profile_is_forbidden_at_the_top_level(
+    api: GraphQL, core: client.CoreV1Api
+) -> None:
+    name = unique("cp")
+    answer = api(CREATE_PROFILE, user="alice", variables={"input": profile_input(name)})
+    assert answer.codes == ["FORBIDDEN"]
+    assert answer.data == {"createComputeProfile": None}
+    assert stored_spec(core, f"compute-profile-{name}") is None
+
+
+@pytest.mark.parametrize(
+    ("document", "variables"),
+    [
+        (DELETE_PROFILE, {"name": "small"}),
+        (CREATE_ZONE, {"input": {"id": "sneaky"}}),
+        (UPDATE_HOST, {"zone": "zone-a", "node": "pve1", "input": {"cordoned": True}}),
+        (DELETE_IMAGE, {"name": "debian-12"}),
+    ],
+)
+def test_every_catalog_write_needs_admin(api: GraphQL, document: str, variables: dict[str, Any]) -> None:
+    answer = api(document, user="bob", variables=variables)
+    assert answer.codes == ["FORBIDDEN"]
+    (payload,) = answer.data.values()
+    assert payload is None

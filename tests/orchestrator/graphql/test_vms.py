@@ -112,3 +112,57 @@ def test_a_listing_costs_one_proxmox_call_per_zone(api: GraphQL, world) -> None:
     api("{ zones { id hosts { name online } } " + LIST.strip()[1:], user="admin")
     after = resource_calls()
     assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 1, "zone-b": 1}
+
+
+def all_requests(world) -> dict[str, int]:
+    return {
+        zone: world.fakes.on_loop(lambda pve: len(pve.requests), fake.pve)
+        for zone, fake in world.fakes.zones.items()
+    }
+
+
+FULL = """{ virtualMachines(first: 500) { edges { node {
+  id name status zone host node vdc cores memoryMb diskGb computeProfile storageProfile image lock ipAddresses
+} } pageInfo { hasNextPage } } }"""
+
+
+def test_a_listing_of_every_field_costs_one_proxmox_call_per_zone_and_nothing_else(
+    api: GraphQL, world
+) -> None:
+    before = all_requests(world)
+    answer = api(FULL, user="admin")
+    after = all_requests(world)
+    assert answer.errors == []
+    assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 1, "zone-b": 1}
+    assert all(e["node"]["ipAddresses"] is None for e in answer.data["virtualMachines"]["edges"])
+
+
+def test_one_vm_costs_one_call_to_its_zone_and_one_to_its_guest_agent(api: GraphQL, world) -> None:
+    before = all_requests(world)
+    answer = api('{ virtualMachine(id: "zone-a/100") { name ipAddresses } }', user="alice", vdc="demo")
+    after = all_requests(world)
+    assert answer.data["virtualMachine"]["name"] == "web-1"
+    assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 2, "zone-b": 0}
+
+
+def test_an_unmanaged_vm_or_a_template_is_not_found_by_id(api: GraphQL) -> None:
+    for ident in ("zone-a/103", "zone-a/9000", "zone-c/100", "not-an-id", "zone-a/99"):
+        answer = api(
+            "query($id: ID!) { virtualMachine(id: $id) { id } }", user="admin", variables={"id": ident}
+        )
+        assert answer.codes == ["NOT_FOUND"], ident
+
+
+def test_filtered_pages_follow_each_other(api: GraphQL) -> None:
+    query = """query($after: String) { virtualMachines(first: 1, after: $after, filter: {status: "running"}) {
+                 edges { node { name status } } pageInfo { hasNextPage endCursor } } }"""
+    seen: list[str] = []
+    after = None
+    while True:
+        page = api(query, user="admin", variables={"after": after}).data["virtualMachines"]
+        seen += [e["node"]["name"] for e in page["edges"]]
+        assert all(e["node"]["status"] == "running" for e in page["edges"])
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == ["analytics", "ci-runner", "web-1", "web-2"]

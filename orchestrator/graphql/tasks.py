@@ -1,0 +1,93 @@
+"""Proxmox tasks: what a mutation started, followed until it ends."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import graphene
+
+from orchestrator.graphql.errors import domain_errors
+from orchestrator.models.tasks import Task as TaskModel
+from orchestrator.services import tasks
+
+
+class TaskStatus(graphene.Enum):
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+    @property
+    def description(self) -> str:
+        return {
+            "RUNNING": "Proxmox is still working on it.",
+            "SUCCEEDED": "It ended well (Proxmox's exit status OK, or WARNINGS).",
+            "FAILED": "It ended in TASK ERROR; `result` carries Proxmox's message.",
+        }[self.name]
+
+
+class Task(graphene.ObjectType):
+    """A Proxmox task (a clone, a start, a delete, ...) acting on a VM."""
+
+    id = graphene.ID(required=True, description="Opaque; names the zone, the node and the task's UPID.")
+    zone = graphene.String(required=True)
+    node = graphene.String(required=True, description="The Proxmox node the task runs on.")
+    type = graphene.String(required=True, description="Proxmox's task type: qmclone, qmstart, qmdestroy, ...")
+    virtual_machine_id = graphene.ID(description="The VM it acts on (<zone>/<vmid>), if it acts on one.")
+    status = graphene.Field(TaskStatus, required=True)
+    progress = graphene.Float(
+        description="0 to 1: 1 once ended; while running, the last percentage Proxmox logged (null if none)."
+    )
+    result = graphene.String(description="Proxmox's exit status once ended: OK, WARNINGS: n, or the error.")
+    started_at = graphene.DateTime(required=True)
+    ended_at = graphene.DateTime(
+        description="When it ended (null while running or when Proxmox does not say)."
+    )
+    log = graphene.List(
+        graphene.NonNull(graphene.String), required=True, description="Proxmox's task log lines."
+    )
+
+    @staticmethod
+    def resolve_type(task: TaskModel, info: graphene.ResolveInfo) -> str:
+        return task.kind
+
+    @staticmethod
+    def resolve_virtual_machine_id(task: TaskModel, info: graphene.ResolveInfo) -> str | None:
+        return f"{task.zone}/{task.vmid}" if task.vmid is not None else None
+
+    @staticmethod
+    def resolve_status(task: TaskModel, info: graphene.ResolveInfo) -> str:
+        return "RUNNING" if task.running else "SUCCEEDED" if task.succeeded else "FAILED"
+
+    @staticmethod
+    def resolve_result(task: TaskModel, info: graphene.ResolveInfo) -> str | None:
+        return task.exitstatus or None
+
+    @staticmethod
+    def resolve_ended_at(task: TaskModel, info: graphene.ResolveInfo) -> datetime | None:
+        return task.ended_at
+
+    @staticmethod
+    @domain_errors
+    def resolve_log(task: TaskModel, info: graphene.ResolveInfo) -> list[str]:
+        return tasks.task_log(info.context.flexplane, task)
+
+    @staticmethod
+    @domain_errors
+    def resolve_progress(task: TaskModel, info: graphene.ResolveInfo) -> float | None:
+        if task.running and task.log is None:
+            tasks.task_log(info.context.flexplane, task)
+        return task.progress
+
+
+class Query(graphene.ObjectType):
+    task = graphene.Field(
+        Task,
+        id=graphene.ID(required=True),
+        description="A task a VM mutation returned. Needs USER or ADMIN and membership of the VM's VDC; "
+        "another VDC's task is NOT_FOUND, exactly like an unknown id.",
+    )
+
+    @staticmethod
+    @domain_errors
+    def resolve_task(root: None, info: graphene.ResolveInfo, id: str) -> TaskModel:
+        return tasks.get_task(info.context.flexplane, id)

@@ -1,0 +1,191 @@
+"""VDCs: what each tenant may use, how much of it, and how much it uses now.
+
+Members see their VDCs (ADMIN: every VDC); another VDC is reported exactly as one that does not
+exist. Creating, changing and deleting VDCs needs ADMIN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import graphene
+
+from orchestrator.graphql.catalog import flexplane, payload
+from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.partial import report_partial
+from orchestrator.models import Usage as UsageModel
+from orchestrator.models import Vdc as VdcModel
+from orchestrator.services import vdcs
+
+VdcErrorCode = error_code_enum("VdcErrorCode")
+VdcError = error_type("VdcError", VdcErrorCode)
+
+
+def _errors() -> graphene.List:
+    return graphene.List(
+        graphene.NonNull(VdcError), required=True, description="Why it did not happen; empty on success."
+    )
+
+
+class VdcResources(graphene.ObjectType):
+    """Amounts of the resources a quota bounds."""
+
+    vcpus = graphene.Int(required=True, description="Virtual CPUs.")
+    memory_mib = graphene.Int(required=True, description="Memory, MiB.")
+    disk_gb = graphene.Int(required=True, description="Disk, GiB.")
+    vms = graphene.Int(required=True, description="Number of VMs.")
+
+
+class Vdc(graphene.ObjectType):
+    """A virtual data center: allowed zones and catalog offerings, quota, and live usage."""
+
+    id = graphene.ID(required=True)
+    name = graphene.String(required=True)
+    description = graphene.String(required=True)
+    zones = graphene.List(graphene.NonNull(graphene.String), required=True, description="Allowed zones.")
+    compute_profiles = graphene.List(
+        graphene.NonNull(graphene.String),
+        required=True,
+        description="Allowed compute profiles (none if empty).",
+    )
+    storage_profiles = graphene.List(
+        graphene.NonNull(graphene.String),
+        required=True,
+        description="Allowed storage profiles (none if empty).",
+    )
+    images = graphene.List(
+        graphene.NonNull(graphene.String), required=True, description="Allowed images (none if empty)."
+    )
+    quota = graphene.Field(VdcResources, required=True, description="The most its VMs may use together.")
+    usage = graphene.Field(
+        VdcResources,
+        required=True,
+        description="What its VMs use now, read from Proxmox (one call per zone for all VDCs). A zone that "
+        "does not answer is left out, with an UNAVAILABLE error naming it.",
+    )
+
+    @staticmethod
+    def resolve_quota(vdc: VdcModel, info: graphene.ResolveInfo) -> UsageModel:
+        return vdc.quota
+
+    @staticmethod
+    @domain_errors
+    def resolve_usage(vdc: VdcModel, info: graphene.ResolveInfo) -> UsageModel:
+        return report_partial(info, vdcs.usage(flexplane(info), vdc.id))
+
+
+class VdcQuotaInput(graphene.InputObjectType):
+    """Quota limits; 0 allows none."""
+
+    vcpus = graphene.Int()
+    memory_mib = graphene.Int(description="MiB.")
+    disk_gb = graphene.Int(description="GiB.")
+    vms = graphene.Int()
+
+
+class VdcInput(graphene.InputObjectType):
+    id = graphene.ID(required=True, description="A lowercase slug (letters, digits, '-'); never changes.")
+    name = graphene.String(description="Display name (default: the id).")
+    description = graphene.String()
+    zones = graphene.List(graphene.NonNull(graphene.String), description="Allowed zones: each gets a pool.")
+    compute_profiles = graphene.List(graphene.NonNull(graphene.String))
+    storage_profiles = graphene.List(graphene.NonNull(graphene.String))
+    images = graphene.List(graphene.NonNull(graphene.String))
+    quota = VdcQuotaInput(required=True, description="All four limits.")
+
+
+class VdcUpdateInput(graphene.InputObjectType):
+    """The fields to change; those left out (or null) keep their value. An empty list allows none."""
+
+    name = graphene.String()
+    description = graphene.String()
+    zones = graphene.List(
+        graphene.NonNull(graphene.String),
+        description="A zone added gets the VDC's pool; one removed must hold none of its VMs.",
+    )
+    compute_profiles = graphene.List(graphene.NonNull(graphene.String))
+    storage_profiles = graphene.List(graphene.NonNull(graphene.String))
+    images = graphene.List(graphene.NonNull(graphene.String))
+    quota = VdcQuotaInput(description="Only the limits that change.")
+
+
+class CreateVdc(graphene.Mutation):
+    class Meta:
+        name = "CreateVdcPayload"
+        description = (
+            "Create a VDC and its Proxmox pool fp-<id> in each of its zones: all of them, or nothing. "
+            "Needs ADMIN."
+        )
+
+    class Arguments:
+        input = VdcInput(required=True)
+
+    vdc = graphene.Field(Vdc)
+    errors = _errors()
+
+    @staticmethod
+    def mutate(root: None, info: graphene.ResolveInfo, input: dict[str, Any]) -> CreateVdc:
+        return payload(CreateVdc, "vdc", lambda: vdcs.create_vdc(flexplane(info), input))
+
+
+class UpdateVdc(graphene.Mutation):
+    class Meta:
+        name = "UpdateVdcPayload"
+        description = "Change a VDC: its allow-lists, zones and quota. Needs ADMIN."
+
+    class Arguments:
+        id = graphene.ID(required=True)
+        input = VdcUpdateInput(required=True)
+
+    vdc = graphene.Field(Vdc)
+    errors = _errors()
+
+    @staticmethod
+    def mutate(root: None, info: graphene.ResolveInfo, id: str, input: dict[str, Any]) -> UpdateVdc:
+        return payload(UpdateVdc, "vdc", lambda: vdcs.update_vdc(flexplane(info), id, input))
+
+
+class DeleteVdc(graphene.Mutation):
+    class Meta:
+        name = "DeleteVdcPayload"
+        description = "Delete a VDC and its pools; refused (CONFLICT) while it has VMs. Needs ADMIN."
+
+    class Arguments:
+        id = graphene.ID(required=True)
+
+    vdc = graphene.Field(Vdc, description="The VDC as it was.")
+    errors = _errors()
+
+    @staticmethod
+    def mutate(root: None, info: graphene.ResolveInfo, id: str) -> DeleteVdc:
+        return payload(DeleteVdc, "vdc", lambda: vdcs.delete_vdc(flexplane(info), id))
+
+
+class Query(graphene.ObjectType):
+    vdcs = graphene.List(
+        graphene.NonNull(Vdc),
+        required=True,
+        description="The VDCs the caller is a member of (ADMIN: every VDC). Needs USER or ADMIN.",
+    )
+    vdc = graphene.Field(
+        Vdc,
+        id=graphene.ID(required=True),
+        description="One VDC; NOT_FOUND for one that does not exist or that the caller is not a member of. "
+        "Needs USER or ADMIN.",
+    )
+
+    @staticmethod
+    @domain_errors
+    def resolve_vdcs(root: None, info: graphene.ResolveInfo) -> list[VdcModel]:
+        return vdcs.visible_vdcs(flexplane(info))
+
+    @staticmethod
+    @domain_errors
+    def resolve_vdc(root: None, info: graphene.ResolveInfo, id: str) -> VdcModel:
+        return vdcs.get_vdc(flexplane(info), id)
+
+
+class Mutation(graphene.ObjectType):
+    create_vdc = CreateVdc.Field()
+    update_vdc = UpdateVdc.Field()
+    delete_vdc = DeleteVdc.Field()

@@ -1,0 +1,142 @@
+"""Proxmox tasks (workers with a UPID): a clone, a start, a delete... as their status and log say."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import models
+
+RUNNING = "running"
+STOPPED = "stopped"
+# Proxmox ends a task that succeeded with exitstatus "OK", or "WARNINGS: <n>" when it logged warnings.
+_SUCCESS = re.compile(r"^(OK|WARNINGS: \d+)$")
+# A progress figure in a task's log, as qemu-img, the clone and the download workers print it.
+_PERCENT = re.compile(r"(\d{1,3}(?:\.\d+)?)\s?%")
+# UPID:node:pid:pstart:starttime:type:id:user: (pid, pstart and starttime in hex).
+_UPID = re.compile(
+    r"^UPID:(?P<node>[a-zA-Z0-9][a-zA-Z0-9.-]*):(?P<pid>[0-9A-Fa-f]{8}):(?P<pstart>[0-9A-Fa-f]{8,9})"
+    r":(?P<starttime>[0-9A-Fa-f]{8}):(?P<type>[^:]+):(?P<id>[^:]*):(?P<user>[^:]+):$"
+)
+
+
+@dataclass(frozen=True)
+class Upid:
+    """A task's UPID, taken apart: which node runs it, since when, what kind of task, for which guest."""
+
+    raw: str
+    node: str
+    started_at: datetime
+    kind: str
+    target: str
+    user: str
+
+    @property
+    def vmid(self) -> int | None:
+        """The guest the task acts on, when it acts on one."""
+        return int(self.target) if self.target.isdigit() else None
+
+    @classmethod
+    def parse(cls, value: str) -> Upid | None:
+        match = _UPID.match(value)
+        if match is None:
+            return None
+        return cls(
+            raw=value,
+            node=match["node"],
+            started_at=datetime.fromtimestamp(int(match["starttime"], 16), tz=UTC),
+            kind=match["type"],
+            target=match["id"],
+            user=match["user"],
+        )
+
+
+def _time(value: Any) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(int(value), tz=UTC) if value not in (None, "") else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def progress_of(status: str, lines: Sequence[str]) -> float | None:
+    """A finished task is done (1.0); a running one as far as its last logged percentage, else unknown."""
+    if status == STOPPED:
+        return 1.0
+    for line in reversed(lines):
+        found = _PERCENT.findall(line)
+        if found:
+            return max(0.0, min(1.0, float(found[-1]) / 100))
+    return None
+
+
+class Task(models.Model):
+    """A Proxmox task of a zone, addressed by an id that names the zone, the node and the UPID."""
+
+    id = models.CharField(primary_key=True, max_length=512)
+    zone = models.CharField(max_length=63)
+    node = models.CharField(max_length=63)
+    upid = models.CharField(max_length=255)
+    kind = models.CharField(max_length=32)
+    vmid = models.PositiveIntegerField(null=True)
+    status = models.CharField(max_length=16)
+    # Proxmox's exitstatus: "OK", "WARNINGS: n", or the error; empty while the task runs.
+    exitstatus = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True)
+    progress = models.FloatField(null=True)
+    # The task's log lines; None when they were not read.
+    log = models.JSONField(null=True, default=None)
+
+    class Meta:
+        managed = False
+
+    def __str__(self) -> str:
+        return self.upid
+
+    @property
+    def running(self) -> bool:
+        return self.status != STOPPED
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == STOPPED and bool(_SUCCESS.match(self.exitstatus))
+
+    @property
+    def failed(self) -> bool:
+        return self.status == STOPPED and not self.succeeded
+
+    @classmethod
+    def from_status(
+        cls,
+        task_id: str,
+        zone: str,
+        upid: Upid,
+        status: Mapping[str, Any],
+        log: Sequence[str] | None = None,
+        ended_at: datetime | None = None,
+    ) -> Task:
+        """Build from ``/nodes/{node}/tasks/{upid}/status`` (and, when read, its log)."""
+        state = STOPPED if status.get("status") == STOPPED else RUNNING
+        lines = list(log) if log is not None else None
+        return cls(
+            id=task_id,
+            zone=zone,
+            node=upid.node,
+            upid=upid.raw,
+            kind=str(status.get("type") or upid.kind),
+            vmid=upid.vmid,
+            status=state,
+            exitstatus=str(status.get("exitstatus") or "") if state == STOPPED else "",
+            started_at=_time(status.get("starttime")) or upid.started_at,
+            ended_at=(_time(status.get("endtime")) or ended_at) if state == STOPPED else None,
+            progress=progress_of(state, lines or []),
+            log=lines,
+        )
+
+    def with_log(self, lines: Sequence[str]) -> Task:
+        self.log = list(lines)
+        self.progress = progress_of(self.status, self.log)
+        return self

@@ -1,0 +1,295 @@
+"""Initial placement: which host of a zone takes a new VM, and why.
+
+Pure: fed the zone's hosts from the catalog and the zone's ``/cluster/resources`` (nodes, storage and
+guests, one call), it answers a decision and its reasons, or ``NoCapacity`` saying what was short.
+
+A host is a candidate when Proxmox reports its node online, it is not cordoned, the storage the VM's
+disk goes to is available on it, and it has room:
+
+- memory: the node's memory times the host's ``memory_overcommit``, less the memory of every guest on it;
+- vCPUs: the node's CPU threads times the host's ``cpu_overcommit``, less the vCPUs of every guest on it;
+- disk: the free space of the storage on that node.
+
+Guests count whether they run or not (a stopped VM may start at any time); templates do not count.
+Among candidates the one with the most free capacity wins: the share of its tightest resource that stays
+free once the VM is placed. Hosts within ``SPREAD_BAND`` of each other count as equally free, and the one
+with the fewest VMs of the VDC wins among them, so that one VDC's VMs spread across hosts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from orchestrator.errors import FlexPlaneError
+from orchestrator.models.vms import VDC_TAG_PREFIX, parse_tags
+
+MIB = 1024**2
+GIB = 1024**3
+# Hosts whose free capacity differs by less than this share are equally free: the spread decides.
+SPREAD_BAND = 0.05
+_GUEST_TYPES = frozenset({"qemu", "lxc"})
+
+
+class PlacementHost(Protocol):
+    """What placement needs of a catalog host."""
+
+    @property
+    def zone(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def cordoned(self) -> bool: ...
+    @property
+    def memory_overcommit(self) -> float: ...
+    @property
+    def cpu_overcommit(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class PlacementRequest:
+    """What the new VM needs."""
+
+    zone: str
+    vdc: str
+    vcpus: int
+    memory_mib: int
+    disk_gb: int
+    storage: str
+
+    def describe(self) -> str:
+        vcpus = _count(self.vcpus, "vCPU")
+        return f"{vcpus}, {self.memory_mib} MiB of memory and {self.disk_gb} GiB on storage {self.storage}"
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A host that did not get the VM, and why."""
+
+    host: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The decision: the chosen host (``None`` when none fits), why, and why not the others."""
+
+    zone: str
+    host: str | None
+    reasons: list[str] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+
+class NoCapacity(FlexPlaneError):
+    """No host of the zone can take the VM; ``placement`` says why each one could not."""
+
+    code = "NO_CAPACITY"
+
+    def __init__(self, message: str, placement: Placement) -> None:
+        super().__init__(message)
+        self.placement = placement
+
+
+@dataclass(frozen=True)
+class HostRoom:
+    """A host's capacity and what is already allocated on it, in the units placement reasons in."""
+
+    node: str
+    memory_capacity_mib: float
+    memory_allocated_mib: float
+    cpu_capacity: float
+    cpu_allocated: float
+    disk_free_gb: float
+    disk_total_gb: float
+    memory_overcommit: float
+    cpu_overcommit: float
+    vdc_vms: int
+
+    def memory_free_mib(self) -> float:
+        return self.memory_capacity_mib - self.memory_allocated_mib
+
+    def cpu_free(self) -> float:
+        return self.cpu_capacity - self.cpu_allocated
+
+    def shortages(self, request: PlacementRequest) -> list[str]:
+        """What this host lacks for the request, in words; empty when it fits."""
+        short = []
+        if self.memory_free_mib() < request.memory_mib:
+            free = _num(max(self.memory_free_mib(), 0))
+            short.append(
+                f"not enough memory: needs {request.memory_mib} MiB, {free} MiB "
+                f"free ({_num(self.memory_capacity_mib)} MiB at {_num(self.memory_overcommit)}x overcommit, "
+                f"{_num(self.memory_allocated_mib)} MiB allocated)"
+            )
+        if self.cpu_free() < request.vcpus:
+            short.append(
+                f"not enough vCPUs: needs {request.vcpus}, {_num(max(self.cpu_free(), 0))} free "
+                f"({_num(self.cpu_capacity)} at {_num(self.cpu_overcommit)}x overcommit, "
+                f"{_num(self.cpu_allocated)} allocated)"
+            )
+        if self.disk_free_gb < request.disk_gb:
+            short.append(
+                f"not enough disk on storage {request.storage}: needs {request.disk_gb} GiB, "
+                f"{_num(max(self.disk_free_gb, 0))} GiB free"
+            )
+        return short
+
+    def free_share(self, request: PlacementRequest) -> tuple[float, str]:
+        """The share of the tightest resource that stays free once the VM is placed, and which one it is."""
+        shares = [
+            ("memory", _share(self.memory_free_mib() - request.memory_mib, self.memory_capacity_mib)),
+            ("vCPUs", _share(self.cpu_free() - request.vcpus, self.cpu_capacity)),
+            ("disk", _share(self.disk_free_gb - request.disk_gb, self.disk_total_gb)),
+        ]
+        name, share = min(shares, key=lambda item: item[1])
+        return share, name
+
+
+def _share(free: float, total: float) -> float:
+    return max(free, 0.0) / total if total > 0 else 0.0
+
+
+def _num(value: float) -> str:
+    """A figure for a message: whole numbers without decimals, others with one."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
+def _count(n: float, noun: str) -> str:
+    return f"{_num(n)} {noun}" if n == 1 else f"{_num(n)} {noun}s"
+
+
+def _percent(share: float) -> str:
+    return f"{math.floor(share * 100)}%"
+
+
+def _by_node(items: Iterable[Mapping[str, Any]], kind: str) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for item in items:
+        if item.get("type") == kind and item.get("node"):
+            out.setdefault(str(item["node"]), []).append(item)
+    return out
+
+
+def host_rooms(
+    hosts: Sequence[PlacementHost], resources: Sequence[Mapping[str, Any]], storage: str, vdc: str
+) -> tuple[dict[str, HostRoom], list[Rejection]]:
+    """Each host's room from ``/cluster/resources``; hosts that are out of the question are rejected."""
+    nodes = {str(item["node"]): item for item in resources if item.get("type") == "node" and item.get("node")}
+    storages = {
+        str(item["node"]): item
+        for item in resources
+        if item.get("type") == "storage" and item.get("storage") == storage and item.get("node")
+    }
+    guests: dict[str, list[Mapping[str, Any]]] = {}
+    for item in resources:
+        if item.get("type") in _GUEST_TYPES and item.get("node") and not item.get("template"):
+            guests.setdefault(str(item["node"]), []).append(item)
+    vdc_tag = f"{VDC_TAG_PREFIX}{vdc}"
+
+    rooms: dict[str, HostRoom] = {}
+    rejected: list[Rejection] = []
+    for host in hosts:
+        node = nodes.get(host.node)
+        store = storages.get(host.node)
+        if node is None:
+            rejected.append(Rejection(host.node, "Proxmox does not report this node in the zone's cluster"))
+        elif node.get("status") != "online":
+            rejected.append(Rejection(host.node, f"the node is {node.get('status') or 'not online'}"))
+        elif host.cordoned:
+            rejected.append(Rejection(host.node, "the host is cordoned: it takes no new VMs"))
+        elif store is None:
+            rejected.append(Rejection(host.node, f"storage {storage} is not configured on this node"))
+        elif store.get("status") != "available":
+            rejected.append(
+                Rejection(host.node, f"storage {storage} is {store.get('status') or 'not available'} here")
+            )
+        elif not node.get("maxmem") or not node.get("maxcpu"):
+            rejected.append(Rejection(host.node, "Proxmox reports no memory or CPU figures for this node"))
+        else:
+            on_node = guests.get(host.node, [])
+            disk_total = int(store.get("maxdisk") or 0)
+            rooms[host.node] = HostRoom(
+                node=host.node,
+                memory_capacity_mib=int(node["maxmem"]) / MIB * host.memory_overcommit,
+                memory_allocated_mib=sum(int(g.get("maxmem") or 0) for g in on_node) / MIB,
+                cpu_capacity=float(node["maxcpu"]) * host.cpu_overcommit,
+                cpu_allocated=float(sum(int(g.get("maxcpu") or 0) for g in on_node)),
+                disk_free_gb=(disk_total - int(store.get("disk") or 0)) / GIB,
+                disk_total_gb=disk_total / GIB,
+                memory_overcommit=host.memory_overcommit,
+                cpu_overcommit=host.cpu_overcommit,
+                vdc_vms=sum(1 for g in on_node if vdc_tag in parse_tags(g.get("tags"))),
+            )
+    return rooms, rejected
+
+
+def place(
+    request: PlacementRequest, hosts: Sequence[PlacementHost], resources: Sequence[Mapping[str, Any]]
+) -> Placement:
+    """The host of ``request.zone`` that takes the VM, with the reasons; ``NoCapacity`` when none fits."""
+    zone_hosts = sorted((h for h in hosts if h.zone == request.zone), key=lambda h: h.node)
+    rooms, rejected = host_rooms(zone_hosts, resources, request.storage, request.vdc)
+
+    fitting: list[tuple[HostRoom, float, str]] = []
+    for node, room in rooms.items():
+        short = room.shortages(request)
+        if short:
+            rejected.append(Rejection(node, "; ".join(short)))
+        else:
+            share, tightest = room.free_share(request)
+            fitting.append((room, share, tightest))
+
+    if not fitting:
+        placement = Placement(zone=request.zone, host=None, rejected=_ordered(rejected))
+        raise NoCapacity(_no_capacity_message(request, placement, bool(zone_hosts)), placement)
+
+    best_share = max(share for _, share, _ in fitting)
+    # Equally free (within the band of the best): fewest VMs of the VDC, then the most free, then by name.
+    contenders = [item for item in fitting if best_share - item[1] < SPREAD_BAND]
+    contenders.sort(key=lambda item: (item[0].vdc_vms, -item[1], item[0].node))
+    chosen, chosen_share, tightest = contenders[0]
+
+    reasons = [
+        f"online, not cordoned, and storage {request.storage} is available on it",
+        f"room for {request.describe()}: {_num(chosen.memory_free_mib())} MiB of memory, "
+        f"{_count(chosen.cpu_free(), 'vCPU')} and {_num(chosen.disk_free_gb)} GiB of disk free",
+        f"the most free capacity: {_percent(chosen_share)} of its tightest resource ({tightest}) stays free",
+    ]
+    if len(contenders) > 1:
+        reasons.append(
+            f"among hosts within {_percent(SPREAD_BAND)} of the most free, it has the fewest VMs of VDC "
+            f"{request.vdc} ({chosen.vdc_vms})"
+        )
+    for room, share, _ in fitting:
+        if room is chosen:
+            continue
+        if best_share - share >= SPREAD_BAND:
+            why = (
+                f"fits, but less free capacity: {_percent(share)} would stay free, against "
+                f"{_percent(chosen_share)} on {chosen.node}"
+            )
+        elif room.vdc_vms > chosen.vdc_vms:
+            why = (
+                f"fits and is about as free ({_percent(share)}), but has {_count(room.vdc_vms, 'VM')} of VDC "
+                f"{request.vdc} against {chosen.vdc_vms} on {chosen.node}"
+            )
+        else:
+            why = (
+                f"fits, as free ({_percent(share)}) and with as many VMs of VDC {request.vdc}; "
+                f"{chosen.node} has slightly more free capacity or comes first by name"
+            )
+        rejected.append(Rejection(room.node, why))
+    return Placement(zone=request.zone, host=chosen.node, reasons=reasons, rejected=_ordered(rejected))
+
+
+def _ordered(rejected: list[Rejection]) -> list[Rejection]:
+    return sorted(rejected, key=lambda r: r.host)
+
+
+def _no_capacity_message(request: PlacementRequest, placement: Placement, any_hosts: bool) -> str:
+    if not any_hosts:
+        return f"zone {request.zone} has no hosts to place a VM on"
+    details = "; ".join(f"{r.host}: {r.reason}" for r in placement.rejected)
+    return f"no host in zone {request.zone} has room for {request.describe()}: {details}"

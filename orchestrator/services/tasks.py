@@ -1,0 +1,277 @@
+"""Proxmox tasks: the ids handed out for them, reading them, and following them to their end.
+
+A task id names the zone and the task's UPID (which names its node), and the VDC whose VM the task
+acts on, signed with the deployment's secret key: a caller can read a task only if they may see that
+VDC, and nobody can forge an id for another VDC's task. The signature holds no state: any replica
+checks it, and a task of a VM that was since deleted stays readable by its VDC.
+
+``ZoneApi`` is how services speak to one zone's Proxmox: reads with failover across the zone's agents,
+writes sent once through the VM's own node first, and Proxmox's failures turned into domain errors
+that carry Proxmox's own message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.core import signing
+
+from agentclient import host_identity
+from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure
+from orchestrator.models.tasks import Task, Upid
+from orchestrator.services import access, catalog
+from orchestrator.services.context import Context
+from orchestrator.sources.proxmox import ZoneTargets, proxmox
+
+_SALT = "flexplane.orchestrator.task"
+# The most log lines a task answer carries (Proxmox sends 50 unless asked for more).
+LOG_LIMIT = 1000
+# Proxmox's statuses for "the node is not reachable from the node that answered" (pveproxy).
+_NODE_UNREACHABLE = frozenset({595, 596})
+# How Proxmox words a guest's config lock held by something else.
+_LOCKED = ("can't lock file", "VM is locked", "is locked (")
+_POLL_FIRST = 0.05
+_POLL_MAX = 1.0
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def is_lock_message(message: str) -> bool:
+    return any(marker in message for marker in _LOCKED)
+
+
+def _with_field_errors(message: str, errors: Mapping[str, str]) -> str:
+    text = message.strip().rstrip(".")
+    if errors:
+        text += " (" + "; ".join(f"{name}: {error}" for name, error in sorted(errors.items())) + ")"
+    return text
+
+
+def translate(zone: str, node: str | None, exc: UpstreamFailure) -> Exception:
+    """Proxmox's refusal in domain terms: an unreachable node is Unavailable, a held lock a Conflict."""
+    message = _with_field_errors(exc.message, exc.errors)
+    if exc.status in _NODE_UNREACHABLE:
+        where = f"{zone}/{node}" if node else zone
+        host = f"host {node} of zone {zone}" if node else f"a host of zone {zone}"
+        return Unavailable(where, f"{host} is unreachable: {message}")
+    if is_lock_message(message):
+        return Conflict(f"the VM is locked by another operation: {message}")
+    prefix = f"Proxmox in zone {zone}: "
+    text = message if message.startswith(prefix) else prefix + message
+    return UpstreamFailure(zone, text, status=exc.status, errors=exc.errors)
+
+
+class TaskFailed(UpstreamFailure):
+    """A Proxmox task ended in ``TASK ERROR``; ``task`` is it, to be read with its log."""
+
+    def __init__(self, zone: str, message: str, task: Task) -> None:
+        super().__init__(zone, message)
+        self.task = task
+
+
+class TaskLocked(Conflict):
+    """A Proxmox task could not take the VM's lock: another operation holds it."""
+
+    def __init__(self, message: str, task: Task) -> None:
+        super().__init__(message)
+        self.task = task
+
+
+def task_failure(zone: str, task: Task, doing: str) -> TaskFailed | TaskLocked:
+    """The error of a task that ended in ``TASK ERROR``, carrying Proxmox's message and the task."""
+    message = task.exitstatus or "the task failed without a message"
+    if is_lock_message(message):
+        return TaskLocked(f"{doing} failed, the VM is locked by another operation: {message}", task)
+    return TaskFailed(zone, f"{doing} failed in Proxmox (task {task.kind} on {task.node}): {message}", task)
+
+
+def failed_task(exc: Exception) -> Task | None:
+    """The task whose ``TASK ERROR`` an error reports, if it reports one."""
+    return exc.task if isinstance(exc, TaskFailed | TaskLocked) else None
+
+
+# --------------------------------------------------------------------------- ids
+
+
+def encode_task_id(zone: str, upid: str, vdc: str) -> str:
+    """The id of a task of ``zone`` acting on a VM of ``vdc`` (signed: it cannot be forged)."""
+    return signing.dumps([zone, upid, vdc], salt=_SALT, compress=False)
+
+
+def decode_task_id(value: str) -> tuple[str, Upid, str]:
+    """``(zone, upid, vdc)`` of an id this API handed out; ``NotFound`` for anything else."""
+    try:
+        zone, raw, vdc = signing.loads(value, salt=_SALT)
+    except (signing.BadSignature, ValueError, TypeError):
+        raise NotFound("task", value) from None
+    upid = Upid.parse(str(raw)) if isinstance(raw, str) else None
+    if upid is None or not isinstance(zone, str) or not isinstance(vdc, str):
+        raise NotFound("task", value)
+    return zone, upid, vdc
+
+
+# --------------------------------------------------------------------------- one zone
+
+
+class ZoneApi:
+    """One zone's Proxmox, through its agents."""
+
+    def __init__(self, ctx: Context, zone: str) -> None:
+        targets = {z.zone: z for z in catalog.zone_targets(ctx)}
+        if zone not in targets:
+            raise NotFound("zone", zone)
+        self.zone = zone
+        self.targets = targets[zone]
+
+    def _node_first(self, node: str | None) -> ZoneTargets:
+        """The zone's agents, the one on ``node`` first: a write for a VM goes to its own host."""
+        if node is None:
+            return self.targets
+        identity = host_identity(self.zone, node)
+        own = [t for t in self.targets.targets if t.identity == identity]
+        others = [t for t in self.targets.targets if t not in own]
+        return ZoneTargets(self.zone, tuple(own + others))
+
+    def read(self, path: str, params: dict[str, str] | None = None, *, node: str | None = None) -> Any:
+        """A read, failed over across the zone's agents until the zone deadline."""
+        try:
+            return proxmox().zone_call(self._node_first(node), "GET", path, params)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    def read_once(self, node: str, path: str, params: dict[str, str] | None = None) -> Any:
+        """A read through the node's own agent, not failed over: for answers only that node has (a
+        guest agent's), where another node's 500 would be the same refusal."""
+        targets = self._node_first(node).targets
+        if not targets:
+            raise Unavailable(self.zone, f"zone {self.zone} has no hosts")
+        target = targets[0]
+        try:
+            return proxmox().host_call(self.zone, target, "GET", path, params)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    def write(
+        self,
+        node: str | None,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """A write, sent once (to another agent only when it surely did not reach Proxmox)."""
+        try:
+            return proxmox().zone_write(self._node_first(node), method, path, params, timeout=timeout)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    def resources(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """The zone's ``/cluster/resources`` now (not the request's memo: callers need it fresh)."""
+        data = self.read("/cluster/resources", {"type": kind} if kind else None)
+        return [item for item in data or [] if isinstance(item, dict)]
+
+    # -------------------------------------------------------------- tasks
+
+    def task_status(self, upid: Upid) -> dict[str, Any]:
+        try:
+            data = self.read(f"/nodes/{upid.node}/tasks/{upid.raw}/status", node=upid.node)
+        except UpstreamFailure as exc:
+            if "unable to parse worker upid" in exc.message or "no such task" in exc.message:
+                raise NotFound("task", upid.raw) from exc
+            raise
+        return data if isinstance(data, dict) else {}
+
+    def task_log(self, upid: Upid) -> list[str]:
+        data = self.read(
+            f"/nodes/{upid.node}/tasks/{upid.raw}/log",
+            {"start": "0", "limit": str(LOG_LIMIT)},
+            node=upid.node,
+        )
+        return [str(line.get("t", "")) for line in data or [] if isinstance(line, dict)]
+
+    def task_ended_at(self, upid: Upid) -> datetime | None:
+        """When a finished task ended: only Proxmox's task list says (its status does not)."""
+        params = {"since": str(int(upid.started_at.timestamp())), "limit": "500", "source": "all"}
+        if upid.vmid is not None:
+            params["vmid"] = str(upid.vmid)
+        try:
+            listing = self.read(f"/nodes/{upid.node}/tasks", params, node=upid.node)
+        except (UpstreamFailure, Unavailable):
+            return None  # the end time is a detail: the task itself was read
+        for entry in listing or []:
+            if isinstance(entry, dict) and entry.get("upid") == upid.raw and entry.get("endtime"):
+                return datetime.fromtimestamp(int(entry["endtime"]), tz=upid.started_at.tzinfo)
+        return None
+
+    def task(self, task_id: str, upid: Upid, *, log: bool = False) -> Task:
+        status = self.task_status(upid)
+        task = Task.from_status(task_id, self.zone, upid, status, self.task_log(upid) if log else None)
+        if task.status == "stopped" and task.ended_at is None and log:
+            task.ended_at = self.task_ended_at(upid)
+        return task
+
+    def wait(self, task_id: str, upid: Upid, timeout: float) -> Task:
+        """The task once it ended, or as it is when ``timeout`` seconds have passed."""
+        deadline = time.monotonic() + timeout
+        delay = _POLL_FIRST
+        while True:
+            task = Task.from_status(task_id, self.zone, upid, self.task_status(upid))
+            if not task.running or time.monotonic() + delay > deadline:
+                return task
+            time.sleep(delay)
+            delay = min(delay * 2, _POLL_MAX)
+
+    def started(self, answer: Any, vdc: str, doing: str) -> tuple[str, Upid]:
+        """The id and UPID of the task a write answered with."""
+        upid = Upid.parse(answer) if isinstance(answer, str) else None
+        if upid is None:
+            raise UpstreamFailure(self.zone, f"{doing}: Proxmox answered {answer!r} instead of a task id")
+        return encode_task_id(self.zone, upid.raw, vdc), upid
+
+    def run(self, answer: Any, vdc: str, doing: str, timeout: float) -> Task:
+        """Follow the task a write started to its end (or ``timeout``); its ``TASK ERROR`` is raised."""
+        task_id, upid = self.started(answer, vdc, doing)
+        task = self.wait(task_id, upid, timeout)
+        if task.failed:
+            raise task_failure(self.zone, task, doing)
+        return task
+
+
+# --------------------------------------------------------------------------- the query
+
+
+def get_task(ctx: Context, task_id: str) -> Task:
+    """A task with its log; another VDC's task is reported as missing, exactly like an unknown id."""
+    zone, upid, vdc = decode_task_id(task_id)
+    vdcs = access.visible_vdcs(ctx)
+    if vdcs is not None and vdc not in vdcs:
+        raise NotFound("task", task_id)
+    try:
+        api = ZoneApi(ctx, zone)
+    except NotFound:
+        raise NotFound("task", task_id) from None
+    try:
+        return api.task(task_id, upid, log=True)
+    except NotFound:
+        raise NotFound("task", task_id) from None
+
+
+def task_log(ctx: Context, task: Task) -> list[str]:
+    """The log lines of a task already authorized (read once per request)."""
+    if task.log is not None:
+        return list(task.log)
+    upid = Upid.parse(task.upid)
+    if upid is None:
+        return []
+
+    def read() -> list[str]:
+        return ZoneApi(ctx, task.zone).task_log(upid)
+
+    lines: list[str] = ctx.memoize(("task-log", task.id, task.status), read)
+    task.with_log(lines)
+    return lines

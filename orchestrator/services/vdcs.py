@@ -1,0 +1,442 @@
+"""VDCs (virtual data centers): their definitions, their live usage, their quotas.
+
+A VDC's definition is a catalog ConfigMap (kind ``vdc``). What it uses is read live from Proxmox:
+the VMs tagged ``fp-vdc-<id>`` in every zone, from ``/cluster/resources`` (one call per zone,
+whatever the number of VDCs or VMs). Each VDC has a pool ``fp-<id>`` in each of its zones.
+
+Who may do what: ADMIN creates, updates and deletes VDCs and sees every VDC; a USER sees the VDCs
+they are a member of, and any other VDC is reported exactly as one that does not exist.
+
+Writes to a VDC hold its lock (``services.locks.vdc_lock``), as VM creates do: a VDC is not
+deleted, nor a zone taken from it, while a create in it checks its quota.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.errors import (
+    Conflict,
+    FlexPlaneError,
+    NotFound,
+    QuotaExceeded,
+    Unavailable,
+    UpstreamFailure,
+    ValidationFailed,
+)
+from orchestrator.models import Usage, Vdc
+from orchestrator.models.vms import parse_tags, vdc_of
+from orchestrator.services import access, catalog, inventory, locks
+from orchestrator.services.context import Context
+from orchestrator.sources.kube import kube
+from orchestrator.sources.proxmox import ZoneTargets, proxmox
+
+logger = logging.getLogger(__name__)
+
+FIELDS = ("id", "name", "description", "zones", "compute_profiles", "storage_profiles", "images", "quota")
+QUOTA_FIELDS = ("vcpus", "memory_mib", "disk_gb", "vms")
+# GraphQL's Int is 32 bits: no quota beyond what the API can carry.
+_INT_MAX = 2**31 - 1
+_QUOTA_LIMITS = {"vcpus": 1_000_000, "memory_mib": _INT_MAX, "disk_gb": _INT_MAX, "vms": 1_000_000}
+_QUOTA_UNITS = {"vcpus": "", "memory_mib": " MiB", "disk_gb": " GiB", "vms": ""}
+
+# vdc id -> zone -> what its VMs there use
+Tally = dict[str, dict[str, Usage]]
+
+
+@dataclass(frozen=True)
+class VdcUsage:
+    """A VDC with what its VMs use now."""
+
+    vdc: Vdc
+    usage: Usage
+
+
+# ------------------------------------------------------------------------------------- reading
+
+
+def _may_see(ctx: Context, vdc_id: str) -> bool:
+    return ctx.principal.is_admin or vdc_id in ctx.principal.vdcs
+
+
+def _definitions(ctx: Context) -> list[Vdc]:
+    return catalog.objects(ctx, catalog.VDC, Vdc.from_spec)
+
+
+def visible_vdcs(ctx: Context) -> list[Vdc]:
+    """The VDCs the caller may see, by id (no Proxmox call). USER: their own; ADMIN: all."""
+    access.require_self_service(ctx)
+    return [vdc for vdc in _definitions(ctx) if _may_see(ctx, vdc.id)]
+
+
+def get_vdc(ctx: Context, vdc_id: str) -> Vdc:
+    """One VDC; ``NotFound`` if there is none, or if the caller is not a member (indistinguishable)."""
+    access.require_self_service(ctx)
+    if _may_see(ctx, vdc_id):
+        for vdc in _definitions(ctx):
+            if vdc.id == vdc_id:
+                return vdc
+    raise NotFound("VDC", vdc_id)
+
+
+def _tally(guests: Mapping[str, Iterable[Mapping[str, Any]]]) -> Tally:
+    out: Tally = {}
+    for zone, items in guests.items():
+        for item in items:
+            vdc = vdc_of(parse_tags(item.get("tags")))
+            if vdc is None:
+                continue
+            per_zone = out.setdefault(vdc, {})
+            per_zone[zone] = per_zone.get(zone, Usage()) + Usage.of_guest(item)
+    return out
+
+
+def _live(ctx: Context) -> Tally:
+    """Every VDC's usage from this request's inventory (zones that did not answer are on ``ctx``)."""
+    return ctx.memoize(("vdcs", "usage"), lambda: _tally(inventory.zone_resources(ctx).guests))
+
+
+def _fresh(ctx: Context, why: str) -> Tally:
+    """Every VDC's usage read now, not from the request's memo; ``Unavailable`` unless every zone answered."""
+    fan = proxmox().cluster_resources(catalog.zone_targets(ctx))
+    if fan.failures:
+        zone, failure = next(iter(sorted(fan.failures.items())))
+        missing = ", ".join(sorted(fan.failures))
+        raise Unavailable(zone, f"cannot {why}: zone(s) {missing} did not answer ({failure.message})")
+    return _tally(
+        {
+            zone: [i for i in items if i.get("type") == "qemu" and not i.get("template")]
+            for zone, items in fan.results.items()
+        }
+    )
+
+
+def _total(per_zone: Mapping[str, Usage]) -> Usage:
+    total = Usage()
+    for usage in per_zone.values():
+        total = total + usage
+    return total
+
+
+def usage(ctx: Context, vdc_id: str) -> Usage:
+    """What the VDC's VMs use now (partial when a zone does not answer: that zone is on ``ctx``)."""
+    get_vdc(ctx, vdc_id)
+    return _total(_live(ctx).get(vdc_id, {}))
+
+
+def list_vdcs(ctx: Context) -> list[VdcUsage]:
+    """The VDCs the caller may see, each with its live usage (one Proxmox call per zone in all)."""
+    vdcs = visible_vdcs(ctx)
+    tally = _live(ctx) if vdcs else {}
+    return [VdcUsage(vdc, _total(tally.get(vdc.id, {}))) for vdc in vdcs]
+
+
+def fresh_usage(ctx: Context, vdc_id: str) -> Usage:
+    """What the VDC's VMs use, read from every zone now; ``Unavailable`` if a zone does not answer.
+
+    For decisions (quota), taken under the VDC's lock: never from a read made before the lock.
+    """
+    get_vdc(ctx, vdc_id)
+    return _total(_fresh(ctx, f"count what VDC {vdc_id!r} uses").get(vdc_id, {}))
+
+
+# --------------------------------------------------------------------------------------- quota
+
+
+def check_quota(ctx: Context, vdc: Vdc, add: Usage, *, current: Usage | None = None) -> Usage:
+    """Refuse (``QuotaExceeded``) unless the VDC's usage plus ``add`` fits its quota; the usage after.
+
+    ``current`` defaults to the usage read from Proxmox now (call this under ``locks.vdc_lock``).
+    Only the resources ``add`` grows are checked, so that a VDC already over a quota an admin
+    lowered may still shrink. The message says which resources, and by how much.
+    """
+    used = current if current is not None else fresh_usage(ctx, vdc.id)
+    after = used + add
+    over: list[str] = []
+    for attr, label, unit in Usage.RESOURCES:
+        asked, limit, total = getattr(add, attr), getattr(vdc.quota, attr), getattr(after, attr)
+        if asked > 0 and total > limit:
+            over.append(
+                f"{label} by {total - limit}{unit} "
+                f"({getattr(used, attr)}{unit} used + {asked}{unit} requested > {limit}{unit} allowed)"
+            )
+    if over:
+        raise QuotaExceeded(f"this would exceed the quota of VDC {vdc.id!r}: {'; '.join(over)}")
+    return after
+
+
+# ------------------------------------------------------------------------------------ validation
+
+
+def _existing_names(
+    ctx: Context, f: catalog.Fields, field: str, kind: str, rule: Any, what: str, before: list[str]
+) -> list[str]:
+    """A list of catalog names; names added (not already in the VDC) must exist in the catalog.
+
+    Names already in the VDC may outlive their catalog object (a removed profile), harmlessly.
+    """
+    names: list[str] = f.names(field, rule, what)
+    known = catalog.entries(ctx, kind)
+    for name in names:
+        if name not in before and name not in known:
+            raise f.fail(field, f"there is no {what} {name!r}")
+    return names
+
+
+def _validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vdc:
+    f = catalog.Fields(values)
+    ident = f.slug("id")
+    zones = _existing_names(
+        ctx, f, "zones", catalog.ZONE, catalog.is_slug, "zone", before.zones if before else []
+    )
+    compute = _existing_names(
+        ctx,
+        f,
+        "compute_profiles",
+        catalog.COMPUTE_PROFILE,
+        catalog.is_name,
+        "compute profile",
+        before.compute_profiles if before else [],
+    )
+    storage = _existing_names(
+        ctx,
+        f,
+        "storage_profiles",
+        catalog.STORAGE_PROFILE,
+        catalog.is_name,
+        "storage profile",
+        before.storage_profiles if before else [],
+    )
+    images = _existing_names(
+        ctx, f, "images", catalog.IMAGE, catalog.is_name, "image", before.images if before else []
+    )
+    quota = f.nested("quota")
+    limits = {q: quota.integer(q, 0, _QUOTA_LIMITS[q], _QUOTA_UNITS[q]) for q in QUOTA_FIELDS}
+    return Vdc(
+        id=ident,
+        name=f.title("name", ident),
+        description=f.text("description"),
+        zones=zones,
+        compute_profiles=compute,
+        storage_profiles=storage,
+        images=images,
+        quota_vcpus=limits["vcpus"],
+        quota_memory_mib=limits["memory_mib"],
+        quota_disk_gb=limits["disk_gb"],
+        quota_vms=limits["vms"],
+    )
+
+
+def _values(vdc: Vdc) -> dict[str, Any]:
+    quota = vdc.quota
+    return {
+        "id": vdc.id,
+        "name": vdc.name,
+        "description": vdc.description,
+        "zones": list(vdc.zones),
+        "compute_profiles": list(vdc.compute_profiles),
+        "storage_profiles": list(vdc.storage_profiles),
+        "images": list(vdc.images),
+        "quota": {q: getattr(quota, q) for q in QUOTA_FIELDS},
+    }
+
+
+# ------------------------------------------------------------------------------------- pools
+
+
+def _targets(ctx: Context) -> dict[str, ZoneTargets]:
+    return {t.zone: t for t in catalog.zone_targets(ctx)}
+
+
+def _create_pool(target: ZoneTargets, vdc: Vdc) -> bool:
+    """Create the VDC's pool in a zone; False when it was there already (that is fine)."""
+    try:
+        proxmox().zone_write(
+            target, "POST", "/pools", {"poolid": vdc.pool, "comment": f"flex.plane VDC {vdc.id}"}
+        )
+    except UpstreamFailure as exc:
+        if "already exists" in exc.message:
+            return False
+        raise
+    return True
+
+
+def _delete_pool(target: ZoneTargets, pool: str) -> None:
+    """Delete a pool from a zone; one that is not there is fine."""
+    try:
+        proxmox().zone_write(target, "DELETE", f"/pools/{pool}")
+    except UpstreamFailure as exc:
+        if "does not exist" not in exc.message:
+            raise
+
+
+def _in_zone(zone: str, exc: FlexPlaneError, message: str) -> FlexPlaneError:
+    """The same kind of failure, with a message that says what it means for the VDC."""
+    if isinstance(exc, Unavailable):
+        return Unavailable(zone, message)
+    if isinstance(exc, UpstreamFailure):
+        return UpstreamFailure(zone, message, status=exc.status, errors=exc.errors)
+    return exc
+
+
+def _unknown_zone(zone: str) -> Unavailable:
+    return Unavailable(zone, f"zone {zone!r} is not in the catalog")
+
+
+def _ensure_pools(ctx: Context, vdc: Vdc, zones: Iterable[str]) -> list[str]:
+    """Create the VDC's pool in each zone: all of them, or none (those made here are removed again).
+
+    Returns the zones where this call created the pool.
+    """
+    targets = _targets(ctx)
+    created: list[str] = []
+    for zone in zones:
+        try:
+            target = targets.get(zone)
+            if target is None:
+                raise _unknown_zone(zone)
+            if _create_pool(target, vdc):
+                created.append(zone)
+        except (Unavailable, UpstreamFailure) as exc:
+            _remove_pools(ctx, vdc.pool, created)
+            raise _in_zone(
+                zone,
+                exc,
+                f"could not create pool {vdc.pool} in zone {zone}: {exc.message}; "
+                f"VDC {vdc.id!r} is unchanged",
+            ) from exc
+    return created
+
+
+def _remove_pools(ctx: Context, pool: str, zones: Iterable[str]) -> None:
+    """Best effort: delete the pool in each zone, logging what could not be (an empty pool is harmless)."""
+    targets = _targets(ctx)
+    for zone in zones:
+        target = targets.get(zone)
+        if target is None:
+            continue
+        try:
+            _delete_pool(target, pool)
+        except (Unavailable, UpstreamFailure) as exc:
+            logger.warning("VDC pools: %s in zone %s left behind: %s", pool, zone, exc.message)
+
+
+def _restore_pools(ctx: Context, vdc: Vdc, zones: list[str]) -> None:
+    """Best effort: create the pool again where it was just deleted."""
+    try:
+        _ensure_pools(ctx, vdc, zones)
+    except (Unavailable, UpstreamFailure) as exc:
+        logger.warning("VDC pools: could not restore %s: %s", vdc.pool, exc.message)
+
+
+def _vms_by_zone(tally: Tally, vdc_id: str) -> dict[str, int]:
+    return {zone: u.vms for zone, u in tally.get(vdc_id, {}).items() if u.vms}
+
+
+# --------------------------------------------------------------------------------------- writes
+
+
+def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
+    """Create a VDC and its Proxmox pool ``fp-<id>`` in each of its zones (ADMIN).
+
+    All pools, or nothing: if a zone fails, the pools made so far are removed and no VDC is stored.
+    """
+    access.require_admin(ctx)
+    catalog.check_fields(data, FIELDS)
+    vdc = _validate(ctx, {k: v for k, v in data.items() if v is not None}, None)
+    with locks.vdc_lock(ctx, vdc.id):
+        if kube().get_catalog(catalog.VDC, vdc.id) is not None:
+            raise Conflict(f"VDC {vdc.id!r} already exists")
+        created = _ensure_pools(ctx, vdc, vdc.zones)
+        try:
+            entry = kube().create_catalog(catalog.VDC, vdc.id, vdc.to_spec())
+        except (UpstreamFailure, Conflict):
+            _remove_pools(ctx, vdc.pool, created)  # surely not stored: take the pools back
+            raise
+        # Unavailable: the ConfigMap may have been stored; its pools stay (a retry finds them).
+    catalog.remember(ctx, entry)
+    return vdc
+
+
+def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
+    """Change a VDC (ADMIN). A zone added gets its pool; a zone removed must hold none of its VMs.
+
+    ``quota`` may name only the limits that change.
+    """
+    access.require_admin(ctx)
+    catalog.check_fields(changes, FIELDS)
+    if "id" in changes and changes["id"] != vdc_id:
+        raise ValidationFailed("id", "a VDC's id cannot change")
+    with locks.vdc_lock(ctx, vdc_id):
+        entry = kube().get_catalog(catalog.VDC, vdc_id)
+        if entry is None:
+            raise NotFound("VDC", vdc_id)
+        catalog.remember(ctx, entry)
+        before = Vdc.from_spec(entry.spec)
+        # null means "unchanged" here: an empty list or string is how a value is cleared.
+        values = _values(before) | {k: v for k, v in changes.items() if k != "quota" and v is not None}
+        if changes.get("quota") is not None:
+            if not isinstance(changes["quota"], Mapping):
+                raise ValidationFailed("quota", "quota must be an object")
+            values["quota"] = values["quota"] | {k: v for k, v in changes["quota"].items() if v is not None}
+        vdc = _validate(ctx, values, before)
+        added = [z for z in vdc.zones if z not in before.zones]
+        removed = [z for z in before.zones if z not in vdc.zones]
+        if removed:
+            still = {
+                zone: count
+                for zone, count in _vms_by_zone(_fresh(ctx, "check the zones removed"), vdc_id).items()
+                if zone in removed
+            }
+            if still:
+                where = ", ".join(f"{n} in {zone}" for zone, n in sorted(still.items()))
+                raise Conflict(
+                    f"VDC {vdc_id!r} still has {sum(still.values())} VM(s) in the zone(s) removed ({where})"
+                )
+        created = _ensure_pools(ctx, vdc, added)
+        try:
+            stored = kube().replace_catalog(catalog.VDC, vdc_id, vdc.to_spec(), entry.resource_version)
+        except (UpstreamFailure, Conflict, NotFound):
+            _remove_pools(ctx, vdc.pool, created)
+            raise
+        catalog.remember(ctx, stored)
+        _remove_pools(ctx, vdc.pool, removed)
+    return vdc
+
+
+def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
+    """Delete a VDC and its pools (ADMIN); refused (``Conflict``) while it has VMs, saying how many."""
+    access.require_admin(ctx)
+    with locks.vdc_lock(ctx, vdc_id):
+        entry = kube().get_catalog(catalog.VDC, vdc_id)
+        if entry is None:
+            raise NotFound("VDC", vdc_id)
+        vdc = Vdc.from_spec(entry.spec)
+        vms = _vms_by_zone(_fresh(ctx, f"check that VDC {vdc_id!r} has no VMs"), vdc_id)
+        if vms:
+            where = ", ".join(f"{n} in {zone}" for zone, n in sorted(vms.items()))
+            raise Conflict(f"VDC {vdc_id!r} still has {sum(vms.values())} VM(s) ({where}): delete them first")
+        targets = _targets(ctx)
+        deleted: list[str] = []
+        for zone in vdc.zones:
+            target = targets.get(zone)
+            if target is None:
+                continue  # a zone no longer in the catalog: nothing flex.plane can reach there
+            try:
+                _delete_pool(target, vdc.pool)
+            except (Unavailable, UpstreamFailure) as exc:
+                _restore_pools(ctx, vdc, deleted)  # put back what was removed: the VDC stays whole
+                raise _in_zone(
+                    zone,
+                    exc,
+                    f"could not delete pool {vdc.pool} in zone {zone}: {exc.message}; VDC {vdc_id!r} is kept",
+                ) from exc
+            deleted.append(zone)
+        if not kube().delete_catalog(catalog.VDC, vdc_id, entry.resource_version):
+            raise NotFound("VDC", vdc_id)
+        catalog.forget(ctx, catalog.VDC, vdc_id)
+    locks.forget_vdc_lock(ctx, vdc_id)
+    return vdc

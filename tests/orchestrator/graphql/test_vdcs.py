@@ -1,0 +1,203 @@
+"""VDCs through the API: members see theirs with live usage, admin creates and deletes them with pools."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from devstack.world import World
+from orchestrator.models import Usage
+from orchestrator.models.vms import parse_tags, vdc_of
+from tests.support import GraphQL
+
+ZONES = ("zone-a", "zone-b")
+VDC_FIELDS = """id name description zones computeProfiles storageProfiles images
+                quota { vcpus memoryMib diskGb vms } usage { vcpus memoryMib diskGb vms }"""
+CREATE = """mutation($input: VdcInput!) {
+  createVdc(input: $input) { vdc { id name zones quota { vcpus memoryMib diskGb vms } usage { vms } }
+                             errors { field message code } } }"""
+UPDATE = """mutation($id: ID!, $input: VdcUpdateInput!) {
+  updateVdc(id: $id, input: $input) {
+    vdc { id name zones quota { vcpus vms } } errors { field message code } } }"""
+DELETE = """mutation($id: ID!) { deleteVdc(id: $id) { vdc { id } errors { field message code } } }"""
+
+
+def pools(world: World, zone: str) -> set[str]:
+    return world.fakes.on_loop(lambda pve: set(pve.pools), world.fakes[zone].pve)
+
+
+def proxmox_usage(world: World, vdc_id: str) -> dict[str, int]:
+    """The VDC's usage as the fake zones hold it, in the API's terms."""
+
+    def read(pve: Any) -> list[dict[str, Any]]:
+        return [
+            pve._vm_usage(vm)
+            for vm in pve.vms
+            if not vm.template and vdc_of(parse_tags(vm.config.get("tags"))) == vdc_id
+        ]
+
+    total = Usage()
+    for zone in ZONES:
+        for item in world.fakes.on_loop(read, world.fakes[zone].pve):
+            total = total + Usage.of_guest(item)
+    return {"vcpus": total.vcpus, "memoryMib": total.memory_mib, "diskGb": total.disk_gb, "vms": total.vms}
+
+
+def vdc_input(ident: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "name": "Team T",
+        "zones": list(ZONES),
+        "computeProfiles": ["small", "medium"],
+        "storageProfiles": ["standard"],
+        "images": ["debian-12"],
+        "quota": {"vcpus": 8, "memoryMib": 16384, "diskGb": 200, "vms": 4},
+    } | extra
+
+
+def payload(answer: Any) -> dict[str, Any]:
+    assert answer.errors == [], answer.body
+    (value,) = answer.data.values()
+    assert isinstance(value, dict)
+    return value
+
+
+@pytest.fixture
+def new_vdc(api: GraphQL) -> Iterator[str]:
+    ident = f"t-{uuid.uuid4().hex[:8]}"
+    yield ident
+    api(DELETE, user="admin", variables={"id": ident})
+
+
+def test_alice_sees_only_demo_with_its_quota_and_live_usage(api: GraphQL, world: World) -> None:
+    answer = api(f"{{ vdcs {{ {VDC_FIELDS} }} }}", user="alice")
+    assert answer.errors == []
+    (demo,) = answer.data["vdcs"]
+    assert demo["id"] == "demo"
+    assert demo["zones"] == ["zone-a", "zone-b"]
+    assert demo["computeProfiles"] == ["small", "medium", "large"]
+    assert demo["images"] == ["debian-12", "ubuntu-24.04"]
+    assert demo["quota"] == {"vcpus": 16, "memoryMib": 32768, "diskGb": 500, "vms": 10}
+    assert demo["usage"] == proxmox_usage(world, "demo")
+    assert demo["usage"]["vms"] >= 3  # web-1, db-1, web-2
+
+
+def test_bob_sees_other_and_gets_not_found_for_demo_as_for_a_vdc_that_does_not_exist(api: GraphQL) -> None:
+    assert [v["id"] for v in api("{ vdcs { id } }", user="bob").data["vdcs"]] == ["other"]
+    theirs = api('{ vdc(id: "demo") { id usage { vms } } }', user="bob")
+    missing = api('{ vdc(id: "nowhere") { id usage { vms } } }', user="bob")
+    assert theirs.codes == missing.codes == ["NOT_FOUND"]
+    assert theirs.data == missing.data == {"vdc": None}
+    assert theirs.errors[0]["message"] == "VDC 'demo' does not exist"
+    assert missing.errors[0]["message"] == "VDC 'nowhere' does not exist"
+
+
+def test_a_member_reads_their_vdc_by_id(api: GraphQL, world: World) -> None:
+    answer = api(
+        '{ vdc(id: "other") { id name quota { vcpus } usage { vcpus memoryMib diskGb vms } } }', user="bob"
+    )
+    assert answer.errors == []
+    assert answer.data["vdc"]["quota"] == {"vcpus": 8}
+    assert answer.data["vdc"]["usage"] == proxmox_usage(world, "other")
+
+
+def test_admin_sees_every_vdc(api: GraphQL) -> None:
+    ids = {v["id"] for v in api("{ vdcs { id } }", user="admin").data["vdcs"]}
+    assert {"demo", "other"} <= ids
+
+
+def test_usage_of_every_vdc_costs_one_proxmox_call_per_zone(api: GraphQL, world: World) -> None:
+    def calls() -> dict[str, int]:
+        return {
+            zone: world.fakes.on_loop(
+                lambda pve: sum(1 for r in pve.requests if r[1].endswith("/cluster/resources")), fake.pve
+            )
+            for zone, fake in world.fakes.zones.items()
+        }
+
+    before = calls()
+    answer = api("{ vdcs { id usage { vms } } }", user="admin")
+    after = calls()
+    assert answer.errors == []
+    assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 1, "zone-b": 1}
+
+
+def test_admin_creates_a_vdc_with_a_pool_in_each_zone_and_deletes_it(
+    api: GraphQL, world: World, new_vdc: str
+) -> None:
+    made = payload(api(CREATE, user="admin", variables={"input": vdc_input(new_vdc)}))
+    assert made == {
+        "vdc": {
+            "id": new_vdc,
+            "name": "Team T",
+            "zones": ["zone-a", "zone-b"],
+            "quota": {"vcpus": 8, "memoryMib": 16384, "diskGb": 200, "vms": 4},
+            "usage": {"vms": 0},
+        },
+        "errors": [],
+    }
+    assert all(f"fp-{new_vdc}" in pools(world, zone) for zone in ZONES)
+
+    gone = payload(api(DELETE, user="admin", variables={"id": new_vdc}))
+    assert gone == {"vdc": {"id": new_vdc}, "errors": []}
+    assert all(f"fp-{new_vdc}" not in pools(world, zone) for zone in ZONES)
+    assert api(f'{{ vdc(id: "{new_vdc}") {{ id }} }}', user="admin").codes == ["NOT_FOUND"]
+
+
+def test_deleting_a_vdc_with_vms_is_refused_with_their_count(api: GraphQL, world: World) -> None:
+    answer = payload(api(DELETE, user="admin", variables={"id": "demo"}))
+    assert answer["vdc"] is None
+    (error,) = answer["errors"]
+    assert error["code"] == "CONFLICT"
+    assert f"VDC 'demo' still has {proxmox_usage(world, 'demo')['vms']} VM(s)" in error["message"]
+    assert all("fp-demo" in pools(world, zone) for zone in ZONES)
+
+
+def test_admin_updates_a_vdc_quota_and_zones(api: GraphQL, world: World, new_vdc: str) -> None:
+    payload(api(CREATE, user="admin", variables={"input": vdc_input(new_vdc, zones=["zone-a"])}))
+    changed = payload(
+        api(
+            UPDATE,
+            user="admin",
+            variables={"id": new_vdc, "input": {"zones": list(ZONES), "quota": {"vms": 9}}},
+        )
+    )
+    assert changed["vdc"] == {
+        "id": new_vdc,
+        "name": "Team T",
+        "zones": list(ZONES),
+        "quota": {"vcpus": 8, "vms": 9},
+    }
+    assert f"fp-{new_vdc}" in pools(world, "zone-b")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"id": "Bad Id"}, "id"),
+        ({"zones": ["zone-a", "atlantis"]}, "zones"),
+        ({"computeProfiles": ["huge"]}, "computeProfiles"),
+        ({"storageProfiles": ["nvme"]}, "storageProfiles"),
+        ({"images": ["windows-95"]}, "images"),
+        ({"quota": {"vcpus": -1, "memoryMib": 1, "diskGb": 1, "vms": 1}}, "quota.vcpus"),
+        ({"quota": {"vcpus": 1, "memoryMib": -1, "diskGb": 1, "vms": 1}}, "quota.memoryMib"),
+        ({"quota": {"vcpus": 1, "memoryMib": 1, "vms": 1}}, "quota.diskGb"),
+    ],
+)
+def test_each_bad_vdc_value_is_a_payload_error_naming_its_field(
+    api: GraphQL, world: World, new_vdc: str, change: dict[str, Any], field: str
+) -> None:
+    answer = payload(api(CREATE, user="admin", variables={"input": vdc_input(new_vdc) | change}))
+    assert answer["vdc"] is None
+    assert [(e["field"], e["code"]) for e in answer["errors"]] == [(field, "INVALID")]
+    assert all(f"fp-{new_vdc}" not in pools(world, zone) for zone in ZONES)
+
+
+def test_a_user_cannot_create_a_vdc(api: GraphQL, world: World, new_vdc: str) -> None:
+    answer = api(CREATE, user="alice", variables={"input": vdc_input(new_vdc)})
+    assert answer.codes == ["FORBIDDEN"]
+    assert answer.data == {"createVdc": None}
+    assert all(f"fp-{new_vdc}" not in pools(world, zone) for zone in ZONES)

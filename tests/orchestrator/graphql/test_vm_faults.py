@@ -1,0 +1,276 @@
+"""Faults: Proxmox tasks that end in TASK ERROR, VMs locked by something else, hosts that go offline,
+zones without room. Each gives a clear, typed error carrying Proxmox's message, and leaves nothing
+half-made behind (checked in the fake's own state: no VM, no disk)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from test_vm_lifecycle import (
+    LARGE,
+    act,
+    create,
+    fake_vm,
+    fake_vms,
+    named,
+    ok,
+    pool_members,
+    present,
+    requests_to,
+    restore,
+    vm_names,
+    vmid_of,
+    volumes_of,
+)
+
+from devstack.world import World
+from tests.support import GraphQL
+
+
+@pytest.fixture
+def vm_name(api: GraphQL, world: World) -> Iterator[Callable[[str], str]]:
+    with vm_names(api, world) as name:
+        yield name
+
+
+def pve(world: World, zone: str = "zone-a") -> Any:
+    return world.fakes[zone].pve
+
+
+def fail(world: World, method: str, suffix: str, zone: str = "zone-a", **how: Any) -> None:
+    """Make the zone's fake fail the next matching request (pve.fail(..., times=1))."""
+    fake = pve(world, zone)
+    world.fakes.on_loop(lambda: fake.fail(method, suffix, times=1, **how))
+
+
+def last_clone(world: World, zone: str = "zone-a") -> int:
+    """The VMID the last clone request to the zone asked for."""
+    return int(requests_to(world, zone, "POST", "/clone")[-1]["newid"])
+
+
+def nothing_left(world: World, name: str, vmid: int, zone: str = "zone-a") -> None:
+    """No VM of that name anywhere; no VM, disk or pool membership of its VMID."""
+    assert named(world, name) == []
+    assert fake_vm(world, f"{zone}/{vmid}") is None
+    assert volumes_of(world, zone, vmid) == []
+    assert vmid not in pool_members(world, zone, "fp-demo")
+
+
+def vmids_now(world: World, zone: str = "zone-a") -> set[int]:
+    return set(fake_vms(world, zone))
+
+
+# ------------------------------------------------------------------------------------------ creates
+
+
+def test_a_start_that_ends_in_task_error_removes_the_new_vm(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    fail(world, "POST", "/status/start", error="qemu_exited_code")
+    result = create(api, "alice", "demo", name=vm_name("boom"))
+    assert result["virtualMachine"] is None
+    assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
+    message = result["errors"][0]["message"]
+    assert "QEMU exited with code 1" in message  # Proxmox's own words
+    assert "was removed" in message
+    nothing_left(world, vm_name("boom"), last_clone(world))
+
+
+def test_a_clone_that_proxmox_refuses_makes_nothing(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    fail(world, "POST", "/clone", status=500, message="clone failed: storage 'local-lvm' is out of space")
+    result = create(api, "alice", "demo", name=vm_name("noclone"))
+    assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
+    assert "storage 'local-lvm' is out of space" in result["errors"][0]["message"]
+    nothing_left(world, vm_name("noclone"), last_clone(world))
+
+
+def test_a_tag_write_refused_right_after_the_clone_removes_the_untagged_vm(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    fail(world, "PUT", "/config", status=500, message="cluster not ready - no quorum?")
+    result = create(api, "alice", "demo", name=vm_name("notags"))
+    assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
+    assert "no quorum" in result["errors"][0]["message"]
+    assert "was removed" in result["errors"][0]["message"]
+    nothing_left(world, vm_name("notags"), last_clone(world))
+
+
+def test_a_disk_resize_refused_after_the_clone_removes_the_vm_and_its_disk(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    fail(world, "PUT", "/resize", status=500, message="unable to resize: thin pool data is full")
+    result = create(api, "alice", "demo", name=vm_name("noroom"))
+    assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
+    assert "thin pool data is full" in result["errors"][0]["message"]
+    assert "was removed" in result["errors"][0]["message"]
+    nothing_left(world, vm_name("noroom"), last_clone(world))
+
+
+def test_a_zone_without_room_is_no_capacity_naming_what_was_short(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    before = vmids_now(world)
+    # "large" is 4 vCPUs and 8 GiB: each fake node has 8 GiB, and every node already runs a VM.
+    result = create(api, "alice", "demo", name=vm_name("huge"), computeProfile=LARGE)
+    assert [e["code"] for e in result["errors"]] == ["NO_CAPACITY"]
+    assert "not enough memory" in result["errors"][0]["message"]
+    placement = result["placement"]
+    assert placement["host"] is None
+    assert {r["host"] for r in placement["rejected"]} == {"pve1", "pve2", "pve3"}
+    assert all("not enough memory: needs 8192 MiB" in r["reason"] for r in placement["rejected"])
+    assert vmids_now(world) == before
+
+
+def test_an_offline_host_is_not_chosen_and_says_why(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    world.fakes.set_node_offline("zone-a", "pve2")
+    world.fakes.set_node_offline("zone-a", "pve3")
+    result = ok(create(api, "alice", "demo", name=vm_name("survivor")))
+    assert result["placement"]["host"] == "pve1"
+    assert {r["host"]: r["reason"] for r in result["placement"]["rejected"]} == {
+        "pve2": "the node is offline",
+        "pve3": "the node is offline",
+    }
+    assert present(world, result["virtualMachine"]["id"])["node"] == "pve1"
+
+
+def test_a_host_that_goes_offline_mid_create_is_a_clear_error_and_its_leftover_is_cleaned_up(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    name = vm_name("lost")
+    fake = pve(world)
+
+    # Slow the zone down (every request takes 0.15 s) so that the host can go away mid-create: right
+    # after Proxmox made the clone, before the orchestrator could tag or configure it.
+    def slow_down() -> None:
+        fake.time_scale = 1.0
+        fake.network.update(latency=0.15)
+
+    world.fakes.on_loop(slow_down)
+    gone: list[tuple[str, int]] = []
+
+    def take_its_host_offline() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not gone:
+            for vmid, vm in fake_vms(world, "zone-a").items():
+                if vm["name"] == name:
+                    world.fakes.set_node_offline("zone-a", vm["node"])
+                    gone.append((vm["node"], vmid))
+                    return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=take_its_host_offline)
+    watcher.start()
+    result = create(api, "alice", "demo", name=name)
+    watcher.join()
+    assert gone, "the clone never appeared"
+    node, vmid = gone[0]
+    assert result["virtualMachine"] is None
+    assert [e["code"] for e in result["errors"]] == ["UNAVAILABLE"]
+    message = result["errors"][0]["message"]
+    assert "No route to host" in message  # Proxmox's own words
+    assert f"zone-a/{vmid} could not be removed" in message
+    # While its host is away the leftover is untagged: it is not the VDC's, nor listed, nor counted...
+    listing = api("{ virtualMachines { edges { node { id } } } }", user="alice", vdc="demo")
+    assert f"zone-a/{vmid}" not in {e["node"]["id"] for e in listing.data["virtualMachines"]["edges"]}
+
+    # ... and once the host is back, the VDC's next create removes it: nothing half-made remains.
+    leftover = volumes_of(world, "zone-a", vmid)
+    assert leftover
+    restore(world)
+    after = ok(create(api, "alice", "demo", name=vm_name("next")))["virtualMachine"]
+    assert named(world, name) == []
+    # Proxmox hands the freed VMID out again: whatever holds it now is the new VM, with its own disk.
+    if after["id"] == f"zone-a/{vmid}":
+        assert len(volumes_of(world, "zone-a", vmid)) == len(leftover)
+    else:
+        assert volumes_of(world, "zone-a", vmid) == []
+        assert vmid not in pool_members(world, "zone-a", "fp-demo")
+    assert node in {"pve1", "pve2", "pve3"}
+
+
+def test_a_vm_an_admin_put_in_the_pool_by_hand_is_never_taken_for_a_leftover(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    fake = pve(world)
+    stranger = 880
+    world.fakes.on_loop(
+        lambda: fake.add_vm(
+            stranger, vm_name("stranger"), node="pve2", config={"memory": 512}, pool="fp-demo"
+        )
+    )
+    ok(create(api, "alice", "demo", name=vm_name("after")))
+    assert fake_vm(world, f"zone-a/{stranger}") is not None
+
+
+# ------------------------------------------------------------------------------------------ lifecycle
+
+
+@pytest.fixture
+def running(api: GraphQL, vm_name: Callable[[str], str]) -> dict[str, Any]:
+    vm: dict[str, Any] = ok(create(api, "alice", "demo", name=vm_name("victim")))["virtualMachine"]
+    return vm
+
+
+def test_a_stop_that_ends_in_task_error_says_what_proxmox_said(
+    api: GraphQL, world: World, running: dict[str, Any]
+) -> None:
+    fail(world, "POST", "/status/stop", error="quit_powerdown_failed")
+    result = act(api, "alice", "stopVirtualMachine", running["id"])
+    assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
+    assert "VM quit/powerdown failed" in result["errors"][0]["message"]
+    assert present(world, running["id"])["status"] == "running"
+
+
+def test_a_vm_whose_config_lock_is_held_is_a_conflict(
+    api: GraphQL, world: World, running: dict[str, Any]
+) -> None:
+    fake = pve(world)
+    world.fakes.loop.run(fake.hold_config_lock(vmid_of(running["id"]), None))
+    result = act(api, "alice", "stopVirtualMachine", running["id"])
+    assert [e["code"] for e in result["errors"]] == ["CONFLICT"]
+    assert (
+        f"can't lock file '/var/lock/qemu-server/lock-{vmid_of(running['id'])}.conf'"
+        in result["errors"][0]["message"]
+    )
+    assert present(world, running["id"])["status"] == "running"
+
+
+def test_a_vm_locked_by_a_backup_is_a_conflict(api: GraphQL, world: World, running: dict[str, Any]) -> None:
+    fake = pve(world)
+    world.fakes.on_loop(lambda: fake.snapshot_lock(vmid_of(running["id"]), "backup"))
+    result = act(api, "alice", "deleteVirtualMachine", running["id"])
+    assert [e["code"] for e in result["errors"]] == ["CONFLICT"]
+    assert "VM is locked (backup)" in result["errors"][0]["message"]
+    assert fake_vm(world, running["id"]) is not None
+
+
+def test_a_vm_whose_host_is_offline_is_unavailable(
+    api: GraphQL, world: World, running: dict[str, Any]
+) -> None:
+    node = present(world, running["id"])["node"]
+    world.fakes.set_node_offline("zone-a", node)
+    result = act(api, "alice", "stopVirtualMachine", running["id"])
+    assert [e["code"] for e in result["errors"]] == ["UNAVAILABLE"]
+    assert f"host {node} of zone zone-a is unreachable: No route to host" in result["errors"][0]["message"]
+    world.fakes.set_node_offline("zone-a", node, False)
+    assert present(world, running["id"])["status"] == "running"
+
+
+def test_a_delete_that_ends_in_task_error_keeps_the_vm_and_says_why(
+    api: GraphQL, world: World, running: dict[str, Any]
+) -> None:
+    fail(world, "DELETE", f"/qemu/{vmid_of(running['id'])}", error="failed_remove_config_file")
+    result = act(api, "alice", "deleteVirtualMachine", running["id"])
+    assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
+    assert "failed to remove config file" in result["errors"][0]["message"]
+    vm = fake_vm(world, running["id"])
+    assert vm is not None
+    assert vm["status"] == "stopped"  # the stop before the destroy went through
