@@ -9,6 +9,7 @@ offline in the fake and closes its listener, as a node that is down would.
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import threading
 from collections.abc import Coroutine
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aiohttp import web
-from fakepve import FakePve
+from fakepve import FakePve, PveError, TaskError
 from fakepve.certs import make_cert
 
 T = TypeVar("T")
@@ -51,6 +52,67 @@ class EventLoopThread:
             self.loop.close()
 
 
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT])?$")
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def _bytes(text: str) -> int | None:
+    match = _SIZE.match(text.strip().upper())
+    return int(float(match.group(1)) * _UNITS[match.group(2) or ""]) if match else None
+
+
+def _spelled(size: int) -> str:
+    """Proxmox's spelling of a size: the largest unit that divides it."""
+    for unit in "TGMK":
+        if size % _UNITS[unit] == 0:
+            return f"{size // _UNITS[unit]}{unit}"
+    return str(size)
+
+
+class HarnessPve(FakePve):
+    """fakepve with the gaps this project meets closed: a QEMU disk resize that really resizes.
+
+    fakepve answers ``PUT /nodes/{node}/qemu/{vmid}/resize`` from the schema alone and stores
+    nothing; this resizes the drive's ``size=`` in a task that holds the VM's config lock, and
+    refuses to shrink with Proxmox's wording.
+    """
+
+    def _routes_qemu_resize(self) -> list[tuple[str, str, Any]]:
+        return [("PUT", "/nodes/{node}/qemu/{vmid}/resize", self._qemu_resize)]
+
+    async def _qemu_resize(self, values: dict[str, Any], user: str) -> Any:
+        vm = self.find(values["node"], int(values["vmid"]))
+        disk, text = str(values["disk"]), str(values["size"])
+        grow = text.startswith("+")
+        requested = _bytes(text.lstrip("+"))
+        if requested is None:
+            raise PveError(400, "Parameter verification failed.", {"size": "invalid size string"})
+        if vm.lock:
+            raise PveError(500, f"VM is locked ({vm.lock})")
+        drive = vm.config.get(disk)
+        if drive is None:
+            raise PveError(500, f"disk '{disk}' does not exist")
+
+        def resized() -> str:
+            parts = str(vm.config[disk]).split(",")
+            current = next((_bytes(p[5:]) for p in parts if p.startswith("size=")), None) or 0
+            new = current + requested if grow else requested
+            if new < current:
+                raise TaskError("shrinking disks is not supported")
+            kept = [p for p in parts if not p.startswith("size=")]
+            return ",".join([*kept, f"size={_spelled(new)}"])
+
+        try:
+            resized()  # refuse at once what the task would refuse, as Proxmox does
+        except TaskError as exc:
+            raise PveError(500, str(exc)) from exc
+
+        async def body() -> None:
+            vm.config[disk] = resized()
+
+        return await self.task(vm.node, "resize", vm.vmid, user, body, vm=vm)
+
+
 @dataclass
 class FakeZone:
     """One Proxmox cluster: a FakePve with a listener per node."""
@@ -64,7 +126,7 @@ class FakeZone:
 
     def __post_init__(self) -> None:
         first = next(iter(self.node_addresses.values()))
-        self.pve = FakePve(host=first, port=PVE_PORT)
+        self.pve = HarnessPve(host=first, port=PVE_PORT)
         self.pve.cluster_name = self.name
         self.pve.time_scale = 0
         self.pve.nodes.clear()
