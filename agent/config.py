@@ -21,6 +21,9 @@ Example (``/etc/flexplane/agent.toml``)::
     image_max_bytes = 68719476736          # 64 GiB: larger images are refused
     image_staging_storage = "local"        # file storage the verified image is uploaded to for the import
     image_ca = "/etc/flexplane/mirror-ca.crt"   # optional: trusted for https images besides the system store
+    # Cloud-init snippets (WriteSnippet): the snippets folder of a storage with the snippets content type.
+    snippets_dir = "/var/lib/vz/snippets"  # where snippets are written; created when first needed
+    snippets_storage = "local"             # the storage whose snippets folder that is (its volume ids)
 
 Every key can be overridden by an environment variable of its name in upper case,
 e.g. ``FLEXPLANE_AGENT_LISTEN``; ``FLEXPLANE_AGENT_ALLOWED_CLIENTS`` and
@@ -54,6 +57,9 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_IMAGE_CACHE = Path("/var/lib/flexplane/images")
 DEFAULT_IMAGE_MAX_BYTES = 64 * 1024**3
 DEFAULT_IMAGE_STAGING_STORAGE = "local"
+# The snippets folder of Proxmox's default "local" storage (path /var/lib/vz).
+DEFAULT_SNIPPETS_DIR = Path("/var/lib/vz/snippets")
+DEFAULT_SNIPPETS_STORAGE = "local"
 # Keys whose environment variable is a comma-separated list.
 _LIST_KEYS = ("allowed_clients", "image_allow_hosts")
 
@@ -76,6 +82,8 @@ _STRING_KEYS = (
     "image_cache",
     "image_staging_storage",
     "image_ca",
+    "snippets_dir",
+    "snippets_storage",
 )
 KNOWN_KEYS = frozenset((*_STRING_KEYS, *_LIST_KEYS, "proxmox_timeout", "image_max_bytes"))
 
@@ -106,6 +114,8 @@ class AgentConfig:
     image_max_bytes: int = DEFAULT_IMAGE_MAX_BYTES
     image_staging_storage: str = DEFAULT_IMAGE_STAGING_STORAGE
     image_ca: Path | None = None
+    snippets_dir: Path = DEFAULT_SNIPPETS_DIR
+    snippets_storage: str = DEFAULT_SNIPPETS_STORAGE
 
     @property
     def identity(self) -> str:
@@ -242,6 +252,13 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         except ValueError as exc:
             check.problem("image_staging_storage", str(exc))
     image_ca = check.readable_file("image_ca", optional=True)
+    snippets_dir = base / Path(check.string("snippets_dir", str(DEFAULT_SNIPPETS_DIR))).expanduser()
+    snippets_storage = check.string("snippets_storage", DEFAULT_SNIPPETS_STORAGE)
+    if snippets_storage:
+        try:
+            check_storage_id(snippets_storage)
+        except ValueError as exc:
+            check.problem("snippets_storage", str(exc))
 
     if check.problems:
         raise ConfigError(f"invalid agent configuration ({source}):\n  " + "\n  ".join(check.problems))
@@ -266,6 +283,8 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         image_max_bytes=image_max_bytes,
         image_staging_storage=staging,
         image_ca=image_ca,
+        snippets_dir=snippets_dir,
+        snippets_storage=snippets_storage,
     )
 
 

@@ -1,4 +1,4 @@
-"""The agent's gRPC server: mutual TLS only, the health service, the proxy, images and GetInfo."""
+"""The agent's gRPC server: mutual TLS only, the health service, the proxy, images, snippets and GetInfo."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from agent.config import AgentConfig, split_listen
 from agent.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
 from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
 from agent.proxmox import ProxmoxBadAnswer, ProxmoxClient, ProxmoxTimeout, ProxmoxUnreachableError
+from agent.snippets import SnippetRefused, SnippetStore, SnippetStoreError
 from agentclient.errors import (
     CHECKSUM_MISMATCH,
     ERROR_METADATA_KEY,
@@ -32,6 +33,8 @@ from agentclient.errors import (
     IMAGE_REFUSED,
     NOT_ALLOWLISTED,
     PROXMOX_UNREACHABLE,
+    SNIPPET_FAILED,
+    SNIPPET_REFUSED,
 )
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
 from agentclient.templates import TemplatePhase, TemplateProgress
@@ -43,6 +46,7 @@ SERVICES = (
     agent_pb2.DESCRIPTOR.services_by_name["ProxmoxProxy"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["Images"].full_name,
+    agent_pb2.DESCRIPTOR.services_by_name["Snippets"].full_name,
 )
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Finish calls in flight for this long on SIGTERM, then cancel them.
@@ -225,6 +229,42 @@ def progress_message(progress: TemplateProgress) -> Any:
     )
 
 
+class SnippetsServicer(agent_pb2_grpc.SnippetsServicer):
+    """Writes and removes cloud-init snippets in this node's snippets folder (see agent.snippets)."""
+
+    def __init__(self, store: SnippetStore) -> None:
+        self.store = store
+
+    async def WriteSnippet(self, request: Any, context: Context) -> Any:
+        name = str(request.name)
+        try:
+            volume_id = await asyncio.to_thread(self.store.write, name, bytes(request.content))
+        except (SnippetRefused, SnippetStoreError) as exc:
+            await self._fail(context, "WriteSnippet", name, exc)
+        log.info("WriteSnippet %s for %s: %s", name, caller_name(context), volume_id)
+        return agent_pb2.WriteSnippetResponse(volume_id=volume_id)
+
+    async def DeleteSnippet(self, request: Any, context: Context) -> Any:
+        name = str(request.name)
+        try:
+            deleted = await asyncio.to_thread(self.store.delete, name)
+        except (SnippetRefused, SnippetStoreError) as exc:
+            await self._fail(context, "DeleteSnippet", name, exc)
+        log.info("DeleteSnippet %s for %s: %s", name, caller_name(context), "removed" if deleted else "none")
+        return agent_pb2.DeleteSnippetResponse(deleted=deleted)
+
+    @staticmethod
+    async def _fail(context: Context, method: str, name: str, exc: Exception) -> NoReturn:
+        refused = isinstance(exc, SnippetRefused)
+        code = grpc.StatusCode.INVALID_ARGUMENT if refused else grpc.StatusCode.FAILED_PRECONDITION
+        log.warning("%s %r for %s: %s: %s", method, name[:140], caller_name(context), code.name, exc)
+        await context.abort(
+            code,
+            str(exc),
+            trailing_metadata=((ERROR_METADATA_KEY, SNIPPET_REFUSED if refused else SNIPPET_FAILED),),
+        )
+
+
 class AgentServicer(agent_pb2_grpc.AgentServicer):
     """Answers what this agent is."""
 
@@ -326,6 +366,9 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         agent_pb2_grpc.add_ProxmoxProxyServicer_to_server(ProxmoxProxyServicer(proxmox), server)
         agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(config), server)
         agent_pb2_grpc.add_ImagesServicer_to_server(ImagesServicer(templates), server)
+        agent_pb2_grpc.add_SnippetsServicer_to_server(
+            SnippetsServicer(SnippetStore(config.snippets_dir, config.snippets_storage)), server
+        )
         try:
             port = server.add_secure_port(config.listen, tls.server_credentials())
         except RuntimeError as exc:

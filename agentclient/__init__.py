@@ -18,6 +18,9 @@ from agentclient.errors import (
     ProxmoxError,
     ProxmoxUnreachable,
     ProxyRefused,
+    SnippetError,
+    SnippetFailed,
+    SnippetRefused,
 )
 from agentclient.identity import host_identity
 from agentclient.pool import AgentInfo, AgentPool, AgentTarget, ClientTLS
@@ -41,6 +44,9 @@ __all__ = [
     "ProxmoxError",
     "ProxmoxUnreachable",
     "ProxyRefused",
+    "SnippetError",
+    "SnippetFailed",
+    "SnippetRefused",
     "TemplatePhase",
     "TemplateProgress",
     "TemplateRef",

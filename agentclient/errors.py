@@ -32,6 +32,10 @@ CHECKSUM_MISMATCH = "checksum-mismatch"
 IMAGE_DOWNLOAD_FAILED = "image-download-failed"
 # FAILED_PRECONDITION: Proxmox refused or failed a step of importing the image.
 IMAGE_IMPORT_FAILED = "image-import-failed"
+# INVALID_ARGUMENT: Snippets refused the snippet's name or size.
+SNIPPET_REFUSED = "snippet-refused"
+# FAILED_PRECONDITION: the agent could not write or remove the snippet file.
+SNIPPET_FAILED = "snippet-failed"
 
 
 class AgentError(Exception):
@@ -170,3 +174,26 @@ class ImageImportFailed(ImageError):
 
     def __str__(self) -> str:
         return f"The {self.host} could not import {self.subject} into Proxmox: {self.detail.rstrip('.')}."
+
+
+class SnippetError(AgentError):
+    """WriteSnippet or DeleteSnippet failed on the agent's side; ``name`` is the snippet's."""
+
+    def __init__(self, target: AgentTarget, detail: str = "", name: str = "") -> None:
+        super().__init__(target, detail)
+        self.args = (target, detail, name)
+        self.name = name
+
+
+class SnippetRefused(SnippetError):
+    """The agent refused the snippet's name or size; nothing was written."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} refused snippet {self.name}: {self.detail.rstrip('.')}."
+
+
+class SnippetFailed(SnippetError):
+    """The agent could not write or remove the snippet file (a full disk, a missing permission)."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} could not write or remove snippet {self.name}: {self.detail.rstrip('.')}."

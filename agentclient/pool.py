@@ -8,6 +8,7 @@ the typed errors of :mod:`agentclient.errors`.
     target = AgentTarget(host_identity("zone1", "pve1"), "10.0.0.11:7443")
     vms = pool.proxmox(target, "GET", "/cluster/resources", {"type": "vm"})
     ref = pool.ensure_template(target, "debian-12", url, "sha256:...", "local-lvm", timeout=1800)
+    volid = pool.write_snippet(target, "fp-demo-101-vendor.yaml", b"#cloud-config\n", timeout=10)
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from agentclient.errors import (
     IMAGE_IMPORT_FAILED,
     IMAGE_REFUSED,
     PROXMOX_UNREACHABLE,
+    SNIPPET_FAILED,
+    SNIPPET_REFUSED,
     AgentDeadlineExceeded,
     AgentError,
     AgentTLSError,
@@ -45,8 +48,11 @@ from agentclient.errors import (
     ProxmoxError,
     ProxmoxUnreachable,
     ProxyRefused,
+    SnippetFailed,
+    SnippetRefused,
 )
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
+from agentclient.snippets import check_snippet_content, check_snippet_name
 from agentclient.templates import (
     TemplatePhase,
     TemplateProgress,
@@ -116,6 +122,7 @@ class _Connection:
     proxy: agent_pb2_grpc.ProxmoxProxyStub
     agent: agent_pb2_grpc.AgentStub
     images: agent_pb2_grpc.ImagesStub
+    snippets: agent_pb2_grpc.SnippetsStub
     health: health_pb2_grpc.HealthStub
 
 
@@ -231,6 +238,37 @@ class AgentPool:
             raise AgentError(target, f"the agent ended EnsureTemplate of image {image} without a template")
         return ready
 
+    def write_snippet(self, target: AgentTarget, name: str, content: bytes, *, timeout: float) -> str:
+        """Write (or replace) the cloud-init snippet name on the target's node; returns its volume id.
+
+        The agent writes it atomically into its snippets folder; the answer is what a VM's
+        ``cicustom`` names, e.g. ``local:snippets/fp-demo-101-vendor.yaml``.
+
+        Raises ValueError for a malformed name or content over 64 KiB (before any call),
+        SnippetRefused, SnippetFailed, and the other AgentErrors.
+        """
+        check_snippet_name(name)
+        check_snippet_content(content)
+        request = agent_pb2.WriteSnippetRequest(name=name, content=content)
+        reply = self._call(
+            target, timeout, lambda conn, t: conn.snippets.WriteSnippet(request, timeout=t), snippet=name
+        )
+        if not reply.volume_id:
+            raise AgentError(target, f"the agent wrote snippet {name} but named no volume")
+        return str(reply.volume_id)
+
+    def delete_snippet(self, target: AgentTarget, name: str, *, timeout: float) -> None:
+        """Remove the cloud-init snippet name from the target's node; a missing one is no error.
+
+        Raises ValueError for a malformed name (before any call), SnippetRefused, SnippetFailed,
+        and the other AgentErrors.
+        """
+        check_snippet_name(name)
+        request = agent_pb2.DeleteSnippetRequest(name=name)
+        self._call(
+            target, timeout, lambda conn, t: conn.snippets.DeleteSnippet(request, timeout=t), snippet=name
+        )
+
     def check_health(self, target: AgentTarget, *, service: str = "", timeout: float | None = None) -> bool:
         """Whether the agent's standard gRPC health service reports SERVING.
 
@@ -269,12 +307,20 @@ class AgentPool:
                     proxy=agent_pb2_grpc.ProxmoxProxyStub(channel),
                     agent=agent_pb2_grpc.AgentStub(channel),
                     images=agent_pb2_grpc.ImagesStub(channel),
+                    snippets=agent_pb2_grpc.SnippetsStub(channel),
                     health=health_pb2_grpc.HealthStub(channel),
                 )
                 self._connections[target] = connection
             return connection
 
-    def _call(self, target: AgentTarget, timeout: float | None, call: Callable[[_Connection, float], T]) -> T:
+    def _call(
+        self,
+        target: AgentTarget,
+        timeout: float | None,
+        call: Callable[[_Connection, float], T],
+        *,
+        snippet: str = "",
+    ) -> T:
         deadline = self.timeout if timeout is None else timeout
         if deadline <= 0:
             raise ValueError("timeout must be a positive number of seconds")
@@ -282,7 +328,7 @@ class AgentPool:
         try:
             return call(connection, deadline)
         except grpc.RpcError as exc:
-            raise translate_error(cast(grpc.Call, exc), target, deadline) from None
+            raise translate_error(cast(grpc.Call, exc), target, deadline, snippet=snippet) from None
 
 
 _PHASES: Mapping[int, TemplatePhase] = {
@@ -382,8 +428,18 @@ _IMAGE_ERRORS: Mapping[tuple[grpc.StatusCode, str], type[ImageError]] = {
 }
 
 
-def translate_error(error: grpc.Call, target: AgentTarget, timeout: float, *, image: str = "") -> AgentError:
-    """The typed AgentError for a failed gRPC call to target (image names the image of EnsureTemplate)."""
+# (status code, "flexplane-error" value) -> the snippet error it stands for.
+_SNIPPET_ERRORS: Mapping[tuple[grpc.StatusCode, str], type[SnippetRefused | SnippetFailed]] = {
+    (grpc.StatusCode.INVALID_ARGUMENT, SNIPPET_REFUSED): SnippetRefused,
+    (grpc.StatusCode.FAILED_PRECONDITION, SNIPPET_FAILED): SnippetFailed,
+}
+
+
+def translate_error(
+    error: grpc.Call, target: AgentTarget, timeout: float, *, image: str = "", snippet: str = ""
+) -> AgentError:
+    """The typed AgentError for a failed gRPC call to target (image names the image of EnsureTemplate,
+    snippet the snippet of WriteSnippet or DeleteSnippet)."""
     code = error.code()
     details = error.details() or ""
     metadata = {key: value for key, value in (error.trailing_metadata() or ())}
@@ -392,6 +448,8 @@ def translate_error(error: grpc.Call, target: AgentTarget, timeout: float, *, im
         return AgentDeadlineExceeded(target, timeout)
     if isinstance(kind, str) and (image_error := _IMAGE_ERRORS.get((code, kind))) is not None:
         return image_error(target, details, image)
+    if isinstance(kind, str) and (snippet_error := _SNIPPET_ERRORS.get((code, kind))) is not None:
+        return snippet_error(target, details, snippet)
     if code == grpc.StatusCode.UNAVAILABLE:
         if kind == PROXMOX_UNREACHABLE:
             return ProxmoxUnreachable(target, details)

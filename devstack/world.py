@@ -255,6 +255,7 @@ class World:
                     "proxmox_ca": self.fakes.certfile,
                     "image_allow_hosts": [self.images.netloc],
                     "image_cache": str(directory / "images"),
+                    "snippets_dir": str(directory / "snippets"),
                 }.items()
             )
             + "\n"

@@ -186,7 +186,9 @@ class CreateVirtualMachineInput(graphene.InputObjectType):
     ssh_keys = graphene.List(
         graphene.NonNull(graphene.String), description="OpenSSH public keys for the image's default user."
     )
-    user_data = graphene.String(description="Custom cloud-init user data: not supported yet (INVALID).")
+    user_data = graphene.String(
+        description="Cloud-init data merged in as vendor data (#cloud-config, a script, ...; at most 64 KiB)."
+    )
     idempotency_key = graphene.String(
         description="Retrying with the same key returns the VM the first request made, never a second one."
     )

@@ -6,25 +6,34 @@ VDC, and nobody can forge an id for another VDC's task. The signature holds no s
 checks it, and a task of a VM that was since deleted stays readable by its VDC.
 
 ``ZoneApi`` is how services speak to one zone's Proxmox: reads with failover across the zone's agents,
-writes sent once through the VM's own node first, and Proxmox's failures turned into domain errors
-that carry Proxmox's own message.
+writes sent once through the VM's own node first, cloud-init snippets written on a node through its
+own agent, and Proxmox's failures turned into domain errors that carry Proxmox's own message.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core import signing
 
-from agentclient import host_identity
+from agentclient import (
+    AgentDeadlineExceeded,
+    AgentError,
+    AgentTarget,
+    AgentUnavailable,
+    ProxmoxUnreachable,
+    host_identity,
+)
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure
 from orchestrator.models.tasks import Task, Upid
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
 from orchestrator.sources.proxmox import ZoneTargets, proxmox
+
+T = TypeVar("T")
 
 _SALT = "flexplane.orchestrator.task"
 # The most log lines a task answer carries (Proxmox sends 50 unless asked for more).
@@ -33,6 +42,8 @@ LOG_LIMIT = 1000
 _NODE_UNREACHABLE = frozenset({595, 596})
 # How Proxmox words a guest's config lock held by something else.
 _LOCKED = ("can't lock file", "VM is locked", "is locked (")
+# Writing or removing a snippet is one small file on the node.
+SNIPPET_TIMEOUT = 15.0
 _POLL_FIRST = 0.05
 _POLL_MAX = 1.0
 
@@ -169,6 +180,42 @@ class ZoneApi:
             return proxmox().zone_write(self._node_first(node), method, path, params, timeout=timeout)
         except UpstreamFailure as exc:
             raise translate(self.zone, node, exc) from exc
+
+    # ----------------------------------------------------------- snippets
+
+    def _own_agent(self, node: str) -> AgentTarget:
+        """The agent of ``node`` itself: a snippet lives on the node's own storage, so no failover."""
+        identity = host_identity(self.zone, node)
+        for target in self.targets.targets:
+            if target.identity == identity:
+                return target
+        raise Unavailable(f"{self.zone}/{node}", f"host {node} of zone {self.zone} is not in the catalog")
+
+    def _snippet_call(self, node: str, doing: str, call: Callable[[AgentTarget], T]) -> T:
+        where = f"{self.zone}/{node}"
+        target = self._own_agent(node)
+        try:
+            return call(target)
+        except (AgentUnavailable, ProxmoxUnreachable, AgentDeadlineExceeded) as exc:
+            raise Unavailable(where, f"{doing} on host {node}: {exc}") from exc
+        except AgentError as exc:
+            raise UpstreamFailure(where, f"{doing} on host {node}: {exc}") from exc
+
+    def write_snippet(self, node: str, name: str, content: bytes) -> str:
+        """Write the cloud-init snippet ``name`` on ``node`` (through its own agent); its volume id."""
+        return self._snippet_call(
+            node,
+            f"writing cloud-init snippet {name}",
+            lambda target: proxmox().pool.write_snippet(target, name, content, timeout=SNIPPET_TIMEOUT),
+        )
+
+    def delete_snippet(self, node: str, name: str) -> None:
+        """Remove the cloud-init snippet ``name`` from ``node``; a missing one is no error."""
+        self._snippet_call(
+            node,
+            f"removing cloud-init snippet {name}",
+            lambda target: proxmox().pool.delete_snippet(target, name, timeout=SNIPPET_TIMEOUT),
+        )
 
     def resources(self, kind: str | None = None) -> list[dict[str, Any]]:
         """The zone's ``/cluster/resources`` now (not the request's memo: callers need it fresh)."""

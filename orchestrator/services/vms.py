@@ -10,6 +10,12 @@ one; the quota is checked against the VDC's live usage; placement picks the host
 from the image's template and tagged, so that it is visible (and counted) before the lock is
 released. Then, outside the lock, it is configured (profile, cloud-init), its disk grown, and started.
 Whatever fails after the clone removes the VM again, so that nothing half-made is left behind.
+
+A tenant's own cloud-init data (``user_data``) reaches the VM as cloud-init *vendor* data: Proxmox reads
+custom cloud-init only from a snippet file on the node, so the node's agent writes it as
+``fp-<vdc>-<vmid>-vendor.yaml`` and the VM's ``cicustom`` names it. Proxmox keeps generating the user
+data (user, SSH keys, network), and cloud-init merges the tenant's cloud-config in. The snippet goes
+with the VM: a failed create and a delete remove it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from django.conf import settings
 
 from agentclient import AgentDeadlineExceeded, AgentError, AgentUnavailable, ProxmoxUnreachable
 from agentclient.errors import ImageRefused
+from agentclient.snippets import check_snippet_name
 from agentclient.templates import TemplateRef
 from orchestrator.errors import (
     Conflict,
@@ -88,6 +95,17 @@ VMID_ATTEMPTS = 8
 MAX_SSH_KEYS = 32
 MAX_SSH_KEY_LENGTH = 16 * 1024
 MAX_USER_DATA_BYTES = 64 * 1024
+# How user data must begin for cloud-init to use it (as vendor data): cloud-config, a script, an
+# include list, a boothook, a part handler, a Jinja template or a MIME multipart archive.
+USER_DATA_HEADERS = (
+    "#cloud-config",
+    "#!",
+    "#include",
+    "#cloud-boothook",
+    "#part-handler",
+    "## template: jinja",
+    "Content-Type: multipart/",
+)
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 # What Proxmox accepts as a VM name, and what makes a good hostname: one lowercase DNS label.
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
@@ -328,6 +346,7 @@ def parse_ssh_keys(keys: Sequence[str]) -> list[str]:
 
 
 def validate_user_data(user_data: str | None) -> str | None:
+    """The tenant's cloud-init data if cloud-init can use it (None when none is given)."""
     if user_data is None or user_data == "":
         return None
     size = len(user_data.encode("utf-8", "surrogatepass"))
@@ -337,13 +356,17 @@ def validate_user_data(user_data: str | None) -> str | None:
         )
     if "\x00" in user_data:
         raise ValidationFailed("user_data", "user data must be text, without NUL characters")
-    # Proxmox takes custom cloud-init user data only as a snippet file on a storage of the host
-    # (cicustom), and neither its API nor the agent can write one yet: refuse rather than ignore it.
-    raise ValidationFailed(
-        "user_data",
-        "custom cloud-init user data is not supported yet: Proxmox reads it from a snippet file on the "
-        "host, which flex.plane cannot write; the VM gets its user, SSH keys and network from cloud-init",
-    )
+    try:
+        user_data.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationFailed("user_data", "user data must be valid UTF-8 text") from None
+    if not user_data.lstrip("\ufeff").startswith(USER_DATA_HEADERS):
+        raise ValidationFailed(
+            "user_data",
+            "cloud-init would ignore this user data: begin it with #cloud-config (or #!, #include, "
+            "#cloud-boothook, #part-handler, ## template: jinja, or a MIME multipart header)",
+        )
+    return user_data
 
 
 def validate_idempotency_key(key: str | None) -> str | None:
@@ -398,6 +421,7 @@ class _Plan:
     storage: str
     disk_gb: int
     ssh_keys: list[str]
+    user_data: str | None
     idempotency_key: str | None
     requested_by: str
 
@@ -522,7 +546,7 @@ def _plan(ctx: Context, spec: CreateVm) -> _Plan:
             f"{storage_profile.max_gb} GiB, not {disk_gb}",
         )
     ssh_keys = parse_ssh_keys(spec.ssh_keys)
-    validate_user_data(spec.user_data)
+    user_data = validate_user_data(spec.user_data)
     key = validate_idempotency_key(spec.idempotency_key)
     principal = ctx.principal
     return _Plan(
@@ -535,6 +559,7 @@ def _plan(ctx: Context, spec: CreateVm) -> _Plan:
         storage=storage,
         disk_gb=disk_gb,
         ssh_keys=ssh_keys,
+        user_data=user_data,
         idempotency_key=key,
         requested_by=f"{principal.name or principal.subject} ({principal.email or principal.subject})",
     )
@@ -712,7 +737,7 @@ def _free_ide(zone: str, config: Mapping[str, Any]) -> str:
     raise UpstreamFailure(zone, "the VM has no free IDE slot for its cloud-init drive")
 
 
-def _configure(api: ZoneApi, plan: _Plan, node: str, vmid: int) -> tuple[str, int]:
+def _configure(api: ZoneApi, plan: _Plan, node: str, vmid: int, cicustom: str | None) -> tuple[str, int]:
     """Profile, cloud-init and I/O limits in one config write; answers the boot disk and its size."""
     base = f"/nodes/{node}/qemu/{vmid}"
     config = api.read(f"{base}/config", node=node) or {}
@@ -729,6 +754,8 @@ def _configure(api: ZoneApi, plan: _Plan, node: str, vmid: int) -> tuple[str, in
     if plan.ssh_keys:
         # Proxmox wants the keys URL-encoded (its 'urlencoded' format), spaces as %20.
         params["sshkeys"] = urllib.parse.quote("\n".join(plan.ssh_keys) + "\n", safe="")
+    if cicustom:
+        params["cicustom"] = cicustom
     if not _cloud_init_drive(config):
         params[_free_ide(api.zone, config)] = f"{plan.storage}:cloudinit"
     limits = plan.storage_profile.disk_limits()
@@ -791,6 +818,34 @@ def _discard(api: ZoneApi, plan: _Plan, vmid: int, error: FlexPlaneError, *, tag
         note = f"the half-made VM {api.zone}/{vmid} could not be removed ({cleanup.message}): {where}"
     error.message = f"{error.message}; {note}"
     error.args = (error.message,)
+
+
+def vendor_snippet_name(vdc: str, vmid: int) -> str:
+    """The cloud-init snippet holding a VM's vendor data (its tenant's user data), on the VM's node."""
+    return f"fp-{vdc}-{vmid}-vendor.yaml"
+
+
+def _write_vendor_data(api: ZoneApi, plan: _Plan, node: str, vmid: int) -> str | None:
+    """Write the plan's user data as the VM's vendor-data snippet; the VM's ``cicustom`` (None without)."""
+    if plan.user_data is None:
+        return None
+    volume = api.write_snippet(node, vendor_snippet_name(plan.vdc.id, vmid), plan.user_data.encode("utf-8"))
+    return f"vendor={volume}"
+
+
+def _remove_vendor_data(api: ZoneApi, vdc: str, node: str, vmid: int) -> str | None:
+    """Remove a VM's vendor-data snippet (there may be none); a problem to report, or None."""
+    name = vendor_snippet_name(vdc, vmid)
+    try:
+        check_snippet_name(name)
+    except ValueError:
+        return None  # a VDC id no snippet could have been written for
+    try:
+        api.delete_snippet(node, name)
+    except FlexPlaneError as exc:
+        logger.warning("snippet %s on %s/%s not removed: %s", name, api.zone, node, exc.message)
+        return f"its cloud-init snippet {name} on host {node} could not be removed ({exc.message})"
+    return None
 
 
 def _remove_leftovers(ctx: Context, now: Mapping[str, Iterable[Mapping[str, Any]]], vdc: Vdc) -> None:
@@ -862,7 +917,8 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
             raise
 
     try:
-        disk, size = _configure(api, plan, node, vmid)
+        cicustom = _write_vendor_data(api, plan, node, vmid)
+        disk, size = _configure(api, plan, node, vmid, cicustom)
         _grow(api, plan.vdc.id, node, vmid, disk, size, plan.disk_gb)
         vm = VirtualMachine.from_resource(
             api.zone, {"vmid": vmid, "name": plan.name, "node": node, "status": "stopped", "tags": plan.tags}
@@ -870,6 +926,10 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
         task = _power(api, vm, "start", f"starting VM {plan.name}", TASK_TIMEOUT)
     except FlexPlaneError as exc:
         _discard(api, plan, vmid, exc, tagged=True)
+        # Also when the write itself failed: one that timed out may have written the file.
+        if plan.user_data is not None and (problem := _remove_vendor_data(api, plan.vdc.id, node, vmid)):
+            exc.message = f"{exc.message}; {problem}"
+            exc.args = (exc.message,)
         raise
     return Created(_reread(api, vm), task, placement, created=True)
 
@@ -930,9 +990,12 @@ def reboot_vm(ctx: Context, ident: str) -> Outcome:
 
 
 def delete_vm(ctx: Context, ident: str) -> Outcome:
-    """Stop the VM and destroy it with its disks; it leaves its VDC's pool. ``vm`` is its last state."""
+    """Stop the VM and destroy it with its disks and its cloud-init snippet; it leaves its VDC's pool.
+    ``vm`` is its last state."""
     api, vm = _locate(ctx, ident)
     task = _destroy(api, vm)
+    if not task.running:  # while the destroy may still fail, the VM keeps its cloud-init data
+        _remove_vendor_data(api, vm.vdc, vm.host, vm.vmid)
     vm.status = "deleted"
     return Outcome(vm, task)
 

@@ -309,9 +309,7 @@ def test_alice_runs_a_vm_through_its_whole_life(
     assert config["ipconfig0"] == "ip=dhcp"
     assert urllib.parse.unquote(config["sshkeys"]).strip() == SSH_KEY
     assert config["description"].startswith("Managed by flex.plane: a VM of VDC demo.")
-    assert {"disk": "scsi0", "size": "16G"} in [
-        {k: body[k] for k in ("disk", "size")} for body in requests_to(world, zone, "PUT", f"/{vmid}/resize")
-    ]
+    assert "size=16G" in config["scsi0"].split(",")
 
     # Stop.
     stopped = ok(act(api, "alice", "stopVirtualMachine", vm["id"]))
@@ -334,9 +332,7 @@ def test_alice_runs_a_vm_through_its_whole_life(
     assert (str(config["cores"]), str(config["memory"])) == ("2", "4096")
     assert "fp-cp-medium" in config["tags"].split(";")
     assert "fp-cp-small" not in config["tags"].split(";")
-    assert {"disk": "scsi0", "size": "24G"} in [
-        {k: body[k] for k in ("disk", "size")} for body in requests_to(world, zone, "PUT", f"/{vmid}/resize")
-    ]
+    assert "size=24G" in config["scsi0"].split(",")
 
     # Start again.
     started = ok(act(api, "alice", "startVirtualMachine", vm["id"]))
@@ -352,6 +348,59 @@ def test_alice_runs_a_vm_through_its_whole_life(
     assert int(vmid) not in pool_members(world, zone, "fp-demo")
     answer = api(GET, user="alice", vdc="demo", variables={"id": vm["id"]})
     assert answer.codes == ["NOT_FOUND"]
+
+
+USER_DATA = "#cloud-config\npackages: [nginx]\nruncmd:\n  - [touch, /etc/flexplane-was-here]\n"
+
+
+def snippets_of(world: World, zone: str, node: str) -> dict[str, str]:
+    """The snippet files in the snippets folder of a node's agent, by name."""
+    folder = world.agents[(zone, node)].config_path.parent / "snippets"
+    return {path.name: path.read_text() for path in folder.glob("*")} if folder.is_dir() else {}
+
+
+def test_alices_user_data_reaches_the_vm_as_vendor_data_and_goes_with_it(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    created = ok(create(api, "alice", "demo", name=vm_name("init"), userData=USER_DATA, sshKeys=[SSH_KEY]))
+    vm = created["virtualMachine"]
+    zone, vmid = vm["id"].split("/")
+    snippet = f"fp-demo-{vmid}-vendor.yaml"
+
+    config = present(world, vm["id"])["config"]
+    assert config["cicustom"] == f"vendor=local:snippets/{snippet}"
+    assert config["ciuser"] == "debian"  # Proxmox still makes the user data: user, keys, network
+    assert urllib.parse.unquote(config["sshkeys"]).strip() == SSH_KEY
+    assert snippets_of(world, zone, vm["host"]).get(snippet) == USER_DATA
+    assert present(world, vm["id"])["status"] == "running"
+
+    ok(act(api, "alice", "deleteVirtualMachine", vm["id"]))
+    assert fake_vm(world, vm["id"]) is None
+    assert snippet not in snippets_of(world, zone, vm["host"])
+
+
+def test_a_vm_without_user_data_has_no_cicustom(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    vm = ok(create(api, "alice", "demo", name=vm_name("plain")))["virtualMachine"]
+    zone, vmid = vm["id"].split("/")
+    assert "cicustom" not in present(world, vm["id"])["config"]
+    assert f"fp-demo-{vmid}-vendor.yaml" not in snippets_of(world, zone, vm["host"])
+
+
+def test_a_create_that_fails_after_writing_the_snippet_removes_it(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    fake = world.fakes["zone-a"].pve
+    world.fakes.on_loop(lambda: fake.fail("POST", "/status/start", times=1, error="qemu_exited_code"))
+    result = create(api, "alice", "demo", name=vm_name("boom"), userData=USER_DATA)
+    assert result["virtualMachine"] is None
+    assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
+    assert "was removed" in result["errors"][0]["message"]
+    vmid = int(requests_to(world, "zone-a", "POST", "/clone")[-1]["newid"])
+    assert fake_vm(world, f"zone-a/{vmid}") is None
+    for zone, node in world.agents:
+        assert f"fp-demo-{vmid}-vendor.yaml" not in snippets_of(world, zone, node)
 
 
 def test_the_vm_lists_what_it_was_made_from(
@@ -437,15 +486,6 @@ def test_a_running_vm_is_shut_down_gracefully_and_rebooted(
 def test_disks_grow_but_never_shrink(api: GraphQL, world: World, vm_name: Callable[[str], str]) -> None:
     vm = ok(create(api, "alice", "demo", name=vm_name("disk"), diskGb=20))["virtualMachine"]
     zone, vmid = vm["id"].split("/")
-    # The fake does not model a disk resize (it answers a task and stores nothing): give the disk its size.
-    pve = world.fakes[zone].pve
-
-    def grow_in_fake() -> None:
-        guest = next(v for v in pve.vms if v.vmid == int(vmid))
-        volume = guest.config["scsi0"].split(",")[0]
-        guest.config["scsi0"] = f"{volume},size=20G"
-
-    world.fakes.on_loop(grow_in_fake)
     shrink = payload(
         api(RESIZE, user="alice", variables={"input": {"id": vm["id"], "diskGb": 10}}), "resizeVirtualMachine"
     )
@@ -456,6 +496,7 @@ def test_disks_grow_but_never_shrink(api: GraphQL, world: World, vm_name: Callab
             "message": "disks only grow: this one has 20 GiB, it cannot shrink to 10",
         }
     ]
+    assert "size=20G" in present(world, vm["id"])["config"]["scsi0"].split(",")
     assert requests_to(world, zone, "PUT", f"/{vmid}/resize")[-1]["size"] == "20G"  # no other resize was sent
 
 
@@ -614,7 +655,7 @@ SHORT_RSA = (
         ({"sshKeys": [SSH_KEY.replace("ssh-ed25519", "ssh-rsa", 1)]}, "sshKeys", "of type 'ssh-ed25519'"),
         ({"sshKeys": [SSH_KEY + "\nssh-ed25519 AAAA"]}, "sshKeys", "one key per entry"),
         ({"userData": "#cloud-config\n" + "x" * 70000}, "userData", "at most 65536 bytes"),
-        ({"userData": "#cloud-config\npackages: [nginx]\n"}, "userData", "not supported yet"),
+        ({"userData": "packages: [nginx]\n"}, "userData", "cloud-init would ignore this user data"),
         ({"idempotencyKey": "k" * 300}, "idempotencyKey", "1 to 255 printable characters"),
     ],
 )

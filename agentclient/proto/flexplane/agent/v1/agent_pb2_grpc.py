@@ -267,3 +267,139 @@ class Images:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class SnippetsStub:
+    """Cloud-init snippets: small files on the node's own snippets storage, which
+    a VM's cicustom option names (e.g. "vendor=local:snippets/<name>").
+
+    A name is "fp-" then lowercase letters, digits and hyphens, then ".yaml"
+    (at most 128 characters); anything else is refused, so no name leaves the
+    snippets folder. Content is at most 64 KiB.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.WriteSnippet = channel.unary_unary(
+                '/flexplane.agent.v1.Snippets/WriteSnippet',
+                request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.WriteSnippetRequest.SerializeToString,
+                response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.WriteSnippetResponse.FromString,
+                _registered_method=True)
+        self.DeleteSnippet = channel.unary_unary(
+                '/flexplane.agent.v1.Snippets/DeleteSnippet',
+                request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.DeleteSnippetRequest.SerializeToString,
+                response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.DeleteSnippetResponse.FromString,
+                _registered_method=True)
+
+
+class SnippetsServicer:
+    """Cloud-init snippets: small files on the node's own snippets storage, which
+    a VM's cicustom option names (e.g. "vendor=local:snippets/<name>").
+
+    A name is "fp-" then lowercase letters, digits and hyphens, then ".yaml"
+    (at most 128 characters); anything else is refused, so no name leaves the
+    snippets folder. Content is at most 64 KiB.
+    """
+
+    def WriteSnippet(self, request, context):
+        """Write (or replace) the snippet atomically, readable by root's group
+        only; answers its Proxmox volume id "<storage>:snippets/<name>".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSnippet(self, request, context):
+        """Remove the snippet; a snippet that does not exist is no error.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_SnippetsServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'WriteSnippet': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteSnippet,
+                    request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.WriteSnippetRequest.FromString,
+                    response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.WriteSnippetResponse.SerializeToString,
+            ),
+            'DeleteSnippet': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSnippet,
+                    request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.DeleteSnippetRequest.FromString,
+                    response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.DeleteSnippetResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'flexplane.agent.v1.Snippets', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('flexplane.agent.v1.Snippets', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Snippets:
+    """Cloud-init snippets: small files on the node's own snippets storage, which
+    a VM's cicustom option names (e.g. "vendor=local:snippets/<name>").
+
+    A name is "fp-" then lowercase letters, digits and hyphens, then ".yaml"
+    (at most 128 characters); anything else is refused, so no name leaves the
+    snippets folder. Content is at most 64 KiB.
+    """
+
+    @staticmethod
+    def WriteSnippet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexplane.agent.v1.Snippets/WriteSnippet',
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.WriteSnippetRequest.SerializeToString,
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.WriteSnippetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSnippet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexplane.agent.v1.Snippets/DeleteSnippet',
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.DeleteSnippetRequest.SerializeToString,
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.DeleteSnippetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
