@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
-from test_vm_lifecycle import act, create, ok, vm_names
 
 from devstack.world import World
 from orchestrator.models.tasks import STOPPED, Task, Upid, progress_of
 from tests.support import GraphQL
+from tests.vmkit import act, create, ok, vm_names
 
 TASK = """query($id: ID!) { task(id: $id) {
   id zone node type virtualMachineId status progress result startedAt endedAt log } }"""

@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from test_vm_lifecycle import create, fake_vms, named, ok, scratch_vdcs, vm_names
 
 from devstack.world import World
 from tests.support import GraphQL
+from tests.vmkit import create, fake_vms, named, ok, scratch_vdcs, vm_names
 
 
 @pytest.fixture

@@ -10,7 +10,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from test_vm_lifecycle import (
+
+from devstack.world import World
+from tests.support import GraphQL
+from tests.vmkit import (
     LARGE,
     act,
     create,
@@ -26,9 +29,6 @@ from test_vm_lifecycle import (
     vmid_of,
     volumes_of,
 )
-
-from devstack.world import World
-from tests.support import GraphQL
 
 
 @pytest.fixture
