@@ -131,10 +131,12 @@ def _release(source: KubeSource, held: HeldLock) -> None:
         if held.lost:
             return
         try:
-            current = source.get_lease(held.name)
-            if current is None or current.holder != held.holder:
-                return
-            source.write_lease(replace(current, holder=None, renew_time=_now()), current.resource_version)
+            # Our lease as we last wrote it: a Conflict means it is no longer ours to release.
+            source.write_lease(
+                replace(held.lease, holder=None, renew_time=_now()), held.lease.resource_version
+            )
+        except Conflict:
+            logger.info("lock %s: taken over before release", held.name)
         except FlexPlaneError as exc:
             logger.warning("lock %s: not released (it expires in %gs): %s", held.name, held.ttl, exc.message)
 
