@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import ssl
 import statistics
 import sys
@@ -30,18 +29,12 @@ import aiohttp
 import requests
 
 from devstack.fakezones import TOKEN_ID
+from devstack.net import free_port
 from devstack.world import World, WorldConfig
 
 ZONES = ("zone-1", "zone-2", "zone-3", "zone-4")
 NODES = 4
 QUERY = "{ virtualMachines(first: 100) { edges { node { id name status zone host vdc cores memoryMb } } } }"
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def percentile(samples: list[float], q: float) -> float:

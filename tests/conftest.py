@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from devstack.net import free_port
 from devstack.world import World, WorldConfig
 from tests.support import GraphQL
 
@@ -17,13 +17,6 @@ TEST_SUBNET = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
 
 # Short deadlines, so that the fault tests see a slow zone given up on quickly.
 DEADLINES = (("AGENT_TIMEOUT", "1.0"), ("ZONE_DEADLINE", "2.5"))
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from devstack.identity.keys import write_private_file
+from devstack.net import free_port
 
 READY_PREFIX = "identity listening on "
 PORTAL_CLIENT_SECRET_ENV = "FLEXPLANE_IDENTITY_PORTAL_CLIENT_SECRET"
@@ -72,7 +72,7 @@ class IdentityProvider:
         """
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         if port == 0:
-            port = _free_port(host)
+            port = free_port(host)
         issuer = f"http://{_url_host(host)}:{port}/o"
         if not isinstance(users, Path):
             users_path = data_dir / "users.json"
@@ -182,15 +182,6 @@ class IdentityProvider:
                     f"its output ({self.log_path}):\n{self.output()}"
                 )
             time.sleep(0.05)
-
-
-def _free_port(host: str) -> int:
-    # The issuer names its port, so the port must be known before the server binds it.
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.bind((host.strip("[]"), 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _url_host(host: str) -> str:

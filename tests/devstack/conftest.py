@@ -2,52 +2,25 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from devstack import seed
 from devstack.identity.process import IdentityProvider
+from devstack.net import free_port
 
 IDENTITY_HOST = "127.0.201.2"
 PORTAL_REDIRECT_URI = "http://localhost:8765/oidc/callback/"
 PORTAL_POST_LOGOUT_REDIRECT_URI = "http://localhost:8765/signed-out/"
 PORTAL_CLIENT_SECRET = "portal-secret-for-tests"
 
-USERS: list[dict[str, Any]] = [
-    {
-        "username": "admin",
-        "password": "admin",
-        "name": "Ada Admin",
-        "email": "admin@example.com",
-        "roles": ["ADMIN"],
-    },
-    {
-        "username": "alice",
-        "password": "alice",
-        "name": "Alice Example",
-        "email": "alice@example.com",
-        "roles": ["USER", "vdc:demo"],
-    },
-    {
-        "username": "bob",
-        "password": "bob",
-        "name": "Bob Example",
-        "email": "bob@example.com",
-        "roles": ["USER", "vdc:other"],
-    },
-]
+# The devstack's own users: the identity provider is tested with what it serves in make dev.
+USERS: list[dict[str, Any]] = seed.USERS
 
 StartIdentity = Callable[..., IdentityProvider]
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from devstack.net import free_port
 from devstack.world import World, WorldConfig
-from tests.conftest import DEADLINES, free_port
+from tests.conftest import DEADLINES
 from tests.support import GraphQL
 
 
