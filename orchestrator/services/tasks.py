@@ -5,15 +5,15 @@ acts on, signed with the deployment's secret key: a caller can read a task only 
 VDC, and nobody can forge an id for another VDC's task. The signature holds no state: any replica
 checks it, and a task of a VM that was since deleted stays readable by its VDC.
 
-``ZoneApi`` is how services speak to one zone's Proxmox: reads with failover across the zone's agents,
-writes sent once through the VM's own node first, cloud-init snippets written on a node through its
-own agent, and Proxmox's failures turned into domain errors that carry Proxmox's own message.
+``ZoneApi`` is how services speak to one zone's Proxmox: the source's ``ProxmoxZone`` (guests, config,
+power, disks, tasks in domain terms, Proxmox's failures as domain errors), found from the catalog, plus
+following tasks to their end and cloud-init snippets written on a node through its own agent.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -31,17 +31,13 @@ from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure
 from orchestrator.models.tasks import Task, Upid
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
-from orchestrator.sources.proxmox import ZoneTargets, proxmox
+from orchestrator.sources.proxmox import ProxmoxZone, is_lock_message, proxmox
 
 T = TypeVar("T")
 
 _SALT = "flexplane.orchestrator.task"
 # The most log lines a task answer carries (Proxmox sends 50 unless asked for more).
 LOG_LIMIT = 1000
-# Proxmox's statuses for "the node is not reachable from the node that answered" (pveproxy).
-_NODE_UNREACHABLE = frozenset({595, 596})
-# How Proxmox words a guest's config lock held by something else.
-_LOCKED = ("can't lock file", "VM is locked", "is locked (")
 # Writing or removing a snippet is one small file on the node.
 SNIPPET_TIMEOUT = 15.0
 _POLL_FIRST = 0.05
@@ -49,31 +45,6 @@ _POLL_MAX = 1.0
 
 
 # --------------------------------------------------------------------------- errors
-
-
-def is_lock_message(message: str) -> bool:
-    return any(marker in message for marker in _LOCKED)
-
-
-def _with_field_errors(message: str, errors: Mapping[str, str]) -> str:
-    text = message.strip().rstrip(".")
-    if errors:
-        text += " (" + "; ".join(f"{name}: {error}" for name, error in sorted(errors.items())) + ")"
-    return text
-
-
-def translate(zone: str, node: str | None, exc: UpstreamFailure) -> Exception:
-    """Proxmox's refusal in domain terms: an unreachable node is Unavailable, a held lock a Conflict."""
-    message = _with_field_errors(exc.message, exc.errors)
-    if exc.status in _NODE_UNREACHABLE:
-        where = f"{zone}/{node}" if node else zone
-        host = f"host {node} of zone {zone}" if node else f"a host of zone {zone}"
-        return Unavailable(where, f"{host} is unreachable: {message}")
-    if is_lock_message(message):
-        return Conflict(f"the VM is locked by another operation: {message}")
-    prefix = f"Proxmox in zone {zone}: "
-    text = message if message.startswith(prefix) else prefix + message
-    return UpstreamFailure(zone, text, status=exc.status, errors=exc.errors)
 
 
 class TaskFailed(UpstreamFailure):
@@ -128,58 +99,14 @@ def decode_task_id(value: str) -> tuple[str, Upid, str]:
 # --------------------------------------------------------------------------- one zone
 
 
-class ZoneApi:
-    """One zone's Proxmox, through its agents."""
+class ZoneApi(ProxmoxZone):
+    """One zone's Proxmox as the services use it: the source's zone client, plus tasks and snippets."""
 
     def __init__(self, ctx: Context, zone: str) -> None:
         targets = {z.zone: z for z in catalog.zone_targets(ctx)}
         if zone not in targets:
             raise NotFound("zone", zone)
-        self.zone = zone
-        self.targets = targets[zone]
-
-    def _node_first(self, node: str | None) -> ZoneTargets:
-        """The zone's agents, the one on ``node`` first: a write for a VM goes to its own host."""
-        if node is None:
-            return self.targets
-        identity = host_identity(self.zone, node)
-        own = [t for t in self.targets.targets if t.identity == identity]
-        others = [t for t in self.targets.targets if t not in own]
-        return ZoneTargets(self.zone, tuple(own + others))
-
-    def read(self, path: str, params: dict[str, str] | None = None, *, node: str | None = None) -> Any:
-        """A read, failed over across the zone's agents until the zone deadline."""
-        try:
-            return proxmox().zone_call(self._node_first(node), "GET", path, params)
-        except UpstreamFailure as exc:
-            raise translate(self.zone, node, exc) from exc
-
-    def read_once(self, node: str, path: str, params: dict[str, str] | None = None) -> Any:
-        """A read through the node's own agent, not failed over: for answers only that node has (a
-        guest agent's), where another node's 500 would be the same refusal."""
-        targets = self._node_first(node).targets
-        if not targets:
-            raise Unavailable(self.zone, f"zone {self.zone} has no hosts")
-        target = targets[0]
-        try:
-            return proxmox().host_call(self.zone, target, "GET", path, params)
-        except UpstreamFailure as exc:
-            raise translate(self.zone, node, exc) from exc
-
-    def write(
-        self,
-        node: str | None,
-        method: str,
-        path: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Any:
-        """A write, sent once (to another agent only when it surely did not reach Proxmox)."""
-        try:
-            return proxmox().zone_write(self._node_first(node), method, path, params, timeout=timeout)
-        except UpstreamFailure as exc:
-            raise translate(self.zone, node, exc) from exc
+        super().__init__(proxmox(), targets[zone])
 
     # ----------------------------------------------------------- snippets
 
@@ -217,28 +144,19 @@ class ZoneApi:
             lambda target: proxmox().pool.delete_snippet(target, name, timeout=SNIPPET_TIMEOUT),
         )
 
-    def resources(self, kind: str | None = None) -> list[dict[str, Any]]:
-        """The zone's ``/cluster/resources`` now (not the request's memo: callers need it fresh)."""
-        data = self.read("/cluster/resources", {"type": kind} if kind else None)
-        return [item for item in data or [] if isinstance(item, dict)]
-
     # -------------------------------------------------------------- tasks
 
-    def task_status(self, upid: Upid) -> dict[str, Any]:
+    def status_of(self, upid: Upid) -> dict[str, Any]:
         try:
-            data = self.read(f"/nodes/{upid.node}/tasks/{upid.raw}/status", node=upid.node)
+            data = self.task_status(upid.node, upid.raw)
         except UpstreamFailure as exc:
             if "unable to parse worker upid" in exc.message or "no such task" in exc.message:
                 raise NotFound("task", upid.raw) from exc
             raise
         return data if isinstance(data, dict) else {}
 
-    def task_log(self, upid: Upid) -> list[str]:
-        data = self.read(
-            f"/nodes/{upid.node}/tasks/{upid.raw}/log",
-            {"start": "0", "limit": str(LOG_LIMIT)},
-            node=upid.node,
-        )
+    def log_of(self, upid: Upid) -> list[str]:
+        data = self.task_log(upid.node, upid.raw, LOG_LIMIT)
         return [str(line.get("t", "")) for line in data or [] if isinstance(line, dict)]
 
     def task_ended_at(self, upid: Upid) -> datetime | None:
@@ -247,7 +165,7 @@ class ZoneApi:
         if upid.vmid is not None:
             params["vmid"] = str(upid.vmid)
         try:
-            listing = self.read(f"/nodes/{upid.node}/tasks", params, node=upid.node)
+            listing = self.tasks(upid.node, params)
         except (UpstreamFailure, Unavailable):
             return None  # the end time is a detail: the task itself was read
         for entry in listing or []:
@@ -256,8 +174,8 @@ class ZoneApi:
         return None
 
     def task(self, task_id: str, upid: Upid, *, log: bool = False) -> Task:
-        status = self.task_status(upid)
-        task = Task.from_status(task_id, self.zone, upid, status, self.task_log(upid) if log else None)
+        status = self.status_of(upid)
+        task = Task.from_status(task_id, self.zone, upid, status, self.log_of(upid) if log else None)
         if task.status == "stopped" and task.ended_at is None and log:
             task.ended_at = self.task_ended_at(upid)
         return task
@@ -267,7 +185,7 @@ class ZoneApi:
         deadline = time.monotonic() + timeout
         delay = _POLL_FIRST
         while True:
-            task = Task.from_status(task_id, self.zone, upid, self.task_status(upid))
+            task = Task.from_status(task_id, self.zone, upid, self.status_of(upid))
             if not task.running or time.monotonic() + delay > deadline:
                 return task
             time.sleep(delay)
@@ -317,7 +235,7 @@ def task_log(ctx: Context, task: Task) -> list[str]:
         return []
 
     def read() -> list[str]:
-        return ZoneApi(ctx, task.zone).task_log(upid)
+        return ZoneApi(ctx, task.zone).log_of(upid)
 
     lines: list[str] = ctx.memoize(("task-log", task.id, task.status), read)
     task.with_log(lines)

@@ -32,7 +32,7 @@ from orchestrator.models.vms import parse_tags, vdc_of
 from orchestrator.services import access, catalog, inventory, locks
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import kube
-from orchestrator.sources.proxmox import ZoneTargets, proxmox
+from orchestrator.sources.proxmox import ProxmoxZone, ZoneTargets, proxmox
 
 logger = logging.getLogger(__name__)
 
@@ -254,9 +254,7 @@ def _targets(ctx: Context) -> dict[str, ZoneTargets]:
 def _create_pool(target: ZoneTargets, vdc: Vdc) -> bool:
     """Create the VDC's pool in a zone; False when it was there already (that is fine)."""
     try:
-        proxmox().zone_write(
-            target, "POST", "/pools", {"poolid": vdc.pool, "comment": f"flex.plane VDC {vdc.id}"}
-        )
+        ProxmoxZone(proxmox(), target).create_pool(vdc.pool, f"flex.plane VDC {vdc.id}")
     except UpstreamFailure as exc:
         if "already exists" in exc.message:
             return False
@@ -267,7 +265,7 @@ def _create_pool(target: ZoneTargets, vdc: Vdc) -> bool:
 def _delete_pool(target: ZoneTargets, pool: str) -> None:
     """Delete a pool from a zone; one that is not there is fine."""
     try:
-        proxmox().zone_write(target, "DELETE", f"/pools/{pool}")
+        ProxmoxZone(proxmox(), target).delete_pool(pool)
     except UpstreamFailure as exc:
         if "does not exist" not in exc.message:
             raise

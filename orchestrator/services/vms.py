@@ -249,7 +249,7 @@ def _guest_addresses(api: ZoneApi, vm: VirtualMachine) -> VirtualMachine:
     if not vm.running:
         return vm
     try:
-        answer = api.read_once(vm.host, f"/nodes/{vm.host}/qemu/{vm.vmid}/agent/network-get-interfaces")
+        answer = api.guest_interfaces(vm.host, vm.vmid)
     except (UpstreamFailure, Unavailable, Conflict) as exc:
         # No guest agent, or it does not answer: the addresses are unknown, the VM itself is not.
         logger.debug("no addresses for %s: %s", vm.id, exc.message)
@@ -655,14 +655,9 @@ def _clone(api: ZoneApi, plan: _Plan, template: TemplateRef, node: str) -> tuple
     if template.node != node:
         params["target"] = node
     for attempt in range(VMID_ATTEMPTS):
-        vmid = int(api.read("/cluster/nextid"))
+        vmid = api.next_vmid()
         try:
-            answer = api.write(
-                template.node,
-                "POST",
-                f"/nodes/{template.node}/qemu/{template.vmid}/clone",
-                {**params, "newid": vmid, "full": False},
-            )
+            answer = api.clone(template.node, template.vmid, vmid, {**params, "full": False})
         except UpstreamFailure as exc:
             # Another create took the id between nextid and clone: nothing was made, ask again.
             if "already exists" in exc.message and attempt + 1 < VMID_ATTEMPTS:
@@ -739,8 +734,7 @@ def _free_ide(zone: str, config: Mapping[str, Any]) -> str:
 
 def _configure(api: ZoneApi, plan: _Plan, node: str, vmid: int, cicustom: str | None) -> tuple[str, int]:
     """Profile, cloud-init and I/O limits in one config write; answers the boot disk and its size."""
-    base = f"/nodes/{node}/qemu/{vmid}"
-    config = api.read(f"{base}/config", node=node) or {}
+    config = api.config(node, vmid)
     disk, drive = _boot_disk(api.zone, config)
     params: dict[str, Any] = {
         "cores": plan.compute.vcpus,
@@ -761,7 +755,7 @@ def _configure(api: ZoneApi, plan: _Plan, node: str, vmid: int, cicustom: str | 
     limits = plan.storage_profile.disk_limits()
     if limits:
         params[disk] = _with_limits(drive, limits)
-    api.write(node, "PUT", f"{base}/config", params)
+    api.set_config(node, vmid, params)
     return disk, _drive_size(drive)
 
 
@@ -771,16 +765,14 @@ def _grow(
     """Grow the disk to ``want_gb`` GiB (Proxmox never shrinks one); nothing to do when it is that big."""
     if size_bytes >= want_gb * GIB:
         return None
-    answer = api.write(
-        node, "PUT", f"/nodes/{node}/qemu/{vmid}/resize", {"disk": disk, "size": f"{want_gb}G"}
-    )
+    answer = api.resize_disk(node, vmid, disk, f"{want_gb}G")
     if answer is None:  # Proxmox releases before 8 resize synchronously
         return None
     return api.run(answer, vdc, f"growing the disk of VM {vmid} to {want_gb} GiB", TASK_TIMEOUT)
 
 
 def _power(api: ZoneApi, vm: VirtualMachine, action: str, doing: str, wait: float, **params: Any) -> Task:
-    answer = api.write(vm.host, "POST", f"/nodes/{vm.host}/qemu/{vm.vmid}/status/{action}", params or None)
+    answer = api.power(vm.host, vm.vmid, action, params or None)
     return api.run(answer, vm.vdc, doing, wait)
 
 
@@ -788,12 +780,7 @@ def _destroy(api: ZoneApi, vm: VirtualMachine) -> Task:
     """Stop (if need be) and destroy the VM with its disks; it leaves its pool and nothing remains."""
     if vm.status != "stopped":
         _power(api, vm, "stop", f"stopping VM {vm.name}", TASK_TIMEOUT)
-    answer = api.write(
-        vm.host,
-        "DELETE",
-        f"/nodes/{vm.host}/qemu/{vm.vmid}",
-        {"purge": True, "destroy-unreferenced-disks": True},
-    )
+    answer = api.destroy(vm.host, vm.vmid)
     return api.run(answer, vm.vdc, f"deleting VM {vm.name}", TASK_TIMEOUT)
 
 
@@ -870,7 +857,7 @@ def _remove_leftovers(ctx: Context, now: Mapping[str, Iterable[Mapping[str, Any]
             vm = VirtualMachine.from_resource(zone, item)
             try:
                 api = ZoneApi(ctx, zone)
-                config = api.read(f"/nodes/{vm.host}/qemu/{vm.vmid}/config", node=vm.host) or {}
+                config = api.config(vm.host, vm.vmid)
                 if str(config.get("description") or "").startswith(_marker(vdc)):
                     _destroy(api, vm)
                     logger.info("removed %s, left over by a failed create in VDC %s", vm.id, vdc.id)
@@ -911,7 +898,7 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
         vmid, _clone_task = _clone(api, plan, template, node)
         try:
             # Tagged before the lock is released: from now on the VM is found, counted and listed.
-            api.write(node, "PUT", f"/nodes/{node}/qemu/{vmid}/config", {"tags": plan.tags})
+            api.set_config(node, vmid, {"tags": plan.tags})
         except FlexPlaneError as exc:
             _discard(api, plan, vmid, exc, tagged=False)
             raise
@@ -1055,15 +1042,13 @@ def resize_vm(
         vdcs.check_quota(ctx, vdc, delta, current=_usage(now, vdc))
         _still_held(held, vdc)
         task: Task | None = None
-        base = f"/nodes/{vm.host}/qemu/{vm.vmid}"
         if compute is not None and change_profile:
             tags = [t for t in vm.tags if not t.startswith(COMPUTE_PROFILE_TAG_PREFIX)]
             if is_tag(COMPUTE_PROFILE_TAG_PREFIX + compute.name):
                 tags.append(COMPUTE_PROFILE_TAG_PREFIX + compute.name)
-            answer = api.write(
+            answer = api.change_config(
                 vm.host,
-                "POST",
-                f"{base}/config",
+                vm.vmid,
                 {
                     "cores": compute.vcpus,
                     "sockets": 1,
@@ -1076,7 +1061,7 @@ def resize_vm(
                 answer, vm.vdc, f"moving VM {vm.name} to compute profile {compute.name}", TASK_TIMEOUT
             )
         if grow_gb is not None:
-            config = api.read(f"{base}/config", node=vm.host) or {}
+            config = api.config(vm.host, vm.vmid)
             disk, drive = _boot_disk(api.zone, config)
             task = _grow(api, vm.vdc, vm.host, vm.vmid, disk, _drive_size(drive), grow_gb) or task
     return Outcome(_reread(api, vm), task)

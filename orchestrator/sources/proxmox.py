@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
@@ -27,8 +27,9 @@ from agentclient import (
     ClientTLS,
     ProxmoxError,
     ProxmoxUnreachable,
+    host_identity,
 )
-from orchestrator.errors import Unavailable, UpstreamFailure
+from orchestrator.errors import Conflict, Unavailable, UpstreamFailure
 
 T = TypeVar("T")
 
@@ -213,3 +214,147 @@ def proxmox() -> ProxmoxSource:
                 deadline=settings.FLEXPLANE_ZONE_DEADLINE,
             )
         return _source
+
+
+# --------------------------------------------------------------------------- one zone, in domain terms
+
+# How Proxmox words a guest's config lock held by something else.
+_LOCKED = ("can't lock file", "VM is locked", "is locked (")
+
+
+def is_lock_message(message: str) -> bool:
+    return any(marker in message for marker in _LOCKED)
+
+
+def _with_field_errors(message: str, errors: Mapping[str, str]) -> str:
+    text = message.strip().rstrip(".")
+    if errors:
+        text += " (" + "; ".join(f"{name}: {error}" for name, error in sorted(errors.items())) + ")"
+    return text
+
+
+def translate(zone: str, node: str | None, exc: UpstreamFailure) -> Exception:
+    """Proxmox's refusal in domain terms: an unreachable node is Unavailable, a held lock a Conflict."""
+    message = _with_field_errors(exc.message, exc.errors)
+    if exc.status in _NODE_UNREACHABLE:
+        where = f"{zone}/{node}" if node else zone
+        host = f"host {node} of zone {zone}" if node else f"a host of zone {zone}"
+        return Unavailable(where, f"{host} is unreachable: {message}")
+    if is_lock_message(message):
+        return Conflict(f"the VM is locked by another operation: {message}")
+    prefix = f"Proxmox in zone {zone}: "
+    text = message if message.startswith(prefix) else prefix + message
+    return UpstreamFailure(zone, text, status=exc.status, errors=exc.errors)
+
+
+class ProxmoxZone:
+    """One zone's Proxmox in the terms flex.plane uses: guests, their config, power, disks, tasks, pools.
+
+    With the agent's allowlist, the only place that spells Proxmox API paths. Reads fail over across
+    the zone's agents; writes go to the guest's own node first and are sent once. Failures are domain
+    errors carrying Proxmox's own message (a held lock is a ``Conflict``, an unreachable node
+    ``Unavailable``).
+    """
+
+    def __init__(self, source: ProxmoxSource, targets: ZoneTargets) -> None:
+        self.source = source
+        self.targets = targets
+        self.zone = targets.zone
+
+    def _node_first(self, node: str | None) -> ZoneTargets:
+        """The zone's agents, the one on ``node`` first: a write for a VM goes to its own host."""
+        if node is None:
+            return self.targets
+        identity = host_identity(self.zone, node)
+        own = [t for t in self.targets.targets if t.identity == identity]
+        others = [t for t in self.targets.targets if t not in own]
+        return ZoneTargets(self.zone, tuple(own + others))
+
+    def _read(self, path: str, params: dict[str, str] | None = None, *, node: str | None = None) -> Any:
+        """A read, failed over across the zone's agents until the zone deadline."""
+        try:
+            return self.source.zone_call(self._node_first(node), "GET", path, params)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    def _read_once(self, node: str, path: str) -> Any:
+        """A read through the node's own agent, not failed over: for answers only that node has (a
+        guest agent's), where another node's 500 would be the same refusal."""
+        targets = self._node_first(node).targets
+        if not targets:
+            raise Unavailable(self.zone, f"zone {self.zone} has no hosts")
+        try:
+            return self.source.host_call(self.zone, targets[0], "GET", path)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    def _write(self, node: str | None, method: str, path: str, params: dict[str, Any] | None = None) -> Any:
+        """A write, sent once (to another agent only when it surely did not reach Proxmox)."""
+        try:
+            return self.source.zone_write(self._node_first(node), method, path, params)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    # ----------------------------------------------------------- the cluster
+
+    def resources(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """The zone's ``/cluster/resources`` now (not a request's memo: callers need it fresh)."""
+        data = self._read("/cluster/resources", {"type": kind} if kind else None)
+        return [item for item in data or [] if isinstance(item, dict)]
+
+    def next_vmid(self) -> int:
+        return int(self._read("/cluster/nextid"))
+
+    # ----------------------------------------------------------- guests
+
+    def clone(self, node: str, vmid: int, newid: int, params: dict[str, Any]) -> Any:
+        """Linked-clone guest ``vmid`` of ``node`` as ``newid``; answers the task."""
+        return self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/clone", {**params, "newid": newid})
+
+    def config(self, node: str, vmid: int) -> dict[str, Any]:
+        return self._read(f"/nodes/{node}/qemu/{vmid}/config", node=node) or {}
+
+    def set_config(self, node: str, vmid: int, params: dict[str, Any]) -> None:
+        """Change the config at once (PUT: Proxmox answers when it is written)."""
+        self._write(node, "PUT", f"/nodes/{node}/qemu/{vmid}/config", params)
+
+    def change_config(self, node: str, vmid: int, params: dict[str, Any]) -> Any:
+        """Change the config in a task (POST); answers the task."""
+        return self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/config", params)
+
+    def resize_disk(self, node: str, vmid: int, disk: str, size: str) -> Any:
+        """Grow ``disk`` to ``size`` (e.g. ``"20G"``); answers the task (nothing before Proxmox 8)."""
+        return self._write(node, "PUT", f"/nodes/{node}/qemu/{vmid}/resize", {"disk": disk, "size": size})
+
+    def power(self, node: str, vmid: int, action: str, params: dict[str, Any] | None = None) -> Any:
+        """``start``, ``stop``, ``shutdown`` or ``reboot``; answers the task."""
+        return self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/status/{action}", params)
+
+    def destroy(self, node: str, vmid: int) -> Any:
+        """Destroy a stopped guest with every disk it has; answers the task."""
+        return self._write(
+            node, "DELETE", f"/nodes/{node}/qemu/{vmid}", {"purge": True, "destroy-unreferenced-disks": True}
+        )
+
+    def guest_interfaces(self, node: str, vmid: int) -> Any:
+        """What the guest agent reports of the VM's network interfaces."""
+        return self._read_once(node, f"/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces")
+
+    # ----------------------------------------------------------- tasks
+
+    def task_status(self, node: str, upid: str) -> Any:
+        return self._read(f"/nodes/{node}/tasks/{upid}/status", node=node)
+
+    def task_log(self, node: str, upid: str, limit: int) -> Any:
+        return self._read(f"/nodes/{node}/tasks/{upid}/log", {"start": "0", "limit": str(limit)}, node=node)
+
+    def tasks(self, node: str, params: dict[str, str]) -> Any:
+        return self._read(f"/nodes/{node}/tasks", params, node=node)
+
+    # ----------------------------------------------------------- pools
+
+    def create_pool(self, poolid: str, comment: str) -> None:
+        self.source.zone_write(self.targets, "POST", "/pools", {"poolid": poolid, "comment": comment})
+
+    def delete_pool(self, poolid: str) -> None:
+        self.source.zone_write(self.targets, "DELETE", f"/pools/{poolid}")
