@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import logging
 import signal
 import time
@@ -25,6 +26,7 @@ from agent.download import ChecksumMismatchError, Downloader, DownloadFailed, Do
 from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
 from agent.proxmox import ProxmoxBadAnswer, ProxmoxClient, ProxmoxTimeout, ProxmoxUnreachableError
 from agent.snippets import SnippetRefused, SnippetStore, SnippetStoreError
+from agent.status import AgentStatus
 from agentclient.errors import (
     CHECKSUM_MISMATCH,
     ERROR_METADATA_KEY,
@@ -52,6 +54,8 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Finish calls in flight for this long on SIGTERM, then cancel them.
 SHUTDOWN_GRACE = 5.0
 EXPIRY_WARNING = datetime.timedelta(days=7)
+# Asking Proxmox its version for GetInfo must not hold the answer up for long.
+VERSION_TIMEOUT = 2.0
 
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     # Fail loudly when another process holds the port, instead of sharing it.
@@ -268,13 +272,30 @@ class SnippetsServicer(agent_pb2_grpc.SnippetsServicer):
 class AgentServicer(agent_pb2_grpc.AgentServicer):
     """Answers what this agent is."""
 
-    def __init__(self, config: AgentConfig) -> None:
-        self.info = agent_pb2.AgentInfo(
+    def __init__(
+        self, config: AgentConfig, status: AgentStatus, proxmox: ProxmoxClient | None = None
+    ) -> None:
+        self.config = config
+        self.status = status
+        self.proxmox = proxmox
+
+    async def GetInfo(self, request: Any, context: Context) -> Any:
+        config = self.config
+        if not self.status.proxmox_version and self.proxmox is not None:
+            self.status.proxmox_version = await proxmox_version(self.proxmox)
+        return self.status.to_proto(
             version=__version__, node=config.node, zone=config.zone, identity=config.identity
         )
 
-    async def GetInfo(self, request: Any, context: Context) -> Any:
-        return self.info
+
+async def proxmox_version(proxmox: ProxmoxClient) -> str:
+    """The node's Proxmox VE version, or "" when Proxmox does not answer in time."""
+    try:
+        answer = await proxmox.request("GET", "/version", {}, timeout=VERSION_TIMEOUT)
+        data = json.loads(answer.data_json) if answer.status < 400 else None
+    except (ProxmoxUnreachableError, ProxmoxBadAnswer, ValueError):
+        return ""
+    return str(data.get("version") or "") if isinstance(data, dict) else ""
 
 
 @dataclass(frozen=True)
@@ -328,6 +349,10 @@ class ServerTLS:
         except ValueError as exc:
             raise StartupError(f"ca {config.ca} is not a PEM certificate bundle ({exc})") from None
 
+    def not_after(self) -> float:
+        """When the certificate expires, in Unix seconds."""
+        return x509.load_pem_x509_certificate(self.cert).not_valid_after_utc.timestamp()
+
     def server_credentials(self) -> grpc.ServerCredentials:
         """Credentials that require every caller to present a certificate of the CA."""
         return grpc.ssl_server_credentials(
@@ -364,7 +389,8 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         health = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health, server)
         agent_pb2_grpc.add_ProxmoxProxyServicer_to_server(ProxmoxProxyServicer(proxmox), server)
-        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(config), server)
+        status = AgentStatus(certificate_not_after=tls.not_after())
+        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(config, status, proxmox), server)
         agent_pb2_grpc.add_ImagesServicer_to_server(ImagesServicer(templates), server)
         agent_pb2_grpc.add_SnippetsServicer_to_server(
             SnippetsServicer(SnippetStore(config.snippets_dir, config.snippets_storage)), server

@@ -107,6 +107,39 @@ class ClientTLS:
 
 
 @dataclass(frozen=True)
+class RenewalInfo:
+    """How the agent's certificate renewal went (times in Unix seconds; 0: never)."""
+
+    last_success: int = 0
+    last_error: str = ""
+    failures: int = 0
+    next_attempt: int = 0
+
+
+@dataclass(frozen=True)
+class UpdateInfo:
+    """How the agent's last self-update went.
+
+    ``result`` is one of ``none``, ``updated``, ``refused``, ``rolled-back``, ``failed``.
+    """
+
+    result: str = "none"
+    from_version: str = ""
+    to_version: str = ""
+    message: str = ""
+    at: int = 0
+
+
+_UPDATE_RESULTS = {
+    agent_pb2.UpdateStatus.RESULT_NONE: "none",
+    agent_pb2.UpdateStatus.RESULT_UPDATED: "updated",
+    agent_pb2.UpdateStatus.RESULT_REFUSED: "refused",
+    agent_pb2.UpdateStatus.RESULT_ROLLED_BACK: "rolled-back",
+    agent_pb2.UpdateStatus.RESULT_FAILED: "failed",
+}
+
+
+@dataclass(frozen=True)
 class AgentInfo:
     """What an agent says about itself."""
 
@@ -114,6 +147,36 @@ class AgentInfo:
     node: str
     zone: str
     identity: str
+    proxmox_version: str = ""
+    # When the agent's certificate expires, Unix seconds (0: not reported).
+    certificate_not_after: int = 0
+    renewal: RenewalInfo = field(default_factory=RenewalInfo)
+    update: UpdateInfo = field(default_factory=UpdateInfo)
+
+    @classmethod
+    def from_proto(cls, reply: agent_pb2.AgentInfo) -> AgentInfo:
+        renewal, update = reply.renewal, reply.update
+        return cls(
+            version=reply.version,
+            node=reply.node,
+            zone=reply.zone,
+            identity=reply.identity,
+            proxmox_version=reply.proxmox_version,
+            certificate_not_after=reply.certificate_not_after,
+            renewal=RenewalInfo(
+                last_success=renewal.last_success,
+                last_error=renewal.last_error,
+                failures=renewal.failures,
+                next_attempt=renewal.next_attempt,
+            ),
+            update=UpdateInfo(
+                result=_UPDATE_RESULTS.get(update.result, "none"),
+                from_version=update.from_version,
+                to_version=update.to_version,
+                message=update.message,
+                at=update.at,
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -184,7 +247,7 @@ class AgentPool:
         reply = self._call(
             target, timeout, lambda conn, t: conn.agent.GetInfo(agent_pb2.GetInfoRequest(), timeout=t)
         )
-        return AgentInfo(version=reply.version, node=reply.node, zone=reply.zone, identity=reply.identity)
+        return AgentInfo.from_proto(reply)
 
     def ensure_template(
         self,

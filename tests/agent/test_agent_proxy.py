@@ -7,8 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from cryptography import x509
 
 from agentclient import AgentPool, AgentTarget, ProxmoxError, ProxyRefused
+from tests.agent.conftest import Pki
 
 
 def test_it_reports_serving_on_the_health_service(pool: AgentPool, target: AgentTarget) -> None:
@@ -24,6 +26,17 @@ def test_it_tells_its_node_zone_identity_and_version(pool: AgentPool, target: Ag
 
     assert (info.node, info.zone, info.identity) == ("pve1", "zone1", "pve1.zone1.agents.flexplane")
     assert info.version
+
+
+def test_it_tells_the_proxmox_version_and_its_certificate_expiry(
+    pool: AgentPool, target: AgentTarget, pki: Pki
+) -> None:
+    info = pool.info(target)
+
+    not_after = x509.load_pem_x509_certificate(pki.agent[0].read_bytes()).not_valid_after_utc
+    assert info.proxmox_version.split(".")[0].isdigit()
+    assert info.certificate_not_after == int(not_after.timestamp())
+    assert (info.update.result, info.renewal.failures) == ("none", 0)
 
 
 def test_it_forwards_cluster_resources_and_returns_the_vms(

@@ -116,13 +116,61 @@ class GetInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class AgentInfo(_message.Message):
-    __slots__ = ("version", "node", "zone", "identity")
+    __slots__ = ("version", "node", "zone", "identity", "proxmox_version", "certificate_not_after", "renewal", "update")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     ZONE_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    PROXMOX_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATE_NOT_AFTER_FIELD_NUMBER: _ClassVar[int]
+    RENEWAL_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
     version: str
     node: str
     zone: str
     identity: str
-    def __init__(self, version: _Optional[str] = ..., node: _Optional[str] = ..., zone: _Optional[str] = ..., identity: _Optional[str] = ...) -> None: ...
+    proxmox_version: str
+    certificate_not_after: int
+    renewal: RenewalStatus
+    update: UpdateStatus
+    def __init__(self, version: _Optional[str] = ..., node: _Optional[str] = ..., zone: _Optional[str] = ..., identity: _Optional[str] = ..., proxmox_version: _Optional[str] = ..., certificate_not_after: _Optional[int] = ..., renewal: _Optional[_Union[RenewalStatus, _Mapping]] = ..., update: _Optional[_Union[UpdateStatus, _Mapping]] = ...) -> None: ...
+
+class RenewalStatus(_message.Message):
+    __slots__ = ("last_success", "last_error", "failures", "next_attempt")
+    LAST_SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    last_success: int
+    last_error: str
+    failures: int
+    next_attempt: int
+    def __init__(self, last_success: _Optional[int] = ..., last_error: _Optional[str] = ..., failures: _Optional[int] = ..., next_attempt: _Optional[int] = ...) -> None: ...
+
+class UpdateStatus(_message.Message):
+    __slots__ = ("result", "from_version", "to_version", "message", "at")
+    class Result(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        RESULT_UNSPECIFIED: _ClassVar[UpdateStatus.Result]
+        RESULT_NONE: _ClassVar[UpdateStatus.Result]
+        RESULT_UPDATED: _ClassVar[UpdateStatus.Result]
+        RESULT_REFUSED: _ClassVar[UpdateStatus.Result]
+        RESULT_ROLLED_BACK: _ClassVar[UpdateStatus.Result]
+        RESULT_FAILED: _ClassVar[UpdateStatus.Result]
+    RESULT_UNSPECIFIED: UpdateStatus.Result
+    RESULT_NONE: UpdateStatus.Result
+    RESULT_UPDATED: UpdateStatus.Result
+    RESULT_REFUSED: UpdateStatus.Result
+    RESULT_ROLLED_BACK: UpdateStatus.Result
+    RESULT_FAILED: UpdateStatus.Result
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    FROM_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TO_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    result: UpdateStatus.Result
+    from_version: str
+    to_version: str
+    message: str
+    at: int
+    def __init__(self, result: _Optional[_Union[UpdateStatus.Result, str]] = ..., from_version: _Optional[str] = ..., to_version: _Optional[str] = ..., message: _Optional[str] = ..., at: _Optional[int] = ...) -> None: ...
