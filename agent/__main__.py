@@ -3,6 +3,9 @@
     flexplane-agent serve --config /etc/flexplane/agent.toml
     python -m agent serve --config PATH
     flexplane-agent --config PATH            # serve is the default command
+    flexplane-agent bootstrap --orchestrator URL --token TOKEN   # enroll this node (agent.bootstrap)
+    flexplane-agent release keygen|build|install ...   # signed releases (agent.release)
+    flexplane-agent update-apply --plan PATH # self-update's detached apply step (agent.update)
 
 Exit status: 0 after a clean shutdown, 2 for a configuration or startup problem.
 """
@@ -15,9 +18,12 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from agent import __version__
+from agent.bootstrap import add_bootstrap
 from agent.config import ConfigError, load_config
+from agent.release import add_release
 
 DEFAULT_CONFIG = "/etc/flexplane/agent.toml"
 DEFAULT_COMMAND = "serve"
@@ -69,8 +75,27 @@ def add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.set_defaults(handler=run_serve)
 
 
+def run_update_apply(args: argparse.Namespace) -> int:
+    """Switch to the planned release, restart the agent, roll back unless it answers (agent.update)."""
+    _configure_logging(logging.INFO)
+    from agent.update import apply_plan
+
+    return apply_plan(args.plan)
+
+
+def add_update_apply(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("update-apply", help="apply a downloaded update (started by the agent)")
+    parser.add_argument("--plan", type=Path, required=True, help="the update plan the agent wrote")
+    parser.set_defaults(handler=run_update_apply)
+
+
 # Each command adds its parser and sets its handler; add new commands here.
-COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (add_serve,)
+COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (
+    add_serve,
+    add_bootstrap,
+    add_release,
+    add_update_apply,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

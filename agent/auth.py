@@ -4,6 +4,10 @@ TLS (``require_client_auth=True``) already proved that the caller holds a certif
 of the platform CA meant for client authentication (gRPC's TLS stack checks the
 extended key usage). This interceptor then requires its common name to be one of
 ``allowed_clients``; anything else ends with PERMISSION_DENIED before the method runs.
+
+One exception: the node itself (a certificate naming this agent's own identity) may ask the
+health service and ``Agent.GetInfo``, and nothing else. Self-update's apply step uses it to
+see that the version it restarted into answers (agent.update).
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ log = logging.getLogger(__name__)
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
+# What the node's own certificate may call.
+SELF_METHODS = frozenset({"/grpc.health.v1.Health/Check", "/flexplane.agent.v1.Agent/GetInfo"})
+
 
 def caller_name(context: Context) -> str:
     """The common name of the caller's certificate ("" when there is none)."""
@@ -29,23 +36,26 @@ def caller_name(context: Context) -> str:
 
 
 class ClientAllowlist(grpc.aio.ServerInterceptor):
-    """Refuses callers whose certificate common name is not in ``allowed``."""
+    """Refuses callers whose certificate common name is not in ``allowed`` (or ``own`` on SELF_METHODS)."""
 
-    def __init__(self, allowed: frozenset[str]) -> None:
+    def __init__(self, allowed: frozenset[str], own: str | None = None) -> None:
         self.allowed = allowed
+        self.own = own
 
-    def refusal(self, context: Context) -> str | None:
+    def refusal(self, context: Context, method: str = "") -> str | None:
         """Why this caller is refused, or None if it is allowed."""
         auth = context.auth_context()
         names = [name.decode("utf-8", "replace") for name in auth.get("x509_common_name", ())]
         if len(names) != 1:
             return "the client certificate must carry exactly one common name"
+        if names[0] == self.own and method in SELF_METHODS:
+            return None
         if names[0] not in self.allowed:
             return f"client certificate common name {names[0]!r} is not in this agent's allowed_clients"
         return None
 
-    async def _check(self, context: Context) -> None:
-        reason = self.refusal(context)
+    async def _check(self, context: Context, method: str) -> None:
+        reason = self.refusal(context, method)
         if reason is not None:
             log.warning("refused caller %s: %s", context.peer(), reason)
             await context.abort(
@@ -62,7 +72,12 @@ class ClientAllowlist(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        return _guarded(handler, self._check)
+        method = handler_call_details.method
+
+        async def check(context: Context) -> None:
+            await self._check(context, method)
+
+        return _guarded(handler, check)
 
 
 _FACTORIES: tuple[tuple[str, Callable[..., Any]], ...] = (

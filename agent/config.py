@@ -15,6 +15,9 @@ Example (``/etc/flexplane/agent.toml``)::
     proxmox_ca = "/etc/pve/pve-root-ca.pem"  # optional: the system store otherwise
     proxmox_timeout = 10                   # seconds
     log_level = "info"
+    # Certificate renewal (agent.renewal): off unless orchestrator_url is set; bootstrap writes both.
+    orchestrator_url = "https://flexplane.example.com"   # where the agent renews its certificate
+    orchestrator_ca = "/etc/flexplane/orchestrator-ca.crt"   # optional: the system store otherwise
     # Images (EnsureTemplate):
     image_allow_hosts = ["mirror.internal", "10.0.0.5:8080"]  # exempt from the URL policy's address checks
     image_cache = "/var/lib/flexplane/images"   # downloads in progress; created when first needed
@@ -24,11 +27,22 @@ Example (``/etc/flexplane/agent.toml``)::
     # Cloud-init snippets (WriteSnippet): the snippets folder of a storage with the snippets content type.
     snippets_dir = "/var/lib/vz/snippets"  # where snippets are written; created when first needed
     snippets_storage = "local"             # the storage whose snippets folder that is (its volume ids)
+    # Self-update (agent.update): off unless update_channel_url is set; the bootstrap writes these four
+    # when the platform offers a release channel and key (and the service runs the installed release).
+    update_channel_url = "https://flexplane.example.com/agent/releases/channel.json"
+    update_channel_ca = "/etc/flexplane/platform-web-ca.crt"   # optional: the system store otherwise
+    release_public_key = "/etc/flexplane/release-public.pem"   # Ed25519: only releases it verifies run
+    install_dir = "/opt/flexplane-agent"    # versions/<version>/, current -> the one the service runs
+    update_interval = 3600                 # seconds between checks; 0: never
+    health_deadline = 60                   # seconds the new version has to answer, else rollback
+    service_restart_command = ["systemctl", "restart", "flexplane-agent"]
+    update_apply_launcher = ["systemd-run", "--collect", "--quiet", "--unit=flexplane-agent-update"]
+    update_state_file = "/opt/flexplane-agent/update-state.json"   # default: in install_dir
 
 Every key can be overridden by an environment variable of its name in upper case,
-e.g. ``FLEXPLANE_AGENT_LISTEN``; ``FLEXPLANE_AGENT_ALLOWED_CLIENTS`` and
-``FLEXPLANE_AGENT_IMAGE_ALLOW_HOSTS`` are comma-separated lists. Relative paths are read
-relative to the configuration file's folder.
+e.g. ``FLEXPLANE_AGENT_LISTEN``; ``FLEXPLANE_AGENT_ALLOWED_CLIENTS``,
+``FLEXPLANE_AGENT_IMAGE_ALLOW_HOSTS`` and the two commands are comma-separated lists. Relative
+paths are read relative to the configuration file's folder.
 """
 
 from __future__ import annotations
@@ -60,8 +74,15 @@ DEFAULT_IMAGE_STAGING_STORAGE = "local"
 # The snippets folder of Proxmox's default "local" storage (path /var/lib/vz).
 DEFAULT_SNIPPETS_DIR = Path("/var/lib/vz/snippets")
 DEFAULT_SNIPPETS_STORAGE = "local"
+DEFAULT_INSTALL_DIR = Path("/opt/flexplane-agent")
+DEFAULT_UPDATE_INTERVAL = 3600.0
+DEFAULT_HEALTH_DEADLINE = 60.0
+DEFAULT_RESTART_COMMAND = ("systemctl", "restart", "flexplane-agent")
+# The apply step must outlive the restart of the agent's unit: a transient unit of its own.
+DEFAULT_APPLY_LAUNCHER = ("systemd-run", "--collect", "--quiet", "--unit=flexplane-agent-update")
+UPDATE_STATE_FILE = "update-state.json"
 # Keys whose environment variable is a comma-separated list.
-_LIST_KEYS = ("allowed_clients", "image_allow_hosts")
+_LIST_KEYS = ("allowed_clients", "image_allow_hosts", "service_restart_command", "update_apply_launcher")
 
 # user@realm!tokenname, as Proxmox names API tokens.
 _TOKEN_ID = re.compile(r"[^\s@!:=]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*")
@@ -79,17 +100,41 @@ _STRING_KEYS = (
     "proxmox_token_secret_file",
     "proxmox_ca",
     "log_level",
+    "orchestrator_url",
+    "orchestrator_ca",
     "image_cache",
     "image_staging_storage",
     "image_ca",
     "snippets_dir",
     "snippets_storage",
+    "update_channel_url",
+    "update_channel_ca",
+    "release_public_key",
+    "install_dir",
+    "update_state_file",
 )
-KNOWN_KEYS = frozenset((*_STRING_KEYS, *_LIST_KEYS, "proxmox_timeout", "image_max_bytes"))
+KNOWN_KEYS = frozenset(
+    (*_STRING_KEYS, *_LIST_KEYS, "proxmox_timeout", "image_max_bytes", "update_interval", "health_deadline")
+)
 
 
 class ConfigError(Exception):
     """The configuration cannot be used; the message lists every problem found."""
+
+
+@dataclass(frozen=True)
+class UpdateConfig:
+    """Self-update's settings (see agent.update); present when update_channel_url is set."""
+
+    channel_url: str
+    public_key: Path
+    install_dir: Path
+    state_file: Path
+    channel_ca: Path | None = None
+    interval: float = DEFAULT_UPDATE_INTERVAL
+    health_deadline: float = DEFAULT_HEALTH_DEADLINE
+    restart_command: tuple[str, ...] = DEFAULT_RESTART_COMMAND
+    apply_launcher: tuple[str, ...] = DEFAULT_APPLY_LAUNCHER
 
 
 @dataclass(frozen=True)
@@ -109,6 +154,8 @@ class AgentConfig:
     proxmox_ca: Path | None = None
     proxmox_timeout: float = DEFAULT_PROXMOX_TIMEOUT
     log_level: str = "info"
+    orchestrator_url: str | None = None
+    orchestrator_ca: Path | None = None
     image_allow_hosts: frozenset[str] = frozenset()
     image_cache: Path = DEFAULT_IMAGE_CACHE
     image_max_bytes: int = DEFAULT_IMAGE_MAX_BYTES
@@ -116,6 +163,7 @@ class AgentConfig:
     image_ca: Path | None = None
     snippets_dir: Path = DEFAULT_SNIPPETS_DIR
     snippets_storage: str = DEFAULT_SNIPPETS_STORAGE
+    update: UpdateConfig | None = None
 
     @property
     def identity(self) -> str:
@@ -241,6 +289,8 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
     log_level = check.string("log_level", "info").lower()
     if log_level and log_level not in LOG_LEVELS:
         check.problem("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+    orchestrator_url = _orchestrator_url(check)
+    orchestrator_ca = check.readable_file("orchestrator_ca", optional=True)
 
     image_allow_hosts = _allow_hosts(check)
     image_cache = base / Path(check.string("image_cache", str(DEFAULT_IMAGE_CACHE))).expanduser()
@@ -259,6 +309,7 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
             check_storage_id(snippets_storage)
         except ValueError as exc:
             check.problem("snippets_storage", str(exc))
+    update = _update(check, listen)
 
     if check.problems:
         raise ConfigError(f"invalid agent configuration ({source}):\n  " + "\n  ".join(check.problems))
@@ -278,6 +329,8 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         proxmox_ca=proxmox_ca,
         proxmox_timeout=timeout,
         log_level=log_level,
+        orchestrator_url=orchestrator_url,
+        orchestrator_ca=orchestrator_ca,
         image_allow_hosts=image_allow_hosts,
         image_cache=image_cache,
         image_max_bytes=image_max_bytes,
@@ -285,7 +338,80 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         image_ca=image_ca,
         snippets_dir=snippets_dir,
         snippets_storage=snippets_storage,
+        update=update,
     )
+
+
+def _update(check: _Checker, listen: str) -> UpdateConfig | None:
+    """Self-update's settings, or None when no update_channel_url is set."""
+    url = check.raw.get("update_channel_url")
+    if not url:
+        return None
+    url = check.string("update_channel_url")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        check.problem("update_channel_url", "must be an https:// URL (the pin and downgrade rule trust it)")
+    public_key = None
+    if not check.raw.get("release_public_key"):
+        check.problem("release_public_key", "missing: update_channel_url needs it to verify releases")
+    else:
+        public_key = check.readable_file("release_public_key")
+    install_dir = check.base / Path(check.string("install_dir", str(DEFAULT_INSTALL_DIR))).expanduser()
+    state = check.string("update_state_file", str(install_dir / UPDATE_STATE_FILE))
+    interval = _seconds(check, "update_interval", DEFAULT_UPDATE_INTERVAL, lowest=0.0, highest=7 * 86400)
+    if 0 < interval < 1:
+        check.problem("update_interval", "must be 0 (never) or at least 1 second")
+    deadline = _seconds(check, "health_deadline", DEFAULT_HEALTH_DEADLINE, lowest=1.0, highest=3600.0)
+    if listen and not _listen_problem(listen) and split_listen(listen)[1] == 0:
+        check.problem("listen", "self-update needs a fixed port: its health check dials it after a restart")
+    return UpdateConfig(
+        channel_url=url,
+        public_key=public_key or Path(),
+        install_dir=install_dir,
+        state_file=check.base / Path(state).expanduser(),
+        channel_ca=check.readable_file("update_channel_ca", optional=True),
+        interval=interval,
+        health_deadline=deadline,
+        restart_command=_command(check, "service_restart_command", DEFAULT_RESTART_COMMAND, empty=False),
+        apply_launcher=_command(check, "update_apply_launcher", DEFAULT_APPLY_LAUNCHER, empty=True),
+    )
+
+
+def _seconds(check: _Checker, key: str, default: float, *, lowest: float, highest: float) -> float:
+    value = check.raw.get(key, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        check.problem(key, f"{value!r} is not a number of seconds")
+        return default
+    if isinstance(value, bool) or not lowest <= number <= highest:
+        check.problem(key, f"must be between {lowest:g} and {highest:g} seconds")
+        return default
+    return number
+
+
+def _command(check: _Checker, key: str, default: tuple[str, ...], *, empty: bool) -> tuple[str, ...]:
+    """A command as a list of arguments (never a shell string); empty only where that means something."""
+    value = check.raw.get(key, list(default))
+    if not isinstance(value, list) or not all(isinstance(arg, str) and arg for arg in value):
+        check.problem(key, 'must be a list of arguments, e.g. ["systemctl", "restart", "flexplane-agent"]')
+        return default
+    if not value and not empty:
+        check.problem(key, "must name a command")
+    return tuple(value)
+
+
+def _orchestrator_url(check: _Checker) -> str | None:
+    """Where the certificate is renewed: https://host[:port][/prefix], or None (no renewal)."""
+    if not check.raw.get("orchestrator_url"):
+        return None
+    url = check.string("orchestrator_url").rstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        check.problem("orchestrator_url", "must be an https:// URL (renewals carry a proof of the key)")
+    elif parts.query or parts.fragment or parts.username:
+        check.problem("orchestrator_url", "must be just https://host[:port][/path]")
+    return url
 
 
 def _allow_hosts(check: _Checker) -> frozenset[str]:

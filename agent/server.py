@@ -21,12 +21,21 @@ from grpc_health.v1.health import aio as health_aio  # type: ignore[attr-defined
 from agent import __version__
 from agent.allowlist import ALLOWED, NotAllowed, Route, authorize
 from agent.auth import ClientAllowlist, Context, caller_name
+from agent.certs import finish_swap
 from agent.config import AgentConfig, split_listen
 from agent.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
 from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
-from agent.proxmox import ProxmoxBadAnswer, ProxmoxClient, ProxmoxTimeout, ProxmoxUnreachableError
+from agent.proxmox import (
+    ProxmoxBadAnswer,
+    ProxmoxClient,
+    ProxmoxNoAnswer,
+    ProxmoxTimeout,
+    ProxmoxUnreachableError,
+)
+from agent.renewal import ServingCertificate, start_renewal
 from agent.snippets import SnippetRefused, SnippetStore, SnippetStoreError
 from agent.status import AgentStatus
+from agent.update import Updates
 from agentclient.errors import (
     CHECKSUM_MISMATCH,
     ERROR_METADATA_KEY,
@@ -34,6 +43,7 @@ from agentclient.errors import (
     IMAGE_IMPORT_FAILED,
     IMAGE_REFUSED,
     NOT_ALLOWLISTED,
+    PROXMOX_NO_ANSWER,
     PROXMOX_UNREACHABLE,
     SNIPPET_FAILED,
     SNIPPET_REFUSED,
@@ -118,9 +128,11 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
             if by_deadline:
                 log.info("%s %s for %s: deadline passed after %.0f ms", method, path, caller, _ms(started))
                 await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the call's deadline passed")
-            await self._unreachable(context, method, path, str(exc))
+            await self._unreachable(context, method, path, str(exc), PROXMOX_NO_ANSWER)
+        except ProxmoxNoAnswer as exc:
+            await self._unreachable(context, method, path, str(exc), PROXMOX_NO_ANSWER)
         except ProxmoxUnreachableError as exc:
-            await self._unreachable(context, method, path, str(exc))
+            await self._unreachable(context, method, path, str(exc), PROXMOX_UNREACHABLE)
         except ProxmoxBadAnswer as exc:
             log.error("%s %s: %s", method, path, exc)
             await context.abort(grpc.StatusCode.INTERNAL, str(exc))
@@ -130,12 +142,13 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
         )
 
     @staticmethod
-    async def _unreachable(context: Context, method: str, path: str, reason: str) -> NoReturn:
+    async def _unreachable(context: Context, method: str, path: str, reason: str, kind: str) -> NoReturn:
+        """UNAVAILABLE, saying whether the request never reached Proxmox or its answer was lost."""
         log.warning("%s %s: %s", method, path, reason)
         await context.abort(
             grpc.StatusCode.UNAVAILABLE,
             reason,
-            trailing_metadata=((ERROR_METADATA_KEY, PROXMOX_UNREACHABLE),),
+            trailing_metadata=((ERROR_METADATA_KEY, kind),),
         )
 
 
@@ -158,6 +171,7 @@ _IMAGE_FAILURES: tuple[tuple[type[BaseException], grpc.StatusCode, str | None], 
     (ChecksumMismatchError, grpc.StatusCode.FAILED_PRECONDITION, CHECKSUM_MISMATCH),
     (DownloadFailed, grpc.StatusCode.UNAVAILABLE, IMAGE_DOWNLOAD_FAILED),
     (TemplateImportError, grpc.StatusCode.FAILED_PRECONDITION, IMAGE_IMPORT_FAILED),
+    (ProxmoxNoAnswer, grpc.StatusCode.UNAVAILABLE, PROXMOX_NO_ANSWER),
     (ProxmoxUnreachableError, grpc.StatusCode.UNAVAILABLE, PROXMOX_UNREACHABLE),
     (Interrupted, grpc.StatusCode.UNAVAILABLE, None),
     (ProxmoxBadAnswer, grpc.StatusCode.INTERNAL, None),
@@ -273,14 +287,21 @@ class AgentServicer(agent_pb2_grpc.AgentServicer):
     """Answers what this agent is."""
 
     def __init__(
-        self, config: AgentConfig, status: AgentStatus, proxmox: ProxmoxClient | None = None
+        self,
+        config: AgentConfig,
+        status: AgentStatus,
+        proxmox: ProxmoxClient | None = None,
+        updates: Updates | None = None,
     ) -> None:
         self.config = config
         self.status = status
         self.proxmox = proxmox
+        self.updates = updates
 
     async def GetInfo(self, request: Any, context: Context) -> Any:
         config = self.config
+        if self.updates is not None:
+            self.updates.refresh()
         if not self.status.proxmox_version and self.proxmox is not None:
             self.status.proxmox_version = await proxmox_version(self.proxmox)
         return self.status.to_proto(
@@ -308,7 +329,15 @@ class ServerTLS:
 
     @classmethod
     def load(cls, config: AgentConfig) -> ServerTLS:
-        """Read and check the files: the certificate must name this agent and match its key."""
+        """Read and check the files: the certificate must name this agent and match its key.
+
+        A renewal a crash interrupted is finished (or discarded) first: see agent.certs.
+        """
+        try:
+            if done := finish_swap(config.tls_cert, config.tls_key):
+                log.warning("%s", done)
+        except OSError as exc:
+            raise StartupError(f"cannot finish the interrupted certificate swap: {exc}") from None
         tls = cls(config.tls_cert.read_bytes(), config.tls_key.read_bytes(), config.ca.read_bytes())
         tls.check(config)
         return tls
@@ -353,11 +382,9 @@ class ServerTLS:
         """When the certificate expires, in Unix seconds."""
         return x509.load_pem_x509_certificate(self.cert).not_valid_after_utc.timestamp()
 
-    def server_credentials(self) -> grpc.ServerCredentials:
-        """Credentials that require every caller to present a certificate of the CA."""
-        return grpc.ssl_server_credentials(
-            [(self.key, self.cert)], root_certificates=self.ca, require_client_auth=True
-        )
+    def serving(self) -> ServingCertificate:
+        """What the server presents: requires every caller's certificate of the CA; renewal swaps it."""
+        return ServingCertificate(self.cert, self.key, self.ca)
 
 
 async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> None:
@@ -384,19 +411,22 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         )
         templates.prepare()
         server = grpc.aio.server(
-            interceptors=[ClientAllowlist(config.allowed_clients)], options=SERVER_OPTIONS
+            interceptors=[ClientAllowlist(config.allowed_clients, own=config.identity)],
+            options=SERVER_OPTIONS,
         )
         health = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health, server)
         agent_pb2_grpc.add_ProxmoxProxyServicer_to_server(ProxmoxProxyServicer(proxmox), server)
         status = AgentStatus(certificate_not_after=tls.not_after())
-        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(config, status, proxmox), server)
+        serving = tls.serving()
+        updates = Updates(config, status)
+        agent_pb2_grpc.add_AgentServicer_to_server(AgentServicer(config, status, proxmox, updates), server)
         agent_pb2_grpc.add_ImagesServicer_to_server(ImagesServicer(templates), server)
         agent_pb2_grpc.add_SnippetsServicer_to_server(
             SnippetsServicer(SnippetStore(config.snippets_dir, config.snippets_storage)), server
         )
         try:
-            port = server.add_secure_port(config.listen, tls.server_credentials())
+            port = server.add_secure_port(config.listen, serving.credentials())
         except RuntimeError as exc:
             raise StartupError(f"cannot listen on {config.listen}: {exc}") from None
         if not port:
@@ -404,6 +434,7 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         for service in SERVICES:
             await health.set(service, health_pb2.HealthCheckResponse.SERVING)
         await server.start()
+        renewal = start_renewal(config, status, serving)
         try:
             for signum in SIGNALS:
                 loop.add_signal_handler(signum, stop.set)
@@ -418,11 +449,15 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
                 config.proxmox_url,
             )
             print(f"flexplane-agent listening on {address}", flush=True)
+            updates.start()
             await stop.wait()
         finally:
             log.info("shutting down")
+            await updates.aclose()
             for signum in SIGNALS:
                 loop.remove_signal_handler(signum)
+            if renewal is not None:
+                renewal.cancel()
             await health.enter_graceful_shutdown()
             await server.stop(SHUTDOWN_GRACE)
             await templates.aclose()

@@ -26,11 +26,11 @@ def up() -> int:
     # Both, explicitly: a devstack started in the background inherits an ignored SIGINT.
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    world = World(WorldConfig(scratch=SCRATCH, identity_port=9000))
+    world = World(WorldConfig(scratch=SCRATCH, identity_port=9000, enrollment_port=8443))
     try:
         print(
-            "flex.plane devstack: starting (fake Proxmox zones, agents, Kubernetes emulator, identity, "
-            "orchestrator)...",
+            "flex.plane devstack: starting (fake Proxmox zones, Kubernetes emulator, identity, "
+            "orchestrator, then each node enrolls and starts its agent)...",
             flush=True,
         )
         world.start()
@@ -42,6 +42,7 @@ def up() -> int:
         print(
             f"\nflex.plane is up at {world.url}\n"
             f"  GraphQL:  {world.url}/graphql\n"
+            f"  enroll:   {world.https_url} (nodes join here; its CA: {world.pki / 'ca' / 'ca.crt'})\n"
             f"  identity: {world.describe()['issuer']}\n"
             f"  users:\n{users}\n"
             f"  a token:  .venv/bin/python -m devstack token alice\n"

@@ -1,12 +1,13 @@
-"""A small development PKI: one CA that signs agent and client certificates.
+"""A small development PKI: one CA that signs agent, client and server certificates.
 
-The devstack and the tests use it to give every agent a certificate naming its host
-(see :func:`agentclient.identity.host_identity`) and every caller (orchestrator,
-Cluster API provider) a client certificate whose common name the agent checks.
+The devstack installs it as the platform CA (the Secret the orchestrator signs agents'
+certificates with at enrollment, :meth:`CertificateAuthority.tls_secret_data`), and issues from
+it the orchestrator's client certificate (whose common name the agents check) and the
+certificate of the orchestrator's HTTPS endpoint. Agent-only tests issue agent certificates
+directly (:meth:`CertificateAuthority.issue_agent`), naming the host as
+:func:`agentclient.identity.host_identity` does.
 
-Keys are EC P-256 and are written owner-only (0600). The signing steps take a public
-key, not a key pair, so the same CA can later sign certificate signing requests
-(:meth:`CertificateAuthority.sign_csr`) when the orchestrator becomes the platform CA.
+Keys are EC P-256 and are written owner-only (0600).
 """
 
 from __future__ import annotations
@@ -152,43 +153,6 @@ class CertificateAuthority:
             builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         return builder.sign(self.key, hashes.SHA256())
 
-    def sign_csr(
-        self,
-        csr: x509.CertificateSigningRequest,
-        *,
-        usages: Sequence[x509.ObjectIdentifier],
-        validity: datetime.timedelta = LEAF_VALIDITY,
-    ) -> x509.Certificate:
-        """Sign a CSR, keeping its common name and subject alternative names.
-
-        The caller decides what the requester may be named: check the CSR's names
-        before signing it.
-        """
-        if not csr.is_signature_valid:
-            raise ValueError("the certificate signing request has an invalid signature")
-        public_key = csr.public_key()
-        if not isinstance(public_key, ec.EllipticCurvePublicKey):
-            raise ValueError("only EC keys are accepted")
-        names = csr.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-        if len(names) != 1:
-            raise ValueError("the certificate signing request must carry exactly one common name")
-        try:
-            san = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        except x509.ExtensionNotFound:
-            san = x509.SubjectAlternativeName([])
-        return self.sign(
-            public_key,
-            common_name=str(names[0].value),
-            dns_names=san.get_values_for_type(x509.DNSName),
-            ip_addresses=[
-                ip
-                for ip in san.get_values_for_type(x509.IPAddress)
-                if isinstance(ip, ipaddress.IPv4Address | ipaddress.IPv6Address)
-            ],
-            usages=usages,
-            validity=validity,
-        )
-
     def issue_agent(
         self,
         identity: str,
@@ -210,6 +174,31 @@ class CertificateAuthority:
             usages=[ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
         )
         return self._write_leaf(certificate, key, Path(directory), basename)
+
+    def issue_server(
+        self, ip_addresses: Iterable[str | IPAddress], directory: Path | str, basename: str
+    ) -> tuple[Path, Path]:
+        """Issue an HTTPS server certificate (server auth only) naming these IP addresses.
+
+        Writes ``<basename>.crt`` and ``<basename>.key`` (0600) into directory and
+        returns their paths.
+        """
+        key = generate_key()
+        addresses = list(ip_addresses)
+        certificate = self.sign(
+            key.public_key(),
+            common_name=str(addresses[0]),
+            ip_addresses=addresses,
+            usages=[ExtendedKeyUsageOID.SERVER_AUTH],
+        )
+        return self._write_leaf(certificate, key, Path(directory), basename)
+
+    def tls_secret_data(self) -> dict[str, bytes]:
+        """The CA as the data of a ``kubernetes.io/tls`` Secret: what a chart install would create."""
+        key = self.key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        return {"tls.crt": self.cert_pem, "tls.key": key}
 
     def issue_client(self, common_name: str, directory: Path | str, basename: str) -> tuple[Path, Path]:
         """Issue a client certificate (client auth only) whose common name is the caller's name.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from fakepve import FakePve
@@ -145,29 +145,18 @@ VDCS: list[dict[str, Any]] = [
 CatalogObject = tuple[str, str, dict[str, Any], dict[str, str]]
 
 
-def catalog(
-    zones: Sequence[str], hosts: Iterable[tuple[str, str, str]], images: ImageServer
-) -> list[CatalogObject]:
-    """The catalog of a world with these zones and hosts ``(zone, node, agent endpoint)``, its images
-    served by ``images``.
+def catalog(zones: Sequence[str], images: ImageServer) -> list[CatalogObject]:
+    """The catalog of a world with these zones, its images served by ``images``.
 
-    Zone lists are cut to the world's zones, so that a world of one zone has a consistent catalog.
+    It has no hosts: each node joins through enrollment (``flexplane-agent bootstrap``), as on a
+    real platform, and that adds it. Zone lists are cut to the world's zones, so that a world of
+    one zone has a consistent catalog.
     """
     objects: list[CatalogObject] = []
     for zone in zones:
         objects.append(
             ("zone", zone, {"id": zone, "name": zone.replace("-", " ").title(), "description": ""}, {})
         )
-    for zone, node, endpoint in hosts:
-        spec = {
-            "zone": zone,
-            "node": node,
-            "endpoint": endpoint,
-            "cordoned": False,
-            "memoryOvercommit": 1.0,
-            "cpuOvercommit": 4.0,
-        }
-        objects.append(("host", f"{zone}.{node}", spec, {"flexplane.io/zone": zone}))
     for profile in COMPUTE_PROFILES:
         objects.append(("compute-profile", profile["name"], dict(profile), {}))
     for profile in STORAGE_PROFILES:

@@ -1,4 +1,4 @@
-"""The management cluster: the platform catalog, kept as labelled ConfigMaps, and Leases for locks.
+"""The management cluster: the platform catalog (labelled ConfigMaps), Leases for locks, and Secrets.
 
 The only module that speaks to the Kubernetes API. It uses the official client with a
 kubeconfig (``FLEXPLANE_KUBECONFIG``) or, without one, the in-cluster service account.
@@ -8,6 +8,10 @@ The catalog's layout: every object is a ConfigMap of the platform namespace name
 ``data.spec`` is the object as JSON. Writes are optimistic: a replace names the
 ``resourceVersion`` it read, and a write that lost a race answers ``Conflict``.
 
+Secrets hold what must not sit in a ConfigMap: the platform CA's key (a ``kubernetes.io/tls``
+Secret) and the hashes of host join tokens. Their data is read and written as bytes; the
+base64 of the API stays in here.
+
 Every call runs under the source's timeout. Failures are domain errors naming the management
 cluster: ``Unavailable`` when it did not answer (or answered that it cannot now),
 ``UpstreamFailure`` with its own message when it refused.
@@ -15,6 +19,8 @@ cluster: ``Unavailable`` when it did not answer (or answered that it cannot now)
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime
 import json
 import logging
@@ -115,6 +121,18 @@ class Lease:
     resource_version: str | None = None
 
 
+@dataclass(frozen=True)
+class SecretEntry:
+    """A Secret of the platform namespace: its data decoded to bytes, and what a guarded write needs."""
+
+    name: str
+    type: str
+    data: dict[str, bytes]
+    labels: dict[str, str]
+    resource_version: str
+    uid: str
+
+
 class _BadEntry(Exception):
     """A ConfigMap carrying the catalog labels but no readable spec."""
 
@@ -159,6 +177,45 @@ def _failure(exc: ApiException, doing: str) -> FlexPlaneError:
 
 def _unreachable(exc: Exception) -> Unavailable:
     return Unavailable(WHERE, f"the management cluster did not answer: {exc}")
+
+
+def _secret(item: client.V1Secret) -> SecretEntry:
+    meta = item.metadata
+    assert meta is not None
+    data: dict[str, bytes] = {}
+    for key, value in (item.data or {}).items():
+        try:
+            data[key] = base64.b64decode(value or "", validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise UpstreamFailure(WHERE, f"Secret {meta.name}: data.{key} is not base64") from exc
+    return SecretEntry(
+        name=str(meta.name),
+        type=str(item.type or "Opaque"),
+        data=data,
+        labels=dict(meta.labels or {}),
+        resource_version=str(meta.resource_version or ""),
+        uid=str(meta.uid or ""),
+    )
+
+
+def secret_body(
+    name: str,
+    data: Mapping[str, bytes],
+    *,
+    type_name: str = "Opaque",
+    labels: Mapping[str, str] | None = None,
+    resource_version: str | None = None,
+) -> client.V1Secret:
+    """A Secret as the API takes it, its data base64-encoded (the devstack installs the CA with it too)."""
+    return client.V1Secret(
+        api_version="v1",
+        kind="Secret",
+        type=type_name,
+        metadata=client.V1ObjectMeta(
+            name=name, labels=dict(labels or {}) or None, resource_version=resource_version
+        ),
+        data={key: base64.b64encode(value).decode("ascii") for key, value in data.items()},
+    )
 
 
 def _lease(item: client.V1Lease) -> Lease:
@@ -367,6 +424,98 @@ class KubeSource:
             raise _failure(exc, f"delete lease {name}") from exc
         except (HTTPError, OSError) as exc:
             raise _unreachable(exc) from exc
+
+    # ------------------------------------------------------------------ secrets
+
+    def get_secret(self, name: str) -> SecretEntry | None:
+        """One Secret, or None when there is none."""
+        try:
+            item = self.core.read_namespaced_secret(name, self.namespace, _request_timeout=self.timeout)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _failure(exc, f"read Secret {name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return _secret(item)
+
+    def list_secrets(self, label_selector: str) -> list[SecretEntry]:
+        """The Secrets that match a label selector (one page: these are few, e.g. pending join tokens)."""
+        try:
+            page = self.core.list_namespaced_secret(
+                self.namespace, label_selector=label_selector, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            raise _failure(exc, f"list Secrets ({label_selector})") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return [_secret(item) for item in page.items]
+
+    def create_secret(
+        self,
+        name: str,
+        data: Mapping[str, bytes],
+        *,
+        type_name: str = "Opaque",
+        labels: Mapping[str, str] | None = None,
+    ) -> SecretEntry:
+        """Store a new Secret; ``Conflict`` if one of that name exists."""
+        body = secret_body(name, data, type_name=type_name, labels=labels)
+        try:
+            item = self.core.create_namespaced_secret(self.namespace, body, _request_timeout=self.timeout)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(f"Secret {name} already exists") from exc
+            raise _failure(exc, f"create Secret {name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return _secret(item)
+
+    def replace_secret(self, entry: SecretEntry, data: Mapping[str, bytes]) -> SecretEntry:
+        """Write a Secret's data back at the version it was read at; ``Conflict`` if it changed meanwhile.
+
+        Two writers that read the same version cannot both succeed: this is how a join token is
+        used once only, across threads and replicas.
+        """
+        body = secret_body(
+            entry.name,
+            data,
+            type_name=entry.type,
+            labels=entry.labels,
+            resource_version=entry.resource_version,
+        )
+        try:
+            item = self.core.replace_namespaced_secret(
+                entry.name, self.namespace, body, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            if exc.status in (404, 409):  # 404: deleted since it was read, another writer's move too
+                raise Conflict(f"Secret {entry.name} changed meanwhile") from exc
+            raise _failure(exc, f"update Secret {entry.name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return _secret(item)
+
+    def delete_secret(self, entry: SecretEntry) -> bool:
+        """Delete a Secret only at the version read (``Conflict`` if it changed); False when already gone."""
+        options = client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(
+                uid=entry.uid or None, resource_version=entry.resource_version
+            )
+        )
+        try:
+            self.core.delete_namespaced_secret(
+                entry.name, self.namespace, body=options, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            if exc.status == 409:
+                raise Conflict(f"Secret {entry.name} changed meanwhile") from exc
+            raise _failure(exc, f"delete Secret {entry.name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return True
 
     # ------------------------------------------------------------------ health
 

@@ -2,6 +2,8 @@
 
 The chart is rendered offline (helm-python-sdk, no cluster, no helm binary) once per set of values
 per module, and every manifest is checked against Kubernetes' own schemas (kubernetes-validate).
+Offline, ``lookup`` finds nothing: what an upgrade keeps (the session key, the platform CA) is
+rendered as on a first install.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import helm_python
 import kubernetes_validate
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from kubernetes_validate.utils import all_versions, major_minor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +34,9 @@ NAMESPACE = "cloud-system"
 Manifest = dict[str, Any]
 
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+# Settings the chart leaves alone: production settings fix them (DEBUG, GRAPHIQL), or the pods use
+# the in-cluster service account rather than a kubeconfig.
+NOT_FOR_THE_CHART = {"FLEXPLANE_DEBUG", "FLEXPLANE_GRAPHIQL", "FLEXPLANE_KUBECONFIG"}
 
 
 def schema_version() -> str:
@@ -118,6 +125,21 @@ def invalid(rendered: list[Manifest]) -> list[str]:
     return failures
 
 
+def named(rendered: list[Manifest], kind: str, name: str) -> Manifest:
+    found = [m for m in rendered if m["kind"] == kind and m["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind} {name}, found {len(found)}"
+    return found[0]
+
+
+def settings_read() -> set[str]:
+    """Every FLEXPLANE_* variable the settings modules read."""
+    return {
+        f"FLEXPLANE_{name}"
+        for path in SETTINGS
+        for name in re.findall(r"\benv(?:_[a-z]+)?\(\s*\"([A-Z_]+)\"", path.read_text())
+    }
+
+
 def bytes_of(quantity: str) -> int:
     number, unit = re.fullmatch(r"(\d+)([KMG]i)?", quantity).groups()  # type: ignore[union-attr]  # a bad quantity fails the test
     return int(number) * {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}[unit]
@@ -203,16 +225,20 @@ def test_nothing_is_granted_cluster_wide(rendered: list[Manifest]) -> None:
     assert binding["metadata"]["namespace"] == only(rendered, "Role")["metadata"]["namespace"]
 
 
-def test_the_role_grants_nothing_on_secrets_beyond_get(rendered: list[Manifest]) -> None:
+def test_the_role_manages_secrets_for_the_ca_and_join_tokens_and_nothing_more(
+    rendered: list[Manifest],
+) -> None:
     rules = only(rendered, "Role")["rules"]
     on_secrets = [
         rule
         for rule in rules
         if set(rule.get("apiGroups", [])) & {"", "*"} and set(rule["resources"]) & {"secrets", "*"}
     ]
-    assert on_secrets
-    assert all(rule["verbs"] == ["get"] for rule in on_secrets)
-    assert not any("*" in rule["verbs"] for rule in rules)
+    # Join tokens are created, listed, read, marked used (an update) and removed; the CA is read.
+    (rule,) = on_secrets
+    assert rule["resources"] == ["secrets"]
+    assert set(rule["verbs"]) == {"get", "list", "create", "update", "patch", "delete"}
+    assert not any("*" in r["verbs"] for r in rules)
 
 
 def test_the_schema_refuses_extra_rules_on_secrets(chart: helm_python.Chart) -> None:
@@ -270,12 +296,13 @@ def test_the_probes_send_a_host_the_app_allows(rendered: list[Manifest]) -> None
 
 
 def test_the_settings_read_every_variable_the_chart_sets(rendered: list[Manifest]) -> None:
-    read = {
-        f"FLEXPLANE_{name}"
-        for path in SETTINGS
-        for name in re.findall(r"\benv(?:_list|_bool|_float)?\(\"([A-Z_]+)\"", path.read_text())
-    }
-    assert {name for name in env(rendered) if name.startswith("FLEXPLANE_")} - read == set()
+    assert {name for name in env(rendered) if name.startswith("FLEXPLANE_")} - settings_read() == set()
+
+
+def test_the_chart_sets_every_setting_but_the_development_ones(renders: dict[str, list[Manifest]]) -> None:
+    # A setting added to flexplane/settings needs its value here too (the example sets the optional ones).
+    set_by_chart = {name for rendered in renders.values() for name in env(rendered)}
+    assert settings_read() - set_by_chart == NOT_FOR_THE_CHART
 
 
 def test_the_platform_namespace_defaults_to_the_release_namespace(renders: dict[str, list[Manifest]]) -> None:
@@ -284,16 +311,96 @@ def test_the_platform_namespace_defaults_to_the_release_namespace(renders: dict[
 
 
 def test_a_secret_key_is_generated_when_none_is_given(renders: dict[str, list[Manifest]]) -> None:
-    secret = only(renders["default"], "Secret")
     reference = env(renders["default"])["FLEXPLANE_SECRET_KEY"]["secretKeyRef"]
-    assert reference["name"] == secret["metadata"]["name"]
+    secret = named(renders["default"], "Secret", reference["name"])
     assert len(base64.b64decode(secret["data"][reference["key"]])) >= 50  # Django's check --deploy minimum
 
 
 def test_an_existing_secret_key_replaces_the_generated_one(renders: dict[str, list[Manifest]]) -> None:
-    assert "Secret" not in kinds(renders["example"])
+    secrets = {m["metadata"]["name"] for m in renders["example"] if m["kind"] == "Secret"}
+    assert secrets == {"flexplane-agent-ca"}  # the platform CA only: no session key is generated
     reference = env(renders["example"])["FLEXPLANE_SECRET_KEY"]["secretKeyRef"]
     assert reference == {"name": "flexplane-session", "key": "secret-key"}
+
+
+def test_the_portal_client_secret_comes_from_a_secret(renders: dict[str, list[Manifest]]) -> None:
+    assert "FLEXPLANE_OIDC_CLIENT_SECRET" not in env(renders["default"])
+    reference = env(renders["example"])["FLEXPLANE_OIDC_CLIENT_SECRET"]
+    assert reference == {"secretKeyRef": {"name": "flexplane-portal-oidc", "key": "client-secret"}}
+
+
+# --- enrollment and agent releases ------------------------------------------------------------
+
+
+def test_the_chart_creates_the_platform_ca_the_orchestrator_signs_with(rendered: list[Manifest]) -> None:
+    secret = named(rendered, "Secret", "flexplane-agent-ca")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert secret["metadata"]["namespace"] == only(rendered, "Role")["metadata"]["namespace"]
+    assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"  # uninstalls keep it
+    assert env(rendered)["FLEXPLANE_AGENT_CA_SECRET"] == "flexplane-agent-ca"
+    certificate = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    key = serialization.load_pem_private_key(base64.b64decode(secret["data"]["tls.key"]), password=None)
+    assert key.public_key() == certificate.public_key()
+    assert certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
+    assert certificate.extensions.get_extension_for_class(x509.KeyUsage).value.key_cert_sign is True
+
+
+def test_a_platform_ca_of_ones_own_is_not_generated(chart: helm_python.Chart) -> None:
+    rendered = manifests(render(chart, {"agentCA": {"create": False, "secretName": "our-ca"}}))
+    assert [m["metadata"]["name"] for m in rendered if m["kind"] == "Secret"] == ["fp-flexplane-secret-key"]
+    assert env(rendered)["FLEXPLANE_AGENT_CA_SECRET"] == "our-ca"
+
+
+def test_nodes_enroll_through_the_ingress_over_https(renders: dict[str, list[Manifest]]) -> None:
+    rendered = renders["example"]
+    url = env(rendered)["FLEXPLANE_ENROLLMENT_URL"]
+    assert url == "https://cloud.acme.example"
+    host = url.removeprefix("https://")
+    ingress = only(rendered, "Ingress")["spec"]
+    assert any(host in tls["hosts"] for tls in ingress["tls"])
+    (rule,) = [r for r in ingress["rules"] if r["host"] == host]
+    service = only(rendered, "Service")["metadata"]["name"]
+    for path in ("/enroll/v1/join", "/enroll/v1/renew", "/agent/releases/channel.json"):
+        routes = [
+            p for p in rule["http"]["paths"] if p["pathType"] == "Prefix" and path.startswith(p["path"])
+        ]
+        assert [r["backend"]["service"] for r in routes] == [{"name": service, "port": {"name": "http"}}]
+
+
+def test_the_enrollment_url_defaults_to_the_first_https_ingress_host(chart: helm_python.Chart) -> None:
+    def url(ingress: dict[str, Any]) -> str:
+        return str(env(manifests(render(chart, {"ingress": ingress})))["FLEXPLANE_ENROLLMENT_URL"])
+
+    hosts = ["*.acme.example", "cloud.acme.example"]
+    assert url({"enabled": True, "hosts": hosts}) == "https://cloud.acme.example"
+    assert url({"enabled": True, "hosts": hosts, "tls": {"enabled": False}}) == ""  # each request's own
+    assert url({"enabled": False}) == ""
+
+
+def test_the_agent_releases_are_mounted_read_only_where_the_channel_reads_them(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    rendered = renders["example"]
+    variables = env(rendered)
+    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "agent-releases"]
+    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "agent-releases"]
+    assert mount["readOnly"] is True
+    assert variables["FLEXPLANE_AGENT_RELEASES_DIR"] == mount["mountPath"]
+    assert volume["configMap"] == {"name": "flexplane-agent-releases", "defaultMode": 0o444, "optional": True}
+    key = serialization.load_pem_public_key(variables["FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY"].encode())
+    assert type(key).__name__ == "Ed25519PublicKey"
+
+
+def test_without_agent_releases_nodes_get_no_channel(renders: dict[str, list[Manifest]]) -> None:
+    variables = env(renders["default"])
+    assert "FLEXPLANE_AGENT_RELEASES_DIR" not in variables
+    assert "FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY" not in variables
+    assert "agent-releases" not in {v["name"] for v in pod_spec(renders["default"])["volumes"]}
+
+
+def test_agent_releases_without_a_public_key_are_refused(chart: helm_python.Chart) -> None:
+    with pytest.raises(helm_python.HelmRenderError, match=r"agentReleases\.publicKey"):
+        render(chart, {"agentReleases": {"enabled": True}})
 
 
 def test_autoscaling_leaves_the_replica_count_to_the_autoscaler(renders: dict[str, list[Manifest]]) -> None:

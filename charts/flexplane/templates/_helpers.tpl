@@ -79,6 +79,31 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- .Values.agentTLS.secretName | default (printf "%s-agent-tls" (include "flexplane.fullname" .)) }}
 {{- end }}
 
+{{/* The ConfigMap of agent releases the orchestrator serves. */}}
+{{- define "flexplane.agentReleasesConfigMapName" -}}
+{{- .Values.agentReleases.configMap | default (printf "%s-agent-releases" (include "flexplane.fullname" .)) }}
+{{- end }}
+
+{{/*
+The HTTPS URL nodes enroll at (FLEXPLANE_ENROLLMENT_URL): config.enrollment.url, else the first
+ingress host that is not a wildcard when the ingress terminates TLS, else "" (each request's origin).
+*/}}
+{{- define "flexplane.enrollmentURL" -}}
+{{- if .Values.config.enrollment.url }}
+{{- .Values.config.enrollment.url | trimSuffix "/" }}
+{{- else if and .Values.ingress.enabled .Values.ingress.tls.enabled }}
+{{- $named := list }}
+{{- range .Values.ingress.hosts }}
+{{- if not (hasPrefix "*" .) }}
+{{- $named = append $named . }}
+{{- end }}
+{{- end }}
+{{- with $named }}
+{{- printf "https://%s" (first .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* The Ingress's TLS Secret. */}}
 {{- define "flexplane.ingressTLSSecretName" -}}
 {{- .Values.ingress.tls.secretName | default (printf "%s-tls" (include "flexplane.fullname" .)) }}
@@ -133,6 +158,9 @@ httpGet:
 {{- end }}
 {{- if and (gt (int .Values.server.preStopSleepSeconds) 0) (le (int .Values.server.terminationGracePeriodSeconds) (int .Values.server.preStopSleepSeconds)) }}
 {{- fail "server.terminationGracePeriodSeconds must exceed server.preStopSleepSeconds" }}
+{{- end }}
+{{- if and .Values.agentReleases.enabled (not .Values.agentReleases.publicKey) }}
+{{- fail "agentReleases.publicKey: give the release public key (PEM) when agentReleases.enabled is true: nodes verify every release with it" }}
 {{- end }}
 {{- if and .Values.networkPolicy.enabled .Values.networkPolicy.egress.enabled }}
 {{- $egress := .Values.networkPolicy.egress }}

@@ -1,0 +1,95 @@
+"""Host enrollment: join tokens for new Proxmox nodes (ADMIN).
+
+``createHostJoinToken`` answers the token once, with its expiry and the command to run on the
+node; the platform keeps only its hash. ``hostJoinTokens`` lists what is stored, never a secret.
+"""
+
+from __future__ import annotations
+
+import graphene
+
+from orchestrator.graphql.catalog import ADMIN_ONLY, flexplane, payload
+from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.services import enrollment
+from orchestrator.services.enrollment import JoinTokenRecord
+
+EnrollmentErrorCode = error_code_enum("EnrollmentErrorCode")
+EnrollmentError = error_type("EnrollmentError", EnrollmentErrorCode)
+
+
+class HostJoinToken(graphene.ObjectType):
+    """A new join token: single use, until it expires. Shown once: only its hash is stored."""
+
+    token = graphene.String(required=True, description="The token to give the node's bootstrap.")
+    zone = graphene.String(required=True)
+    host_name = graphene.String(required=True, description="The node's name in Proxmox.")
+    expires_at = graphene.DateTime(required=True)
+    command = graphene.String(
+        required=True, description="The command to run on the node, as root, to enroll it."
+    )
+
+
+class StoredHostJoinToken(graphene.ObjectType):
+    """A join token as the platform keeps it: no secret, only who it is for and whether it was used."""
+
+    id = graphene.ID(required=True, description="The token's id (its fourth part, not a secret).")
+    zone = graphene.String(required=True)
+    host_name = graphene.String(required=True)
+    expires_at = graphene.DateTime(required=True)
+    created_by = graphene.String(required=True, description="The subject of the admin who created it.")
+    used_at = graphene.DateTime(description="When a node enrolled with it; null while unused.")
+    used_by = graphene.String(description="The endpoint of the node that used it.")
+
+    @staticmethod
+    def resolve_id(root: JoinTokenRecord, info: graphene.ResolveInfo) -> str:
+        return root.ident
+
+    @staticmethod
+    def resolve_used_by(root: JoinTokenRecord, info: graphene.ResolveInfo) -> str | None:
+        return root.used_by or None
+
+
+class CreateHostJoinToken(graphene.Mutation):
+    class Meta:
+        name = "CreateHostJoinTokenPayload"
+        description = (
+            "A single-use token that enrolls the Proxmox node `hostName` into `zone`, valid for an hour "
+            f"by default; the answer is the only time it is shown. {ADMIN_ONLY}"
+        )
+
+    class Arguments:
+        zone = graphene.String(required=True, description="An existing zone's id.")
+        host_name = graphene.String(required=True, description="The node's name in Proxmox (a DNS label).")
+
+    join_token = graphene.Field(HostJoinToken)
+    errors = graphene.List(
+        graphene.NonNull(EnrollmentError),
+        required=True,
+        description="Why it did not happen; empty on success.",
+    )
+
+    @staticmethod
+    def mutate(root: None, info: graphene.ResolveInfo, zone: str, host_name: str) -> CreateHostJoinToken:
+        origin = info.context.request.build_absolute_uri("/")
+        return payload(
+            CreateHostJoinToken,
+            "join_token",
+            lambda: enrollment.create_join_token(flexplane(info), zone, host_name, origin),
+        )
+
+
+class Query(graphene.ObjectType):
+    host_join_tokens = graphene.List(
+        graphene.NonNull(StoredHostJoinToken),
+        required=True,
+        description=f"Join tokens kept by the platform, unused or recently used or expired. {ADMIN_ONLY}",
+    )
+
+    @staticmethod
+    @domain_errors
+    def resolve_host_join_tokens(root: None, info: graphene.ResolveInfo) -> list[JoinTokenRecord]:
+        return enrollment.list_join_tokens(flexplane(info))
+
+
+class Mutation(graphene.ObjectType):
+    create_host_join_token = CreateHostJoinToken.Field()

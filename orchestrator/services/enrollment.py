@@ -1,0 +1,636 @@
+"""Host enrollment: join tokens, and the platform CA signing the agents' certificates.
+
+An ADMIN creates a join token for a zone and a host name. The node's bootstrap sends it, once,
+with a certificate signing request and the address the orchestrator will dial; it receives a
+certificate naming the host (``<node>.<zone>.agents.flexplane`` and that address), the CA bundle
+and its settings, and the host enters the catalog. Later the agent renews its certificate
+itself, signing the request with its current key (see ``agentclient.enrollment``).
+
+The settings of a join carry self-update too: the release channel's URL and the platform's
+release public key (FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY), with which the bootstrap installs the
+channel's release and the agent later updates itself. Without a key or a channel they are left
+out, and the node runs without self-update (the bootstrap says so).
+
+Where the state lives (the stateless rule):
+
+- The platform CA is a ``kubernetes.io/tls`` Secret (``FLEXPLANE_AGENT_CA_SECRET``), read on every
+  request: rotating it needs no restart, and no replica keeps a copy.
+- A join token is a Secret labelled ``flexplane.io/kind=join-token`` holding the SHA-256 of its
+  secret part, its zone, host and expiry: never the token. Using it writes ``used-at`` at the
+  version that was read, so of two uses racing (threads or replicas) exactly one wins. A used or
+  expired token is kept for a day, so that a second use is told "already used" rather than
+  "unknown"; creating a token removes those older than that.
+
+Refusals are domain errors: ``Unauthenticated`` for a token or proof that cannot be trusted,
+``ValidationFailed`` (naming the field) for a bad CSR or endpoint, ``PermissionDenied`` for a
+host that left the catalog. Nothing is issued or written before every check has passed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import hmac
+import ipaddress
+import logging
+import secrets
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from django.conf import settings
+
+from agentclient.enrollment import (
+    JoinTokenParts,
+    parse_join_token,
+    renewal_message,
+    verify_proof,
+)
+from agentclient.identity import AGENTS_DOMAIN, host_identity
+from orchestrator.errors import (
+    Conflict,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+    Unavailable,
+    ValidationFailed,
+)
+from orchestrator.models import Host
+from orchestrator.models.zones import host_ident
+from orchestrator.services import access
+from orchestrator.services.catalog import HOST, MAX_NAME_LENGTH, ZONE, ZONE_LABEL, is_slug
+from orchestrator.services.context import Context
+from orchestrator.sources.kube import KIND_LABEL, SecretEntry, kube
+
+logger = logging.getLogger(__name__)
+
+JOIN_TOKEN_KIND = "join-token"  # noqa: S105 - a label value, not a secret
+HOST_LABEL = "flexplane.io/host"
+# Used and expired tokens are kept this long, so that a late second use hears why it is refused.
+KEEP_SPENT_TOKENS = datetime.timedelta(days=1)
+# Accept certificates at once even when the node's clock is a little behind (by at most a tenth of
+# the certificate's life, so that the agent's "renew at two thirds" stays in the future).
+BACKDATE = datetime.timedelta(minutes=5)
+MAX_CSR_BYTES = 16 * 1024
+MAX_CERTIFICATE_BYTES = 16 * 1024
+# What gRPC's TLS stack (BoringSSL) serves and checks: EC P-256/P-384, RSA of 2048 bits or more.
+EC_CURVES = {ec.SECP256R1.name: "P-256", ec.SECP384R1.name: "P-384"}
+RSA_MIN_BITS = 2048
+RSA_MAX_BITS = 8192
+CA_WHERE = "platform CA"
+RELEASE_KEY_WHERE = "release public key"
+# Where agents update from: orchestrator.releases' channel (orchestrator/urls.py), beside enrollment.
+CHANNEL_PATH = "/agent/releases/channel.json"
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+# ------------------------------------------------------------------------------------------ types
+
+
+@dataclass(frozen=True)
+class NewJoinToken:
+    """A join token as created: the only time its secret is shown."""
+
+    token: str
+    zone: str
+    host_name: str
+    expires_at: datetime.datetime
+    command: str
+
+
+@dataclass(frozen=True)
+class JoinTokenRecord:
+    """A join token as stored (no secret): what ADMIN may list."""
+
+    ident: str
+    zone: str
+    host_name: str
+    expires_at: datetime.datetime
+    created_by: str
+    used_at: datetime.datetime | None
+    used_by: str
+
+    @classmethod
+    def from_secret(cls, entry: SecretEntry) -> JoinTokenRecord:
+        data = {key: value.decode("utf-8", "replace") for key, value in entry.data.items()}
+        used = data.get("used-at")
+        return cls(
+            ident=entry.name.removeprefix(f"{JOIN_TOKEN_KIND}-"),
+            zone=data.get("zone", ""),
+            host_name=data.get("host", ""),
+            expires_at=_from_unix(data.get("expires", "0")),
+            created_by=data.get("created-by", ""),
+            used_at=_from_unix(used) if used else None,
+            used_by=data.get("used-by", ""),
+        )
+
+    @property
+    def spent_since(self) -> datetime.datetime:
+        """When it stopped being usable: used, or expired."""
+        return min(self.used_at, self.expires_at) if self.used_at else self.expires_at
+
+
+@dataclass(frozen=True)
+class Issued:
+    """What an enrolled or renewing node receives: its certificate, the CA bundle and its settings."""
+
+    certificate: str
+    ca: str
+    settings: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"certificate": self.certificate, "ca": self.ca, "settings": self.settings}
+
+
+@dataclass(frozen=True)
+class PlatformCA:
+    """The CA certificate (first of ``tls.crt``), its key, and the bundle agents trust callers by."""
+
+    certificate: x509.Certificate
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+    bundle: str
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _from_unix(value: str | int | float) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(int(float(value)), datetime.UTC)
+
+
+def _at(moment: datetime.datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def _secret_name(ident: str) -> str:
+    return f"{JOIN_TOKEN_KIND}-{ident}"
+
+
+def enrollment_url(origin: str) -> str:
+    """The HTTPS URL nodes reach the orchestrator at: the setting, else the request's own origin."""
+    return (settings.FLEXPLANE_ENROLLMENT_URL or origin).rstrip("/")
+
+
+# ------------------------------------------------------------------------------------ join tokens
+
+
+def create_join_token(ctx: Context, zone: str, host_name: str, origin: str) -> NewJoinToken:
+    """A single-use join token for host ``host_name`` of ``zone`` (ADMIN), valid FLEXPLANE_JOIN_TOKEN_TTL.
+
+    The answer carries the token and the command to run on the node; only its hash is stored.
+    """
+    access.require_admin(ctx)
+    if not isinstance(zone, str) or not is_slug(zone):
+        raise ValidationFailed("zone", f"zone {zone!r} is not a zone id")
+    if not isinstance(host_name, str) or not is_slug(host_name):
+        raise ValidationFailed(
+            "host_name",
+            f"hostName {host_name!r} is not a DNS label (lowercase letters, digits and inner '-', "
+            "at most 63 characters): use the node's name in Proxmox",
+        )
+    if len(host_ident(zone, host_name)) > MAX_NAME_LENGTH:
+        raise ValidationFailed(
+            "host_name", f"zone and host names together must be at most {MAX_NAME_LENGTH - 1} characters"
+        )
+    source = kube()
+    if source.get_catalog(ZONE, zone) is None:
+        raise ValidationFailed("zone", f"there is no zone {zone!r}")
+    _remove_spent_tokens()
+    now = _now()
+    expires = int((now + datetime.timedelta(seconds=settings.FLEXPLANE_JOIN_TOKEN_TTL)).timestamp())
+    parts = JoinTokenParts(zone, host_name, expires, secrets.token_hex(8), secrets.token_urlsafe(32))
+    source.create_secret(
+        _secret_name(parts.ident),
+        {
+            "hash": _hash(parts.secret).encode(),
+            "zone": zone.encode(),
+            "host": host_name.encode(),
+            "expires": str(expires).encode(),
+            "created-at": str(int(now.timestamp())).encode(),
+            "created-by": ctx.principal.subject.encode(),
+        },
+        labels={KIND_LABEL: JOIN_TOKEN_KIND, ZONE_LABEL: zone, HOST_LABEL: host_name},
+    )
+    token = str(parts)
+    url = enrollment_url(origin)
+    command = f"flexplane-agent bootstrap --orchestrator {shlex.quote(url)} --token {shlex.quote(token)}"
+    return NewJoinToken(token, zone, host_name, parts.expires_at, command)
+
+
+def list_join_tokens(ctx: Context) -> list[JoinTokenRecord]:
+    """Every stored join token, newest expiry first (ADMIN); their secrets are not stored, so not shown."""
+    access.require_admin(ctx)
+    records = [JoinTokenRecord.from_secret(e) for e in kube().list_secrets(f"{KIND_LABEL}={JOIN_TOKEN_KIND}")]
+    return sorted(records, key=lambda r: (r.expires_at, r.ident), reverse=True)
+
+
+def _remove_spent_tokens() -> None:
+    """Delete tokens used or expired over KEEP_SPENT_TOKENS ago (a lost race is someone else's delete)."""
+    source = kube()
+    horizon = _now() - KEEP_SPENT_TOKENS
+    for entry in source.list_secrets(f"{KIND_LABEL}={JOIN_TOKEN_KIND}"):
+        if JoinTokenRecord.from_secret(entry).spent_since < horizon:
+            try:
+                source.delete_secret(entry)
+            except Conflict:
+                continue
+
+
+def _token_entry(token: str) -> tuple[SecretEntry, JoinTokenRecord]:
+    """The stored token this one is, if its secret matches and it is still usable; else Unauthenticated."""
+    try:
+        parts = parse_join_token(token)
+    except ValueError as exc:
+        raise Unauthenticated(f"the join token is malformed: {exc}") from None
+    entry = kube().get_secret(_secret_name(parts.ident))
+    stored = entry.data.get("hash", b"").decode("ascii", "replace") if entry is not None else ""
+    if entry is None or not hmac.compare_digest(stored, _hash(parts.secret)):
+        raise Unauthenticated(
+            "unknown join token: it was never issued here, or was removed; "
+            "create one with createHostJoinToken"
+        )
+    record = JoinTokenRecord.from_secret(entry)
+    if (parts.zone, parts.host, parts.expires_at) != (record.zone, record.host_name, record.expires_at):
+        raise Unauthenticated("unknown join token: its zone, host or expiry were changed")
+    if record.used_at is not None:
+        by = f" by {record.used_by}" if record.used_by else ""
+        raise Unauthenticated(
+            f"this join token was already used at {_at(record.used_at)}{by}: a join token works once; "
+            "create a new one with createHostJoinToken"
+        )
+    if _now() >= record.expires_at:
+        raise Unauthenticated(
+            f"this join token expired at {_at(record.expires_at)}: create a new one with createHostJoinToken"
+        )
+    return entry, record
+
+
+def _use(entry: SecretEntry, endpoint: str) -> None:
+    """Mark the token used, at the version read: exactly one of two concurrent uses gets here."""
+    data = {
+        **entry.data,
+        "used-at": str(int(time.time())).encode(),
+        "used-by": endpoint.encode(),
+    }
+    try:
+        kube().replace_secret(entry, data)
+    except Conflict:
+        raise Unauthenticated(
+            "this join token was already used (by a request at the same moment): create a new one"
+        ) from None
+
+
+# --------------------------------------------------------------------------------------- the CA
+
+
+def platform_ca() -> PlatformCA:
+    """The platform CA, read from its Secret now; ``Unavailable`` when it is missing or unusable."""
+    name = settings.FLEXPLANE_AGENT_CA_SECRET
+    entry = kube().get_secret(name)
+    if entry is None:
+        raise Unavailable(
+            CA_WHERE,
+            f"the platform CA Secret {settings.FLEXPLANE_NAMESPACE}/{name} does not exist: "
+            "install it (a kubernetes.io/tls Secret) before enrolling hosts",
+        )
+    try:
+        chain = x509.load_pem_x509_certificates(entry.data.get("tls.crt", b""))
+        key = serialization.load_pem_private_key(entry.data.get("tls.key", b""), password=None)
+    except (ValueError, TypeError) as exc:
+        raise Unavailable(
+            CA_WHERE, f"the platform CA Secret {name} is not a usable tls.crt/tls.key pair: {exc}"
+        ) from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise Unavailable(
+            CA_WHERE, f"the platform CA Secret {name} holds a {type(key).__name__}, not EC or RSA"
+        )
+    if key.public_key() != chain[0].public_key():
+        raise Unavailable(CA_WHERE, f"the platform CA Secret {name}: tls.key is not the key of tls.crt")
+    bundle = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in chain)
+    bundle += entry.data.get("ca.crt", b"")
+    return PlatformCA(chain[0], key, bundle.decode("ascii"))
+
+
+def _sign(ca: PlatformCA, csr: x509.CertificateSigningRequest, identity: str, ips: list[IPAddress]) -> str:
+    """A certificate for the CSR's key naming identity (DNS) and ips, for FLEXPLANE_AGENT_CERT_LIFETIME."""
+    now = _now()
+    public_key = csr.public_key()
+    assert isinstance(public_key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey)  # _check_csr made sure
+    names: list[x509.GeneralName] = [x509.DNSName(identity), *(x509.IPAddress(ip) for ip in ips)]
+    lifetime = datetime.timedelta(seconds=settings.FLEXPLANE_AGENT_CERT_LIFETIME)
+    backdate = min(BACKDATE, lifetime / 10)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, identity)]))
+        .issuer_name(ca.certificate.subject)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - backdate)
+        .not_valid_after(now + lifetime)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=isinstance(public_key, rsa.RSAPublicKey),
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+            critical=False,
+        )
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False
+        )
+        .sign(ca.key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM).decode("ascii")
+
+
+# ------------------------------------------------------------------------------------ validation
+
+
+def _check_csr(pem: Any, identity: str) -> x509.CertificateSigningRequest:
+    """The CSR, if it is well-formed, self-signed, carries a strong key and names exactly ``identity``."""
+    if not isinstance(pem, str) or not pem.strip():
+        raise ValidationFailed("csr", "csr is required: a PEM certificate signing request")
+    if len(pem) > MAX_CSR_BYTES:
+        raise ValidationFailed("csr", f"csr is larger than {MAX_CSR_BYTES} bytes")
+    try:
+        csr = x509.load_pem_x509_csr(pem.encode("utf-8"))
+    except ValueError:
+        raise ValidationFailed("csr", "csr is not a PEM certificate signing request") from None
+    if not csr.is_signature_valid:
+        raise ValidationFailed(
+            "csr", "the CSR's signature does not verify: it was not signed with the key it carries"
+        )
+    _check_key(csr.public_key())
+    _check_names(csr, identity)
+    return csr
+
+
+def _check_key(key: object) -> None:
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        if key.curve.name not in EC_CURVES:
+            raise ValidationFailed(
+                "csr",
+                f"the CSR's key is on curve {key.curve.name}: use EC P-256 or P-384 (or RSA >= 2048 bits)",
+            )
+    elif isinstance(key, rsa.RSAPublicKey):
+        if key.key_size < RSA_MIN_BITS:
+            raise ValidationFailed(
+                "csr", f"the CSR's RSA key has {key.key_size} bits, too weak: use at least {RSA_MIN_BITS}"
+            )
+        if key.key_size > RSA_MAX_BITS:
+            raise ValidationFailed("csr", f"the CSR's RSA key has more than {RSA_MAX_BITS} bits")
+    else:
+        raise ValidationFailed(
+            "csr",
+            f"the CSR's key is {type(key).__name__}: use EC P-256 or P-384, or RSA >= {RSA_MIN_BITS} bits",
+        )
+
+
+def _csr_names(csr: x509.CertificateSigningRequest) -> list[str]:
+    """Every name a CSR asks for: its subject's attributes and its subject alternative names."""
+    names = [attribute.rfc4514_string() for attribute in csr.subject]
+    try:
+        san = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return names
+    except ValueError:
+        raise ValidationFailed("csr", "the CSR's extensions do not parse") from None
+    for general in san:
+        names.append(f"{type(general).__name__}:{general.value}")
+    return names
+
+
+def _check_names(csr: x509.CertificateSigningRequest, identity: str) -> None:
+    """The CSR must ask for exactly CN=identity, and at most DNS:identity besides."""
+    allowed = ({f"CN={identity}", f"DNSName:{identity}"}, {f"CN={identity}"})
+    names = _csr_names(csr)
+    if f"CN={identity}" not in names or set(names) not in allowed or len(names) != len(set(names)):
+        raise ValidationFailed(
+            "csr",
+            f"the CSR names {', '.join(names) or 'nothing'}, but this host is {identity}: "
+            f"ask for CN={identity} (and DNS:{identity}) only",
+        )
+
+
+def _endpoint(value: Any) -> tuple[str, IPAddress]:
+    """``address:port`` with an IP (``[v6]:port``): where the agent listens, as its certificate says."""
+    bad = ValidationFailed(
+        "endpoint", f"endpoint {value!r} must be address:port with an IP address, e.g. 10.0.0.11:7443"
+    )
+    if not isinstance(value, str):
+        raise bad
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise bad
+    bracketed = host.startswith("[") and host.endswith("]")
+    try:
+        address = ipaddress.ip_address(host[1:-1] if bracketed else host)
+    except ValueError:
+        raise bad from None
+    if isinstance(address, ipaddress.IPv6Address) != bracketed:
+        raise bad
+    if address.is_unspecified or address.is_multicast:
+        raise ValidationFailed("endpoint", f"endpoint {value!r} is not an address the orchestrator can dial")
+    return (f"[{address}]:{port}" if bracketed else f"{address}:{port}"), address
+
+
+def release_public_key() -> str | None:
+    """The platform's release public key, PEM (FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY), or None if unset.
+
+    Read on every join, as the CA is. A key that is set but unusable is ``Unavailable``: a node
+    enrolled without it would never update, and nobody would be told.
+    """
+    configured = settings.FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY.strip()
+    if not configured:
+        return None
+    source = "FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY"
+    if configured.startswith("-----BEGIN"):
+        data = configured.encode("ascii", "replace")
+    else:
+        source = f"{configured} ({source})"
+        try:
+            data = Path(configured).read_bytes()
+        except OSError as exc:
+            raise Unavailable(
+                RELEASE_KEY_WHERE, f"cannot read the release public key {source}: {exc.strerror or exc}"
+            ) from None
+    try:
+        key = serialization.load_pem_public_key(data)
+    except ValueError:
+        key = None
+    if not isinstance(key, Ed25519PublicKey):
+        raise Unavailable(
+            RELEASE_KEY_WHERE,
+            f"the release public key {source} is not an Ed25519 public key in PEM "
+            "(the one `flexplane-agent release keygen` writes)",
+        )
+    pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return pem.decode("ascii")
+
+
+def update_settings(origin: str) -> dict[str, str]:
+    """Where an enrolled node updates itself from and the key releases must verify with; none (and
+    said so in the log) when the platform has no release key or serves no channel."""
+    key = release_public_key()
+    if key is None or not settings.FLEXPLANE_AGENT_RELEASES_DIR:
+        missing = "FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY" if key is None else "FLEXPLANE_AGENT_RELEASES_DIR"
+        logger.info("enrolled nodes get no self-update: %s is not set", missing)
+        return {}
+    return {"update_channel_url": enrollment_url(origin) + CHANNEL_PATH, "release_public_key": key}
+
+
+def _settings(zone: str, node: str, endpoint: str, origin: str) -> dict[str, Any]:
+    """What the agent's configuration needs from the platform."""
+    return {
+        "zone": zone,
+        "node": node,
+        "listen": endpoint,
+        "allowed_clients": list(settings.FLEXPLANE_AGENT_ALLOWED_CLIENTS),
+        "orchestrator_url": enrollment_url(origin),
+        "image_allow_hosts": list(settings.FLEXPLANE_IMAGE_ALLOW_HOSTS),
+    }
+
+
+# ---------------------------------------------------------------------------------- the catalog
+
+
+def _put_host(zone: str, node: str, endpoint: str) -> None:
+    """The host in the catalog with this endpoint: created with the defaults, or its endpoint updated."""
+    source = kube()
+    ident = host_ident(zone, node)
+    for _ in range(3):
+        entry = source.get_catalog(HOST, ident)
+        try:
+            if entry is None:
+                host = Host(key=f"{zone}/{node}", zone=zone, node=node, endpoint=endpoint)
+                source.create_catalog(HOST, ident, host.to_spec(), labels={ZONE_LABEL: zone})
+            elif entry.spec.get("endpoint") != endpoint:
+                spec = {**entry.spec, "endpoint": endpoint}
+                source.replace_catalog(HOST, ident, spec, entry.resource_version, labels=entry.labels)
+            return
+        except (Conflict, NotFound):
+            continue  # created, changed or removed meanwhile: read it again
+    raise Conflict(f"host {zone}/{node} kept changing while it was enrolled; run the bootstrap again")
+
+
+# ------------------------------------------------------------------------------------ use-cases
+
+
+def join(token: Any, csr_pem: Any, endpoint: Any, origin: str) -> Issued:
+    """Enroll a node: check the token, the CSR and the endpoint, use the token, add the host, sign."""
+    if not isinstance(token, str):
+        raise Unauthenticated("a join token is required")
+    entry, record = _token_entry(token)
+    identity = host_identity(record.zone, record.host_name)
+    csr = _check_csr(csr_pem, identity)
+    address, ip = _endpoint(endpoint)
+    ca = platform_ca()
+    updates = update_settings(origin)
+    if kube().get_catalog(ZONE, record.zone) is None:
+        raise ValidationFailed("token", f"zone {record.zone!r} was removed since this join token was made")
+    _use(entry, address)
+    _put_host(record.zone, record.host_name, address)
+    certificate = _sign(ca, csr, identity, [ip])
+    node_settings = {**_settings(record.zone, record.host_name, address, origin), **updates}
+    return Issued(certificate, ca.bundle, node_settings)
+
+
+def _presented(certificate_pem: Any, ca: PlatformCA) -> tuple[x509.Certificate, str, str]:
+    """The caller's current certificate, if the platform CA issued it and it is valid: (it, zone, node)."""
+    if not isinstance(certificate_pem, str) or len(certificate_pem) > MAX_CERTIFICATE_BYTES:
+        raise Unauthenticated("certificate is required: the agent's current certificate, PEM")
+    try:
+        certificate = x509.load_pem_x509_certificate(certificate_pem.encode("utf-8"))
+        certificate.verify_directly_issued_by(ca.certificate)
+    except (ValueError, TypeError, InvalidSignature):
+        raise Unauthenticated("the certificate was not issued by the platform CA") from None
+    now = _now()
+    if not certificate.not_valid_before_utc <= now <= certificate.not_valid_after_utc:
+        raise Unauthenticated(
+            f"the certificate is valid from {_at(certificate.not_valid_before_utc)} to "
+            f"{_at(certificate.not_valid_after_utc)}, not now: enroll the node again with a new join token"
+        )
+    try:
+        san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = san.get_values_for_type(x509.DNSName)
+    except x509.ExtensionNotFound:
+        names = []
+    hosts = [
+        n for n in names if n.endswith(f".{AGENTS_DOMAIN}") and n.count(".") == AGENTS_DOMAIN.count(".") + 2
+    ]
+    if len(hosts) != 1:
+        raise Unauthenticated("the certificate does not name one host (<node>.<zone>.agents.flexplane)")
+    node, zone = hosts[0].split(".")[:2]
+    return certificate, zone, node
+
+
+def renew(csr_pem: Any, certificate_pem: Any, timestamp: Any, signature: Any, origin: str) -> Issued:
+    """Renew an agent's certificate: it proves it holds the key of its current, valid certificate."""
+    ca = platform_ca()
+    current, zone, node = _presented(certificate_pem, ca)
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        raise ValidationFailed("timestamp", "timestamp must be the request's time, whole Unix seconds")
+    skew = abs(time.time() - timestamp)
+    if skew > settings.FLEXPLANE_RENEWAL_MAX_SKEW:
+        raise Unauthenticated(
+            f"the request's timestamp is {skew:.0f} s away from the orchestrator's clock (at most "
+            f"{settings.FLEXPLANE_RENEWAL_MAX_SKEW:.0f} s): check the node's clock (NTP)"
+        )
+    if not isinstance(csr_pem, str) or not isinstance(signature, str):
+        raise ValidationFailed("csr", "csr and signature are required")
+    if not verify_proof(current.public_key(), renewal_message(timestamp, csr_pem), signature):
+        raise Unauthenticated(
+            "the signature does not verify with the certificate's key: no proof of possession"
+        )
+    identity = host_identity(zone, node)
+    csr = _check_csr(csr_pem, identity)
+    entry = kube().get_catalog(HOST, host_ident(zone, node))
+    if entry is None:
+        raise PermissionDenied(f"host {zone}/{node} is not in the host list: its certificate is not renewed")
+    endpoint = str(entry.spec.get("endpoint", ""))
+    try:
+        address, ip = _endpoint(endpoint)
+        ips = [ip]
+    except ValidationFailed:  # an admin gave it a DNS name: keep the addresses it had
+        address = endpoint
+        ips = _ip_names(current)
+    return Issued(_sign(ca, csr, identity, ips), ca.bundle, _settings(zone, node, address, origin))
+
+
+def _ip_names(certificate: x509.Certificate) -> list[IPAddress]:
+    try:
+        san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return [
+        ip
+        for ip in san.get_values_for_type(x509.IPAddress)
+        if isinstance(ip, ipaddress.IPv4Address | ipaddress.IPv6Address)
+    ]

@@ -1,0 +1,254 @@
+"""The agent release tests' kit: signed releases, and a platform that serves their channel over HTTPS.
+
+:class:`ReleasePlatform` runs the real orchestrator under daphne's TLS endpoint (certificate of
+the tests' dev CA), with FLEXPLANE_AGENT_RELEASES_DIR pointing at a folder the tests fill, the
+Kubernetes emulator holding the pin, and the dev identity provider for admin tokens. Agents
+fetch ``/agent/releases/channel.json`` from it exactly as from a real deployment.
+
+Addresses are 127.<FLEXPLANE_TEST_SUBNET>.60.x, away from the world's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.x509.oid import ExtendedKeyUsageOID
+from kubernetes import client, config
+
+from agent.release import BuiltRelease, build, generate_keys, load_private_key
+from devstack import seed
+from devstack.identity.client import password_token
+from devstack.identity.process import IdentityProvider
+from devstack.kube import KubeServer
+from devstack.net import free_port
+from devstack.pki import CertificateAuthority, generate_key, write_certificate, write_key
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBNET = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
+START_TIMEOUT = 60.0
+PIN_CONFIG_MAP = "agent-release-pin"
+
+
+def address(last: int) -> str:
+    return f"127.{SUBNET}.60.{last}"
+
+
+def die_with_parent() -> None:
+    """In a child: have Linux SIGTERM it when the test process dies, however it dies."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def stop_pid(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """Stop a process we started, by its pid: SIGTERM, then SIGKILL."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(grace)
+
+
+# ------------------------------------------------------------------------------------- releases
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The release signing key and its public key, and a key nobody trusts."""
+
+    private: Path
+    public: Path
+    stranger: Path
+
+    @classmethod
+    def create(cls, directory: Path) -> Keys:
+        keys = cls(directory / "release.pem", directory / "release-public.pem", directory / "stranger.pem")
+        generate_keys(keys.private, keys.public)
+        generate_keys(keys.stranger, directory / "stranger-public.pem")
+        return keys
+
+    def signing(self) -> Ed25519PrivateKey:
+        return load_private_key(self.private)
+
+
+def broken_source(directory: Path) -> Path:
+    """A copy of this checkout's agent whose serve() fails at once: a release that never answers."""
+    for package in ("agent", "agentclient"):
+        shutil.copytree(ROOT / package, directory / package, ignore=shutil.ignore_patterns("__pycache__"))
+    with (directory / "agent" / "server.py").open("a") as server:
+        server.write(
+            "\n\nasync def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> None:\n"
+            '    raise StartupError("this release is broken on purpose")\n'
+        )
+    return directory
+
+
+def build_release(
+    version: str, key: Ed25519PrivateKey, out: Path, source: Path | None = None
+) -> BuiltRelease:
+    return build(version, key, out / version, source)
+
+
+# ------------------------------------------------------------------------------------- platform
+
+
+@dataclass
+class ReleasePlatform:
+    """The orchestrator over HTTPS serving a release folder, with the kube emulator and identity."""
+
+    scratch: Path
+    ca: CertificateAuthority
+    host: str = field(default_factory=lambda: address(5))
+    port: int = 0
+    releases: Path = field(init=False)
+    kube: KubeServer | None = None
+    identity: IdentityProvider | None = None
+    orchestrator: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        self.releases = self.scratch / "releases"
+        self.releases.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
+    @property
+    def channel_url(self) -> str:
+        return f"{self.url}/agent/releases/channel.json"
+
+    @property
+    def log(self) -> Path:
+        return self.scratch / "orchestrator.log"
+
+    def start(self) -> ReleasePlatform:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        self.kube = KubeServer.start(host=address(3), port=0)
+        kubeconfig = self.kube.write_kubeconfig(self.scratch / "kubeconfig")
+        self.identity = IdentityProvider.start(
+            data_dir=self.scratch / "identity",
+            host=address(2),
+            port=0,
+            users=seed.USERS,
+            project_id=seed.PROJECT_ID,
+        )
+        key = generate_key()
+        certificate = self.ca.sign(
+            key.public_key(),
+            common_name="flexplane-orchestrator-web",
+            ip_addresses=[self.host],
+            usages=[ExtendedKeyUsageOID.SERVER_AUTH],
+        )
+        cert_path, key_path = self.scratch / "web.crt", self.scratch / "web.key"
+        write_certificate(cert_path, certificate)
+        write_key(key_path, key)
+        self.port = free_port(self.host)
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "flexplane.settings",
+            "FLEXPLANE_ALLOWED_HOSTS": self.host,
+            "FLEXPLANE_KUBECONFIG": str(kubeconfig),
+            "FLEXPLANE_NAMESPACE": seed.NAMESPACE,
+            "FLEXPLANE_OIDC_ISSUER": self.identity.issuer,
+            "FLEXPLANE_OIDC_AUDIENCE": seed.PROJECT_ID,
+            "FLEXPLANE_OIDC_PROJECT_ID": seed.PROJECT_ID,
+            "FLEXPLANE_AGENT_RELEASES_DIR": str(self.releases),
+        }
+        endpoint = f"ssl:port={self.port}:interface={self.host}:privateKey={key_path}:certKey={cert_path}"
+        with self.log.open("wb") as log:
+            self.orchestrator = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-e", endpoint, "flexplane.asgi:application"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent,
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline and self.orchestrator.poll() is None:
+            with contextlib.suppress(requests.RequestException):
+                if self.get("/healthz").status_code == 200:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"the orchestrator did not start:\n{self.log.read_text()[-4000:]}")
+
+    def stop(self) -> None:
+        if self.orchestrator is not None:
+            stop_pid(self.orchestrator)
+            self.orchestrator = None
+        if self.identity is not None:
+            self.identity.stop()
+            self.identity = None
+        if self.kube is not None:
+            self.kube.stop()
+            self.kube = None
+
+    def __enter__(self) -> ReleasePlatform:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -------------------------------------------------------------------------------- use
+
+    def get(self, path: str) -> requests.Response:
+        return requests.get(f"{self.url}{path}", verify=str(self.ca.cert_path), timeout=10)
+
+    def publish(self, *releases: BuiltRelease) -> None:
+        """Make the channel's folder hold exactly these releases."""
+        for old in self.releases.iterdir():
+            old.unlink()
+        for release in releases:
+            shutil.copy2(release.artifact, self.releases / release.artifact.name)
+            shutil.copy2(release.envelope, self.releases / release.envelope.name)
+
+    def core(self) -> client.CoreV1Api:
+        """The official client on the platform's management cluster."""
+        return client.CoreV1Api(config.new_client_from_config(config_file=str(self.scratch / "kubeconfig")))
+
+    def remove_pin(self) -> None:
+        try:
+            self.core().delete_namespaced_config_map(PIN_CONFIG_MAP, seed.NAMESPACE)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def published(self, name: str) -> Path:
+        return self.releases / name
+
+    def token(self, username: str) -> str:
+        assert self.identity is not None
+        user = next(u for u in seed.USERS if u["username"] == username)
+        return password_token(self.identity.issuer, username, user["password"])
+
+    def graphql(self, query: str, *, user: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        response = requests.post(
+            f"{self.url}/graphql",
+            json={"query": query, "variables": variables or {}},
+            headers={"Authorization": f"Bearer {self.token(user)}"},
+            verify=str(self.ca.cert_path),
+            timeout=30,
+        )
+        body: dict[str, Any] = response.json()
+        return body
