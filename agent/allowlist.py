@@ -63,6 +63,8 @@ ALLOWED_ROWS: tuple[tuple[str, str], ...] = (
     ("GET", "/nodes/{node}/qemu/{vmid}/status/current"),
     ("DELETE", "/nodes/{node}/qemu/{vmid}"),
     ("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces"),
+    # Draining a host: the precondition (which nodes, local disks and devices), then the migration.
+    ("GET", "/nodes/{node}/qemu/{vmid}/migrate"),
     ("POST", "/nodes/{node}/qemu/{vmid}/migrate"),
     # VDC pools.
     ("GET", "/pools"),
@@ -81,6 +83,10 @@ MAX_PARAMS_TOTAL_BYTES = 256 * 1024
 # The only characters a forwarded path may contain: no %, \, ?, #, spaces, nothing decodable.
 _PATH_CHARACTERS = re.compile(r"[A-Za-z0-9/._:@!-]*")
 _PARAM_NAME = re.compile(rf"[A-Za-z][A-Za-z0-9_-]{{0,{MAX_PARAM_NAME_LENGTH - 1}}}")
+# Names web frameworks read as "treat this request as another method": the method field is the method,
+# so a parameter claiming otherwise is refused rather than left for some server to honour (_method
+# already fails _PARAM_NAME).
+METHOD_OVERRIDES = frozenset({"x-http-method-override", "x-http-method", "x-method-override"})
 _PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
 
 
@@ -153,6 +159,8 @@ def check_params(params: Mapping[str, str]) -> None:
     for name, value in params.items():
         if not _PARAM_NAME.fullmatch(name):
             raise NotAllowed(f"parameter name {name[:MAX_PARAM_NAME_LENGTH]!r} is not allowed")
+        if name.lower() in METHOD_OVERRIDES:
+            raise NotAllowed(f"parameter {name} would override the method: never forwarded")
         size = len(value.encode("utf-8", "surrogatepass"))
         if size > MAX_PARAM_VALUE_BYTES:
             raise NotAllowed(f"parameter {name} is larger than {MAX_PARAM_VALUE_BYTES} bytes")

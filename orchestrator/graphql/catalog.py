@@ -7,11 +7,12 @@ FORBIDDEN error). A mutation's expected failures are data: ``errors { field mess
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import graphene
 
-from orchestrator.errors import FlexPlaneError
+from orchestrator.errors import FlexPlaneError, Unavailable
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type, payload_errors
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import ComputeProfile as ComputeProfileModel
@@ -19,8 +20,10 @@ from orchestrator.models import Host as HostModel
 from orchestrator.models import Image as ImageModel
 from orchestrator.models import StorageProfile as StorageProfileModel
 from orchestrator.models import Zone as ZoneModel
-from orchestrator.services import catalog, inventory
+from orchestrator.services import catalog, hosts, inventory
 from orchestrator.services.context import Context
+from orchestrator.services.hosts import AgentReport, HostDetails, HostUsage
+from orchestrator.services.hosts import HostDrain as HostDrainModel
 from orchestrator.services.inventory import HostStatus, ZoneStatus
 
 P = TypeVar("P", bound=graphene.ObjectType)
@@ -126,6 +129,33 @@ def _host(root: HostStatus | HostModel) -> HostModel:
     return root.host if isinstance(root, HostStatus) else root
 
 
+def _details(info: graphene.ResolveInfo, root: HostStatus | HostModel) -> HostDetails | None:
+    """The host as the admin sees it (read once per request for every host); None for others."""
+    return hosts.details_of(flexplane(info), _host(root))
+
+
+def _report_host(info: graphene.ResolveInfo, problem: Unavailable) -> None:
+    """The host's data is partial: one UNAVAILABLE error at the host's path, however many fields miss."""
+    path = info.path.prev.as_list() if info.path.prev is not None else info.path.as_list()
+    partial = info.context.partial
+    if not any(where == path and problem in problems for where, problems in partial):
+        partial.append((path, [problem]))
+
+
+def _agent(info: graphene.ResolveInfo, root: HostStatus | HostModel) -> AgentReport | None:
+    details = _details(info, root)
+    if details is None:
+        return None
+    if details.agent is None and details.agent_problem is not None:
+        _report_host(info, details.agent_problem)
+    return details.agent
+
+
+_HOSTS = "orchestrator.graphql.hosts"
+_ADMIN_FIELD = "ADMIN only: null for others"
+_FROM_AGENT = f"{_ADMIN_FIELD}, and when the agent does not answer (an UNAVAILABLE error names the host)."
+
+
 class Host(graphene.ObjectType):
     """A Proxmox node of a zone, with the flex.plane agent running on it."""
 
@@ -142,6 +172,25 @@ class Host(graphene.ObjectType):
     )
     cpu_overcommit = graphene.Float(
         required=True, description="Placement counts the host's CPU threads times this ratio."
+    )
+    agent_version = graphene.String(description=f"The flex.plane agent's version. {_FROM_AGENT}")
+    proxmox_version = graphene.String(description=f"The node's Proxmox VE version. {_FROM_AGENT}")
+    certificate_expires_at = graphene.DateTime(
+        description=f"When the agent's certificate expires. {_FROM_AGENT}"
+    )
+    certificate_renewal = graphene.Field(
+        f"{_HOSTS}.HostCertificateRenewal", description=f"How the agent's renewals went. {_FROM_AGENT}"
+    )
+    last_update = graphene.Field(
+        f"{_HOSTS}.HostUpdate", description=f"The agent's last self-update. {_FROM_AGENT}"
+    )
+    usage = graphene.Field(
+        f"{_HOSTS}.HostUsage",
+        description=f"CPU, memory and storage in use, from Proxmox. {_ADMIN_FIELD}, and when Proxmox "
+        "does not report the node (offline, or its zone does not answer).",
+    )
+    drain = graphene.Field(
+        f"{_HOSTS}.HostDrain", description=f"Its drain, if it is being drained. {_ADMIN_FIELD}."
     )
 
     @staticmethod
@@ -175,6 +224,54 @@ class Host(graphene.ObjectType):
     @staticmethod
     def resolve_cpu_overcommit(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> float:
         return _host(root).cpu_overcommit
+
+    @staticmethod
+    @domain_errors
+    def resolve_agent_version(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
+        agent = _agent(info, root)
+        return agent.version if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_proxmox_version(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
+        agent = _agent(info, root)
+        return (agent.proxmox_version or None) if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_certificate_expires_at(
+        root: HostStatus | HostModel, info: graphene.ResolveInfo
+    ) -> datetime | None:
+        agent = _agent(info, root)
+        return agent.certificate_expires_at if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_certificate_renewal(
+        root: HostStatus | HostModel, info: graphene.ResolveInfo
+    ) -> hosts.CertificateRenewal | None:
+        agent = _agent(info, root)
+        return agent.renewal if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_last_update(
+        root: HostStatus | HostModel, info: graphene.ResolveInfo
+    ) -> hosts.UpdateOutcome | None:
+        agent = _agent(info, root)
+        return agent.last_update if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_usage(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> HostUsage | None:
+        details = _details(info, root)
+        return details.usage if details else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_drain(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> HostDrainModel | None:
+        details = _details(info, root)
+        return details.drain if details else None
 
 
 def _zone(root: ZoneStatus | ZoneModel) -> ZoneModel:
@@ -587,23 +684,6 @@ class UpdateHost(graphene.Mutation):
         return payload(UpdateHost, "host", lambda: catalog.update_host(flexplane(info), zone, node, input))
 
 
-class DeleteHost(graphene.Mutation):
-    class Meta:
-        name = "DeleteHostPayload"
-        description = f"Remove a host from the catalog; Proxmox and its VMs are untouched. {ADMIN_ONLY}"
-
-    class Arguments:
-        zone = graphene.String(required=True)
-        node = graphene.String(required=True)
-
-    host = graphene.Field(Host, description="The host as it was.")
-    errors = payload_errors_field()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, zone: str, node: str) -> DeleteHost:
-        return payload(DeleteHost, "host", lambda: catalog.delete_host(flexplane(info), zone, node))
-
-
 # ------------------------------------------------------------------------------------------- root
 
 
@@ -618,7 +698,8 @@ class Query(graphene.ObjectType):
         graphene.NonNull(Host),
         required=True,
         zone=graphene.String(description="Only this zone's hosts."),
-        description="Every host, by zone then node. Needs USER or ADMIN (endpoints: ADMIN only).",
+        description="Every host, by zone then node. Needs USER or ADMIN (endpoints, and what the agent "
+        "and Proxmox say of each host: ADMIN only).",
     )
     compute_profiles = graphene.List(
         graphene.NonNull(ComputeProfile),
@@ -678,4 +759,3 @@ class Mutation(graphene.ObjectType):
     delete_zone = DeleteZone.Field()
     create_host = CreateHost.Field()
     update_host = UpdateHost.Field()
-    delete_host = DeleteHost.Field()

@@ -760,6 +760,7 @@ def update_host(ctx: Context, zone_id: str, node: str, changes: Mapping[str, Any
     return _update(ctx, _HOST, host_ident(zone_id, node), changes)
 
 
-def delete_host(ctx: Context, zone_id: str, node: str) -> Host:
-    """Remove a host from the catalog (flex.plane stops reaching its agent; Proxmox is untouched)."""
-    return _delete(ctx, _HOST, host_ident(zone_id, node))
+def drop_host(ctx: Context, zone_id: str, node: str, check: Callable[[Host], None] | None = None) -> Host:
+    """Remove a host's catalog entry once ``check(host)`` passes: flex.plane stops reaching its agent,
+    Proxmox is untouched. ``services.hosts.remove_host`` is the operation (it checks the host is empty)."""
+    return _delete(ctx, _HOST, host_ident(zone_id, node), check)

@@ -13,10 +13,11 @@ from orchestrator.sources.proxmox import proxmox
 
 @dataclass(frozen=True)
 class ZoneResources:
-    """Per zone: its QEMU guests (raw entries) and its nodes' status."""
+    """Per zone: its QEMU guests (raw entries), its nodes' status, and its nodes' entries (their usage)."""
 
     guests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)
+    node_entries: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
 
 def zone_resources(ctx: Context) -> ZoneResources:
@@ -31,6 +32,7 @@ def zone_resources(ctx: Context) -> ZoneResources:
             out.nodes[zone] = {
                 i["node"]: i.get("status", "unknown") for i in items if i.get("type") == "node"
             }
+            out.node_entries[zone] = {i["node"]: i for i in items if i.get("type") == "node"}
         return out
 
     return ctx.memoize(("inventory", "resources"), read)

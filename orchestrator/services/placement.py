@@ -4,7 +4,8 @@ Pure: fed the zone's hosts from the catalog and the zone's ``/cluster/resources`
 guests, one call), it answers a decision and its reasons, or ``NoCapacity`` saying what was short.
 
 A host is a candidate when Proxmox reports its node online, it is not cordoned, the storage the VM's
-disk goes to is available on it, and it has room:
+disk goes to (and, for a VM that moves, every other storage its disks are on) is available on it, and it
+has room:
 
 - memory: the node's memory times the host's ``memory_overcommit``, less the memory of every guest on it;
 - vCPUs: the node's CPU threads times the host's ``cpu_overcommit``, less the vCPUs of every guest on it;
@@ -58,6 +59,8 @@ class PlacementRequest:
     memory_mib: int
     disk_gb: int
     storage: str
+    # Other storages the VM's disks are on (a migration's): the host needs them too, room is not counted.
+    other_storages: tuple[str, ...] = ()
 
     def describe(self) -> str:
         vcpus = _count(self.vcpus, "vCPU")
@@ -173,7 +176,11 @@ def _by_node(items: Iterable[Mapping[str, Any]], kind: str) -> dict[str, list[Ma
 
 
 def host_rooms(
-    hosts: Sequence[PlacementHost], resources: Sequence[Mapping[str, Any]], storage: str, vdc: str
+    hosts: Sequence[PlacementHost],
+    resources: Sequence[Mapping[str, Any]],
+    storage: str,
+    vdc: str,
+    other_storages: Sequence[str] = (),
 ) -> tuple[dict[str, HostRoom], list[Rejection]]:
     """Each host's room from ``/cluster/resources``; hosts that are out of the question are rejected."""
     nodes = {str(item["node"]): item for item in resources if item.get("type") == "node" and item.get("node")}
@@ -181,6 +188,11 @@ def host_rooms(
         str(item["node"]): item
         for item in resources
         if item.get("type") == "storage" and item.get("storage") == storage and item.get("node")
+    }
+    available = {
+        (str(item["node"]), str(item["storage"]))
+        for item in resources
+        if item.get("type") == "storage" and item.get("status") == "available" and item.get("node")
     }
     guests: dict[str, list[Mapping[str, Any]]] = {}
     for item in resources:
@@ -205,6 +217,8 @@ def host_rooms(
             rejected.append(
                 Rejection(host.node, f"storage {storage} is {store.get('status') or 'not available'} here")
             )
+        elif missing := [s for s in other_storages if (host.node, s) not in available]:
+            rejected.append(Rejection(host.node, f"storage {', '.join(missing)} is not available here"))
         elif not node.get("maxmem") or not node.get("maxcpu"):
             rejected.append(Rejection(host.node, "Proxmox reports no memory or CPU figures for this node"))
         else:
@@ -230,7 +244,7 @@ def place(
 ) -> Placement:
     """The host of ``request.zone`` that takes the VM, with the reasons; ``NoCapacity`` when none fits."""
     zone_hosts = sorted((h for h in hosts if h.zone == request.zone), key=lambda h: h.node)
-    rooms, rejected = host_rooms(zone_hosts, resources, request.storage, request.vdc)
+    rooms, rejected = host_rooms(zone_hosts, resources, request.storage, request.vdc, request.other_storages)
 
     fitting: list[tuple[HostRoom, float, str]] = []
     for node, room in rooms.items():

@@ -91,7 +91,7 @@ UPDATE_HOST = """mutation($zone: String!, $node: String!, $input: HostUpdateInpu
   updateHost(zone: $zone, node: $node, input: $input) {
     host { id cordoned } errors { field message code } } }"""
 DELETE_HOST = """mutation($zone: String!, $node: String!) {
-  deleteHost(zone: $zone, node: $node) { host { id } errors { field message code } } }"""
+  removeHost(zone: $zone, host: $node, force: true) { host { id } errors { field message code } } }"""
 
 
 def profile_input(name: str, **extra: Any) -> dict[str, Any]:

@@ -45,8 +45,8 @@ def wired(world: World) -> Iterator[KubeSource]:
 
 
 @pytest.fixture
-def context(wired: KubeSource) -> MakeContext:
-    """``context("ADMIN")``, ``context("USER", "vdc:demo")``: a fresh request's context for those roles."""
+def make_context(wired: KubeSource) -> MakeContext:
+    """``make_context("ADMIN")``, ``make_context("USER", "vdc:demo")``: a fresh request's context."""
 
     def make(*roles: str, subject: str = "tester") -> Context:
         return Context(principal=Principal(subject=subject, name=subject, email="", roles=frozenset(roles)))

@@ -45,16 +45,16 @@ def test_one_holder_at_a_time_among_many_takers(wired: KubeSource) -> None:
 
 
 def test_a_lock_is_a_lease_named_after_the_vdc_held_by_a_random_per_call_holder(
-    wired: KubeSource, context: MakeContext
+    wired: KubeSource, make_context: MakeContext
 ) -> None:
     vdc_id = vdc()
-    with locks.vdc_lock(context("USER", subject="alice-sub"), vdc_id) as first:
+    with locks.vdc_lock(make_context("USER", subject="alice-sub"), vdc_id) as first:
         lease = wired.get_lease(f"fp-lock-vdc-{vdc_id}")
         assert lease is not None
         assert lease.holder == first.holder
         assert first.holder.startswith("alice-sub/")
         assert lease.duration_seconds == 30
-    with locks.vdc_lock(context("USER", subject="alice-sub"), vdc_id) as second:
+    with locks.vdc_lock(make_context("USER", subject="alice-sub"), vdc_id) as second:
         assert second.holder != first.holder
 
 

@@ -77,26 +77,26 @@ def vdc_input(ident: str, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def new_vdc(context: MakeContext) -> Iterator[str]:
+def new_vdc(make_context: MakeContext) -> Iterator[str]:
     """A unique VDC id, deleted (with its pools) after the test if it was made."""
     ident = f"t-{uuid.uuid4().hex[:8]}"
     yield ident
     with contextlib.suppress(NotFound):
-        vdcs.delete_vdc(context("ADMIN"), ident)
+        vdcs.delete_vdc(make_context("ADMIN"), ident)
 
 
 # ------------------------------------------------------------------------------------ reading
 
 
-def test_members_see_only_their_vdcs_and_admin_sees_all(context: MakeContext) -> None:
-    assert [v.id for v in vdcs.visible_vdcs(context("USER", "vdc:demo"))] == ["demo"]
-    assert [v.id for v in vdcs.visible_vdcs(context("USER", "vdc:other"))] == ["other"]
-    assert {"demo", "other"} <= {v.id for v in vdcs.visible_vdcs(context("ADMIN"))}
-    assert vdcs.visible_vdcs(context("USER")) == []
+def test_members_see_only_their_vdcs_and_admin_sees_all(make_context: MakeContext) -> None:
+    assert [v.id for v in vdcs.visible_vdcs(make_context("USER", "vdc:demo"))] == ["demo"]
+    assert [v.id for v in vdcs.visible_vdcs(make_context("USER", "vdc:other"))] == ["other"]
+    assert {"demo", "other"} <= {v.id for v in vdcs.visible_vdcs(make_context("ADMIN"))}
+    assert vdcs.visible_vdcs(make_context("USER")) == []
 
 
-def test_another_vdc_is_reported_exactly_as_a_missing_one(context: MakeContext) -> None:
-    bob = context("USER", "vdc:other")
+def test_another_vdc_is_reported_exactly_as_a_missing_one(make_context: MakeContext) -> None:
+    bob = make_context("USER", "vdc:other")
     with pytest.raises(NotFound) as theirs:
         vdcs.get_vdc(bob, "demo")
     with pytest.raises(NotFound) as missing:
@@ -107,26 +107,28 @@ def test_another_vdc_is_reported_exactly_as_a_missing_one(context: MakeContext) 
         vdcs.usage(bob, "demo")
 
 
-def test_the_seeded_vdcs_read_back_with_their_quota_and_allow_lists(context: MakeContext) -> None:
-    demo = vdcs.get_vdc(context("USER", "vdc:demo"), "demo")
+def test_the_seeded_vdcs_read_back_with_their_quota_and_allow_lists(make_context: MakeContext) -> None:
+    demo = vdcs.get_vdc(make_context("USER", "vdc:demo"), "demo")
     assert demo.zones == ["zone-a", "zone-b"]
     assert demo.quota == Usage(vcpus=16, memory_mib=32768, disk_gb=500, vms=10)
     assert demo.allows_image("ubuntu-24.04")
     assert demo.allows_compute_profile("large")
     assert (demo.pool, demo.tag) == ("fp-demo", "fp-vdc-demo")
-    other = vdcs.get_vdc(context("ADMIN"), "other")
+    other = vdcs.get_vdc(make_context("ADMIN"), "other")
     assert not other.allows_compute_profile("large")
 
 
 @pytest.mark.parametrize("vdc_id", ["demo", "other"])
-def test_usage_is_what_the_vdcs_vms_use_in_proxmox(world: World, context: MakeContext, vdc_id: str) -> None:
+def test_usage_is_what_the_vdcs_vms_use_in_proxmox(
+    world: World, make_context: MakeContext, vdc_id: str
+) -> None:
     expected, _ = proxmox_usage(world, vdc_id)
     assert expected.vms >= 2  # the seeded VMs, at least
-    assert vdcs.usage(context("USER", f"vdc:{vdc_id}"), vdc_id) == expected
-    assert vdcs.fresh_usage(context("ADMIN"), vdc_id) == expected
+    assert vdcs.usage(make_context("USER", f"vdc:{vdc_id}"), vdc_id) == expected
+    assert vdcs.fresh_usage(make_context("ADMIN"), vdc_id) == expected
 
 
-def test_the_seeded_demo_vms_count_as_proxmox_reports_them(world: World, context: MakeContext) -> None:
+def test_the_seeded_demo_vms_count_as_proxmox_reports_them(world: World, make_context: MakeContext) -> None:
     used, per_zone = proxmox_usage(world, "demo")
     seeded = [g for zone in ZONES for g in seed.GUESTS[zone] if g[4] == "demo"]
     if used.vms == len(seeded):  # nothing else runs in demo right now
@@ -134,27 +136,29 @@ def test_the_seeded_demo_vms_count_as_proxmox_reports_them(world: World, context
         assert per_zone == {"zone-a": 2, "zone-b": 1}
 
 
-def test_listing_vdcs_with_usage_costs_one_proxmox_call_per_zone(world: World, context: MakeContext) -> None:
+def test_listing_vdcs_with_usage_costs_one_proxmox_call_per_zone(
+    world: World, make_context: MakeContext
+) -> None:
     before = resource_calls(world)
-    listed = vdcs.list_vdcs(context("ADMIN"))
+    listed = vdcs.list_vdcs(make_context("ADMIN"))
     after = resource_calls(world)
     assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 1, "zone-b": 1}
     by_id = {entry.vdc.id: entry.usage for entry in listed}
     assert by_id["demo"] == proxmox_usage(world, "demo")[0]
 
 
-def test_reading_vdcs_needs_user_or_admin(context: MakeContext) -> None:
+def test_reading_vdcs_needs_user_or_admin(make_context: MakeContext) -> None:
     with pytest.raises(PermissionDenied):
-        vdcs.visible_vdcs(context("vdc:demo"))
+        vdcs.visible_vdcs(make_context("vdc:demo"))
 
 
 # ------------------------------------------------------------------------------------- quota
 
 
-def test_a_request_within_quota_passes_and_says_the_usage_after(context: MakeContext) -> None:
-    demo = vdcs.get_vdc(context("ADMIN"), "demo")
+def test_a_request_within_quota_passes_and_says_the_usage_after(make_context: MakeContext) -> None:
+    demo = vdcs.get_vdc(make_context("ADMIN"), "demo")
     after = vdcs.check_quota(
-        context("ADMIN"),
+        make_context("ADMIN"),
         demo,
         Usage(vcpus=2, memory_mib=4096, disk_gb=20, vms=1),
         current=Usage(6, 6144, 60, 3),
@@ -162,11 +166,11 @@ def test_a_request_within_quota_passes_and_says_the_usage_after(context: MakeCon
     assert after == Usage(vcpus=8, memory_mib=10240, disk_gb=80, vms=4)
 
 
-def test_quota_exceeded_says_which_resource_and_by_how_much(context: MakeContext) -> None:
-    demo = vdcs.get_vdc(context("ADMIN"), "demo")
+def test_quota_exceeded_says_which_resource_and_by_how_much(make_context: MakeContext) -> None:
+    demo = vdcs.get_vdc(make_context("ADMIN"), "demo")
     with pytest.raises(QuotaExceeded) as caught:
         vdcs.check_quota(
-            context("ADMIN"),
+            make_context("ADMIN"),
             demo,
             Usage(vcpus=4, memory_mib=1024, disk_gb=20, vms=1),
             current=Usage(14, 4096, 60, 3),
@@ -176,11 +180,11 @@ def test_quota_exceeded_says_which_resource_and_by_how_much(context: MakeContext
     )
 
 
-def test_every_resource_over_quota_is_named(context: MakeContext) -> None:
-    demo = vdcs.get_vdc(context("ADMIN"), "demo")
+def test_every_resource_over_quota_is_named(make_context: MakeContext) -> None:
+    demo = vdcs.get_vdc(make_context("ADMIN"), "demo")
     with pytest.raises(QuotaExceeded) as caught:
         vdcs.check_quota(
-            context("ADMIN"),
+            make_context("ADMIN"),
             demo,
             Usage(vcpus=1, memory_mib=8192, disk_gb=200, vms=1),
             current=Usage(1, 30000, 400, 10),
@@ -192,30 +196,32 @@ def test_every_resource_over_quota_is_named(context: MakeContext) -> None:
     assert "vCPUs" not in message
 
 
-def test_a_vdc_over_a_lowered_quota_may_still_shrink(context: MakeContext) -> None:
-    demo = vdcs.get_vdc(context("ADMIN"), "demo")
+def test_a_vdc_over_a_lowered_quota_may_still_shrink(make_context: MakeContext) -> None:
+    demo = vdcs.get_vdc(make_context("ADMIN"), "demo")
     after = vdcs.check_quota(
-        context("ADMIN"), demo, Usage(vcpus=-2, memory_mib=2048), current=Usage(20, 1024, 10, 3)
+        make_context("ADMIN"), demo, Usage(vcpus=-2, memory_mib=2048), current=Usage(20, 1024, 10, 3)
     )
     assert after == Usage(vcpus=18, memory_mib=3072, disk_gb=10, vms=3)
 
 
-def test_without_a_given_usage_the_quota_check_reads_proxmox_now(world: World, context: MakeContext) -> None:
-    demo = vdcs.get_vdc(context("ADMIN"), "demo")
+def test_without_a_given_usage_the_quota_check_reads_proxmox_now(
+    world: World, make_context: MakeContext
+) -> None:
+    demo = vdcs.get_vdc(make_context("ADMIN"), "demo")
     used, _ = proxmox_usage(world, "demo")
     room = demo.quota.vcpus - used.vcpus
-    vdcs.check_quota(context("ADMIN"), demo, Usage(vcpus=room))
+    vdcs.check_quota(make_context("ADMIN"), demo, Usage(vcpus=room))
     with pytest.raises(QuotaExceeded, match=f"vCPUs by 1 \\({used.vcpus} used"):
-        vdcs.check_quota(context("ADMIN"), demo, Usage(vcpus=room + 1))
+        vdcs.check_quota(make_context("ADMIN"), demo, Usage(vcpus=room + 1))
 
 
 # ------------------------------------------------------------------------------------- writes
 
 
 def test_creating_a_vdc_makes_its_pool_in_each_zone_and_its_config_map(
-    world: World, wired: KubeSource, context: MakeContext, new_vdc: str
+    world: World, wired: KubeSource, make_context: MakeContext, new_vdc: str
 ) -> None:
-    made = vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc))
+    made = vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
     assert made.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=2)
     for zone in ZONES:
         assert pools(world, zone)[f"fp-{new_vdc}"] == f"flex.plane VDC {new_vdc}"
@@ -226,31 +232,31 @@ def test_creating_a_vdc_makes_its_pool_in_each_zone_and_its_config_map(
     raw = wired.core.read_namespaced_config_map(f"vdc-{new_vdc}", seed.NAMESPACE)
     assert raw.data is not None
     assert json.loads(raw.data["spec"]) == stored.spec
-    assert vdcs.usage(context("ADMIN"), new_vdc) == Usage()
+    assert vdcs.usage(make_context("ADMIN"), new_vdc) == Usage()
 
 
 def test_deleting_an_empty_vdc_removes_its_pools_and_its_config_map(
-    world: World, wired: KubeSource, context: MakeContext, new_vdc: str
+    world: World, wired: KubeSource, make_context: MakeContext, new_vdc: str
 ) -> None:
-    vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc))
-    deleted = vdcs.delete_vdc(context("ADMIN"), new_vdc)
+    vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
+    deleted = vdcs.delete_vdc(make_context("ADMIN"), new_vdc)
     assert deleted.id == new_vdc
     for zone in ZONES:
         assert f"fp-{new_vdc}" not in pools(world, zone)
     assert wired.get_catalog("vdc", new_vdc) is None
     assert wired.get_lease(f"fp-lock-vdc-{new_vdc}") is None  # its lock goes with it
     with pytest.raises(NotFound):
-        vdcs.get_vdc(context("ADMIN"), new_vdc)
+        vdcs.get_vdc(make_context("ADMIN"), new_vdc)
 
 
-def test_a_pool_that_exists_already_is_fine(world: World, context: MakeContext, new_vdc: str) -> None:
+def test_a_pool_that_exists_already_is_fine(world: World, make_context: MakeContext, new_vdc: str) -> None:
     world.fakes.on_loop(lambda pve: pve.pools.setdefault(f"fp-{new_vdc}", set()), world.fakes["zone-b"].pve)
-    vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc))
+    vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
     assert all(f"fp-{new_vdc}" in pools(world, zone) for zone in ZONES)
 
 
 def test_a_zone_that_refuses_its_pool_leaves_nothing_half_made(
-    world: World, wired: KubeSource, context: MakeContext, new_vdc: str
+    world: World, wired: KubeSource, make_context: MakeContext, new_vdc: str
 ) -> None:
     world.fakes.on_loop(
         lambda pve: pve.fail(
@@ -259,7 +265,7 @@ def test_a_zone_that_refuses_its_pool_leaves_nothing_half_made(
         world.fakes["zone-b"].pve,
     )
     with pytest.raises(UpstreamFailure) as caught:
-        vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc))
+        vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
     assert caught.value.where == "zone-b"
     assert f"could not create pool fp-{new_vdc} in zone zone-b" in caught.value.message
     assert "got lock timeout" in caught.value.message
@@ -267,24 +273,24 @@ def test_a_zone_that_refuses_its_pool_leaves_nothing_half_made(
     assert wired.get_catalog("vdc", new_vdc) is None
 
 
-def test_a_vdc_with_vms_cannot_be_deleted_and_says_how_many(world: World, context: MakeContext) -> None:
+def test_a_vdc_with_vms_cannot_be_deleted_and_says_how_many(world: World, make_context: MakeContext) -> None:
     _, per_zone = proxmox_usage(world, "demo")
     with pytest.raises(Conflict) as caught:
-        vdcs.delete_vdc(context("ADMIN"), "demo")
+        vdcs.delete_vdc(make_context("ADMIN"), "demo")
     assert f"VDC 'demo' still has {sum(per_zone.values())} VM(s)" in caught.value.message
     assert all("fp-demo" in pools(world, zone) for zone in ZONES)
-    assert vdcs.get_vdc(context("ADMIN"), "demo").id == "demo"
+    assert vdcs.get_vdc(make_context("ADMIN"), "demo").id == "demo"
 
 
 def test_a_zone_added_gets_the_pool_and_a_zone_with_vms_cannot_be_removed(
-    world: World, context: MakeContext, new_vdc: str
+    world: World, make_context: MakeContext, new_vdc: str
 ) -> None:
-    vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc, zones=["zone-a"]))
+    vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc, zones=["zone-a"]))
     assert f"fp-{new_vdc}" not in pools(world, "zone-b")
-    grown = vdcs.update_vdc(context("ADMIN"), new_vdc, {"zones": ["zone-a", "zone-b"]})
+    grown = vdcs.update_vdc(make_context("ADMIN"), new_vdc, {"zones": ["zone-a", "zone-b"]})
     assert grown.zones == ["zone-a", "zone-b"]
     assert f"fp-{new_vdc}" in pools(world, "zone-b")
-    shrunk = vdcs.update_vdc(context("ADMIN"), new_vdc, {"zones": ["zone-b"]})
+    shrunk = vdcs.update_vdc(make_context("ADMIN"), new_vdc, {"zones": ["zone-b"]})
     assert shrunk.zones == ["zone-b"]
     assert f"fp-{new_vdc}" not in pools(world, "zone-a")
 
@@ -292,16 +298,16 @@ def test_a_zone_added_gets_the_pool_and_a_zone_with_vms_cannot_be_removed(
     with pytest.raises(
         Conflict, match=f"still has {per_zone['zone-b']} VM\\(s\\) in the zone\\(s\\) removed"
     ):
-        vdcs.update_vdc(context("ADMIN"), "demo", {"zones": ["zone-a"]})
-    assert vdcs.get_vdc(context("ADMIN"), "demo").zones == ["zone-a", "zone-b"]
+        vdcs.update_vdc(make_context("ADMIN"), "demo", {"zones": ["zone-a"]})
+    assert vdcs.get_vdc(make_context("ADMIN"), "demo").zones == ["zone-a", "zone-b"]
 
 
-def test_a_quota_update_may_name_only_what_changes(context: MakeContext, new_vdc: str) -> None:
-    vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc))
-    changed = vdcs.update_vdc(context("ADMIN"), new_vdc, {"quota": {"vms": 7}, "name": "Renamed"})
+def test_a_quota_update_may_name_only_what_changes(make_context: MakeContext, new_vdc: str) -> None:
+    vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
+    changed = vdcs.update_vdc(make_context("ADMIN"), new_vdc, {"quota": {"vms": 7}, "name": "Renamed"})
     assert changed.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=7)
     assert changed.name == "Renamed"
-    assert vdcs.get_vdc(context("ADMIN"), new_vdc).quota.vms == 7
+    assert vdcs.get_vdc(make_context("ADMIN"), new_vdc).quota.vms == 7
 
 
 @pytest.mark.parametrize(
@@ -320,22 +326,22 @@ def test_a_quota_update_may_name_only_what_changes(context: MakeContext, new_vdc
     ],
 )
 def test_each_bad_value_names_its_field(
-    world: World, context: MakeContext, new_vdc: str, change: dict[str, Any], field: str, words: str
+    world: World, make_context: MakeContext, new_vdc: str, change: dict[str, Any], field: str, words: str
 ) -> None:
     with pytest.raises(ValidationFailed, match=words) as caught:
-        vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc) | change)
+        vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc) | change)
     assert caught.value.field == field
     assert all(f"fp-{new_vdc}" not in pools(world, zone) for zone in ZONES)
 
 
-def test_vdc_writes_need_admin(context: MakeContext, new_vdc: str) -> None:
+def test_vdc_writes_need_admin(make_context: MakeContext, new_vdc: str) -> None:
     with pytest.raises(PermissionDenied):
-        vdcs.create_vdc(context("USER", f"vdc:{new_vdc}"), vdc_input(new_vdc))
+        vdcs.create_vdc(make_context("USER", f"vdc:{new_vdc}"), vdc_input(new_vdc))
     with pytest.raises(PermissionDenied):
-        vdcs.delete_vdc(context("USER", "vdc:demo"), "demo")
+        vdcs.delete_vdc(make_context("USER", "vdc:demo"), "demo")
 
 
-def test_a_vdc_id_is_created_once(context: MakeContext, new_vdc: str) -> None:
-    vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc))
+def test_a_vdc_id_is_created_once(make_context: MakeContext, new_vdc: str) -> None:
+    vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
     with pytest.raises(Conflict, match="already exists"):
-        vdcs.create_vdc(context("ADMIN"), vdc_input(new_vdc))
+        vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
