@@ -1,4 +1,4 @@
-"""Proxmox tasks: what a mutation started, followed until it ends."""
+"""Proxmox tasks: what a mutation started, followed until it ends; the latest ones of a VDC or a VM."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import datetime
 import graphene
 
 from orchestrator.graphql.errors import domain_errors
+from orchestrator.graphql.partial import report_partial
 from orchestrator.models.tasks import Task as TaskModel
 from orchestrator.services import tasks
 
@@ -28,7 +29,11 @@ class TaskStatus(graphene.Enum):
 class Task(graphene.ObjectType):
     """A Proxmox task (a clone, a start, a delete, ...) acting on a VM."""
 
-    id = graphene.ID(required=True, description="Opaque; names the zone, the node and the task's UPID.")
+    id = graphene.ID(
+        required=True,
+        description="Opaque; names the zone, the node and the task's UPID. Stable: a task has the same id "
+        "in a mutation's answer and in every listing.",
+    )
     zone = graphene.String(required=True)
     node = graphene.String(required=True, description="The Proxmox node the task runs on.")
     type = graphene.String(required=True, description="Proxmox's task type: qmclone, qmstart, qmdestroy, ...")
@@ -43,7 +48,9 @@ class Task(graphene.ObjectType):
         description="When it ended (null while running or when Proxmox does not say)."
     )
     log = graphene.List(
-        graphene.NonNull(graphene.String), required=True, description="Proxmox's task log lines."
+        graphene.NonNull(graphene.String),
+        required=True,
+        description="Proxmox's task log lines (in a listing, one Proxmox call per task that asks for it).",
     )
 
     @staticmethod
@@ -87,7 +94,31 @@ class Query(graphene.ObjectType):
         "another VDC's task is NOT_FOUND, exactly like an unknown id.",
     )
 
+    tasks = graphene.List(
+        graphene.NonNull(Task),
+        required=True,
+        first=graphene.Int(
+            description=f"How many (default {tasks.DEFAULT_TASKS}, at most {tasks.MAX_TASKS})."
+        ),
+        vm=graphene.ID(description="Only this VM's tasks (<zone>/<vmid>)."),
+        description="The latest tasks acting on VMs, newest first. Scoped like virtualMachines: the VDC "
+        "named by the FlexPlane-VDC-ID header (its members and ADMIN); without it, the caller's VDCs "
+        "(ADMIN: every VDC). Needs USER or ADMIN. With vm, that VM's tasks: another VDC's VM is NOT_FOUND, "
+        "exactly like a missing one. One Proxmox call per node that hosts the VMs, in parallel; a zone or "
+        "node that does not answer is left out, with an UNAVAILABLE error naming it. Tasks of deleted VMs "
+        "are not listed (Proxmox's task list does not say whose VM a freed VMID was); the ids the "
+        "mutations answered for them stay readable with task(id). The log (and the progress of a running "
+        "task) costs one Proxmox call per task.",
+    )
+
     @staticmethod
     @domain_errors
     def resolve_task(root: None, info: graphene.ResolveInfo, id: str) -> TaskModel:
         return tasks.get_task(info.context.flexplane, id)
+
+    @staticmethod
+    @domain_errors
+    def resolve_tasks(
+        root: None, info: graphene.ResolveInfo, first: int | None = None, vm: str | None = None
+    ) -> list[TaskModel]:
+        return report_partial(info, tasks.recent_tasks(info.context.flexplane, first=first, vm=vm))

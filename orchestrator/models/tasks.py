@@ -33,11 +33,18 @@ class Upid:
     kind: str
     target: str
     user: str
+    # When the worker process started, in clock ticks since the node booted.
+    pstart: int
 
     @property
     def vmid(self) -> int | None:
         """The guest the task acts on, when it acts on one."""
         return int(self.target) if self.target.isdigit() else None
+
+    @property
+    def sequence(self) -> tuple[datetime, int]:
+        """Its place among its node's tasks: by start time (whole seconds), then by its worker's start."""
+        return self.started_at, self.pstart
 
     @classmethod
     def parse(cls, value: str) -> Upid | None:
@@ -51,6 +58,7 @@ class Upid:
             kind=match["type"],
             target=match["id"],
             user=match["user"],
+            pstart=int(match["pstart"], 16),
         )
 
 

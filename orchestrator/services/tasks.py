@@ -3,7 +3,16 @@
 A task id names the zone and the task's UPID (which names its node), and the VDC whose VM the task
 acts on, signed with the deployment's secret key: a caller can read a task only if they may see that
 VDC, and nobody can forge an id for another VDC's task. The signature holds no state: any replica
-checks it, and a task of a VM that was since deleted stays readable by its VDC.
+checks it, and a task of a VM that was since deleted stays readable by its VDC. It holds no time
+either: one task of one VDC has one id, whether a mutation answered it or a listing showed it, so a
+client can tell the tasks it follows apart from new ones.
+
+A listing (:func:`recent_tasks`) reads ``/nodes/{node}/tasks`` of each node that hosts the VMs in
+scope, once per node and in parallel, and keeps the tasks of those VMs. It cannot keep the tasks of
+VMs deleted since: Proxmox's task list names a task's node, type, VMID and user, nothing more, and a
+deleted VM's tags and pool membership go with it (the orchestrator keeps no record of its own), so
+nothing says whose a freed VMID's tasks were; its next guest may be another VDC's. The ids a
+mutation answered for them stay readable with :func:`get_task`.
 
 ``ZoneApi`` is how services speak to one zone's Proxmox: the source's ``ProxmoxZone`` (guests, config,
 power, disks, tasks in domain terms, Proxmox's failures as domain errors), found from the catalog, plus
@@ -13,7 +22,7 @@ following tasks to their end and cloud-init snippets written on a node through i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -27,11 +36,12 @@ from agentclient import (
     ProxmoxUnreachable,
     host_identity,
 )
-from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure
+from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
 from orchestrator.models.tasks import Task, Upid
-from orchestrator.services import access, catalog
+from orchestrator.models.vms import parse_vm_id, vdc_in
+from orchestrator.services import access, catalog, inventory
 from orchestrator.services.context import Context
-from orchestrator.sources.proxmox import ProxmoxZone, is_lock_message, proxmox
+from orchestrator.sources.proxmox import ProxmoxZone, ZoneTargets, is_lock_message, proxmox
 
 T = TypeVar("T")
 
@@ -79,15 +89,29 @@ def failed_task(exc: Exception) -> Task | None:
 # --------------------------------------------------------------------------- ids
 
 
+def _signer() -> signing.Signer:
+    return signing.Signer(salt=_SALT)
+
+
 def encode_task_id(zone: str, upid: str, vdc: str) -> str:
-    """The id of a task of ``zone`` acting on a VM of ``vdc`` (signed: it cannot be forged)."""
-    return signing.dumps([zone, upid, vdc], salt=_SALT, compress=False)
+    """The id of a task of ``zone`` acting on a VM of ``vdc``: signed (it cannot be forged), and the
+    same every time (no timestamp: the signature never expires, so one would only make ids differ)."""
+    return _signer().sign_object([zone, upid, vdc], compress=False)
+
+
+def _payload(value: str) -> Any:
+    """What an id says, checked: as signed now, or with the timestamp earlier versions added (the
+    ids they handed out keep working)."""
+    try:
+        return _signer().unsign_object(value)
+    except (signing.BadSignature, ValueError, TypeError):
+        return signing.loads(value, salt=_SALT)
 
 
 def decode_task_id(value: str) -> tuple[str, Upid, str]:
     """``(zone, upid, vdc)`` of an id this API handed out; ``NotFound`` for anything else."""
     try:
-        zone, raw, vdc = signing.loads(value, salt=_SALT)
+        zone, raw, vdc = _payload(value)
     except (signing.BadSignature, ValueError, TypeError):
         raise NotFound("task", value) from None
     upid = Upid.parse(str(raw)) if isinstance(raw, str) else None
@@ -224,6 +248,159 @@ def get_task(ctx: Context, task_id: str) -> Task:
         return api.task(task_id, upid, log=True)
     except NotFound:
         raise NotFound("task", task_id) from None
+
+
+# Tasks that end a VMID's stay on a node: its guest was destroyed there, or left it.
+END_OF_STAY = frozenset({"qmdestroy", "qmigrate"})
+
+
+def of_the_guests_now(upids: Iterable[Upid], vmids: Collection[int]) -> list[Upid]:
+    """The tasks, among one node's, of the guests that hold these VMIDs on it now.
+
+    Proxmox gives a new guest the lowest free VMID, so a node's task list may hold the tasks of an
+    earlier guest of the same number, of another VDC maybe. The last destroy of a VMID on the node (or
+    its last migration away) ends what was its: that task and every one before it are left out.
+    """
+    mine: list[tuple[int, Upid]] = []
+    ends: dict[int, tuple[datetime, int]] = {}
+    for upid in upids:
+        vmid = upid.vmid
+        if vmid is None or vmid not in vmids:
+            continue
+        mine.append((vmid, upid))
+        if upid.kind in END_OF_STAY:
+            ends[vmid] = max(upid.sequence, ends.get(vmid, upid.sequence))
+    return [upid for vmid, upid in mine if vmid not in ends or upid.sequence > ends[vmid]]
+
+
+# --------------------------------------------------------------------------- listings
+
+DEFAULT_TASKS = 20
+MAX_TASKS = 100
+# How many of a node's latest tasks a listing looks through (Proxmox answers 50 unless asked); a VM's
+# own listing asks for that VM's alone. More than MAX_TASKS: Proxmox orders its list by start time in
+# whole seconds, so the tasks of one second may come in any order, and its cut is not ours.
+NODE_TASKS = 200
+# A node's latest tasks, the running ones with them.
+LISTING = {"limit": str(NODE_TASKS), "source": "all"}
+VM = "virtual machine"
+
+# (zone, node) -> VMID -> the VDC of the VM that holds it there now
+Owners = dict[tuple[str, str], dict[int, str]]
+
+
+def recent_tasks(ctx: Context, *, first: int | None = None, vm: str | None = None) -> list[Task]:
+    """The latest tasks acting on the VMs in scope, newest first, at most ``first``.
+
+    The scope is that of ``vms.list_vms``: the request's VDC, else the caller's VDCs (ADMIN: all); with
+    ``vm``, that VM alone, which must be one the caller may see (``NotFound`` otherwise, exactly as for
+    one that does not exist). Each node that hosts the VMs is read once, in parallel under the zone
+    deadline; a zone or node that does not answer is reported on ``ctx`` (the list is then partial).
+    """
+    size = DEFAULT_TASKS if first is None else first
+    if not 1 <= size <= MAX_TASKS:
+        raise ValidationFailed("first", f"'first' must be between 1 and {MAX_TASKS}")
+    visible = access.visible_vdcs(ctx)
+    if vm is None:
+        owners = _owners(ctx, visible)
+        params = {key: dict(LISTING) for key in owners}
+    else:
+        zone, node, vmid, vdc = _visible_vm(ctx, vm, visible)
+        owners = {(zone, node): {vmid: vdc}}
+        params = {(zone, node): {**LISTING, "vmid": str(vmid)}}
+    found = [
+        pair
+        for (zone, node), listing in _node_listings(ctx, params).items()
+        for pair in _tasks_of(zone, owners[zone, node], listing)
+    ]
+    # Newest first: by start (whole seconds), then, on one node, by the worker's start.
+    found.sort(key=lambda pair: (pair[0].started_at, pair[0].node, pair[0].pstart), reverse=True)
+    return [task for _, task in found[:size]]
+
+
+def _owners(ctx: Context, visible: frozenset[str] | None) -> Owners:
+    """Where the visible VDCs' VMs are, from the request's ``/cluster/resources`` (one call per zone)."""
+    owners: Owners = {}
+    for zone, guests in inventory.zone_resources(ctx).guests.items():
+        for item in guests:
+            vdc = vdc_in(item.get("tags"))
+            if vdc is not None and (visible is None or vdc in visible) and item.get("node"):
+                owners.setdefault((zone, str(item["node"])), {})[int(item["vmid"])] = vdc
+    return owners
+
+
+def _visible_vm(ctx: Context, ident: str, visible: frozenset[str] | None) -> tuple[str, str, int, str]:
+    """``(zone, node, vmid, vdc)`` of a VM the caller may see, read live from its zone (one call)."""
+    parsed = parse_vm_id(ident)
+    if parsed is None:
+        raise NotFound(VM, ident)
+    zone, vmid = parsed
+    try:
+        api = ZoneApi(ctx, zone)
+    except NotFound:
+        raise NotFound(VM, ident) from None
+    for item in api.resources("vm"):
+        if item.get("type") == "qemu" and str(item.get("vmid")) == str(vmid) and not item.get("template"):
+            vdc = vdc_in(item.get("tags"))
+            if vdc is not None and (visible is None or vdc in visible) and item.get("node"):
+                return zone, str(item["node"]), vmid, vdc
+    raise NotFound(VM, ident)
+
+
+def _node_listings(
+    ctx: Context, params: dict[tuple[str, str], dict[str, str]]
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """``/nodes/{node}/tasks`` of each ``(zone, node)``, in parallel under the zone deadline.
+
+    A node that does not answer in time, or at all, is reported on ``ctx`` as ``<zone>/<node>``.
+    """
+    apis = {zone: ZoneApi(ctx, zone) for zone in {zone for zone, _ in params}}
+    nodes = {f"{zone}/{node}": (zone, node) for zone, node in params}
+
+    def read(key: ZoneTargets, _deadline_at: float) -> list[dict[str, Any]]:
+        # The read's own deadline (the zone's) starts as the fan-out's does.
+        zone, node = nodes[key.zone]
+        try:
+            listing = apis[zone].tasks(node, params[zone, node])
+        except (Unavailable, UpstreamFailure) as exc:
+            raise Unavailable(
+                key.zone, f"the task list of host {node} of zone {zone} could not be read: {exc.message}"
+            ) from exc
+        return [entry for entry in listing or [] if isinstance(entry, dict)]
+
+    # The fan-out keys its answers by the targets' name: here one per node, "<zone>/<node>".
+    fan = proxmox().fan_out(
+        [ZoneTargets(key, apis[zone].targets.targets) for key, (zone, _) in nodes.items()], read
+    )
+    ctx.report_unavailable(list(fan.failures.values()))
+    return {nodes[key]: listing for key, listing in fan.results.items()}
+
+
+def _tasks_of(zone: str, owners: dict[int, str], listing: list[dict[str, Any]]) -> list[tuple[Upid, Task]]:
+    """The tasks of one node's listing that act on the guests holding ``owners``' VMIDs there now."""
+    entries = {
+        upid: entry for entry in listing if (upid := Upid.parse(str(entry.get("upid") or ""))) is not None
+    }
+    # Not those of an earlier guest of the same VMID (another VDC's, maybe): they are not the VDC's.
+    kept: list[tuple[Upid, Task]] = []
+    for upid in of_the_guests_now(entries, owners):
+        if upid.vmid is not None:  # always: these are tasks of the owners' VMIDs
+            task_id = encode_task_id(zone, upid.raw, owners[upid.vmid])
+            kept.append((upid, Task.from_status(task_id, zone, upid, _as_status(entries[upid]))))
+    return kept
+
+
+def _as_status(entry: dict[str, Any]) -> dict[str, Any]:
+    """A task of ``/nodes/{node}/tasks`` in the shape of its status endpoint (the listing puts the
+    exit status in ``status`` once ended, and has no ``status`` while the task runs)."""
+    ended = "endtime" in entry or "status" in entry
+    return {
+        "status": "stopped" if ended else "running",
+        "exitstatus": entry.get("status", ""),
+        "type": entry.get("type"),
+        "starttime": entry.get("starttime"),
+        "endtime": entry.get("endtime"),
+    }
 
 
 def task_log(ctx: Context, task: Task) -> list[str]:
