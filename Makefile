@@ -4,6 +4,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Reinstall whenever the declared dependencies change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
+# The portal's CSS: Tailwind through django-tailwind, built with npm; rebuilt when a page or the lock changes.
+THEME := portal/theme/static_src
+NODE_STAMP := $(THEME)/node_modules/.installed
+CSS := portal/theme/static/css/dist/styles.css
+CSS_SOURCES := $(THEME)/src/styles.css $(shell find templates portal static -name node_modules -prune -o \
+	\( -name '*.html' -o -name '*.py' -o -name '*.js' \) -print 2>/dev/null)
+# The browser tests drive Debian's chromium (never a browser a test tool downloads).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+SCREENSHOTS := $(CURDIR)/.scratch/screenshots
 
 .PHONY: dev test lint format protos schema install clean
 
@@ -16,9 +26,20 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-install: $(STAMP)
+$(NODE_STAMP): $(THEME)/package-lock.json
+	cd $(THEME) && npm ci --no-audit --no-fund
+	touch $@
 
-dev: $(STAMP)
+$(CSS): $(NODE_STAMP) $(CSS_SOURCES) | $(STAMP)
+	$(BIN)/python manage.py tailwind build
+
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+install: $(STAMP) $(CSS) $(CHROMIUM)
+
+dev: $(STAMP) $(CSS)
 	$(BIN)/python -m devstack
 
 lint: $(STAMP)
@@ -26,11 +47,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-test: lint
+test: lint $(CSS) $(CHROMIUM)
 	$(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=flexplane.settings.production FLEXPLANE_SECRET_KEY=check-deploy-$$RANDOM$$RANDOM$$RANDOM$$RANDOM-not-a-real-secret-key-just-long-enough \
 		FLEXPLANE_ALLOWED_HOSTS=flexplane.example.com $(BIN)/python manage.py check --deploy --fail-level WARNING
-	$(BIN)/pytest
+	$(BIN)/pytest; status=$$?; echo "Screenshots of the portal: $(SCREENSHOTS)"; exit $$status
 
 format: $(STAMP)
 	$(BIN)/ruff format .
@@ -43,4 +64,4 @@ schema: $(STAMP)
 	$(BIN)/python scripts/export_schema.py
 
 clean:
-	rm -rf $(VENV) .devstack .scratch .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .devstack .scratch .pytest_cache .mypy_cache .ruff_cache $(THEME)/node_modules portal/theme/static

@@ -2,7 +2,9 @@
 
 import os
 
-from channels.routing import ProtocolTypeRouter
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
+from channels.sessions import SessionMiddlewareStack
 from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
@@ -13,4 +15,13 @@ django_app = get_asgi_application()
 # In development the app serves its own static files; production serves them from the ingress.
 http_app = ASGIStaticFilesHandler(django_app) if settings.DEBUG else django_app
 
-application = ProtocolTypeRouter({"http": http_app})
+# Websockets (the portal's live tasks): only from this site's own pages (Origin), with the user of
+# the signed session. Imported once Django's apps are ready.
+from portal.auth import WebsocketUserMiddleware  # noqa: E402
+from portal.routing import websocket_urlpatterns  # noqa: E402
+
+websocket_app = AllowedHostsOriginValidator(
+    SessionMiddlewareStack(WebsocketUserMiddleware(URLRouter(websocket_urlpatterns)))
+)
+
+application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app})

@@ -1,7 +1,20 @@
-from django.urls import path
+"""The portal's routes. Each area adds its own single ``include`` line below (``vdc/<str:vdc>/vms/``
+for the VM pages, ``admin/`` for the admin pages); the websocket routes are in ``portal.routing``."""
 
-from portal import views
+from django.urls import include, path
+from mozilla_django_oidc.views import OIDCLogoutView
+
+from portal import dashboard, oidc, tasks, views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    # Login, its callback (the URL registered at the identity provider) and logout.
+    path("login/", oidc.LoginView.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", oidc.CallbackView.as_view(), name="oidc_authentication_callback"),
+    # POST only: the session ends here, then at the issuer (oidc.end_session_url).
+    path("logout/", OIDCLogoutView.as_view(), name="oidc_logout"),
+    path("vdc/<str:vdc>/", dashboard.dashboard, name="vdc-dashboard"),
+    path("vdc/<str:vdc>/tasks/<str:task_id>/", tasks.task_page, name="task"),
+    path("admin/", include("portal.admin.urls")),
+    path("vdc/<str:vdc>/vms/", include("portal.vms.urls")),
 ]

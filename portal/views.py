@@ -1,9 +1,41 @@
-"""The portal's pages (the full portal comes with its own issue)."""
+"""``/``: where a visitor starts. Signed out: what flex.plane is, and a way in. Signed in: their first VDC."""
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from orchestrator.errors import FlexPlaneError
+from orchestrator.services import vdcs
+from orchestrator.services.context import Context
+from portal.context import portal_view
 
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "portal/home.html", {"graphql_url": reverse("graphql")})
+ADMIN_HOME = "/admin/"
+
+
+def home(request: HttpRequest) -> HttpResponseBase:
+    if not request.user.is_authenticated:
+        return render(request, "portal/home.html", {"graphql_url": reverse("graphql")})
+    return _start(request)
+
+
+@portal_view
+def _start(request: HttpRequest, ctx: Context) -> HttpResponseBase:
+    """The first VDC the user is a member of; admins who are members of none go to the admin area."""
+    principal = ctx.principal
+    try:
+        members_of = [vdc for vdc in vdcs.visible_vdcs(ctx) if vdc.id in principal.vdcs]
+    except FlexPlaneError:
+        if not principal.is_admin:
+            raise
+        members_of = []  # an admin without the USER role still has the admin area
+    if members_of:
+        return redirect("vdc-dashboard", vdc=members_of[0].id)
+    if principal.is_admin:
+        return redirect(ADMIN_HOME)
+    return _no_vdc(request)
+
+
+def _no_vdc(request: HttpRequest) -> HttpResponse:
+    return render(request, "portal/no_vdc.html")

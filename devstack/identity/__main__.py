@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="URI",
-        help="where flexplane-portal may send the browser after logout (repeatable)",
+        help="where flexplane-portal may send the browser after logout (repeatable; default: the home "
+        "page of each redirect URI's portal)",
     )
     serve.add_argument(
         "--portal-client-secret",

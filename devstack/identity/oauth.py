@@ -101,6 +101,18 @@ class ZitadelClaimsValidator(OAuth2Validator):
         project_id = current_config().project_id
         return ["sub", *PROFILE_CLAIMS, project_roles_claim(project_id), GENERIC_ROLES_CLAIM]
 
+    def validate_silent_login(self, request: Request) -> bool:
+        """``prompt=none`` (a relying party renewing its session): the user is signed in.
+
+        django-oauth-toolkit's authorization view validates a request for a signed-in user only;
+        for anyone else it answers ``login_required`` itself, as OIDC Core 3.1.2.6 says.
+        """
+        return True
+
+    def validate_silent_authorization(self, request: Request) -> bool:
+        """``prompt=none``: silently only for a client that never asks for consent (the portal)."""
+        return bool(getattr(request.client, "skip_authorization", False))
+
     def get_id_token_dictionary(
         self, token: dict[str, Any], token_handler: Any, request: Request
     ) -> tuple[dict[str, Any], Any]:

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import django
 from django.core.handlers.wsgi import WSGIHandler
@@ -86,9 +87,22 @@ def prepare(options: ServeOptions) -> None:
     portal = seed.PortalSeed(
         client_secret=seed.portal_client_secret(config.portal_client_path, options.portal_client_secret),
         redirect_uris=tuple(options.portal_redirect_uris),
-        post_logout_redirect_uris=tuple(options.portal_post_logout_redirect_uris),
+        post_logout_redirect_uris=tuple(options.portal_post_logout_redirect_uris)
+        or portal_homes(options.portal_redirect_uris),
     )
     seed.seed(users, portal)
     seed.write_portal_client_file(config.portal_client_path, portal, config.issuer)
     clear_expired()
     logger.info("seeded %d users from %s", len(users), options.users_path)
+
+
+def portal_homes(redirect_uris: Sequence[str]) -> tuple[str, ...]:
+    """The home page (``<origin>/``) of each portal a redirect URI belongs to.
+
+    Unless told otherwise, the portal may send the browser back to its home page after logout.
+    """
+    homes = []
+    for uri in redirect_uris:
+        parts = urlsplit(uri)
+        homes.append(f"{parts.scheme}://{parts.netloc}/")
+    return tuple(dict.fromkeys(homes))

@@ -1,0 +1,153 @@
+"""What the portal's VM list page costs over the GraphQL query for the same page.
+
+Brings up the devstack's world (2 fake zones of 3 nodes, agents over mTLS, the Kubernetes
+emulator, identity, the orchestrator and portal under daphne), puts 500 VMs of VDC ``demo`` and
+500 of VDC ``other`` into the zones, and measures, in one run and interleaved so that a noisy
+machine weighs on both alike, the time the server takes to answer:
+
+- graphql: ``virtualMachines(first: 50)`` in VDC demo, with every field the page shows;
+- page:    ``/vdc/demo/vms/``, the full HTML page of the same 50 rows, signed in as alice
+           through the dev identity provider (the real OIDC code flow).
+
+It prints p50 and p99 of both, the p50 ratio (target <= 1.2), and how many Proxmox calls one
+page made (one ``/cluster/resources`` per zone, never a call per VM).
+
+    .venv/bin/python -m benchmarks.portal_pages [--vms 500] [--rounds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import requests
+
+from benchmarks.vm_list import percentile
+from devstack.net import free_port
+from devstack.world import World, WorldConfig
+from tests.portal.support import login
+
+ZONES = ("zone-a", "zone-b")
+NODES = 3
+VDC = "demo"
+PAGE = 50
+QUERY = f"""{{ virtualMachines(first: {PAGE}) {{
+  edges {{ cursor node {{ id name status zone host computeProfile lock ipAddresses }} }}
+  pageInfo {{ hasNextPage endCursor }} }} }}"""
+ROW = re.compile(r'<tr id="vm-')
+
+
+def seed(world: World, count: int) -> None:
+    """``count`` VMs of VDC demo and as many of VDC other, spread over both zones and every node."""
+    per_zone = count // len(ZONES)
+    for zone in ZONES:
+        fake = world.fakes[zone]
+
+        def add(pve: object, zone: str = zone) -> None:
+            for i in range(2 * per_zone):
+                vmid = 1000 + i
+                vdc = (VDC, "other")[i % 2]
+                pve.add_vm(  # type: ignore[attr-defined]
+                    vmid,
+                    f"{zone}-vm-{i:04d}",
+                    node=f"pve{i % NODES + 1}",
+                    status="running" if i % 4 else "stopped",
+                    config={
+                        "cores": 1,
+                        "memory": 512,
+                        "tags": f"fp-vdc-{vdc};fp-cp-small",
+                        "scsi0": f"local-lvm:vm-{vmid}-disk-0,size=10G",
+                    },
+                    pool=f"fp-{vdc}",
+                )
+
+        world.fakes.on_loop(add, fake.pve)
+
+
+def proxmox_calls(world: World) -> int:
+    """How many requests the fake zones have answered so far."""
+    return sum(len(world.fakes.on_loop(lambda pve=world.fakes[z].pve: list(pve.requests))) for z in ZONES)
+
+
+def calls_of(world: World, fn: Callable[[], int]) -> int:
+    before = proxmox_calls(world)
+    fn()
+    return proxmox_calls(world) - before
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--vms", type=int, default=500, help="VMs of VDC demo (as many again in VDC other)")
+    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--subnet", type=int, default=41)
+    args = parser.parse_args(argv)
+
+    host = f"127.{args.subnet}.0.1"
+    with tempfile.TemporaryDirectory(prefix="fp-bench-") as scratch:
+        cfg = WorldConfig(
+            scratch=Path(scratch),
+            subnet=args.subnet,
+            zones=ZONES,
+            nodes_per_zone=NODES,
+            orchestrator_host=host,
+            orchestrator_port=free_port(host),
+            seed_guests=False,
+        )
+        with World(cfg) as world:
+            seed(world, args.vms)
+            api = requests.Session()
+            api.headers.update({"Authorization": f"Bearer {world.token('alice')}", "FlexPlane-VDC-ID": VDC})
+            portal, _ = login(world, "alice")
+            page_url = f"{world.url}/vdc/{VDC}/vms/"
+
+            def graphql() -> int:
+                response = api.post(f"{world.url}/graphql", json={"query": QUERY}, timeout=30)
+                body = response.json()
+                if response.status_code != 200 or body.get("errors"):
+                    raise RuntimeError(f"the API answered {response.status_code}: {body}")
+                return len(body["data"]["virtualMachines"]["edges"])
+
+            def page() -> int:
+                response = portal.get(page_url, timeout=30, allow_redirects=False)
+                if response.status_code != 200:
+                    raise RuntimeError(f"the page answered {response.status_code}: {response.text[:500]}")
+                return len(ROW.findall(response.text))
+
+            assert graphql() == PAGE, "the API does not list a full page"
+            assert page() == PAGE, "the page does not show a full page"
+            for _ in range(5):  # warm both paths: connections, JWKS, templates, imports
+                graphql()
+                page()
+            upstream = {"graphql": calls_of(world, graphql), "page": calls_of(world, page)}
+
+            times: dict[str, list[float]] = {"graphql": [], "page": []}
+            for _ in range(args.rounds):
+                for name, fn in (("graphql", graphql), ("page", page)):
+                    started = time.perf_counter()
+                    fn()
+                    times[name].append((time.perf_counter() - started) * 1000)
+
+    g50, g99 = percentile(times["graphql"], 0.5), percentile(times["graphql"], 0.99)
+    p50, p99 = percentile(times["page"], 0.5), percentile(times["page"], 0.99)
+    print(
+        f"portal_pages: VDC {VDC} of {args.vms} VMs (+{args.vms} of another VDC) in {len(ZONES)} zones "
+        f"x {NODES} nodes, {PAGE} rows, {args.rounds} rounds, python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} cpus"
+    )
+    print(f"  graphql  virtualMachines(first: {PAGE}):  p50 {g50:7.1f} ms  p99 {g99:7.1f} ms")
+    print(f"  page     /vdc/{VDC}/vms/:               p50 {p50:7.1f} ms  p99 {p99:7.1f} ms")
+    print(f"  ratio    p50 {p50 / g50:.2f}  p99 {p99 / g99:.2f}   (target p50 <= 1.2)")
+    print(f"  Proxmox calls per request: graphql {upstream['graphql']}, page {upstream['page']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

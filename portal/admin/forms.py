@@ -1,0 +1,289 @@
+"""The admin pages' forms: plain Django forms (there is no database), validated again by the services.
+
+Each form's field names are the service input's own (snake_case), so that a ``ValidationFailed``
+from a service lands next to the field it names (:meth:`AdminForm.show_error`). ``to_data()``
+is the service's input; ``initial_from(obj)`` fills an edit form from the catalog object.
+
+Forms that offer catalog choices (zones, profiles, images) take the request's service
+``Context``: the choices are read live, in the same per-request snapshot as the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from django import forms
+
+from orchestrator.errors import ValidationFailed
+from orchestrator.models import StorageProfile, Vdc
+from orchestrator.models.catalog import BUSES, DEFAULT_CPU_TYPE, FORMATS, OS_FAMILIES
+from orchestrator.services import catalog
+from orchestrator.services.context import Context
+from orchestrator.services.vdcs import QUOTA_FIELDS
+
+INPUT = (
+    "mt-1 block w-full rounded border border-slate-300 bg-white px-3 py-2 text-slate-900 "
+    "focus:border-sky-600 focus:outline-none focus:ring-2 focus:ring-sky-600 "
+    "disabled:bg-slate-100 disabled:text-slate-500 aria-[invalid=true]:border-red-600"
+)
+CHECKBOX = "h-4 w-4 rounded border-slate-400 text-sky-700 focus:ring-2 focus:ring-sky-600"
+
+
+class AdminForm(forms.Form):
+    """A form whose fields say what is wrong with them, next to them, to screen readers too."""
+
+    # The fields that identify the object: shown but not editable on an edit form.
+    key_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *args: Any, ctx: Context, editing: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ctx = ctx
+        self.editing = editing
+        self.add_fields()
+        for name, field in self.fields.items():
+            multiple = isinstance(field.widget, forms.CheckboxSelectMultiple)
+            checkbox = isinstance(field.widget, forms.CheckboxInput)
+            if not multiple:
+                field.widget.attrs.setdefault("class", CHECKBOX if checkbox else INPUT)
+            if editing and name in self.key_fields:
+                field.disabled = True
+
+    def add_fields(self) -> None:
+        """Fields that depend on the catalog (the zones, the offerings): none by default."""
+
+    def visible(self) -> Iterator[forms.BoundField]:
+        """The fields to render, each described by its help text and its errors (``aria-describedby``)."""
+        for bound in self:
+            described = []
+            if bound.help_text:
+                described.append(f"{bound.auto_id}_help")
+            if bound.errors:
+                described.append(f"{bound.auto_id}_error")
+                bound.field.widget.attrs["aria-invalid"] = "true"
+            if described:
+                bound.field.widget.attrs["aria-describedby"] = " ".join(described)
+            yield bound
+
+    def form_field(self, service_field: str) -> str | None:
+        """The form field a service's field name (``memory_mib``, ``quota.vcpus``) is shown at."""
+        name = service_field.replace(".", "_")
+        return name if name in self.fields else None
+
+    def show_error(self, exc: ValidationFailed) -> None:
+        """Put a service's validation message next to the field it names (else at the form's top)."""
+        self.add_error(self.form_field(exc.field), exc.message)
+
+    def to_data(self) -> dict[str, Any]:
+        """The service's input from the cleaned data (an edit form leaves out its key fields)."""
+        return {
+            name: value
+            for name, value in self.cleaned_data.items()
+            if not (self.editing and name in self.key_fields)
+        }
+
+    @classmethod
+    def initial_from(cls, obj: Any) -> dict[str, Any]:
+        return {name: getattr(obj, name) for name in cls.base_fields if hasattr(obj, name)}
+
+
+def _name_field(label: str) -> forms.CharField:
+    return forms.CharField(
+        label=label,
+        max_length=catalog.MAX_NAME_LENGTH,
+        help_text="Lowercase letters, digits, '-' and '.'; it cannot change later.",
+    )
+
+
+def _description() -> forms.CharField:
+    return forms.CharField(
+        label="Description",
+        required=False,
+        max_length=catalog.MAX_DESCRIPTION_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
+
+
+def _limit(label: str, unit: str) -> forms.IntegerField:
+    return forms.IntegerField(
+        label=label, required=False, min_value=1, help_text=f"{unit}; leave empty for no limit."
+    )
+
+
+class ComputeProfileForm(AdminForm):
+    key_fields = ("name",)
+
+    name = _name_field("Name")
+    vcpus = forms.IntegerField(label="vCPUs", min_value=1, max_value=512)
+    memory_mib = forms.IntegerField(label="Memory (MiB)", min_value=128, help_text="At least 128 MiB.")
+    cpu_type = forms.CharField(
+        label="CPU type",
+        required=False,
+        max_length=64,
+        help_text=f"The QEMU CPU model; empty: {DEFAULT_CPU_TYPE}.",
+    )
+    description = _description()
+
+    def to_data(self) -> dict[str, Any]:
+        data = super().to_data()
+        data["cpu_type"] = data.get("cpu_type") or None  # empty: the default model
+        return data
+
+
+class StorageProfileForm(AdminForm):
+    """A storage profile; its storages are one field per zone of the catalog (``storage_<zone>``)."""
+
+    key_fields = ("name",)
+
+    name = _name_field("Name")
+    default_gb = forms.IntegerField(label="Default disk size (GiB)", min_value=1)
+    min_gb = forms.IntegerField(label="Smallest disk (GiB)", min_value=1)
+    max_gb = forms.IntegerField(label="Largest disk (GiB)", min_value=1, max_value=65536)
+    bus = forms.ChoiceField(label="Disk bus", choices=[(b, b) for b in BUSES], initial="scsi")
+    format = forms.ChoiceField(label="Disk format", choices=[(f, f) for f in FORMATS], initial="raw")
+    read_mbps = _limit("Read limit", "MB/s")
+    write_mbps = _limit("Write limit", "MB/s")
+    read_iops = _limit("Read limit (IOPS)", "Operations per second")
+    write_iops = _limit("Write limit (IOPS)", "Operations per second")
+    description = _description()
+
+    def add_fields(self) -> None:
+        for zone in catalog.list_zones(self.ctx):
+            self.fields[_storage_field(zone.id)] = forms.CharField(
+                label=f"Storage in zone {zone.id}",
+                required=False,
+                max_length=64,
+                help_text="The Proxmox storage id (e.g. local-lvm); empty: not offered in this zone.",
+            )
+
+    def storage_fields(self) -> list[str]:
+        return [name for name in self.fields if name.startswith("storage_")]
+
+    def form_field(self, service_field: str) -> str | None:
+        if service_field == "storages":
+            return next(iter(self.storage_fields()), None)
+        return super().form_field(service_field)
+
+    def to_data(self) -> dict[str, Any]:
+        data = super().to_data()
+        storages = {
+            name.removeprefix("storage_"): data.pop(name).strip()
+            for name in self.storage_fields()
+            if name in data
+        }
+        data["storages"] = {zone: storage for zone, storage in storages.items() if storage}
+        return data
+
+    @classmethod
+    def initial_from(cls, obj: StorageProfile) -> dict[str, Any]:
+        initial = super().initial_from(obj)
+        initial.update({_storage_field(zone): storage for zone, storage in obj.storages.items()})
+        return initial
+
+
+def _storage_field(zone: str) -> str:
+    return f"storage_{zone}"
+
+
+class ImageForm(AdminForm):
+    key_fields = ("name",)
+
+    name = _name_field("Name")
+    os_family = forms.ChoiceField(label="OS family", choices=[(f, f) for f in OS_FAMILIES])
+    source_url = forms.CharField(
+        label="Download URL",
+        max_length=2048,
+        widget=forms.URLInput(),
+        help_text="http or https; hosts download the image from here.",
+    )
+    checksum = forms.CharField(
+        label="Checksum", max_length=200, help_text="sha256:<hex> or sha512:<hex>; required."
+    )
+    default_user = forms.CharField(
+        label="Default user", max_length=32, help_text="The login cloud-init sets up."
+    )
+    min_disk_gb = forms.IntegerField(label="Smallest disk (GiB)", min_value=1, max_value=65536)
+    description = _description()
+
+
+class ZoneForm(AdminForm):
+    key_fields = ("id",)
+
+    id = forms.CharField(
+        label="Id",
+        max_length=63,
+        help_text="A lowercase slug of letters, digits and '-'; it cannot change later.",
+    )
+    name = forms.CharField(label="Display name", required=False, max_length=catalog.MAX_TITLE_LENGTH)
+    description = _description()
+
+
+class VdcForm(AdminForm):
+    """A VDC: what it may use (zones and offerings, checkboxes from the catalog) and how much."""
+
+    key_fields = ("id",)
+
+    id = forms.CharField(
+        label="Id",
+        max_length=63,
+        help_text="A lowercase slug of letters, digits and '-'; it cannot change later.",
+    )
+    name = forms.CharField(label="Display name", required=False, max_length=catalog.MAX_TITLE_LENGTH)
+    description = _description()
+    quota_vcpus = forms.IntegerField(label="vCPUs quota", min_value=0)
+    quota_memory_mib = forms.IntegerField(label="Memory quota (MiB)", min_value=0)
+    quota_disk_gb = forms.IntegerField(label="Disk quota (GiB)", min_value=0)
+    quota_vms = forms.IntegerField(label="VM quota", min_value=0, help_text="How many VMs at most.")
+
+    # The allow-lists: checkboxes of the catalog's names.
+    ALLOWED: ClassVar[tuple[str, ...]] = ("zones", "compute_profiles", "storage_profiles", "images")
+
+    def add_fields(self) -> None:
+        offered = {
+            "zones": ("Allowed zones", [z.id for z in catalog.list_zones(self.ctx)]),
+            "compute_profiles": (
+                "Allowed compute profiles",
+                [p.name for p in catalog.list_compute_profiles(self.ctx)],
+            ),
+            "storage_profiles": (
+                "Allowed storage profiles",
+                [p.name for p in catalog.list_storage_profiles(self.ctx)],
+            ),
+            "images": ("Allowed images", [i.name for i in catalog.list_images(self.ctx)]),
+        }
+        for field, (label, names) in offered.items():
+            # A name the VDC still lists after it left the catalog stays offered, so an edit keeps it.
+            kept = [n for n in self.initial.get(field) or [] if n not in names]
+            self.fields[field] = forms.MultipleChoiceField(
+                label=label,
+                required=False,
+                choices=[(n, n) for n in [*names, *kept]],
+                widget=forms.CheckboxSelectMultiple(attrs={"class": CHECKBOX}),
+            )
+
+    def to_data(self) -> dict[str, Any]:
+        data = super().to_data()
+        data["quota"] = {q: data.pop(f"quota_{q}") for q in QUOTA_FIELDS}
+        data["name"] = data.get("name") or None
+        return data
+
+    @classmethod
+    def initial_from(cls, obj: Vdc) -> dict[str, Any]:
+        initial = super().initial_from(obj)
+        return initial | {field: list(getattr(obj, field)) for field in cls.ALLOWED}
+
+
+class JoinTokenForm(AdminForm):
+    """Who a join token is for: a zone of the catalog and the node's name in Proxmox."""
+
+    zone = forms.ChoiceField(label="Zone")
+    host_name = forms.CharField(
+        label="Host name",
+        max_length=63,
+        help_text="The node's name in Proxmox (a DNS label, e.g. pve4).",
+    )
+
+    def add_fields(self) -> None:
+        zone_field = self.fields["zone"]
+        assert isinstance(zone_field, forms.ChoiceField)
+        zone_field.choices = [(z.id, f"{z.name} ({z.id})") for z in catalog.list_zones(self.ctx)]

@@ -1,0 +1,142 @@
+"""What every portal view builds on: the caller's service ``Context``, the view decorators, the nav.
+
+The portal calls the orchestrator's services in-process, with the same ``Principal`` the GraphQL
+API would build from a bearer token: here it comes from the signed session (``portal.auth``).
+
+- :func:`service_context` is the request's ``Context`` (one per request: its memo is the request's).
+- :func:`portal_view`, :func:`vdc_view` and :func:`admin_view` wrap views written as
+  ``def view(request, ctx, **kwargs)``: they send anonymous users to the login (and back), build
+  ``ctx``, and turn domain errors into pages in words (:mod:`portal.errors`).
+- :func:`navigation` (a template context processor) gives every page ``vdcs``, ``current_vdc``,
+  ``is_admin``, ``user`` and ``unavailable``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponseBase
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
+
+from orchestrator.errors import FlexPlaneError, NotFound, Unauthenticated
+from orchestrator.services import vdcs
+from orchestrator.services.context import Context
+from portal.errors import error_page
+
+P = ParamSpec("P")
+View = Callable[Concatenate[HttpRequest, Context, P], HttpResponseBase]
+Wrapped = Callable[..., HttpResponseBase]
+
+# The attribute of the request that holds its service context (as ``info.context.flexplane`` in GraphQL).
+_CTX = "flexplane"
+
+
+def service_context(request: HttpRequest, vdc: str | None = None) -> Context:
+    """The signed-in caller's service ``Context``, acting in ``vdc`` (None: not scoped to a VDC).
+
+    The request keeps the first one built, so that the view, its helpers and the navigation share
+    one per-request memo. Raises ``Unauthenticated`` when nobody is signed in.
+    """
+    existing = getattr(request, _CTX, None)
+    if isinstance(existing, Context) and existing.vdc == vdc:
+        return existing
+    user = request.user
+    if not user.is_authenticated:
+        raise Unauthenticated("you are not signed in")
+    ctx = Context(principal=user.principal, vdc=vdc)
+    if existing is None:
+        setattr(request, _CTX, ctx)
+    return ctx
+
+
+def login_redirect(request: HttpRequest) -> HttpResponseBase:
+    """To the login, and back to this page afterwards (for htmx: the page the fragment is on)."""
+    login_url = reverse("oidc_authentication_init")
+    if getattr(request, "htmx", False):
+        here = request.htmx.current_url_abs_path or reverse("home")  # type: ignore[attr-defined]  # django-htmx
+        return HttpResponseClientRedirect(redirect_to_login(here, login_url)["Location"])
+    return redirect_to_login(request.get_full_path(), login_url)
+
+
+def _run(request: HttpRequest, call: Callable[[], HttpResponseBase]) -> HttpResponseBase:
+    if not request.user.is_authenticated:
+        return login_redirect(request)
+    try:
+        return call()
+    except Unauthenticated:
+        return login_redirect(request)
+    except FlexPlaneError as exc:
+        return error_page(request, exc)
+
+
+def portal_view(view: View[P]) -> Wrapped:
+    """A signed-in page that is not about one VDC: ``view(request, ctx, **kwargs)``."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return _run(request, lambda: view(request, service_context(request), *args, **kwargs))
+
+    return wrapper
+
+
+def vdc_view(view: View[P]) -> Wrapped:
+    """A page of one VDC, routed under ``vdc/<str:vdc>/``: ``view(request, ctx, **kwargs)``.
+
+    ``ctx.vdc`` is the VDC of the URL (the ``vdc`` argument is not passed on). A VDC the caller
+    may not see answers exactly as one that does not exist: the same 404 page.
+    """
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, vdc: str, **kwargs: Any) -> HttpResponseBase:
+        def call() -> HttpResponseBase:
+            ctx = service_context(request, vdc)
+            vdcs.get_vdc(ctx, vdc)  # NotFound for a VDC that is not the caller's, as for none at all
+            return view(request, ctx, *args, **kwargs)
+
+        return _run(request, call)
+
+    return wrapper
+
+
+def admin_view(view: View[P]) -> Wrapped:
+    """An admin page: as :func:`portal_view`, for ADMIN only; anyone else gets the 404 page."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        def call() -> HttpResponseBase:
+            ctx = service_context(request)
+            if not ctx.principal.is_admin:
+                raise NotFound("page", request.path)  # hidden: the same answer as a page that does not exist
+            return view(request, ctx, *args, **kwargs)
+
+        return _run(request, call)
+
+    return wrapper
+
+
+def navigation(request: HttpRequest) -> dict[str, Any]:
+    """Template context of every page: the user, their VDCs, the current VDC and zones not answering.
+
+    ``vdcs``: the VDCs the user may see (``Vdc`` objects, ADMIN sees all); ``current_vdc``: the id
+    of the VDC the page is about, or None; ``is_admin``; ``user``; ``unavailable``: the
+    ``Unavailable`` errors of zones or hosts that did not answer while the page was built.
+    """
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"vdcs": [], "current_vdc": None, "is_admin": False, "user": user, "unavailable": []}
+    ctx = service_context(request, getattr(getattr(request, _CTX, None), "vdc", None))
+    try:
+        visible = vdcs.visible_vdcs(ctx)
+    except FlexPlaneError:
+        visible = []  # the page itself says what is wrong; the nav just has no VDCs to offer
+    return {
+        "vdcs": visible,
+        "current_vdc": ctx.vdc,
+        "is_admin": ctx.principal.is_admin,
+        "user": user,
+        "unavailable": ctx.unavailable,
+    }

@@ -1,0 +1,70 @@
+"""What the VM pages let a user do, and the GraphQL mutation behind each action.
+
+Everything the portal can do, the API can do (ARCHITECTURE.md): each action here calls the same
+service function as its mutation's resolver, and :data:`MUTATIONS` names that mutation so that a
+test can check the schema still offers it. A destructive action asks for a confirmation first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class VmAction:
+    """One thing a user can do to a VM from its page."""
+
+    name: str
+    label: str
+    mutation: str
+    # Asks "are you sure?" before it runs: it powers the VM off hard, or loses data.
+    destructive: bool
+    # Said on the confirmation page and in the button's accessible description.
+    explanation: str
+
+
+CREATE_MUTATION = "createVirtualMachine"
+
+ACTIONS: dict[str, VmAction] = {
+    action.name: action
+    for action in (
+        VmAction(
+            "start", "Start", "startVirtualMachine", False, "Power the VM on; a running VM is left as it is."
+        ),
+        VmAction(
+            "shutdown",
+            "Shut down",
+            "shutdownVirtualMachine",
+            False,
+            "Ask the guest OS to power off; the VM keeps running if it does not within the timeout.",
+        ),
+        VmAction("reboot", "Reboot", "rebootVirtualMachine", False, "Restart the VM through its guest OS."),
+        VmAction(
+            "stop",
+            "Stop",
+            "stopVirtualMachine",
+            True,
+            "Power the VM off at once, like pulling its plug: what the guest OS has not written is lost.",
+        ),
+        VmAction(
+            "resize",
+            "Resize",
+            "resizeVirtualMachine",
+            False,
+            "Move the VM to another compute profile (it must be stopped) and/or grow its disk; disks "
+            "never shrink.",
+        ),
+        VmAction(
+            "delete",
+            "Delete",
+            "deleteVirtualMachine",
+            True,
+            "Stop the VM and destroy it with its disks. This cannot be undone.",
+        ),
+    )
+}
+
+# Every portal action on VMs -> the GraphQL mutation that does the same (read by the parity test).
+MUTATIONS: dict[str, str] = {"create": CREATE_MUTATION} | {
+    name: action.mutation for name, action in ACTIONS.items()
+}

@@ -1,0 +1,238 @@
+"""The VM pages' forms: plain Django forms (there is no database), checked again by the services.
+
+A form checks what a browser can get wrong on its own (a missing field, a number that is not
+one); everything else is the service's to decide, and its ``ValidationFailed`` lands next to the
+field it names (:func:`show_service_error`), as the API's ``errors { field }`` does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django import forms
+
+from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
+from orchestrator.models import VirtualMachine
+from orchestrator.services import vms
+from orchestrator.services.vms import CreateVm, VmFilter
+from portal.vms.offer import Offer, QuotaLine
+
+STATUSES = ("running", "stopped", "unknown")
+CONTROL = "block w-full rounded border border-slate-300 px-2 py-1 focus:outline-2 focus:outline-sky-600"
+
+
+def _styled(form: forms.Form) -> None:
+    for field in form.fields.values():
+        field.widget.attrs.setdefault("class", CONTROL)
+
+
+def _offer(form: forms.Form, name: str, choices: Iterable[tuple[str, str]]) -> None:
+    """Set the choices of one of the form's ``ChoiceField``s."""
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField)
+    field.choices = list(choices)
+
+
+def _profile_choices(offer: Offer) -> list[tuple[str, str]]:
+    profiles = offer.compute_profiles.values()
+    return [(p.name, f"{p.name}: {p.vcpus} vCPU, {p.memory_mib} MiB") for p in profiles]
+
+
+def _image_choices(offer: Offer) -> list[tuple[str, str]]:
+    return [
+        (i.name, f"{i.name}: {i.description}" if i.description else i.name) for i in offer.images.values()
+    ]
+
+
+def _storage_choices(offer: Offer) -> list[tuple[str, str]]:
+    profiles = offer.storage_profiles.values()
+    return [(p.name, f"{p.name}: {p.min_gb} to {p.max_gb} GiB") for p in profiles]
+
+
+def show_service_error(form: forms.Form, exc: FlexPlaneError, quota: Iterable[QuotaLine] = ()) -> None:
+    """Put a service's error next to the field it is about, or above the form when it is about none.
+
+    ``QuotaExceeded`` says in words which resources would go over; ``quota`` (the figures the form
+    shows) tells which fields ask for them: the compute profile for vCPUs and memory, the disk size
+    for disk. Over the VM count, or when the figures saw no excess (a race), it goes above the form.
+    """
+    if isinstance(exc, ValidationFailed):
+        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+    elif isinstance(exc, QuotaExceeded):
+        fields = {line.field if line.field in form.fields else None for line in quota if line.over} or {None}
+        for field in sorted(fields, key=lambda f: f or ""):
+            form.add_error(field, exc.message)
+    else:
+        form.add_error(None, exc.message)
+
+
+class VmFilterForm(forms.Form):
+    """The list's filters (every one given must hold) and the page it starts after."""
+
+    q = forms.CharField(label="Name contains", required=False, max_length=63)
+    status = forms.ChoiceField(label="Status", required=False)
+    zone = forms.ChoiceField(label="Zone", required=False)
+    after = forms.CharField(required=False, max_length=512, widget=forms.HiddenInput)
+
+    def __init__(self, data: Any, zones: Iterable[str]) -> None:
+        super().__init__(data)
+        _offer(self, "status", [("", "Any status"), *((s, s) for s in STATUSES)])
+        _offer(self, "zone", [("", "Any zone"), *((z, z) for z in zones)])
+        self.fields["q"].widget.attrs.update(type="search", placeholder="part of a name", autocomplete="off")
+        _styled(self)
+
+    def where(self) -> VmFilter:
+        data = self.cleaned_data
+        return VmFilter(
+            status=data["status"] or None, zone=data["zone"] or None, name_contains=data["q"].strip() or None
+        )
+
+    def query(self, **changes: str | None) -> dict[str, str]:
+        """The filters as query parameters (``changes`` applied; None removes one), for links."""
+        values = {name: self.cleaned_data.get(name) or "" for name in ("q", "status", "zone")}
+        values.update({k: v or "" for k, v in changes.items()})
+        return {k: v for k, v in values.items() if v}
+
+
+class CreateVmForm(forms.Form):
+    """Exactly ``createVirtualMachine``'s input, with the VDC's offerings as the choices."""
+
+    name = forms.CharField(
+        label="Name",
+        max_length=63,
+        help_text="Also the VM's hostname: lowercase letters, digits and hyphens.",
+    )
+    image = forms.ChoiceField(label="Image")
+    compute_profile = forms.ChoiceField(label="Compute profile")
+    storage_profile = forms.ChoiceField(label="Storage profile")
+    disk_gb = forms.IntegerField(
+        label="Disk size (GiB)",
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+        help_text="Empty: the storage profile's default, at least what the image needs.",
+    )
+    zone = forms.ChoiceField(label="Zone")
+    ssh_keys = forms.CharField(
+        label="SSH public keys",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="One OpenSSH public key per line, for the image's default user.",
+    )
+    user_data = forms.CharField(
+        label="User data (optional)",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
+        help_text="Cloud-init data merged in as vendor data: #cloud-config, a script… at most 64 KiB.",
+    )
+    # Set when the form is first shown: sending it twice (a retry, a double click) makes one VM.
+    idempotency_key = forms.CharField(required=False, max_length=255, widget=forms.HiddenInput)
+
+    def __init__(self, offer: Offer, data: Any = None) -> None:
+        initial = {
+            "idempotency_key": uuid.uuid4().hex,
+            "zone": offer.zones[0] if offer.zones else None,
+            "compute_profile": offer.smallest_compute_profile(),
+            "storage_profile": next(iter(offer.storage_profiles), None),
+            "image": next(iter(offer.images), None),
+        }
+        super().__init__(data, initial=initial)
+        self.offer = offer
+        images = offer.images.values()
+        _offer(
+            self,
+            "image",
+            [(i.name, f"{i.name}: {i.description}" if i.description else i.name) for i in images],
+        )
+        _offer(self, "compute_profile", _profile_choices(offer))
+        storages = offer.storage_profiles.values()
+        _offer(
+            self, "storage_profile", [(p.name, f"{p.name}: {p.min_gb} to {p.max_gb} GiB") for p in storages]
+        )
+        _offer(self, "zone", [(z, z) for z in offer.zones])
+        default = offer.default_disk_gb(initial["storage_profile"] or "", initial["image"] or "")
+        if default is not None:
+            self.fields["disk_gb"].widget.attrs["placeholder"] = f"{default} (the default)"
+        self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
+        _styled(self)
+
+    def value(self, name: str) -> str:
+        """A field's current value as sent (or its initial one), valid or not: for the quota figures."""
+        raw = self[name].value()
+        return "" if raw is None else str(raw)
+
+    def chosen_disk_gb(self) -> int | None:
+        try:
+            return int(self.value("disk_gb"))
+        except ValueError:
+            return None
+
+    def spec(self) -> CreateVm:
+        data = self.cleaned_data
+        return CreateVm(
+            name=data["name"],
+            compute_profile=data["compute_profile"],
+            storage_profile=data["storage_profile"],
+            image=data["image"],
+            disk_gb=data["disk_gb"],
+            zone=data["zone"] or None,
+            ssh_keys=tuple(line.strip() for line in data["ssh_keys"].splitlines() if line.strip()),
+            user_data=data["user_data"] or None,
+            idempotency_key=data["idempotency_key"] or None,
+        )
+
+
+class ShutdownForm(forms.Form):
+    timeout = forms.IntegerField(
+        label="Give up after (seconds)",
+        required=False,
+        min_value=1,
+        max_value=vms.MAX_SHUTDOWN_TIMEOUT,
+        help_text=f"Default {vms.DEFAULT_SHUTDOWN_TIMEOUT} s; the VM keeps running if its OS does not stop.",
+    )
+
+    def __init__(self, data: Any = None) -> None:
+        super().__init__(data)
+        _styled(self)
+
+
+class ResizeForm(forms.Form):
+    """``resizeVirtualMachine``'s input: another compute profile, a bigger disk, or both."""
+
+    compute_profile = forms.ChoiceField(label="Compute profile", required=False)
+    disk_gb = forms.IntegerField(
+        label="Disk size (GiB)",
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+    )
+    # Sent by the confirmation step of a resize down (fewer vCPUs or less memory).
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, offer: Offer, vm: VirtualMachine, data: Any = None) -> None:
+        super().__init__(data, initial={"disk_gb": round(vm.disk_gb)})
+        self.offer = offer
+        self.vm = vm
+        now = f"{vm.cores} vCPU, {vm.memory_mb} MiB"
+        keep = f"Keep the current one ({vm.compute_profile}: {now})" if vm.compute_profile else f"Keep {now}"
+        _offer(self, "compute_profile", [("", keep), *_profile_choices(offer)])
+        self.fields["disk_gb"].help_text = f"Now {vm.disk_gb:g} GiB. Disks only grow, never shrink."
+        _styled(self)
+
+    def changes(self) -> tuple[str | None, int | None]:
+        """``(compute_profile, disk_gb)`` to send: only what differs from the VM as it is."""
+        data = self.cleaned_data
+        profile = data["compute_profile"] or None
+        disk = data["disk_gb"]
+        if disk is not None and disk == round(self.vm.disk_gb):
+            disk = None
+        return profile, disk
+
+    def shrinks(self) -> bool:
+        """Whether the new compute profile has fewer vCPUs or less memory than the VM has now."""
+        profile, _disk = self.changes()
+        chosen = self.offer.compute_profiles.get(profile or "")
+        return chosen is not None and (chosen.vcpus < self.vm.cores or chosen.memory_mib < self.vm.memory_mb)

@@ -1,0 +1,365 @@
+"""The VM pages of a VDC: the list, the create form, a VM's page and its actions.
+
+Each page is a thin adapter over the same service call as the GraphQL API's field or mutation
+(``services.vms``, ``services.vdcs``): the list is ``virtualMachines`` (one ``/cluster/resources``
+per zone, keyset cursors), the create form is ``createVirtualMachine``, each action is the mutation
+:data:`portal.vms.actions.MUTATIONS` names. A VM of another VDC answers the same 404 page as one
+that does not exist (the services report it so).
+
+One URL serves a page and its htmx fragments: :func:`_respond` picks the fragment by the element
+htmx asks to swap (``HX-Target``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
+
+from orchestrator.errors import (
+    Conflict,
+    NotFound,
+    QuotaExceeded,
+    Unavailable,
+    UpstreamFailure,
+    ValidationFailed,
+)
+from orchestrator.models import Usage, Vdc
+from orchestrator.models.tasks import Task
+from orchestrator.models.vms import VirtualMachine, vm_id
+from orchestrator.services import tasks, vdcs, vms
+from orchestrator.services.context import Context
+from orchestrator.services.placement import NoCapacity, Placement
+from orchestrator.services.tasks import failed_task
+from orchestrator.services.vms import Outcome
+from portal.context import vdc_view
+from portal.tasks import live_context
+from portal.vms.actions import ACTIONS, VmAction
+from portal.vms.forms import CreateVmForm, ResizeForm, ShutdownForm, VmFilterForm, show_service_error
+from portal.vms.offer import Offer, QuotaLine, asked_for, quota_lines
+
+PAGE_SIZE = vms.DEFAULT_PAGE_SIZE
+# How many of a VM's latest tasks its page lists.
+HISTORY = 10
+# Where a create's placement decision waits for the VM's page (the signed session: the decision is
+# only ever answered by the create itself, and the browser is the one place allowed to keep it).
+PLACEMENT_KEY = "flexplane_vms_placement"
+# Failures that leave the VM as it was: said on the VM's page, with Proxmox's task when one failed.
+ACTION_FAILURES = (Conflict, QuotaExceeded, Unavailable, UpstreamFailure)
+
+
+def changing(vm: VirtualMachine) -> bool:
+    """Whether Proxmox reports the VM in the middle of something (a clone, a migration, a backup:
+    its lock), or cannot say how it is (``unknown``): its row and page refresh themselves until not."""
+    return bool(vm.lock) or vm.status not in ("running", "stopped")
+
+
+def available_actions(vm: VirtualMachine) -> list[VmAction]:
+    """The actions that make sense for the VM as it is (all of them when Proxmox cannot say)."""
+    useless = {"running": {"start"}, "stopped": {"shutdown", "reboot", "stop"}}.get(vm.status, set())
+    return [action for name, action in ACTIONS.items() if name not in useless]
+
+
+def _respond(
+    request: HttpRequest, page: str, context: dict[str, Any], fragments: dict[str, str] | None = None
+) -> HttpResponse:
+    """The page, or for htmx the fragment of the element it targets (the page when it targets none)."""
+    target = request.htmx.target if getattr(request, "htmx", False) else None  # type: ignore[attr-defined]  # django-htmx
+    template = (fragments or {}).get(target or "", page)
+    return render(request, template, {**context, "fragment": template != page})
+
+
+def _vdc(ctx: Context) -> Vdc:
+    assert ctx.vdc is not None  # a vdc_view's context
+    return vdcs.get_vdc(ctx, ctx.vdc)
+
+
+def _detail_url(vdc: str, vm: str, task: Task | None = None) -> str:
+    zone, vmid = vm.split("/", 1)
+    url = reverse("vm-detail", args=[vdc, zone, int(vmid)])
+    return f"{url}?{urlencode({'task': task.id})}" if task is not None else url
+
+
+def _list_url(vdc: str, task: Task | None = None) -> str:
+    url = reverse("vm-list", args=[vdc])
+    return f"{url}?{urlencode({'task': task.id})}" if task is not None else url
+
+
+def _followed_task(request: HttpRequest, ctx: Context) -> Task | None:
+    """The task an action just started (``?task=<id>``), read now; a message when it is not readable."""
+    task_id = request.GET.get("task")
+    if not task_id:
+        return None
+    try:
+        return tasks.get_task(ctx, task_id)
+    except NotFound:
+        messages.error(request, "The task in this page's address does not exist (or is not of this VDC).")
+    except (Unavailable, UpstreamFailure) as exc:
+        messages.error(request, f"The task could not be read: {exc.message}")
+    return None
+
+
+def _followed(request: HttpRequest, ctx: Context) -> dict[str, Any] | None:
+    """The context of ``portal/tasks/_live.html`` for the page's followed task, if it has one."""
+    task = _followed_task(request, ctx)
+    return live_context(task) if task is not None else None
+
+
+# ------------------------------------------------------------------------------------------- list
+
+
+@vdc_view
+def vm_list(request: HttpRequest, ctx: Context) -> HttpResponse:
+    """``/vdc/<vdc>/vms/``: the VDC's VMs by name, 50 a page, filtered by status, zone and name."""
+    vdc = _vdc(ctx)
+    form = VmFilterForm(request.GET, zones=vdc.zones)
+    page: vms.Page | None = None
+    if form.is_valid():
+        try:
+            page = vms.list_vms(
+                ctx, first=PAGE_SIZE, after=form.cleaned_data["after"] or None, where=form.where()
+            )
+        except ValidationFailed as exc:  # a page link from an older version, or edited by hand
+            form.add_error("after" if exc.field == "after" else None, exc.message)
+    context = {
+        "vdc": vdc,
+        "form": form,
+        "page": page,
+        "rows": [(vm, changing(vm)) for vm in page.items] if page else [],
+        "next_query": urlencode(form.query(after=page.end_cursor)) if page and page.has_next else None,
+        "first_query": urlencode(form.query()) if form.is_valid() and form.cleaned_data["after"] else None,
+        "followed": _followed(request, ctx),
+    }
+    return _respond(request, "portal/vms/list.html", context, {"vm-table": "portal/vms/_table.html"})
+
+
+@vdc_view
+def vm_row(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponse:
+    """One row of the list, read again: a VM that is changing polls this until it is stable."""
+    try:
+        vm = vms.get_vm(ctx, vm_id(zone, vmid))
+    except NotFound:
+        return HttpResponse("")  # deleted meanwhile: the row goes
+    return render(request, "portal/vms/_row.html", {"vm": vm, "changing": changing(vm)})
+
+
+# ------------------------------------------------------------------------------------------- create
+
+
+def _quota(ctx: Context, offer: Offer, form: CreateVmForm) -> list[QuotaLine]:
+    """The VDC's quota, what it uses now (one ``/cluster/resources`` per zone) and what this VM would."""
+    asked = asked_for(
+        offer,
+        form.value("compute_profile"),
+        form.value("storage_profile"),
+        form.value("image"),
+        form.chosen_disk_gb(),
+    )
+    return quota_lines(offer.vdc, vdcs.usage(ctx, offer.vdc.id), asked)
+
+
+def _remember_placement(request: HttpRequest, vm: VirtualMachine, placement: Placement | None) -> None:
+    if placement is None:
+        return
+    request.session[PLACEMENT_KEY] = {
+        "vm": vm.id,
+        "zone": placement.zone,
+        "host": placement.host,
+        "reasons": list(placement.reasons),
+        "rejected": [{"host": r.host, "reason": r.reason} for r in placement.rejected],
+    }
+
+
+@vdc_view
+def vm_create(request: HttpRequest, ctx: Context) -> HttpResponse:
+    """``/vdc/<vdc>/vms/new/``: ``createVirtualMachine`` as a form; on success, the VM's page with
+    its task. For htmx: the form alone (sent), or the quota figures alone (recomputed)."""
+    vdc = _vdc(ctx)
+    offer = Offer.of(ctx, vdc)
+    placement: Placement | None = None
+    if request.method == "POST":
+        form = CreateVmForm(offer, request.POST)
+        if form.is_valid():
+            try:
+                created = vms.create_vm(ctx, form.spec())
+            except NoCapacity as exc:
+                form.add_error("zone", exc.message)
+                placement = exc.placement
+            except QuotaExceeded as exc:
+                show_service_error(form, exc, _quota(ctx, offer, form))
+            except (ValidationFailed, Conflict, Unavailable, UpstreamFailure) as exc:
+                show_service_error(form, exc)
+            else:
+                _remember_placement(request, created.vm, created.placement)
+                if not created.created:
+                    messages.info(
+                        request,
+                        f"VM {created.vm.name} already exists in VDC {vdc.id} (an earlier create made it): "
+                        "no second one was made.",
+                    )
+                url = _detail_url(vdc.id, created.vm.id, created.task)
+                if getattr(request, "htmx", False):
+                    return HttpResponseClientRedirect(url)
+                return HttpResponseRedirect(url, status=303)
+    else:
+        # The quota figures are recomputed from the choices made so far, sent along as parameters.
+        recompute = getattr(request, "htmx", False) and request.htmx.target == "quota"  # type: ignore[attr-defined]  # django-htmx
+        form = CreateVmForm(offer, request.GET if recompute else None)
+    context = {"vdc": vdc, "form": form, "quota": _quota(ctx, offer, form), "rejected": placement}
+    return _respond(
+        request,
+        "portal/vms/new.html",
+        context,
+        {"create-form": "portal/vms/_form.html", "quota": "portal/vms/_quota.html"},
+    )
+
+
+# ------------------------------------------------------------------------------------------- one VM
+
+
+def _placement_of(request: HttpRequest, vm: VirtualMachine) -> dict[str, Any] | None:
+    remembered = request.session.get(PLACEMENT_KEY)
+    return remembered if isinstance(remembered, dict) and remembered.get("vm") == vm.id else None
+
+
+@vdc_view
+def vm_detail(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponse:
+    """``/vdc/<vdc>/vms/<zone>/<vmid>/``: the VM live, its addresses, how it was placed, its latest
+    tasks and its actions; with ``?task=``, the task an action started, followed live."""
+    vm = vms.get_vm(ctx, vm_id(zone, vmid))
+    context = {
+        "vm": vm,
+        "changing": changing(vm),
+        "actions": available_actions(vm),
+    }
+    if getattr(request, "htmx", False) and request.htmx.target == "vm-facts":  # type: ignore[attr-defined]  # django-htmx
+        return _respond(request, "portal/vms/detail.html", context, {"vm-facts": "portal/vms/_facts.html"})
+    context.update(
+        followed=_followed(request, ctx),
+        placement=_placement_of(request, vm),
+        history=tasks.recent_tasks(ctx, first=HISTORY, vm=vm.id),
+    )
+    return render(request, "portal/vms/detail.html", context)
+
+
+# ------------------------------------------------------------------------------------------- actions
+
+
+def _run(request: HttpRequest, ctx: Context, action: VmAction, vm: VirtualMachine) -> HttpResponse:
+    """Do the action through its service call; to the VM's page (the list after a delete) with its task."""
+    vdc = ctx.vdc
+    assert vdc is not None
+    shutdown = ShutdownForm(request.POST)
+    if action.name == "shutdown" and not shutdown.is_valid():
+        return _confirm_page(request, action, vm, shutdown)
+    try:
+        outcome = _call(ctx, action, vm.id, shutdown)
+    except ValidationFailed as exc:
+        show_service_error(shutdown, exc)
+        return _confirm_page(request, action, vm, shutdown)
+    except ACTION_FAILURES as exc:
+        messages.error(request, f"{action.label} of VM {vm.name} did not happen: {exc.message}")
+        return HttpResponseRedirect(_detail_url(vdc, vm.id, failed_task(exc)), status=303)
+    if outcome.task is None:
+        messages.info(request, f"VM {vm.name} is {outcome.vm.status}: there was nothing to do.")
+    if action.name == "delete":
+        messages.success(request, f"VM {vm.name} was deleted.")
+        return HttpResponseRedirect(_list_url(vdc, outcome.task), status=303)
+    return HttpResponseRedirect(_detail_url(vdc, vm.id, outcome.task), status=303)
+
+
+def _call(ctx: Context, action: VmAction, ident: str, shutdown: ShutdownForm) -> Outcome:
+    """The service call of ``action`` (the one its GraphQL mutation makes)."""
+    if action.name == "start":
+        return vms.start_vm(ctx, ident)
+    if action.name == "stop":
+        return vms.stop_vm(ctx, ident)
+    if action.name == "shutdown":
+        return vms.shutdown_vm(ctx, ident, shutdown.cleaned_data["timeout"])
+    if action.name == "reboot":
+        return vms.reboot_vm(ctx, ident)
+    if action.name == "delete":
+        return vms.delete_vm(ctx, ident)
+    raise NotFound("action", action.name)
+
+
+def _confirm_page(
+    request: HttpRequest, action: VmAction, vm: VirtualMachine, form: ShutdownForm | None = None
+) -> HttpResponse:
+    return render(
+        request,
+        "portal/vms/confirm.html",
+        {"vm": vm, "action": action, "shutdown_form": form or ShutdownForm()},
+    )
+
+
+@vdc_view
+def vm_action(request: HttpRequest, ctx: Context, zone: str, vmid: int, action: str) -> HttpResponse:
+    """``/vdc/<vdc>/vms/<zone>/<vmid>/<action>/``: GET asks to confirm, POST does it.
+
+    A destructive action (stop, delete) runs only when its confirmation was sent along.
+    """
+    chosen = ACTIONS.get(action)
+    if chosen is None:
+        raise NotFound("page", request.path)
+    if chosen.name == "resize":
+        return _resize(request, ctx, vm_id(zone, vmid))
+    vm = vms.get_vm(ctx, vm_id(zone, vmid))
+    if request.method == "POST" and (not chosen.destructive or request.POST.get("confirm") == "yes"):
+        return _run(request, ctx, chosen, vm)
+    return _confirm_page(request, chosen, vm)
+
+
+def _resize_quota(ctx: Context, offer: Offer, form: ResizeForm) -> list[QuotaLine]:
+    """What the resize would add to the VDC's usage (only what grows counts, as the service checks)."""
+    vm = form.vm
+    profile, disk = form.changes()
+    chosen = offer.compute_profiles.get(profile or "")
+    grows = Usage(
+        vcpus=max(0, chosen.vcpus - vm.cores) if chosen else 0,
+        memory_mib=max(0, chosen.memory_mib - vm.memory_mb) if chosen else 0,
+        disk_gb=max(0, disk - round(vm.disk_gb)) if disk is not None else 0,
+    )
+    return quota_lines(offer.vdc, vdcs.usage(ctx, offer.vdc.id), grows)
+
+
+def _resize(request: HttpRequest, ctx: Context, ident: str) -> HttpResponse:
+    """``resizeVirtualMachine`` as a form; a move to a smaller compute profile is confirmed first."""
+    vdc = _vdc(ctx)
+    vm = vms.get_vm(ctx, ident)
+    offer = Offer.of(ctx, vdc)
+    form = ResizeForm(offer, vm, request.POST if request.method == "POST" else None)
+    confirming = False
+    if request.method == "POST" and form.is_valid():
+        if form.shrinks() and not form.cleaned_data["confirm"]:
+            confirming = True
+        else:
+            profile, disk = form.changes()
+            try:
+                outcome = vms.resize_vm(ctx, ident, compute_profile=profile, disk_gb=disk)
+            except QuotaExceeded as exc:
+                show_service_error(form, exc, _resize_quota(ctx, offer, form))
+            except (ValidationFailed, Conflict, Unavailable, UpstreamFailure) as exc:
+                task = failed_task(exc)
+                if task is None:
+                    show_service_error(form, exc)
+                else:  # Proxmox took it on and failed: its task says why, on the VM's page
+                    messages.error(request, f"Resize of VM {vm.name} failed: {exc.message}")
+                    return HttpResponseRedirect(_detail_url(vdc.id, vm.id, task), status=303)
+            else:
+                if outcome.task is None:
+                    messages.info(request, f"VM {vm.name} already has that size: there was nothing to do.")
+                return HttpResponseRedirect(_detail_url(vdc.id, vm.id, outcome.task), status=303)
+    context = {
+        "vm": vm,
+        "form": form,
+        "action": ACTIONS["resize"],
+        "confirming": confirming,
+        "quota": _resize_quota(ctx, offer, form) if form.is_bound and form.is_valid() else None,
+    }
+    return render(request, "portal/vms/resize.html", context)

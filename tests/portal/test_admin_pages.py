@@ -1,0 +1,295 @@
+"""The admin pages, end to end: a ``requests`` session signed in through the world's identity provider,
+the orchestrator under daphne, the catalog in the Kubernetes emulator, Proxmox through the agents.
+
+What the pages do is checked where it lands: through the GraphQL API, as any client would see it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from devstack.world import World
+from tests.portal.support import csrf_token, login
+from tests.support import GraphQL
+
+PROFILES = "{ computeProfiles { name vcpus memoryMib cpuType description } }"
+
+
+def _profile(api: GraphQL, name: str) -> dict[str, object] | None:
+    answer = api(PROFILES, user="admin")
+    return next((p for p in answer.data["computeProfiles"] if p["name"] == name), None)
+
+
+@pytest.fixture(scope="module")
+def admin(world: World) -> requests.Session:
+    session, _ = login(world, "admin", "/admin/")
+    return session
+
+
+@pytest.fixture(scope="module")
+def alice(world: World) -> requests.Session:
+    session, _ = login(world, "alice")
+    return session
+
+
+def _post(session: requests.Session, world: World, path: str, data: dict[str, object]) -> requests.Response:
+    return session.post(
+        f"{world.url}{path}",
+        data={"csrfmiddlewaretoken": csrf_token(session, world), **data},
+        headers={"Referer": f"{world.url}{path}"},
+        allow_redirects=False,
+        timeout=30,
+    )
+
+
+@pytest.fixture
+def profile_name(api: GraphQL) -> Iterator[str]:
+    """A compute profile name this test owns; whatever it made is removed afterwards."""
+    name = "portal-admin-test"
+    yield name
+    if _profile(api, name) is not None:
+        api(
+            'mutation { deleteComputeProfile(name: "portal-admin-test") { errors { message } } }',
+            user="admin",
+        )
+
+
+def test_the_admin_area_lists_every_section(world: World, admin: requests.Session) -> None:
+    page = admin.get(f"{world.url}/admin/", timeout=30)
+    assert page.status_code == 200
+    for section in ("Compute profiles", "Storage profiles", "Images", "Zones", "Hosts", "VDCs"):
+        assert section in page.text
+    assert 'aria-label="Admin"' in page.text
+
+
+def test_an_admin_adds_edits_and_deletes_a_compute_profile(
+    world: World, admin: requests.Session, api: GraphQL, profile_name: str
+) -> None:
+    form = admin.get(f"{world.url}/admin/compute-profiles/new/", timeout=30)
+    assert form.status_code == 200
+    assert '<label for="id_vcpus"' in form.text
+    assert 'data-action="compute-profile.create"' in form.text
+
+    added = _post(
+        admin,
+        world,
+        "/admin/compute-profiles/new/",
+        {
+            "name": profile_name,
+            "vcpus": 3,
+            "memory_mib": 3072,
+            "cpu_type": "",
+            "description": "from the portal",
+        },
+    )
+    assert added.status_code == 302
+    assert added.headers["Location"] == "/admin/compute-profiles/"
+    listed = admin.get(f"{world.url}/admin/compute-profiles/", timeout=30)
+    assert f'data-row="{profile_name}"' in listed.text
+    assert f"The compute profile &#x27;{profile_name}&#x27; was added." in listed.text
+    assert _profile(api, profile_name) == {
+        "name": profile_name,
+        "vcpus": 3,
+        "memoryMib": 3072,
+        "cpuType": "x86-64-v2-AES",
+        "description": "from the portal",
+    }
+
+    edit = admin.get(f"{world.url}/admin/compute-profiles/{profile_name}/edit/", timeout=30)
+    assert edit.status_code == 200
+    assert re.search(r'name="name"[^>]*disabled', edit.text), "the name of a profile cannot change"
+    saved = _post(
+        admin,
+        world,
+        f"/admin/compute-profiles/{profile_name}/edit/",
+        {"vcpus": 6, "memory_mib": 6144, "cpu_type": "host", "description": "bigger"},
+    )
+    assert saved.status_code == 302
+    assert _profile(api, profile_name) == {
+        "name": profile_name,
+        "vcpus": 6,
+        "memoryMib": 6144,
+        "cpuType": "host",
+        "description": "bigger",
+    }
+
+    confirm = admin.get(f"{world.url}/admin/compute-profiles/{profile_name}/delete/", timeout=30)
+    assert confirm.status_code == 200
+    assert "VMs made from it keep running" in confirm.text
+    assert _profile(api, profile_name) is not None, "asking is not deleting"
+    deleted = _post(admin, world, f"/admin/compute-profiles/{profile_name}/delete/", {})
+    assert deleted.status_code == 302
+    assert _profile(api, profile_name) is None
+
+
+def test_a_value_the_service_refuses_is_shown_next_to_its_field(
+    world: World, admin: requests.Session, api: GraphQL, profile_name: str
+) -> None:
+    refused = _post(
+        admin,
+        world,
+        "/admin/compute-profiles/new/",
+        {"name": "Not A Name", "vcpus": 1, "memory_mib": 1024},
+    )
+    assert refused.status_code == 400
+    assert re.search(
+        r'id="id_name"[^>]*aria-describedby="id_name_help id_name_error"', refused.text
+    ) or re.search(r'aria-describedby="id_name_help id_name_error"[^>]*id="id_name"', refused.text)
+    error = re.search(r'<div id="id_name_error"[^>]*>(.*?)</div>', refused.text, re.S)
+    assert error is not None
+    assert "is not a lowercase name" in error.group(1)
+    assert 'value="Not A Name"' in refused.text, "what was typed stays in the form"
+
+
+def test_a_duplicate_is_refused_in_words_at_the_top_of_the_form(
+    world: World, admin: requests.Session
+) -> None:
+    refused = _post(
+        admin, world, "/admin/compute-profiles/new/", {"name": "small", "vcpus": 1, "memory_mib": 1024}
+    )
+    assert refused.status_code == 409
+    assert "compute profile &#x27;small&#x27; already exists" in refused.text
+    assert 'role="alert"' in refused.text
+
+
+def test_deleting_a_zone_with_hosts_is_refused_on_its_confirmation_page(
+    world: World, admin: requests.Session
+) -> None:
+    refused = _post(admin, world, "/admin/zones/zone-a/delete/", {})
+    assert refused.status_code == 409
+    assert "still has 3 host(s)" in refused.text
+    assert 'data-action="zone.delete"' in refused.text, "the confirmation is shown again, with the reason"
+
+
+def test_the_hosts_page_shows_each_host_with_its_agent_and_proxmox(
+    world: World, admin: requests.Session
+) -> None:
+    page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+    assert page.status_code == 200
+    for key in ("zone-a/pve1", "zone-a/pve3", "zone-b/pve2"):
+        row = re.search(rf'<tr data-host="{key}">(.*?)</tr>', page.text, re.S)
+        assert row is not None, key
+        assert ">online<" in row.group(1)
+        assert "not answering" not in row.group(1)
+        assert "UTC" in row.group(1), "the agent's certificate expiry is shown"
+
+
+def test_cordoning_a_host_from_the_hosts_page(world: World, admin: requests.Session, api: GraphQL) -> None:
+    query = "{ zones { id hosts { name cordoned } } }"
+
+    def cordoned() -> bool:
+        zones = api(query, user="admin").data["zones"]
+        return next(
+            h["cordoned"] for z in zones if z["id"] == "zone-b" for h in z["hosts"] if h["name"] == "pve3"
+        )
+
+    try:
+        done = _post(admin, world, "/admin/hosts/zone-b/pve3/cordon/", {})
+        assert done.status_code == 302
+        assert cordoned()
+        page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+        assert 'data-action="host.uncordon"' in page.text
+    finally:
+        undone = _post(admin, world, "/admin/hosts/zone-b/pve3/uncordon/", {})
+    assert undone.status_code == 302
+    assert not cordoned()
+
+
+def test_a_join_token_is_shown_once_with_its_command(world: World, admin: requests.Session) -> None:
+    page = _post(admin, world, "/admin/hosts/join-token/", {"zone": "zone-b", "host_name": "pve9"})
+    assert page.status_code == 200
+    command = re.search(r'<textarea id="join-command"[^>]*>(.*?)</textarea>', page.text, re.S)
+    assert command is not None
+    assert command.group(1).startswith("flexplane-agent bootstrap --orchestrator")
+    listed = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+    assert "zone-b/pve9" in listed.text
+
+
+def test_an_admin_creates_and_deletes_a_vdc(world: World, admin: requests.Session, api: GraphQL) -> None:
+    query = '{ vdc(id: "portal-admin") { id zones computeProfiles quota { vcpus vms } } }'
+    created = _post(
+        admin,
+        world,
+        "/admin/vdcs/new/",
+        {
+            "id": "portal-admin",
+            "name": "Portal admin test",
+            "zones": ["zone-a"],
+            "compute_profiles": ["small", "medium"],
+            "quota_vcpus": 8,
+            "quota_memory_mib": 8192,
+            "quota_disk_gb": 100,
+            "quota_vms": 4,
+        },
+    )
+    try:
+        assert created.status_code == 302, created.text[:2000]
+        vdc = api(query, user="admin").data["vdc"]
+        assert vdc == {
+            "id": "portal-admin",
+            "zones": ["zone-a"],
+            "computeProfiles": ["small", "medium"],
+            "quota": {"vcpus": 8, "vms": 4},
+        }
+        listed = admin.get(f"{world.url}/admin/vdcs/", timeout=60)
+        assert re.search(r'data-row="portal-admin">.*?0 of 4', listed.text, re.S)
+    finally:
+        deleted = _post(admin, world, "/admin/vdcs/portal-admin/delete/", {})
+    assert deleted.status_code == 302
+    assert api(query, user="admin").data["vdc"] is None
+
+
+@pytest.mark.parametrize(
+    "path", ["/admin/", "/admin/compute-profiles/", "/admin/hosts/", "/admin/vdcs/demo/edit/"]
+)
+def test_alice_gets_the_not_found_page_for_the_admin_area(
+    world: World, alice: requests.Session, path: str
+) -> None:
+    page = alice.get(f"{world.url}{path}", timeout=30)
+    assert page.status_code == 404
+    assert "Not found" in page.text
+    assert 'aria-label="Admin"' not in page.text
+    assert 'href="/admin/"' not in page.text, "the admin link is not offered to her either"
+
+
+def test_a_post_to_an_admin_url_is_refused_server_side(
+    world: World, alice: requests.Session, api: GraphQL, profile_name: str
+) -> None:
+    alice.get(f"{world.url}/vdc/demo/", timeout=30)  # a page with a form: the CSRF cookie
+    refused = _post(
+        alice, world, "/admin/compute-profiles/new/", {"name": profile_name, "vcpus": 1, "memory_mib": 1024}
+    )
+    assert refused.status_code == 404
+    assert _profile(api, profile_name) is None
+    cordon = _post(alice, world, "/admin/hosts/zone-a/pve1/cordon/", {})
+    assert cordon.status_code == 404
+
+
+def test_signed_out_the_admin_area_sends_to_the_login_and_back(world: World) -> None:
+    first = requests.get(f"{world.url}/admin/hosts/", allow_redirects=False, timeout=30)
+    assert first.status_code == 302
+    assert first.headers["Location"] == "/login/?next=/admin/hosts/"
+
+
+def test_a_storage_profile_without_any_storage_is_refused_at_the_storage_fields(
+    world: World, admin: requests.Session, api: GraphQL
+) -> None:
+    form = admin.get(f"{world.url}/admin/storage-profiles/new/", timeout=30)
+    assert '<label for="id_storage_zone-a"' in form.text
+    assert '<label for="id_storage_zone-b"' in form.text
+    refused = _post(
+        admin,
+        world,
+        "/admin/storage-profiles/new/",
+        {"name": "nowhere", "default_gb": 10, "min_gb": 1, "max_gb": 100, "bus": "scsi", "format": "raw"},
+    )
+    assert refused.status_code == 400
+    error = re.search(r'<div id="id_storage_zone-a_error"[^>]*>(.*?)</div>', refused.text, re.S)
+    assert error is not None
+    assert "must name the storage of at least one zone" in error.group(1)
+    names = [p["name"] for p in api("{ storageProfiles { name } }", user="admin").data["storageProfiles"]]
+    assert "nowhere" not in names

@@ -1,0 +1,168 @@
+"""The dashboard's and the VM page's tasks are the API's ``tasks``; the dashboard's VM counts lead to
+the VM list filtered to exactly the VMs counted."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from devstack.world import World
+from tests.portal.support import login
+from tests.support import GraphQL
+from tests.vmkit import act, ok, scratch_vdcs
+
+TASKS = "query($first: Int, $vm: ID) { tasks(first: $first, vm: $vm) { id type } }"
+TASK_LINK = re.compile(r'<tr [^>]*data-task-row[^>]*>.*?href="/vdc/demo/tasks/([^/"]+)/"', re.S)
+STATUS_LINE = re.compile(r'<li data-vm-status="([^"]+)">(.*?)</li>', re.S)
+STATUS_LINK = re.compile(r'<a [^>]*href="([^"]+)">')
+COUNT = re.compile(r"<span>(\d+)</span>")
+BUSY = re.compile(r'data-vm-busy="([^"]+)">(\d+) busy')
+TASK_LIST = re.compile(r"^/nodes/[^/]+/tasks$")
+ROW_NAME = re.compile(r'<th scope="row"[^>]*><a [^>]*>([^<]+)</a></th>')
+DB_1 = "zone-a/101"  # devstack/seed.py: alice's VM on pve2, stopped
+
+
+@pytest.fixture(scope="module")
+def alice(world: World) -> requests.Session:
+    return login(world, "alice")[0]
+
+
+@pytest.fixture(scope="module")
+def admin(world: World) -> requests.Session:
+    return login(world, "admin")[0]
+
+
+@pytest.fixture
+def vdc_of(api: GraphQL, world: World) -> Iterator[Callable[..., str]]:
+    with scratch_vdcs(api, world) as make:
+        yield make
+
+
+def get(session: requests.Session, world: World, path: str) -> requests.Response:
+    page = session.get(f"{world.url}{path}", timeout=60)
+    assert page.status_code == 200, page.text[:500]
+    return page
+
+
+def bounce(api: GraphQL) -> None:
+    ok(act(api, "alice", "stopVirtualMachine", DB_1))  # nothing to do unless a test left it running
+    ok(act(api, "alice", "startVirtualMachine", DB_1))
+    ok(act(api, "alice", "stopVirtualMachine", DB_1))
+
+
+def api_task_ids(api: GraphQL, **variables: Any) -> list[str]:
+    answer = api(TASKS, user="alice", vdc="demo", variables=variables)
+    assert answer.errors == [], answer.errors
+    return [task["id"] for task in answer.data["tasks"]]
+
+
+def add_vms(world: World, vdc: str, vms: list[tuple[str, str, str | None]]) -> None:
+    """``(name, status, lock)`` VMs of ``vdc`` put straight into zone-a's fake, tagged as flex.plane
+    tags them."""
+    pve = world.fakes["zone-a"].pve
+
+    def add() -> None:
+        first = max([vm.vmid for vm in pve.vms] + [6000]) + 1
+        for offset, (name, status, lock) in enumerate(vms):
+            vmid = first + offset
+            config = {"cores": 1, "memory": 512, "tags": f"fp-vdc-{vdc}"}
+            pve.add_vm(vmid, name, node="pve1", status=status, config=config, pool=f"fp-{vdc}")
+            pve.vm(vmid).lock = lock
+
+    world.fakes.on_loop(add)
+
+
+def proxmox_reads(world: World) -> dict[tuple[str, str], int]:
+    """How often each zone's fake was asked for ``/cluster/resources`` and for each node's task list."""
+
+    def count(pve: Any) -> dict[str, int]:
+        counted: dict[str, int] = {}
+        for method, path, _body in pve.requests:
+            short = path.removeprefix("/api2/json")
+            if method == "GET" and (short == "/cluster/resources" or TASK_LIST.match(short)):
+                counted[short] = counted.get(short, 0) + 1
+        return counted
+
+    zones = world.fakes.zones.items()
+    return {
+        (zone, path): n for zone, fake in zones for path, n in world.fakes.on_loop(count, fake.pve).items()
+    }
+
+
+def demo_nodes(world: World) -> set[tuple[str, str]]:
+    """The nodes that host VDC demo's VMs, as the fakes hold them."""
+
+    def read(pve: Any) -> set[str]:
+        return {vm.node for vm in pve.vms if "fp-vdc-demo" in str(vm.config.get("tags"))}
+
+    zones = world.fakes.zones.items()
+    return {(zone, node) for zone, fake in zones for node in world.fakes.on_loop(read, fake.pve)}
+
+
+def test_the_dashboards_recent_tasks_are_the_apis(
+    world: World, api: GraphQL, alice: requests.Session
+) -> None:
+    bounce(api)
+    page = get(alice, world, "/vdc/demo/")
+    assert TASK_LINK.findall(page.text) == api_task_ids(api, first=10)
+
+
+def test_the_dashboard_reads_each_zone_once_and_each_node_hosting_the_vdcs_vms_once(
+    world: World, api: GraphQL, alice: requests.Session
+) -> None:
+    bounce(api)
+    before = proxmox_reads(world)
+    get(alice, world, "/vdc/demo/")
+    after = proxmox_reads(world)
+    read = {key: n - before.get(key, 0) for key, n in after.items() if n != before.get(key, 0)}
+    resources = {key: n for key, n in read.items() if key[1] == "/cluster/resources"}
+    task_lists = {key: n for key, n in read.items() if key[1] != "/cluster/resources"}
+    assert resources == {(zone, "/cluster/resources"): 1 for zone in world.fakes.zones}
+    assert task_lists == {(zone, f"/nodes/{node}/tasks"): 1 for zone, node in demo_nodes(world)}
+
+
+def test_a_vms_page_lists_its_tasks_as_the_api_does(
+    world: World, api: GraphQL, alice: requests.Session
+) -> None:
+    bounce(api)
+    page = get(alice, world, "/vdc/demo/vms/zone-a/101/")
+    shown = TASK_LINK.findall(page.text)
+    assert shown == api_task_ids(api, first=10, vm=DB_1)
+    assert len(shown) >= 2
+
+
+def test_each_status_count_leads_to_the_list_of_exactly_those_vms(
+    world: World, admin: requests.Session, vdc_of: Callable[..., str]
+) -> None:
+    vdc = vdc_of()  # its VMs go with it
+    add_vms(
+        world,
+        vdc,
+        [
+            ("s-1", "stopped", None),
+            ("s-2", "stopped", "backup"),
+            ("s-3", "stopped", None),
+            ("r-1", "running", None),
+        ],
+    )
+    page = get(admin, world, f"/vdc/{vdc}/")
+    lines = dict(STATUS_LINE.findall(page.text))
+    assert set(lines) == {"stopped", "running"}
+    counts = {}
+    for status, body in lines.items():
+        count = COUNT.search(body)
+        link = STATUS_LINK.search(body)
+        assert count is not None
+        assert link is not None, f"the {status} count links nowhere"
+        counts[status] = int(count.group(1))
+        listed = get(admin, world, html.unescape(link.group(1)))
+        assert "Select a valid choice" not in listed.text
+        assert len(ROW_NAME.findall(listed.text)) == counts[status]
+    assert counts == {"stopped": 3, "running": 1}
+    assert BUSY.findall(lines["stopped"]) == [("backup", "1")]
+    assert BUSY.findall(lines["running"]) == []
