@@ -38,7 +38,12 @@ class ProxmoxUnreachableError(Exception):
     """Proxmox could not be reached or did not answer in time; the message names its URL."""
 
 
-class ProxmoxTimeout(ProxmoxUnreachableError):
+class ProxmoxNoAnswer(ProxmoxUnreachableError):
+    """The request went out (or may have), but Proxmox's answer never came: Proxmox may have carried it
+    out, so the caller must not send it again blindly."""
+
+
+class ProxmoxTimeout(ProxmoxNoAnswer):
     """Proxmox did not answer within the time allowed."""
 
 
@@ -83,6 +88,11 @@ class ProxmoxClient:
             cookie_jar=aiohttp.DummyCookieJar(),
             raise_for_status=False,
         )
+        # aiohttp sends a GET, PUT or DELETE again, once, when its connection breaks (RFC 9112 allows
+        # it). Not here: a Proxmox PUT or DELETE is not idempotent ("+5G", a destroy), and reads are
+        # already retried, once per node, by the orchestrator. aiohttp's own test client turns it off
+        # the same way: there is no public switch.
+        self._session._retry_connection = False
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -138,8 +148,8 @@ class ProxmoxClient:
                 f"cannot connect to Proxmox at {self.url}: {os_reason(exc.os_error)}"
             ) from None
         except aiohttp.ClientError as exc:
-            raise ProxmoxUnreachableError(
-                f"the connection to Proxmox at {self.url} failed: {describe_error(exc)}"
+            raise ProxmoxNoAnswer(
+                f"the connection to Proxmox at {self.url} failed before its answer: {describe_error(exc)}"
             ) from None
         log.debug("proxmox %s %s -> %d in %.0f ms", method, path, status, (time.monotonic() - started) * 1000)
         return self._answer(status, reason, body)
@@ -215,7 +225,7 @@ class ProxmoxClient:
                 f"cannot connect to Proxmox at {self.url}: {os_reason(exc.os_error)}"
             ) from None
         except aiohttp.ClientError as exc:
-            raise ProxmoxUnreachableError(
+            raise ProxmoxNoAnswer(
                 f"the upload to Proxmox at {self.url} failed: {describe_error(exc)}"
             ) from None
         log.debug("proxmox POST %s (%d bytes) -> %d", path, size, status)

@@ -5,6 +5,8 @@ the agent shares with the rest of flex.plane.
 """
 
 from agentclient.errors import (
+    AgentBusy,
+    AgentConnectionLost,
     AgentDeadlineExceeded,
     AgentError,
     AgentTLSError,
@@ -16,6 +18,7 @@ from agentclient.errors import (
     ImageImportFailed,
     ImageRefused,
     ProxmoxError,
+    ProxmoxNoAnswer,
     ProxmoxUnreachable,
     ProxyRefused,
     SnippetError,
@@ -27,6 +30,8 @@ from agentclient.pool import AgentInfo, AgentPool, AgentTarget, ClientTLS
 from agentclient.templates import TemplatePhase, TemplateProgress, TemplateRef
 
 __all__ = [
+    "AgentBusy",
+    "AgentConnectionLost",
     "AgentDeadlineExceeded",
     "AgentError",
     "AgentInfo",
@@ -42,6 +47,7 @@ __all__ = [
     "ImageImportFailed",
     "ImageRefused",
     "ProxmoxError",
+    "ProxmoxNoAnswer",
     "ProxmoxUnreachable",
     "ProxyRefused",
     "SnippetError",

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
 
 # Trailing metadata the agent sets on its error statuses.
 ERROR_METADATA_KEY = "flexplane-error"
-# UNAVAILABLE: the agent answered, but the Proxmox API behind it did not.
+# UNAVAILABLE: the agent answered, but the Proxmox API behind it did not: the request never reached it.
 PROXMOX_UNREACHABLE = "proxmox-unreachable"
+# UNAVAILABLE: the agent sent the request to Proxmox, but its answer never came (the connection broke,
+# or Proxmox's time ran out): Proxmox may have carried it out.
+PROXMOX_NO_ANSWER = "proxmox-no-answer"
 # PERMISSION_DENIED: the method and path are not on the proxy's allowlist.
 NOT_ALLOWLISTED = "not-allowlisted"
 # PERMISSION_DENIED: the caller's certificate common name is not in the agent's allowed_clients.
@@ -62,6 +65,33 @@ class AgentUnavailable(AgentError):
         return f"The {self.host} is unavailable: {self.detail}."
 
 
+class AgentConnectionLost(AgentUnavailable):
+    """The connection to the agent broke during the call: the agent may have carried it out.
+
+    Unlike its parent (the agent could not be reached, so the call surely never ran), a write that
+    ends so must not be sent again elsewhere.
+    """
+
+    def __str__(self) -> str:
+        return f"The connection to {self.host} broke during the call: {self.detail}."
+
+
+class AgentBusy(AgentUnavailable):
+    """As many calls as the pool allows in flight to the agent were under way for the whole deadline.
+
+    The call was never sent: another agent of the zone may take it.
+    """
+
+    def __init__(self, target: AgentTarget, limit: int, waited: float) -> None:
+        super().__init__(target, f"{limit} calls to it were in flight for {waited:g} s")
+        self.args = (target, limit, waited)
+        self.limit = limit
+        self.waited = waited
+
+    def __str__(self) -> str:
+        return f"The {self.host} is busy: {self.detail}, and this call was not sent."
+
+
 class AgentTLSError(AgentUnavailable):
     """The TLS handshake with the agent failed.
 
@@ -90,6 +120,13 @@ class ProxmoxUnreachable(AgentError):
 
     def __str__(self) -> str:
         return f"The {self.host} could not reach its Proxmox API: {self.detail}."
+
+
+class ProxmoxNoAnswer(ProxmoxUnreachable):
+    """The agent sent the request to its Proxmox API, but the answer never came: it may have run."""
+
+    def __str__(self) -> str:
+        return f"The {self.host} got no answer from its Proxmox API: {self.detail}."
 
 
 class ProxyRefused(AgentError):

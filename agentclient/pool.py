@@ -2,7 +2,9 @@
 
 One :class:`AgentPool` per process (per client certificate) holds one lazily created,
 reused channel per agent. Every call has a deadline; every failure is raised as one of
-the typed errors of :mod:`agentclient.errors`.
+the typed errors of :mod:`agentclient.errors`. At most ``max_in_flight`` calls that reach
+an agent's Proxmox run at once per agent: a node's API serves few requests at a time, and a
+burst beyond it would only queue there, past the callers' deadlines.
 
     pool = AgentPool(ClientTLS.from_files("ca.crt", "orchestrator.crt", "orchestrator.key"))
     target = AgentTarget(host_identity("zone1", "pve1"), "10.0.0.11:7443")
@@ -16,7 +18,9 @@ from __future__ import annotations
 import http
 import re
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -32,9 +36,12 @@ from agentclient.errors import (
     IMAGE_DOWNLOAD_FAILED,
     IMAGE_IMPORT_FAILED,
     IMAGE_REFUSED,
+    PROXMOX_NO_ANSWER,
     PROXMOX_UNREACHABLE,
     SNIPPET_FAILED,
     SNIPPET_REFUSED,
+    AgentBusy,
+    AgentConnectionLost,
     AgentDeadlineExceeded,
     AgentError,
     AgentTLSError,
@@ -46,6 +53,7 @@ from agentclient.errors import (
     ImageImportFailed,
     ImageRefused,
     ProxmoxError,
+    ProxmoxNoAnswer,
     ProxmoxUnreachable,
     ProxyRefused,
     SnippetFailed,
@@ -65,6 +73,8 @@ from agentclient.urlpolicy import parse_checksum
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 5.0
+# Calls that reach an agent's Proxmox at once, per agent (pveproxy itself runs three workers).
+DEFAULT_MAX_IN_FLIGHT = 6
 MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024
 
 # Keepalive: find a dead agent (or a dropped NAT entry) on an idle channel within ~40 s.
@@ -193,16 +203,25 @@ class AgentPool:
     """Thread-safe pool of one secure channel per agent.
 
     ``timeout`` is the default deadline of a call in seconds; each method takes its own.
-    Close the pool (or use it as a context manager) to close its channels.
+    ``max_in_flight`` bounds the calls to one agent that reach its Proxmox (the proxy, GetInfo,
+    EnsureTemplate): one more waits for a free slot within its own deadline, and raises
+    AgentBusy, unsent, if none frees up in time. Snippets and health checks stay on the node
+    and are not counted. Close the pool (or use it as a context manager) to close its channels.
     """
 
-    def __init__(self, tls: ClientTLS, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, tls: ClientTLS, timeout: float = DEFAULT_TIMEOUT, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    ) -> None:
         if timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
         self.tls = tls
         self.timeout = timeout
+        self.max_in_flight = max_in_flight
         self._credentials = tls.credentials()
         self._connections: dict[AgentTarget, _Connection] = {}
+        self._slots: dict[AgentTarget, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -233,7 +252,9 @@ class AgentPool:
         not forward this method and path, ProxmoxUnreachable, and the other AgentErrors.
         """
         request = agent_pb2.ProxmoxRequest(method=method, path=path, params=encode_params(params))
-        response = self._call(target, timeout, lambda conn, t: conn.proxy.Call(request, timeout=t))
+        response = self._call(
+            target, timeout, lambda conn, t: conn.proxy.Call(request, timeout=t), bounded=True
+        )
         if response.status >= 400:
             message = response.message or _status_phrase(response.status)
             raise ProxmoxError(target, response.status, message, dict(response.errors))
@@ -245,7 +266,10 @@ class AgentPool:
     def info(self, target: AgentTarget, *, timeout: float | None = None) -> AgentInfo:
         """What the agent says it is: its version, node, zone and identity."""
         reply = self._call(
-            target, timeout, lambda conn, t: conn.agent.GetInfo(agent_pb2.GetInfoRequest(), timeout=t)
+            target,
+            timeout,
+            lambda conn, t: conn.agent.GetInfo(agent_pb2.GetInfoRequest(), timeout=t),
+            bounded=True,  # it asks Proxmox its version
         )
         return AgentInfo.from_proto(reply)
 
@@ -281,22 +305,24 @@ class AgentPool:
         if timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         request = agent_pb2.EnsureTemplateRequest(image=image, url=url, checksum=checksum, storage=storage)
-        call = self._connection(target).images.EnsureTemplate(request, timeout=timeout)
+        connection = self._connection(target)
         ready: TemplateRef | None = None
-        try:
-            for message in call:
-                progress = template_progress(message)
-                if progress is None:
-                    continue  # a phase this client does not know yet
-                if on_progress is not None:
-                    on_progress(progress)
-                if progress.phase is TemplatePhase.DONE:
-                    ready = TemplateRef(vmid=progress.template_vmid, node=progress.node)
-        except grpc.RpcError as exc:
-            raise translate_error(cast(grpc.Call, exc), target, timeout, image=image) from None
-        except BaseException:
-            call.cancel()
-            raise
+        with self._slot(target, timeout) as remaining:
+            call = connection.images.EnsureTemplate(request, timeout=remaining)
+            try:
+                for message in call:
+                    progress = template_progress(message)
+                    if progress is None:
+                        continue  # a phase this client does not know yet
+                    if on_progress is not None:
+                        on_progress(progress)
+                    if progress.phase is TemplatePhase.DONE:
+                        ready = TemplateRef(vmid=progress.template_vmid, node=progress.node)
+            except grpc.RpcError as exc:
+                raise translate_error(cast(grpc.Call, exc), target, timeout, image=image) from None
+            except BaseException:
+                call.cancel()
+                raise
         if ready is None or ready.vmid <= 0:
             raise AgentError(target, f"the agent ended EnsureTemplate of image {image} without a template")
         return ready
@@ -376,6 +402,24 @@ class AgentPool:
                 self._connections[target] = connection
             return connection
 
+    @contextmanager
+    def _slot(self, target: AgentTarget, deadline: float) -> Iterator[float]:
+        """Hold one of the target's in-flight slots; yields what is left of the deadline once it is held."""
+        with self._lock:
+            slots = self._slots.get(target)
+            if slots is None:
+                slots = self._slots[target] = threading.BoundedSemaphore(self.max_in_flight)
+        started = time.monotonic()
+        if not slots.acquire(timeout=deadline):
+            raise AgentBusy(target, self.max_in_flight, deadline)
+        try:
+            remaining = deadline - (time.monotonic() - started)
+            if remaining <= 0:
+                raise AgentBusy(target, self.max_in_flight, deadline)
+            yield remaining
+        finally:
+            slots.release()
+
     def _call(
         self,
         target: AgentTarget,
@@ -383,13 +427,30 @@ class AgentPool:
         call: Callable[[_Connection, float], T],
         *,
         snippet: str = "",
+        bounded: bool = False,
     ) -> T:
+        """``call(connection, deadline)`` with its failure typed; ``bounded``: holding one of the slots."""
         deadline = self.timeout if timeout is None else timeout
         if deadline <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         connection = self._connection(target)
+        if not bounded:
+            return self._send(target, connection, call, deadline, deadline, snippet)
+        with self._slot(target, deadline) as remaining:
+            return self._send(target, connection, call, remaining, deadline, snippet)
+
+    @staticmethod
+    def _send(
+        target: AgentTarget,
+        connection: _Connection,
+        call: Callable[[_Connection, float], T],
+        timeout: float,
+        deadline: float,
+        snippet: str,
+    ) -> T:
+        """``call(connection, timeout)``; a failure typed, a missed deadline named as the caller gave it."""
         try:
-            return call(connection, deadline)
+            return call(connection, timeout)
         except grpc.RpcError as exc:
             raise translate_error(cast(grpc.Call, exc), target, deadline, snippet=snippet) from None
 
@@ -462,6 +523,11 @@ _VERIFY_FAILED = re.compile(r"CERTIFICATE_VERIFY_FAILED:\s*([^:]+)")
 _TLS_MARKERS = ("handshake", "ssl", "tls", "certificate", "verification")
 
 
+def _never_connected(details: str) -> bool:
+    """Whether gRPC's UNAVAILABLE says the call found no connection at all (so it was never sent)."""
+    return _CONNECT_PREFIX.match(details) is not None or details.lower().startswith("dns resolution failed")
+
+
 def _tls_failure(target: AgentTarget, details: str) -> str | None:
     """Why the TLS handshake failed, as a reader needs it, or None if details show no TLS failure."""
     lowered = details.lower()
@@ -514,10 +580,15 @@ def translate_error(
     if isinstance(kind, str) and (snippet_error := _SNIPPET_ERRORS.get((code, kind))) is not None:
         return snippet_error(target, details, snippet)
     if code == grpc.StatusCode.UNAVAILABLE:
+        if kind == PROXMOX_NO_ANSWER:
+            return ProxmoxNoAnswer(target, details)
         if kind == PROXMOX_UNREACHABLE:
             return ProxmoxUnreachable(target, details)
         if (tls := _tls_failure(target, details)) is not None:
             return AgentTLSError(target, tls)
+        if not _never_connected(details):
+            # The call had a connection and lost it (the agent died, a reset): it may have run.
+            return AgentConnectionLost(target, details or "no detail given")
         return AgentUnavailable(target, _CONNECT_PREFIX.sub("", details) or "no detail given")
     if code == grpc.StatusCode.PERMISSION_DENIED:
         if kind == CLIENT_NOT_ALLOWED:

@@ -12,6 +12,8 @@ import asyncio
 import re
 import ssl
 import threading
+import uuid
+from collections import Counter, deque
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from fakepve import FakePve, PveError, TaskError
 from fakepve.certs import make_cert
+from fakepve.qemu import drives_of, is_cdrom, volume_ref
 
 T = TypeVar("T")
 PVE_PORT = 8006
@@ -69,13 +72,151 @@ def _spelled(size: int) -> str:
     return str(size)
 
 
+# How many arrivals Traffic remembers (fakepve keeps as many requests in ``pve.requests``).
+TRAFFIC_MEMORY = 10_000
+
+
+@dataclass
+class Traffic:
+    """What reached a fake's listeners, per local address (one address per node): every request as it
+    arrives (before fakepve's network faults, so dropped ones count too), how many are in flight, and the
+    most that ever were. Touched on the fakes' loop only.
+
+    ``drop()`` aims fakepve's dropped connection (``flaky_network``'s reset, which is random) at
+    chosen requests: the connection is closed before fakepve handles the request. ``delay()`` aims
+    its latency (``slow_network``, which slows every request, or a node's) at chosen requests, in real
+    seconds; a delayed request is handled even if its client has gone meanwhile, as Proxmox would.
+    """
+
+    in_flight: Counter[str] = field(default_factory=Counter)
+    peak: Counter[str] = field(default_factory=Counter)
+    # (address, method, path) of the latest arrivals; ``count`` is how many arrived in all.
+    arrivals: deque[tuple[str, str, str]] = field(default_factory=lambda: deque(maxlen=TRAFFIC_MEMORY))
+    count: int = 0
+    # (method, path suffix, address or None for any) -> [how many more (None: every one), seconds of
+    # delay (None: drop)].
+    rules: dict[tuple[str, str, str | None], list[Any]] = field(default_factory=dict)
+
+    def arrive(self, address: str, method: str, path: str) -> None:
+        self.arrivals.append((address, method, path))
+        self.count += 1
+        self.in_flight[address] += 1
+        self.peak[address] = max(self.peak[address], self.in_flight[address])
+
+    def leave(self, address: str) -> None:
+        self.in_flight[address] -= 1
+
+    def since(self, mark: int) -> list[tuple[str, str, str]]:
+        """The arrivals after ``mark`` (an earlier ``count``) that are still remembered."""
+        fresh = min(self.count - mark, len(self.arrivals))
+        return list(self.arrivals)[len(self.arrivals) - fresh :] if fresh > 0 else []
+
+    def reset_peak(self) -> None:
+        self.peak = Counter({address: n for address, n in self.in_flight.items() if n})
+
+    def drop(self, method: str, suffix: str, *, address: str | None = None, times: int | None = 1) -> None:
+        self.rules[(method, suffix, address)] = [times, None]
+
+    def delay(
+        self, method: str, suffix: str, seconds: float, *, address: str | None = None, times: int | None = 1
+    ) -> None:
+        self.rules[(method, suffix, address)] = [times, seconds]
+
+    def rule_for(self, address: str, method: str, path: str) -> tuple[bool, float]:
+        """(drop it, seconds to delay it) for this request, counted against the rule that matches."""
+        for key, rule in list(self.rules.items()):
+            rule_method, suffix, rule_address = key
+            if rule_method != method or not path.endswith(suffix) or rule_address not in (None, address):
+                continue
+            left, seconds = rule
+            if left is not None:
+                if left <= 1:
+                    del self.rules[key]
+                else:
+                    rule[0] = left - 1
+            return seconds is None, seconds or 0.0
+        return False, 0.0
+
+
+# What Proxmox's PVE::Tools::upid_decode accepts.
+_UPID = re.compile(
+    r"^UPID:[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?:"  # node
+    r"[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:"  # pid, pstart, starttime
+    r"[^:\s]+:[^:\s]*:[^:\s]+:$"  # type, id, user
+)
+
+
+class _NoTaskFile(Exception):
+    """A well-formed UPID of no task this node ran."""
+
+
 class HarnessPve(FakePve):
-    """fakepve with the gaps this project meets closed: a QEMU disk resize that really resizes.
+    """fakepve with the gaps this project meets closed: a QEMU disk resize that really resizes, and a
+    migration that really moves the guest (below); and the ``traffic`` each node's address receives.
 
     fakepve answers ``PUT /nodes/{node}/qemu/{vmid}/resize`` from the schema alone and stores
     nothing; this resizes the drive's ``size=`` in a task that holds the VM's config lock, and
     refuses to shrink with Proxmox's wording.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.traffic = Traffic()
+
+    def _build_app(self) -> web.Application:
+        """fakepve's app, with the traffic count outermost: it sees every request as it arrives."""
+        app: web.Application = super()._build_app()
+        app.middlewares.insert(0, self._count_traffic)
+        return app
+
+    @web.middleware
+    async def _count_traffic(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        sockname = request.transport.get_extra_info("sockname") if request.transport else None
+        address = str(sockname[0]) if sockname else ""
+        self.traffic.arrive(address, request.method, request.path)
+        try:
+            dropped, delay = self.traffic.rule_for(address, request.method, request.path)
+            if dropped:
+                assert request.transport is not None
+                request.transport.close()  # the client sees its connection broken, with no answer
+                return web.Response(status=599, text="dropped by the harness")  # written to nobody
+            if delay:
+                await request.read()  # Proxmox has the whole request now: it handles it, come what may
+                await asyncio.sleep(delay)
+            response: web.StreamResponse = await handler(request)
+            return response
+        finally:
+            self.traffic.leave(address)
+
+    # fakepve answers the status or log of a task it never ran with 500 "unable to parse worker upid",
+    # as a failing node would. Proxmox (pve-manager's PVE/API2/Tasks.pm) refuses a UPID it cannot
+    # parse with a parameter error (400), and so the status of a well-formed one it has no task file
+    # for ("no such task"); the log of the latter is the one line its dump_logfile gives for a file it
+    # cannot open.
+
+    def _get_task(self, request: web.Request) -> Any:
+        upid = request.match_info["upid"]
+        if not _UPID.match(upid):
+            raise PveError(400, "Parameter verification failed.", {"upid": "unable to parse worker upid"})
+        task = self.tasks.get(upid)
+        if task is None or task["node"] != request.match_info["node"]:
+            raise _NoTaskFile(upid)
+        return super()._get_task(request)
+
+    async def _task_status(self, request: web.Request) -> web.StreamResponse:
+        try:
+            response: web.StreamResponse = await super()._task_status(request)
+        except _NoTaskFile:
+            raise PveError(400, "Parameter verification failed.", {"upid": "no such task"}) from None
+        return response
+
+    async def _task_log(self, request: web.Request) -> web.StreamResponse:
+        try:
+            response: web.StreamResponse = await super()._task_log(request)
+        except _NoTaskFile:
+            unopened = {"n": 1, "t": "unable to open file - No such file or directory"}
+            return web.json_response({"data": [unopened]})
+        return response
 
     def _routes_qemu_resize(self) -> list[tuple[str, str, Any]]:
         return [("PUT", "/nodes/{node}/qemu/{vmid}/resize", self._qemu_resize)]
@@ -111,6 +252,135 @@ class HarnessPve(FakePve):
             vm.config[disk] = resized()
 
         return await self.task(vm.node, "resize", vm.vmid, user, body, vm=vm)
+
+    # fakepve stores nothing for an API token made through the API (only ``pve.apitokens`` set from
+    # Python logs in). These keep tokens made, listed and removed through it in ``pve.apitokens``
+    # (``user@realm!name`` -> secret) and answer the secret once, as Proxmox does: what the agent's
+    # bootstrap meets (``agent.pveadmin.ApiAdmin``).
+
+    def _routes_access_tokens(self) -> list[tuple[str, str, Any]]:
+        path = "/access/users/{userid}/token"
+        return [
+            ("GET", path, self._api_tokens),
+            ("POST", f"{path}/{{tokenid}}", self._api_token_add),
+            ("DELETE", f"{path}/{{tokenid}}", self._api_token_remove),
+        ]
+
+    async def _api_tokens(self, values: dict[str, Any], user: str) -> Any:
+        prefix = f"{values['userid']}!"
+        return [{"tokenid": t[len(prefix) :]} for t in sorted(self.apitokens) if t.startswith(prefix)]
+
+    async def _api_token_add(self, values: dict[str, Any], user: str) -> Any:
+        full = f"{values['userid']}!{values['tokenid']}"
+        if full in self.apitokens:
+            raise PveError(500, "Token already exists.")
+        self.apitokens[full] = str(uuid.uuid4())
+        info = {"privsep": int(values.get("privsep", 1)), "comment": values.get("comment", "")}
+        return {"full-tokenid": full, "info": info, "value": self.apitokens[full]}
+
+    async def _api_token_remove(self, values: dict[str, Any], user: str) -> Any:
+        full = f"{values['userid']}!{values['tokenid']}"
+        if self.apitokens.pop(full, None) is None:
+            raise PveError(500, f"no such token '{values['tokenid']}' for user '{values['userid']}'")
+        return None
+
+    # fakepve answers ``GET``/``POST /nodes/{node}/qemu/{vmid}/migrate`` from the schema alone and
+    # moves nothing. These answer the precondition as qemu-server's migrate_vm_precondition does, and
+    # migrate in a ``qmigrate`` task that holds the VM's config lock and moves the guest (still running,
+    # if it ran) to the target; they refuse what Proxmox refuses, in its words.
+
+    # PVE seconds a migration takes (scaled by time_scale, as every task).
+    migrate_secs = 5
+
+    def _routes_qemu_migrate(self) -> list[tuple[str, str, Any]]:
+        path = "/nodes/{node}/qemu/{vmid}/migrate"
+        return [("GET", path, self._qemu_migrate_check), ("POST", path, self._qemu_migrate)]
+
+    def _migration_facts(self, vm: Any) -> tuple[list[dict[str, Any]], list[str], set[str]]:
+        """The VM's local disks (on storage that is not shared), local devices and every storage it uses."""
+        local_disks: list[dict[str, Any]] = []
+        storages: set[str] = set()
+        for key, volume, props in drives_of(vm.config):
+            storage = volume_ref(volume)[0]
+            if storage is None or storage not in self.storages:
+                continue
+            storages.add(storage)
+            cdrom = is_cdrom(volume, props)
+            if self.storages[storage].get("shared") or (cdrom and "cloudinit" in volume):
+                continue
+            size = _bytes(str(props.get("size", "0"))) or 0
+            local_disks.append(
+                {"volid": volume, "size": size, "cdrom": cdrom, "is_unused": False, "drivename": key}
+            )
+        devices = sorted(k for k in vm.config if re.fullmatch(r"(hostpci|usb)\d+", k))
+        return local_disks, devices, storages
+
+    def _unavailable_storages(self, storages: set[str], node: str) -> list[str]:
+        return sorted(s for s in storages if not self._storage_enabled(s, node))
+
+    async def _qemu_migrate_check(self, values: dict[str, Any], user: str) -> Any:
+        vm = self.find(values["node"], int(values["vmid"]))
+        local_disks, devices, storages = self._migration_facts(vm)
+        answer: dict[str, Any] = {
+            "running": vm.status == "running",
+            "local_disks": local_disks,
+            "local_resources": devices,
+            "mapped-resources": [],
+            "mapped-resource-info": {},
+            "has-dbus-vmstate": False,
+        }
+        if vm.status != "running":  # as Proxmox: the nodes are judged for an offline migration only
+            others = [n for n in sorted(self.nodes) if n != vm.node]
+            missing = {n: self._unavailable_storages(storages, n) for n in others}
+            answer["allowed_nodes"] = [n for n in others if not missing[n]]
+            answer["not_allowed_nodes"] = {n: {"unavailable_storages": m} for n, m in missing.items() if m}
+        return answer
+
+    async def _qemu_migrate(self, values: dict[str, Any], user: str) -> Any:
+        node, vmid, target = str(values["node"]), int(values["vmid"]), str(values["target"])
+        if target == node:
+            raise PveError(400, "Parameter verification failed.", {"target": "target is local node."})
+        self.need_quorum()
+        if target not in self.nodes:
+            raise PveError(500, f"no such cluster node '{target}'")
+        vm = self.find(node, vmid)
+        if vm.lock:
+            raise PveError(500, f"VM is locked ({vm.lock})")
+        running = vm.status == "running"
+        if running and not _flag(values.get("online")):
+            raise PveError(500, "can't migrate running VM without --online")
+        local_disks, devices, storages = self._migration_facts(vm)
+
+        async def body() -> str:
+            if not self.nodes[target].get("online", True):
+                raise TaskError("migration aborted: Can't connect to destination address using public key")
+            if devices:
+                raise TaskError(f"can't migrate VM which uses local devices: {', '.join(devices)}")
+            missing = self._unavailable_storages(storages, target)
+            if missing:
+                raise TaskError(
+                    f"migration aborted: storage '{missing[0]}' is not available on node '{target}'"
+                )
+            if running and local_disks and not _flag(values.get("with-local-disks")):
+                raise TaskError("can't live migrate attached local disks without with-local-disks option")
+            vm.lock = "migrate"
+            vm.config["lock"] = "migrate"
+            try:
+                await self.pause(self.migrate_secs)
+                vm.node = target
+            finally:
+                vm.lock = None
+                vm.config.pop("lock", None)
+            return "migration finished successfully"
+
+        mode = "online" if running else "offline"
+        log = [f"starting migration of VM {vmid} to node '{target}' ({mode})"]
+        return await self.task(node, "qmigrate", vmid, user, body, vm=vm, log=log)
+
+
+def _flag(value: Any) -> bool:
+    """A Proxmox boolean parameter as sent: 1/0, true/false."""
+    return str(value).lower() in ("1", "true", "yes", "on")
 
 
 @dataclass

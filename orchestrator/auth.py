@@ -2,7 +2,10 @@
 
 Tokens are JWTs signed by the issuer (Zitadel, or the devstack's identity provider). They are
 checked against the issuer's JWKS with an algorithm allowlist (never ``none``, never HS*), and
-for ``iss``, ``aud``, ``exp`` and ``nbf``. Roles come from Zitadel's project roles claim.
+for ``iss``, ``aud``, ``exp`` and ``nbf``. Where the issuer types its tokens (RFC 9068's ``at+jwt``),
+only its access tokens are accepted: an ID token carries the same signature, issuer and (with
+Zitadel's project audience) audience, and must not stand in for one (RFC 8725, section 3.11).
+Roles come from Zitadel's project roles claim.
 """
 
 from __future__ import annotations
@@ -125,6 +128,7 @@ class TokenValidator:
         ttl: float = 300.0,
         timeout: float = 5.0,
         leeway: float = 30.0,
+        access_token_type: str = "",
     ) -> None:
         if not issuer:
             raise ValueError("no OIDC issuer is configured (FLEXPLANE_OIDC_ISSUER)")
@@ -133,6 +137,7 @@ class TokenValidator:
         self.project_id = project_id
         self.algorithms = [a for a in algorithms if a not in _FORBIDDEN_ALGORITHMS]
         self.leeway = leeway
+        self.access_token_type = _media_type(access_token_type) if access_token_type else ""
         self.keys = _IssuerKeys(issuer, ttl, timeout)
 
     def validate(self, token: str) -> Principal:
@@ -144,6 +149,7 @@ class TokenValidator:
         algorithm = header.get("alg")
         if algorithm not in self.algorithms:
             raise Unauthenticated(f"the token's algorithm {algorithm!r} is not accepted")
+        self._check_type(header.get("typ"))
         key = self.keys.signing_key(token)
         try:
             claims = jwt.decode(
@@ -167,6 +173,22 @@ class TokenValidator:
             raise Unauthenticated(f"the token is invalid: {exc}") from exc
         return Principal.from_claims(claims, self.project_id)
 
+    def _check_type(self, typ: Any) -> None:
+        """Refuse a JWT the issuer typed as something other than an access token (when it types them)."""
+        if not self.access_token_type:
+            return
+        if not isinstance(typ, str) or _media_type(typ) != self.access_token_type:
+            shown = repr(typ) if isinstance(typ, str) else "no type"
+            raise Unauthenticated(
+                f"the token is not an access token (its typ is {shown[:40]}, not {self.access_token_type!r})"
+            )
+
+
+def _media_type(typ: str) -> str:
+    """A JOSE ``typ`` as compared (RFC 7515, section 4.1.9): without ``application/``, in lowercase."""
+    lowered = typ.strip().lower()
+    return lowered.removeprefix("application/")
+
 
 _validator: TokenValidator | None = None
 _validator_lock = threading.Lock()
@@ -185,6 +207,7 @@ def token_validator() -> TokenValidator:
                 ttl=settings.FLEXPLANE_JWKS_TTL,
                 timeout=settings.FLEXPLANE_OIDC_TIMEOUT,
                 leeway=settings.FLEXPLANE_OIDC_LEEWAY,
+                access_token_type=settings.FLEXPLANE_OIDC_ACCESS_TOKEN_TYPE,
             )
         return _validator
 

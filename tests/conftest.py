@@ -12,6 +12,9 @@ from devstack.net import free_port
 from devstack.world import World, WorldConfig
 from tests.support import GraphQL
 
+# The promise markers and the end-of-run summary of the suites' figures.
+pytest_plugins = ["tests.promises"]
+
 # The tests' world lives on 127.<subnet>.x.y, away from a `make dev` running on 127.10.x.y.
 TEST_SUBNET = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
 

@@ -39,6 +39,18 @@ def env_float(name: str, default: float) -> float:
         raise ImproperlyConfigured(f"FLEXPLANE_{name} must be a number, not {raw!r}") from None
 
 
+def env_count(name: str, default: int) -> int:
+    """A whole number of at least 1."""
+    raw = env(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ImproperlyConfigured(f"FLEXPLANE_{name} must be a whole number of at least 1, not {raw!r}")
+    return value
+
+
 SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-key-change-me")
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
@@ -55,16 +67,25 @@ INSTALLED_APPS = [
     "django_htmx",
     "orchestrator",
     "portal",
+    # The portal's CSS: Tailwind built with npm (portal/theme/static_src, `make install`).
+    "tailwind",
+    "portal.theme",
 ]
+TAILWIND_APP_NAME = "portal.theme"
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "portal.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # request.user from the signed session (the portal's user has no database row).
+    "portal.auth.SessionUserMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Once the ID token's time is up, ask the identity provider again (after htmx: it answers htmx apart).
+    "portal.oidc.SessionRefresh",
 ]
 
 ROOT_URLCONF = "flexplane.urls"
@@ -79,6 +100,7 @@ TEMPLATES = [
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.messages.context_processors.messages",
+                "portal.context.navigation",
             ],
         },
     },
@@ -117,6 +139,42 @@ FLEXPLANE_OIDC_TIMEOUT = env_float("OIDC_TIMEOUT", 5.0)
 FLEXPLANE_JWKS_TTL = env_float("JWKS_TTL", 300.0)
 FLEXPLANE_OIDC_LEEWAY = env_float("OIDC_LEEWAY", 30.0)
 
+# --- the portal: login (OIDC code flow with PKCE, mozilla-django-oidc), session, security headers ---
+# The user lives in the signed session, built from the claims (portal.models, portal.auth); the
+# issuer's endpoints come from its discovery document (portal.oidc).
+AUTH_USER_MODEL = "portal.PortalUser"
+AUTHENTICATION_BACKENDS = ["portal.oidc.ClaimsBackend"]
+LOGIN_URL = "oidc_authentication_init"
+LOGIN_REDIRECT_URL = LOGOUT_REDIRECT_URL = LOGIN_REDIRECT_URL_FAILURE = "/"
+OIDC_RP_CLIENT_ID = env("OIDC_CLIENT_ID", "flexplane-portal")
+OIDC_RP_CLIENT_SECRET = env("OIDC_CLIENT_SECRET", "")
+OIDC_RP_SIGN_ALGO = env("OIDC_SIGN_ALGO", "RS256")
+# Zitadel puts the project's roles in the tokens and userinfo when asked for them (the dev provider too).
+OIDC_RP_SCOPES = env(
+    "OIDC_SCOPES",
+    "openid profile email urn:zitadel:iam:org:projects:roles "
+    f"urn:zitadel:iam:org:project:id:{FLEXPLANE_OIDC_PROJECT_ID}:aud",
+)
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_STORE_ID_TOKEN = True  # the end-session endpoint's id_token_hint
+OIDC_TIMEOUT = FLEXPLANE_OIDC_TIMEOUT
+OIDC_OP_LOGOUT_URL_METHOD = "portal.oidc.end_session_url"
+# After this long (seconds), the identity provider is asked again, silently while its own session lasts.
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = int(env_float("OIDC_RENEW_SECONDS", 900))
+# The browser's session (a signed cookie) ends after this long (seconds); then the user signs in again.
+SESSION_COOKIE_AGE = int(env_float("SESSION_AGE", 8 * 3600))
+CSRF_FAILURE_VIEW = "portal.errors.csrf_failure"
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+# Paths that answer with their own pages and keep no portal policy (GraphiQL loads its own scripts).
+FLEXPLANE_CSP_EXEMPT = env_list("CSP_EXEMPT", "/graphql")
+# The JOSE "typ" an issuer that types its tokens gives access tokens (RFC 9068: at+jwt); when set, any
+# other JWT of the issuer (an ID token, say) is refused as a bearer token. Empty for an issuer that
+# marks no types, or marks every token alike ("JWT"), where the type tells nothing.
+FLEXPLANE_OIDC_ACCESS_TOKEN_TYPE = env("OIDC_ACCESS_TOKEN_TYPE", "")
+
 # The agents: the platform CA and this orchestrator's client certificate.
 FLEXPLANE_AGENT_CA = env("AGENT_CA", "")
 FLEXPLANE_AGENT_CERT = env("AGENT_CERT", "")
@@ -124,6 +182,31 @@ FLEXPLANE_AGENT_KEY = env("AGENT_KEY", "")
 # The deadline of one agent call, and of a whole fan-out across zones (seconds).
 FLEXPLANE_AGENT_TIMEOUT = env_float("AGENT_TIMEOUT", 4.0)
 FLEXPLANE_ZONE_DEADLINE = env_float("ZONE_DEADLINE", 8.0)
+# Calls in flight to one agent's Proxmox at once, from this replica; more wait within their deadline.
+FLEXPLANE_AGENT_MAX_IN_FLIGHT = env_count("AGENT_MAX_IN_FLIGHT", 6)
+
+# --- host enrollment and certificate renewal (orchestrator.services.enrollment) ---
+# The platform CA (a kubernetes.io/tls Secret of the platform namespace, read live): it signs
+# the agents' certificates.
+FLEXPLANE_AGENT_CA_SECRET = env("AGENT_CA_SECRET", "flexplane-agent-ca")
+# How long a join token may be used (seconds), and how long an agent's certificate lives (seconds).
+FLEXPLANE_JOIN_TOKEN_TTL = env_float("JOIN_TOKEN_TTL", 3600.0)
+FLEXPLANE_AGENT_CERT_LIFETIME = env_float("AGENT_CERT_LIFETIME", 30 * 86400.0)
+# The HTTPS URL nodes reach this orchestrator at (bootstrap and renewal); "": the request's own origin.
+FLEXPLANE_ENROLLMENT_URL = env("ENROLLMENT_URL", "")
+# The client certificate common names an enrolled agent serves.
+FLEXPLANE_AGENT_ALLOWED_CLIENTS = env_list("AGENT_ALLOWED_CLIENTS", "flexplane-orchestrator,flexplane-capi")
+# How far a renewal request's timestamp may be from the orchestrator's clock (seconds).
+FLEXPLANE_RENEWAL_MAX_SKEW = env_float("RENEWAL_MAX_SKEW", 300.0)
+
+# --- agent releases (orchestrator.releases: the channel agents update from) ---
+# The folder of signed releases (`flexplane-agent release build` output), read-only: in a real
+# deployment a volume. "": no channel is served.
+FLEXPLANE_AGENT_RELEASES_DIR = env("AGENT_RELEASES_DIR", "")
+# The Ed25519 public key the releases are signed for (PEM, inline or a file's path, read on every
+# enrollment): nodes enroll with it and the channel's URL, and update themselves. "": enrolled
+# nodes get no self-update (the bootstrap says so).
+FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY = env("AGENT_RELEASE_PUBLIC_KEY", "")
 
 # Image sources exempt from the address checks (loopback, private, link-local targets refused
 # otherwise): hosts as written in URLs, or host:port, comma-separated.
@@ -131,9 +214,17 @@ FLEXPLANE_IMAGE_ALLOW_HOSTS = env_list("IMAGE_ALLOW_HOSTS", "")
 
 # GraphQL
 FLEXPLANE_GRAPHIQL = env_bool("GRAPHIQL", DEBUG)
+# Queries one process runs at once (the rest wait their turn, so that none misses its deadlines under a
+# burst), and how long one waits before it is answered 503: keep it below the HTTP timeouts in front
+# (daphne's --http-timeout, the ingress's), so that a client hears "busy" rather than nothing
+# (orchestrator.graphql.admission).
+FLEXPLANE_MAX_CONCURRENT_QUERIES = env_count("MAX_CONCURRENT_QUERIES", 8)
+FLEXPLANE_QUERY_QUEUE_TIMEOUT = env_float("QUERY_QUEUE_TIMEOUT", 60.0)
 FLEXPLANE_GRAPHQL_INTROSPECTION = env_bool("GRAPHQL_INTROSPECTION", True)
 FLEXPLANE_GRAPHQL_MAX_DEPTH = int(env("GRAPHQL_MAX_DEPTH", "10"))
 FLEXPLANE_GRAPHQL_MAX_ALIASES = int(env("GRAPHQL_MAX_ALIASES", "30"))
+# Documents are refused past this many tokens, before validation (the introspection query has 163).
+FLEXPLANE_GRAPHQL_MAX_TOKENS = int(env("GRAPHQL_MAX_TOKENS", "1000"))
 FLEXPLANE_PAGE_SIZE_MAX = int(env("PAGE_SIZE_MAX", "500"))
 
 GRAPHENE = {"SCHEMA": "orchestrator.graphql.schema.schema"}

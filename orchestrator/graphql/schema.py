@@ -2,14 +2,32 @@
 
 import graphene
 
-from orchestrator.graphql import catalog, identity, tasks, vdcs, vms
+from orchestrator.graphql import catalog, enrollment, hosts, identity, releases, tasks, vdcs, vms
 
 
-class Query(identity.Query, catalog.Query, vdcs.Query, vms.Query, tasks.Query, graphene.ObjectType):
+class Query(
+    identity.Query,
+    catalog.Query,
+    hosts.Query,
+    vdcs.Query,
+    vms.Query,
+    tasks.Query,
+    enrollment.Query,
+    releases.Query,
+    graphene.ObjectType,
+):
     pass
 
 
-class Mutation(catalog.Mutation, vdcs.Mutation, vms.Mutation, graphene.ObjectType):
+class Mutation(
+    catalog.Mutation,
+    hosts.Mutation,
+    vdcs.Mutation,
+    vms.Mutation,
+    enrollment.Mutation,
+    releases.Mutation,
+    graphene.ObjectType,
+):
     pass
 
 

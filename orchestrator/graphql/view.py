@@ -11,12 +11,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from graphene_django.views import GraphQLView
-from graphql import ExecutionResult
+from graphql import ExecutionResult, GraphQLError
 
 from orchestrator.auth import bearer_token, token_validator
 from orchestrator.errors import Unauthenticated, Unavailable
+from orchestrator.graphql import admission
 from orchestrator.graphql.errors import to_graphql_error
-from orchestrator.graphql.validation import validation_rules
+from orchestrator.graphql.validation import document_too_large, validation_rules
 from orchestrator.services.context import Context
 
 VDC_HEADER = "FlexPlane-VDC-ID"
@@ -56,6 +57,8 @@ class FlexPlaneGraphQLView(GraphQLView):
         super().__init__(**kwargs)
         self.context: RequestContext | None = None
         self.result: ExecutionResult | None = None
+        # No query slot freed up in time (orchestrator.graphql.admission): answered 503.
+        self.busy = False
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if request.method == "GET" and self.graphiql and self.request_wants_html(request):
@@ -74,13 +77,38 @@ class FlexPlaneGraphQLView(GraphQLView):
         if vdc is not None and not _VDC_ID.match(vdc):
             return _error_response(400, "INVALID", f"{VDC_HEADER} must be a VDC id (a lowercase slug)")
         self.context = RequestContext(request, Context(principal=principal, vdc=vdc))
-        return super().dispatch(request, *args, **kwargs)
+        response: HttpResponse = super().dispatch(request, *args, **kwargs)
+        if self.busy:
+            response["Retry-After"] = "1"
+        return response
 
     def get_context(self, request: HttpRequest) -> RequestContext | HttpRequest:
         return self.context or request
 
-    def execute_graphql_request(self, *args: Any, **kwargs: Any) -> ExecutionResult | None:
-        result: ExecutionResult | None = super().execute_graphql_request(*args, **kwargs)
+    def execute_graphql_request(
+        self,
+        request: HttpRequest,
+        data: Any,
+        query: str | None,
+        variables: Any,
+        operation_name: str | None,
+        show_graphiql: bool = False,
+    ) -> ExecutionResult | None:
+        oversized = document_too_large(query)
+        if oversized is not None:
+            self.result = ExecutionResult(data=None, errors=[oversized])
+            return self.result
+        try:
+            with admission.admitted(query, operation_name):
+                result: ExecutionResult | None = super().execute_graphql_request(
+                    request, data, query, variables, operation_name, show_graphiql
+                )
+        except admission.Busy as exc:
+            self.busy = True
+            self.result = ExecutionResult(
+                data=None, errors=[GraphQLError(str(exc), extensions={"code": "UNAVAILABLE"})]
+            )
+            return self.result
         if result is not None and self.context is not None and self.context.partial:
             extra = [to_graphql_error(zone, path) for path, zones in self.context.partial for zone in zones]
             result.errors = [*(result.errors or []), *extra]
@@ -89,10 +117,19 @@ class FlexPlaneGraphQLView(GraphQLView):
 
     def get_response(self, request: HttpRequest, data: Any, show_graphiql: bool = False) -> tuple[Any, int]:
         body, status = super().get_response(request, data, show_graphiql)
-        # A query refused as a whole for want of a role or membership answers 403, as the rest of the API.
-        result = self.result
-        if status == 200 and result is not None and result.data is None and result.errors:
-            codes = {(e.extensions or {}).get("code") for e in result.errors}
-            if codes == {"FORBIDDEN"}:
-                status = 403
+        if self.busy:
+            return body, 503
+        if status == 200 and _refused_as_a_whole(self.result):
+            status = 403
         return body, status
+
+
+def _refused_as_a_whole(result: ExecutionResult | None) -> bool:
+    """Whether every field asked for was refused for want of a role or membership: answered 403, as the
+    rest of the API. A nullable field (each mutation) refused leaves ``{"field": null}``, a non-null
+    one leaves no data at all; either way nothing was answered."""
+    if result is None or not result.errors:
+        return False
+    if {(e.extensions or {}).get("code") for e in result.errors} != {"FORBIDDEN"}:
+        return False
+    return result.data is None or all(value is None for value in result.data.values())

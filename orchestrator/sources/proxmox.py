@@ -7,6 +7,7 @@ is unavailable. Zones are asked in parallel, under one deadline for the whole fa
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import time
@@ -19,13 +20,16 @@ from typing import Any, Generic, TypeVar
 from django.conf import settings
 
 from agentclient import (
+    AgentConnectionLost,
     AgentDeadlineExceeded,
     AgentError,
+    AgentInfo,
     AgentPool,
     AgentTarget,
     AgentUnavailable,
     ClientTLS,
     ProxmoxError,
+    ProxmoxNoAnswer,
     ProxmoxUnreachable,
     host_identity,
 )
@@ -102,7 +106,13 @@ class ProxmoxSource:
                 )
             except ProxmoxError as exc:
                 if not _worth_another_node(exc):
-                    raise UpstreamFailure(zone.zone, f"Proxmox in zone {zone.zone}: {exc.message}") from exc
+                    # With its status and per-parameter messages: a 400's says what was refused.
+                    raise UpstreamFailure(
+                        zone.zone,
+                        f"Proxmox in zone {zone.zone}: {exc.message}",
+                        status=exc.status,
+                        errors=exc.errors,
+                    ) from exc
                 reasons.append(str(exc))
             except AgentError as exc:
                 if not _worth_another_node(exc):
@@ -123,7 +133,8 @@ class ProxmoxSource:
         """A write through one of the zone's agents, never sent twice.
 
         It moves to the next agent only when the call surely did not reach Proxmox (the agent could
-        not be reached, or its Proxmox did not answer at all); a deadline is ambiguous and is not retried.
+        not be reached, or could not reach its Proxmox); a deadline, or an answer lost on the way (the
+        connection broke), is ambiguous and is not retried.
         """
         if not zone.targets:
             raise Unavailable(zone.zone, f"zone {zone.zone} has no hosts")
@@ -150,6 +161,10 @@ class ProxmoxSource:
             return self.pool.proxmox(target, method, path, params, timeout=timeout or self.call_timeout)
         except ProxmoxError as exc:
             raise UpstreamFailure(zone, exc.message, status=exc.status, errors=exc.errors) from exc
+        except (AgentConnectionLost, ProxmoxNoAnswer) as exc:
+            raise Unavailable(
+                zone, f"the answer of {target.identity} was lost ({exc.detail}); the call may have run"
+            ) from exc
         except (AgentUnavailable, ProxmoxUnreachable) as exc:
             raise _NotSent(zone, str(exc)) from exc
         except AgentDeadlineExceeded as exc:
@@ -161,30 +176,37 @@ class ProxmoxSource:
 
     # ------------------------------------------------------------------ fan-out
 
-    def fan_out(self, zones: Sequence[ZoneTargets], call: Callable[[ZoneTargets, float], T]) -> FanOut[T]:
-        """Run ``call(zone, deadline_at)`` for every zone in parallel, under one deadline."""
+    def _parallel(self, calls: Mapping[str, Callable[[float], T]], late: Callable[[str], str]) -> FanOut[T]:
+        """Run ``calls[key](deadline_at)`` in parallel under one deadline; ``late(key)`` words a timeout."""
         deadline_at = time.monotonic() + self.deadline
-        futures: dict[str, Future[T]] = {z.zone: self._executor.submit(call, z, deadline_at) for z in zones}
+        futures: dict[str, Future[T]] = {
+            key: self._executor.submit(call, deadline_at) for key, call in calls.items()
+        }
         # A little grace beyond the deadline: the calls themselves stop at it.
         wait_futures(futures.values(), timeout=self.deadline + 0.5)
         out: FanOut[T] = FanOut()
-        for zone, future in futures.items():
+        for key, future in futures.items():
             if not future.done():
                 future.cancel()
-                out.failures[zone] = Unavailable(
-                    zone, f"zone {zone} did not answer within {self.deadline:g}s"
-                )
+                out.failures[key] = Unavailable(key, late(key))
                 continue
             exc = future.exception()
             if exc is None:
-                out.results[zone] = future.result()
+                out.results[key] = future.result()
             elif isinstance(exc, Unavailable):
-                out.failures[zone] = exc
+                out.failures[key] = exc
             elif isinstance(exc, UpstreamFailure):
-                out.failures[zone] = Unavailable(zone, exc.message)
+                out.failures[key] = Unavailable(key, exc.message)
             else:
                 raise exc
         return out
+
+    def fan_out(self, zones: Sequence[ZoneTargets], call: Callable[[ZoneTargets, float], T]) -> FanOut[T]:
+        """Run ``call(zone, deadline_at)`` for every zone in parallel, under one deadline."""
+        return self._parallel(
+            {z.zone: functools.partial(call, z) for z in zones},
+            lambda zone: f"zone {zone} did not answer within {self.deadline:g}s",
+        )
 
     def cluster_resources(self, zones: Sequence[ZoneTargets]) -> FanOut[list[dict[str, Any]]]:
         """``/cluster/resources`` of every zone: VMs and nodes, one call per zone."""
@@ -194,6 +216,27 @@ class ProxmoxSource:
             return [item for item in data or [] if isinstance(item, dict)]
 
         return self.fan_out(zones, read)
+
+    def agent_infos(self, agents: Mapping[str, AgentTarget]) -> FanOut[AgentInfo]:
+        """What each agent says about itself (GetInfo), keyed as given (e.g. ``<zone>/<node>``).
+
+        Asked in parallel under the zone deadline: an agent that does not answer in time, or at all,
+        is a failure of its key, and the others still count.
+        """
+
+        def ask(key: str, target: AgentTarget, deadline_at: float) -> AgentInfo:
+            remaining = deadline_at - time.monotonic()
+            if remaining <= 0:
+                raise Unavailable(key, f"the deadline passed before {target.identity} was asked")
+            try:
+                return self.pool.info(target, timeout=min(self.call_timeout, remaining))
+            except AgentError as exc:
+                raise Unavailable(key, str(exc)) from exc
+
+        return self._parallel(
+            {key: functools.partial(ask, key, target) for key, target in agents.items()},
+            lambda key: f"the agent of {key} did not answer within {self.deadline:g}s",
+        )
 
 
 _source: ProxmoxSource | None = None
@@ -209,7 +252,11 @@ def proxmox() -> ProxmoxSource:
                 settings.FLEXPLANE_AGENT_CA, settings.FLEXPLANE_AGENT_CERT, settings.FLEXPLANE_AGENT_KEY
             )
             _source = ProxmoxSource(
-                AgentPool(tls, timeout=settings.FLEXPLANE_AGENT_TIMEOUT),
+                AgentPool(
+                    tls,
+                    timeout=settings.FLEXPLANE_AGENT_TIMEOUT,
+                    max_in_flight=settings.FLEXPLANE_AGENT_MAX_IN_FLIGHT,
+                ),
                 call_timeout=settings.FLEXPLANE_AGENT_TIMEOUT,
                 deadline=settings.FLEXPLANE_ZONE_DEADLINE,
             )
@@ -339,6 +386,22 @@ class ProxmoxZone:
     def guest_interfaces(self, node: str, vmid: int) -> Any:
         """What the guest agent reports of the VM's network interfaces."""
         return self._read_once(node, f"/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces")
+
+    def migration_check(self, node: str, vmid: int) -> dict[str, Any]:
+        """Proxmox's precondition of migrating the guest: ``running``, ``local_disks``, ``local_resources``
+        and, for a stopped guest, ``allowed_nodes`` and ``not_allowed_nodes`` (node -> why not)."""
+        answer = self._read(f"/nodes/{node}/qemu/{vmid}/migrate", node=node)
+        return answer if isinstance(answer, dict) else {}
+
+    def migrate(self, node: str, vmid: int, target: str, *, online: bool, with_local_disks: bool) -> Any:
+        """Migrate the guest to node ``target`` (live when ``online``, copying its local disks when
+        ``with_local_disks``); answers the task."""
+        params: dict[str, Any] = {"target": target}
+        if online:
+            params["online"] = True
+        if with_local_disks:
+            params["with-local-disks"] = True
+        return self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/migrate", params)
 
     # ----------------------------------------------------------- tasks
 

@@ -108,24 +108,19 @@ def test_proxmox_field_errors_travel_to_the_caller(pool: AgentPool, target: Agen
     assert "limit: " in str(caught.value)
 
 
+# Attempts to get around the allowlist (dot segments, encodings, /access, method overrides) are rows
+# of the security suite: tests/security/test_agent_channel.py.
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("GET", "/access/users"),
-        ("GET", "/cluster/../access/ticket"),
-        ("GET", "/cluster/%2e%2e/access/ticket"),
-        ("GET", "/cluster%2Fresources"),
-        ("GET", "/cluster/%252e%252e/access/users"),
         ("GET", "//cluster/resources"),
         ("GET", "/cluster/resources/"),
-        ("GET", "/cluster/./resources"),
         ("GET", "/cluster\\resources"),
         ("GET", "/cluster/resources?type=vm"),
         ("GET", "/cluster/resources#x"),
         ("GET", "/cluster/resources\x00"),
         ("GET", "/cluster/resources\n"),
         ("GET", "/cluster/resourcés"),
-        ("GET", "/cluster/resources/../../access/users"),
         ("GET", "cluster/resources"),
         ("POST", "/nodes/pve1/qemu"),
         ("POST", "/nodes/pve1/qemu/100/template"),
@@ -135,17 +130,11 @@ def test_proxmox_field_errors_travel_to_the_caller(pool: AgentPool, target: Agen
         ("POST", "/nodes/pve1/qemu/100/status/suspend"),
         ("POST", "/nodes/pve1/qemu/100/status/Start"),
         ("POST", "/nodes/pve1/qemu/100/status/start/"),
-        ("POST", "/nodes/pve1/qemu/100/status/%73tart"),
-        ("POST", "/nodes/pve1/qemu/100/status/start/../../../../../access/users"),
         ("POST", "/nodes/pve1/qemu/100/status/./start"),
-        ("PUT", "/nodes/pve1/qemu/100/config/../../../../../access/acl"),
         ("PUT", "/nodes/pve1/qemu/99/config"),
         ("PUT", "/nodes/pve1/qemu/0100/config"),
         ("DELETE", "/nodes/pve1/qemu/100/"),
-        ("DELETE", "/nodes/pve1/qemu/100%2F"),
         ("GET", "/pools/demo"),
-        ("GET", "/pools/fp-demo/../../access/users"),
-        ("DELETE", "/pools/fp-demo%2F..%2F..%2Faccess"),
         ("PUT", "/pools/FP-demo"),
         ("DELETE", "/pools"),
         ("GET", "/nodes/pve1/qemu/100/agent/file-read"),
@@ -158,7 +147,6 @@ def test_proxmox_field_errors_travel_to_the_caller(pool: AgentPool, target: Agen
         ("PATCH", "/cluster/resources"),
         ("GET ", "/cluster/resources"),
         ("", "/cluster/resources"),
-        ("X-HTTP-Method-Override", "/cluster/resources"),
         ("GET", "/nodes/-pve1/status"),
         ("GET", "/nodes/pve1/tasks/UPID:pve1:../status"),
     ],

@@ -1,0 +1,409 @@
+"""Tenant isolation in the portal (OWASP API Security Top 10: API1 BOLA, API5 BFLA).
+
+bob, signed in through the identity provider, asks for every page of the portal that names a VDC, a
+VM or a task (the routes are read from Django's resolver, so a new page is covered or fails here),
+with alice's ids and with ids that do not exist: as a page, as an htmx fragment, and as a POST with
+his CSRF token. Each pair answers the same status and the same page once the id is blanked out, in
+times of the same order of magnitude. His websocket on alice's task ends as on a task that does not
+exist. alice gets every admin URL refused, whatever the method, with one and the same page; under
+production settings that page is the one a URL that does not exist gets.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+import requests
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+from websockets.typing import Origin
+
+from devstack.world import World
+from orchestrator.services.tasks import decode_task_id, encode_task_id
+from portal.vms.actions import ACTIONS
+from tests.portal.support import COOKIE, csrf_token, login
+from tests.promises import RecordFigure
+from tests.security.conftest import (
+    BEHIND_THE_INGRESS,
+    AlicesVms,
+    Production,
+    ProxmoxCalls,
+    Route,
+    portal_routes,
+    production_cookie,
+)
+from tests.support import GraphQL
+from tests.vmkit import act, create, fake_vm
+
+pytestmark = pytest.mark.promise("isolation")
+
+SUITE = "isolation"
+ROUNDS = 3
+MAGNITUDE = 10.0
+HTMX = {"HX-Request": "true"}
+# The parts of a page that differ between two answers whatever they are about.
+_TOKENS = re.compile(r'(csrfmiddlewaretoken" value="|"X-CSRFToken": ")[^"]+')
+
+# What bob uses in place of alice's ids.
+ALICES_VDC, NO_VDC, NO_VMID, NO_TASK = "demo", "nowhere", 99999, "no-such-task"
+BOBS_VDC = "other"
+# What bob tries, in turn, on each page.
+VDC = "alice's VDC"
+VM = "alice's VM under bob's VDC"
+TASK = "alice's task under bob's VDC"
+FOLLOWED = "alice's task followed on bob's page"
+# Pages that follow the task named in their query string (``?task=``).
+FOLLOWING = {"vm-list"}
+KNOWN_PARAMS = {"vdc", "zone", "vmid", "task_id", "action"}
+
+
+def vdc_routes() -> list[Route]:
+    return [route for route in portal_routes() if "vdc" in route.params]
+
+
+def admin_routes() -> list[Route]:
+    return [route for route in portal_routes() if route.path.startswith("admin/")]
+
+
+def cases() -> list[tuple[str, str, str]]:
+    """(route name, what bob tries, action) for each VDC page: every id the page takes, in turn."""
+    found = []
+    for route in vdc_routes():
+        variants = [VDC] + [VM] * ("vmid" in route.params) + [TASK] * ("task_id" in route.params)
+        variants += [FOLLOWED] * (route.name in FOLLOWING)
+        actions = list(ACTIONS) if "action" in route.params else [""]
+        found += [(route.name, variant, action) for variant in variants for action in actions]
+    return found
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Alice's id and one that does not exist, in the URL bob asks for."""
+
+    foreign_url: str
+    foreign_id: str
+    missing_url: str
+    missing_id: str
+
+
+def pairs(route: Route, variant: str, action: str, vms: AlicesVms) -> list[Pair]:
+    zone, vmid = vms.stopped.split("/")
+    own = {"zone": zone, "vmid": vmid, "task_id": vms.task, "action": action}
+    if variant == VDC:
+        return [Pair(route.url(**own, vdc=ALICES_VDC), ALICES_VDC, route.url(**own, vdc=NO_VDC), NO_VDC)]
+    if variant == VM:
+        missing = {**own, "vmid": NO_VMID}
+        return [
+            Pair(
+                route.url(**own, vdc=BOBS_VDC),
+                vms.stopped,
+                route.url(**missing, vdc=BOBS_VDC),
+                f"{zone}/{NO_VMID}",
+            )
+        ]
+    tasks = (NO_TASK, a_task_of_bobs_that_does_not_exist(vms.task))
+    if variant == TASK:
+        foreign = route.url(**own, vdc=BOBS_VDC)
+        return [
+            Pair(foreign, vms.task, route.url(**{**own, "task_id": task}, vdc=BOBS_VDC), task)
+            for task in tasks
+        ]
+    page = route.url(**own, vdc=BOBS_VDC)
+    return [Pair(f"{page}?task={vms.task}", vms.task, f"{page}?task={task}", task) for task in tasks]
+
+
+def a_task_of_bobs_that_does_not_exist(task_id: str) -> str:
+    """A well-formed task id of VDC other (signed as the portal signs them) naming no Proxmox task."""
+    zone, upid, _ = decode_task_id(task_id)
+    parts = upid.raw.split(":")
+    parts[2] = "7FFFFFF0"  # a process id Proxmox never gave this task
+    return encode_task_id(zone, ":".join(parts), BOBS_VDC)
+
+
+def blanked(response: requests.Response, ident: str) -> tuple[int, str, str]:
+    """The answer with the id asked about, and the per-answer CSRF tokens, blanked out."""
+    body = _TOKENS.sub(r"\1<token>", response.text).replace(ident, "<id>")
+    return response.status_code, response.headers.get("Content-Type", ""), body
+
+
+# ------------------------------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def bob(world: World) -> requests.Session:
+    return login(world, "bob")[0]
+
+
+@pytest.fixture(scope="module")
+def alice(world: World) -> requests.Session:
+    return login(world, "alice")[0]
+
+
+@pytest.fixture(scope="module")
+def admin(world: World) -> requests.Session:
+    return login(world, "admin")[0]
+
+
+@pytest.fixture(scope="module")
+def ratios(record_figure: RecordFigure) -> Iterator[list[float]]:
+    found: list[float] = []
+    yield found
+    if found:
+        record_figure(
+            SUITE,
+            "portal pages: time of another VDC's / of none",
+            f"median {statistics.median(found):.2f}, from {min(found):.2f} to {max(found):.2f} "
+            f"({len(found)} pages)",
+        )
+
+
+class Asker:
+    """Asks the world's portal as one signed-in user: a page, its htmx fragment, or a POST with the CSRF
+    token (and a confirmation, which the destructive actions want)."""
+
+    def __init__(self, world: World, session: requests.Session) -> None:
+        self.world = world
+        self.session = session
+
+    def __call__(self, method: str, path: str) -> tuple[requests.Response, float]:
+        started = time.monotonic()
+        if method == "POST":
+            token = csrf_token(self.session, self.world)
+            response = self.session.post(
+                f"{self.world.url}{path}",
+                data={"csrfmiddlewaretoken": token, "confirm": "yes"},
+                headers={"X-CSRFToken": token},
+                allow_redirects=False,
+                timeout=60,
+            )
+        else:
+            headers = HTMX if method == "HTMX" else {}
+            response = self.session.get(
+                f"{self.world.url}{path}", headers=headers, allow_redirects=False, timeout=60
+            )
+        return response, time.monotonic() - started
+
+
+def alices_vms_as_they_were(world: World, vms: AlicesVms) -> None:
+    for ident, status in ((vms.running, "running"), (vms.stopped, "stopped")):
+        vm = fake_vm(world, ident)
+        assert vm is not None, ident
+        assert (vm["status"], vm["lock"]) == (status, None), (ident, vm)
+
+
+# ------------------------------------------------------------------------------------------ bob
+
+
+@pytest.mark.parametrize(("name", "variant", "action"), cases(), ids=[" ".join(c).strip() for c in cases()])
+def test_bob_gets_the_same_page_for_alices_ids_as_for_ids_that_do_not_exist(
+    world: World,
+    bob: requests.Session,
+    alices_vms: AlicesVms,
+    proxmox_calls: ProxmoxCalls,
+    ratios: list[float],
+    name: str,
+    variant: str,
+    action: str,
+) -> None:
+    route = next(route for route in vdc_routes() if route.name == name)
+    unknown = set(route.params) - KNOWN_PARAMS
+    assert not unknown, f"{route.path}: give the parameters {unknown} values in {__name__}.pairs"
+    ask = Asker(world, bob)
+    for pair in pairs(route, variant, action, alices_vms):
+        for method in ("GET", "HTMX", "POST"):
+            times: dict[str, list[float]] = {pair.foreign_url: [], pair.missing_url: []}
+            answers: dict[str, requests.Response] = {}
+            for round_ in range(ROUNDS):
+                urls = (pair.foreign_url, pair.missing_url)
+                for url in urls if round_ % 2 == 0 else reversed(urls):
+                    answers[url], elapsed = ask(method, url)
+                    times[url].append(elapsed)
+
+            foreign, missing = answers[pair.foreign_url], answers[pair.missing_url]
+            assert foreign.status_code < 500, (method, pair.foreign_url, foreign.text[:2000])
+            assert blanked(foreign, pair.foreign_id) == blanked(missing, pair.missing_id), (
+                method,
+                pair.foreign_url,
+            )
+            ratio = statistics.median(times[pair.foreign_url]) / statistics.median(times[pair.missing_url])
+            assert 1 / MAGNITUDE < ratio < MAGNITUDE, (method, pair.foreign_url, times)
+            ratios.append(ratio)
+
+    assert proxmox_calls.writes_since_mark() == []
+    alices_vms_as_they_were(world, alices_vms)
+
+
+def test_every_page_of_a_vdc_is_in_the_cases() -> None:
+    """The VDC pages the cases cover are those the resolver has: a new one joins them by itself, and
+    one taking a parameter the cases cannot fill fails the test above, saying which."""
+    assert {name for name, _, _ in cases()} == {route.name for route in vdc_routes()}
+    assert {"vdc-dashboard", "task", "vm-list", "vm-create", "vm-detail", "vm-row", "vm-action"} <= {
+        route.name for route in vdc_routes()
+    }
+
+
+def socket_end(world: World, session: requests.Session, task_id: str) -> tuple[list[object], int | None]:
+    """What the task's websocket sends bob until it closes, and its close code."""
+    cookie = session.cookies.get(COOKIE, domain=world.cfg.orchestrator_host)
+    url = f"ws://{world.cfg.orchestrator_host}:{world.cfg.orchestrator_port}/ws/tasks/{task_id}/"
+    received: list[object] = []
+    with connect(
+        url, additional_headers={"Cookie": f"{COOKIE}={cookie}"}, origin=Origin(world.url), open_timeout=10
+    ) as socket:
+        try:
+            while True:
+                received.append(json.loads(socket.recv(timeout=30)))
+        except ConnectionClosed as closed:
+            return received, closed.rcvd.code if closed.rcvd else None
+
+
+def test_bobs_websocket_on_alices_task_ends_as_on_a_task_that_does_not_exist(
+    world: World, bob: requests.Session, alices_vms: AlicesVms
+) -> None:
+    foreign = socket_end(world, bob, alices_vms.task)
+
+    for missing_id in (NO_TASK, a_task_of_bobs_that_does_not_exist(alices_vms.task)):
+        missing = socket_end(world, bob, missing_id)
+        assert json.dumps(foreign).replace(alices_vms.task, "<id>") == json.dumps(missing).replace(
+            missing_id, "<id>"
+        )
+    assert foreign[1] == 4404  # NOT_FOUND, after one message saying so
+
+
+# ------------------------------------------------------------------------------------------ alice
+
+
+# Real objects of the world for the pages an admin sees (devstack/seed.py), by the section of the route.
+REAL = {"zone": "zone-a", "node": "pve1"}
+REAL_IDENT = {
+    "compute-profile": "small",
+    "storage-profile": "standard",
+    "image": "debian-12",
+    "zone": "zone-a",
+    "vdc": "demo",
+}
+# What alice POSTs to: objects that do not exist, so that were she let through, nothing would change
+# (and the page would say the object is missing, not that the page is).
+NOTHING = {"zone": "zone-a", "node": "no-such-node", "ident": "no-such-thing"}
+
+
+def admin_url(route: Route, values: dict[str, str]) -> str:
+    section = route.name.rsplit("-", 1)[0]
+    return route.url(**{"ident": REAL_IDENT.get(section, ""), **values})
+
+
+def refusal(response: requests.Response, path: str) -> tuple[int, str]:
+    """The page with the path it names blanked out."""
+    return response.status_code, _TOKENS.sub(r"\1<token>", response.text).replace(path, "<path>")
+
+
+@pytest.fixture(scope="module")
+def alices_refusal(world: World, alice: requests.Session) -> tuple[int, str]:
+    """What alice gets for the admin area's start page: the page every admin URL must answer her."""
+    return refusal(alice.get(f"{world.url}/admin/", timeout=30), "/admin/")
+
+
+@pytest.mark.parametrize("path", [route.path for route in admin_routes()])
+def test_alice_gets_every_admin_url_refused_whatever_the_method(
+    world: World,
+    alice: requests.Session,
+    admin: requests.Session,
+    alices_refusal: tuple[int, str],
+    proxmox_calls: ProxmoxCalls,
+    path: str,
+) -> None:
+    route = next(route for route in admin_routes() if route.path == path)
+    real, nothing = admin_url(route, REAL), admin_url(route, NOTHING)
+    ask = Asker(world, alice)
+
+    for method, url in (("GET", real), ("POST", nothing)):
+        response, _ = ask(method, url)
+        assert refusal(response, url) == alices_refusal, (method, url)
+
+    assert alices_refusal[0] == 404
+    assert "page &#x27;<path>&#x27; does not exist" in alices_refusal[1]
+    # The control: the URL is a real page, which admin gets.
+    assert admin.get(f"{world.url}{real}", allow_redirects=False, timeout=30).status_code in (200, 405)
+    assert proxmox_calls.writes_since_mark() == []
+
+
+def test_alices_pages_do_not_link_to_the_admin_area(
+    world: World, alice: requests.Session, admin: requests.Session
+) -> None:
+    assert 'href="/admin/' not in alice.get(f"{world.url}/vdc/demo/", timeout=30).text
+    assert 'href="/admin/' in admin.get(f"{world.url}/admin/", timeout=30).text
+
+
+def test_in_production_an_admin_url_answers_alice_as_a_url_that_does_not_exist(
+    world: World, production_orchestrator: Production
+) -> None:
+    """Under production settings (no debug page), the admin area is not even told apart from nothing."""
+    cookie = production_cookie(production_orchestrator, world, ["USER", "vdc:demo"], "alice")
+    headers = {"Cookie": f"{COOKIE}={cookie}", **BEHIND_THE_INGRESS}
+
+    def get(path: str) -> tuple[int, str]:
+        response = requests.get(
+            f"{production_orchestrator.url}{path}", headers=headers, allow_redirects=False, timeout=30
+        )
+        return refusal(response, path)
+
+    admin_page, no_page = get("/admin/hosts/"), get("/admin/no-such-page/")
+    assert admin_page[0] == 404
+    assert admin_page == no_page
+
+
+DASHBOARD_TASK = re.compile(r'data-task-id="([^"]+)" data-task-kind="([^"]+)"\s+data-task-vm="([^"]+)"')
+CORDON = "mutation($zone: String!, $host: String!) { %s(zone: $zone, host: $host) { errors { message } } }"
+
+
+@contextmanager
+def only_host(api: GraphQL, world: World, zone: str, keep: str) -> Iterator[None]:
+    """The zone's other hosts cordoned (as admin), so that placement picks ``keep``; uncordoned after."""
+    others = [node for node in world.fakes[zone].node_addresses if node != keep]
+    try:
+        for host in others:
+            answer = api(CORDON % "cordonHost", user="admin", variables={"zone": zone, "host": host})
+            assert answer.data["cordonHost"]["errors"] == [], answer.body
+        yield
+    finally:
+        for host in others:
+            api(CORDON % "uncordonHost", user="admin", variables={"zone": zone, "host": host})
+
+
+def test_a_vmid_proxmox_hands_out_again_brings_none_of_the_former_vdcs_tasks(
+    world: World, api: GraphQL, alice: requests.Session, alices_vms: AlicesVms
+) -> None:
+    """Proxmox gives a new VM the lowest free VMID: alice's new VM may get the number of one of bob's
+    that is gone, on the same host. The tasks of bob's VM (its stop, its destroy, their logs) stay his."""
+    with only_host(api, world, "zone-a", "pve2"):
+        bobs = create(api, "bob", BOBS_VDC, name=alices_vms.names("bobs-gone"))["virtualMachine"]
+        act(api, "bob", "stopVirtualMachine", bobs["id"])
+        act(api, "bob", "deleteVirtualMachine", bobs["id"])
+        alices = create(api, "alice", ALICES_VDC, name=alices_vms.names("reborn"))["virtualMachine"]
+
+    assert (alices["id"], alices["host"]) == (bobs["id"], bobs["host"]), "the premise: the VMID came back"
+    dashboard = alice.get(f"{world.url}/vdc/{ALICES_VDC}/", timeout=30).text
+    kinds = {kind for _, kind, vm in DASHBOARD_TASK.findall(dashboard) if vm == alices["id"]}
+    assert "qmstart" in kinds  # her VM's own
+    assert not kinds & {"qmstop", "qmdestroy"}, kinds
+    zone, vmid = alices["id"].split("/")
+    page = alice.get(f"{world.url}/vdc/{ALICES_VDC}/vms/{zone}/{vmid}/", timeout=30).text
+    assert ">qmdestroy<" not in page
+    assert ">qmstop<" not in page
+    # The API's listing of her tasks, and of that VM's, alike.
+    for variables in ({}, {"vm": alices["id"]}):
+        answer = api(
+            "query($vm: ID) { tasks(first: 100, vm: $vm) { type virtualMachineId } }",
+            user="alice",
+            variables=variables,
+        )
+        kinds = {task["type"] for task in answer.data["tasks"] if task["virtualMachineId"] == alices["id"]}
+        assert "qmstart" in kinds
+        assert not kinds & {"qmstop", "qmdestroy"}, (variables, kinds)
