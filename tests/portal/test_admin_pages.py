@@ -165,7 +165,7 @@ def test_deleting_a_zone_with_hosts_is_refused_on_its_confirmation_page(
     assert 'data-action="zone.delete"' in refused.text, "the confirmation is shown again, with the reason"
 
 
-def test_the_hosts_page_shows_each_host_with_its_agent_and_proxmox(
+def test_the_hosts_page_shows_each_host_with_its_agent_proxmox_and_usage(
     world: World, admin: requests.Session
 ) -> None:
     page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
@@ -176,6 +176,8 @@ def test_the_hosts_page_shows_each_host_with_its_agent_and_proxmox(
         assert ">online<" in row.group(1)
         assert "not answering" not in row.group(1)
         assert "UTC" in row.group(1), "the agent's certificate expiry is shown"
+        assert re.search(r"CPU \d+% of \d+", row.group(1)), "the node's CPU use is shown"
+        assert re.search(r"memory [\d.]+\s\w+ of [\d.]+\s\w+", row.group(1)), "and its memory"
 
 
 def test_cordoning_a_host_from_the_hosts_page(world: World, admin: requests.Session, api: GraphQL) -> None:
