@@ -22,18 +22,22 @@ TEST_SUBNET = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
 DEADLINES = (("AGENT_TIMEOUT", "1.0"), ("ZONE_DEADLINE", "2.5"))
 
 
-@pytest.fixture(scope="session")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """Two fake zones of three nodes, six agents, the Kubernetes emulator, identity, the orchestrator."""
-    host = f"127.{TEST_SUBNET}.0.1"
-    cfg = WorldConfig(
-        scratch=Path(tmp_path_factory.mktemp("world")),
-        subnet=TEST_SUBNET,
+def world_config(scratch: Path, subnet: int = TEST_SUBNET) -> WorldConfig:
+    """The devstack's world as `make dev` brings it up, on ``subnet``, with the tests' short deadlines."""
+    host = f"127.{subnet}.0.1"
+    return WorldConfig(
+        scratch=scratch,
+        subnet=subnet,
         orchestrator_host=host,
         orchestrator_port=free_port(host),
         orchestrator_settings=DEADLINES,
     )
-    with World(cfg) as running:
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """Two fake zones of three nodes, six agents, the Kubernetes emulator, identity, the orchestrator."""
+    with World(world_config(Path(tmp_path_factory.mktemp("world")))) as running:
         yield running
 
 

@@ -25,6 +25,7 @@ from agentclient import AgentBusy, AgentPool, AgentTarget, ClientTLS
 from agentclient.pool import DEFAULT_MAX_IN_FLIGHT
 from devstack.net import free_port
 from devstack.world import ORCHESTRATOR_CLIENT_CN, World
+from tests.conftest import TEST_SUBNET, world_config
 from tests.promises import RecordFigure
 from tests.resilience.conftest import Arrivals, timed
 from tests.resilience.loadgen import LIST, Seen, list_until
@@ -45,6 +46,22 @@ LATENCY = 0.02
 # The world's orchestrator runs with the default bound.
 BOUND = DEFAULT_MAX_IN_FLIGHT
 ZONES = ("zone-a", "zone-b")
+
+
+# The load suite brings up a world of its own, so that what the suites before it left in the shared one
+# (hundreds of VMs, drains, tokens, processes restarted) does not weigh on its figures, run alone or not.
+LOAD_SUBNET = TEST_SUBNET + 2
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with World(world_config(Path(tmp_path_factory.mktemp("load-world")), LOAD_SUBNET)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def api(world: World) -> GraphQL:
+    return GraphQL(world)
 
 
 def percentile(values: list[float], share: float) -> float:
