@@ -8,7 +8,7 @@ Example (``/etc/flexplane/agent.toml``)::
     tls_cert = "/etc/flexplane/agent.crt"  # names pve1.zone1.agents.flexplane (SAN DNSName)
     tls_key = "/etc/flexplane/agent.key"
     ca = "/etc/flexplane/platform-ca.crt"  # signs the callers' client certificates
-    allowed_clients = ["flexplane-orchestrator", "flexplane-capi"]
+    allowed_clients = ["flexplane-orchestrator"]
     proxmox_url = "https://127.0.0.1:8006"
     proxmox_token_id = "root@pam!flexplane"
     proxmox_token_secret_file = "/etc/flexplane/proxmox-token"   # or proxmox_token_secret
@@ -63,7 +63,7 @@ from agentclient.templates import check_storage_id
 from agentclient.urlpolicy import normalize_allow_host
 
 ENV_PREFIX = "FLEXPLANE_AGENT_"
-DEFAULT_ALLOWED_CLIENTS = ("flexplane-orchestrator", "flexplane-capi")
+DEFAULT_ALLOWED_CLIENTS = ("flexplane-orchestrator",)
 DEFAULT_PROXMOX_URL = "https://127.0.0.1:8006"
 DEFAULT_TOKEN_ID = "root@pam!flexplane"  # noqa: S105 - a token id, not its secret
 DEFAULT_PROXMOX_TIMEOUT = 10.0

@@ -66,10 +66,10 @@ def test_an_environment_variable_overrides_the_file(files: Path) -> None:
 def test_allowed_clients_from_the_environment_are_comma_separated(files: Path) -> None:
     config = load(
         write(files, 'proxmox_token_secret = "s"\n'),
-        FLEXPLANE_AGENT_ALLOWED_CLIENTS="flexplane-orchestrator, flexplane-capi,extra",
+        FLEXPLANE_AGENT_ALLOWED_CLIENTS="flexplane-orchestrator, ops-console,extra",
     )
 
-    assert config.allowed_clients == {"flexplane-orchestrator", "flexplane-capi", "extra"}
+    assert config.allowed_clients == {"flexplane-orchestrator", "ops-console", "extra"}
 
 
 def test_the_timeout_from_the_environment_is_a_number(files: Path) -> None:
