@@ -1,0 +1,91 @@
+"""What the cluster says about itself: ``/version``, API discovery, and the resources it knows.
+
+The built-in resources are kmock's bundled list (a recent cluster's); a custom resource becomes
+known, to discovery and to list kinds, when its first object is created, as if its CRD had been.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+
+import attrs
+import kmock
+
+# The /version document: the Kubernetes release that the kubernetes client in use (37.x) speaks.
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "37",
+    "gitVersion": "v1.37.0+flexplane-devstack",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-08-01T00:00:00Z",
+    "goVersion": "go1.26.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+CUSTOM_RESOURCE_VERBS = frozenset(
+    {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+)
+
+
+def add_discovery_routes(emulator: kmock.KubernetesScaffold) -> None:
+    """Answer ``/version`` and discovery (``/``, ``/api``, ``/apis`` and below) as fallback reactions.
+
+    The discovery documents are kmock's, built from the emulator's resources. kmock's scaffold
+    registers these routes itself along with a catch-all 404 that the emulator cannot have, and
+    without trailing slashes, so they are registered here instead. Its handlers are protected
+    methods: kmock has no public way to reach them but through that registration.
+    """
+    discovery = emulator.fallback
+    discovery["get", re.compile(r"/version/?")] << SERVER_VERSION
+    discovery["get", re.compile(r"/apis/?")] << emulator._serve_apis
+    discovery["get", re.compile(r"/apis/[^/]+/?")] << emulator._serve_group
+    discovery["get", re.compile(r"/apis/[^/]+/[^/]+/?")] << emulator._serve_version
+    discovery["get", re.compile(r"/api/?")] << emulator._serve_api
+    discovery["get", re.compile(r"/api/[^/]+/?")] << emulator._serve_version
+    discovery["get", re.compile(r"/?")] << emulator._serve_root
+
+
+def load_builtin_resources(resources: kmock.ResourcesArray) -> frozenset[kmock.resource]:
+    """Make a real cluster's built-in resources known in ``resources``; return them."""
+    bundled = _bundled_resources()
+    for resource in bundled:
+        resources[resource] = attrs.evolve(bundled[resource])  # a copy: each emulator may change its own
+    return frozenset(kmock.resource(resource) for resource in bundled)
+
+
+def register_custom_resource(
+    resources: kmock.ResourcesArray, resource: kmock.resource, kind: str, *, namespaced: bool
+) -> None:
+    """Make a custom resource known, unless it already is: what installing its CRD would do."""
+    info = resources[resource]
+    if info.kind is None:
+        info.kind = kind
+        info.singular = kind.lower()
+        info.namespaced = namespaced
+        info.verbs = set(CUSTOM_RESOURCE_VERBS)
+        info.subresources = {"status"}
+
+
+def kind_of(resources: kmock.ResourcesArray, resource: kmock.resource) -> str | None:
+    """The kind of a known resource's objects, or None while it is unknown."""
+    return resources[resource].kind if resource in resources else None
+
+
+def is_namespaced(resources: kmock.ResourcesArray, resource: kmock.resource) -> bool:
+    return resource in resources and bool(resources[resource].namespaced)
+
+
+@functools.cache
+def _bundled_resources() -> kmock.ResourcesArray:
+    """kmock's bundled resources, read once per process."""
+    bundled = kmock.ResourcesArray()
+    with warnings.catch_warnings():
+        # kmock reads its bundled file with importlib.resources.read_binary, which Python 3.11 and
+        # 3.12 deprecate (3.13 withdraws the deprecation): a warning about kmock, nothing to act on.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        bundled.load_bundled()
+    return bundled
