@@ -6,12 +6,14 @@ node; the platform keeps only its hash. ``hostJoinTokens`` lists what is stored,
 
 from __future__ import annotations
 
+from typing import Any
+
 import graphene
 
-from orchestrator.graphql.catalog import ADMIN_ONLY, flexplane, payload
+from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
 from orchestrator.services import enrollment
-from orchestrator.services.enrollment import JoinTokenRecord
+from orchestrator.services.enrollment import JoinTokenRecord, NewJoinToken
 
 EnrollmentErrorCode = error_code_enum("EnrollmentErrorCode")
 EnrollmentError = error_type("EnrollmentError", EnrollmentErrorCode)
@@ -49,12 +51,12 @@ class StoredHostJoinToken(graphene.ObjectType):
         return root.used_by or None
 
 
-class CreateHostJoinToken(graphene.Mutation):
+class CreateHostJoinToken(ServiceMutation):
     class Meta:
-        name = "CreateHostJoinTokenPayload"
+        role, service, result, error = ADMIN, enrollment.create_join_token, "join_token", EnrollmentError
         description = (
             "A single-use token that enrolls the Proxmox node `hostName` into `zone`, valid for an hour "
-            f"by default; the answer is the only time it is shown. {ADMIN_ONLY}"
+            "by default; the answer is the only time it is shown."
         )
 
     class Arguments:
@@ -62,19 +64,12 @@ class CreateHostJoinToken(graphene.Mutation):
         host_name = graphene.String(required=True, description="The node's name in Proxmox (a DNS label).")
 
     join_token = graphene.Field(HostJoinToken)
-    errors = graphene.List(
-        graphene.NonNull(EnrollmentError),
-        required=True,
-        description="Why it did not happen; empty on success.",
-    )
 
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, zone: str, host_name: str) -> CreateHostJoinToken:
-        origin = info.context.request.build_absolute_uri("/")
-        return payload(
-            CreateHostJoinToken,
-            "join_token",
-            lambda: enrollment.create_join_token(flexplane(info), zone, host_name, origin),
+    @classmethod
+    def call(cls, info: graphene.ResolveInfo, **args: Any) -> NewJoinToken:
+        """The command in the answer points at the orchestrator as this request reached it."""
+        return enrollment.create_join_token(
+            flexplane(info), args["zone"], args["host_name"], info.context.request.build_absolute_uri("/")
         )
 
 
@@ -82,7 +77,7 @@ class Query(graphene.ObjectType):
     host_join_tokens = graphene.List(
         graphene.NonNull(StoredHostJoinToken),
         required=True,
-        description=f"Join tokens kept by the platform, unused or recently used or expired. {ADMIN_ONLY}",
+        description=f"Join tokens kept by the platform, unused or recently used or expired. {ADMIN.doc}",
     )
 
     @staticmethod

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, ParamSpec, TypeVar
 
 import graphene
@@ -69,9 +69,13 @@ def error_type(name: str, codes: type[graphene.Enum]) -> type[graphene.ObjectTyp
     )
 
 
-def payload_errors(exc: FlexPlaneError) -> list[dict[str, Any]]:
-    """The payload's ``errors`` for an expected failure; who-may-do-what failures stay top-level."""
+def payload_errors(exc: FlexPlaneError, codes: Collection[str]) -> list[dict[str, Any]]:
+    """The payload's ``errors`` for an expected failure; who-may-do-what failures stay top-level.
+
+    ``codes`` are the domain's error codes: one it lacks is reported as UPSTREAM_FAILURE.
+    """
     if isinstance(exc, Unauthenticated | PermissionDenied):
         raise to_graphql_error(exc) from exc
     field = to_camel_case(exc.field) if isinstance(exc, ValidationFailed) else None
-    return [{"field": field, "message": exc.message, "code": exc.code}]
+    code = exc.code if exc.code in codes else "UPSTREAM_FAILURE"
+    return [{"field": field, "message": exc.message, "code": code}]

@@ -1,30 +1,29 @@
-"""Hosts over their life: cordon, drain, removal, and what the admin sees of each host.
+"""Hosts: the Proxmox nodes of each zone, their life (add, change, cordon, drain, remove), and what
+the admin sees of each (agent and Proxmox versions, certificate, usage, drain).
 
-Everything here needs ADMIN (a caller without it gets a top-level FORBIDDEN error); a mutation's
-expected failures are data: ``errors { field message code }``. The admin's fields of ``Host`` itself
-(agent version, certificate, usage, drain) are declared in ``graphql.catalog`` with the type.
+Reading hosts needs USER or ADMIN (what the agent and Proxmox say of a host: ADMIN only); every
+mutation needs ADMIN. A mutation's expected failures are data: ``errors { field message code }``.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import graphene
 
-from orchestrator.graphql.catalog import ADMIN_ONLY, Host, flexplane, payload
+from orchestrator.errors import Unavailable
+from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
-from orchestrator.services import hosts
-from orchestrator.services.hosts import DrainVm
+from orchestrator.graphql.partial import report_partial
+from orchestrator.models import Host as HostModel
+from orchestrator.services import catalog, hosts, inventory
+from orchestrator.services.hosts import AgentReport, DrainVm, HostDetails
 from orchestrator.services.hosts import HostDrain as HostDrainModel
+from orchestrator.services.inventory import HostStatus
 
 HostErrorCode = error_code_enum("HostErrorCode")
 HostError = error_type("HostError", HostErrorCode)
-
-
-def _errors() -> graphene.List:
-    return graphene.List(
-        graphene.NonNull(HostError), required=True, description="Why it did not happen; empty on success."
-    )
 
 
 # ------------------------------------------------------------------------------------------ types
@@ -216,106 +215,299 @@ class HostDrain(graphene.ObjectType):
         return [(drain, vm) for vm in drain.vms]
 
 
+def _host_status(info: graphene.ResolveInfo, root: HostStatus | HostModel) -> HostStatus:
+    if isinstance(root, HostStatus):
+        return root
+    statuses = (
+        s for z in inventory.zone_statuses(flexplane(info)) for s in z.hosts if s.host.key == root.key
+    )
+    return next(statuses, HostStatus(root, False))
+
+
+def _host(root: HostStatus | HostModel) -> HostModel:
+    return root.host if isinstance(root, HostStatus) else root
+
+
+def _details(info: graphene.ResolveInfo, root: HostStatus | HostModel) -> HostDetails | None:
+    """The host as the admin sees it (read once per request for every host); None for others."""
+    return hosts.details_of(flexplane(info), _host(root))
+
+
+def _report_host(info: graphene.ResolveInfo, problem: Unavailable) -> None:
+    """The host's data is partial: one UNAVAILABLE error at the host's path, however many fields miss."""
+    path = info.path.prev.as_list() if info.path.prev is not None else info.path.as_list()
+    partial = info.context.partial
+    if not any(where == path and problem in problems for where, problems in partial):
+        partial.append((path, [problem]))
+
+
+def _agent(info: graphene.ResolveInfo, root: HostStatus | HostModel) -> AgentReport | None:
+    details = _details(info, root)
+    if details is None:
+        return None
+    if details.agent is None and details.agent_problem is not None:
+        _report_host(info, details.agent_problem)
+    return details.agent
+
+
+_ADMIN_FIELD = "ADMIN only: null for others"
+_FROM_AGENT = f"{_ADMIN_FIELD}, and when the agent does not answer (an UNAVAILABLE error names the host)."
+
+
+class Host(graphene.ObjectType):
+    """A Proxmox node of a zone, with the flex.plane agent running on it."""
+
+    id = graphene.ID(required=True, description="<zone>/<node>.")
+    zone = graphene.String(required=True)
+    name = graphene.String(required=True, description="The node's name in Proxmox.")
+    online = graphene.Boolean(required=True, description="Whether Proxmox reports the node online.")
+    cordoned = graphene.Boolean(
+        required=True, description="Cordoned hosts take no new VMs; theirs keep running."
+    )
+    endpoint = graphene.String(description="The agent's address, host:port. ADMIN only: null for others.")
+    memory_overcommit = graphene.Float(
+        required=True, description="Placement counts the host's memory times this ratio."
+    )
+    cpu_overcommit = graphene.Float(
+        required=True, description="Placement counts the host's CPU threads times this ratio."
+    )
+    agent_version = graphene.String(description=f"The flex.plane agent's version. {_FROM_AGENT}")
+    proxmox_version = graphene.String(description=f"The node's Proxmox VE version. {_FROM_AGENT}")
+    certificate_expires_at = graphene.DateTime(
+        description=f"When the agent's certificate expires. {_FROM_AGENT}"
+    )
+    certificate_renewal = graphene.Field(
+        HostCertificateRenewal, description=f"How the agent's renewals went. {_FROM_AGENT}"
+    )
+    last_update = graphene.Field(HostUpdate, description=f"The agent's last self-update. {_FROM_AGENT}")
+    usage = graphene.Field(
+        HostUsage,
+        description=f"CPU, memory and storage in use, from Proxmox. {_ADMIN_FIELD}, and when Proxmox "
+        "does not report the node (offline, or its zone does not answer).",
+    )
+    drain = graphene.Field(HostDrain, description=f"Its drain, if it is being drained. {_ADMIN_FIELD}.")
+
+    @staticmethod
+    def resolve_id(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str:
+        return _host(root).key
+
+    @staticmethod
+    def resolve_zone(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str:
+        return _host(root).zone
+
+    @staticmethod
+    def resolve_name(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str:
+        return _host(root).node
+
+    @staticmethod
+    def resolve_online(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> bool:
+        return _host_status(info, root).online
+
+    @staticmethod
+    def resolve_cordoned(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> bool:
+        return _host(root).cordoned
+
+    @staticmethod
+    def resolve_endpoint(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
+        return catalog.host_endpoint(flexplane(info), _host(root))
+
+    @staticmethod
+    def resolve_memory_overcommit(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> float:
+        return _host(root).memory_overcommit
+
+    @staticmethod
+    def resolve_cpu_overcommit(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> float:
+        return _host(root).cpu_overcommit
+
+    @staticmethod
+    @domain_errors
+    def resolve_agent_version(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
+        agent = _agent(info, root)
+        return agent.version if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_proxmox_version(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
+        agent = _agent(info, root)
+        return (agent.proxmox_version or None) if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_certificate_expires_at(
+        root: HostStatus | HostModel, info: graphene.ResolveInfo
+    ) -> datetime | None:
+        agent = _agent(info, root)
+        return agent.certificate_expires_at if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_certificate_renewal(
+        root: HostStatus | HostModel, info: graphene.ResolveInfo
+    ) -> hosts.CertificateRenewal | None:
+        agent = _agent(info, root)
+        return agent.renewal if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_last_update(
+        root: HostStatus | HostModel, info: graphene.ResolveInfo
+    ) -> hosts.UpdateOutcome | None:
+        agent = _agent(info, root)
+        return agent.last_update if agent else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_usage(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> hosts.HostUsage | None:
+        details = _details(info, root)
+        return details.usage if details else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_drain(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> HostDrainModel | None:
+        details = _details(info, root)
+        return details.drain if details else None
+
+
+# ----------------------------------------------------------------------------------------- inputs
+
+
+class HostInput(graphene.InputObjectType):
+    zone = graphene.String(required=True)
+    node = graphene.String(required=True, description="The node's name in Proxmox.")
+    endpoint = graphene.String(required=True, description="The agent's address, host:port.")
+    cordoned = graphene.Boolean(description="Default false.")
+    memory_overcommit = graphene.Float(description="0.1 to 8 (default 1.0).")
+    cpu_overcommit = graphene.Float(description="0.1 to 64 (default 4.0).")
+
+
+class HostUpdateInput(graphene.InputObjectType):
+    """The fields to change; those left out keep their value."""
+
+    endpoint = graphene.String()
+    cordoned = graphene.Boolean()
+    memory_overcommit = graphene.Float()
+    cpu_overcommit = graphene.Float()
+
+
 # -------------------------------------------------------------------------------------- mutations
 
+_HOST_NAME = "The host's name (its Proxmox node)."
 
-class CordonHost(graphene.Mutation):
+
+class CreateHost(ServiceMutation):
     class Meta:
-        name = "CordonHostPayload"
-        description = f"Keep new VMs off a host; the VMs on it keep running. {ADMIN_ONLY}"
+        role, service, result, error = ADMIN, catalog.create_host, "host", HostError
+        description = "Add a host (a Proxmox node running the agent) to a zone."
+
+    class Arguments:
+        input = HostInput(required=True)
+
+    host = graphene.Field(Host)
+
+
+class UpdateHost(ServiceMutation):
+    class Meta:
+        role, service, result, error = ADMIN, catalog.update_host, "host", HostError
+        description = "Change a host: cordon it, move its agent, set its overcommit."
 
     class Arguments:
         zone = graphene.String(required=True)
-        host = graphene.String(required=True, description="The host's name (its Proxmox node).")
+        node = graphene.String(required=True)
+        input = HostUpdateInput(required=True)
 
     host = graphene.Field(Host)
-    errors = _errors()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, zone: str, host: str) -> CordonHost:
-        return payload(CordonHost, "host", lambda: hosts.cordon_host(flexplane(info), zone, host))
 
 
-class UncordonHost(graphene.Mutation):
+class CordonHost(ServiceMutation):
     class Meta:
-        name = "UncordonHostPayload"
-        description = (
-            f"Let placement use a host again; refused (CONFLICT) while it is being drained. {ADMIN_ONLY}"
-        )
+        role, service, result, error = ADMIN, hosts.cordon_host, "host", HostError
+        description = "Keep new VMs off a host; the VMs on it keep running."
 
     class Arguments:
         zone = graphene.String(required=True)
-        host = graphene.String(required=True, description="The host's name (its Proxmox node).")
+        host = graphene.String(required=True, description=_HOST_NAME)
 
     host = graphene.Field(Host)
-    errors = _errors()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, zone: str, host: str) -> UncordonHost:
-        return payload(UncordonHost, "host", lambda: hosts.uncordon_host(flexplane(info), zone, host))
 
 
-class DrainHost(graphene.Mutation):
+class UncordonHost(ServiceMutation):
     class Meta:
-        name = "DrainHostPayload"
+        role, service, result, error = ADMIN, hosts.uncordon_host, "host", HostError
+        description = "Let placement use a host again; refused (CONFLICT) while it is being drained."
+
+    class Arguments:
+        zone = graphene.String(required=True)
+        host = graphene.String(required=True, description=_HOST_NAME)
+
+    host = graphene.Field(Host)
+
+
+class DrainHost(ServiceMutation):
+    class Meta:
+        role, service, result, error = ADMIN, hosts.drain_host, "drain", HostError
         description = (
             "Cordon a host and move its VMs to the hosts placement picks, one after another, in the "
             "background; follow it with hostDrain. Calling it again is safe: a running drain is returned "
-            f"as it is, any other resumes with the VMs on the host now. {ADMIN_ONLY}"
+            "as it is, any other resumes with the VMs on the host now."
         )
 
     class Arguments:
         zone = graphene.String(required=True)
-        host = graphene.String(required=True, description="The host's name (its Proxmox node).")
+        host = graphene.String(required=True, description=_HOST_NAME)
 
     drain = graphene.Field(HostDrain, description="The drain as it starts (or runs).")
-    errors = _errors()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, zone: str, host: str) -> DrainHost:
-        return payload(DrainHost, "drain", lambda: hosts.drain_host(flexplane(info), zone, host))
 
 
-class RemoveHost(graphene.Mutation):
+def _remove_host(ctx: Any, zone: str, host: str, force: bool | None) -> HostModel:
+    return hosts.remove_host(ctx, zone, host, force=bool(force))
+
+
+class RemoveHost(ServiceMutation):
     class Meta:
-        name = "RemoveHostPayload"
+        role, service, result, error = ADMIN, _remove_host, "host", HostError
         description = (
             "Remove a host from flex.plane: its agent is no longer dialled, Proxmox and the node are "
             "untouched. Refused (CONFLICT) while VMs are on it: drain it first. When no host of its zone "
-            f"answers, refused (UNAVAILABLE) unless `force`. {ADMIN_ONLY}"
+            "answers, refused (UNAVAILABLE) unless `force`."
         )
 
     class Arguments:
         zone = graphene.String(required=True)
-        host = graphene.String(required=True, description="The host's name (its Proxmox node).")
+        host = graphene.String(required=True, description=_HOST_NAME)
         force = graphene.Boolean(
             description="Remove it even when Proxmox cannot be asked whether VMs are on it (a dead zone, "
             "a host added with a wrong address). Never when Proxmox says VMs are on it. Default false."
         )
 
     host = graphene.Field(Host, description="The host as it was.")
-    errors = _errors()
-
-    @staticmethod
-    def mutate(
-        root: None, info: graphene.ResolveInfo, zone: str, host: str, force: bool | None = None
-    ) -> RemoveHost:
-        return payload(
-            RemoveHost, "host", lambda: hosts.remove_host(flexplane(info), zone, host, force=bool(force))
-        )
 
 
 # ------------------------------------------------------------------------------------------- root
 
 
 class Query(graphene.ObjectType):
+    hosts = graphene.List(
+        graphene.NonNull(Host),
+        required=True,
+        zone=graphene.String(description="Only this zone's hosts."),
+        description="Every host, by zone then node. Needs USER or ADMIN (endpoints, and what the agent "
+        "and Proxmox say of each host: ADMIN only).",
+    )
     host_drain = graphene.Field(
         HostDrain,
         zone=graphene.String(required=True),
-        host=graphene.String(required=True, description="The host's name (its Proxmox node)."),
+        host=graphene.String(required=True, description=_HOST_NAME),
         description="A host's drain, with each VM's progress; null when the host is not being drained "
-        f"(an uncordoned or never drained host). {ADMIN_ONLY}",
+        f"(an uncordoned or never drained host). {ADMIN.doc}",
     )
+
+    @staticmethod
+    @domain_errors
+    def resolve_hosts(root: None, info: graphene.ResolveInfo, zone: str | None = None) -> list[HostStatus]:
+        statuses = inventory.zone_statuses(flexplane(info))
+        return report_partial(
+            info, [h for z in statuses for h in z.hosts if zone is None or h.host.zone == zone]
+        )
 
     @staticmethod
     @domain_errors
@@ -326,6 +518,8 @@ class Query(graphene.ObjectType):
 
 
 class Mutation(graphene.ObjectType):
+    create_host = CreateHost.Field()
+    update_host = UpdateHost.Field()
     cordon_host = CordonHost.Field()
     uncordon_host = UncordonHost.Field()
     drain_host = DrainHost.Field()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import graphene
 
-from orchestrator.graphql.catalog import ADMIN_ONLY, flexplane, payload
+from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
 from orchestrator.services import releases
 from orchestrator.services.releases import Channel, PublishedRelease
@@ -43,51 +43,33 @@ class AgentReleaseChannel(graphene.ObjectType):
         return served.version if served else None
 
 
-def _errors_field() -> graphene.List:
-    return graphene.List(
-        graphene.NonNull(AgentReleaseError),
-        required=True,
-        description="Why it did not happen; empty on success.",
-    )
-
-
-class PinAgentVersion(graphene.Mutation):
+class PinAgentVersion(ServiceMutation):
     class Meta:
-        name = "PinAgentVersionPayload"
+        role, service, result, error = ADMIN, releases.pin_version, "pin", AgentReleaseError
         description = (
             "Serve `version` to every agent, even those running a newer one (which then downgrade). "
-            f"It must be published in the channel. {ADMIN_ONLY}"
+            "It must be published in the channel."
         )
 
     class Arguments:
         version = graphene.String(required=True, description="A published version, e.g. 1.4.0.")
 
     pin = graphene.Field(AgentVersionPin)
-    errors = _errors_field()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, version: str) -> PinAgentVersion:
-        return payload(PinAgentVersion, "pin", lambda: releases.pin_version(flexplane(info), version))
 
 
-class UnpinAgentVersion(graphene.Mutation):
+class UnpinAgentVersion(ServiceMutation):
     class Meta:
-        name = "UnpinAgentVersionPayload"
-        description = f"Remove the pin: the channel serves the highest published version again. {ADMIN_ONLY}"
+        role, service, result, error = ADMIN, releases.unpin_version, "pin", AgentReleaseError
+        description = "Remove the pin: the channel serves the highest published version again."
 
     pin = graphene.Field(AgentVersionPin, description="The pin removed; null if there was none.")
-    errors = _errors_field()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo) -> UnpinAgentVersion:
-        return payload(UnpinAgentVersion, "pin", lambda: releases.unpin_version(flexplane(info)))
 
 
 class Query(graphene.ObjectType):
     agent_release_channel = graphene.Field(
         AgentReleaseChannel,
         required=True,
-        description=f"The agents' release channel: versions published and served, the pin. {ADMIN_ONLY}",
+        description=f"The agents' release channel: versions published and served, the pin. {ADMIN.doc}",
     )
 
     @staticmethod

@@ -2,12 +2,13 @@
 
 import graphene
 
-from orchestrator.graphql import catalog, enrollment, hosts, identity, releases, tasks, vdcs, vms
+from orchestrator.graphql import catalog, enrollment, hosts, identity, releases, tasks, vdcs, vms, zones
 
 
 class Query(
     identity.Query,
     catalog.Query,
+    zones.Query,
     hosts.Query,
     vdcs.Query,
     vms.Query,
@@ -21,6 +22,7 @@ class Query(
 
 class Mutation(
     catalog.Mutation,
+    zones.Mutation,
     hosts.Mutation,
     vdcs.Mutation,
     vms.Mutation,

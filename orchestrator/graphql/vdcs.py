@@ -6,11 +6,9 @@ exist. Creating, changing and deleting VDCs needs ADMIN.
 
 from __future__ import annotations
 
-from typing import Any
-
 import graphene
 
-from orchestrator.graphql.catalog import flexplane, payload
+from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Usage as UsageModel
@@ -19,12 +17,6 @@ from orchestrator.services import vdcs
 
 VdcErrorCode = error_code_enum("VdcErrorCode")
 VdcError = error_type("VdcError", VdcErrorCode)
-
-
-def _errors() -> graphene.List:
-    return graphene.List(
-        graphene.NonNull(VdcError), required=True, description="Why it did not happen; empty on success."
-    )
 
 
 class VdcResources(graphene.ObjectType):
@@ -109,56 +101,40 @@ class VdcUpdateInput(graphene.InputObjectType):
     quota = VdcQuotaInput(description="Only the limits that change.")
 
 
-class CreateVdc(graphene.Mutation):
+class CreateVdc(ServiceMutation):
     class Meta:
-        name = "CreateVdcPayload"
+        role, service, result, error = ADMIN, vdcs.create_vdc, "vdc", VdcError
         description = (
-            "Create a VDC and its Proxmox pool fp-<id> in each of its zones: all of them, or nothing. "
-            "Needs ADMIN."
+            "Create a VDC and its Proxmox pool fp-<id> in each of its zones: all of them, or nothing."
         )
 
     class Arguments:
         input = VdcInput(required=True)
 
     vdc = graphene.Field(Vdc)
-    errors = _errors()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, input: dict[str, Any]) -> CreateVdc:
-        return payload(CreateVdc, "vdc", lambda: vdcs.create_vdc(flexplane(info), input))
 
 
-class UpdateVdc(graphene.Mutation):
+class UpdateVdc(ServiceMutation):
     class Meta:
-        name = "UpdateVdcPayload"
-        description = "Change a VDC: its allow-lists, zones and quota. Needs ADMIN."
+        role, service, result, error = ADMIN, vdcs.update_vdc, "vdc", VdcError
+        description = "Change a VDC: its allow-lists, zones and quota."
 
     class Arguments:
         id = graphene.ID(required=True)
         input = VdcUpdateInput(required=True)
 
     vdc = graphene.Field(Vdc)
-    errors = _errors()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, id: str, input: dict[str, Any]) -> UpdateVdc:
-        return payload(UpdateVdc, "vdc", lambda: vdcs.update_vdc(flexplane(info), id, input))
 
 
-class DeleteVdc(graphene.Mutation):
+class DeleteVdc(ServiceMutation):
     class Meta:
-        name = "DeleteVdcPayload"
-        description = "Delete a VDC and its pools; refused (CONFLICT) while it has VMs. Needs ADMIN."
+        role, service, result, error = ADMIN, vdcs.delete_vdc, "vdc", VdcError
+        description = "Delete a VDC and its pools; refused (CONFLICT) while it has VMs."
 
     class Arguments:
         id = graphene.ID(required=True)
 
     vdc = graphene.Field(Vdc, description="The VDC as it was.")
-    errors = _errors()
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, id: str) -> DeleteVdc:
-        return payload(DeleteVdc, "vdc", lambda: vdcs.delete_vdc(flexplane(info), id))
 
 
 class Query(graphene.ObjectType):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import graphene
 
 from orchestrator.errors import FlexPlaneError
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type, payload_errors
+from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, flexplane
+from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.graphql.tasks import Task
 from orchestrator.models.vms import VirtualMachine as VirtualMachineModel
@@ -21,7 +21,6 @@ from orchestrator.services.vms import Created, CreateVm, Outcome, Page, VmFilter
 
 VirtualMachineErrorCode = error_code_enum("VirtualMachineErrorCode", "QUOTA_EXCEEDED", "NO_CAPACITY")
 VirtualMachineError = error_type("VirtualMachineError", VirtualMachineErrorCode)
-_CODES = {member.name for member in VirtualMachineErrorCode._meta.enum}
 
 
 class VirtualMachine(graphene.ObjectType):
@@ -117,20 +116,6 @@ class Placement(graphene.ObjectType):
     rejected = graphene.List(graphene.NonNull(RejectedHost), required=True)
 
 
-def _ctx(info: graphene.ResolveInfo) -> Context:
-    ctx: Context = info.context.flexplane
-    return ctx
-
-
-def _errors(exc: FlexPlaneError) -> list[dict[str, Any]]:
-    """The payload's errors; a code this domain's enum lacks is reported as an upstream failure."""
-    errors = payload_errors(exc)
-    for error in errors:
-        if error["code"] not in _CODES:
-            error["code"] = "UPSTREAM_FAILURE"
-    return errors
-
-
 # ------------------------------------------------------------------------------------------ queries
 
 
@@ -163,12 +148,12 @@ class Query(graphene.ObjectType):
         filter: dict[str, Any] | None = None,
     ) -> Page:
         where = VmFilter(**(filter or {}))
-        return report_partial(info, vms.list_vms(_ctx(info), first=first, after=after, where=where))
+        return report_partial(info, vms.list_vms(flexplane(info), first=first, after=after, where=where))
 
     @staticmethod
     @domain_errors
     def resolve_virtual_machine(root: None, info: graphene.ResolveInfo, id: str) -> VirtualMachineModel:
-        return vms.get_vm(_ctx(info), id)
+        return vms.get_vm(flexplane(info), id)
 
 
 # ------------------------------------------------------------------------------------------ mutations
@@ -194,43 +179,14 @@ class CreateVirtualMachineInput(graphene.InputObjectType):
     )
 
 
-class CreateVirtualMachinePayload(graphene.ObjectType):
-    virtual_machine = graphene.Field(VirtualMachine)
-    task = graphene.Field(
-        Task,
-        description="The VM's start task; null when an earlier create's VM is returned. With an error: "
-        "the task that failed, if one did.",
+def _create_vm(ctx: Context, input: dict[str, Any]) -> Created:
+    return vms.create_vm(ctx, CreateVm(**{**input, "ssh_keys": tuple(input.get("ssh_keys") or ())}))
+
+
+def _resize_vm(ctx: Context, input: dict[str, Any]) -> Outcome:
+    return vms.resize_vm(
+        ctx, input["id"], compute_profile=input.get("compute_profile"), disk_gb=input.get("disk_gb")
     )
-    placement = graphene.Field(Placement, description="The decision; with NO_CAPACITY, why no host fitted.")
-    errors = graphene.List(graphene.NonNull(VirtualMachineError), required=True)
-
-
-class CreateVirtualMachine(graphene.Mutation):
-    """Create a VM from an image, on the host placement chooses, and start it.
-
-    Needs USER and membership of the VDC named by the FlexPlane-VDC-ID header (or ADMIN). An earlier
-    create's VM of the same idempotency key, or of the same name in the VDC, is returned instead of a
-    second one. Errors: INVALID (naming the field), QUOTA_EXCEEDED, NO_CAPACITY, CONFLICT, UNAVAILABLE,
-    UPSTREAM_FAILURE (with Proxmox's message); a VM that failed half-way is removed again.
-    """
-
-    class Arguments:
-        input = CreateVirtualMachineInput(required=True)
-
-    Output = CreateVirtualMachinePayload
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, input: dict[str, Any]) -> CreateVirtualMachinePayload:
-        spec = CreateVm(**{**input, "ssh_keys": tuple(input.get("ssh_keys") or ())})
-        try:
-            created: Created = vms.create_vm(_ctx(info), spec)
-        except NoCapacity as exc:
-            return CreateVirtualMachinePayload(errors=_errors(exc), placement=_placement(exc.placement))
-        except FlexPlaneError as exc:
-            return CreateVirtualMachinePayload(errors=_errors(exc), task=failed_task(exc))
-        return CreateVirtualMachinePayload(
-            virtual_machine=created.vm, task=created.task, placement=_placement(created.placement), errors=[]
-        )
 
 
 def _placement(decision: PlacementDecision | None) -> Placement | None:
@@ -244,114 +200,111 @@ def _placement(decision: PlacementDecision | None) -> Placement | None:
     )
 
 
-def _action_payload(name: str) -> type[graphene.ObjectType]:
-    return type(
-        f"{name}Payload",
-        (graphene.ObjectType,),
-        {
-            "__doc__": f"What {name[0].lower()}{name[1:]} did: the VM, its task, or why not.",
-            "virtual_machine": graphene.Field(VirtualMachine),
-            "task": graphene.Field(
-                Task,
-                description="The Proxmox task (FAILED with an error); null when there was nothing to do.",
-            ),
-            "errors": graphene.List(graphene.NonNull(VirtualMachineError), required=True),
-        },
+class VirtualMachineMutation(ServiceMutation):
+    """A mutation of one VM: the VM as it is after, and the Proxmox task that did it."""
+
+    class Meta:
+        abstract = True
+
+    virtual_machine = graphene.Field(VirtualMachine)
+    task = graphene.Field(
+        Task, description="The Proxmox task (FAILED with an error); null when there was nothing to do."
     )
 
+    @classmethod
+    def answer(cls, result: Outcome | Created) -> dict[str, Any]:
+        return {"virtual_machine": result.vm, "task": result.task}
 
-def _act(payload: type[graphene.ObjectType], run: Callable[[], Outcome]) -> Any:
-    try:
-        outcome = run()
-    except FlexPlaneError as exc:
-        return payload(errors=_errors(exc), task=failed_task(exc))
-    return payload(virtual_machine=outcome.vm, task=outcome.task, errors=[])
+    @classmethod
+    def failed(cls, exc: FlexPlaneError) -> dict[str, Any]:
+        return {"task": failed_task(exc)}
 
 
-_ACCESS = (
-    " Needs USER or ADMIN and membership of the VM's VDC (another VDC's VM is NOT_FOUND). Errors: "
-    "NOT_FOUND, CONFLICT (the VM is locked by another operation), UNAVAILABLE (its host is offline), "
-    "UPSTREAM_FAILURE (with Proxmox's message, e.g. its TASK ERROR)."
+class CreateVirtualMachine(VirtualMachineMutation):
+    class Meta:
+        role, service, error = VDC_MEMBER, _create_vm, VirtualMachineError
+        description = (
+            "Create a VM from an image, on the host placement chooses, and start it. An earlier create's VM "
+            "of the same idempotency key, or of the same name in the VDC, is returned instead of a second "
+            "one; its task is then null. Errors: INVALID (naming the field), QUOTA_EXCEEDED, NO_CAPACITY, "
+            "CONFLICT, UNAVAILABLE, UPSTREAM_FAILURE (with Proxmox's message, and the task that failed, if "
+            "one did); a VM that failed half-way is removed again."
+        )
+
+    class Arguments:
+        input = CreateVirtualMachineInput(required=True)
+
+    placement = graphene.Field(Placement, description="The decision; with NO_CAPACITY, why no host fitted.")
+
+    @classmethod
+    def answer(cls, result: Outcome | Created) -> dict[str, Any]:
+        assert isinstance(result, Created)
+        return {**super().answer(result), "placement": _placement(result.placement)}
+
+    @classmethod
+    def failed(cls, exc: FlexPlaneError) -> dict[str, Any]:
+        if isinstance(exc, NoCapacity):
+            return {"placement": _placement(exc.placement)}
+        return super().failed(exc)
+
+
+_ERRORS = (
+    "Errors: NOT_FOUND, CONFLICT (the VM is locked by another operation), UNAVAILABLE (its host is "
+    "offline), UPSTREAM_FAILURE (with Proxmox's message, e.g. its TASK ERROR)."
 )
 
-StartVirtualMachinePayload = _action_payload("StartVirtualMachine")
-StopVirtualMachinePayload = _action_payload("StopVirtualMachine")
-ShutdownVirtualMachinePayload = _action_payload("ShutdownVirtualMachine")
-RebootVirtualMachinePayload = _action_payload("RebootVirtualMachine")
-DeleteVirtualMachinePayload = _action_payload("DeleteVirtualMachine")
-ResizeVirtualMachinePayload = _action_payload("ResizeVirtualMachine")
 
-
-class StartVirtualMachine(graphene.Mutation):
-    __doc__ = "Start a stopped VM (a running one is left as it is)." + _ACCESS
+class StartVirtualMachine(VirtualMachineMutation):
+    class Meta:
+        role, service, error = VM_MEMBER, vms.start_vm, VirtualMachineError
+        description = f"Start a stopped VM (a running one is left as it is). {_ERRORS}"
 
     class Arguments:
         id = graphene.ID(required=True)
 
-    Output = StartVirtualMachinePayload
 
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, id: str) -> Any:
-        return _act(StartVirtualMachinePayload, lambda: vms.start_vm(_ctx(info), id))
-
-
-class StopVirtualMachine(graphene.Mutation):
-    __doc__ = "Power a VM off at once (a stopped one is left as it is)." + _ACCESS
+class StopVirtualMachine(VirtualMachineMutation):
+    class Meta:
+        role, service, error = VM_MEMBER, vms.stop_vm, VirtualMachineError
+        description = f"Power a VM off at once (a stopped one is left as it is). {_ERRORS}"
 
     class Arguments:
         id = graphene.ID(required=True)
 
-    Output = StopVirtualMachinePayload
 
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, id: str) -> Any:
-        return _act(StopVirtualMachinePayload, lambda: vms.stop_vm(_ctx(info), id))
-
-
-class ShutdownVirtualMachine(graphene.Mutation):
-    __doc__ = (
-        "Ask the guest OS to shut down; Proxmox gives up after `timeout` seconds (default 60) and the VM "
-        "keeps running. The answer waits up to 30 s: a longer shutdown's task is returned RUNNING." + _ACCESS
-    )
+class ShutdownVirtualMachine(VirtualMachineMutation):
+    class Meta:
+        role, service, error = VM_MEMBER, vms.shutdown_vm, VirtualMachineError
+        description = (
+            "Ask the guest OS to shut down; Proxmox gives up after `timeout` seconds (default 60) and the VM "
+            "keeps running. The answer waits up to 30 s: a longer shutdown's task is returned RUNNING. "
+            f"{_ERRORS}"
+        )
 
     class Arguments:
         id = graphene.ID(required=True)
         timeout = graphene.Int(description="Seconds, 1 to 3600 (default 60).")
 
-    Output = ShutdownVirtualMachinePayload
 
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, id: str, timeout: int | None = None) -> Any:
-        return _act(ShutdownVirtualMachinePayload, lambda: vms.shutdown_vm(_ctx(info), id, timeout))
-
-
-class RebootVirtualMachine(graphene.Mutation):
-    __doc__ = "Reboot a running VM through its guest OS (CONFLICT when it is not running)." + _ACCESS
+class RebootVirtualMachine(VirtualMachineMutation):
+    class Meta:
+        role, service, error = VM_MEMBER, vms.reboot_vm, VirtualMachineError
+        description = f"Reboot a running VM through its guest OS (CONFLICT when it is not running). {_ERRORS}"
 
     class Arguments:
         id = graphene.ID(required=True)
 
-    Output = RebootVirtualMachinePayload
 
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, id: str) -> Any:
-        return _act(RebootVirtualMachinePayload, lambda: vms.reboot_vm(_ctx(info), id))
-
-
-class DeleteVirtualMachine(graphene.Mutation):
-    __doc__ = (
-        "Stop a VM and destroy it with its disks; it leaves its VDC's pool and nothing remains. The "
-        "payload's virtualMachine is its last state, with status deleted." + _ACCESS
-    )
+class DeleteVirtualMachine(VirtualMachineMutation):
+    class Meta:
+        role, service, error = VM_MEMBER, vms.delete_vm, VirtualMachineError
+        description = (
+            "Stop a VM and destroy it with its disks; it leaves its VDC's pool and nothing remains. The "
+            f"payload's virtualMachine is its last state, with status deleted. {_ERRORS}"
+        )
 
     class Arguments:
         id = graphene.ID(required=True)
-
-    Output = DeleteVirtualMachinePayload
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, id: str) -> Any:
-        return _act(DeleteVirtualMachinePayload, lambda: vms.delete_vm(_ctx(info), id))
 
 
 class ResizeVirtualMachineInput(graphene.InputObjectType):
@@ -362,28 +315,16 @@ class ResizeVirtualMachineInput(graphene.InputObjectType):
     disk_gb = graphene.Int(description="A bigger boot disk, in GiB: disks grow, never shrink (INVALID).")
 
 
-class ResizeVirtualMachine(graphene.Mutation):
-    __doc__ = (
-        "Move a VM to another compute profile (it must be stopped: CONFLICT otherwise) and/or grow its disk, "
-        "within the VDC's quota (QUOTA_EXCEEDED saying by how much)." + _ACCESS
-    )
+class ResizeVirtualMachine(VirtualMachineMutation):
+    class Meta:
+        role, service, error = VM_MEMBER, _resize_vm, VirtualMachineError
+        description = (
+            "Move a VM to another compute profile (it must be stopped: CONFLICT otherwise) and/or grow its "
+            f"disk, within the VDC's quota (QUOTA_EXCEEDED saying by how much). {_ERRORS}"
+        )
 
     class Arguments:
         input = ResizeVirtualMachineInput(required=True)
-
-    Output = ResizeVirtualMachinePayload
-
-    @staticmethod
-    def mutate(root: None, info: graphene.ResolveInfo, input: dict[str, Any]) -> Any:
-        return _act(
-            ResizeVirtualMachinePayload,
-            lambda: vms.resize_vm(
-                _ctx(info),
-                input["id"],
-                compute_profile=input.get("compute_profile"),
-                disk_gb=input.get("disk_gb"),
-            ),
-        )
 
 
 class Mutation(graphene.ObjectType):

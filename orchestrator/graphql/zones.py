@@ -1,0 +1,116 @@
+"""Zones: the Proxmox clusters VMs are placed in, each with its hosts.
+
+Reading zones needs USER or ADMIN; every mutation needs ADMIN. A mutation's expected failures
+are data: ``errors { field message code }``.
+"""
+
+from __future__ import annotations
+
+import graphene
+
+from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
+from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.hosts import Host
+from orchestrator.graphql.partial import report_partial
+from orchestrator.models import Zone as ZoneModel
+from orchestrator.services import catalog, inventory
+from orchestrator.services.inventory import HostStatus, ZoneStatus
+
+ZoneErrorCode = error_code_enum("ZoneErrorCode")
+ZoneError = error_type("ZoneError", ZoneErrorCode)
+
+
+def _zone(root: ZoneStatus | ZoneModel) -> ZoneModel:
+    return root.zone if isinstance(root, ZoneStatus) else root
+
+
+class Zone(graphene.ObjectType):
+    """A Proxmox cluster that VMs are placed in."""
+
+    id = graphene.ID(required=True)
+    name = graphene.String(required=True)
+    description = graphene.String(required=True)
+    hosts = graphene.List(graphene.NonNull(Host), required=True)
+
+    @staticmethod
+    def resolve_id(root: ZoneStatus | ZoneModel, info: graphene.ResolveInfo) -> str:
+        return _zone(root).id
+
+    @staticmethod
+    def resolve_name(root: ZoneStatus | ZoneModel, info: graphene.ResolveInfo) -> str:
+        return _zone(root).name
+
+    @staticmethod
+    def resolve_description(root: ZoneStatus | ZoneModel, info: graphene.ResolveInfo) -> str:
+        return _zone(root).description
+
+    @staticmethod
+    def resolve_hosts(root: ZoneStatus | ZoneModel, info: graphene.ResolveInfo) -> list[HostStatus]:
+        if isinstance(root, ZoneStatus):
+            return root.hosts
+        return next((z.hosts for z in inventory.zone_statuses(flexplane(info)) if z.zone.id == root.id), [])
+
+
+class ZoneInput(graphene.InputObjectType):
+    id = graphene.ID(required=True, description="A lowercase slug (letters, digits, '-').")
+    name = graphene.String(description="Display name (default: the id).")
+    description = graphene.String()
+
+
+class ZoneUpdateInput(graphene.InputObjectType):
+    name = graphene.String()
+    description = graphene.String()
+
+
+class CreateZone(ServiceMutation):
+    class Meta:
+        role, service, result, error = ADMIN, catalog.create_zone, "zone", ZoneError
+        description = "Add a zone (a Proxmox cluster); add its hosts next."
+
+    class Arguments:
+        input = ZoneInput(required=True)
+
+    zone = graphene.Field(Zone)
+
+
+class UpdateZone(ServiceMutation):
+    class Meta:
+        role, service, result, error = ADMIN, catalog.update_zone, "zone", ZoneError
+        description = "Change a zone's name or description."
+
+    class Arguments:
+        id = graphene.ID(required=True)
+        input = ZoneUpdateInput(required=True)
+
+    zone = graphene.Field(Zone)
+
+
+class DeleteZone(ServiceMutation):
+    class Meta:
+        role, service, result, error = ADMIN, catalog.delete_zone, "zone", ZoneError
+        description = "Remove a zone; refused (CONFLICT) while it has hosts or VDCs allow it."
+
+    class Arguments:
+        id = graphene.ID(required=True)
+
+    zone = graphene.Field(Zone, description="The zone as it was.")
+
+
+class Query(graphene.ObjectType):
+    zones = graphene.List(
+        graphene.NonNull(Zone),
+        required=True,
+        description="Every zone with its hosts. Needs USER or ADMIN. A zone that does not answer is "
+        "listed with its hosts offline and an UNAVAILABLE error naming it.",
+    )
+
+    @staticmethod
+    @domain_errors
+    def resolve_zones(root: None, info: graphene.ResolveInfo) -> list[ZoneStatus]:
+        return report_partial(info, inventory.zone_statuses(flexplane(info)))
+
+
+class Mutation(graphene.ObjectType):
+    create_zone = CreateZone.Field()
+    update_zone = UpdateZone.Field()
+    delete_zone = DeleteZone.Field()
