@@ -90,8 +90,10 @@ class ProxmoxClient:
         )
         # aiohttp sends a GET, PUT or DELETE again, once, when its connection breaks (RFC 9112 allows
         # it). Not here: a Proxmox PUT or DELETE is not idempotent ("+5G", a destroy), and reads are
-        # already retried, once per node, by the orchestrator. aiohttp's own test client turns it off
-        # the same way: there is no public switch.
+        # already retried, once per node, by the orchestrator. Private, because aiohttp (3.14) has no
+        # public switch: no ClientSession, connector or per-request option, and a client middleware
+        # could only stop it by changing the exception raised (aio-libs/aiohttp#10790). aiohttp's
+        # own test client turns it off with this same attribute.
         self._session._retry_connection = False
         return self
 
