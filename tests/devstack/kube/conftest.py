@@ -1,0 +1,45 @@
+"""Fixtures of the Kubernetes emulator's tests: a server per test, and the official client pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client import ApiClient
+
+from devstack.kube import KubeServer
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeServer]:
+    with KubeServer.start() as server:
+        yield server
+
+
+@pytest.fixture
+def kubeconfig(kube: KubeServer, tmp_path: Path) -> Path:
+    return kube.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+@pytest.fixture
+def api(kubeconfig: Path) -> Iterator[ApiClient]:
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))
+    yield api_client
+    api_client.close()
+
+
+@pytest.fixture
+def core(api: ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api)
+
+
+@pytest.fixture
+def leases(api: ApiClient) -> client.CoordinationV1Api:
+    return client.CoordinationV1Api(api)
+
+
+@pytest.fixture
+def custom(api: ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api)
