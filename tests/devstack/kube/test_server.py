@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client, config, watch
 from kubernetes.client import ApiClient, ApiException
 
-from devstack.kube import KubeServer
+from devstack.kube import ClusterEmulator, KubeServer
 from tests.devstack.kube.support import (
     NAMESPACE,
     config_map,
@@ -86,3 +86,30 @@ def test_a_fault_added_as_a_kmock_reaction_answers_first(kube: KubeServer, core:
         core.list_namespaced_config_map(NAMESPACE)
 
     assert raised.value.status == 503
+
+
+def test_a_kmock_reaction_sees_namespace_requests_as_namespace_actions(
+    kube: KubeServer, core: client.CoreV1Api
+) -> None:
+    kube.emulator["list v1/namespaces"] << 503
+
+    with pytest.raises(ApiException) as raised:
+        core.list_namespace()
+
+    assert raised.value.status == 503
+    assert core.read_namespace("default").metadata is not None
+
+
+def test_the_request_log_keeps_the_latest_requests_with_ids_that_keep_rising(tmp_path: Path) -> None:
+    with KubeServer.start(emulator=ClusterEmulator(request_log_limit=3)) as kube:
+        api_client = config.new_client_from_config(
+            config_file=str(kube.write_kubeconfig(tmp_path / "config"))
+        )
+        core = client.CoreV1Api(api_client)
+        for _ in range(5):
+            core.list_namespaced_config_map(NAMESPACE)
+        api_client.close()
+
+        ids = [request.id for request in list(kube.emulator)]
+
+    assert ids == [2, 3, 4]
