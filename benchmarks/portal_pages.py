@@ -21,16 +21,12 @@ import argparse
 import os
 import re
 import sys
-import tempfile
-import time
 from collections.abc import Callable
-from pathlib import Path
 
 import requests
 
-from benchmarks.vm_list import percentile
-from devstack.net import free_port
-from devstack.world import World, WorldConfig
+from benchmarks.kit import bench_world, interleaved, percentile, seed_vms
+from devstack.world import World
 from tests.portal.support import login
 
 ZONES = ("zone-a", "zone-b")
@@ -45,29 +41,14 @@ ROW = re.compile(r'<tr id="vm-')
 
 def seed(world: World, count: int) -> None:
     """``count`` VMs of VDC demo and as many of VDC other, spread over both zones and every node."""
-    per_zone = count // len(ZONES)
-    for zone in ZONES:
-        fake = world.fakes[zone]
-
-        def add(pve: object, zone: str = zone) -> None:
-            for i in range(2 * per_zone):
-                vmid = 1000 + i
-                vdc = (VDC, "other")[i % 2]
-                pve.add_vm(  # type: ignore[attr-defined]
-                    vmid,
-                    f"{zone}-vm-{i:04d}",
-                    node=f"pve{i % NODES + 1}",
-                    status="running" if i % 4 else "stopped",
-                    config={
-                        "cores": 1,
-                        "memory": 512,
-                        "tags": f"fp-vdc-{vdc};fp-cp-small",
-                        "scsi0": f"local-lvm:vm-{vmid}-disk-0,size=10G",
-                    },
-                    pool=f"fp-{vdc}",
-                )
-
-        world.fakes.on_loop(add, fake.pve)
+    seed_vms(
+        world,
+        2 * (count // len(ZONES)),
+        nodes=NODES,
+        vdcs=(VDC, "other"),
+        size=(1, 512, 10),
+        extra_tags=";fp-cp-small",
+    )
 
 
 def proxmox_calls(world: World) -> int:
@@ -90,50 +71,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subnet", type=int, default=41)
     args = parser.parse_args(argv)
 
-    host = f"127.{args.subnet}.0.1"
-    with tempfile.TemporaryDirectory(prefix="fp-bench-") as scratch:
-        cfg = WorldConfig(
-            scratch=Path(scratch),
-            subnet=args.subnet,
-            zones=ZONES,
-            nodes_per_zone=NODES,
-            orchestrator_host=host,
-            orchestrator_port=free_port(host),
-            seed_guests=False,
-        )
-        with World(cfg) as world:
-            seed(world, args.vms)
-            api = requests.Session()
-            api.headers.update({"Authorization": f"Bearer {world.token('alice')}", "FlexPlane-VDC-ID": VDC})
-            portal, _ = login(world, "alice")
-            page_url = f"{world.url}/vdc/{VDC}/vms/"
+    with bench_world(args.subnet, ZONES, NODES) as world:
+        seed(world, args.vms)
+        api = requests.Session()
+        api.headers.update({"Authorization": f"Bearer {world.token('alice')}", "FlexPlane-VDC-ID": VDC})
+        portal, _ = login(world, "alice")
+        page_url = f"{world.url}/vdc/{VDC}/vms/"
 
-            def graphql() -> int:
-                response = api.post(f"{world.url}/graphql", json={"query": QUERY}, timeout=30)
-                body = response.json()
-                if response.status_code != 200 or body.get("errors"):
-                    raise RuntimeError(f"the API answered {response.status_code}: {body}")
-                return len(body["data"]["virtualMachines"]["edges"])
+        def graphql() -> int:
+            response = api.post(f"{world.url}/graphql", json={"query": QUERY}, timeout=30)
+            body = response.json()
+            if response.status_code != 200 or body.get("errors"):
+                raise RuntimeError(f"the API answered {response.status_code}: {body}")
+            return len(body["data"]["virtualMachines"]["edges"])
 
-            def page() -> int:
-                response = portal.get(page_url, timeout=30, allow_redirects=False)
-                if response.status_code != 200:
-                    raise RuntimeError(f"the page answered {response.status_code}: {response.text[:500]}")
-                return len(ROW.findall(response.text))
+        def page() -> int:
+            response = portal.get(page_url, timeout=30, allow_redirects=False)
+            if response.status_code != 200:
+                raise RuntimeError(f"the page answered {response.status_code}: {response.text[:500]}")
+            return len(ROW.findall(response.text))
 
-            assert graphql() == PAGE, "the API does not list a full page"
-            assert page() == PAGE, "the page does not show a full page"
-            for _ in range(5):  # warm both paths: connections, JWKS, templates, imports
-                graphql()
-                page()
-            upstream = {"graphql": calls_of(world, graphql), "page": calls_of(world, page)}
+        assert graphql() == PAGE, "the API does not list a full page"
+        assert page() == PAGE, "the page does not show a full page"
+        for _ in range(5):  # warm both paths: connections, JWKS, templates, imports
+            graphql()
+            page()
+        upstream = {"graphql": calls_of(world, graphql), "page": calls_of(world, page)}
 
-            times: dict[str, list[float]] = {"graphql": [], "page": []}
-            for _ in range(args.rounds):
-                for name, fn in (("graphql", graphql), ("page", page)):
-                    started = time.perf_counter()
-                    fn()
-                    times[name].append((time.perf_counter() - started) * 1000)
+        times = interleaved(args.rounds, {"graphql": graphql, "page": page})
 
     g50, g99 = percentile(times["graphql"], 0.5), percentile(times["graphql"], 0.99)
     p50, p99 = percentile(times["page"], 0.5), percentile(times["page"], 0.99)

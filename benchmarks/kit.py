@@ -1,0 +1,90 @@
+"""What the benchmarks share: a world of fake zones filled with VMs, percentiles, peak memory."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from devstack.net import free_port
+from devstack.world import World, WorldConfig
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The highest resident memory of process ``pid`` so far, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def interleaved(rounds: int, probes: dict[str, Callable[[], int]]) -> dict[str, list[float]]:
+    """Milliseconds of each probe, ``rounds`` times, one of each in turn."""
+    times: dict[str, list[float]] = {name: [] for name in probes}
+    for _ in range(rounds):
+        for name, fn in probes.items():
+            started = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+@contextmanager
+def bench_world(subnet: int, zones: Sequence[str], nodes: int) -> Iterator[World]:
+    """The devstack's world on ``127.<subnet>.x.y`` with no seeded guests, in a scratch folder."""
+    host = f"127.{subnet}.0.1"
+    with tempfile.TemporaryDirectory(prefix="fp-bench-") as scratch:
+        cfg = WorldConfig(
+            scratch=Path(scratch),
+            subnet=subnet,
+            zones=tuple(zones),
+            nodes_per_zone=nodes,
+            orchestrator_host=host,
+            orchestrator_port=free_port(host),
+            seed_guests=False,
+        )
+        with World(cfg) as world:
+            yield world
+
+
+def seed_vms(
+    world: World,
+    per_zone: int,
+    *,
+    nodes: int,
+    vdcs: Sequence[str],
+    size: tuple[int, int, int] = (2, 2048, 20),
+    extra_tags: str = "",
+) -> None:
+    """``per_zone`` VMs in each zone, spread over its nodes and round-robin over ``vdcs``, each of
+    ``size`` (vCPUs, MiB of memory, GiB of disk), tagged with their VDC and ``extra_tags``."""
+    cores, memory, disk_gb = size
+    for zone in world.fakes.zones:
+        fake = world.fakes[zone]
+
+        def add(pve: object, zone: str = zone) -> None:
+            for i in range(per_zone):
+                vmid = 1000 + i
+                vdc = vdcs[i % len(vdcs)]
+                pve.add_vm(  # type: ignore[attr-defined]
+                    vmid,
+                    f"{zone}-vm-{i:04d}",
+                    node=f"pve{i % nodes + 1}",
+                    status="running" if i % 4 else "stopped",
+                    config={
+                        "cores": cores,
+                        "memory": memory,
+                        "tags": f"fp-vdc-{vdc}{extra_tags}",
+                        "scsi0": f"local-lvm:vm-{vmid}-disk-0,size={disk_gb}G",
+                    },
+                    pool=f"fp-{vdc}",
+                )
+
+        world.fakes.on_loop(add, fake.pve)
