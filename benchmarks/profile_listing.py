@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.requests):
                 probes.stack()
         finally:
-            recorder.send_signal(subprocess.signal.SIGINT)  # py-spy writes its output on SIGINT
+            recorder.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
             _, err = recorder.communicate(timeout=60)
             probes.close()
         if not raw.exists():
