@@ -6,12 +6,16 @@ for an operator's log or an API error message.
 
 The agent signals the errors that a status code alone cannot tell apart with the
 trailing metadata key :data:`ERROR_METADATA_KEY`; its values are the constants below.
+:func:`translate_error` turns a failed call's status and metadata into the typed error.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+import grpc
 
 if TYPE_CHECKING:
     from agentclient.pool import AgentTarget
@@ -234,3 +238,90 @@ class SnippetFailed(SnippetError):
 
     def __str__(self) -> str:
         return f"The {self.host} could not write or remove snippet {self.name}: {self.detail.rstrip('.')}."
+
+
+# ------------------------------------------------------------- from a gRPC status to an error
+
+
+# gRPC reports connection failures as
+# "failed to connect to all addresses; last error: CODE: ipv4:1.2.3.4:5: ..."
+_CONNECT_PREFIX = re.compile(
+    r"^failed to connect to all addresses; last error: (?:[A-Z_]+: )?(?:(?:ipv4|ipv6|unix):\S+?: )?",
+    re.IGNORECASE,
+)
+_VERIFY_FAILED = re.compile(r"CERTIFICATE_VERIFY_FAILED:\s*([^:]+)")
+_TLS_MARKERS = ("handshake", "ssl", "tls", "certificate", "verification")
+
+
+def _never_connected(details: str) -> bool:
+    """Whether gRPC's UNAVAILABLE says the call found no connection at all (so it was never sent)."""
+    return _CONNECT_PREFIX.match(details) is not None or details.lower().startswith("dns resolution failed")
+
+
+def _tls_failure(target: AgentTarget, details: str) -> str | None:
+    """Why the TLS handshake failed, as a reader needs it, or None if details show no TLS failure."""
+    lowered = details.lower()
+    connecting = _CONNECT_PREFIX.match(details) is not None
+    if "hostname verification" in lowered or "peer name" in lowered:
+        return f"its certificate does not name {target.identity}"
+    if verify := _VERIFY_FAILED.search(details):
+        return f"its certificate did not verify against the platform CA ({verify.group(1).strip()})"
+    if connecting and "socket closed" in lowered:
+        # With TLS 1.3 a server checks the client's certificate after the client thinks the
+        # handshake is over, and then just closes the connection.
+        return (
+            "it closed the connection during the handshake, so it most likely refused our client "
+            "certificate (none, another CA's, or expired)"
+        )
+    if any(marker in lowered for marker in _TLS_MARKERS):
+        return _CONNECT_PREFIX.sub("", details)
+    return None
+
+
+# (status code, "flexplane-error" value) -> the image error it stands for.
+_IMAGE_ERRORS: Mapping[tuple[grpc.StatusCode, str], type[ImageError]] = {
+    (grpc.StatusCode.INVALID_ARGUMENT, IMAGE_REFUSED): ImageRefused,
+    (grpc.StatusCode.FAILED_PRECONDITION, CHECKSUM_MISMATCH): ChecksumMismatch,
+    (grpc.StatusCode.UNAVAILABLE, IMAGE_DOWNLOAD_FAILED): ImageDownloadFailed,
+    (grpc.StatusCode.FAILED_PRECONDITION, IMAGE_IMPORT_FAILED): ImageImportFailed,
+}
+
+
+# (status code, "flexplane-error" value) -> the snippet error it stands for.
+_SNIPPET_ERRORS: Mapping[tuple[grpc.StatusCode, str], type[SnippetRefused | SnippetFailed]] = {
+    (grpc.StatusCode.INVALID_ARGUMENT, SNIPPET_REFUSED): SnippetRefused,
+    (grpc.StatusCode.FAILED_PRECONDITION, SNIPPET_FAILED): SnippetFailed,
+}
+
+
+def translate_error(
+    error: grpc.Call, target: AgentTarget, timeout: float, *, image: str = "", snippet: str = ""
+) -> AgentError:
+    """The typed AgentError for a failed gRPC call to target (image names the image of EnsureTemplate,
+    snippet the snippet of WriteSnippet or DeleteSnippet)."""
+    code = error.code()
+    details = error.details() or ""
+    metadata = {key: value for key, value in (error.trailing_metadata() or ())}
+    kind = metadata.get(ERROR_METADATA_KEY)
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return AgentDeadlineExceeded(target, timeout)
+    if isinstance(kind, str) and (image_error := _IMAGE_ERRORS.get((code, kind))) is not None:
+        return image_error(target, details, image)
+    if isinstance(kind, str) and (snippet_error := _SNIPPET_ERRORS.get((code, kind))) is not None:
+        return snippet_error(target, details, snippet)
+    if code == grpc.StatusCode.UNAVAILABLE:
+        if kind == PROXMOX_NO_ANSWER:
+            return ProxmoxNoAnswer(target, details)
+        if kind == PROXMOX_UNREACHABLE:
+            return ProxmoxUnreachable(target, details)
+        if (tls := _tls_failure(target, details)) is not None:
+            return AgentTLSError(target, tls)
+        if not _never_connected(details):
+            # The call had a connection and lost it (the agent died, a reset): it may have run.
+            return AgentConnectionLost(target, details or "no detail given")
+        return AgentUnavailable(target, _CONNECT_PREFIX.sub("", details) or "no detail given")
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        if kind == CLIENT_NOT_ALLOWED:
+            return ClientNotAllowed(target, details)
+        return ProxyRefused(target, details)
+    return AgentError(target, f"{code.name}: {details}" if details else code.name)

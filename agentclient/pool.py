@@ -16,7 +16,6 @@ burst beyond it would only queue there, past the callers' deadlines.
 from __future__ import annotations
 
 import http
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -29,36 +28,7 @@ import grpc
 import orjson
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from agentclient.errors import (
-    CHECKSUM_MISMATCH,
-    CLIENT_NOT_ALLOWED,
-    ERROR_METADATA_KEY,
-    IMAGE_DOWNLOAD_FAILED,
-    IMAGE_IMPORT_FAILED,
-    IMAGE_REFUSED,
-    PROXMOX_NO_ANSWER,
-    PROXMOX_UNREACHABLE,
-    SNIPPET_FAILED,
-    SNIPPET_REFUSED,
-    AgentBusy,
-    AgentConnectionLost,
-    AgentDeadlineExceeded,
-    AgentError,
-    AgentTLSError,
-    AgentUnavailable,
-    ChecksumMismatch,
-    ClientNotAllowed,
-    ImageDownloadFailed,
-    ImageError,
-    ImageImportFailed,
-    ImageRefused,
-    ProxmoxError,
-    ProxmoxNoAnswer,
-    ProxmoxUnreachable,
-    ProxyRefused,
-    SnippetFailed,
-    SnippetRefused,
-)
+from agentclient.errors import AgentBusy, AgentError, ProxmoxError, translate_error
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
 from agentclient.snippets import check_snippet_content, check_snippet_name
 from agentclient.templates import (
@@ -511,90 +481,6 @@ def encode_params(params: Mapping[str, object] | None) -> dict[str, str]:
         else:
             raise TypeError(f"parameter {name!r}: {type(value).__name__} cannot be sent to Proxmox")
     return encoded
-
-
-# gRPC reports connection failures as
-# "failed to connect to all addresses; last error: CODE: ipv4:1.2.3.4:5: ..."
-_CONNECT_PREFIX = re.compile(
-    r"^failed to connect to all addresses; last error: (?:[A-Z_]+: )?(?:(?:ipv4|ipv6|unix):\S+?: )?",
-    re.IGNORECASE,
-)
-_VERIFY_FAILED = re.compile(r"CERTIFICATE_VERIFY_FAILED:\s*([^:]+)")
-_TLS_MARKERS = ("handshake", "ssl", "tls", "certificate", "verification")
-
-
-def _never_connected(details: str) -> bool:
-    """Whether gRPC's UNAVAILABLE says the call found no connection at all (so it was never sent)."""
-    return _CONNECT_PREFIX.match(details) is not None or details.lower().startswith("dns resolution failed")
-
-
-def _tls_failure(target: AgentTarget, details: str) -> str | None:
-    """Why the TLS handshake failed, as a reader needs it, or None if details show no TLS failure."""
-    lowered = details.lower()
-    connecting = _CONNECT_PREFIX.match(details) is not None
-    if "hostname verification" in lowered or "peer name" in lowered:
-        return f"its certificate does not name {target.identity}"
-    if verify := _VERIFY_FAILED.search(details):
-        return f"its certificate did not verify against the platform CA ({verify.group(1).strip()})"
-    if connecting and "socket closed" in lowered:
-        # With TLS 1.3 a server checks the client's certificate after the client thinks the
-        # handshake is over, and then just closes the connection.
-        return (
-            "it closed the connection during the handshake, so it most likely refused our client "
-            "certificate (none, another CA's, or expired)"
-        )
-    if any(marker in lowered for marker in _TLS_MARKERS):
-        return _CONNECT_PREFIX.sub("", details)
-    return None
-
-
-# (status code, "flexplane-error" value) -> the image error it stands for.
-_IMAGE_ERRORS: Mapping[tuple[grpc.StatusCode, str], type[ImageError]] = {
-    (grpc.StatusCode.INVALID_ARGUMENT, IMAGE_REFUSED): ImageRefused,
-    (grpc.StatusCode.FAILED_PRECONDITION, CHECKSUM_MISMATCH): ChecksumMismatch,
-    (grpc.StatusCode.UNAVAILABLE, IMAGE_DOWNLOAD_FAILED): ImageDownloadFailed,
-    (grpc.StatusCode.FAILED_PRECONDITION, IMAGE_IMPORT_FAILED): ImageImportFailed,
-}
-
-
-# (status code, "flexplane-error" value) -> the snippet error it stands for.
-_SNIPPET_ERRORS: Mapping[tuple[grpc.StatusCode, str], type[SnippetRefused | SnippetFailed]] = {
-    (grpc.StatusCode.INVALID_ARGUMENT, SNIPPET_REFUSED): SnippetRefused,
-    (grpc.StatusCode.FAILED_PRECONDITION, SNIPPET_FAILED): SnippetFailed,
-}
-
-
-def translate_error(
-    error: grpc.Call, target: AgentTarget, timeout: float, *, image: str = "", snippet: str = ""
-) -> AgentError:
-    """The typed AgentError for a failed gRPC call to target (image names the image of EnsureTemplate,
-    snippet the snippet of WriteSnippet or DeleteSnippet)."""
-    code = error.code()
-    details = error.details() or ""
-    metadata = {key: value for key, value in (error.trailing_metadata() or ())}
-    kind = metadata.get(ERROR_METADATA_KEY)
-    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return AgentDeadlineExceeded(target, timeout)
-    if isinstance(kind, str) and (image_error := _IMAGE_ERRORS.get((code, kind))) is not None:
-        return image_error(target, details, image)
-    if isinstance(kind, str) and (snippet_error := _SNIPPET_ERRORS.get((code, kind))) is not None:
-        return snippet_error(target, details, snippet)
-    if code == grpc.StatusCode.UNAVAILABLE:
-        if kind == PROXMOX_NO_ANSWER:
-            return ProxmoxNoAnswer(target, details)
-        if kind == PROXMOX_UNREACHABLE:
-            return ProxmoxUnreachable(target, details)
-        if (tls := _tls_failure(target, details)) is not None:
-            return AgentTLSError(target, tls)
-        if not _never_connected(details):
-            # The call had a connection and lost it (the agent died, a reset): it may have run.
-            return AgentConnectionLost(target, details or "no detail given")
-        return AgentUnavailable(target, _CONNECT_PREFIX.sub("", details) or "no detail given")
-    if code == grpc.StatusCode.PERMISSION_DENIED:
-        if kind == CLIENT_NOT_ALLOWED:
-            return ClientNotAllowed(target, details)
-        return ProxyRefused(target, details)
-    return AgentError(target, f"{code.name}: {details}" if details else code.name)
 
 
 def _status_phrase(status: int) -> str:

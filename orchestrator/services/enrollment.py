@@ -1,4 +1,5 @@
-"""Host enrollment: join tokens, and the platform CA signing the agents' certificates.
+"""Host enrollment: join tokens, and the platform CA signing the agents' certificates
+(:mod:`orchestrator.services.platform_ca`).
 
 An ADMIN creates a join token for a zone and a host name. The node's bootstrap sends it, once,
 with a certificate signing request and the address the orchestrator will dial; it receives a
@@ -40,21 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from django.conf import settings
 
-from agentclient.enrollment import (
-    JoinTokenParts,
-    parse_join_token,
-    renewal_message,
-    verify_proof,
-)
-from agentclient.identity import AGENTS_DOMAIN, host_identity
+from agentclient.enrollment import JoinTokenParts, parse_join_token, renewal_message, verify_proof
+from agentclient.identity import host_identity
 from orchestrator.errors import (
     Conflict,
     NotFound,
@@ -68,6 +60,16 @@ from orchestrator.models.zones import host_ident
 from orchestrator.services import access
 from orchestrator.services.catalog import HOST, MAX_NAME_LENGTH, ZONE, ZONE_LABEL, is_slug
 from orchestrator.services.context import Context
+from orchestrator.services.platform_ca import (
+    IPAddress,
+    check_csr,
+    ip_names,
+    platform_ca,
+    presented,
+    sign,
+    utc_now,
+    utc_text,
+)
 from orchestrator.sources.kube import KIND_LABEL, SecretEntry, kube
 
 logger = logging.getLogger(__name__)
@@ -76,22 +78,9 @@ JOIN_TOKEN_KIND = "join-token"  # noqa: S105 - a label value, not a secret
 HOST_LABEL = "flexplane.io/host"
 # Used and expired tokens are kept this long, so that a late second use hears why it is refused.
 KEEP_SPENT_TOKENS = datetime.timedelta(days=1)
-# Accept certificates at once even when the node's clock is a little behind (by at most a tenth of
-# the certificate's life, so that the agent's "renew at two thirds" stays in the future).
-BACKDATE = datetime.timedelta(minutes=5)
-MAX_CSR_BYTES = 16 * 1024
-MAX_CERTIFICATE_BYTES = 16 * 1024
-# What gRPC's TLS stack (BoringSSL) serves and checks: EC P-256/P-384, RSA of 2048 bits or more.
-EC_CURVES = {ec.SECP256R1.name: "P-256", ec.SECP384R1.name: "P-384"}
-RSA_MIN_BITS = 2048
-RSA_MAX_BITS = 8192
-CA_WHERE = "platform CA"
 RELEASE_KEY_WHERE = "release public key"
 # Where agents update from: orchestrator.releases' channel (orchestrator/urls.py), beside enrollment.
 CHANNEL_PATH = "/agent/releases/channel.json"
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
 
 # ------------------------------------------------------------------------------------------ types
 
@@ -151,25 +140,8 @@ class Issued:
         return {"certificate": self.certificate, "ca": self.ca, "settings": self.settings}
 
 
-@dataclass(frozen=True)
-class PlatformCA:
-    """The CA certificate (first of ``tls.crt``), its key, and the bundle agents trust callers by."""
-
-    certificate: x509.Certificate
-    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
-    bundle: str
-
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
-
 def _from_unix(value: str | int | float) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(int(float(value)), datetime.UTC)
-
-
-def _at(moment: datetime.datetime) -> str:
-    return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def _hash(secret: str) -> str:
@@ -210,7 +182,7 @@ def create_join_token(ctx: Context, zone: str, host_name: str, origin: str) -> N
     if source.get_catalog(ZONE, zone) is None:
         raise ValidationFailed("zone", f"there is no zone {zone!r}")
     _remove_spent_tokens()
-    now = _now()
+    now = utc_now()
     expires = int((now + datetime.timedelta(seconds=settings.FLEXPLANE_JOIN_TOKEN_TTL)).timestamp())
     parts = JoinTokenParts(zone, host_name, expires, secrets.token_hex(8), secrets.token_urlsafe(32))
     source.create_secret(
@@ -241,7 +213,7 @@ def list_join_tokens(ctx: Context) -> list[JoinTokenRecord]:
 def _remove_spent_tokens() -> None:
     """Delete tokens used or expired over KEEP_SPENT_TOKENS ago (a lost race is someone else's delete)."""
     source = kube()
-    horizon = _now() - KEEP_SPENT_TOKENS
+    horizon = utc_now() - KEEP_SPENT_TOKENS
     for entry in source.list_secrets(f"{KIND_LABEL}={JOIN_TOKEN_KIND}"):
         if JoinTokenRecord.from_secret(entry).spent_since < horizon:
             try:
@@ -269,12 +241,13 @@ def _token_entry(token: str) -> tuple[SecretEntry, JoinTokenRecord]:
     if record.used_at is not None:
         by = f" by {record.used_by}" if record.used_by else ""
         raise Unauthenticated(
-            f"this join token was already used at {_at(record.used_at)}{by}: a join token works once; "
+            f"this join token was already used at {utc_text(record.used_at)}{by}: a join token works once; "
             "create a new one with createHostJoinToken"
         )
-    if _now() >= record.expires_at:
+    if utc_now() >= record.expires_at:
         raise Unauthenticated(
-            f"this join token expired at {_at(record.expires_at)}: create a new one with createHostJoinToken"
+            f"this join token expired at {utc_text(record.expires_at)}: "
+            "create a new one with createHostJoinToken"
         )
     return entry, record
 
@@ -294,149 +267,7 @@ def _use(entry: SecretEntry, endpoint: str) -> None:
         ) from None
 
 
-# --------------------------------------------------------------------------------------- the CA
-
-
-def platform_ca() -> PlatformCA:
-    """The platform CA, read from its Secret now; ``Unavailable`` when it is missing or unusable."""
-    name = settings.FLEXPLANE_AGENT_CA_SECRET
-    entry = kube().get_secret(name)
-    if entry is None:
-        raise Unavailable(
-            CA_WHERE,
-            f"the platform CA Secret {settings.FLEXPLANE_NAMESPACE}/{name} does not exist: "
-            "install it (a kubernetes.io/tls Secret) before enrolling hosts",
-        )
-    try:
-        chain = x509.load_pem_x509_certificates(entry.data.get("tls.crt", b""))
-        key = serialization.load_pem_private_key(entry.data.get("tls.key", b""), password=None)
-    except (ValueError, TypeError) as exc:
-        raise Unavailable(
-            CA_WHERE, f"the platform CA Secret {name} is not a usable tls.crt/tls.key pair: {exc}"
-        ) from None
-    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
-        raise Unavailable(
-            CA_WHERE, f"the platform CA Secret {name} holds a {type(key).__name__}, not EC or RSA"
-        )
-    if key.public_key() != chain[0].public_key():
-        raise Unavailable(CA_WHERE, f"the platform CA Secret {name}: tls.key is not the key of tls.crt")
-    bundle = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in chain)
-    bundle += entry.data.get("ca.crt", b"")
-    return PlatformCA(chain[0], key, bundle.decode("ascii"))
-
-
-def _sign(ca: PlatformCA, csr: x509.CertificateSigningRequest, identity: str, ips: list[IPAddress]) -> str:
-    """A certificate for the CSR's key naming identity (DNS) and ips, for FLEXPLANE_AGENT_CERT_LIFETIME."""
-    now = _now()
-    public_key = csr.public_key()
-    assert isinstance(public_key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey)  # _check_csr made sure
-    names: list[x509.GeneralName] = [x509.DNSName(identity), *(x509.IPAddress(ip) for ip in ips)]
-    lifetime = datetime.timedelta(seconds=settings.FLEXPLANE_AGENT_CERT_LIFETIME)
-    backdate = min(BACKDATE, lifetime / 10)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, identity)]))
-        .issuer_name(ca.certificate.subject)
-        .public_key(public_key)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - backdate)
-        .not_valid_after(now + lifetime)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=isinstance(public_key, rsa.RSAPublicKey),
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-            critical=False,
-        )
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False
-        )
-        .sign(ca.key, hashes.SHA256())
-    )
-    return certificate.public_bytes(serialization.Encoding.PEM).decode("ascii")
-
-
-# ------------------------------------------------------------------------------------ validation
-
-
-def _check_csr(pem: Any, identity: str) -> x509.CertificateSigningRequest:
-    """The CSR, if it is well-formed, self-signed, carries a strong key and names exactly ``identity``."""
-    if not isinstance(pem, str) or not pem.strip():
-        raise ValidationFailed("csr", "csr is required: a PEM certificate signing request")
-    if len(pem) > MAX_CSR_BYTES:
-        raise ValidationFailed("csr", f"csr is larger than {MAX_CSR_BYTES} bytes")
-    try:
-        csr = x509.load_pem_x509_csr(pem.encode("utf-8"))
-    except ValueError:
-        raise ValidationFailed("csr", "csr is not a PEM certificate signing request") from None
-    if not csr.is_signature_valid:
-        raise ValidationFailed(
-            "csr", "the CSR's signature does not verify: it was not signed with the key it carries"
-        )
-    _check_key(csr.public_key())
-    _check_names(csr, identity)
-    return csr
-
-
-def _check_key(key: object) -> None:
-    if isinstance(key, ec.EllipticCurvePublicKey):
-        if key.curve.name not in EC_CURVES:
-            raise ValidationFailed(
-                "csr",
-                f"the CSR's key is on curve {key.curve.name}: use EC P-256 or P-384 (or RSA >= 2048 bits)",
-            )
-    elif isinstance(key, rsa.RSAPublicKey):
-        if key.key_size < RSA_MIN_BITS:
-            raise ValidationFailed(
-                "csr", f"the CSR's RSA key has {key.key_size} bits, too weak: use at least {RSA_MIN_BITS}"
-            )
-        if key.key_size > RSA_MAX_BITS:
-            raise ValidationFailed("csr", f"the CSR's RSA key has more than {RSA_MAX_BITS} bits")
-    else:
-        raise ValidationFailed(
-            "csr",
-            f"the CSR's key is {type(key).__name__}: use EC P-256 or P-384, or RSA >= {RSA_MIN_BITS} bits",
-        )
-
-
-def _csr_names(csr: x509.CertificateSigningRequest) -> list[str]:
-    """Every name a CSR asks for: its subject's attributes and its subject alternative names."""
-    names = [attribute.rfc4514_string() for attribute in csr.subject]
-    try:
-        san = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return names
-    except ValueError:
-        raise ValidationFailed("csr", "the CSR's extensions do not parse") from None
-    for general in san:
-        names.append(f"{type(general).__name__}:{general.value}")
-    return names
-
-
-def _check_names(csr: x509.CertificateSigningRequest, identity: str) -> None:
-    """The CSR must ask for exactly CN=identity, and at most DNS:identity besides."""
-    allowed = ({f"CN={identity}", f"DNSName:{identity}"}, {f"CN={identity}"})
-    names = _csr_names(csr)
-    if f"CN={identity}" not in names or set(names) not in allowed or len(names) != len(set(names)):
-        raise ValidationFailed(
-            "csr",
-            f"the CSR names {', '.join(names) or 'nothing'}, but this host is {identity}: "
-            f"ask for CN={identity} (and DNS:{identity}) only",
-        )
+# ------------------------------------------------------------------------------ endpoint, settings
 
 
 def _endpoint(value: Any) -> tuple[str, IPAddress]:
@@ -549,7 +380,7 @@ def join(token: Any, csr_pem: Any, endpoint: Any, origin: str) -> Issued:
         raise Unauthenticated("a join token is required")
     entry, record = _token_entry(token)
     identity = host_identity(record.zone, record.host_name)
-    csr = _check_csr(csr_pem, identity)
+    csr = check_csr(csr_pem, identity)
     address, ip = _endpoint(endpoint)
     ca = platform_ca()
     updates = update_settings(origin)
@@ -557,44 +388,15 @@ def join(token: Any, csr_pem: Any, endpoint: Any, origin: str) -> Issued:
         raise ValidationFailed("token", f"zone {record.zone!r} was removed since this join token was made")
     _use(entry, address)
     _put_host(record.zone, record.host_name, address)
-    certificate = _sign(ca, csr, identity, [ip])
+    certificate = sign(ca, csr, identity, [ip])
     node_settings = {**_settings(record.zone, record.host_name, address, origin), **updates}
     return Issued(certificate, ca.bundle, node_settings)
-
-
-def _presented(certificate_pem: Any, ca: PlatformCA) -> tuple[x509.Certificate, str, str]:
-    """The caller's current certificate, if the platform CA issued it and it is valid: (it, zone, node)."""
-    if not isinstance(certificate_pem, str) or len(certificate_pem) > MAX_CERTIFICATE_BYTES:
-        raise Unauthenticated("certificate is required: the agent's current certificate, PEM")
-    try:
-        certificate = x509.load_pem_x509_certificate(certificate_pem.encode("utf-8"))
-        certificate.verify_directly_issued_by(ca.certificate)
-    except (ValueError, TypeError, InvalidSignature):
-        raise Unauthenticated("the certificate was not issued by the platform CA") from None
-    now = _now()
-    if not certificate.not_valid_before_utc <= now <= certificate.not_valid_after_utc:
-        raise Unauthenticated(
-            f"the certificate is valid from {_at(certificate.not_valid_before_utc)} to "
-            f"{_at(certificate.not_valid_after_utc)}, not now: enroll the node again with a new join token"
-        )
-    try:
-        san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        names = san.get_values_for_type(x509.DNSName)
-    except x509.ExtensionNotFound:
-        names = []
-    hosts = [
-        n for n in names if n.endswith(f".{AGENTS_DOMAIN}") and n.count(".") == AGENTS_DOMAIN.count(".") + 2
-    ]
-    if len(hosts) != 1:
-        raise Unauthenticated("the certificate does not name one host (<node>.<zone>.agents.flexplane)")
-    node, zone = hosts[0].split(".")[:2]
-    return certificate, zone, node
 
 
 def renew(csr_pem: Any, certificate_pem: Any, timestamp: Any, signature: Any, origin: str) -> Issued:
     """Renew an agent's certificate: it proves it holds the key of its current, valid certificate."""
     ca = platform_ca()
-    current, zone, node = _presented(certificate_pem, ca)
+    current, zone, node = presented(certificate_pem, ca)
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise ValidationFailed("timestamp", "timestamp must be the request's time, whole Unix seconds")
     skew = abs(time.time() - timestamp)
@@ -610,7 +412,7 @@ def renew(csr_pem: Any, certificate_pem: Any, timestamp: Any, signature: Any, or
             "the signature does not verify with the certificate's key: no proof of possession"
         )
     identity = host_identity(zone, node)
-    csr = _check_csr(csr_pem, identity)
+    csr = check_csr(csr_pem, identity)
     entry = kube().get_catalog(HOST, host_ident(zone, node))
     if entry is None:
         raise PermissionDenied(f"host {zone}/{node} is not in the host list: its certificate is not renewed")
@@ -620,17 +422,5 @@ def renew(csr_pem: Any, certificate_pem: Any, timestamp: Any, signature: Any, or
         ips = [ip]
     except ValidationFailed:  # an admin gave it a DNS name: keep the addresses it had
         address = endpoint
-        ips = _ip_names(current)
-    return Issued(_sign(ca, csr, identity, ips), ca.bundle, _settings(zone, node, address, origin))
-
-
-def _ip_names(certificate: x509.Certificate) -> list[IPAddress]:
-    try:
-        san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return []
-    return [
-        ip
-        for ip in san.get_values_for_type(x509.IPAddress)
-        if isinstance(ip, ipaddress.IPv4Address | ipaddress.IPv6Address)
-    ]
+        ips = ip_names(current)
+    return Issued(sign(ca, csr, identity, ips), ca.bundle, _settings(zone, node, address, origin))

@@ -14,8 +14,7 @@ import grpc
 import pytest
 
 from agentclient import AgentPool, AgentTarget, SnippetFailed, SnippetRefused
-from agentclient.errors import ERROR_METADATA_KEY, SNIPPET_REFUSED
-from agentclient.pool import translate_error
+from agentclient.errors import ERROR_METADATA_KEY, SNIPPET_REFUSED, translate_error
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
 from tests.agent.conftest import AgentProcess
 

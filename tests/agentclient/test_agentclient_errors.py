@@ -24,8 +24,7 @@ from agentclient import (
     ProxmoxUnreachable,
     ProxyRefused,
 )
-from agentclient.errors import ERROR_METADATA_KEY
-from agentclient.pool import translate_error
+from agentclient.errors import ERROR_METADATA_KEY, translate_error
 
 TARGET = AgentTarget(identity="pve1.zone1.agents.flexplane", address="10.0.0.11:7443")
 HOST = "agent pve1.zone1.agents.flexplane at 10.0.0.11:7443"

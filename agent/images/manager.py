@@ -1,73 +1,31 @@
-"""Images as Proxmox templates on the agent's own node: the work behind Images.EnsureTemplate.
-
-For an (image, storage) the agent keeps one template, found again by its name and tags
-alone (see :mod:`agentclient.templates`). When there is none it
-
-1. checks the storages: the template's storage must hold VM disks, and the staging storage
-   (``image_staging_storage``) must take ``import`` content (PVE 8.4 and later; preferred)
-   or, failing that, ``iso`` content;
-2. downloads the URL under the URL policy and verifies the checksum (:mod:`agent.download`);
-3. uploads the verified file to the staging storage (``POST .../storage/{staging}/upload``,
-   with the checksum, which Proxmox verifies again);
-4. creates a VM (``POST /nodes/{node}/qemu``) whose disk imports that file onto the storage
-   (``scsi0: <storage>:0,import-from=<staged volume>``), with a cloud-init drive, a serial
-   console and the guest agent enabled, named and tagged as the template; then converts it
-   to a template (``POST .../template``), waiting for each Proxmox task;
-5. removes the staged file and the download.
-
-Anything that fails after the VM was created removes that VM (purging its disks), and the
-staged file and the download are removed whatever happens: a failure leaves nothing
-half-made behind. A VM with the template's name and tags that is not a template (an
-import interrupted by a crash) is removed before the next import.
-
-One import runs at a time per (image, storage): callers that come while it runs follow
-its progress and then reuse its template. The import does not belong to a caller: it
-goes on when the caller goes away, so that a retry finds it under way or done.
-"""
+"""The import itself: :class:`TemplateManager` finds, imports and converts templates on this node."""
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import json
 import logging
-import re
-import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agent.download import (
-    PROGRESS_INTERVAL,
-    Downloaded,
-    Downloader,
-    remove_stale_parts,
-)
+from agent.download import Downloaded, Downloader, remove_stale_parts
+from agent.images.jobs import Job, Throttle
+from agent.images.nodeapi import NodeApi, TemplateImportError
+from agent.images.request import EnsureRequest
 from agent.proxmox import ProxmoxClient
 from agentclient.templates import (
     TemplatePhase,
     TemplateProgress,
-    check_image_name,
-    check_storage_id,
     is_template_of,
     split_tags,
     template_name,
     template_tags,
 )
-from agentclient.urlpolicy import display_url, parse_checksum
+from agentclient.urlpolicy import display_url
 
 log = logging.getLogger(__name__)
 
-# A Proxmox task (an upload, an import of many GiB) that has not ended after this long has failed.
-TASK_TIMEOUT = 4 * 3600.0
-# Task status polling: the first delay, growing to the longest.
-TASK_POLL_FIRST = 0.1
-TASK_POLL_LONGEST = 2.0
-# How many of a failed task's last log lines travel with the error.
-TASK_LOG_TAIL = 8
-TASK_LOG_PAGE = 500
-TASK_LOG_PAGES = 20
 # The upload to the node's own Proxmox may take this long, plus a second per UPLOAD_RATE bytes.
 UPLOAD_BASE_SECONDS = 300.0
 UPLOAD_RATE = 4 * 1024 * 1024
@@ -84,186 +42,6 @@ _COMPRESSED = (
     (b"\x28\xb5\x2f\xfd", "zstd"),
     (b"BZh", "bzip2"),
 )
-_UPID_NODE = re.compile(r"UPID:([^:]+):")
-
-
-class InvalidRequest(ValueError):
-    """The request itself is malformed: image name, URL, checksum or storage."""
-
-
-class TemplateImportError(Exception):
-    """Proxmox refused or failed a step of the import; the message carries Proxmox's own text."""
-
-
-class Interrupted(Exception):
-    """The import was cancelled: the agent is shutting down."""
-
-
-@dataclass(frozen=True)
-class EnsureRequest:
-    """A validated EnsureTemplate request."""
-
-    image: str
-    url: str
-    algorithm: str
-    digest: str
-    storage: str
-
-    @classmethod
-    def parse(cls, image: str, url: str, checksum: str, storage: str) -> EnsureRequest:
-        """Validate the request's fields; InvalidRequest names the first bad one."""
-        try:
-            check_image_name(image)
-            check_storage_id(storage)
-            algorithm, digest = parse_checksum(checksum)
-        except ValueError as exc:
-            raise InvalidRequest(str(exc)) from None
-        if not url:
-            raise InvalidRequest("the image URL is empty")
-        return cls(image=image, url=url, algorithm=algorithm, digest=digest, storage=storage)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.image, self.storage)
-
-    @property
-    def checksum(self) -> str:
-        return f"{self.algorithm}:{self.digest}"
-
-
-class NodeApi:
-    """The node's Proxmox API for the agent's own work (not the proxy's allowlist)."""
-
-    def __init__(self, proxmox: ProxmoxClient, node: str) -> None:
-        self.proxmox = proxmox
-        self.node = node
-
-    async def call(
-        self, method: str, path: str, params: Mapping[str, str] | None = None, *, what: str
-    ) -> Any:
-        """Proxmox's decoded data; TemplateImportError naming what was being done when it answers an error."""
-        answer = await self.proxmox.request(method, path, params or {})
-        if answer.status >= 400:
-            detail = answer.message.rstrip(".")
-            if answer.errors:
-                detail += " (" + "; ".join(f"{k}: {v}" for k, v in sorted(answer.errors.items())) + ")"
-            raise TemplateImportError(f"{what}: Proxmox answered {answer.status}: {detail}")
-        return json.loads(answer.data_json)
-
-    async def wait(self, upid: Any, *, what: str, timeout: float = TASK_TIMEOUT) -> None:
-        """Poll the task until it stops; unless it ends OK, TemplateImportError with its status and log."""
-        if not isinstance(upid, str) or not (found := _UPID_NODE.match(upid)):
-            raise TemplateImportError(f"{what}: Proxmox answered {upid!r} instead of a task id")
-        path = f"/nodes/{found.group(1)}/tasks/{upid}"
-        deadline = time.monotonic() + timeout
-        delay = TASK_POLL_FIRST
-        while True:
-            status = await self.call("GET", path + "/status", what=f"{what} (following its task)")
-            if isinstance(status, dict) and status.get("status") == "stopped":
-                break
-            if time.monotonic() > deadline:
-                raise TemplateImportError(f"{what}: its task {upid} did not end within {timeout:g} s")
-            await asyncio.sleep(delay)
-            delay = min(delay * 1.5, TASK_POLL_LONGEST)
-        exit_status = str(status.get("exitstatus") or "unknown")
-        if exit_status == "OK" or exit_status.startswith("WARNINGS"):
-            if exit_status != "OK":
-                log.warning("%s: task %s ended with %s", what, upid, exit_status)
-            return
-        tail = await self._log_tail(path + "/log", exit_status)
-        raise TemplateImportError(f"{what} failed: {exit_status}" + (f" (task log: {tail})" if tail else ""))
-
-    async def _log_tail(self, path: str, exit_status: str) -> str:
-        """The task's last log lines, joined, without the final TASK ERROR line (it is the exit status)."""
-        lines: collections.deque[str] = collections.deque(maxlen=TASK_LOG_TAIL + 1)
-        try:
-            for page in range(TASK_LOG_PAGES):
-                params = {"start": str(page * TASK_LOG_PAGE), "limit": str(TASK_LOG_PAGE)}
-                entries = await self.call("GET", path, params, what="reading the task log")
-                if not isinstance(entries, list):
-                    break
-                lines.extend(str(entry.get("t", "")) for entry in entries if isinstance(entry, dict))
-                if len(entries) < TASK_LOG_PAGE:
-                    break
-        except (TemplateImportError, OSError) as exc:
-            log.warning("cannot read the log of a failed task: %s", exc)
-        kept = [line for line in lines if line and line not in (f"TASK ERROR: {exit_status}", "TASK OK")]
-        return " | ".join(kept[-TASK_LOG_TAIL:])
-
-
-class _Follower:
-    """One caller following a job: the reports it has not read yet, a slow reader getting the latest."""
-
-    def __init__(self, latest: TemplateProgress | None) -> None:
-        self.queue: collections.deque[TemplateProgress] = collections.deque([latest] if latest else [])
-        self.wake = asyncio.Event()
-
-    def push(self, progress: TemplateProgress) -> None:
-        if self.queue and self.queue[-1].phase is progress.phase and progress.phase is not TemplatePhase.DONE:
-            self.queue[-1] = progress
-        else:
-            self.queue.append(progress)
-        self.wake.set()
-
-
-class _Job:
-    """One import (or reuse) of an (image, storage), and the callers following it."""
-
-    def __init__(
-        self, request: EnsureRequest, work: Callable[[_Job], Coroutine[Any, Any, TemplateProgress]]
-    ) -> None:
-        self.request = request
-        self.latest: TemplateProgress | None = None
-        self.finished = False
-        self._followers: set[_Follower] = set()
-        self.task = asyncio.create_task(work(self), name=f"ensure-template-{request.image}-{request.storage}")
-
-    def publish(self, progress: TemplateProgress) -> None:
-        self.latest = progress
-        for follower in self._followers:
-            follower.push(progress)
-
-    def finish(self) -> None:
-        self.finished = True
-        for follower in self._followers:
-            follower.wake.set()
-
-    def failure(self) -> BaseException | None:
-        """Why the finished job failed, or None if it succeeded."""
-        if self.task.cancelled():
-            return Interrupted(
-                f"the import of image {self.request.image} was interrupted: the agent is stopping"
-            )
-        return self.task.exception()
-
-    async def follow(self) -> AsyncIterator[TemplateProgress]:
-        """Every report from now on (starting with the latest), until the job ends."""
-        follower = _Follower(self.latest)
-        self._followers.add(follower)
-        try:
-            while True:
-                while follower.queue:
-                    yield follower.queue.popleft()
-                if self.finished:
-                    return
-                follower.wake.clear()
-                await follower.wake.wait()
-        finally:
-            self._followers.discard(follower)
-
-
-class _Throttle:
-    """True at most once per PROGRESS_INTERVAL."""
-
-    def __init__(self) -> None:
-        self._last = 0.0
-
-    def __call__(self) -> bool:
-        now = time.monotonic()
-        if now - self._last < PROGRESS_INTERVAL:
-            return False
-        self._last = now
-        return True
 
 
 class TemplateManager:
@@ -284,7 +62,7 @@ class TemplateManager:
         self.node = node
         self.cache = cache
         self.staging_storage = staging_storage
-        self._jobs: dict[tuple[str, str], _Job] = {}
+        self._jobs: dict[tuple[str, str], Job] = {}
 
     def prepare(self) -> None:
         """At start-up: remove the downloads a crash left in the cache (created at the first download)."""
@@ -329,8 +107,8 @@ class TemplateManager:
 
     # ------------------------------------------------------------------ jobs
 
-    def _start(self, request: EnsureRequest) -> _Job:
-        job = _Job(request, self._run)
+    def _start(self, request: EnsureRequest) -> Job:
+        job = Job(request, self._run)
         self._jobs[request.key] = job
 
         def ended(task: asyncio.Task[TemplateProgress]) -> None:
@@ -357,7 +135,7 @@ class TemplateManager:
             node=self.node,
         )
 
-    async def _run(self, job: _Job) -> TemplateProgress:
+    async def _run(self, job: Job) -> TemplateProgress:
         request = job.request
         name = template_name(request.image)
         job.publish(self._report(TemplatePhase.CHECKING, f"looking for {name} on {request.storage}"))
@@ -392,7 +170,7 @@ class TemplateManager:
         log.info("template of %s on %s: VM %d made", request.image, request.storage, vmid)
         return self._done(job, vmid, f"{name} (VM {vmid}) is ready on {request.storage}")
 
-    def _done(self, job: _Job, vmid: int, message: str) -> TemplateProgress:
+    def _done(self, job: Job, vmid: int, message: str) -> TemplateProgress:
         report = self._report(TemplatePhase.DONE, message, vmid=vmid)
         job.publish(report)
         return report
@@ -467,7 +245,7 @@ class TemplateManager:
 
     # ------------------------------------------------------------- importing
 
-    async def _import(self, job: _Job, downloaded: Downloaded, content: str) -> int:
+    async def _import(self, job: Job, downloaded: Downloaded, content: str) -> int:
         """Upload, create the VM, convert it; on failure remove what was made. Returns the vmid."""
         request = job.request
         disk_format = detect_format(downloaded.head)
@@ -500,11 +278,11 @@ class TemplateManager:
         finally:
             await self._remove_staged(volume)
 
-    async def _upload(self, job: _Job, downloaded: Downloaded, content: str, filename: str) -> None:
+    async def _upload(self, job: Job, downloaded: Downloaded, content: str, filename: str) -> None:
         size = downloaded.size
         message = f"copying the image to storage {self.staging_storage}"
         job.publish(self._report(TemplatePhase.IMPORTING, message, 0, size))
-        throttle = _Throttle()
+        throttle = Throttle()
 
         def progress(sent: int, total: int) -> None:
             if throttle() or sent == total:
@@ -525,7 +303,7 @@ class TemplateManager:
             raise TemplateImportError(f"{message}: Proxmox answered {answer.status}: {detail}")
         await self.api.wait(json.loads(answer.data_json), what=message)
 
-    async def _create(self, job: _Job, volume: str, disk_format: str, made: list[int]) -> int:
+    async def _create(self, job: Job, volume: str, disk_format: str, made: list[int]) -> int:
         """Create the VM importing volume; its vmid is in made as soon as Proxmox took the request."""
         request = job.request
         for _attempt in range(CREATE_ATTEMPTS):
