@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 
 from agentclient.proto.flexplane.agent.v1 import agent_pb2
 
-UpdateResult = agent_pb2.UpdateStatus.Result
-
 
 @dataclass
 class RenewalState:

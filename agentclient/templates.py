@@ -79,11 +79,6 @@ def is_template_of(resource: Mapping[str, object], image: str, storage: str) -> 
     )
 
 
-def is_any_template(tags: str | None) -> bool:
-    """Whether a guest's tags mark it as one of flex.plane's image templates."""
-    return TEMPLATE_TAG in split_tags(tags)
-
-
 class TemplatePhase(enum.Enum):
     """Where EnsureTemplate is, in the order the phases come."""
 
@@ -109,11 +104,6 @@ class TemplateProgress:
     message: str = ""
     template_vmid: int = 0
     node: str = ""
-
-    @property
-    def fraction(self) -> float | None:
-        """bytes_done / bytes_total, or None when the total is not known."""
-        return min(self.bytes_done / self.bytes_total, 1.0) if self.bytes_total else None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from agentclient.proto.flexplane.agent.v1 import agent_pb2
 from agentclient.templates import (
     check_image_name,
     check_storage_id,
-    is_any_template,
     is_template_of,
     split_tags,
     template_name,
@@ -99,11 +98,6 @@ def test_a_resource_missing_the_name_a_tag_or_the_type_is_not_the_template(
     assert not is_template_of(resource, "debian-12", "local-lvm")
 
 
-def test_any_flexplane_template_is_recognised_by_its_tag() -> None:
-    assert is_any_template("fp-vdc-demo;fp-template")
-    assert not is_any_template("fp-vdc-demo")
-
-
 def test_a_progress_message_becomes_the_dataclass() -> None:
     message = agent_pb2.TemplateProgress(
         phase=agent_pb2.TemplateProgress.PHASE_DOWNLOADING,
@@ -123,11 +117,6 @@ def test_a_progress_message_of_an_unknown_phase_is_skipped() -> None:
         template_progress(agent_pb2.TemplateProgress(phase=agent_pb2.TemplateProgress.PHASE_UNSPECIFIED))
         is None
     )
-
-
-def test_progress_tells_its_fraction_when_the_total_is_known() -> None:
-    assert TemplateProgress(TemplatePhase.DOWNLOADING, 10, 40).fraction == 0.25
-    assert TemplateProgress(TemplatePhase.DOWNLOADING, 10, 0).fraction is None
 
 
 @pytest.mark.parametrize(
