@@ -6,16 +6,21 @@ token, which never leaves the node. See :mod:`agent.config` for its configuratio
 
 from importlib import metadata, resources
 
+# The distributions that install the agent: its own (flexplane-agent/, on a node) and the whole project's.
+DISTRIBUTIONS = ("flexplane-agent", "flexplane")
+
 
 def _version() -> str:
-    """The version a release artifact is stamped with (agent.release), else the installed package's."""
+    """The version a release artifact is stamped with (agent.release), else the installed distribution's."""
     stamp = resources.files(__name__).joinpath("RELEASE")
     if stamp.is_file():
         return stamp.read_text(encoding="utf-8").strip()
-    try:
-        return metadata.version("flexplane")
-    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
-        return "0.0.0+source"
+    for distribution in DISTRIBUTIONS:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return "0.0.0+source"  # running from a source tree that is not installed
 
 
 __version__ = _version()
