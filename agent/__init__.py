@@ -6,7 +6,8 @@ token, which never leaves the node. See :mod:`agent.config` for its configuratio
 
 from importlib import metadata, resources
 
-# The distributions that install the agent: its own (flexplane-agent/, on a node) and the whole project's.
+# The distributions that install the agent: its own (distributions/flexplane-agent, on a node),
+# and the whole project's.
 DISTRIBUTIONS = ("flexplane-agent", "flexplane")
 
 

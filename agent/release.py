@@ -4,7 +4,7 @@ A release is a zipapp, ``flexplane-agent-<version>.pyz``, of the ``agent`` and `
 packages, stamped with its version (``agent/RELEASE``, which :data:`agent.__version__` prefers
 to the package metadata). It carries no third-party code: it runs on the node's own Python,
 whose environment supplies the packages the ``flexplane-agent`` distribution declares
-(``flexplane-agent/pyproject.toml``: grpcio, aiohttp, cryptography, ...), installed on the node
+(``distributions/flexplane-agent``: grpcio, aiohttp, cryptography, ...), installed on the node
 with it before the bootstrap.
 
 Beside it, ``flexplane-agent-<version>.release.json`` is the signed manifest::

@@ -1,10 +1,11 @@
 """The agent installs on a Proxmox node without the orchestrator's dependencies.
 
-``flexplane-agent/pyproject.toml`` builds the ``flexplane-agent`` distribution from the ``agent``
-and ``agentclient`` packages alone, with only what they import. These tests check that the two
-packages import nothing of the orchestrator's side, that the distribution declares every
-third-party package they import (with the project's own bounds), and, for real, that it installs
-into a clean virtual environment where ``flexplane-agent`` runs and Django is nowhere.
+``distributions/flexplane-agent/pyproject.toml`` builds the ``flexplane-agent`` distribution
+from the ``agent`` and ``agentclient`` packages alone, with only what they import. These tests
+check that the two packages import nothing of the orchestrator's side, that the distribution
+declares every third-party package they import (with the project's own bounds), and, for real,
+that it installs into a clean virtual environment where ``flexplane-agent`` runs and Django is
+nowhere.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from packaging.utils import canonicalize_name
 from agent import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT_PROJECT = ROOT / "flexplane-agent"
+AGENT_PROJECT = ROOT / "distributions" / "flexplane-agent"
 PACKAGES = ("agent", "agentclient")
 # The orchestrator's side, and what only it depends on: never imported by the agent.
 FORBIDDEN = {
