@@ -23,8 +23,8 @@ from agent.allowlist import ALLOWED, NotAllowed, Route, authorize
 from agent.auth import ClientAllowlist, Context, caller_name
 from agent.certs import finish_swap
 from agent.config import AgentConfig, split_listen
-from agent.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
 from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
+from agent.images.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
 from agent.proxmox import (
     ProxmoxBadAnswer,
     ProxmoxClient,

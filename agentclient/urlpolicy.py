@@ -9,7 +9,7 @@ An admin exempts a host from the address checks by allowlisting it, as written i
 the URL (``mirror.internal``) or with its port (``127.0.0.1:8080``, ``[::1]:8080``).
 
 The agent checks the first URL and every redirect target, and checks the addresses
-again when it connects (see ``agent.download``), so that a name cannot resolve to a
+again when it connects (see ``agent.images.download``), so that a name cannot resolve to a
 public address for the check and to a private one for the download.
 
 Image checksums are ``sha256:<hex>`` or ``sha512:<hex>`` (:func:`parse_checksum`).

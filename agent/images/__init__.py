@@ -6,7 +6,7 @@ alone (see :mod:`agentclient.templates`). When there is none it
 1. checks the storages: the template's storage must hold VM disks, and the staging storage
    (``image_staging_storage``) must take ``import`` content (PVE 8.4 and later; preferred)
    or, failing that, ``iso`` content;
-2. downloads the URL under the URL policy and verifies the checksum (:mod:`agent.download`);
+2. downloads the URL under the URL policy and verifies the checksum (:mod:`agent.images.download`);
 3. uploads the verified file to the staging storage (``POST .../storage/{staging}/upload``,
    with the checksum, which Proxmox verifies again);
 4. creates a VM (``POST /nodes/{node}/qemu``) whose disk imports that file onto the storage
@@ -25,8 +25,9 @@ its progress and then reuse its template. The import does not belong to a caller
 goes on when the caller goes away, so that a retry finds it under way or done.
 
 The package's modules: :mod:`~agent.images.request` (the request, checked),
-:mod:`~agent.images.nodeapi` (Proxmox calls and tasks), :mod:`~agent.images.jobs` (one import per
-template, followed by its callers) and :mod:`~agent.images.manager` (the steps above).
+:mod:`~agent.images.download` (step 2), :mod:`~agent.images.nodeapi` (Proxmox calls and tasks),
+:mod:`~agent.images.jobs` (one import per template, followed by its callers) and
+:mod:`~agent.images.manager` (the steps above).
 """
 
 from agent.images.jobs import Interrupted

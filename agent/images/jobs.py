@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
-from agent.download import PROGRESS_INTERVAL
+from agent.images.download import PROGRESS_INTERVAL
 from agent.images.request import EnsureRequest
 from agentclient.templates import TemplatePhase, TemplateProgress
 

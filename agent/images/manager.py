@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agent.download import Downloaded, Downloader, remove_stale_parts
+from agent.images.download import Downloaded, Downloader, remove_stale_parts
 from agent.images.jobs import Job, Throttle
 from agent.images.nodeapi import NodeApi, TemplateImportError
 from agent.images.request import EnsureRequest

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.download import (
+from agent.images import TemplateImportError, detect_format
+from agent.images.download import (
     PART_PREFIX,
     PART_SUFFIX,
     ChecksumMismatchError,
@@ -15,7 +16,6 @@ from agent.download import (
     PolicyResolver,
     remove_stale_parts,
 )
-from agent.images import TemplateImportError, detect_format
 from devstack.images import ImageServer
 
 
