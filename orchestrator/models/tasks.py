@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from django.db import models
 
-RUNNING = "running"
-STOPPED = "stopped"
+from orchestrator.sources.proxmox.values import RUNNING, STOPPED, TaskStatus
+
 # Proxmox ends a task that succeeded with exitstatus "OK", or "WARNINGS: <n>" when it logged warnings.
 _SUCCESS = re.compile(r"^(OK|WARNINGS: \d+)$")
 # A progress figure in a task's log, as qemu-img, the clone and the download workers print it.
@@ -62,10 +61,10 @@ class Upid:
         )
 
 
-def _time(value: Any) -> datetime | None:
+def _time(value: int | None) -> datetime | None:
     try:
-        return datetime.fromtimestamp(int(value), tz=UTC) if value not in (None, "") else None
-    except (TypeError, ValueError, OverflowError):
+        return datetime.fromtimestamp(value, tz=UTC) if value is not None else None
+    except (ValueError, OverflowError, OSError):
         return None
 
 
@@ -122,24 +121,23 @@ class Task(models.Model):
         task_id: str,
         zone: str,
         upid: Upid,
-        status: Mapping[str, Any],
+        status: TaskStatus,
         log: Sequence[str] | None = None,
-        ended_at: datetime | None = None,
     ) -> Task:
-        """Build from ``/nodes/{node}/tasks/{upid}/status`` (and, when read, its log)."""
-        state = STOPPED if status.get("status") == STOPPED else RUNNING
+        """Build from the task's status (and, when read, its log)."""
+        state = STOPPED if status.status == STOPPED else RUNNING
         lines = list(log) if log is not None else None
         return cls(
             id=task_id,
             zone=zone,
             node=upid.node,
             upid=upid.raw,
-            kind=str(status.get("type") or upid.kind),
+            kind=status.kind or upid.kind,
             vmid=upid.vmid,
             status=state,
-            exitstatus=str(status.get("exitstatus") or "") if state == STOPPED else "",
-            started_at=_time(status.get("starttime")) or upid.started_at,
-            ended_at=(_time(status.get("endtime")) or ended_at) if state == STOPPED else None,
+            exitstatus=status.exitstatus if state == STOPPED else "",
+            started_at=_time(status.started) or upid.started_at,
+            ended_at=_time(status.ended) if state == STOPPED else None,
             progress=progress_of(state, lines or []),
             log=lines,
         )

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import models
 
 from orchestrator.models.vms import VDC_TAG_PREFIX
+from orchestrator.sources.proxmox import Guest
 
 POOL_PREFIX = "fp-"
 _MIB = 1024**2
@@ -49,12 +50,12 @@ class Usage:
         return Usage(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
 
     @classmethod
-    def of_guest(cls, item: Mapping[str, Any]) -> Usage:
+    def of_guest(cls, guest: Guest) -> Usage:
         """What one ``/cluster/resources`` guest counts for: its vCPUs, memory, boot disk, and 1 VM."""
         return cls(
-            vcpus=int(item.get("maxcpu") or 0),
-            memory_mib=int(item.get("maxmem") or 0) // _MIB,
-            disk_gb=math.ceil(int(item.get("maxdisk") or 0) / _GIB),
+            vcpus=guest.cpus,
+            memory_mib=guest.memory // _MIB,
+            disk_gb=math.ceil(guest.disk / _GIB),
             vms=1,
         )
 

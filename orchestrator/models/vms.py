@@ -10,36 +10,40 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from django.db import models
+
+from orchestrator.sources.proxmox import Guest, GuestInterface
+from orchestrator.sources.qemu_config import is_tag, parse_tags, render_tags
+
+__all__ = [
+    "COMPUTE_PROFILE_TAG_PREFIX",
+    "GIB",
+    "IDEMPOTENCY_TAG_PREFIX",
+    "IMAGE_TAG_PREFIX",
+    "MIB",
+    "STORAGE_PROFILE_TAG_PREFIX",
+    "VDC_TAG_PREFIX",
+    "VirtualMachine",
+    "idempotency_tag",
+    "is_tag",
+    "parse_tags",
+    "parse_vm_id",
+    "render_tags",
+    "tag_value",
+    "vdc_in",
+    "vdc_of",
+    "vm_id",
+]
 
 VDC_TAG_PREFIX = "fp-vdc-"
 IDEMPOTENCY_TAG_PREFIX = "fp-idem-"
 COMPUTE_PROFILE_TAG_PREFIX = "fp-cp-"
 STORAGE_PROFILE_TAG_PREFIX = "fp-sp-"
 IMAGE_TAG_PREFIX = "fp-img-"
-_TAG_SEPARATORS = re.compile(r"[;, ]+")
-# Proxmox's pve-tag format: what a tag may contain.
-_TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.IGNORECASE)
 GIB = 1024**3
 MIB = 1024**2
-
-
-def parse_tags(raw: str | None) -> list[str]:
-    """Proxmox's tag string (``a;b``; older releases also used ``,`` or spaces) as a list."""
-    return [tag for tag in _TAG_SEPARATORS.split(raw or "") if tag]
-
-
-def join_tags(tags: Iterable[str]) -> str:
-    """Tags as Proxmox stores them, ``;``-separated, without duplicates."""
-    return ";".join(dict.fromkeys(tags))
-
-
-def is_tag(value: str) -> bool:
-    """Whether Proxmox accepts ``value`` as a tag."""
-    return bool(_TAG.match(value))
 
 
 def tag_value(tags: Iterable[str], prefix: str) -> str | None:
@@ -84,18 +88,15 @@ def parse_vm_id(value: str) -> tuple[str, int] | None:
     return (zone, vmid) if vmid >= 100 else None
 
 
-def _addresses(interfaces: Any) -> list[str]:
-    """The IP addresses of ``agent/network-get-interfaces``'s answer, loopback and link-local left out."""
+def _addresses(interfaces: Sequence[GuestInterface]) -> list[str]:
+    """The IP addresses the guest agent reported, loopback and link-local left out."""
     found: list[str] = []
-    if isinstance(interfaces, Mapping):
-        interfaces = interfaces.get("result")
-    for interface in interfaces if isinstance(interfaces, list) else []:
-        if not isinstance(interface, Mapping) or interface.get("name") == "lo":
+    for interface in interfaces:
+        if interface.name == "lo":
             continue
-        for entry in interface.get("ip-addresses") or []:
-            address = str(entry.get("ip-address") or "") if isinstance(entry, Mapping) else ""
+        for address in interface.addresses:
             lowered = address.lower()
-            if not address or lowered.startswith(("127.", "fe80:", "169.254.")) or lowered == "::1":
+            if lowered.startswith(("127.", "fe80:", "169.254.")) or lowered == "::1":
                 continue
             found.append(address)
     return list(dict.fromkeys(found))
@@ -138,29 +139,28 @@ class VirtualMachine(models.Model):
         return round(self.disk_gb * GIB)
 
     @classmethod
-    def from_resource(cls, zone: str, item: Mapping[str, Any]) -> VirtualMachine:
-        """Build from one ``type=qemu`` entry of ``/cluster/resources``."""
-        vmid = int(item["vmid"])
-        tags = parse_tags(item.get("tags"))
+    def from_guest(cls, zone: str, guest: Guest) -> VirtualMachine:
+        """Build from a guest of ``/cluster/resources``."""
+        tags = parse_tags(guest.tags)
         return cls(
-            id=vm_id(zone, vmid),
-            vmid=vmid,
-            name=item.get("name") or f"vm-{vmid}",
-            status=item.get("status", "unknown"),
+            id=vm_id(zone, guest.vmid),
+            vmid=guest.vmid,
+            name=guest.name or f"vm-{guest.vmid}",
+            status=guest.status,
             zone=zone,
-            host=item.get("node", ""),
+            host=guest.node,
             vdc=vdc_of(tags) or "",
-            cores=int(item.get("maxcpu") or 0),
-            memory_mb=int(item.get("maxmem") or 0) // MIB,
-            disk_gb=round(int(item.get("maxdisk") or 0) / GIB, 2),
+            cores=guest.cpus,
+            memory_mb=guest.memory // MIB,
+            disk_gb=round(guest.disk / GIB, 2),
             compute_profile=tag_value(tags, COMPUTE_PROFILE_TAG_PREFIX) or "",
             storage_profile=tag_value(tags, STORAGE_PROFILE_TAG_PREFIX) or "",
             image=tag_value(tags, IMAGE_TAG_PREFIX) or "",
-            lock=str(item.get("lock") or ""),
+            lock=guest.lock,
             tags=tags,
         )
 
-    def with_interfaces(self, interfaces: Any) -> VirtualMachine:
+    def with_interfaces(self, interfaces: Sequence[GuestInterface]) -> VirtualMachine:
         """This VM with the addresses its guest agent reported."""
         self.ip_addresses = _addresses(interfaces)
         return self

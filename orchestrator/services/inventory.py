@@ -1,23 +1,33 @@
-"""The live state of every zone, read once per request: ``/cluster/resources`` of each cluster."""
+"""The live state of every zone, read once per request (``/cluster/resources`` of each cluster), and
+the client of one zone's Proxmox, found from the catalog."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from orchestrator.errors import NotFound
 from orchestrator.models import Host, Zone
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
-from orchestrator.sources.proxmox import proxmox
+from orchestrator.sources.proxmox import ClusterResources, Guest, NodeResource, ZoneApi, proxmox
+
+
+def zone_api(ctx: Context, zone: str) -> ZoneApi:
+    """The zone's Proxmox, through the agents the catalog lists for it; ``NotFound`` for no such zone."""
+    for targets in catalog.zone_targets(ctx):
+        if targets.zone == zone:
+            return ZoneApi(proxmox(), targets)
+    raise NotFound("zone", zone)
 
 
 @dataclass(frozen=True)
 class ZoneResources:
-    """Per zone: its QEMU guests (raw entries), its nodes' status, and its nodes' entries (their usage)."""
+    """Per zone that answered: its ``/cluster/resources``, its VMs (QEMU guests, not templates), and
+    its nodes by name."""
 
-    guests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    nodes: dict[str, dict[str, str]] = field(default_factory=dict)
-    node_entries: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    resources: dict[str, ClusterResources] = field(default_factory=dict)
+    guests: dict[str, tuple[Guest, ...]] = field(default_factory=dict)
+    nodes: dict[str, dict[str, NodeResource]] = field(default_factory=dict)
 
 
 def zone_resources(ctx: Context) -> ZoneResources:
@@ -27,12 +37,10 @@ def zone_resources(ctx: Context) -> ZoneResources:
         fan = proxmox().cluster_resources(catalog.zone_targets(ctx))
         ctx.report_unavailable(list(fan.failures.values()))
         out = ZoneResources()
-        for zone, items in fan.results.items():
-            out.guests[zone] = [i for i in items if i.get("type") == "qemu" and not i.get("template")]
-            out.nodes[zone] = {
-                i["node"]: i.get("status", "unknown") for i in items if i.get("type") == "node"
-            }
-            out.node_entries[zone] = {i["node"]: i for i in items if i.get("type") == "node"}
+        for zone, resources in fan.results.items():
+            out.resources[zone] = resources
+            out.guests[zone] = resources.vms
+            out.nodes[zone] = {n.node: n for n in resources.nodes}
         return out
 
     return ctx.memoize(("inventory", "resources"), read)
@@ -56,6 +64,6 @@ def zone_statuses(ctx: Context) -> list[ZoneStatus]:
     live = zone_resources(ctx)
     by_zone: dict[str, list[HostStatus]] = {}
     for host in catalog.hosts(ctx):
-        nodes = live.nodes.get(host.zone, {})
-        by_zone.setdefault(host.zone, []).append(HostStatus(host, nodes.get(host.node) == "online"))
+        node = live.nodes.get(host.zone, {}).get(host.node)
+        by_zone.setdefault(host.zone, []).append(HostStatus(host, node is not None and node.online))
     return [ZoneStatus(zone, by_zone.get(zone.id, [])) for zone in catalog.zones(ctx)]

@@ -20,18 +20,18 @@ with the fewest VMs of the VDC wins among them, so that one VDC's VMs spread acr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from orchestrator.errors import FlexPlaneError
-from orchestrator.models.vms import VDC_TAG_PREFIX, parse_tags
+from orchestrator.models.vms import VDC_TAG_PREFIX
+from orchestrator.sources.proxmox import ClusterResources, Guest
 
 MIB = 1024**2
 GIB = 1024**3
 # Hosts whose free capacity differs by less than this share are equally free: the spread decides.
 SPREAD_BAND = 0.05
-_GUEST_TYPES = frozenset({"qemu", "lxc"})
 
 
 class PlacementHost(Protocol):
@@ -167,37 +167,21 @@ def _percent(share: float) -> str:
     return f"{math.floor(share * 100)}%"
 
 
-def _by_node(items: Iterable[Mapping[str, Any]], kind: str) -> dict[str, list[Mapping[str, Any]]]:
-    out: dict[str, list[Mapping[str, Any]]] = {}
-    for item in items:
-        if item.get("type") == kind and item.get("node"):
-            out.setdefault(str(item["node"]), []).append(item)
-    return out
-
-
 def host_rooms(
     hosts: Sequence[PlacementHost],
-    resources: Sequence[Mapping[str, Any]],
+    resources: ClusterResources,
     storage: str,
     vdc: str,
     other_storages: Sequence[str] = (),
 ) -> tuple[dict[str, HostRoom], list[Rejection]]:
     """Each host's room from ``/cluster/resources``; hosts that are out of the question are rejected."""
-    nodes = {str(item["node"]): item for item in resources if item.get("type") == "node" and item.get("node")}
-    storages = {
-        str(item["node"]): item
-        for item in resources
-        if item.get("type") == "storage" and item.get("storage") == storage and item.get("node")
-    }
-    available = {
-        (str(item["node"]), str(item["storage"]))
-        for item in resources
-        if item.get("type") == "storage" and item.get("status") == "available" and item.get("node")
-    }
-    guests: dict[str, list[Mapping[str, Any]]] = {}
-    for item in resources:
-        if item.get("type") in _GUEST_TYPES and item.get("node") and not item.get("template"):
-            guests.setdefault(str(item["node"]), []).append(item)
+    nodes = {n.node: n for n in resources.nodes}
+    storages = {s.node: s for s in resources.storages if s.storage == storage}
+    available = {(s.node, s.storage) for s in resources.storages if s.available}
+    guests: dict[str, list[Guest]] = {}
+    for guest in resources.guests:
+        if guest.node and not guest.template:
+            guests.setdefault(guest.node, []).append(guest)
     vdc_tag = f"{VDC_TAG_PREFIX}{vdc}"
 
     rooms: dict[str, HostRoom] = {}
@@ -207,40 +191,39 @@ def host_rooms(
         store = storages.get(host.node)
         if node is None:
             rejected.append(Rejection(host.node, "Proxmox does not report this node in the zone's cluster"))
-        elif node.get("status") != "online":
-            rejected.append(Rejection(host.node, f"the node is {node.get('status') or 'not online'}"))
+        elif not node.online:
+            rejected.append(Rejection(host.node, f"the node is {node.status or 'not online'}"))
         elif host.cordoned:
             rejected.append(Rejection(host.node, "the host is cordoned: it takes no new VMs"))
         elif store is None:
             rejected.append(Rejection(host.node, f"storage {storage} is not configured on this node"))
-        elif store.get("status") != "available":
+        elif not store.available:
             rejected.append(
-                Rejection(host.node, f"storage {storage} is {store.get('status') or 'not available'} here")
+                Rejection(host.node, f"storage {storage} is {store.status or 'not available'} here")
             )
         elif missing := [s for s in other_storages if (host.node, s) not in available]:
             rejected.append(Rejection(host.node, f"storage {', '.join(missing)} is not available here"))
-        elif not node.get("maxmem") or not node.get("maxcpu"):
+        elif not node.maxmem or not node.maxcpu:
             rejected.append(Rejection(host.node, "Proxmox reports no memory or CPU figures for this node"))
         else:
             on_node = guests.get(host.node, [])
-            disk_total = int(store.get("maxdisk") or 0)
             rooms[host.node] = HostRoom(
                 node=host.node,
-                memory_capacity_mib=int(node["maxmem"]) / MIB * host.memory_overcommit,
-                memory_allocated_mib=sum(int(g.get("maxmem") or 0) for g in on_node) / MIB,
-                cpu_capacity=float(node["maxcpu"]) * host.cpu_overcommit,
-                cpu_allocated=float(sum(int(g.get("maxcpu") or 0) for g in on_node)),
-                disk_free_gb=(disk_total - int(store.get("disk") or 0)) / GIB,
-                disk_total_gb=disk_total / GIB,
+                memory_capacity_mib=node.maxmem / MIB * host.memory_overcommit,
+                memory_allocated_mib=sum(g.memory for g in on_node) / MIB,
+                cpu_capacity=float(node.maxcpu) * host.cpu_overcommit,
+                cpu_allocated=float(sum(g.cpus for g in on_node)),
+                disk_free_gb=(store.total - store.used) / GIB,
+                disk_total_gb=store.total / GIB,
                 memory_overcommit=host.memory_overcommit,
                 cpu_overcommit=host.cpu_overcommit,
-                vdc_vms=sum(1 for g in on_node if vdc_tag in parse_tags(g.get("tags"))),
+                vdc_vms=sum(1 for g in on_node if vdc_tag in g.tag_list),
             )
     return rooms, rejected
 
 
 def place(
-    request: PlacementRequest, hosts: Sequence[PlacementHost], resources: Sequence[Mapping[str, Any]]
+    request: PlacementRequest, hosts: Sequence[PlacementHost], resources: ClusterResources
 ) -> Placement:
     """The host of ``request.zone`` that takes the VM, with the reasons; ``NoCapacity`` when none fits."""
     zone_hosts = sorted((h for h in hosts if h.zone == request.zone), key=lambda h: h.node)

@@ -14,42 +14,28 @@ deleted VM's tags and pool membership go with it (the orchestrator keeps no reco
 nothing says whose a freed VMID's tasks were; its next guest may be another VDC's. The ids a
 mutation answered for them stay readable with :func:`get_task`.
 
-``ZoneApi`` is how services speak to one zone's Proxmox: the source's ``ProxmoxZone`` (guests, config,
-power, disks, tasks in domain terms, Proxmox's failures as domain errors), found from the catalog, plus
-following tasks to their end and cloud-init snippets written on a node through its own agent.
+Following a task a write started to its end (:func:`run`) is here too: the id it answers with is this
+module's to make. The zone's Proxmox itself is ``sources.proxmox.ZoneApi`` (``inventory.zone_api``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
-from typing import Any, TypeVar
 
 from django.core import signing
 
-from agentclient import (
-    AgentDeadlineExceeded,
-    AgentError,
-    AgentTarget,
-    AgentUnavailable,
-    ProxmoxUnreachable,
-    host_identity,
-)
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
 from orchestrator.models.tasks import Task, Upid
 from orchestrator.models.vms import parse_vm_id, vdc_in
-from orchestrator.services import access, catalog, inventory
+from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
-from orchestrator.sources.proxmox import ProxmoxZone, ZoneTargets, is_lock_message, proxmox
-
-T = TypeVar("T")
+from orchestrator.sources.proxmox import TaskEntry, ZoneApi, ZoneTargets, is_lock_message, proxmox
 
 _SALT = "flexplane.orchestrator.task"
 # The most log lines a task answer carries (Proxmox sends 50 unless asked for more).
 LOG_LIMIT = 1000
-# Writing or removing a snippet is one small file on the node.
-SNIPPET_TIMEOUT = 15.0
 _POLL_FIRST = 0.05
 _POLL_MAX = 1.0
 
@@ -99,19 +85,10 @@ def encode_task_id(zone: str, upid: str, vdc: str) -> str:
     return _signer().sign_object([zone, upid, vdc], compress=False)
 
 
-def _payload(value: str) -> Any:
-    """What an id says, checked: as signed now, or with the timestamp earlier versions added (the
-    ids they handed out keep working)."""
-    try:
-        return _signer().unsign_object(value)
-    except (signing.BadSignature, ValueError, TypeError):
-        return signing.loads(value, salt=_SALT)
-
-
 def decode_task_id(value: str) -> tuple[str, Upid, str]:
     """``(zone, upid, vdc)`` of an id this API handed out; ``NotFound`` for anything else."""
     try:
-        zone, raw, vdc = _payload(value)
+        zone, raw, vdc = _signer().unsign_object(value)
     except (signing.BadSignature, ValueError, TypeError):
         raise NotFound("task", value) from None
     upid = Upid.parse(str(raw)) if isinstance(raw, str) else None
@@ -120,115 +97,58 @@ def decode_task_id(value: str) -> tuple[str, Upid, str]:
     return zone, upid, vdc
 
 
-# --------------------------------------------------------------------------- one zone
+# --------------------------------------------------------------------------- following a task
 
 
-class ZoneApi(ProxmoxZone):
-    """One zone's Proxmox as the services use it: the source's zone client, plus tasks and snippets."""
+def read_task(api: ZoneApi, task_id: str, upid: Upid, *, log: bool = False) -> Task:
+    """A task as its status says (with its log when ``log``); ``NotFound`` when Proxmox knows none."""
+    status = api.task_status(upid.node, upid.raw)
+    lines = api.task_log(upid.node, upid.raw, LOG_LIMIT) if log else None
+    task = Task.from_status(task_id, api.zone, upid, status, lines)
+    if task.status == "stopped" and task.ended_at is None and log:
+        task.ended_at = _ended_at(api, upid)
+    return task
 
-    def __init__(self, ctx: Context, zone: str) -> None:
-        targets = {z.zone: z for z in catalog.zone_targets(ctx)}
-        if zone not in targets:
-            raise NotFound("zone", zone)
-        super().__init__(proxmox(), targets[zone])
 
-    # ----------------------------------------------------------- snippets
+def _ended_at(api: ZoneApi, upid: Upid) -> datetime | None:
+    """When a finished task ended: only Proxmox's task list says (its status does not)."""
+    try:
+        listing = api.tasks(upid.node, limit=500, since=int(upid.started_at.timestamp()), vmid=upid.vmid)
+    except (UpstreamFailure, Unavailable):
+        return None  # the end time is a detail: the task itself was read
+    for entry in listing:
+        if entry.upid == upid.raw and entry.status.ended:
+            return datetime.fromtimestamp(entry.status.ended, tz=upid.started_at.tzinfo)
+    return None
 
-    def _own_agent(self, node: str) -> AgentTarget:
-        """The agent of ``node`` itself: a snippet lives on the node's own storage, so no failover."""
-        identity = host_identity(self.zone, node)
-        for target in self.targets.targets:
-            if target.identity == identity:
-                return target
-        raise Unavailable(f"{self.zone}/{node}", f"host {node} of zone {self.zone} is not in the catalog")
 
-    def _snippet_call(self, node: str, doing: str, call: Callable[[AgentTarget], T]) -> T:
-        where = f"{self.zone}/{node}"
-        target = self._own_agent(node)
-        try:
-            return call(target)
-        except (AgentUnavailable, ProxmoxUnreachable, AgentDeadlineExceeded) as exc:
-            raise Unavailable(where, f"{doing} on host {node}: {exc}") from exc
-        except AgentError as exc:
-            raise UpstreamFailure(where, f"{doing} on host {node}: {exc}") from exc
+def wait(api: ZoneApi, task_id: str, upid: Upid, timeout: float) -> Task:
+    """The task once it ended, or as it is when ``timeout`` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    delay = _POLL_FIRST
+    while True:
+        task = Task.from_status(task_id, api.zone, upid, api.task_status(upid.node, upid.raw))
+        if not task.running or time.monotonic() + delay > deadline:
+            return task
+        time.sleep(delay)
+        delay = min(delay * 2, _POLL_MAX)
 
-    def write_snippet(self, node: str, name: str, content: bytes) -> str:
-        """Write the cloud-init snippet ``name`` on ``node`` (through its own agent); its volume id."""
-        return self._snippet_call(
-            node,
-            f"writing cloud-init snippet {name}",
-            lambda target: proxmox().pool.write_snippet(target, name, content, timeout=SNIPPET_TIMEOUT),
-        )
 
-    def delete_snippet(self, node: str, name: str) -> None:
-        """Remove the cloud-init snippet ``name`` from ``node``; a missing one is no error."""
-        self._snippet_call(
-            node,
-            f"removing cloud-init snippet {name}",
-            lambda target: proxmox().pool.delete_snippet(target, name, timeout=SNIPPET_TIMEOUT),
-        )
+def started(zone: str, answer: str | None, vdc: str, doing: str) -> tuple[str, Upid]:
+    """The id and UPID of the task a write answered with."""
+    upid = Upid.parse(answer) if answer is not None else None
+    if upid is None:
+        raise UpstreamFailure(zone, f"{doing}: Proxmox answered {answer!r} instead of a task id")
+    return encode_task_id(zone, upid.raw, vdc), upid
 
-    # -------------------------------------------------------------- tasks
 
-    def status_of(self, upid: Upid) -> dict[str, Any]:
-        try:
-            data = self.task_status(upid.node, upid.raw)
-        except UpstreamFailure as exc:
-            if "unable to parse worker upid" in exc.message or "no such task" in exc.message:
-                raise NotFound("task", upid.raw) from exc
-            raise
-        return data if isinstance(data, dict) else {}
-
-    def log_of(self, upid: Upid) -> list[str]:
-        data = self.task_log(upid.node, upid.raw, LOG_LIMIT)
-        return [str(line.get("t", "")) for line in data or [] if isinstance(line, dict)]
-
-    def task_ended_at(self, upid: Upid) -> datetime | None:
-        """When a finished task ended: only Proxmox's task list says (its status does not)."""
-        params = {"since": str(int(upid.started_at.timestamp())), "limit": "500", "source": "all"}
-        if upid.vmid is not None:
-            params["vmid"] = str(upid.vmid)
-        try:
-            listing = self.tasks(upid.node, params)
-        except (UpstreamFailure, Unavailable):
-            return None  # the end time is a detail: the task itself was read
-        for entry in listing or []:
-            if isinstance(entry, dict) and entry.get("upid") == upid.raw and entry.get("endtime"):
-                return datetime.fromtimestamp(int(entry["endtime"]), tz=upid.started_at.tzinfo)
-        return None
-
-    def task(self, task_id: str, upid: Upid, *, log: bool = False) -> Task:
-        status = self.status_of(upid)
-        task = Task.from_status(task_id, self.zone, upid, status, self.log_of(upid) if log else None)
-        if task.status == "stopped" and task.ended_at is None and log:
-            task.ended_at = self.task_ended_at(upid)
-        return task
-
-    def wait(self, task_id: str, upid: Upid, timeout: float) -> Task:
-        """The task once it ended, or as it is when ``timeout`` seconds have passed."""
-        deadline = time.monotonic() + timeout
-        delay = _POLL_FIRST
-        while True:
-            task = Task.from_status(task_id, self.zone, upid, self.status_of(upid))
-            if not task.running or time.monotonic() + delay > deadline:
-                return task
-            time.sleep(delay)
-            delay = min(delay * 2, _POLL_MAX)
-
-    def started(self, answer: Any, vdc: str, doing: str) -> tuple[str, Upid]:
-        """The id and UPID of the task a write answered with."""
-        upid = Upid.parse(answer) if isinstance(answer, str) else None
-        if upid is None:
-            raise UpstreamFailure(self.zone, f"{doing}: Proxmox answered {answer!r} instead of a task id")
-        return encode_task_id(self.zone, upid.raw, vdc), upid
-
-    def run(self, answer: Any, vdc: str, doing: str, timeout: float) -> Task:
-        """Follow the task a write started to its end (or ``timeout``); its ``TASK ERROR`` is raised."""
-        task_id, upid = self.started(answer, vdc, doing)
-        task = self.wait(task_id, upid, timeout)
-        if task.failed:
-            raise task_failure(self.zone, task, doing)
-        return task
+def run(api: ZoneApi, answer: str | None, vdc: str, doing: str, timeout: float) -> Task:
+    """Follow the task a write started to its end (or ``timeout``); its ``TASK ERROR`` is raised."""
+    task_id, upid = started(api.zone, answer, vdc, doing)
+    task = wait(api, task_id, upid, timeout)
+    if task.failed:
+        raise task_failure(api.zone, task, doing)
+    return task
 
 
 # --------------------------------------------------------------------------- the query
@@ -241,11 +161,11 @@ def get_task(ctx: Context, task_id: str) -> Task:
     if vdcs is not None and vdc not in vdcs:
         raise NotFound("task", task_id)
     try:
-        api = ZoneApi(ctx, zone)
+        api = inventory.zone_api(ctx, zone)
     except NotFound:
         raise NotFound("task", task_id) from None
     try:
-        return api.task(task_id, upid, log=True)
+        return read_task(api, task_id, upid, log=True)
     except NotFound:
         raise NotFound("task", task_id) from None
 
@@ -281,12 +201,12 @@ MAX_TASKS = 100
 # own listing asks for that VM's alone. More than MAX_TASKS: Proxmox orders its list by start time in
 # whole seconds, so the tasks of one second may come in any order, and its cut is not ours.
 NODE_TASKS = 200
-# A node's latest tasks, the running ones with them.
-LISTING = {"limit": str(NODE_TASKS), "source": "all"}
 VM = "virtual machine"
 
 # (zone, node) -> VMID -> the VDC of the VM that holds it there now
 Owners = dict[tuple[str, str], dict[int, str]]
+# (zone, node) -> the VMID whose tasks alone to list there (None: every task of the node)
+Listings = dict[tuple[str, str], int | None]
 
 
 def recent_tasks(ctx: Context, *, first: int | None = None, vm: str | None = None) -> list[Task]:
@@ -301,16 +221,17 @@ def recent_tasks(ctx: Context, *, first: int | None = None, vm: str | None = Non
     if not 1 <= size <= MAX_TASKS:
         raise ValidationFailed("first", f"'first' must be between 1 and {MAX_TASKS}")
     visible = access.visible_vdcs(ctx)
+    listings: Listings
     if vm is None:
         owners = _owners(ctx, visible)
-        params = {key: dict(LISTING) for key in owners}
+        listings = dict.fromkeys(owners)
     else:
         zone, node, vmid, vdc = _visible_vm(ctx, vm, visible)
         owners = {(zone, node): {vmid: vdc}}
-        params = {(zone, node): {**LISTING, "vmid": str(vmid)}}
+        listings = {(zone, node): vmid}
     found = [
         pair
-        for (zone, node), listing in _node_listings(ctx, params).items()
+        for (zone, node), listing in _node_listings(ctx, listings).items()
         for pair in _tasks_of(zone, owners[zone, node], listing)
     ]
     # Newest first: by start (whole seconds), then, on one node, by the worker's start.
@@ -322,10 +243,10 @@ def _owners(ctx: Context, visible: frozenset[str] | None) -> Owners:
     """Where the visible VDCs' VMs are, from the request's ``/cluster/resources`` (one call per zone)."""
     owners: Owners = {}
     for zone, guests in inventory.zone_resources(ctx).guests.items():
-        for item in guests:
-            vdc = vdc_in(item.get("tags"))
-            if vdc is not None and (visible is None or vdc in visible) and item.get("node"):
-                owners.setdefault((zone, str(item["node"])), {})[int(item["vmid"])] = vdc
+        for guest in guests:
+            vdc = vdc_in(guest.tags)
+            if vdc is not None and (visible is None or vdc in visible) and guest.node:
+                owners.setdefault((zone, guest.node), {})[guest.vmid] = vdc
     return owners
 
 
@@ -336,37 +257,33 @@ def _visible_vm(ctx: Context, ident: str, visible: frozenset[str] | None) -> tup
         raise NotFound(VM, ident)
     zone, vmid = parsed
     try:
-        api = ZoneApi(ctx, zone)
+        api = inventory.zone_api(ctx, zone)
     except NotFound:
         raise NotFound(VM, ident) from None
-    for item in api.resources("vm"):
-        if item.get("type") == "qemu" and str(item.get("vmid")) == str(vmid) and not item.get("template"):
-            vdc = vdc_in(item.get("tags"))
-            if vdc is not None and (visible is None or vdc in visible) and item.get("node"):
-                return zone, str(item["node"]), vmid, vdc
+    guest = api.resources("vm").vm(vmid)
+    vdc = vdc_in(guest.tags) if guest is not None else None
+    if guest is not None and vdc is not None and (visible is None or vdc in visible) and guest.node:
+        return zone, guest.node, vmid, vdc
     raise NotFound(VM, ident)
 
 
-def _node_listings(
-    ctx: Context, params: dict[tuple[str, str], dict[str, str]]
-) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def _node_listings(ctx: Context, listings: Listings) -> dict[tuple[str, str], list[TaskEntry]]:
     """``/nodes/{node}/tasks`` of each ``(zone, node)``, in parallel under the zone deadline.
 
     A node that does not answer in time, or at all, is reported on ``ctx`` as ``<zone>/<node>``.
     """
-    apis = {zone: ZoneApi(ctx, zone) for zone in {zone for zone, _ in params}}
-    nodes = {f"{zone}/{node}": (zone, node) for zone, node in params}
+    apis = {zone: inventory.zone_api(ctx, zone) for zone in {zone for zone, _ in listings}}
+    nodes = {f"{zone}/{node}": (zone, node) for zone, node in listings}
 
-    def read(key: ZoneTargets, _deadline_at: float) -> list[dict[str, Any]]:
+    def read(key: ZoneTargets, _deadline_at: float) -> list[TaskEntry]:
         # The read's own deadline (the zone's) starts as the fan-out's does.
         zone, node = nodes[key.zone]
         try:
-            listing = apis[zone].tasks(node, params[zone, node])
+            return apis[zone].tasks(node, limit=NODE_TASKS, vmid=listings[zone, node])
         except (Unavailable, UpstreamFailure) as exc:
             raise Unavailable(
                 key.zone, f"the task list of host {node} of zone {zone} could not be read: {exc.message}"
             ) from exc
-        return [entry for entry in listing or [] if isinstance(entry, dict)]
 
     # The fan-out keys its answers by the targets' name: here one per node, "<zone>/<node>".
     fan = proxmox().fan_out(
@@ -376,31 +293,16 @@ def _node_listings(
     return {nodes[key]: listing for key, listing in fan.results.items()}
 
 
-def _tasks_of(zone: str, owners: dict[int, str], listing: list[dict[str, Any]]) -> list[tuple[Upid, Task]]:
+def _tasks_of(zone: str, owners: dict[int, str], listing: list[TaskEntry]) -> list[tuple[Upid, Task]]:
     """The tasks of one node's listing that act on the guests holding ``owners``' VMIDs there now."""
-    entries = {
-        upid: entry for entry in listing if (upid := Upid.parse(str(entry.get("upid") or ""))) is not None
-    }
+    entries = {upid: entry for entry in listing if (upid := Upid.parse(entry.upid)) is not None}
     # Not those of an earlier guest of the same VMID (another VDC's, maybe): they are not the VDC's.
     kept: list[tuple[Upid, Task]] = []
     for upid in of_the_guests_now(entries, owners):
         if upid.vmid is not None:  # always: these are tasks of the owners' VMIDs
             task_id = encode_task_id(zone, upid.raw, owners[upid.vmid])
-            kept.append((upid, Task.from_status(task_id, zone, upid, _as_status(entries[upid]))))
+            kept.append((upid, Task.from_status(task_id, zone, upid, entries[upid].status)))
     return kept
-
-
-def _as_status(entry: dict[str, Any]) -> dict[str, Any]:
-    """A task of ``/nodes/{node}/tasks`` in the shape of its status endpoint (the listing puts the
-    exit status in ``status`` once ended, and has no ``status`` while the task runs)."""
-    ended = "endtime" in entry or "status" in entry
-    return {
-        "status": "stopped" if ended else "running",
-        "exitstatus": entry.get("status", ""),
-        "type": entry.get("type"),
-        "starttime": entry.get("starttime"),
-        "endtime": entry.get("endtime"),
-    }
 
 
 def task_log(ctx: Context, task: Task) -> list[str]:
@@ -412,7 +314,7 @@ def task_log(ctx: Context, task: Task) -> list[str]:
         return []
 
     def read() -> list[str]:
-        return ZoneApi(ctx, task.zone).log_of(upid)
+        return inventory.zone_api(ctx, task.zone).task_log(upid.node, upid.raw, LOG_LIMIT)
 
     lines: list[str] = ctx.memoize(("task-log", task.id, task.status), read)
     task.with_log(lines)

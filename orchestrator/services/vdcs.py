@@ -28,11 +28,11 @@ from orchestrator.errors import (
     ValidationFailed,
 )
 from orchestrator.models import Usage, Vdc
-from orchestrator.models.vms import parse_tags, vdc_of
+from orchestrator.models.vms import vdc_in
 from orchestrator.services import access, catalog, inventory, locks
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import kube
-from orchestrator.sources.proxmox import ProxmoxZone, ZoneTargets, proxmox
+from orchestrator.sources.proxmox import Guest, ZoneApi, ZoneTargets, proxmox
 
 logger = logging.getLogger(__name__)
 
@@ -82,15 +82,16 @@ def get_vdc(ctx: Context, vdc_id: str) -> Vdc:
     raise NotFound("VDC", vdc_id)
 
 
-def _tally(guests: Mapping[str, Iterable[Mapping[str, Any]]]) -> Tally:
+def _tally(guests: Mapping[str, Iterable[Guest]]) -> Tally:
+    """Per VDC and zone, what its VMs use (``guests``: each zone's VMs)."""
     out: Tally = {}
-    for zone, items in guests.items():
-        for item in items:
-            vdc = vdc_of(parse_tags(item.get("tags")))
+    for zone, vms in guests.items():
+        for guest in vms:
+            vdc = vdc_in(guest.tags)
             if vdc is None:
                 continue
             per_zone = out.setdefault(vdc, {})
-            per_zone[zone] = per_zone.get(zone, Usage()) + Usage.of_guest(item)
+            per_zone[zone] = per_zone.get(zone, Usage()) + Usage.of_guest(guest)
     return out
 
 
@@ -106,12 +107,7 @@ def _fresh(ctx: Context, why: str) -> Tally:
         zone, failure = next(iter(sorted(fan.failures.items())))
         missing = ", ".join(sorted(fan.failures))
         raise Unavailable(zone, f"cannot {why}: zone(s) {missing} did not answer ({failure.message})")
-    return _tally(
-        {
-            zone: [i for i in items if i.get("type") == "qemu" and not i.get("template")]
-            for zone, items in fan.results.items()
-        }
-    )
+    return _tally({zone: resources.vms for zone, resources in fan.results.items()})
 
 
 def _total(per_zone: Mapping[str, Usage]) -> Usage:
@@ -254,7 +250,7 @@ def _targets(ctx: Context) -> dict[str, ZoneTargets]:
 def _create_pool(target: ZoneTargets, vdc: Vdc) -> bool:
     """Create the VDC's pool in a zone; False when it was there already (that is fine)."""
     try:
-        ProxmoxZone(proxmox(), target).create_pool(vdc.pool, f"flex.plane VDC {vdc.id}")
+        ZoneApi(proxmox(), target).create_pool(vdc.pool, f"flex.plane VDC {vdc.id}")
     except UpstreamFailure as exc:
         if "already exists" in exc.message:
             return False
@@ -265,7 +261,7 @@ def _create_pool(target: ZoneTargets, vdc: Vdc) -> bool:
 def _delete_pool(target: ZoneTargets, pool: str) -> None:
     """Delete a pool from a zone; one that is not there is fine."""
     try:
-        ProxmoxZone(proxmox(), target).delete_pool(pool)
+        ZoneApi(proxmox(), target).delete_pool(pool)
     except UpstreamFailure as exc:
         if "does not exist" not in exc.message:
             raise

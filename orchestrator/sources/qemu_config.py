@@ -291,9 +291,6 @@ class QemuConfig:
     # Every key the config has, drives and the rest (a free slot is one not among them).
     keys: frozenset[str] = field(default_factory=frozenset)
 
-    def drive(self, key: str) -> Drive | None:
-        return next((d for d in self.drives if d.key == key), None)
-
     @property
     def boot_disk(self) -> Drive | None:
         """The disk it boots from: the first disk of the boot order, else the first disk by bus and index."""

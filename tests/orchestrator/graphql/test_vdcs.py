@@ -11,6 +11,7 @@ import pytest
 from devstack.world import World
 from orchestrator.models import Usage
 from orchestrator.models.vms import parse_tags, vdc_of
+from orchestrator.sources.proxmox import Guest
 from tests.support import GraphQL
 
 ZONES = ("zone-a", "zone-b")
@@ -42,7 +43,7 @@ def proxmox_usage(world: World, vdc_id: str) -> dict[str, int]:
     total = Usage()
     for zone in ZONES:
         for item in world.fakes.on_loop(read, world.fakes[zone].pve):
-            total = total + Usage.of_guest(item)
+            total = total + Usage.of_guest(Guest.from_resource({"type": "qemu", "vmid": 100, **item}))
     return {"vcpus": total.vcpus, "memoryMib": total.memory_mib, "diskGb": total.disk_gb, "vms": total.vms}
 
 

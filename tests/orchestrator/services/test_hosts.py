@@ -13,7 +13,6 @@ from devstack.world import World
 from orchestrator.auth import Principal
 from orchestrator.services import catalog, hosts, inventory, vms
 from orchestrator.services.context import Context
-from orchestrator.services.tasks import ZoneApi
 from orchestrator.sources import kube as kube_module
 from orchestrator.sources import proxmox as proxmox_module
 from orchestrator.sources.kube import KubeSource
@@ -64,7 +63,7 @@ def test_nothing_dials_a_host_that_is_no_longer_in_the_catalog(pool: RecordingPo
             ctx = admin()
             inventory.zone_statuses(ctx)
             details = hosts.host_details(ctx)
-            ZoneApi(ctx, "zone-b").resources()
+            inventory.zone_api(ctx, "zone-b").resources()
             vms.list_vms(ctx)
             assert ctx.unavailable == []
             assert "zone-b/pve3" not in {d.host.key for d in details}

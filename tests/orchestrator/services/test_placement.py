@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 
 from orchestrator.models import Host
-from orchestrator.services.placement import NoCapacity, PlacementRequest, place
+from orchestrator.services import placement
+from orchestrator.services.placement import NoCapacity, Placement, PlacementRequest
+from orchestrator.sources.proxmox import ClusterResources
 
 GIB = 1024**3
 MIB = 1024**2
+_vmids = itertools.count(100)
 
 
 def host(node: str, *, zone: str = "z", cordoned: bool = False, mem: float = 1.0, cpu: float = 1.0) -> Host:
@@ -47,6 +51,7 @@ def guest(
 ) -> dict[str, Any]:
     item: dict[str, Any] = {
         "type": "qemu",
+        "vmid": next(_vmids),
         "node": on,
         "maxmem": mem_mib * MIB,
         "maxcpu": cpus,
@@ -62,6 +67,11 @@ def cluster(*names: str, **kwargs: Any) -> list[dict[str, Any]]:
     for name in names:
         out += [node(name, **kwargs), storage("local-lvm", on=name), storage("local", on=name)]
     return out
+
+
+def place(request: PlacementRequest, hosts: list[Host], resources: list[dict[str, Any]]) -> Placement:
+    """Placement fed ``/cluster/resources`` as Proxmox answers it (through the source's parsing)."""
+    return placement.place(request, hosts, ClusterResources.parse(resources))
 
 
 def request(**kwargs: Any) -> PlacementRequest:

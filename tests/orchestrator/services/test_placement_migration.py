@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.services.placement import NoCapacity, place
-from tests.orchestrator.services.test_placement import cluster, host, request, storage
+from orchestrator.services.placement import NoCapacity
+from tests.orchestrator.services.test_placement import cluster, host, place, request, storage
 
 
 def test_a_host_without_every_storage_of_the_vms_disks_is_rejected() -> None:

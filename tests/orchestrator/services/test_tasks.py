@@ -75,10 +75,10 @@ def test_a_task_has_one_id_however_often_it_is_encoded() -> None:
     assert (zone, parsed.raw, vdc) == ("zone-a", UPID, "demo")
 
 
-def test_ids_handed_out_with_a_timestamp_by_earlier_versions_still_read() -> None:
-    earlier = signing.dumps(["zone-a", UPID, "demo"], salt="flexplane.orchestrator.task", compress=False)
-    zone, parsed, vdc = decode_task_id(earlier)
-    assert (zone, parsed.raw, vdc) == ("zone-a", UPID, "demo")
+def test_only_the_signed_form_without_a_timestamp_is_an_id() -> None:
+    timestamped = signing.dumps(["zone-a", UPID, "demo"], salt="flexplane.orchestrator.task", compress=False)
+    with pytest.raises(NotFound):
+        decode_task_id(timestamped)
 
 
 def test_an_id_edited_by_hand_or_signed_with_another_key_is_not_found() -> None:

@@ -24,6 +24,7 @@ from orchestrator.models import Usage
 from orchestrator.models.vms import parse_tags, vdc_of
 from orchestrator.services import vdcs
 from orchestrator.sources.kube import KubeSource
+from orchestrator.sources.proxmox import Guest
 from tests.orchestrator.services.conftest import MakeContext
 
 ZONES = ("zone-a", "zone-b")
@@ -51,7 +52,7 @@ def proxmox_usage(world: World, vdc_id: str) -> tuple[Usage, dict[str, int]]:
     counts: dict[str, int] = {}
     for zone in ZONES:
         for item in world.fakes.on_loop(read, world.fakes[zone].pve):
-            total = total + Usage.of_guest(item)
+            total = total + Usage.of_guest(Guest.from_resource({"type": "qemu", "vmid": 100, **item}))
             counts[zone] = counts.get(zone, 0) + 1
     return total, counts
 

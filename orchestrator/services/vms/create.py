@@ -1,0 +1,289 @@
+"""Creating a VM: the template on the host, the clone, its configuration, its start.
+
+A create follows ARCHITECTURE.md's flow. Under the VDC's lock (which serializes creates of one VDC
+across replicas): an existing VM of the same idempotency key or name is returned instead of a second
+one; the quota is checked against the VDC's live usage; placement picks the host; the VM is cloned
+from the image's template and tagged, so that it is visible (and counted) before the lock is
+released. Then, outside the lock, it is configured (profile, cloud-init), its disk grown, and started.
+Whatever fails after the clone removes the VM again, so that nothing half-made is left behind.
+
+A tenant's own cloud-init data (``user_data``) reaches the VM as cloud-init *vendor* data: Proxmox reads
+custom cloud-init only from a snippet file on the node, so the node's agent writes it as
+``fp-<vdc>-<vmid>-vendor.yaml`` and the VM's ``cicustom`` names it. Proxmox keeps generating the user
+data (user, SSH keys, network), and cloud-init merges the tenant's cloud-config in. The snippet goes
+with the VM: a failed create and a delete remove it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Mapping
+
+from orchestrator.errors import FlexPlaneError, Unavailable, UpstreamFailure
+from orchestrator.models import Host, Vdc
+from orchestrator.models.tasks import Task
+from orchestrator.models.vms import VirtualMachine, render_tags, vdc_in
+from orchestrator.services import catalog, inventory, tasks, vdcs
+from orchestrator.services.context import Context
+from orchestrator.services.placement import place
+from orchestrator.services.vms.lifecycle import (
+    TASK_TIMEOUT,
+    destroy,
+    grow,
+    power,
+    remove_vendor_data,
+    vendor_snippet_name,
+)
+from orchestrator.services.vms.listing import reread
+from orchestrator.services.vms.plan import (
+    Created,
+    CreateVm,
+    Plan,
+    everything_now,
+    existing,
+    marker,
+    plan,
+    still_held,
+    usage,
+    vdc_lock,
+)
+from orchestrator.sources.proxmox import (
+    DHCP,
+    ClusterResources,
+    ConfigChange,
+    Drive,
+    Guest,
+    QemuConfig,
+    Template,
+    ZoneApi,
+)
+
+logger = logging.getLogger(__name__)
+
+CLONE_TIMEOUT = 300.0
+# Downloading and importing an image the first time it is used on a host.
+TEMPLATE_TIMEOUT = 1800.0
+# Concurrent creates in one zone can be handed the same next free VMID: the loser asks again.
+VMID_ATTEMPTS = 8
+
+
+def _host(ctx: Context, zone: str, node: str) -> Host:
+    for host in catalog.hosts(ctx):
+        if host.zone == zone and host.node == node:
+            return host
+    raise Unavailable(f"{zone}/{node}", f"host {node} of zone {zone} is no longer in the catalog")
+
+
+def ensure_template(ctx: Context, api: ZoneApi, plan: Plan, node: str) -> Template:
+    """The image's template on ``node`` (downloaded and imported by the host's agent the first time)."""
+    _host(ctx, plan.zone, node)
+    image = plan.image
+    return api.ensure_template(
+        node, image.name, image.source_url, image.checksum, plan.storage, timeout=TEMPLATE_TIMEOUT
+    )
+
+
+def clone(api: ZoneApi, plan: Plan, template: Template, node: str) -> tuple[int, Task]:
+    """A linked clone of the template on ``node``, in the VDC's pool; retried on a VMID taken meanwhile."""
+    for attempt in range(VMID_ATTEMPTS):
+        vmid = api.next_vmid()
+        try:
+            answer = api.clone(
+                template.node,
+                template.vmid,
+                vmid,
+                name=plan.name,
+                pool=plan.vdc.pool,
+                description=plan.description,
+                target=node if template.node != node else None,
+            )
+        except UpstreamFailure as exc:
+            # Another create took the id between nextid and clone: nothing was made, ask again.
+            if "already exists" in exc.message and attempt + 1 < VMID_ATTEMPTS:
+                time.sleep(random.uniform(0.01, 0.1))  # noqa: S311 - jitter, not security
+                continue
+            raise
+        try:
+            task = tasks.run(api, answer, plan.vdc.id, f"cloning VM {plan.name}", CLONE_TIMEOUT)
+            if task.running:
+                raise Unavailable(
+                    f"{api.zone}/{template.node}",
+                    f"the clone of VM {plan.name} ({api.zone}/{vmid}) did not end within {CLONE_TIMEOUT:g} s",
+                )
+        except FlexPlaneError as exc:
+            discard(api, plan, vmid, exc, tagged=False)
+            raise
+        return vmid, task
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def configuration(
+    plan: Plan, config: QemuConfig, cicustom: str | None, zone: str
+) -> tuple[ConfigChange, Drive]:
+    """The change that gives the clone its profile, cloud-init and I/O limits, and its boot disk."""
+    disk = config.boot_disk
+    if disk is None:
+        raise UpstreamFailure(zone, "the VM has no disk to boot from: its template has none")
+    drives: list[Drive] = []
+    if not config.has_cloud_init_drive:
+        slot = config.free_cloud_init_slot
+        if slot is None:
+            raise UpstreamFailure(zone, "the VM has no free IDE slot for its cloud-init drive")
+        drives.append(Drive(slot, f"{plan.storage}:cloudinit"))
+    limits = plan.storage_profile.disk_limits()
+    if limits:
+        drives.append(disk.with_options({option: str(value) for option, value in limits.items()}))
+    change = ConfigChange(
+        cores=plan.compute.vcpus,
+        sockets=1,
+        memory_mib=plan.compute.memory_mib,
+        cpu=plan.compute.cpu_type,
+        guest_agent=True,
+        ciuser=plan.image.default_user,
+        ipconfigs=((0, DHCP),),
+        ssh_keys=tuple(plan.ssh_keys),
+        cicustom=cicustom,
+        drives=tuple(drives),
+    )
+    return change, disk
+
+
+def configure(api: ZoneApi, plan: Plan, node: str, vmid: int, cicustom: str | None) -> Drive:
+    """Profile, cloud-init and I/O limits in one config write; answers the boot disk."""
+    change, disk = configuration(plan, api.config(node, vmid), cicustom, api.zone)
+    api.set_config(node, vmid, change)
+    return disk
+
+
+def discard(api: ZoneApi, plan: Plan, vmid: int, error: FlexPlaneError, *, tagged: bool) -> None:
+    """Remove a VM whose create failed; the error then says whether that worked."""
+    try:
+        guest = api.resources("vm").vm(vmid)
+        if guest is None:
+            note = "nothing was left behind"
+        else:
+            vm = VirtualMachine.from_guest(api.zone, guest)
+            destroy(api, vm)
+            note = f"the half-made VM {vm.id} was removed"
+    except FlexPlaneError as cleanup:
+        logger.warning("create of %s: VM %s/%s could not be removed: %s", plan.name, api.zone, vmid, cleanup)
+        where = (
+            f"it stays in VDC {plan.vdc.id}, tagged, for you to delete once its host is back"
+            if tagged
+            else f"the VDC's next create removes it once its host is back (it sits untagged in pool "
+            f"{plan.vdc.pool})"
+        )
+        note = f"the half-made VM {api.zone}/{vmid} could not be removed ({cleanup.message}): {where}"
+    error.message = f"{error.message}; {note}"
+    error.args = (error.message,)
+
+
+def _write_vendor_data(api: ZoneApi, plan: Plan, node: str, vmid: int) -> str | None:
+    """Write the plan's user data as the VM's vendor-data snippet; the VM's ``cicustom`` (None without)."""
+    if plan.user_data is None:
+        return None
+    volume = api.write_snippet(node, vendor_snippet_name(plan.vdc.id, vmid), plan.user_data.encode("utf-8"))
+    return f"vendor={volume}"
+
+
+def leftovers(zones: Mapping[str, ClusterResources], vdc: Vdc) -> list[tuple[str, Guest]]:
+    """The VMs failed creates of the VDC may have left behind: in the VDC's pool without the VDC's tag
+    (they failed before they were tagged), and not being cloned."""
+    return [
+        (zone, guest)
+        for zone, resources in zones.items()
+        for guest in resources.vms
+        if guest.pool == vdc.pool and vdc_in(guest.tags) is None and guest.lock != "clone"
+    ]
+
+
+def _remove_leftovers(ctx: Context, now: Mapping[str, ClusterResources], vdc: Vdc) -> None:
+    """Remove what failed creates of the VDC could not remove at the time (their host was away).
+
+    Of the ``leftovers``, only those whose description is flex.plane's for this VDC: a VM an admin
+    moved into the pool by hand is never touched. Called under the VDC's lock, so no create of the VDC
+    is between its clone and its tag. What still cannot be removed is left for the next time.
+    """
+    for zone, guest in leftovers(now, vdc):
+        vm = VirtualMachine.from_guest(zone, guest)
+        try:
+            api = inventory.zone_api(ctx, zone)
+            if api.config(vm.host, vm.vmid).description.startswith(marker(vdc)):
+                destroy(api, vm)
+                logger.info("removed %s, left over by a failed create in VDC %s", vm.id, vdc.id)
+        except FlexPlaneError as exc:
+            logger.warning("leftover %s of VDC %s not removed yet: %s", vm.id, vdc.id, exc.message)
+
+
+def create_vm(ctx: Context, spec: CreateVm) -> Created:
+    """Create, configure and start a VM; or return the one an earlier create of it made."""
+    planned = plan(ctx, spec)
+    seen = inventory.zone_resources(ctx).resources
+    earlier = existing(seen, planned)
+    if earlier is not None:
+        return Created(earlier, None, None, created=False)
+    # Fail fast, without the lock, when even this read shows the quota full (it is checked again under it).
+    vdcs.check_quota(ctx, planned.vdc, planned.usage, current=usage(seen.values(), planned.vdc))
+
+    api = inventory.zone_api(ctx, planned.zone)
+    hosts = catalog.hosts(ctx)
+    # Make the template ready on the likely host before taking the lock: a first download takes long.
+    likely = place(planned.placement_request, hosts, api.resources())
+    assert likely.host is not None  # place() raises NoCapacity otherwise
+    template = ensure_template(ctx, api, planned, likely.host)
+
+    with vdc_lock(ctx, planned.vdc) as held:
+        now = everything_now(ctx, planned.vdc)
+        earlier = existing(now, planned)
+        if earlier is not None:
+            return Created(earlier, None, None, created=False)
+        _remove_leftovers(ctx, now, planned.vdc)
+        vdcs.check_quota(ctx, planned.vdc, planned.usage, current=usage(now.values(), planned.vdc))
+        placement = place(planned.placement_request, hosts, now.get(planned.zone, ClusterResources()))
+        assert placement.host is not None
+        node = placement.host
+        if template.node != node:
+            template = ensure_template(ctx, api, planned, node)
+        still_held(held, planned.vdc)
+        vmid, _clone_task = clone(api, planned, template, node)
+        try:
+            # Tagged before the lock is released: from now on the VM is found, counted and listed.
+            api.set_config(node, vmid, ConfigChange(tags=planned.tags))
+        except FlexPlaneError as exc:
+            discard(api, planned, vmid, exc, tagged=False)
+            raise
+
+    try:
+        cicustom = _write_vendor_data(api, planned, node, vmid)
+        disk = configure(api, planned, node, vmid, cicustom)
+        grow(api, planned.vdc.id, node, vmid, disk.key, disk.size, planned.disk_gb)
+        vm = VirtualMachine.from_guest(api.zone, _made(planned, node, vmid))
+        task = power(api, vm, "start", f"starting VM {planned.name}", TASK_TIMEOUT)
+    except FlexPlaneError as exc:
+        discard(api, planned, vmid, exc, tagged=True)
+        # Also when the write itself failed: one that timed out may have written the file.
+        if planned.user_data is not None and (problem := remove_vendor_data(api, planned.vdc.id, node, vmid)):
+            exc.message = f"{exc.message}; {problem}"
+            exc.args = (exc.message,)
+        raise
+    return Created(reread(api, vm), task, placement, created=True)
+
+
+def _made(plan: Plan, node: str, vmid: int) -> Guest:
+    """The new VM as it is before its start, for the start to act on (its figures are read after)."""
+    return Guest(
+        kind="qemu",
+        vmid=vmid,
+        name=plan.name,
+        node=node,
+        status="stopped",
+        template=False,
+        tags=render_tags(plan.tags),
+        cpus=0,
+        memory=0,
+        disk=0,
+        pool=plan.vdc.pool,
+        lock="",
+    )

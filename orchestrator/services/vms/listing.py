@@ -1,0 +1,152 @@
+"""Listing and reading VMs: a page of the VMs the caller may see, and one VM, live.
+
+A listing costs one ``/cluster/resources`` per zone (the request's, shared with every other reader of
+it) and never asks a VM's guest agent; reading one VM asks its zone again, and its guest agent for its
+addresses.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import heapq
+import json
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
+from orchestrator.models.vms import VirtualMachine, parse_vm_id, vdc_in
+from orchestrator.services import access, inventory
+from orchestrator.services.context import Context
+from orchestrator.sources.proxmox import Guest, ZoneApi
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PAGE_SIZE = 50
+VM = "virtual machine"
+
+SortKey = tuple[str, str, int]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing, with keyset cursors (stable while VMs come and go)."""
+
+    items: list[VirtualMachine]
+    cursors: list[str]
+    has_next: bool
+
+    @property
+    def end_cursor(self) -> str | None:
+        return self.cursors[-1] if self.cursors else None
+
+
+@dataclass(frozen=True)
+class VmFilter:
+    """Which VMs a listing shows: all the conditions given hold."""
+
+    status: str | None = None
+    zone: str | None = None
+    name_contains: str | None = None
+
+    def matches(self, zone: str, guest: Guest) -> bool:
+        if self.zone is not None and zone != self.zone:
+            return False
+        if self.status is not None and guest.status != self.status:
+            return False
+        return self.name_contains is None or self.name_contains.lower() in guest.name.lower()
+
+
+def encode_cursor(key: SortKey) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> SortKey:
+    try:
+        name, zone, vmid = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return (str(name), str(zone), int(vmid))
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        raise ValidationFailed("after", "'after' is not a cursor this API handed out") from None
+
+
+def list_vms(
+    ctx: Context, first: int | None = None, after: str | None = None, where: VmFilter | None = None
+) -> Page:
+    """The VMs of the VDCs the request may see, sorted by name, one Proxmox call per zone.
+
+    Listings never ask a VM's guest agent: ``ip_addresses`` stays unknown (``None``).
+    """
+    size = DEFAULT_PAGE_SIZE if first is None else first
+    if not 1 <= size <= settings.FLEXPLANE_PAGE_SIZE_MAX:
+        raise ValidationFailed("first", f"'first' must be between 1 and {settings.FLEXPLANE_PAGE_SIZE_MAX}")
+    start = decode_cursor(after) if after else None
+    visible = access.visible_vdcs(ctx)
+    where = where or VmFilter()
+    filtering = where != VmFilter()
+
+    rows: list[tuple[SortKey, str, Guest]] = []
+    for zone, guests in inventory.zone_resources(ctx).guests.items():
+        if where.zone is not None and zone != where.zone:
+            continue
+        for guest in guests:
+            vdc = vdc_in(guest.tags)
+            if vdc is None or (visible is not None and vdc not in visible):
+                continue
+            if filtering and not where.matches(zone, guest):
+                continue
+            key = (guest.name, zone, guest.vmid)
+            if start is None or key > start:
+                rows.append((key, zone, guest))
+    # Only the page (and one more, to know whether another follows) is sorted and built.
+    page = heapq.nsmallest(size + 1, rows, key=lambda row: row[0])
+    return Page(
+        items=[VirtualMachine.from_guest(zone, guest) for _, zone, guest in page[:size]],
+        cursors=[encode_cursor(key) for key, _, _ in page[:size]],
+        has_next=len(page) > size,
+    )
+
+
+def locate(ctx: Context, ident: str) -> tuple[ZoneApi, VirtualMachine]:
+    """A VM the caller may see, read live from its zone (one call); ``NotFound`` otherwise."""
+    visible = access.visible_vdcs(ctx)
+    parsed = parse_vm_id(ident)
+    if parsed is None:
+        raise NotFound(VM, ident)
+    zone, vmid = parsed
+    try:
+        api = inventory.zone_api(ctx, zone)
+    except NotFound:
+        raise NotFound(VM, ident) from None
+    guest = api.resources("vm").vm(vmid)
+    if guest is not None:
+        vm = VirtualMachine.from_guest(zone, guest)
+        if vm.vdc and (visible is None or vm.vdc in visible):
+            return api, vm
+    raise NotFound(VM, ident)
+
+
+def _guest_addresses(api: ZoneApi, vm: VirtualMachine) -> VirtualMachine:
+    """The VM with its addresses from the guest agent, when it runs one (``None`` otherwise)."""
+    if not vm.running:
+        return vm
+    try:
+        interfaces = api.guest_interfaces(vm.host, vm.vmid)
+    except (UpstreamFailure, Unavailable, Conflict) as exc:
+        # No guest agent, or it does not answer: the addresses are unknown, the VM itself is not.
+        logger.debug("no addresses for %s: %s", vm.id, exc.message)
+        return vm
+    return vm.with_interfaces(interfaces)
+
+
+def get_vm(ctx: Context, ident: str) -> VirtualMachine:
+    """One VM, live, with its IP addresses from its guest agent where Proxmox has them."""
+    api, vm = locate(ctx, ident)
+    return _guest_addresses(api, vm)
+
+
+def reread(api: ZoneApi, vm: VirtualMachine) -> VirtualMachine:
+    """The VM as Proxmox reports it now (after an operation); as it was if it is gone meanwhile."""
+    guest = api.resources("vm").vm(vm.vmid)
+    return VirtualMachine.from_guest(api.zone, guest) if guest is not None else vm

@@ -1,0 +1,380 @@
+"""What Proxmox and the agents answer, as typed values: what the source hands the layers above.
+
+Built here from the payloads (``/cluster/resources``, a task's status, the task list, the migration
+precondition, the guest agent's interfaces, an agent's GetInfo), so that nothing above ``sources``
+reads a Proxmox dict. A guest's config is ``qemu_config.QemuConfig``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from agentclient import AgentInfo
+from orchestrator.sources.qemu_config import parse_tags
+
+RUNNING = "running"
+STOPPED = "stopped"
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _maybe_int(value: Any) -> int | None:
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+# ------------------------------------------------------------------------------ /cluster/resources
+
+
+@dataclass(frozen=True, slots=True)
+class Guest:
+    """A guest of ``/cluster/resources`` (a QEMU VM, a template, or a container).
+
+    ``tags`` is Proxmox's tag string as it is (``tag_list`` splits it): a listing of thousands of
+    guests only looks for one tag in it.
+    """
+
+    kind: str
+    vmid: int
+    name: str
+    node: str
+    status: str
+    template: bool
+    tags: str
+    cpus: int
+    memory: int  # bytes
+    disk: int  # bytes, the boot disk
+    pool: str
+    lock: str
+
+    @property
+    def is_vm(self) -> bool:
+        """A QEMU guest that is not a template: what flex.plane calls a VM."""
+        return self.kind == "qemu" and not self.template
+
+    @property
+    def tag_list(self) -> list[str]:
+        return parse_tags(self.tags)
+
+    @classmethod
+    def from_resource(cls, item: Mapping[str, Any]) -> Guest:
+        return cls(
+            kind=str(item.get("type") or ""),
+            vmid=int(item["vmid"]),
+            name=str(item.get("name") or ""),
+            node=str(item.get("node") or ""),
+            status=str(item.get("status") or "unknown"),
+            template=bool(item.get("template")),
+            tags=str(item.get("tags") or ""),
+            cpus=_int(item.get("maxcpu")),
+            memory=_int(item.get("maxmem")),
+            disk=_int(item.get("maxdisk")),
+            pool=str(item.get("pool") or ""),
+            lock=str(item.get("lock") or ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResource:
+    """A node of ``/cluster/resources``: its status and use (None: not reported, e.g. when offline)."""
+
+    node: str
+    status: str
+    cpu: float | None = None  # the share of its CPU in use
+    maxcpu: int | None = None
+    mem: int | None = None
+    maxmem: int | None = None
+    disk: int | None = None
+    maxdisk: int | None = None
+
+    @property
+    def online(self) -> bool:
+        return self.status == "online"
+
+    @classmethod
+    def from_resource(cls, item: Mapping[str, Any]) -> NodeResource:
+        cpu = item.get("cpu")
+        return cls(
+            node=str(item["node"]),
+            status=str(item.get("status") or "unknown"),
+            cpu=float(cpu) if isinstance(cpu, int | float) else None,
+            maxcpu=_maybe_int(item.get("maxcpu")),
+            mem=_maybe_int(item.get("mem")),
+            maxmem=_maybe_int(item.get("maxmem")),
+            disk=_maybe_int(item.get("disk")),
+            maxdisk=_maybe_int(item.get("maxdisk")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StorageResource:
+    """A storage on a node, as ``/cluster/resources`` reports it."""
+
+    node: str
+    storage: str
+    status: str
+    used: int  # bytes
+    total: int  # bytes
+
+    @property
+    def available(self) -> bool:
+        return self.status == "available"
+
+    @classmethod
+    def from_resource(cls, item: Mapping[str, Any]) -> StorageResource:
+        return cls(
+            node=str(item["node"]),
+            storage=str(item.get("storage") or ""),
+            status=str(item.get("status") or ""),
+            used=_int(item.get("disk")),
+            total=_int(item.get("maxdisk")),
+        )
+
+
+_GUEST_KINDS = frozenset({"qemu", "lxc"})
+
+
+@dataclass(frozen=True)
+class ClusterResources:
+    """One zone's ``/cluster/resources``: its guests (templates and containers too), nodes and storages."""
+
+    guests: tuple[Guest, ...] = ()
+    nodes: tuple[NodeResource, ...] = ()
+    storages: tuple[StorageResource, ...] = ()
+    # The VMs among the guests (QEMU, not templates).
+    vms: tuple[Guest, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "vms", tuple(g for g in self.guests if g.is_vm))
+
+    def vm(self, vmid: int) -> Guest | None:
+        """The VM of that VMID (not a template of it)."""
+        return next((g for g in self.vms if g.vmid == vmid), None)
+
+    @classmethod
+    def parse(cls, items: Any) -> ClusterResources:
+        """From the answer's list; entries that are neither a guest, a node nor a storage are left out."""
+        guests: list[Guest] = []
+        nodes: list[NodeResource] = []
+        storages: list[StorageResource] = []
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            kind = item.get("type")
+            if kind in _GUEST_KINDS and item.get("vmid") is not None:
+                guests.append(Guest.from_resource(item))
+            elif kind == "node" and item.get("node"):
+                nodes.append(NodeResource.from_resource(item))
+            elif kind == "storage" and item.get("node"):
+                storages.append(StorageResource.from_resource(item))
+        return cls(tuple(guests), tuple(nodes), tuple(storages))
+
+
+# ------------------------------------------------------------------------------------------ tasks
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    """A task's state (``running`` or ``stopped``), once stopped its exit status; times in Unix seconds."""
+
+    status: str
+    exitstatus: str = ""
+    kind: str | None = None
+    started: int | None = None
+    ended: int | None = None
+
+    @classmethod
+    def from_status(cls, data: Any) -> TaskStatus:
+        """From ``/nodes/{node}/tasks/{upid}/status``."""
+        data = data if isinstance(data, Mapping) else {}
+        state = STOPPED if data.get("status") == STOPPED else RUNNING
+        return cls(
+            status=state,
+            exitstatus=str(data.get("exitstatus") or "") if state == STOPPED else "",
+            kind=str(data["type"]) if data.get("type") else None,
+            started=_maybe_int(data.get("starttime")),
+            ended=_maybe_int(data.get("endtime")),
+        )
+
+    @classmethod
+    def from_listing(cls, entry: Mapping[str, Any]) -> TaskStatus:
+        """From an entry of ``/nodes/{node}/tasks``: it puts the exit status in ``status`` once the task
+        ended, and has no ``status`` while it runs."""
+        ended = "endtime" in entry or "status" in entry
+        return cls(
+            status=STOPPED if ended else RUNNING,
+            exitstatus=str(entry.get("status") or "") if ended else "",
+            kind=str(entry["type"]) if entry.get("type") else None,
+            started=_maybe_int(entry.get("starttime")),
+            ended=_maybe_int(entry.get("endtime")),
+        )
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """A task of a node's task list: its UPID and its status."""
+
+    upid: str
+    status: TaskStatus
+
+
+# ------------------------------------------------------------------------------------------ migration
+
+
+@dataclass(frozen=True)
+class LocalDisk:
+    volid: str
+    size: int
+    cdrom: bool
+
+    @property
+    def storage(self) -> str:
+        return self.volid.split(":", 1)[0]
+
+
+@dataclass(frozen=True)
+class MigrationCheck:
+    """Proxmox's precondition of migrating a guest. It judges the other nodes for a stopped guest only:
+    ``allowed_nodes`` (None: it does not say) and ``refused`` (node -> Proxmox's reasons, in words)."""
+
+    local_resources: tuple[str, ...] = ()
+    local_disks: tuple[LocalDisk, ...] = ()
+    allowed_nodes: frozenset[str] | None = None
+    refused: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, answer: Any) -> MigrationCheck:
+        data = answer if isinstance(answer, Mapping) else {}
+        disks = tuple(
+            LocalDisk(str(d.get("volid") or ""), _int(d.get("size")), bool(d.get("cdrom")))
+            for d in data.get("local_disks") or []
+            if isinstance(d, Mapping)
+        )
+        refused: dict[str, str] = {}
+        not_allowed = data.get("not_allowed_nodes")
+        for name, why in not_allowed.items() if isinstance(not_allowed, Mapping) else []:
+            details = why if isinstance(why, Mapping) else {}
+            parts = [
+                f"{key.replace('_', ' ').replace('-', ' ')}: {', '.join(map(str, value))}"
+                for key, value in sorted(details.items())
+                if isinstance(value, list) and value
+            ]
+            refused[str(name)] = "; ".join(parts) or "not allowed"
+        allowed = data.get("allowed_nodes")
+        return cls(
+            local_resources=tuple(str(d) for d in data.get("local_resources") or []),
+            local_disks=disks,
+            allowed_nodes=frozenset(str(n) for n in allowed) if isinstance(allowed, list) else None,
+            refused=refused,
+        )
+
+
+# ------------------------------------------------------------------------------------------ guest agent
+
+
+@dataclass(frozen=True)
+class GuestInterface:
+    """A network interface as a VM's guest agent reports it, with its addresses."""
+
+    name: str
+    addresses: tuple[str, ...]
+
+
+def parse_interfaces(answer: Any) -> tuple[GuestInterface, ...]:
+    """``agent/network-get-interfaces``'s answer (with or without its ``result`` wrapper)."""
+    if isinstance(answer, Mapping):
+        answer = answer.get("result")
+    out: list[GuestInterface] = []
+    for interface in answer if isinstance(answer, list) else []:
+        if not isinstance(interface, Mapping):
+            continue
+        addresses = [
+            str(entry.get("ip-address") or "") if isinstance(entry, Mapping) else ""
+            for entry in interface.get("ip-addresses") or []
+        ]
+        out.append(GuestInterface(str(interface.get("name") or ""), tuple(a for a in addresses if a)))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------ templates
+
+
+@dataclass(frozen=True)
+class Template:
+    """An image's template on a node: the guest a VM is cloned from."""
+
+    node: str
+    vmid: int
+
+
+# ------------------------------------------------------------------------------------------ agents
+
+
+@dataclass(frozen=True)
+class CertificateRenewal:
+    """How the agent's certificate renewal went."""
+
+    last_success_at: datetime | None
+    last_error: str
+    failures: int
+    next_attempt_at: datetime | None
+
+
+@dataclass(frozen=True)
+class UpdateOutcome:
+    """The agent's last self-update: ``result`` is none, updated, refused, rolled-back or failed."""
+
+    result: str
+    from_version: str
+    to_version: str
+    message: str
+    at: datetime | None
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """What a host's agent says about itself."""
+
+    version: str
+    proxmox_version: str
+    certificate_expires_at: datetime | None
+    renewal: CertificateRenewal
+    last_update: UpdateOutcome
+
+    @classmethod
+    def from_info(cls, info: AgentInfo) -> AgentReport:
+        renewal, update = info.renewal, info.update
+        return cls(
+            version=info.version,
+            proxmox_version=info.proxmox_version,
+            certificate_expires_at=_unix(info.certificate_not_after),
+            renewal=CertificateRenewal(
+                last_success_at=_unix(renewal.last_success),
+                last_error=renewal.last_error,
+                failures=renewal.failures,
+                next_attempt_at=_unix(renewal.next_attempt),
+            ),
+            last_update=UpdateOutcome(
+                result=update.result,
+                from_version=update.from_version,
+                to_version=update.to_version,
+                message=update.message,
+                at=_unix(update.at),
+            ),
+        )
+
+
+def _unix(seconds: int) -> datetime | None:
+    return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None

@@ -1,0 +1,307 @@
+"""One zone's Proxmox in the terms flex.plane uses: guests, their config, power, disks, tasks, pools,
+templates and cloud-init snippets.
+
+With the agent's allowlist, the only place that spells Proxmox API paths. Reads fail over across the
+zone's agents; writes go to the guest's own node first and are sent once. Answers are typed values
+(``values``, ``qemu_config``); failures are domain errors carrying Proxmox's own message (a held lock
+is a ``Conflict``, an unreachable node ``Unavailable``): nothing of ``agentclient`` leaves this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from agentclient import (
+    AgentDeadlineExceeded,
+    AgentError,
+    AgentTarget,
+    AgentUnavailable,
+    ProxmoxUnreachable,
+    host_identity,
+)
+from agentclient.errors import ImageRefused
+from agentclient.snippets import check_snippet_name
+from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
+from orchestrator.sources.proxmox.source import NODE_UNREACHABLE, ProxmoxSource, ZoneTargets
+from orchestrator.sources.proxmox.values import (
+    ClusterResources,
+    GuestInterface,
+    MigrationCheck,
+    TaskEntry,
+    TaskStatus,
+    Template,
+    parse_interfaces,
+)
+from orchestrator.sources.qemu_config import ConfigChange, QemuConfig, parse_config, render_size
+
+T = TypeVar("T")
+
+# Writing or removing a snippet is one small file on the node.
+SNIPPET_TIMEOUT = 15.0
+
+# How Proxmox words a guest's config lock held by something else.
+_LOCKED = ("can't lock file", "VM is locked", "is locked (")
+
+
+def is_lock_message(message: str) -> bool:
+    return any(marker in message for marker in _LOCKED)
+
+
+def _with_field_errors(message: str, errors: Mapping[str, str]) -> str:
+    text = message.strip().rstrip(".")
+    if errors:
+        text += " (" + "; ".join(f"{name}: {error}" for name, error in sorted(errors.items())) + ")"
+    return text
+
+
+def translate(zone: str, node: str | None, exc: UpstreamFailure) -> Exception:
+    """Proxmox's refusal in domain terms: an unreachable node is Unavailable, a held lock a Conflict."""
+    message = _with_field_errors(exc.message, exc.errors)
+    if exc.status in NODE_UNREACHABLE:
+        where = f"{zone}/{node}" if node else zone
+        host = f"host {node} of zone {zone}" if node else f"a host of zone {zone}"
+        return Unavailable(where, f"{host} is unreachable: {message}")
+    if is_lock_message(message):
+        return Conflict(f"the VM is locked by another operation: {message}")
+    prefix = f"Proxmox in zone {zone}: "
+    text = message if message.startswith(prefix) else prefix + message
+    return UpstreamFailure(zone, text, status=exc.status, errors=exc.errors)
+
+
+def _upid(answer: Any) -> str | None:
+    """The UPID of the task a write started (None: it ran synchronously, or answered no task)."""
+    return answer if isinstance(answer, str) and answer else None
+
+
+class ZoneApi:
+    """One zone's Proxmox, through the agents of its hosts (``targets``, from the catalog)."""
+
+    def __init__(self, source: ProxmoxSource, targets: ZoneTargets) -> None:
+        self.source = source
+        self.targets = targets
+        self.zone = targets.zone
+
+    def _node_first(self, node: str | None) -> ZoneTargets:
+        """The zone's agents, the one on ``node`` first: a write for a VM goes to its own host."""
+        if node is None:
+            return self.targets
+        identity = host_identity(self.zone, node)
+        own = [t for t in self.targets.targets if t.identity == identity]
+        others = [t for t in self.targets.targets if t not in own]
+        return ZoneTargets(self.zone, tuple(own + others))
+
+    def _read(self, path: str, params: dict[str, str] | None = None, *, node: str | None = None) -> Any:
+        """A read, failed over across the zone's agents until the zone deadline."""
+        try:
+            return self.source.zone_call(self._node_first(node), "GET", path, params)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    def _read_once(self, node: str, path: str) -> Any:
+        """A read through the node's own agent, not failed over: for answers only that node has (a
+        guest agent's), where another node's 500 would be the same refusal."""
+        targets = self._node_first(node).targets
+        if not targets:
+            raise Unavailable(self.zone, f"zone {self.zone} has no hosts")
+        try:
+            return self.source.host_call(self.zone, targets[0], "GET", path)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    def _write(self, node: str | None, method: str, path: str, params: dict[str, Any] | None = None) -> Any:
+        """A write, sent once (to another agent only when it surely did not reach Proxmox)."""
+        try:
+            return self.source.zone_write(self._node_first(node), method, path, params)
+        except UpstreamFailure as exc:
+            raise translate(self.zone, node, exc) from exc
+
+    # ----------------------------------------------------------- the cluster
+
+    def resources(self, kind: str | None = None) -> ClusterResources:
+        """The zone's ``/cluster/resources`` now (not a request's memo: callers need it fresh);
+        ``kind="vm"`` asks for the guests alone."""
+        return ClusterResources.parse(self._read("/cluster/resources", {"type": kind} if kind else None))
+
+    def next_vmid(self) -> int:
+        return int(self._read("/cluster/nextid"))
+
+    # ----------------------------------------------------------- guests
+
+    def clone(
+        self,
+        node: str,
+        vmid: int,
+        newid: int,
+        *,
+        name: str,
+        pool: str,
+        description: str,
+        target: str | None = None,
+    ) -> str | None:
+        """Linked-clone guest ``vmid`` of ``node`` as ``newid`` (on ``target`` when it is another node);
+        answers the task."""
+        params: dict[str, Any] = {"name": name, "pool": pool, "description": description}
+        if target is not None:
+            params["target"] = target
+        return _upid(
+            self._write(
+                node, "POST", f"/nodes/{node}/qemu/{vmid}/clone", {**params, "full": False, "newid": newid}
+            )
+        )
+
+    def config(self, node: str, vmid: int) -> QemuConfig:
+        return parse_config(self._read(f"/nodes/{node}/qemu/{vmid}/config", node=node) or {})
+
+    def set_config(self, node: str, vmid: int, change: ConfigChange) -> None:
+        """Change the config at once (PUT: Proxmox answers when it is written)."""
+        self._write(node, "PUT", f"/nodes/{node}/qemu/{vmid}/config", change.render())
+
+    def change_config(self, node: str, vmid: int, change: ConfigChange) -> str | None:
+        """Change the config in a task (POST); answers the task."""
+        return _upid(self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/config", change.render()))
+
+    def resize_disk(self, node: str, vmid: int, disk: str, size: int) -> str | None:
+        """Grow ``disk`` to ``size`` bytes; answers the task (None before Proxmox 8: it resized at once)."""
+        return _upid(
+            self._write(
+                node, "PUT", f"/nodes/{node}/qemu/{vmid}/resize", {"disk": disk, "size": render_size(size)}
+            )
+        )
+
+    def power(self, node: str, vmid: int, action: str, params: dict[str, Any] | None = None) -> str | None:
+        """``start``, ``stop``, ``shutdown`` or ``reboot``; answers the task."""
+        return _upid(self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/status/{action}", params))
+
+    def destroy(self, node: str, vmid: int) -> str | None:
+        """Destroy a stopped guest with every disk it has; answers the task."""
+        return _upid(
+            self._write(
+                node,
+                "DELETE",
+                f"/nodes/{node}/qemu/{vmid}",
+                {"purge": True, "destroy-unreferenced-disks": True},
+            )
+        )
+
+    def guest_interfaces(self, node: str, vmid: int) -> tuple[GuestInterface, ...]:
+        """What the guest agent reports of the VM's network interfaces."""
+        return parse_interfaces(
+            self._read_once(node, f"/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces")
+        )
+
+    def migration_check(self, node: str, vmid: int) -> MigrationCheck:
+        """Proxmox's precondition of migrating the guest."""
+        return MigrationCheck.parse(self._read(f"/nodes/{node}/qemu/{vmid}/migrate", node=node))
+
+    def migrate(
+        self, node: str, vmid: int, target: str, *, online: bool, with_local_disks: bool
+    ) -> str | None:
+        """Migrate the guest to node ``target`` (live when ``online``, copying its local disks when
+        ``with_local_disks``); answers the task."""
+        params: dict[str, Any] = {"target": target}
+        if online:
+            params["online"] = True
+        if with_local_disks:
+            params["with-local-disks"] = True
+        return _upid(self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/migrate", params))
+
+    # ----------------------------------------------------------- tasks
+
+    def task_status(self, node: str, upid: str) -> TaskStatus:
+        """A task's status; ``NotFound`` when Proxmox knows no such task."""
+        try:
+            data = self._read(f"/nodes/{node}/tasks/{upid}/status", node=node)
+        except UpstreamFailure as exc:
+            if "unable to parse worker upid" in exc.message or "no such task" in exc.message:
+                raise NotFound("task", upid) from exc
+            raise
+        return TaskStatus.from_status(data)
+
+    def task_log(self, node: str, upid: str, limit: int) -> list[str]:
+        data = self._read(f"/nodes/{node}/tasks/{upid}/log", {"start": "0", "limit": str(limit)}, node=node)
+        return [str(line.get("t", "")) for line in data or [] if isinstance(line, dict)]
+
+    def tasks(
+        self, node: str, *, limit: int, since: int | None = None, vmid: int | None = None
+    ) -> list[TaskEntry]:
+        """The node's latest tasks (the running ones with them), of one guest when ``vmid`` is given."""
+        params = {"limit": str(limit), "source": "all"}
+        if since is not None:
+            params["since"] = str(since)
+        if vmid is not None:
+            params["vmid"] = str(vmid)
+        listing = self._read(f"/nodes/{node}/tasks", params, node=node)
+        return [
+            TaskEntry(str(entry["upid"]), TaskStatus.from_listing(entry))
+            for entry in listing or []
+            if isinstance(entry, dict) and entry.get("upid")
+        ]
+
+    # ----------------------------------------------------------- pools
+
+    def create_pool(self, poolid: str, comment: str) -> None:
+        self.source.zone_write(self.targets, "POST", "/pools", {"poolid": poolid, "comment": comment})
+
+    def delete_pool(self, poolid: str) -> None:
+        self.source.zone_write(self.targets, "DELETE", f"/pools/{poolid}")
+
+    # ----------------------------------------------------------- a node's own agent
+
+    def _own_agent(self, node: str) -> AgentTarget:
+        """The agent of ``node`` itself: a snippet or a template lives on the node, so no failover."""
+        identity = host_identity(self.zone, node)
+        for target in self.targets.targets:
+            if target.identity == identity:
+                return target
+        raise Unavailable(f"{self.zone}/{node}", f"host {node} of zone {self.zone} is not in the catalog")
+
+    def _agent_call(self, node: str, doing: str, call: Callable[[AgentTarget], T]) -> T:
+        where = f"{self.zone}/{node}"
+        target = self._own_agent(node)
+        try:
+            return call(target)
+        except (AgentUnavailable, ProxmoxUnreachable, AgentDeadlineExceeded) as exc:
+            raise Unavailable(where, f"{doing} on host {node}: {exc}") from exc
+        except AgentError as exc:
+            raise UpstreamFailure(where, f"{doing} on host {node}: {exc}") from exc
+
+    def write_snippet(self, node: str, name: str, content: bytes) -> str:
+        """Write the cloud-init snippet ``name`` on ``node`` (through its own agent); its volume id."""
+        return self._agent_call(
+            node,
+            f"writing cloud-init snippet {name}",
+            lambda target: self.source.pool.write_snippet(target, name, content, timeout=SNIPPET_TIMEOUT),
+        )
+
+    def delete_snippet(self, node: str, name: str) -> None:
+        """Remove the cloud-init snippet ``name`` from ``node``; a missing one is no error, nor is a name
+        no snippet could have (none was written under it)."""
+        try:
+            check_snippet_name(name)
+        except ValueError:
+            return
+        self._agent_call(
+            node,
+            f"removing cloud-init snippet {name}",
+            lambda target: self.source.pool.delete_snippet(target, name, timeout=SNIPPET_TIMEOUT),
+        )
+
+    def ensure_template(
+        self, node: str, image: str, url: str, checksum: str, storage: str, *, timeout: float
+    ) -> Template:
+        """The image's template on ``node``, downloaded and imported by the node's agent the first time.
+        An image the agent refuses (its URL, its checksum) is ``ValidationFailed`` on ``image``."""
+        where = f"{self.zone}/{node}"
+        target = self._own_agent(node)
+        try:
+            ref = self.source.pool.ensure_template(target, image, url, checksum, storage, timeout=timeout)
+        except (ValueError, ImageRefused) as exc:
+            raise ValidationFailed("image", f"image {image} cannot be used: {exc}") from exc
+        except (AgentUnavailable, ProxmoxUnreachable, AgentDeadlineExceeded) as exc:
+            raise Unavailable(
+                where, f"the image's template could not be made ready on {node}: {exc}"
+            ) from exc
+        except AgentError as exc:
+            raise UpstreamFailure(where, str(exc)) from exc
+        return Template(ref.node, ref.vmid)
