@@ -9,6 +9,7 @@ import pytest
 
 from devstack.world import World
 from orchestrator.models.tasks import STOPPED, Task, Upid, progress_of
+from orchestrator.sources.proxmox import TaskStatus
 from tests.support import GraphQL
 from tests.vmkit import act, create, ok, vm_names
 
@@ -123,7 +124,7 @@ def test_a_task_succeeded_with_ok_or_warnings_and_failed_otherwise() -> None:
     assert upid is not None
 
     def task(**status: object) -> Task:
-        return Task.from_status("id", "zone-a", upid, {"starttime": 1, **status})
+        return Task.from_status("id", "zone-a", upid, TaskStatus.from_status({"starttime": 1, **status}))
 
     assert task(status="running").running
     assert task(status="stopped", exitstatus="OK").succeeded
