@@ -11,9 +11,11 @@ import graphene
 
 from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.inputs import input_type
 from orchestrator.models import ComputeProfile as ComputeProfileModel
 from orchestrator.models import Image as ImageModel
 from orchestrator.models import StorageProfile as StorageProfileModel
+from orchestrator.models.catalog import COMPUTE_PROFILE_INPUTS, IMAGE_INPUTS, STORAGE_PROFILE_INPUTS
 from orchestrator.services import catalog
 
 CatalogErrorCode = error_code_enum("CatalogErrorCode")
@@ -81,86 +83,25 @@ class Image(graphene.ObjectType):
 # ----------------------------------------------------------------------------------------- inputs
 
 
-class ComputeProfileInput(graphene.InputObjectType):
-    name = graphene.String(required=True, description="A lowercase name (letters, digits, '-', '.').")
-    vcpus = graphene.Int(required=True, description="1 to 512.")
-    memory_mib = graphene.Int(required=True, description="128 MiB to 4 TiB, in MiB.")
-    cpu_type = graphene.String(description="The QEMU CPU model (default x86-64-v2-AES).")
-    description = graphene.String()
-
-
-class ComputeProfileUpdateInput(graphene.InputObjectType):
-    """The fields to change; those left out keep their value."""
-
-    vcpus = graphene.Int()
-    memory_mib = graphene.Int()
-    cpu_type = graphene.String()
-    description = graphene.String()
-
-
 class ZoneStorageInput(graphene.InputObjectType):
     zone = graphene.String(required=True, description="A zone id.")
     storage = graphene.String(required=True, description="The Proxmox storage id in that zone.")
 
 
-class StorageProfileInput(graphene.InputObjectType):
-    name = graphene.String(required=True, description="A lowercase name (letters, digits, '-', '.').")
-    storages = graphene.List(
-        graphene.NonNull(ZoneStorageInput), required=True, description="The storage to use in each zone."
-    )
-    default_gb = graphene.Int(required=True, description="Between minGb and maxGb.")
-    min_gb = graphene.Int(required=True)
-    max_gb = graphene.Int(required=True, description="Up to 65536.")
-    bus = graphene.String(description="scsi (default), virtio or sata.")
-    format = graphene.String(description="raw (default) or qcow2.")
-    read_mbps = graphene.Int(description="MB/s; null or absent: unlimited.")
-    write_mbps = graphene.Int(description="MB/s; null or absent: unlimited.")
-    read_iops = graphene.Int(description="Null or absent: unlimited.")
-    write_iops = graphene.Int(description="Null or absent: unlimited.")
-    description = graphene.String()
-
-
-class StorageProfileUpdateInput(graphene.InputObjectType):
-    """The fields to change; those left out keep their value. A limit set to null is removed."""
-
-    storages = graphene.List(graphene.NonNull(ZoneStorageInput))
-    default_gb = graphene.Int()
-    min_gb = graphene.Int()
-    max_gb = graphene.Int()
-    bus = graphene.String()
-    format = graphene.String()
-    read_mbps = graphene.Int()
-    write_mbps = graphene.Int()
-    read_iops = graphene.Int()
-    write_iops = graphene.Int()
-    description = graphene.String()
-
-
-class ImageInput(graphene.InputObjectType):
-    name = graphene.String(required=True, description="A lowercase name (letters, digits, '-', '.').")
-    os_family = graphene.String(
-        required=True,
-        description="debian, ubuntu, rhel, rocky, alma, fedora, centos, opensuse, windows or other.",
-    )
-    source_url = graphene.String(
-        required=True,
-        description="http(s) URL; loopback, link-local and private addresses are refused unless allowlisted.",
-    )
-    checksum = graphene.String(required=True, description="sha256:<hex> or sha512:<hex>.")
-    default_user = graphene.String(required=True)
-    min_disk_gb = graphene.Int(required=True)
-    description = graphene.String()
-
-
-class ImageUpdateInput(graphene.InputObjectType):
-    """The fields to change; those left out keep their value."""
-
-    os_family = graphene.String()
-    source_url = graphene.String()
-    checksum = graphene.String()
-    default_user = graphene.String()
-    min_disk_gb = graphene.Int()
-    description = graphene.String()
+ComputeProfileInput = input_type("ComputeProfileInput", COMPUTE_PROFILE_INPUTS)
+ComputeProfileUpdateInput = input_type("ComputeProfileUpdateInput", COMPUTE_PROFILE_INPUTS, update=True)
+StorageProfileInput = input_type(
+    "StorageProfileInput", STORAGE_PROFILE_INPUTS, lists={"storages": ZoneStorageInput}
+)
+StorageProfileUpdateInput = input_type(
+    "StorageProfileUpdateInput",
+    STORAGE_PROFILE_INPUTS,
+    update=True,
+    lists={"storages": ZoneStorageInput},
+    doc="The fields to change; those left out keep their value. A limit set to null is removed.",
+)
+ImageInput = input_type("ImageInput", IMAGE_INPUTS)
+ImageUpdateInput = input_type("ImageUpdateInput", IMAGE_INPUTS, update=True)
 
 
 # -------------------------------------------------------------------------------------- mutations

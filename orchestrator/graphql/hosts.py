@@ -15,8 +15,10 @@ import graphene
 from orchestrator.errors import Unavailable
 from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.inputs import input_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Host as HostModel
+from orchestrator.models.catalog import HOST_INPUTS
 from orchestrator.services import catalog, hosts, inventory
 from orchestrator.services.hosts import AgentReport, DrainVm, HostDetails
 from orchestrator.services.hosts import HostDrain as HostDrainModel
@@ -371,22 +373,8 @@ class Host(graphene.ObjectType):
 # ----------------------------------------------------------------------------------------- inputs
 
 
-class HostInput(graphene.InputObjectType):
-    zone = graphene.String(required=True)
-    node = graphene.String(required=True, description="The node's name in Proxmox.")
-    endpoint = graphene.String(required=True, description="The agent's address, host:port.")
-    cordoned = graphene.Boolean(description="Default false.")
-    memory_overcommit = graphene.Float(description="0.1 to 8 (default 1.0).")
-    cpu_overcommit = graphene.Float(description="0.1 to 64 (default 4.0).")
-
-
-class HostUpdateInput(graphene.InputObjectType):
-    """The fields to change; those left out keep their value."""
-
-    endpoint = graphene.String()
-    cordoned = graphene.Boolean()
-    memory_overcommit = graphene.Float()
-    cpu_overcommit = graphene.Float()
+HostInput = input_type("HostInput", HOST_INPUTS)
+HostUpdateInput = input_type("HostUpdateInput", HOST_INPUTS, update=True)
 
 
 # -------------------------------------------------------------------------------------- mutations

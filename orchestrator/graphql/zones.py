@@ -11,8 +11,10 @@ import graphene
 from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
 from orchestrator.graphql.hosts import Host
+from orchestrator.graphql.inputs import input_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Zone as ZoneModel
+from orchestrator.models.catalog import ZONE_INPUTS
 from orchestrator.services import catalog, inventory
 from orchestrator.services.inventory import HostStatus, ZoneStatus
 
@@ -51,15 +53,8 @@ class Zone(graphene.ObjectType):
         return next((z.hosts for z in inventory.zone_statuses(flexplane(info)) if z.zone.id == root.id), [])
 
 
-class ZoneInput(graphene.InputObjectType):
-    id = graphene.ID(required=True, description="A lowercase slug (letters, digits, '-').")
-    name = graphene.String(description="Display name (default: the id).")
-    description = graphene.String()
-
-
-class ZoneUpdateInput(graphene.InputObjectType):
-    name = graphene.String()
-    description = graphene.String()
+ZoneInput = input_type("ZoneInput", ZONE_INPUTS)
+ZoneUpdateInput = input_type("ZoneUpdateInput", ZONE_INPUTS, update=True)
 
 
 class CreateZone(ServiceMutation):

@@ -1,16 +1,25 @@
-"""The platform catalog's offerings: compute profiles, storage profiles and images.
+"""The platform catalog: what each kind's inputs are (declared once), and its offerings as models.
 
-Each is one ConfigMap of the platform namespace (see ``orchestrator.sources.kube``); its spec
-is the JSON of ``to_spec()``, in the API's camelCase. VMs record what they were made from in
+Each catalog kind (compute profile, storage profile, image, zone, host) declares its inputs here,
+once: type, limits, choices, whether a create needs it, its default, and the words that describe
+it. ``services.catalog`` validates by these declarations; the GraphQL inputs
+(``graphql.catalog``, ``graphql.zones``, ``graphql.hosts``) and the portal's forms
+(``portal.admin.forms``) are made from them.
+
+Each offering is one ConfigMap of the platform namespace (see ``orchestrator.sources.kube``); its
+spec is the JSON of ``to_spec()``, in the API's camelCase. VMs record what they were made from in
 their own Proxmox config, so removing an offering from the catalog never touches a VM.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import models
+
+from orchestrator.models.zones import DEFAULT_CPU_OVERCOMMIT, DEFAULT_MEMORY_OVERCOMMIT
 
 DEFAULT_CPU_TYPE = "x86-64-v2-AES"
 
@@ -28,7 +37,237 @@ OS_FAMILIES = (
     "windows",
     "other",
 )
+
 CHECKSUM_ALGORITHMS = {"sha256": 64, "sha512": 128}  # algorithm -> hex digits
+
+MAX_NAME_LENGTH = 63
+MAX_TITLE_LENGTH = 200
+MAX_DESCRIPTION_LENGTH = 2000
+MAX_GB = 65536
+
+
+# ------------------------------------------------------------------------------ the declarations
+
+
+def number(value: float) -> str:
+    """A limit in words: 512, 4194304, 0.1."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input field of a catalog kind."""
+
+    name: str  # the service's name (snake_case); the API spells it in camelCase
+    type: type  # str, int, float, bool, or list (the storages of a storage profile)
+    label: str  # the portal's label
+    help: str = ""  # what it is; the limits are added by ``description``
+    required: bool = True  # whether a create needs it (an update may leave out any input)
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""  # after a number in words, e.g. " MiB"
+    choices: tuple[str, ...] = ()
+    max_length: int | None = None
+    default: Any = None  # what a create that leaves it out gets
+    key: bool = False  # it identifies the object: an update never changes it
+    widget: str = ""  # how the portal shows a string: "textarea" or "url" (default: one line)
+
+    @property
+    def description(self) -> str:
+        """The API's description and the portal's help text: what it is, its limits, its default."""
+        parts = [self.help] if self.help else []
+        if self.low is not None and self.high is not None:
+            parts.append(f"{number(self.low)} to {number(self.high)}{self.unit}.")
+        if self.choices:
+            parts.append(f"One of {', '.join(self.choices)}.")
+        if self.default not in (None, "", False):
+            parts.append(f"Default {self.default}.")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A catalog kind: its ConfigMap kind, the noun messages use, its inputs."""
+
+    kind: str
+    noun: str
+    inputs: tuple[Input, ...]
+
+    def __getitem__(self, name: str) -> Input:
+        return next(i for i in self.inputs if i.name == name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(i.name for i in self.inputs)
+
+    @property
+    def key_fields(self) -> tuple[str, ...]:
+        return tuple(i.name for i in self.inputs if i.key)
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {i.name: i.default for i in self.inputs if i.default is not None}
+
+
+def _name() -> Input:
+    return Input(
+        "name",
+        str,
+        "Name",
+        "A lowercase name of letters, digits, '-' and '.'; it cannot change later.",
+        max_length=MAX_NAME_LENGTH,
+        key=True,
+    )
+
+
+def _description() -> Input:
+    return Input(
+        "description",
+        str,
+        "Description",
+        required=False,
+        default="",
+        max_length=MAX_DESCRIPTION_LENGTH,
+        widget="textarea",
+    )
+
+
+def _limit(name: str, label: str, high: int, unit: str) -> Input:
+    return Input(name, int, label, "Empty or null: no limit.", required=False, low=1, high=high, unit=unit)
+
+
+def _gib(name: str, label: str, help: str = "") -> Input:
+    return Input(name, int, label, help, low=1, high=MAX_GB, unit=" GiB")
+
+
+COMPUTE_PROFILE_INPUTS = Kind(
+    "compute-profile",
+    "compute profile",
+    (
+        _name(),
+        Input("vcpus", int, "vCPUs", "Virtual CPUs:", low=1, high=512),
+        Input(
+            "memory_mib", int, "Memory (MiB)", "Memory in MiB:", low=128, high=4 * 1024 * 1024, unit=" MiB"
+        ),
+        Input(
+            "cpu_type",
+            str,
+            "CPU type",
+            "The CPU model QEMU presents.",
+            required=False,
+            max_length=64,
+            default=DEFAULT_CPU_TYPE,
+        ),
+        _description(),
+    ),
+)
+
+STORAGE_PROFILE_INPUTS = Kind(
+    "storage-profile",
+    "storage profile",
+    (
+        _name(),
+        Input("storages", list, "Storages", "The Proxmox storage to use in each zone it is offered in."),
+        _gib(
+            "default_gb",
+            "Default disk size (GiB)",
+            "Disk size when none is asked for, from the smallest to the largest disk:",
+        ),
+        _gib("min_gb", "Smallest disk (GiB)"),
+        _gib("max_gb", "Largest disk (GiB)"),
+        Input("bus", str, "Disk bus", required=False, choices=BUSES, default="scsi"),
+        Input("format", str, "Disk format", required=False, choices=FORMATS, default="raw"),
+        _limit("read_mbps", "Read limit (MB/s)", 100_000, " MB/s"),
+        _limit("write_mbps", "Write limit (MB/s)", 100_000, " MB/s"),
+        _limit("read_iops", "Read limit (IOPS)", 10_000_000, " IOPS"),
+        _limit("write_iops", "Write limit (IOPS)", 10_000_000, " IOPS"),
+        _description(),
+    ),
+)
+
+IMAGE_INPUTS = Kind(
+    "image",
+    "image",
+    (
+        _name(),
+        Input("os_family", str, "OS family", choices=OS_FAMILIES),
+        Input(
+            "source_url",
+            str,
+            "Download URL",
+            "Where hosts download it from: http or https; loopback, link-local and private addresses "
+            "are refused unless allowlisted.",
+            max_length=2048,
+            widget="url",
+        ),
+        Input("checksum", str, "Checksum", "sha256:<hex> or sha512:<hex>.", max_length=140),
+        Input("default_user", str, "Default user", "The login user cloud-init sets up.", max_length=32),
+        _gib("min_disk_gb", "Smallest disk (GiB)", "The smallest disk it fits on:"),
+        _description(),
+    ),
+)
+
+ZONE_INPUTS = Kind(
+    "zone",
+    "zone",
+    (
+        Input(
+            "id",
+            str,
+            "Id",
+            "A lowercase slug of letters, digits and '-'; it cannot change later.",
+            max_length=MAX_NAME_LENGTH,
+            key=True,
+        ),
+        Input(
+            "name",
+            str,
+            "Display name",
+            "Its name on pages (default: the id).",
+            required=False,
+            max_length=MAX_TITLE_LENGTH,
+        ),
+        _description(),
+    ),
+)
+
+HOST_INPUTS = Kind(
+    "host",
+    "host",
+    (
+        Input("zone", str, "Zone", "A zone's id.", max_length=MAX_NAME_LENGTH, key=True),
+        Input(
+            "node", str, "Host", "The host's name (its Proxmox node).", max_length=MAX_NAME_LENGTH, key=True
+        ),
+        Input("endpoint", str, "Agent endpoint", "The agent's address, host:port.", max_length=255),
+        Input("cordoned", bool, "Cordoned", "Cordoned hosts take no new VMs.", required=False, default=False),
+        Input(
+            "memory_overcommit",
+            float,
+            "Memory overcommit",
+            "Placement counts the host's memory times this ratio:",
+            required=False,
+            low=0.1,
+            high=8.0,
+            default=DEFAULT_MEMORY_OVERCOMMIT,
+        ),
+        Input(
+            "cpu_overcommit",
+            float,
+            "CPU overcommit",
+            "Placement counts the host's CPU threads times this ratio:",
+            required=False,
+            low=0.1,
+            high=64.0,
+            default=DEFAULT_CPU_OVERCOMMIT,
+        ),
+    ),
+)
+
+CATALOG_KINDS = (COMPUTE_PROFILE_INPUTS, STORAGE_PROFILE_INPUTS, IMAGE_INPUTS, ZONE_INPUTS, HOST_INPUTS)
+
+
+# ---------------------------------------------------------------------------------- the models
 
 
 def _optional_int(value: Any) -> int | None:
@@ -38,7 +277,7 @@ def _optional_int(value: Any) -> int | None:
 class ComputeProfile(models.Model):
     """A VM size: vCPUs, memory and the CPU model QEMU presents."""
 
-    name = models.CharField(primary_key=True, max_length=63)
+    name = models.CharField(primary_key=True, max_length=MAX_NAME_LENGTH)
     vcpus = models.PositiveIntegerField()
     memory_mib = models.PositiveIntegerField()
     cpu_type = models.CharField(max_length=64, default=DEFAULT_CPU_TYPE)
@@ -76,7 +315,7 @@ class StorageProfile(models.Model):
     Limits left empty (None) are not set on the disk: unlimited.
     """
 
-    name = models.CharField(primary_key=True, max_length=63)
+    name = models.CharField(primary_key=True, max_length=MAX_NAME_LENGTH)
     # zone id -> Proxmox storage id in that zone
     storages = models.JSONField(default=dict)
     default_gb = models.PositiveIntegerField()
@@ -148,7 +387,7 @@ class StorageProfile(models.Model):
 class Image(models.Model):
     """An OS image: where to download it, its checksum, and how to log in to VMs made from it."""
 
-    name = models.CharField(primary_key=True, max_length=63)
+    name = models.CharField(primary_key=True, max_length=MAX_NAME_LENGTH)
     os_family = models.CharField(max_length=16)
     source_url = models.URLField(max_length=2048)
     # "<algorithm>:<hex digest>", algorithm sha256 or sha512

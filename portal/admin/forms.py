@@ -14,10 +14,18 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from django import forms
+from django.forms.forms import DeclarativeFieldsMetaclass
 
 from orchestrator.errors import ValidationFailed
 from orchestrator.models import StorageProfile, Vdc
-from orchestrator.models.catalog import BUSES, DEFAULT_CPU_TYPE, FORMATS, OS_FAMILIES
+from orchestrator.models.catalog import (
+    COMPUTE_PROFILE_INPUTS,
+    IMAGE_INPUTS,
+    STORAGE_PROFILE_INPUTS,
+    ZONE_INPUTS,
+    Input,
+    Kind,
+)
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
 from orchestrator.services.vdcs import QUOTA_FIELDS
@@ -87,42 +95,55 @@ class AdminForm(forms.Form):
         return {name: getattr(obj, name) for name in cls.base_fields if hasattr(obj, name)}
 
 
-def _name_field(label: str) -> forms.CharField:
-    return forms.CharField(
-        label=label,
-        max_length=catalog.MAX_NAME_LENGTH,
-        help_text="Lowercase letters, digits, '-' and '.'; it cannot change later.",
-    )
+def declared_field(declared: Input) -> forms.Field:
+    """The form field of a catalog input, as its declaration (``orchestrator.models.catalog``) says."""
+    common: dict[str, Any] = {
+        "label": declared.label,
+        "required": declared.required or bool(declared.choices),  # a select always sends a choice
+        "help_text": declared.description,
+    }
+    if declared.choices:
+        return forms.ChoiceField(
+            choices=[(c, c) for c in declared.choices], initial=declared.default, **common
+        )
+    if declared.type is int:
+        low, high = declared.low, declared.high
+        return forms.IntegerField(
+            min_value=None if low is None else int(low),
+            max_value=None if high is None else int(high),
+            **common,
+        )
+    if declared.type is float:
+        return forms.FloatField(min_value=declared.low, max_value=declared.high, **common)
+    if declared.type is bool:
+        return forms.BooleanField(**{**common, "required": False})
+    widgets = {"textarea": forms.Textarea(attrs={"rows": 3}), "url": forms.URLInput()}
+    return forms.CharField(max_length=declared.max_length, widget=widgets.get(declared.widget), **common)
 
 
-def _description() -> forms.CharField:
-    return forms.CharField(
-        label="Description",
-        required=False,
-        max_length=catalog.MAX_DESCRIPTION_LENGTH,
-        widget=forms.Textarea(attrs={"rows": 3}),
-    )
+class CatalogFormMetaclass(DeclarativeFieldsMetaclass):
+    """Gives a form whose ``declared`` names a catalog kind a field per input of it, in its order
+    (those in ``skip`` left out), and that kind's key fields; fields the class itself declares win."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], attrs: dict[str, Any]) -> type:
+        declared: Kind | None = attrs.get("declared")
+        if declared is not None:
+            skip = attrs.get("skip", ())
+            fields = {i.name: declared_field(i) for i in declared.inputs if i.name not in skip}
+            attrs = {**fields, "key_fields": declared.key_fields, **attrs}
+        new_class: type = super().__new__(mcs, name, bases, attrs)
+        return new_class
 
 
-def _limit(label: str, unit: str) -> forms.IntegerField:
-    return forms.IntegerField(
-        label=label, required=False, min_value=1, help_text=f"{unit}; leave empty for no limit."
-    )
+class CatalogForm(AdminForm, metaclass=CatalogFormMetaclass):
+    """The form of a catalog kind: its fields made from the kind's declaration."""
+
+    declared: ClassVar[Kind]
+    skip: ClassVar[tuple[str, ...]] = ()
 
 
-class ComputeProfileForm(AdminForm):
-    key_fields = ("name",)
-
-    name = _name_field("Name")
-    vcpus = forms.IntegerField(label="vCPUs", min_value=1, max_value=512)
-    memory_mib = forms.IntegerField(label="Memory (MiB)", min_value=128, help_text="At least 128 MiB.")
-    cpu_type = forms.CharField(
-        label="CPU type",
-        required=False,
-        max_length=64,
-        help_text=f"The QEMU CPU model; empty: {DEFAULT_CPU_TYPE}.",
-    )
-    description = _description()
+class ComputeProfileForm(CatalogForm):
+    declared = COMPUTE_PROFILE_INPUTS
 
     def to_data(self) -> dict[str, Any]:
         data = super().to_data()
@@ -130,22 +151,11 @@ class ComputeProfileForm(AdminForm):
         return data
 
 
-class StorageProfileForm(AdminForm):
+class StorageProfileForm(CatalogForm):
     """A storage profile; its storages are one field per zone of the catalog (``storage_<zone>``)."""
 
-    key_fields = ("name",)
-
-    name = _name_field("Name")
-    default_gb = forms.IntegerField(label="Default disk size (GiB)", min_value=1)
-    min_gb = forms.IntegerField(label="Smallest disk (GiB)", min_value=1)
-    max_gb = forms.IntegerField(label="Largest disk (GiB)", min_value=1, max_value=65536)
-    bus = forms.ChoiceField(label="Disk bus", choices=[(b, b) for b in BUSES], initial="scsi")
-    format = forms.ChoiceField(label="Disk format", choices=[(f, f) for f in FORMATS], initial="raw")
-    read_mbps = _limit("Read limit", "MB/s")
-    write_mbps = _limit("Write limit", "MB/s")
-    read_iops = _limit("Read limit (IOPS)", "Operations per second")
-    write_iops = _limit("Write limit (IOPS)", "Operations per second")
-    description = _description()
+    declared = STORAGE_PROFILE_INPUTS
+    skip = ("storages",)
 
     def add_fields(self) -> None:
         for zone in catalog.list_zones(self.ctx):
@@ -185,37 +195,21 @@ def _storage_field(zone: str) -> str:
     return f"storage_{zone}"
 
 
-class ImageForm(AdminForm):
-    key_fields = ("name",)
-
-    name = _name_field("Name")
-    os_family = forms.ChoiceField(label="OS family", choices=[(f, f) for f in OS_FAMILIES])
-    source_url = forms.CharField(
-        label="Download URL",
-        max_length=2048,
-        widget=forms.URLInput(),
-        help_text="http or https; hosts download the image from here.",
-    )
-    checksum = forms.CharField(
-        label="Checksum", max_length=200, help_text="sha256:<hex> or sha512:<hex>; required."
-    )
-    default_user = forms.CharField(
-        label="Default user", max_length=32, help_text="The login cloud-init sets up."
-    )
-    min_disk_gb = forms.IntegerField(label="Smallest disk (GiB)", min_value=1, max_value=65536)
-    description = _description()
+class ImageForm(CatalogForm):
+    declared = IMAGE_INPUTS
 
 
-class ZoneForm(AdminForm):
-    key_fields = ("id",)
+class ZoneForm(CatalogForm):
+    declared = ZONE_INPUTS
 
-    id = forms.CharField(
-        label="Id",
-        max_length=63,
-        help_text="A lowercase slug of letters, digits and '-'; it cannot change later.",
+
+def _description() -> forms.CharField:
+    return forms.CharField(
+        label="Description",
+        required=False,
+        max_length=catalog.MAX_DESCRIPTION_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 3}),
     )
-    name = forms.CharField(label="Display name", required=False, max_length=catalog.MAX_TITLE_LENGTH)
-    description = _description()
 
 
 class VdcForm(AdminForm):

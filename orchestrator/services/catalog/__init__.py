@@ -1,0 +1,307 @@
+"""The platform catalog: compute and storage profiles, images, zones and hosts (VDCs: ``services.vdcs``).
+
+Every catalog object is a ConfigMap of the platform namespace (``orchestrator.sources.kube``).
+A request reads the whole catalog with one list call the first time it needs any of it, and
+keeps that snapshot for the rest of the request (and only for it: the stateless rule).
+
+Who may do what, decided here once: reading profiles, images, zones and hosts needs USER or
+ADMIN; every write needs ADMIN. Every value is validated as its kind declares it
+(``orchestrator.models.catalog``), and a bad one is a ``ValidationFailed`` naming its input
+field. Removing a profile or an image only removes it from the catalog: the VMs made from it
+keep running, and keep what they were made from in their own Proxmox config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from orchestrator.errors import Conflict, NotFound, ValidationFailed
+from orchestrator.models import ComputeProfile, Host, Image, StorageProfile, Zone
+from orchestrator.models.catalog import MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, MAX_TITLE_LENGTH
+from orchestrator.models.zones import host_ident
+from orchestrator.services import access
+from orchestrator.services.catalog.fields import (
+    NAME_RULE,
+    SLUG_RULE,
+    Fields,
+    check_fields,
+    is_name,
+    is_slug,
+    label,
+)
+from orchestrator.services.catalog.kinds import (
+    COMPUTE_PROFILE_KIND,
+    HOST_KIND,
+    IMAGE_KIND,
+    STORAGE_PROFILE_KIND,
+    ZONE_KIND,
+    CatalogKind,
+)
+from orchestrator.services.catalog.snapshot import (
+    COMPUTE_PROFILE,
+    HOST,
+    IMAGE,
+    KINDS,
+    STORAGE_PROFILE,
+    VDC,
+    ZONE,
+    ZONE_LABEL,
+    entries,
+    forget,
+    hosts,
+    objects,
+    remember,
+    zone_targets,
+    zones,
+)
+from orchestrator.services.context import Context
+from orchestrator.sources.kube import CatalogEntry, kube
+
+__all__ = [
+    "COMPUTE_PROFILE",
+    "HOST",
+    "IMAGE",
+    "KINDS",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_NAME_LENGTH",
+    "MAX_TITLE_LENGTH",
+    "NAME_RULE",
+    "SLUG_RULE",
+    "STORAGE_PROFILE",
+    "VDC",
+    "ZONE",
+    "ZONE_LABEL",
+    "Fields",
+    "check_fields",
+    "entries",
+    "forget",
+    "hosts",
+    "is_name",
+    "is_slug",
+    "objects",
+    "remember",
+    "zone_targets",
+    "zones",
+]
+
+M = TypeVar("M")
+
+
+# --- the reads callers make (USER or ADMIN) ---------------------------------------------------------
+
+
+def _one(ctx: Context, k: CatalogKind[M], ident: str) -> M:
+    for obj in objects(ctx, k.kind, k.build):
+        if k.ident(obj) == ident:
+            return obj
+    raise NotFound(k.noun, ident)
+
+
+def list_compute_profiles(ctx: Context) -> list[ComputeProfile]:
+    access.require_self_service(ctx)
+    return objects(ctx, COMPUTE_PROFILE, ComputeProfile.from_spec)
+
+
+def compute_profile(ctx: Context, name: str) -> ComputeProfile:
+    """One compute profile; ``NotFound`` if there is none of that name."""
+    access.require_self_service(ctx)
+    return _one(ctx, COMPUTE_PROFILE_KIND, name)
+
+
+def list_storage_profiles(ctx: Context) -> list[StorageProfile]:
+    access.require_self_service(ctx)
+    return objects(ctx, STORAGE_PROFILE, StorageProfile.from_spec)
+
+
+def storage_profile(ctx: Context, name: str) -> StorageProfile:
+    access.require_self_service(ctx)
+    return _one(ctx, STORAGE_PROFILE_KIND, name)
+
+
+def list_images(ctx: Context) -> list[Image]:
+    access.require_self_service(ctx)
+    return objects(ctx, IMAGE, Image.from_spec)
+
+
+def image(ctx: Context, name: str) -> Image:
+    access.require_self_service(ctx)
+    return _one(ctx, IMAGE_KIND, name)
+
+
+def list_zones(ctx: Context) -> list[Zone]:
+    access.require_self_service(ctx)
+    return zones(ctx)
+
+
+def zone(ctx: Context, zone_id: str) -> Zone:
+    access.require_self_service(ctx)
+    return _one(ctx, ZONE_KIND, zone_id)
+
+
+def list_hosts(ctx: Context, zone_id: str | None = None) -> list[Host]:
+    access.require_self_service(ctx)
+    return [h for h in hosts(ctx) if zone_id is None or h.zone == zone_id]
+
+
+def host(ctx: Context, zone_id: str, node: str) -> Host:
+    access.require_self_service(ctx)
+    return _one(ctx, HOST_KIND, host_ident(zone_id, node))
+
+
+def host_endpoint(ctx: Context, host: Host) -> str | None:
+    """A host's agent address: infrastructure detail that ADMIN sees and others do not (None)."""
+    return host.endpoint if ctx.principal.is_admin else None
+
+
+# ------------------------------------------------------------------------------- generic writes
+
+
+def _current(ctx: Context, k: CatalogKind[M], ident: str) -> tuple[CatalogEntry, M]:
+    entry = entries(ctx, k.kind).get(ident)
+    if entry is None:
+        raise NotFound(k.noun, ident)
+    return entry, k.build(entry.spec)
+
+
+def _create(ctx: Context, k: CatalogKind[M], data: Mapping[str, Any]) -> M:
+    access.require_admin(ctx)
+    check_fields(data, k.declared.names)
+    obj = k.validate(ctx, {**k.declared.defaults, **{f: v for f, v in data.items() if v is not None}})
+    ident = k.ident(obj)
+    if ident in entries(ctx, k.kind):
+        raise Conflict(f"{k.noun} {ident!r} already exists")
+    remember(ctx, kube().create_catalog(k.kind, ident, k.spec(obj), labels=k.labels(obj)))
+    return obj
+
+
+def _update(ctx: Context, k: CatalogKind[M], ident: str, changes: Mapping[str, Any]) -> M:
+    access.require_admin(ctx)
+    check_fields(changes, k.declared.names)
+    entry, current = _current(ctx, k, ident)
+    values = k.values(current)
+    for field in k.declared.key_fields:
+        if field in changes and changes[field] != values[field]:
+            raise ValidationFailed(field, f"{label(field)} cannot change: create another {k.noun} instead")
+    values |= dict(changes)
+    obj = k.validate(ctx, values)
+    remember(
+        ctx, kube().replace_catalog(k.kind, ident, k.spec(obj), entry.resource_version, labels=k.labels(obj))
+    )
+    return obj
+
+
+def _delete(ctx: Context, k: CatalogKind[M], ident: str, check: Callable[[M], None] | None = None) -> M:
+    access.require_admin(ctx)
+    entry, current = _current(ctx, k, ident)
+    if check is not None:
+        check(current)
+    if not kube().delete_catalog(k.kind, ident, entry.resource_version):
+        raise NotFound(k.noun, ident)
+    forget(ctx, k.kind, ident)
+    return current
+
+
+# --- compute profiles (ADMIN) -----------------------------------------------------------------------
+
+
+def create_compute_profile(ctx: Context, data: Mapping[str, Any]) -> ComputeProfile:
+    """Add a compute profile: ``name``, ``vcpus``, ``memory_mib``, ``cpu_type``, ``description``."""
+    return _create(ctx, COMPUTE_PROFILE_KIND, data)
+
+
+def update_compute_profile(ctx: Context, name: str, changes: Mapping[str, Any]) -> ComputeProfile:
+    """Change the given fields of a compute profile (VMs already made keep their size)."""
+    return _update(ctx, COMPUTE_PROFILE_KIND, name, changes)
+
+
+def delete_compute_profile(ctx: Context, name: str) -> ComputeProfile:
+    """Remove a compute profile from the catalog; VMs made from it are untouched."""
+    return _delete(ctx, COMPUTE_PROFILE_KIND, name)
+
+
+# --- storage profiles (ADMIN) -----------------------------------------------------------------------
+
+
+def create_storage_profile(ctx: Context, data: Mapping[str, Any]) -> StorageProfile:
+    """Add a storage profile: ``storages`` maps zones to Proxmox storages (or lists ``{zone, storage}``)."""
+    return _create(ctx, STORAGE_PROFILE_KIND, data)
+
+
+def update_storage_profile(ctx: Context, name: str, changes: Mapping[str, Any]) -> StorageProfile:
+    """Change the given fields; a limit set to None is removed (unlimited)."""
+    return _update(ctx, STORAGE_PROFILE_KIND, name, changes)
+
+
+def delete_storage_profile(ctx: Context, name: str) -> StorageProfile:
+    return _delete(ctx, STORAGE_PROFILE_KIND, name)
+
+
+# --- images (ADMIN) ---------------------------------------------------------------------------------
+
+
+def create_image(ctx: Context, data: Mapping[str, Any]) -> Image:
+    """Add an image; its URL is checked against the image URL policy, its checksum is required."""
+    return _create(ctx, IMAGE_KIND, data)
+
+
+def update_image(ctx: Context, name: str, changes: Mapping[str, Any]) -> Image:
+    return _update(ctx, IMAGE_KIND, name, changes)
+
+
+def delete_image(ctx: Context, name: str) -> Image:
+    """Remove an image from the catalog; VMs made from it (and templates on hosts) are untouched."""
+    return _delete(ctx, IMAGE_KIND, name)
+
+
+# --- zones and hosts (ADMIN) ------------------------------------------------------------------------
+
+
+def create_zone(ctx: Context, data: Mapping[str, Any]) -> Zone:
+    return _create(ctx, ZONE_KIND, data)
+
+
+def update_zone(ctx: Context, zone_id: str, changes: Mapping[str, Any]) -> Zone:
+    return _update(ctx, ZONE_KIND, zone_id, changes)
+
+
+def delete_zone(ctx: Context, zone_id: str) -> Zone:
+    """Remove a zone; refused (``Conflict``) while it has hosts, or VDCs or storage profiles name it."""
+
+    def check(_zone: Zone) -> None:
+        in_zone = [h.node for h in hosts(ctx) if h.zone == zone_id]
+        if in_zone:
+            raise Conflict(
+                f"zone {zone_id!r} still has {len(in_zone)} host(s) ({', '.join(in_zone)}): remove them first"
+            )
+        using = sorted(i for i, e in entries(ctx, VDC).items() if zone_id in (e.spec.get("zones") or []))
+        if using:
+            raise Conflict(
+                f"zone {zone_id!r} is allowed in VDC(s) {', '.join(using)}: remove it from them first"
+            )
+        storing = sorted(
+            p.name for p in objects(ctx, STORAGE_PROFILE, StorageProfile.from_spec) if zone_id in p.storages
+        )
+        if storing:
+            raise Conflict(
+                f"zone {zone_id!r} has a storage in storage profile(s) {', '.join(storing)}: "
+                "remove it from them first"
+            )
+
+    return _delete(ctx, ZONE_KIND, zone_id, check)
+
+
+def create_host(ctx: Context, data: Mapping[str, Any]) -> Host:
+    """Add a host: its ``zone``, Proxmox ``node`` name, agent ``endpoint`` (host:port), overcommit ratios."""
+    return _create(ctx, HOST_KIND, data)
+
+
+def update_host(ctx: Context, zone_id: str, node: str, changes: Mapping[str, Any]) -> Host:
+    """Change a host; ``cordoned`` true keeps new VMs off it while its VMs keep running."""
+    return _update(ctx, HOST_KIND, host_ident(zone_id, node), changes)
+
+
+def drop_host(ctx: Context, zone_id: str, node: str, check: Callable[[Host], None] | None = None) -> Host:
+    """Remove a host's catalog entry once ``check(host)`` passes: flex.plane stops reaching its agent,
+    Proxmox is untouched. ``services.hosts.remove_host`` is the operation (it checks the host is empty)."""
+    return _delete(ctx, HOST_KIND, host_ident(zone_id, node), check)

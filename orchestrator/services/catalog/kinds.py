@@ -1,0 +1,228 @@
+"""Each catalog kind: its inputs validated by their declaration (``orchestrator.models.catalog``),
+the rules between them, and how the generic create/update/delete build and store it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from orchestrator.models import ComputeProfile, Host, Image, StorageProfile, Zone
+from orchestrator.models.catalog import (
+    COMPUTE_PROFILE_INPUTS,
+    HOST_INPUTS,
+    IMAGE_INPUTS,
+    MAX_DESCRIPTION_LENGTH,
+    MAX_NAME_LENGTH,
+    STORAGE_PROFILE_INPUTS,
+    ZONE_INPUTS,
+    Kind,
+)
+from orchestrator.models.zones import host_ident
+from orchestrator.services.catalog.fields import (
+    CPU_TYPE,
+    STORAGE_ID,
+    USER_NAME,
+    Fields,
+    checksum,
+    endpoint,
+    label,
+    source_url,
+)
+from orchestrator.services.catalog.snapshot import ZONE, ZONE_LABEL, entries
+from orchestrator.services.context import Context
+
+M = TypeVar("M")
+
+
+def _known_zone(ctx: Context, fields: Fields, field: str, zone_id: str) -> None:
+    if zone_id not in entries(ctx, ZONE):
+        raise fields.fail(field, f"there is no zone {zone_id!r}")
+
+
+def _storages(ctx: Context, fields: Fields, field: str) -> dict[str, str]:
+    """zone -> Proxmox storage, given as such a mapping or as a list of ``{zone, storage}``."""
+    value = fields.present(field)
+    pairs: list[tuple[Any, Any]]
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, Iterable) and not isinstance(value, str):
+        pairs = []
+        for item in value:
+            if not isinstance(item, Mapping):
+                raise fields.fail(field, f"{label(field)} must list {{zone, storage}} pairs")
+            pairs.append((item.get("zone"), item.get("storage")))
+    else:
+        raise fields.fail(field, f"{label(field)} must list {{zone, storage}} pairs")
+    out: dict[str, str] = {}
+    for zone_id, storage in pairs:
+        if not isinstance(zone_id, str) or not isinstance(storage, str):
+            raise fields.fail(field, f"{label(field)}: each entry needs a zone and a storage")
+        if zone_id in out:
+            raise fields.fail(field, f"{label(field)}: zone {zone_id!r} is listed twice")
+        _known_zone(ctx, fields, field, zone_id)
+        if not STORAGE_ID.fullmatch(storage):
+            raise fields.fail(field, f"{label(field)}: {storage!r} is not a Proxmox storage id")
+        out[zone_id] = storage
+    if not out:
+        raise fields.fail(field, f"{label(field)} must name the storage of at least one zone")
+    return dict(sorted(out.items()))
+
+
+# --------------------------------------------------------------------------- kinds: validate, build
+
+
+def _description(f: Fields, declared: Kind) -> str:
+    return f.text("description", declared["description"].max_length or MAX_DESCRIPTION_LENGTH)
+
+
+def _compute_profile(ctx: Context, values: Mapping[str, Any]) -> ComputeProfile:
+    f, d = Fields(values), COMPUTE_PROFILE_INPUTS
+    cpu_type = f.declared(d["cpu_type"])
+    if not CPU_TYPE.fullmatch(cpu_type):
+        raise f.fail("cpu_type", f"cpuType {cpu_type!r} is not a QEMU CPU model name")
+    return ComputeProfile(
+        name=f.name("name"),
+        vcpus=f.declared(d["vcpus"]),
+        memory_mib=f.declared(d["memory_mib"]),
+        cpu_type=cpu_type,
+        description=_description(f, d),
+    )
+
+
+def _storage_profile(ctx: Context, values: Mapping[str, Any]) -> StorageProfile:
+    f, d = Fields(values), STORAGE_PROFILE_INPUTS
+    name = f.name("name")
+    storages = _storages(ctx, f, "storages")
+    min_gb = f.declared(d["min_gb"])
+    max_gb = f.declared(d["max_gb"])
+    default_gb = f.declared(d["default_gb"])
+    if min_gb > max_gb:
+        raise f.fail("min_gb", f"minGb ({min_gb}) must not be above maxGb ({max_gb})")
+    if not min_gb <= default_gb <= max_gb:
+        raise f.fail(
+            "default_gb", f"defaultGb ({default_gb}) must be between minGb ({min_gb}) and maxGb ({max_gb})"
+        )
+    return StorageProfile(
+        name=name,
+        storages=storages,
+        default_gb=default_gb,
+        min_gb=min_gb,
+        max_gb=max_gb,
+        bus=f.declared(d["bus"]),
+        format=f.declared(d["format"]),
+        read_mbps=f.declared(d["read_mbps"]),
+        write_mbps=f.declared(d["write_mbps"]),
+        read_iops=f.declared(d["read_iops"]),
+        write_iops=f.declared(d["write_iops"]),
+        description=_description(f, d),
+    )
+
+
+def _image(ctx: Context, values: Mapping[str, Any]) -> Image:
+    f, d = Fields(values), IMAGE_INPUTS
+    default_user = f.declared(d["default_user"])
+    if not USER_NAME.fullmatch(default_user):
+        raise f.fail("default_user", f"defaultUser {default_user!r} is not a valid login name")
+    return Image(
+        name=f.name("name"),
+        os_family=f.declared(d["os_family"]),
+        source_url=source_url(f, d["source_url"]),
+        checksum=checksum(f, d["checksum"]),
+        default_user=default_user,
+        min_disk_gb=f.declared(d["min_disk_gb"]),
+        description=_description(f, d),
+    )
+
+
+def _zone(ctx: Context, values: Mapping[str, Any]) -> Zone:
+    f, d = Fields(values), ZONE_INPUTS
+    ident = f.slug("id")
+    return Zone(id=ident, name=f.title("name", ident), description=_description(f, d))
+
+
+def _host(ctx: Context, values: Mapping[str, Any]) -> Host:
+    f, d = Fields(values), HOST_INPUTS
+    zone_id = f.slug("zone")
+    _known_zone(ctx, f, "zone", zone_id)
+    node = f.slug("node")
+    if len(host_ident(zone_id, node)) > MAX_NAME_LENGTH:
+        raise f.fail("node", f"zone and node names together must be at most {MAX_NAME_LENGTH - 1} characters")
+    return Host(
+        key=f"{zone_id}/{node}",
+        zone=zone_id,
+        node=node,
+        endpoint=endpoint(f, d["endpoint"]),
+        cordoned=f.declared(d["cordoned"]),
+        memory_overcommit=f.declared(d["memory_overcommit"]),
+        cpu_overcommit=f.declared(d["cpu_overcommit"]),
+    )
+
+
+@dataclass(frozen=True)
+class CatalogKind(Generic[M]):
+    """How the generic create/update/delete handle one kind: its declaration, and its model."""
+
+    declared: Kind
+    build: Callable[[Mapping[str, Any]], M]
+    validate: Callable[[Context, Mapping[str, Any]], M]
+    ident: Callable[[M], str]
+    spec: Callable[[M], dict[str, Any]]
+    # The object's values as inputs (snake_case), for an update to start from.
+    values: Callable[[M], dict[str, Any]]
+    labels: Callable[[M], dict[str, str]] = lambda _obj: {}
+
+    @property
+    def kind(self) -> str:
+        return self.declared.kind
+
+    @property
+    def noun(self) -> str:
+        return self.declared.noun
+
+
+def _attributes(declared: Kind) -> Callable[[Any], dict[str, Any]]:
+    return lambda obj: {name: getattr(obj, name) for name in declared.names}
+
+
+COMPUTE_PROFILE_KIND = CatalogKind[ComputeProfile](
+    declared=COMPUTE_PROFILE_INPUTS,
+    build=ComputeProfile.from_spec,
+    validate=_compute_profile,
+    ident=lambda p: p.name,
+    spec=lambda p: p.to_spec(),
+    values=_attributes(COMPUTE_PROFILE_INPUTS),
+)
+STORAGE_PROFILE_KIND = CatalogKind[StorageProfile](
+    declared=STORAGE_PROFILE_INPUTS,
+    build=StorageProfile.from_spec,
+    validate=_storage_profile,
+    ident=lambda p: p.name,
+    spec=lambda p: p.to_spec(),
+    values=_attributes(STORAGE_PROFILE_INPUTS),
+)
+IMAGE_KIND = CatalogKind[Image](
+    declared=IMAGE_INPUTS,
+    build=Image.from_spec,
+    validate=_image,
+    ident=lambda i: i.name,
+    spec=lambda i: i.to_spec(),
+    values=_attributes(IMAGE_INPUTS),
+)
+ZONE_KIND = CatalogKind[Zone](
+    declared=ZONE_INPUTS,
+    build=Zone.from_spec,
+    validate=_zone,
+    ident=lambda z: z.id,
+    spec=lambda z: z.to_spec(),
+    values=_attributes(ZONE_INPUTS),
+)
+HOST_KIND = CatalogKind[Host](
+    declared=HOST_INPUTS,
+    build=Host.from_spec,
+    validate=_host,
+    ident=lambda h: h.ident,
+    spec=lambda h: h.to_spec(),
+    values=_attributes(HOST_INPUTS),
+    labels=lambda h: {ZONE_LABEL: h.zone},
+)
