@@ -53,12 +53,17 @@ class ProxmoxBadAnswer(Exception):
 
 @dataclass(frozen=True)
 class ProxmoxAnswer:
-    """What Proxmox answered: its status, the JSON of its data, and its error text and field errors."""
+    """What Proxmox answered: its status, its JSON document as it came, its error text and field errors."""
 
     status: int
-    data_json: bytes = b"null"
+    document: bytes = b'{"data":null}'
     message: str = ""
     errors: dict[str, str] = field(default_factory=dict)
+
+    def data(self) -> Any:
+        """The document's ``data`` member, decoded."""
+        decoded = orjson.loads(self.document)
+        return decoded.get("data") if isinstance(decoded, dict) else None
 
 
 class ProxmoxClient:
@@ -234,6 +239,10 @@ class ProxmoxClient:
         return self._answer(status, reason, answer)
 
     def _answer(self, status: int, reason: str, body: bytes) -> ProxmoxAnswer:
+        if 200 <= status < 300 and body[:1] == b"{":
+            # Forwarded as it came: decoding and re-encoding a listing of thousands of guests on
+            # every call would cost the node more than the call itself. The caller decodes it.
+            return ProxmoxAnswer(status=status, document=body)
         try:
             decoded: Any = orjson.loads(body) if body else {}
         except orjson.JSONDecodeError:
@@ -251,8 +260,7 @@ class ProxmoxClient:
             )
         if not 200 <= status < 300 or not isinstance(decoded, dict):
             raise ProxmoxBadAnswer(f"Proxmox at {self.url} answered {status} without its API's JSON")
-        # orjson: a /cluster/resources of thousands of guests is decoded and re-encoded on every listing.
-        return ProxmoxAnswer(status=status, data_json=orjson.dumps(decoded.get("data")))
+        return ProxmoxAnswer(status=status, document=body)
 
 
 async def _read_limited(response: aiohttp.ClientResponse) -> bytes:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import logging
 import signal
 import time
@@ -138,7 +137,7 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
             await context.abort(grpc.StatusCode.INTERNAL, str(exc))
         log.info("%s %s for %s: %d in %.0f ms", method, path, caller, answer.status, _ms(started))
         return agent_pb2.ProxmoxResponse(
-            status=answer.status, data_json=answer.data_json, message=answer.message, errors=answer.errors
+            status=answer.status, document_json=answer.document, message=answer.message, errors=answer.errors
         )
 
     @staticmethod
@@ -313,7 +312,7 @@ async def proxmox_version(proxmox: ProxmoxClient) -> str:
     """The node's Proxmox VE version, or "" when Proxmox does not answer in time."""
     try:
         answer = await proxmox.request("GET", "/version", {}, timeout=VERSION_TIMEOUT)
-        data = json.loads(answer.data_json) if answer.status < 400 else None
+        data = answer.data() if answer.status < 400 else None
     except (ProxmoxUnreachableError, ProxmoxBadAnswer, ValueError):
         return ""
     return str(data.get("version") or "") if isinstance(data, dict) else ""

@@ -229,9 +229,12 @@ class AgentPool:
             message = response.message or _status_phrase(response.status)
             raise ProxmoxError(target, response.status, message, dict(response.errors))
         try:
-            return orjson.loads(response.data_json or b"null")
+            document = orjson.loads(response.document_json)
         except ValueError as exc:
             raise AgentError(target, f"the agent sent data that is not JSON ({exc})") from exc
+        if not isinstance(document, dict):
+            raise AgentError(target, "the agent sent JSON that is not Proxmox's answer (an object with data)")
+        return document.get("data")
 
     def info(self, target: AgentTarget, *, timeout: float | None = None) -> AgentInfo:
         """What the agent says it is: its version, node, zone and identity."""

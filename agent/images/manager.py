@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -301,7 +300,7 @@ class TemplateManager:
             if answer.errors:
                 detail += " (" + "; ".join(f"{k}: {v}" for k, v in sorted(answer.errors.items())) + ")"
             raise TemplateImportError(f"{message}: Proxmox answered {answer.status}: {detail}")
-        await self.api.wait(json.loads(answer.data_json), what=message)
+        await self.api.wait(answer.data(), what=message)
 
     async def _create(self, job: Job, volume: str, disk_format: str, made: list[int]) -> int:
         """Create the VM importing volume; its vmid is in made as soon as Proxmox took the request."""

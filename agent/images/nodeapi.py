@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import logging
 import re
 import time
@@ -49,7 +48,7 @@ class NodeApi:
             if answer.errors:
                 detail += " (" + "; ".join(f"{k}: {v}" for k, v in sorted(answer.errors.items())) + ")"
             raise TemplateImportError(f"{what}: Proxmox answered {answer.status}: {detail}")
-        return json.loads(answer.data_json)
+        return answer.data()
 
     async def wait(self, upid: Any, *, what: str, timeout: float = TASK_TIMEOUT) -> None:
         """Poll the task until it stops; unless it ends OK, TemplateImportError with its status and log."""

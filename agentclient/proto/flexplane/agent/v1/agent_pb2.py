@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n0agentclient/proto/flexplane/agent/v1/agent.proto\x12\x12\x66lexplane.agent.v1\"4\n\x13WriteSnippetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\x0c\")\n\x14WriteSnippetResponse\x12\x11\n\tvolume_id\x18\x01 \x01(\t\"$\n\x14\x44\x65leteSnippetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"(\n\x15\x44\x65leteSnippetResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"V\n\x15\x45nsureTemplateRequest\x12\r\n\x05image\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x10\n\x08\x63hecksum\x18\x03 \x01(\t\x12\x0f\n\x07storage\x18\x04 \x01(\t\"\xb2\x02\n\x10TemplateProgress\x12\x39\n\x05phase\x18\x01 \x01(\x0e\x32*.flexplane.agent.v1.TemplateProgress.Phase\x12\x12\n\nbytes_done\x18\x02 \x01(\x04\x12\x13\n\x0b\x62ytes_total\x18\x03 \x01(\x04\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x15\n\rtemplate_vmid\x18\x05 \x01(\r\x12\x0c\n\x04node\x18\x06 \x01(\t\"\x83\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x12\n\x0ePHASE_CHECKING\x10\x01\x12\x15\n\x11PHASE_DOWNLOADING\x10\x02\x12\x13\n\x0fPHASE_VERIFYING\x10\x03\x12\x13\n\x0fPHASE_IMPORTING\x10\x04\x12\x0e\n\nPHASE_DONE\x10\x05\"\x9d\x01\n\x0eProxmoxRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12>\n\x06params\x18\x03 \x03(\x0b\x32..flexplane.agent.v1.ProxmoxRequest.ParamsEntry\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb5\x01\n\x0fProxmoxResponse\x12\x0e\n\x06status\x18\x01 \x01(\x05\x12\x11\n\tdata_json\x18\x02 \x01(\x0c\x12\x0f\n\x07message\x18\x03 \x01(\t\x12?\n\x06\x65rrors\x18\x04 \x03(\x0b\x32/.flexplane.agent.v1.ProxmoxResponse.ErrorsEntry\x1a-\n\x0b\x45rrorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x10\n\x0eGetInfoRequest\"\xe8\x01\n\tAgentInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\x0c\n\x04zone\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\x12\x17\n\x0fproxmox_version\x18\x05 \x01(\t\x12\x1d\n\x15\x63\x65rtificate_not_after\x18\x06 \x01(\x03\x12\x32\n\x07renewal\x18\x07 \x01(\x0b\x32!.flexplane.agent.v1.RenewalStatus\x12\x30\n\x06update\x18\x08 \x01(\x0b\x32 .flexplane.agent.v1.UpdateStatus\"a\n\rRenewalStatus\x12\x14\n\x0clast_success\x18\x01 \x01(\x03\x12\x12\n\nlast_error\x18\x02 \x01(\t\x12\x10\n\x08\x66\x61ilures\x18\x03 \x01(\r\x12\x14\n\x0cnext_attempt\x18\x04 \x01(\x03\"\x95\x02\n\x0cUpdateStatus\x12\x37\n\x06result\x18\x01 \x01(\x0e\x32\'.flexplane.agent.v1.UpdateStatus.Result\x12\x14\n\x0c\x66rom_version\x18\x02 \x01(\t\x12\x12\n\nto_version\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\n\n\x02\x61t\x18\x05 \x01(\x03\"\x84\x01\n\x06Result\x12\x16\n\x12RESULT_UNSPECIFIED\x10\x00\x12\x0f\n\x0bRESULT_NONE\x10\x01\x12\x12\n\x0eRESULT_UPDATED\x10\x02\x12\x12\n\x0eRESULT_REFUSED\x10\x03\x12\x16\n\x12RESULT_ROLLED_BACK\x10\x04\x12\x11\n\rRESULT_FAILED\x10\x05\x32_\n\x0cProxmoxProxy\x12O\n\x04\x43\x61ll\x12\".flexplane.agent.v1.ProxmoxRequest\x1a#.flexplane.agent.v1.ProxmoxResponse2U\n\x05\x41gent\x12L\n\x07GetInfo\x12\".flexplane.agent.v1.GetInfoRequest\x1a\x1d.flexplane.agent.v1.AgentInfo2m\n\x06Images\x12\x63\n\x0e\x45nsureTemplate\x12).flexplane.agent.v1.EnsureTemplateRequest\x1a$.flexplane.agent.v1.TemplateProgress0\x01\x32\xd3\x01\n\x08Snippets\x12\x61\n\x0cWriteSnippet\x12\'.flexplane.agent.v1.WriteSnippetRequest\x1a(.flexplane.agent.v1.WriteSnippetResponse\x12\x64\n\rDeleteSnippet\x12(.flexplane.agent.v1.DeleteSnippetRequest\x1a).flexplane.agent.v1.DeleteSnippetResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n0agentclient/proto/flexplane/agent/v1/agent.proto\x12\x12\x66lexplane.agent.v1\"4\n\x13WriteSnippetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\x0c\")\n\x14WriteSnippetResponse\x12\x11\n\tvolume_id\x18\x01 \x01(\t\"$\n\x14\x44\x65leteSnippetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"(\n\x15\x44\x65leteSnippetResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"V\n\x15\x45nsureTemplateRequest\x12\r\n\x05image\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x10\n\x08\x63hecksum\x18\x03 \x01(\t\x12\x0f\n\x07storage\x18\x04 \x01(\t\"\xb2\x02\n\x10TemplateProgress\x12\x39\n\x05phase\x18\x01 \x01(\x0e\x32*.flexplane.agent.v1.TemplateProgress.Phase\x12\x12\n\nbytes_done\x18\x02 \x01(\x04\x12\x13\n\x0b\x62ytes_total\x18\x03 \x01(\x04\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x15\n\rtemplate_vmid\x18\x05 \x01(\r\x12\x0c\n\x04node\x18\x06 \x01(\t\"\x83\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x12\n\x0ePHASE_CHECKING\x10\x01\x12\x15\n\x11PHASE_DOWNLOADING\x10\x02\x12\x13\n\x0fPHASE_VERIFYING\x10\x03\x12\x13\n\x0fPHASE_IMPORTING\x10\x04\x12\x0e\n\nPHASE_DONE\x10\x05\"\x9d\x01\n\x0eProxmoxRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12>\n\x06params\x18\x03 \x03(\x0b\x32..flexplane.agent.v1.ProxmoxRequest.ParamsEntry\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb9\x01\n\x0fProxmoxResponse\x12\x0e\n\x06status\x18\x01 \x01(\x05\x12\x15\n\rdocument_json\x18\x02 \x01(\x0c\x12\x0f\n\x07message\x18\x03 \x01(\t\x12?\n\x06\x65rrors\x18\x04 \x03(\x0b\x32/.flexplane.agent.v1.ProxmoxResponse.ErrorsEntry\x1a-\n\x0b\x45rrorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x10\n\x0eGetInfoRequest\"\xe8\x01\n\tAgentInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\x0c\n\x04zone\x18\x03 \x01(\t\x12\x10\n\x08identity\x18\x04 \x01(\t\x12\x17\n\x0fproxmox_version\x18\x05 \x01(\t\x12\x1d\n\x15\x63\x65rtificate_not_after\x18\x06 \x01(\x03\x12\x32\n\x07renewal\x18\x07 \x01(\x0b\x32!.flexplane.agent.v1.RenewalStatus\x12\x30\n\x06update\x18\x08 \x01(\x0b\x32 .flexplane.agent.v1.UpdateStatus\"a\n\rRenewalStatus\x12\x14\n\x0clast_success\x18\x01 \x01(\x03\x12\x12\n\nlast_error\x18\x02 \x01(\t\x12\x10\n\x08\x66\x61ilures\x18\x03 \x01(\r\x12\x14\n\x0cnext_attempt\x18\x04 \x01(\x03\"\x95\x02\n\x0cUpdateStatus\x12\x37\n\x06result\x18\x01 \x01(\x0e\x32\'.flexplane.agent.v1.UpdateStatus.Result\x12\x14\n\x0c\x66rom_version\x18\x02 \x01(\t\x12\x12\n\nto_version\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\n\n\x02\x61t\x18\x05 \x01(\x03\"\x84\x01\n\x06Result\x12\x16\n\x12RESULT_UNSPECIFIED\x10\x00\x12\x0f\n\x0bRESULT_NONE\x10\x01\x12\x12\n\x0eRESULT_UPDATED\x10\x02\x12\x12\n\x0eRESULT_REFUSED\x10\x03\x12\x16\n\x12RESULT_ROLLED_BACK\x10\x04\x12\x11\n\rRESULT_FAILED\x10\x05\x32_\n\x0cProxmoxProxy\x12O\n\x04\x43\x61ll\x12\".flexplane.agent.v1.ProxmoxRequest\x1a#.flexplane.agent.v1.ProxmoxResponse2U\n\x05\x41gent\x12L\n\x07GetInfo\x12\".flexplane.agent.v1.GetInfoRequest\x1a\x1d.flexplane.agent.v1.AgentInfo2m\n\x06Images\x12\x63\n\x0e\x45nsureTemplate\x12).flexplane.agent.v1.EnsureTemplateRequest\x1a$.flexplane.agent.v1.TemplateProgress0\x01\x32\xd3\x01\n\x08Snippets\x12\x61\n\x0cWriteSnippet\x12\'.flexplane.agent.v1.WriteSnippetRequest\x1a(.flexplane.agent.v1.WriteSnippetResponse\x12\x64\n\rDeleteSnippet\x12(.flexplane.agent.v1.DeleteSnippetRequest\x1a).flexplane.agent.v1.DeleteSnippetResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -54,25 +54,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PROXMOXREQUEST_PARAMSENTRY']._serialized_start=759
   _globals['_PROXMOXREQUEST_PARAMSENTRY']._serialized_end=804
   _globals['_PROXMOXRESPONSE']._serialized_start=807
-  _globals['_PROXMOXRESPONSE']._serialized_end=988
-  _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_start=943
-  _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_end=988
-  _globals['_GETINFOREQUEST']._serialized_start=990
-  _globals['_GETINFOREQUEST']._serialized_end=1006
-  _globals['_AGENTINFO']._serialized_start=1009
-  _globals['_AGENTINFO']._serialized_end=1241
-  _globals['_RENEWALSTATUS']._serialized_start=1243
-  _globals['_RENEWALSTATUS']._serialized_end=1340
-  _globals['_UPDATESTATUS']._serialized_start=1343
-  _globals['_UPDATESTATUS']._serialized_end=1620
-  _globals['_UPDATESTATUS_RESULT']._serialized_start=1488
-  _globals['_UPDATESTATUS_RESULT']._serialized_end=1620
-  _globals['_PROXMOXPROXY']._serialized_start=1622
-  _globals['_PROXMOXPROXY']._serialized_end=1717
-  _globals['_AGENT']._serialized_start=1719
-  _globals['_AGENT']._serialized_end=1804
-  _globals['_IMAGES']._serialized_start=1806
-  _globals['_IMAGES']._serialized_end=1915
-  _globals['_SNIPPETS']._serialized_start=1918
-  _globals['_SNIPPETS']._serialized_end=2129
+  _globals['_PROXMOXRESPONSE']._serialized_end=992
+  _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_start=947
+  _globals['_PROXMOXRESPONSE_ERRORSENTRY']._serialized_end=992
+  _globals['_GETINFOREQUEST']._serialized_start=994
+  _globals['_GETINFOREQUEST']._serialized_end=1010
+  _globals['_AGENTINFO']._serialized_start=1013
+  _globals['_AGENTINFO']._serialized_end=1245
+  _globals['_RENEWALSTATUS']._serialized_start=1247
+  _globals['_RENEWALSTATUS']._serialized_end=1344
+  _globals['_UPDATESTATUS']._serialized_start=1347
+  _globals['_UPDATESTATUS']._serialized_end=1624
+  _globals['_UPDATESTATUS_RESULT']._serialized_start=1492
+  _globals['_UPDATESTATUS_RESULT']._serialized_end=1624
+  _globals['_PROXMOXPROXY']._serialized_start=1626
+  _globals['_PROXMOXPROXY']._serialized_end=1721
+  _globals['_AGENT']._serialized_start=1723
+  _globals['_AGENT']._serialized_end=1808
+  _globals['_IMAGES']._serialized_start=1810
+  _globals['_IMAGES']._serialized_end=1919
+  _globals['_SNIPPETS']._serialized_start=1922
+  _globals['_SNIPPETS']._serialized_end=2133
 # @@protoc_insertion_point(module_scope)

@@ -93,7 +93,7 @@ class ProxmoxRequest(_message.Message):
     def __init__(self, method: _Optional[str] = ..., path: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ProxmoxResponse(_message.Message):
-    __slots__ = ("status", "data_json", "message", "errors")
+    __slots__ = ("status", "document_json", "message", "errors")
     class ErrorsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -102,14 +102,14 @@ class ProxmoxResponse(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     STATUS_FIELD_NUMBER: _ClassVar[int]
-    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_JSON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     status: int
-    data_json: bytes
+    document_json: bytes
     message: str
     errors: _containers.ScalarMap[str, str]
-    def __init__(self, status: _Optional[int] = ..., data_json: _Optional[bytes] = ..., message: _Optional[str] = ..., errors: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, status: _Optional[int] = ..., document_json: _Optional[bytes] = ..., message: _Optional[str] = ..., errors: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class GetInfoRequest(_message.Message):
     __slots__ = ()
