@@ -5,7 +5,7 @@ the tests' dev CA), with FLEXPLANE_AGENT_RELEASES_DIR pointing at a folder the t
 Kubernetes emulator holding the pin, and the dev identity provider for admin tokens. Agents
 fetch ``/agent/releases/channel.json`` from it exactly as from a real deployment.
 
-Addresses are 127.<FLEXPLANE_TEST_SUBNET>.60.x, away from the world's.
+Addresses are 127.<the worker's world subnet>.60.x (tests/addresses.py), away from the world's.
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ from devstack.identity.process import IdentityProvider
 from devstack.kube import KubeServer
 from devstack.net import free_port
 from devstack.pki import CertificateAuthority, generate_key, write_certificate, write_key
+from tests import addresses
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBNET = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
 START_TIMEOUT = 60.0
 PIN_CONFIG_MAP = "agent-release-pin"
 
 
 def address(last: int) -> str:
-    return f"127.{SUBNET}.60.{last}"
+    return addresses.address(addresses.RELEASE_PLATFORM, last)
 
 
 def die_with_parent() -> None:

@@ -1,14 +1,19 @@
-"""Helpers for talking to the orchestrator under test over HTTP, as any API client would."""
+"""Helpers for talking to the orchestrator under test over HTTP, as any API client would, and for waiting
+on a state (``eventually``) rather than for a fixed time."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 
 from devstack.world import World
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -61,3 +66,19 @@ class GraphQL:
         if vdc is not None:
             headers["FlexPlane-VDC-ID"] = vdc
         return self.raw(query, headers=headers, variables=variables)
+
+
+def eventually(
+    check: Callable[[], T], timeout: float, what: str | Callable[[], str], interval: float = 0.05
+) -> T:
+    """Poll ``check`` until it returns something true, and return that; after ``timeout`` seconds fail,
+    saying that ``what`` did not happen (a callable: what to say then, e.g. the last state seen)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            said = what() if callable(what) else what
+            raise AssertionError(f"{said} did not happen within {timeout:g} s")
+        time.sleep(interval)

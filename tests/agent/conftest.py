@@ -1,6 +1,6 @@
 """Fixtures for the agent's integration tests: a dev PKI, real agent processes, a fake Proxmox.
 
-The agent runs as a subprocess (``python -m agent serve --config ...``) on 127.0.200.x
+The agent runs as a subprocess (``python -m agent serve --config ...``) on 127.<subnet>.200.x
 with a port the system picks; it talks HTTPS to fakepve served in this process by
 fakepve's pytest plugin. The agent keeps no state, so one process serves every test
 that needs nothing special; ``pve`` hands each test the session's fake Proxmox and
@@ -24,12 +24,13 @@ import pytest
 
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from devstack.pki import CertificateAuthority
+from tests import addresses
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT_HOST = "127.0.200.1"
+AGENT_HOST = addresses.address(addresses.AGENT_SUITE, 1)
 # Loopback addresses nothing in the tests listens on.
-NOWHERE_AGENT = "127.0.200.250:7443"
-NOWHERE_PROXMOX = "https://127.0.200.251:8006"
+NOWHERE_AGENT = f"{addresses.address(addresses.AGENT_SUITE, 250)}:7443"
+NOWHERE_PROXMOX = f"https://{addresses.address(addresses.AGENT_SUITE, 251)}:8006"
 ZONE = "zone1"
 NODE = "pve1"
 IDENTITY = host_identity(ZONE, NODE)

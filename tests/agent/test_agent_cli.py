@@ -7,6 +7,7 @@ import socket
 from typing import Any
 
 from agentclient import AgentPool
+from tests.agent.conftest import AGENT_HOST
 
 EXIT_CONFIG = 2
 
@@ -73,14 +74,14 @@ def test_it_refuses_to_start_with_a_key_that_is_not_its_certificates(
 
 def test_it_refuses_to_start_on_a_port_another_process_holds(agent_config: Any, run_agent: Any) -> None:
     with socket.socket() as holder:
-        holder.bind(("127.0.200.1", 0))
+        holder.bind((AGENT_HOST, 0))
         holder.listen()
-        config = agent_config(listen=f"127.0.200.1:{holder.getsockname()[1]}")
+        config = agent_config(listen=f"{AGENT_HOST}:{holder.getsockname()[1]}")
 
         result = run_agent("serve", "--config", str(config))
 
     assert result.returncode == EXIT_CONFIG
-    assert "cannot listen on 127.0.200.1:" in result.stderr
+    assert f"cannot listen on {AGENT_HOST}:" in result.stderr
 
 
 def test_environment_variables_override_the_file(agent_config: Any, run_agent: Any) -> None:

@@ -18,6 +18,7 @@ from agentclient import (
     ProxmoxUnreachable,
     ProxyRefused,
 )
+from tests.agent.conftest import NOWHERE_AGENT, NOWHERE_PROXMOX
 
 TOKEN_SECRET = "tok-secret-5e0c2f9a-7d41-4b8e-a1f3-never-shown"  # as in conftest
 
@@ -47,7 +48,7 @@ def test_it_reports_an_unreachable_proxmox(pool: AgentPool, agent_without_proxmo
     with pytest.raises(ProxmoxUnreachable) as caught:
         pool.proxmox(agent_without_proxmox.target(), "GET", "/version")
 
-    assert "https://127.0.200.251:8006" in str(caught.value)
+    assert NOWHERE_PROXMOX in str(caught.value)
     assert "pve1.zone1.agents.flexplane" in str(caught.value)
 
 
@@ -102,7 +103,7 @@ def test_it_reports_a_missing_agent_within_the_deadline(pool: AgentPool, nowhere
         pool.proxmox(nowhere, "GET", "/version", timeout=2.0)
 
     assert time.monotonic() - started < 2.5
-    assert "127.0.200.250:7443" in str(caught.value)
+    assert NOWHERE_AGENT in str(caught.value)
     assert not isinstance(caught.value, AgentDeadlineExceeded)
 
 

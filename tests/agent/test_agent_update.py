@@ -26,9 +26,9 @@ from agentclient import AgentInfo, AgentPool, AgentTarget
 from agentclient.errors import AgentError, ClientNotAllowed
 from devstack.net import free_port
 from devstack.supervisor import MAIN_PID, read_pid
+from tests import addresses
 from tests.agent.conftest import IDENTITY, ROOT, AgentProcess, Pki, agent_env, write_config
 from tests.releasekit import (
-    SUBNET,
     Keys,
     ReleasePlatform,
     broken_source,
@@ -36,8 +36,9 @@ from tests.releasekit import (
     die_with_parent,
     stop_pid,
 )
+from tests.support import eventually
 
-AGENT_HOST = f"127.{SUBNET}.200.1"
+AGENT_HOST = addresses.address(addresses.AGENT_SUITE, 1)
 SUPERVISOR = ROOT / "devstack" / "supervisor.py"
 HEALTH_DEADLINE = 15
 # Long enough for a check, a download, a restart and a health check on a busy machine.
@@ -289,7 +290,8 @@ def test_a_release_that_fails_its_health_check_is_rolled_back_and_not_tried_agai
     assert "this release is broken on purpose" in node.log.read_text()
 
     serving = node.main_pid()
-    time.sleep(4)  # several checks of the channel, which still offers 1.2.0
+    # Several checks of the channel, which still offers 1.2.0 (the agent checks every second).
+    eventually(lambda: node.log.read_text().count("not trying 1.2.0 again") >= 3, 30, "three checks")
     assert node.main_pid() == serving
     assert node.info().update == info.update
     assert "not trying 1.2.0 again" in node.log.read_text()

@@ -6,6 +6,11 @@ import pytest
 
 from agentclient import AgentTarget, ClientTLS
 from devstack.pki import CertificateAuthority
+from tests import addresses
+
+# Addresses where no agent listens.
+NOWHERE = addresses.address(addresses.AGENTCLIENT_SUITE, 250)
+ELSEWHERE = addresses.address(addresses.AGENTCLIENT_SUITE, 251)
 
 
 @pytest.fixture(scope="session")
@@ -18,5 +23,5 @@ def client_tls(tmp_path_factory: pytest.TempPathFactory) -> ClientTLS:
 
 @pytest.fixture
 def target() -> AgentTarget:
-    """An agent that is never running: nothing listens on 127.0.201.250."""
-    return AgentTarget(identity="pve1.zone1.agents.flexplane", address="127.0.201.250:7443")
+    """An agent that is never running: nothing listens on NOWHERE."""
+    return AgentTarget(identity="pve1.zone1.agents.flexplane", address=f"{NOWHERE}:7443")

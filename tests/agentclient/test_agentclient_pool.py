@@ -8,6 +8,7 @@ import pytest
 
 from agentclient import AgentPool, AgentTarget, AgentUnavailable, ClientTLS
 from agentclient.pool import encode_params
+from tests.agentclient.conftest import ELSEWHERE
 
 
 def test_it_reuses_one_channel_per_agent(client_tls: ClientTLS, target: AgentTarget) -> None:
@@ -16,7 +17,7 @@ def test_it_reuses_one_channel_per_agent(client_tls: ClientTLS, target: AgentTar
 
 
 def test_it_opens_separate_channels_for_separate_agents(client_tls: ClientTLS, target: AgentTarget) -> None:
-    other = AgentTarget("pve2.zone1.agents.flexplane", "127.0.201.251:7443")
+    other = AgentTarget("pve2.zone1.agents.flexplane", f"{ELSEWHERE}:7443")
 
     with AgentPool(client_tls) as pool:
         assert pool.channel(target) is not pool.channel(other)
@@ -32,7 +33,7 @@ def test_it_reports_an_agent_that_is_not_running_before_the_deadline(
 
     assert time.monotonic() - started < 3.0
     assert str(caught.value).startswith(
-        "The agent pve1.zone1.agents.flexplane at 127.0.201.250:7443 is unavailable: "
+        f"The agent pve1.zone1.agents.flexplane at {target.address} is unavailable: "
     )
 
 

@@ -11,8 +11,9 @@ import pytest
 from devstack import seed
 from devstack.identity.process import IdentityProvider
 from devstack.net import free_port
+from tests import addresses
 
-IDENTITY_HOST = "127.0.201.2"
+IDENTITY_HOST = addresses.address(addresses.IDENTITY_SUITE, 2)
 PORTAL_REDIRECT_URI = "http://localhost:8765/oidc/callback/"
 PORTAL_POST_LOGOUT_REDIRECT_URI = "http://localhost:8765/signed-out/"
 PORTAL_CLIENT_SECRET = "portal-secret-for-tests"

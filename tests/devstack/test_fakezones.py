@@ -9,8 +9,9 @@ import pytest
 import requests
 
 from devstack.fakezones import TOKEN_ID, FakeZones
+from tests import addresses
 
-ADDRESS = "127.0.202.1"
+ADDRESS = addresses.address(addresses.FAKE_ZONE, 1)
 
 
 @pytest.fixture(scope="module")

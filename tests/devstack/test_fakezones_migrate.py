@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,9 +10,9 @@ import pytest
 import requests
 
 from devstack.fakezones import TOKEN_ID, FakeZones
+from tests import addresses
 
-SUBNET = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
-NODES = {f"pve{n}": f"127.{SUBNET}.203.{n}" for n in (1, 2, 3)}
+NODES = {f"pve{n}": addresses.address(addresses.MIGRATION_ZONE, n) for n in (1, 2, 3)}
 
 
 @pytest.fixture(scope="module")

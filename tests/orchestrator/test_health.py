@@ -11,6 +11,7 @@ import requests
 
 from devstack.net import free_port
 from devstack.world import World, WorldConfig
+from tests import addresses
 from tests.conftest import DEADLINES
 from tests.support import GraphQL
 
@@ -31,10 +32,10 @@ def test_readyz_answers_ready_when_cluster_and_identity_answer(world: World) -> 
 @pytest.fixture(scope="module")
 def fragile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """A small world of its own, whose neighbours these tests stop."""
-    host = "127.31.0.1"
+    host = addresses.address(0, 1, addresses.FRAGILE)
     cfg = WorldConfig(
         scratch=Path(tmp_path_factory.mktemp("fragile")),
-        subnet=31,
+        subnet=addresses.FRAGILE,
         zones=("zone-a",),
         nodes_per_zone=1,
         orchestrator_host=host,

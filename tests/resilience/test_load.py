@@ -4,7 +4,9 @@ requests in flight to any one Proxmox node stay within the orchestrator's bound
 (FLEXPLANE_AGENT_MAX_IN_FLIGHT, 6 by default), measured where they land: at each fake node's address.
 p50/p99 go to the suite's figures.
 
-Marked ``load``: ``pytest -m load`` runs it alone; ``make test`` runs it with everything else.
+Marked ``load``: ``pytest -m load`` runs it alone; ``make test`` runs it after the other suites' parallel
+run, with the other modules marked ``alone`` (it saturates the machine; the other workers' timings would
+suffer).
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ from agentclient import AgentBusy, AgentPool, AgentTarget, ClientTLS
 from agentclient.pool import DEFAULT_MAX_IN_FLIGHT
 from devstack.net import free_port
 from devstack.world import ORCHESTRATOR_CLIENT_CN, World
-from tests.conftest import TEST_SUBNET, world_config
+from tests import addresses
+from tests.conftest import world_config
 from tests.promises import RecordFigure
 from tests.resilience.conftest import Arrivals, timed
 from tests.resilience.loadgen import LIST, Seen, list_until
 from tests.support import GraphQL
 from tests.vmkit import CREATE_TIMEOUT, action, create, fake_vms, named, payload
 
-pytestmark = [pytest.mark.load, pytest.mark.promise("load")]
+pytestmark = [pytest.mark.load, pytest.mark.alone, pytest.mark.promise("load")]
 
 SUITE = "load"
 LISTERS = 200
@@ -50,12 +53,9 @@ ZONES = ("zone-a", "zone-b")
 
 # The load suite brings up a world of its own, so that what the suites before it left in the shared one
 # (hundreds of VMs, drains, tokens, processes restarted) does not weigh on its figures, run alone or not.
-LOAD_SUBNET = TEST_SUBNET + 2
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with World(world_config(Path(tmp_path_factory.mktemp("load-world")), LOAD_SUBNET)) as running:
+    with World(world_config(Path(tmp_path_factory.mktemp("load-world")), addresses.LOAD)) as running:
         yield running
 
 

@@ -1,0 +1,60 @@
+"""Every loopback address the tests listen on, derived from FLEXPLANE_TEST_SUBNET and the xdist worker.
+
+Each pytest-xdist worker (``gw0``, ``gw1``, ...) brings up worlds and servers of its own, so each
+owns a block of ``SUBNETS_PER_WORKER`` second octets, ``127.<BASE + index * SUBNETS_PER_WORKER + n>``:
+n = 0 for the session's world (``WORLD``), 1 for the small world whose neighbours
+``tests/orchestrator/test_health.py`` stops (``FRAGILE``), 2 for the load suite's (``LOAD``). The
+servers a suite starts on its own (an agent, a fake zone, an identity provider) listen on the worker's
+world subnet, at a third octet of their own (below), away from the world's 127.<WORLD>.{0,1,2}.x.
+Ports are picked free per address, and no two workers share an address, so workers never clash.
+
+Without xdist, the run is worker 0. ``BASE`` defaults to 30, and the blocks must stay away from
+``make dev``'s 127.10 and the benchmarks' 127.40 and 127.41: a run that would reach one fails at once.
+"""
+
+from __future__ import annotations
+
+import os
+
+BASE = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
+SUBNETS_PER_WORKER = 3
+# Who else uses a 127.<n> subnet on this machine.
+RESERVED = {10: "make dev", 40: "benchmarks/vm_list.py", 41: "benchmarks/portal_pages.py"}
+
+
+def worker_index(name: str | None = None) -> int:
+    """The xdist worker's number (``gw3``: 3); 0 without xdist."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "") if name is None else name
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else 0
+
+
+def subnet(n: int, worker: int | None = None) -> int:
+    """The second octet of the worker's ``n``-th subnet."""
+    value = BASE + (worker_index() if worker is None else worker) * SUBNETS_PER_WORKER + n
+    if value in RESERVED:
+        raise RuntimeError(
+            f"the tests' subnet 127.{value} is {RESERVED[value]}'s: choose another FLEXPLANE_TEST_SUBNET"
+        )
+    if not 1 <= value <= 254:
+        raise RuntimeError(
+            f"the tests' subnet 127.{value} is out of range: choose a smaller FLEXPLANE_TEST_SUBNET"
+        )
+    return value
+
+
+WORLD = subnet(0)
+FRAGILE = subnet(1)
+LOAD = subnet(2)
+
+# Third octets on the world subnet for the servers suites start on their own.
+RELEASE_PLATFORM = 60  # tests/releasekit.py: the orchestrator over HTTPS, its kube emulator and identity
+AGENT_SUITE = 200  # tests/agent: agent processes, and addresses where nothing listens
+AGENTCLIENT_SUITE = 201  # tests/agentclient: an address where no agent listens
+IDENTITY_SUITE = 202  # tests/devstack: identity providers
+MIGRATION_ZONE = 203  # tests/devstack/test_fakezones_migrate.py: a fake zone's nodes (port 8006)
+FAKE_ZONE = 204  # tests/devstack/test_fakezones.py: a fake zone's node (port 8006)
+
+
+def address(third: int, fourth: int, on: int = WORLD) -> str:
+    """``127.<on>.<third>.<fourth>``: by default on this worker's world subnet."""
+    return f"127.{on}.{third}.{fourth}"
