@@ -1,17 +1,19 @@
 """Fixtures of the security suites: tokens minted as the identity provider (or an attacker) would, the
 agent suites' standalone agent and PKI, counts of what reached the fake Proxmox zones, an orchestrator
-under production settings beside the world's own, and VMs of alice's VDC for the isolation suites.
+under production settings beside the world's own, VMs of alice's VDC for the isolation suites, and the
+timing of another VDC's ids against ids that do not exist.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import jwt
 import pytest
@@ -40,6 +42,8 @@ from tests.agent.conftest import (  # noqa: F401  # fixtures, imported to be fou
 from tests.portal.support import COOKIE, recorded_session
 from tests.support import GraphQL
 from tests.vmkit import act, create, vm_names
+
+Reply = TypeVar("Reply")
 
 ROLES_CLAIM = f"urn:zitadel:iam:org:project:{seed.PROJECT_ID}:roles"
 ACCESS_TOKEN_TYPE = "at+jwt"
@@ -257,3 +261,47 @@ def portal_routes() -> list[Route]:
                 yield Route(prefix + str(pattern.pattern), str(pattern.name))
 
     return list(walk(portal_urls.urlpatterns, ""))
+
+
+# ------------------------------------------------------------------------------------------ timings
+
+
+@pytest.fixture(scope="session")
+def timing_full(pytestconfig: pytest.Config) -> bool:
+    """Whether timing probes take all their rounds at once (``--timing-full``, ``make test-full``)."""
+    return bool(pytestconfig.getoption("timing_full"))
+
+
+class Timings(Generic[Reply]):
+    """The answers to two ids (another VDC's, one that does not exist) and their times, asked in rounds
+    that alternate which goes first, and the ratio of their median times.
+
+    A probe takes ``first`` rounds (one by default, all of them under ``make test-full``). The ratio is
+    asserted on them when it is within bounds; otherwise on all the rounds, the remaining ones taken
+    then, as a probe of all its rounds would have been.
+    """
+
+    def __init__(self, ask: Callable[[str], tuple[Reply, float]], foreign: str, missing: str) -> None:
+        self.ask = ask
+        self.foreign, self.missing = foreign, missing
+        self.times: dict[str, list[float]] = {foreign: [], missing: []}
+        self.answers: dict[str, Reply] = {}
+
+    def take(self, rounds: int) -> Timings[Reply]:
+        for _ in range(rounds):
+            first_foreign = len(self.times[self.foreign]) % 2 == 0
+            for ident in (self.foreign, self.missing) if first_foreign else (self.missing, self.foreign):
+                self.answers[ident], elapsed = self.ask(ident)
+                self.times[ident].append(elapsed)
+        return self
+
+    @property
+    def ratio(self) -> float:
+        """The median time of the foreign id over that of the missing one."""
+        return statistics.median(self.times[self.foreign]) / statistics.median(self.times[self.missing])
+
+    def ratio_within(self, magnitude: float, rounds: int) -> float:
+        """The ratio, over all ``rounds`` if that of the rounds taken so far is not within the magnitude."""
+        if not 1 / magnitude < self.ratio < magnitude:
+            self.take(rounds - len(self.times[self.foreign]))
+        return self.ratio
