@@ -160,6 +160,23 @@ class VirtualMachine(models.Model):
             tags=tags,
         )
 
+    @classmethod
+    def made(cls, zone: str, vmid: int, name: str, host: str, vdc: str, tags: list[str]) -> VirtualMachine:
+        """A VM just made, stopped, before Proxmox reports its figures."""
+        return cls(
+            id=vm_id(zone, vmid),
+            vmid=vmid,
+            name=name,
+            status="stopped",
+            zone=zone,
+            host=host,
+            vdc=vdc,
+            cores=0,
+            memory_mb=0,
+            disk_gb=0.0,
+            tags=tags,
+        )
+
     def with_interfaces(self, interfaces: Sequence[GuestInterface]) -> VirtualMachine:
         """This VM with the addresses its guest agent reported."""
         self.ip_addresses = _addresses(interfaces)

@@ -146,6 +146,11 @@ class Drive:
         return replace(self, options=_with_options(self.options, changes))
 
 
+def cloud_init_drive(slot: str, storage: str) -> Drive:
+    """A new cloud-init drive in ``slot`` on ``storage`` (Proxmox allocates its volume)."""
+    return Drive(slot, f"{storage}:cloudinit")
+
+
 def parse_drive(key: str, value: str) -> Drive:
     """A drive from its config key and value; ``ValueError`` for what is none."""
     if not is_drive_key(key):

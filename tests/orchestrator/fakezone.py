@@ -10,7 +10,7 @@ it (``guests``, ``configs``, ``nodes``, ``storages``, ``checks``), what the serv
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentclient import AgentTarget
@@ -27,6 +27,7 @@ from orchestrator.sources.proxmox import (
     TaskEntry,
     TaskStatus,
     Template,
+    VmidTaken,
     ZoneApi,
     ZoneTargets,
 )
@@ -101,6 +102,8 @@ class FakeZone(ZoneApi):
         self.snippets: dict[tuple[str, str], bytes] = {}
         self.writes: list[Write] = []
         self.failing: set[str] = set()
+        # VMIDs /cluster/nextid hands out before it picks free ones (a race with another create).
+        self.handing_out: list[int] = []
         self._tasks: dict[str, TaskStatus] = {}
         self._vmids = itertools.count(100)
         self._pids = itertools.count(1)
@@ -134,6 +137,8 @@ class FakeZone(ZoneApi):
         return ClusterResources(tuple(self.guests.values()), tuple(self.nodes), tuple(self.storages))
 
     def next_vmid(self) -> int:
+        if self.handing_out:
+            return self.handing_out.pop(0)
         while (vmid := next(self._vmids)) in self.guests:
             pass
         return vmid
@@ -152,7 +157,7 @@ class FakeZone(ZoneApi):
         target: str | None = None,
     ) -> str | None:
         if newid in self.guests:
-            raise UpstreamFailure(self.zone, f"VM {newid} already exists")
+            raise VmidTaken(self.zone, f"VM {newid} already exists")
         source = self.configs.get(vmid, {})
         self.guests[newid] = guest(newid, target or node, name=name, pool=pool)
         self.configs[newid] = {**source, "description": description}
@@ -171,8 +176,7 @@ class FakeZone(ZoneApi):
         self.configs.setdefault(vmid, {}).update(params)
         current = self.guests.get(vmid)
         if current is not None:
-            self.guests[vmid] = replace(
-                current,
+            self.guests[vmid] = current._replace(
                 cpus=change.cores or current.cpus,
                 memory=change.memory_mib * MIB if change.memory_mib else current.memory,
                 tags=params.get("tags", current.tags),
@@ -188,14 +192,14 @@ class FakeZone(ZoneApi):
 
     def resize_disk(self, node: str, vmid: int, disk: str, size: int) -> str | None:
         self.writes.append(Write("resize_disk", node, vmid, {"disk": disk, "size": size}))
-        self.guests[vmid] = replace(self.guests[vmid], disk=size)
+        self.guests[vmid] = self.guests[vmid]._replace(disk=size)
         return self._task(node, "resize", vmid)
 
-    def power(self, node: str, vmid: int, action: str, params: dict[str, Any] | None = None) -> str | None:
-        self.writes.append(Write(action, node, vmid, dict(params or {})))
+    def power(self, node: str, vmid: int, action: str, *, timeout: int | None = None) -> str | None:
+        self.writes.append(Write(action, node, vmid, {"timeout": timeout} if timeout is not None else {}))
         status = "running" if action in ("start", "reboot") else "stopped"
         if action not in self.failing:
-            self.guests[vmid] = replace(self.guests[vmid], status=status)
+            self.guests[vmid] = self.guests[vmid]._replace(status=status)
         return self._task(node, "qm" + action, vmid)
 
     def destroy(self, node: str, vmid: int) -> str | None:
@@ -215,7 +219,7 @@ class FakeZone(ZoneApi):
         self, node: str, vmid: int, target: str, *, online: bool, with_local_disks: bool
     ) -> str | None:
         self.writes.append(Write("migrate", node, vmid, {"target": target, "online": online}))
-        self.guests[vmid] = replace(self.guests[vmid], node=target)
+        self.guests[vmid] = self.guests[vmid]._replace(node=target)
         return self._task(node, "qmigrate", vmid)
 
     # ----------------------------------------------------------- tasks

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from orchestrator.errors import FlexPlaneError, Unavailable, UpstreamFailure
 from orchestrator.models import Host, Vdc
 from orchestrator.models.tasks import Task
-from orchestrator.models.vms import VirtualMachine, render_tags, vdc_in
+from orchestrator.models.vms import VirtualMachine, vdc_in
 from orchestrator.services import catalog, inventory, tasks, vdcs
 from orchestrator.services.context import Context
 from orchestrator.services.placement import place
@@ -57,7 +57,9 @@ from orchestrator.sources.proxmox import (
     Guest,
     QemuConfig,
     Template,
+    VmidTaken,
     ZoneApi,
+    cloud_init_drive,
 )
 
 logger = logging.getLogger(__name__)
@@ -99,9 +101,9 @@ def clone(api: ZoneApi, plan: Plan, template: Template, node: str) -> tuple[int,
                 description=plan.description,
                 target=node if template.node != node else None,
             )
-        except UpstreamFailure as exc:
+        except VmidTaken:
             # Another create took the id between nextid and clone: nothing was made, ask again.
-            if "already exists" in exc.message and attempt + 1 < VMID_ATTEMPTS:
+            if attempt + 1 < VMID_ATTEMPTS:
                 time.sleep(random.uniform(0.01, 0.1))  # noqa: S311 - jitter, not security
                 continue
             raise
@@ -131,7 +133,7 @@ def configuration(
         slot = config.free_cloud_init_slot
         if slot is None:
             raise UpstreamFailure(zone, "the VM has no free IDE slot for its cloud-init drive")
-        drives.append(Drive(slot, f"{plan.storage}:cloudinit"))
+        drives.append(cloud_init_drive(slot, plan.storage))
     limits = plan.storage_profile.disk_limits()
     if limits:
         drives.append(disk.with_options({option: str(value) for option, value in limits.items()}))
@@ -259,7 +261,7 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
         cicustom = _write_vendor_data(api, planned, node, vmid)
         disk = configure(api, planned, node, vmid, cicustom)
         grow(api, planned.vdc.id, node, vmid, disk.key, disk.size, planned.disk_gb)
-        vm = VirtualMachine.from_guest(api.zone, _made(planned, node, vmid))
+        vm = VirtualMachine.made(api.zone, vmid, planned.name, node, planned.vdc.id, list(planned.tags))
         task = power(api, vm, "start", f"starting VM {planned.name}", TASK_TIMEOUT)
     except FlexPlaneError as exc:
         discard(api, planned, vmid, exc, tagged=True)
@@ -269,21 +271,3 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
             exc.args = (exc.message,)
         raise
     return Created(reread(api, vm), task, placement, created=True)
-
-
-def _made(plan: Plan, node: str, vmid: int) -> Guest:
-    """The new VM as it is before its start, for the start to act on (its figures are read after)."""
-    return Guest(
-        kind="qemu",
-        vmid=vmid,
-        name=plan.name,
-        node=node,
-        status="stopped",
-        template=False,
-        tags=render_tags(plan.tags),
-        cpus=0,
-        memory=0,
-        disk=0,
-        pool=plan.vdc.pool,
-        lock="",
-    )

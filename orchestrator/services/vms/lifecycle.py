@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, UpstreamFailure, ValidationFailed
 from orchestrator.models import ComputeProfile, Usage
@@ -40,8 +39,10 @@ class Outcome:
 # ------------------------------------------------------------------------------------------ steps
 
 
-def power(api: ZoneApi, vm: VirtualMachine, action: str, doing: str, wait: float, **params: Any) -> Task:
-    answer = api.power(vm.host, vm.vmid, action, params or None)
+def power(
+    api: ZoneApi, vm: VirtualMachine, action: str, doing: str, wait: float, *, timeout: int | None = None
+) -> Task:
+    answer = api.power(vm.host, vm.vmid, action, timeout=timeout)
     return tasks.run(api, answer, vm.vdc, doing, wait)
 
 
@@ -115,7 +116,7 @@ def shutdown_vm(ctx: Context, ident: str, timeout: int | None = None) -> Outcome
     if vm.status == "stopped":
         return Outcome(vm, None)
     wait = min(seconds + 5.0, SHUTDOWN_WAIT)
-    task = power(api, vm, "shutdown", f"shutting down VM {vm.name}", wait, timeout=seconds, forceStop=False)
+    task = power(api, vm, "shutdown", f"shutting down VM {vm.name}", wait, timeout=seconds)
     return Outcome(reread(api, vm), task)
 
 

@@ -32,8 +32,16 @@ from orchestrator.sources.proxmox.values import (
     Template,
     UpdateOutcome,
 )
-from orchestrator.sources.proxmox.zone import ZoneApi, is_lock_message, translate
-from orchestrator.sources.qemu_config import DHCP, ConfigChange, Drive, IpConfig, NetDevice, QemuConfig
+from orchestrator.sources.proxmox.zone import VmidTaken, ZoneApi, is_lock_message, translate
+from orchestrator.sources.qemu_config import (
+    DHCP,
+    ConfigChange,
+    Drive,
+    IpConfig,
+    NetDevice,
+    QemuConfig,
+    cloud_init_drive,
+)
 
 __all__ = [
     "DHCP",
@@ -57,8 +65,10 @@ __all__ = [
     "TaskStatus",
     "Template",
     "UpdateOutcome",
+    "VmidTaken",
     "ZoneApi",
     "ZoneTargets",
+    "cloud_init_drive",
     "is_lock_message",
     "proxmox",
     "translate",

@@ -69,6 +69,10 @@ def translate(zone: str, node: str | None, exc: UpstreamFailure) -> Exception:
     return UpstreamFailure(zone, text, status=exc.status, errors=exc.errors)
 
 
+class VmidTaken(UpstreamFailure):
+    """A clone's new VMID was taken meanwhile (by another create): nothing was made, ask for another."""
+
+
 def _upid(answer: Any) -> str | None:
     """The UPID of the task a write started (None: it ran synchronously, or answered no task)."""
     return answer if isinstance(answer, str) and answer else None
@@ -144,11 +148,15 @@ class ZoneApi:
         params: dict[str, Any] = {"name": name, "pool": pool, "description": description}
         if target is not None:
             params["target"] = target
-        return _upid(
-            self._write(
+        try:
+            answer = self._write(
                 node, "POST", f"/nodes/{node}/qemu/{vmid}/clone", {**params, "full": False, "newid": newid}
             )
-        )
+        except UpstreamFailure as exc:
+            if "already exists" in exc.message:
+                raise VmidTaken(exc.where, exc.message, status=exc.status, errors=exc.errors) from exc
+            raise
+        return _upid(answer)
 
     def config(self, node: str, vmid: int) -> QemuConfig:
         return parse_config(self._read(f"/nodes/{node}/qemu/{vmid}/config", node=node) or {})
@@ -169,8 +177,12 @@ class ZoneApi:
             )
         )
 
-    def power(self, node: str, vmid: int, action: str, params: dict[str, Any] | None = None) -> str | None:
-        """``start``, ``stop``, ``shutdown`` or ``reboot``; answers the task."""
+    def power(self, node: str, vmid: int, action: str, *, timeout: int | None = None) -> str | None:
+        """``start``, ``stop``, ``shutdown`` or ``reboot``; answers the task. A ``shutdown`` with a
+        ``timeout`` gives up after that many seconds, leaving the guest running (no forced stop)."""
+        params: dict[str, Any] | None = None
+        if action == "shutdown" and timeout is not None:
+            params = {"timeout": timeout, "forceStop": False}
         return _upid(self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/status/{action}", params))
 
     def destroy(self, node: str, vmid: int) -> str | None:

@@ -166,6 +166,18 @@ def test_a_template_without_a_free_ide_slot_cannot_take_cloud_init() -> None:
         create.configuration(a_plan(), parse_config(full), None, "zone-a")
 
 
+def test_a_clone_whose_vmid_another_create_took_asks_for_another() -> None:
+    zone = FakeZone()
+    zone.add(guest(100, name="someone-elses"))
+    template = zone.ensure_template("pve1", "debian-12", "", "", "local-lvm", timeout=1.0)
+    zone.handing_out = [100, 101]
+    vmid, task = create.clone(zone, a_plan(), template, "pve2")
+    assert vmid == 101
+    assert task.succeeded
+    assert zone.guests[101].node == "pve2"
+    assert zone.guests[100].name == "someone-elses"
+
+
 def test_a_failed_create_removes_the_half_made_vm_and_says_so() -> None:
     zone = FakeZone()
     zone.add(guest(100, status="running"))
