@@ -32,7 +32,7 @@ from orchestrator.sources.proxmox.values import (
     Template,
     UpdateOutcome,
 )
-from orchestrator.sources.proxmox.zone import VmidTaken, ZoneApi, is_lock_message, translate
+from orchestrator.sources.proxmox.zone import VmidTaken, ZoneApi, is_lock_message
 from orchestrator.sources.qemu_config import (
     DHCP,
     ConfigChange,
@@ -71,7 +71,6 @@ __all__ = [
     "cloud_init_drive",
     "is_lock_message",
     "proxmox",
-    "translate",
 ]
 
 _source: ProxmoxSource | None = None
