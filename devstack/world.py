@@ -65,7 +65,7 @@ AGENT_CA_SECRET = "flexplane-agent-ca"
 RESTART_POLL = 0.2
 JOIN_TOKEN_MUTATION = """
 mutation ($zone: String!, $host: String!) {
-  createHostJoinToken(zone: $zone, hostName: $host) {
+  createHostJoinToken(zone: $zone, host: $host) {
     joinToken { token expiresAt command }
     errors { field message code }
   }

@@ -40,7 +40,7 @@ def update(task: Task, log_from: int) -> dict[str, Any]:
         "type": "task",
         "status": state_of(task),
         "kind": task.kind,
-        "node": task.node,
+        "host": task.node,
         "progress": task.progress,
         # Proxmox's exit status once ended: OK, WARNINGS: n, or its error message.
         "result": task.exitstatus or None,

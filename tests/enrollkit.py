@@ -32,8 +32,8 @@ from devstack.world import AGENT_PORT, Process, World
 from tests.support import GraphQL
 
 CREATE_TOKEN = """mutation($zone: String!, $host: String!) {
-  createHostJoinToken(zone: $zone, hostName: $host) {
-    joinToken { token zone hostName expiresAt command }
+  createHostJoinToken(zone: $zone, host: $host) {
+    joinToken { token zone host expiresAt command }
     errors { field message code } } }"""
 
 AnyKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey

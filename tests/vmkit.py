@@ -14,8 +14,8 @@ from typing import Any
 from devstack.world import World
 from tests.support import Answer, GraphQL
 
-VM_FIELDS = "id name status zone host node vdc cores memoryMb diskGb computeProfile storageProfile image lock"
-TASK_FIELDS = "id status type node result"
+VM_FIELDS = "id name status zone host vdc cores memoryMb diskGb computeProfile storageProfile image lock"
+TASK_FIELDS = "id status type host result"
 CREATE = f"""mutation($input: CreateVirtualMachineInput!) {{ createVirtualMachine(input: $input) {{
   virtualMachine {{ {VM_FIELDS} }} task {{ {TASK_FIELDS} }}
   placement {{ zone host reasons rejected {{ host reason }} }}

@@ -17,20 +17,22 @@ the service function it calls, the payload field the result goes to and its doma
         image = graphene.Field(Image, description="The image as it was.")
 
 The service is called with the request's ``Context`` and the arguments in the order they are
-declared (absent ones as None). An expected failure (a domain error) becomes the payload's
-``errors { field message code }``; UNAUTHENTICATED and FORBIDDEN stay top-level errors.
+declared (absent ones as None); ``renames`` maps the API's field names to the service's where they
+differ, both ways (input fields in, the field an error names out). An expected failure (a domain
+error) becomes the payload's ``errors { field message code }``; UNAUTHENTICATED and FORBIDDEN stay
+top-level errors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import graphene
 from graphene.types.mutation import MutationOptions
 
-from orchestrator.errors import FlexPlaneError
+from orchestrator.errors import FlexPlaneError, ValidationFailed
 from orchestrator.graphql.errors import payload_errors
 from orchestrator.services.context import Context
 
@@ -66,6 +68,8 @@ class ServiceMutationOptions(MutationOptions):
     codes: frozenset[str] = frozenset()
     # The arguments in the order the class declares them (graphene's own order is not that).
     order: tuple[str, ...] = ()
+    # The API's name of a field -> the service's, where they differ (``host`` for ``node``).
+    renames: Mapping[str, str] = {}
 
 
 class ServiceMutation(graphene.Mutation):
@@ -83,6 +87,7 @@ class ServiceMutation(graphene.Mutation):
         service: Callable[..., Any],
         error: type[graphene.ObjectType],
         result: str | None = None,
+        renames: Mapping[str, str] | None = None,
         name: str | None = None,
         description: str | None = None,
         _meta: ServiceMutationOptions | None = None,
@@ -92,6 +97,7 @@ class ServiceMutation(graphene.Mutation):
         _meta.role = role
         _meta.service = service
         _meta.result = result
+        _meta.renames = dict(renames or {})
         declared = vars(getattr(cls, "Arguments", object))
         _meta.order = tuple(name for name in declared if not name.startswith("_"))
         _meta.codes = frozenset(error._meta.fields["code"].type.of_type._meta.enum.__members__)
@@ -106,7 +112,22 @@ class ServiceMutation(graphene.Mutation):
     @classmethod
     def call(cls, info: graphene.ResolveInfo, **args: Any) -> Any:
         """The service call: the context, then the arguments as declared. Override to adapt them."""
-        return cls._meta.service(flexplane(info), *(args.get(name) for name in cls._meta.order))
+        return cls._meta.service(flexplane(info), *(cls._renamed(args.get(name)) for name in cls._meta.order))
+
+    @classmethod
+    def _renamed(cls, value: Any) -> Any:
+        """An input object's fields under the service's names."""
+        if not cls._meta.renames or not isinstance(value, Mapping):
+            return value
+        return {cls._meta.renames.get(field, field): item for field, item in value.items()}
+
+    @classmethod
+    def _api_error(cls, exc: FlexPlaneError) -> FlexPlaneError:
+        """The error naming the field as the API does."""
+        api_names = {service: api for api, service in cls._meta.renames.items()}
+        if isinstance(exc, ValidationFailed) and exc.field in api_names:
+            return ValidationFailed(api_names[exc.field], exc.message)
+        return exc
 
     @classmethod
     def answer(cls, result: Any) -> dict[str, Any]:
@@ -124,5 +145,5 @@ class ServiceMutation(graphene.Mutation):
         try:
             result = cls.call(info, **args)
         except FlexPlaneError as exc:
-            return cls(errors=payload_errors(exc, cls._meta.codes), **cls.failed(exc))
+            return cls(errors=payload_errors(cls._api_error(exc), cls._meta.codes), **cls.failed(exc))
         return cls(errors=[], **cls.answer(result))

@@ -24,11 +24,15 @@ class HostJoinToken(graphene.ObjectType):
 
     token = graphene.String(required=True, description="The token to give the node's bootstrap.")
     zone = graphene.String(required=True)
-    host_name = graphene.String(required=True, description="The node's name in Proxmox.")
+    host = graphene.String(required=True, description="The host's name (its Proxmox node).")
     expires_at = graphene.DateTime(required=True)
     command = graphene.String(
         required=True, description="The command to run on the node, as root, to enroll it."
     )
+
+    @staticmethod
+    def resolve_host(root: NewJoinToken, info: graphene.ResolveInfo) -> str:
+        return root.host_name
 
 
 class StoredHostJoinToken(graphene.ObjectType):
@@ -36,7 +40,7 @@ class StoredHostJoinToken(graphene.ObjectType):
 
     id = graphene.ID(required=True, description="The token's id (its fourth part, not a secret).")
     zone = graphene.String(required=True)
-    host_name = graphene.String(required=True)
+    host = graphene.String(required=True, description="The host's name (its Proxmox node).")
     expires_at = graphene.DateTime(required=True)
     created_by = graphene.String(required=True, description="The subject of the admin who created it.")
     used_at = graphene.DateTime(description="When a node enrolled with it; null while unused.")
@@ -47,6 +51,10 @@ class StoredHostJoinToken(graphene.ObjectType):
         return root.ident
 
     @staticmethod
+    def resolve_host(root: JoinTokenRecord, info: graphene.ResolveInfo) -> str:
+        return root.host_name
+
+    @staticmethod
     def resolve_used_by(root: JoinTokenRecord, info: graphene.ResolveInfo) -> str | None:
         return root.used_by or None
 
@@ -54,14 +62,15 @@ class StoredHostJoinToken(graphene.ObjectType):
 class CreateHostJoinToken(ServiceMutation):
     class Meta:
         role, service, result, error = ADMIN, enrollment.create_join_token, "join_token", EnrollmentError
+        renames = {"host": "host_name"}
         description = (
-            "A single-use token that enrolls the Proxmox node `hostName` into `zone`, valid for an hour "
+            "A single-use token that enrolls the host `host` (a Proxmox node) into `zone`, valid for an hour "
             "by default; the answer is the only time it is shown."
         )
 
     class Arguments:
         zone = graphene.String(required=True, description="An existing zone's id.")
-        host_name = graphene.String(required=True, description="The node's name in Proxmox (a DNS label).")
+        host = graphene.String(required=True, description="The host's name (its Proxmox node; a DNS label).")
 
     join_token = graphene.Field(HostJoinToken)
 
@@ -69,7 +78,7 @@ class CreateHostJoinToken(ServiceMutation):
     def call(cls, info: graphene.ResolveInfo, **args: Any) -> NewJoinToken:
         """The command in the answer points at the orchestrator as this request reached it."""
         return enrollment.create_join_token(
-            flexplane(info), args["zone"], args["host_name"], info.context.request.build_absolute_uri("/")
+            flexplane(info), args["zone"], args["host"], info.context.request.build_absolute_uri("/")
         )
 
 

@@ -259,7 +259,7 @@ _FROM_AGENT = f"{_ADMIN_FIELD}, and when the agent does not answer (an UNAVAILAB
 class Host(graphene.ObjectType):
     """A Proxmox node of a zone, with the flex.plane agent running on it."""
 
-    id = graphene.ID(required=True, description="<zone>/<node>.")
+    id = graphene.ID(required=True, description="<zone>/<name>.")
     zone = graphene.String(required=True)
     name = graphene.String(required=True, description="The node's name in Proxmox.")
     online = graphene.Boolean(required=True, description="Whether Proxmox reports the node online.")
@@ -372,19 +372,20 @@ class Host(graphene.ObjectType):
 
 # ----------------------------------------------------------------------------------------- inputs
 
+_HOST_NAME = "The host's name (its Proxmox node)."
 
-HostInput = input_type("HostInput", HOST_INPUTS)
+
+HostInput = input_type("HostInput", HOST_INPUTS, renames={"node": "host"})
 HostUpdateInput = input_type("HostUpdateInput", HOST_INPUTS, update=True)
 
 
 # -------------------------------------------------------------------------------------- mutations
 
-_HOST_NAME = "The host's name (its Proxmox node)."
-
 
 class CreateHost(ServiceMutation):
     class Meta:
         role, service, result, error = ADMIN, catalog.create_host, "host", HostError
+        renames = {"host": "node"}
         description = "Add a host (a Proxmox node running the agent) to a zone."
 
     class Arguments:
@@ -400,7 +401,7 @@ class UpdateHost(ServiceMutation):
 
     class Arguments:
         zone = graphene.String(required=True)
-        node = graphene.String(required=True)
+        host = graphene.String(required=True, description=_HOST_NAME)
         input = HostUpdateInput(required=True)
 
     host = graphene.Field(Host)
@@ -478,7 +479,7 @@ class Query(graphene.ObjectType):
         graphene.NonNull(Host),
         required=True,
         zone=graphene.String(description="Only this zone's hosts."),
-        description="Every host, by zone then node. Needs USER or ADMIN (endpoints, and what the agent "
+        description="Every host, by zone then name. Needs USER or ADMIN (endpoints, and what the agent "
         "and Proxmox say of each host: ADMIN only).",
     )
     host_drain = graphene.Field(

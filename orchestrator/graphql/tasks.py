@@ -31,11 +31,11 @@ class Task(graphene.ObjectType):
 
     id = graphene.ID(
         required=True,
-        description="Opaque; names the zone, the node and the task's UPID. Stable: a task has the same id "
+        description="Opaque; names the zone, the host and the task's UPID. Stable: a task has the same id "
         "in a mutation's answer and in every listing.",
     )
     zone = graphene.String(required=True)
-    node = graphene.String(required=True, description="The Proxmox node the task runs on.")
+    host = graphene.String(required=True, description="The host the task runs on (its Proxmox node).")
     type = graphene.String(required=True, description="Proxmox's task type: qmclone, qmstart, qmdestroy, ...")
     virtual_machine_id = graphene.ID(description="The VM it acts on (<zone>/<vmid>), if it acts on one.")
     status = graphene.Field(TaskStatus, required=True)
@@ -52,6 +52,10 @@ class Task(graphene.ObjectType):
         required=True,
         description="Proxmox's task log lines (in a listing, one Proxmox call per task that asks for it).",
     )
+
+    @staticmethod
+    def resolve_host(task: TaskModel, info: graphene.ResolveInfo) -> str:
+        return task.node
 
     @staticmethod
     def resolve_type(task: TaskModel, info: graphene.ResolveInfo) -> str:
@@ -104,8 +108,8 @@ class Query(graphene.ObjectType):
         description="The latest tasks acting on VMs, newest first. Scoped like virtualMachines: the VDC "
         "named by the FlexPlane-VDC-ID header (its members and ADMIN); without it, the caller's VDCs "
         "(ADMIN: every VDC). Needs USER or ADMIN. With vm, that VM's tasks: another VDC's VM is NOT_FOUND, "
-        "exactly like a missing one. One Proxmox call per node that hosts the VMs, in parallel; a zone or "
-        "node that does not answer is left out, with an UNAVAILABLE error naming it. Tasks of deleted VMs "
+        "exactly like a missing one. One Proxmox call per host that holds the VMs, in parallel; a zone or "
+        "host that does not answer is left out, with an UNAVAILABLE error naming it. Tasks of deleted VMs "
         "are not listed (Proxmox's task list does not say whose VM a freed VMID was); the ids the "
         "mutations answered for them stay readable with task(id). The log (and the progress of a running "
         "task) costs one Proxmox call per task.",

@@ -34,8 +34,7 @@ class VirtualMachine(graphene.ObjectType):
         "deleteVirtualMachine.",
     )
     zone = graphene.String(required=True)
-    host = graphene.String(required=True, description="The Proxmox node it runs on.")
-    node = graphene.String(required=True, description="The Proxmox node it runs on (as host).")
+    host = graphene.String(required=True, description="The host it runs on (its Proxmox node).")
     vdc = graphene.String(required=True)
     cores = graphene.Int(required=True, description="vCPUs.")
     memory_mb = graphene.Int(required=True, description="Memory in MiB.")
@@ -49,10 +48,6 @@ class VirtualMachine(graphene.ObjectType):
         description="Its addresses as its guest agent reports them. Read for virtualMachine(id) only, when "
         "the VM runs a guest agent; null in listings and when unknown.",
     )
-
-    @staticmethod
-    def resolve_node(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str:
-        return vm.host
 
     @staticmethod
     def resolve_compute_profile(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:

@@ -268,14 +268,17 @@ class VdcForm(AdminForm):
 
 
 class JoinTokenForm(AdminForm):
-    """Who a join token is for: a zone of the catalog and the node's name in Proxmox."""
+    """Who a join token is for: a zone of the catalog and the host's name (its Proxmox node's)."""
 
     zone = forms.ChoiceField(label="Zone")
-    host_name = forms.CharField(
-        label="Host name",
+    host = forms.CharField(
+        label="Host",
         max_length=63,
-        help_text="The node's name in Proxmox (a DNS label, e.g. pve4).",
+        help_text="The host's name: its Proxmox node's (a DNS label, e.g. pve4).",
     )
+
+    def form_field(self, service_field: str) -> str | None:
+        return "host" if service_field == "host_name" else super().form_field(service_field)
 
     def add_fields(self) -> None:
         zone_field = self.fields["zone"]

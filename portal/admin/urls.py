@@ -27,9 +27,9 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("hosts/", views.host_list, name="hosts"),
     path("hosts/join-token/", views.join_token, name="join-token"),
-    path("hosts/<slug:zone>/<slug:node>/cordon/", views.host_cordon, name="host-cordon"),
-    path("hosts/<slug:zone>/<slug:node>/uncordon/", views.host_uncordon, name="host-uncordon"),
-    path("hosts/<slug:zone>/<slug:node>/drain/", views.host_drain, name="host-drain"),
-    path("hosts/<slug:zone>/<slug:node>/remove/", views.host_remove, name="host-remove"),
+    path("hosts/<slug:zone>/<slug:host>/cordon/", views.host_cordon, name="host-cordon"),
+    path("hosts/<slug:zone>/<slug:host>/uncordon/", views.host_uncordon, name="host-uncordon"),
+    path("hosts/<slug:zone>/<slug:host>/drain/", views.host_drain, name="host-drain"),
+    path("hosts/<slug:zone>/<slug:host>/remove/", views.host_remove, name="host-remove"),
     *(pattern for section in views.SECTIONS.values() for pattern in _section(section)),
 ]

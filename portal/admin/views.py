@@ -415,51 +415,51 @@ def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
     )
 
 
-def _host_name(zone: str, node: str) -> str:
-    return f"{zone}/{node}"
+def _host_label(zone: str, host: str) -> str:
+    return f"{zone}/{host}"
 
 
 @admin_view
-def host_cordon(request: HttpRequest, ctx: Context, zone: str, node: str) -> HttpResponseBase:
+def host_cordon(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
     """POST: keep new VMs off the host (its VMs keep running)."""
     if refused := _post_only(request):
         return refused
-    hosts.cordon_host(ctx, zone, node)
-    messages.success(request, f"Host {_host_name(zone, node)} is cordoned: it takes no new VMs.")
+    hosts.cordon_host(ctx, zone, host)
+    messages.success(request, f"Host {_host_label(zone, host)} is cordoned: it takes no new VMs.")
     return redirect("portal-admin:hosts")
 
 
 @admin_view
-def host_uncordon(request: HttpRequest, ctx: Context, zone: str, node: str) -> HttpResponseBase:
+def host_uncordon(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
     """POST: let placement use the host again (refused while a drain of it runs: said in words)."""
     if refused := _post_only(request):
         return refused
-    _, failure = _attempt(lambda: hosts.uncordon_host(ctx, zone, node))
+    _, failure = _attempt(lambda: hosts.uncordon_host(ctx, zone, host))
     if failure is None:
-        messages.success(request, f"Host {_host_name(zone, node)} takes new VMs again.")
+        messages.success(request, f"Host {_host_label(zone, host)} takes new VMs again.")
     else:
         messages.error(request, failure.message)
     return redirect("portal-admin:hosts")
 
 
 @admin_view
-def host_drain(request: HttpRequest, ctx: Context, zone: str, node: str) -> HttpResponseBase:
+def host_drain(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
     """GET: what a drain does, and a confirmation; POST: start it (it runs in the background)."""
-    hosts.drain_status(ctx, zone, node)  # NotFound: the 404 page
+    hosts.drain_status(ctx, zone, host)  # NotFound: the 404 page
     failure = None
     if request.method == "POST":
-        drain, failure = _attempt(lambda: hosts.drain_host(ctx, zone, node))
+        drain, failure = _attempt(lambda: hosts.drain_host(ctx, zone, host))
         if failure is None:
             messages.success(
                 request,
-                f"Draining host {_host_name(zone, node)}: {len(drain.vms)} VM(s) to move. "
+                f"Draining host {_host_label(zone, host)}: {len(drain.vms)} VM(s) to move. "
                 "This page shows how it goes.",
             )
             return redirect("portal-admin:hosts")
     return _confirm(
         request,
         active="host",
-        heading=f"Drain host {_host_name(zone, node)}?",
+        heading=f"Drain host {_host_label(zone, host)}?",
         consequence="The host is cordoned, then its VMs are migrated one after another (live when they "
         "run) to other hosts of the zone that have room. A VM that cannot move stays, with the reason.",
         action=action("host.drain"),
@@ -470,19 +470,19 @@ def host_drain(request: HttpRequest, ctx: Context, zone: str, node: str) -> Http
 
 
 @admin_view
-def host_remove(request: HttpRequest, ctx: Context, zone: str, node: str) -> HttpResponseBase:
+def host_remove(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
     """GET: what removing means, and a confirmation; POST: remove it (refused while VMs are on it)."""
-    hosts.drain_status(ctx, zone, node)  # NotFound: the 404 page
+    hosts.drain_status(ctx, zone, host)  # NotFound: the 404 page
     failure = None
     if request.method == "POST":
-        _, failure = _attempt(lambda: hosts.remove_host(ctx, zone, node))
+        _, failure = _attempt(lambda: hosts.remove_host(ctx, zone, host))
         if failure is None:
-            messages.success(request, f"Host {_host_name(zone, node)} was removed from flex.plane.")
+            messages.success(request, f"Host {_host_label(zone, host)} was removed from flex.plane.")
             return redirect("portal-admin:hosts")
     return _confirm(
         request,
         active="host",
-        heading=f"Remove host {_host_name(zone, node)}?",
+        heading=f"Remove host {_host_label(zone, host)}?",
         consequence="flex.plane stops using the host and no longer dials its agent; Proxmox and the node "
         "are untouched. It is refused while VMs are on the host: drain it first.",
         action=action("host.remove"),
@@ -494,7 +494,7 @@ def host_remove(request: HttpRequest, ctx: Context, zone: str, node: str) -> Htt
 
 @admin_view
 def join_token(request: HttpRequest, ctx: Context) -> HttpResponse:
-    """A join token for a new node: shown once, with the command to run on the node."""
+    """A join token for a new host: shown once, with the command to run on its Proxmox node."""
     form = JoinTokenForm(
         request.POST if request.method == "POST" else None,
         ctx=ctx,
@@ -505,7 +505,7 @@ def join_token(request: HttpRequest, ctx: Context) -> HttpResponse:
         origin = request.build_absolute_uri("/")
         created, failure = _attempt(
             lambda: enrollment.create_join_token(
-                ctx, form.cleaned_data["zone"], form.cleaned_data["host_name"], origin
+                ctx, form.cleaned_data["zone"], form.cleaned_data["host"], origin
             ),
             form,
         )

@@ -70,7 +70,7 @@ def test_an_admin_gets_a_join_token_with_its_command_and_only_its_hash_is_stored
     made = answer.data["createHostJoinToken"]
     assert made["errors"] == []
     token = made["joinToken"]
-    assert (token["zone"], token["hostName"]) == (ZONE, "pve20")
+    assert (token["zone"], token["host"]) == (ZONE, "pve20")
     expires = datetime.datetime.fromisoformat(token["expiresAt"])
     in_an_hour = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
     assert abs((expires - in_an_hour).total_seconds()) < 60
@@ -101,8 +101,8 @@ def test_a_user_may_not_create_join_tokens(api: GraphQL) -> None:
     ("zone", "host", "field", "words"),
     [
         ("zone-x", "pve20", "zone", "there is no zone 'zone-x'"),
-        (ZONE, "PVE_20", "hostName", "is not a DNS label"),
-        (ZONE, "-pve", "hostName", "is not a DNS label"),
+        (ZONE, "PVE_20", "host", "is not a DNS label"),
+        (ZONE, "-pve", "host", "is not a DNS label"),
     ],
 )
 def test_a_join_token_needs_an_existing_zone_and_a_dns_label(
@@ -118,10 +118,10 @@ def test_a_join_token_needs_an_existing_zone_and_a_dns_label(
 
 def test_admins_list_join_tokens_without_their_secret(api: GraphQL) -> None:
     token = join_token(api, ZONE, "pve21")
-    answer = api("{ hostJoinTokens { id zone hostName expiresAt usedAt } }", user="admin")
+    answer = api("{ hostJoinTokens { id zone host expiresAt usedAt } }", user="admin")
     listed = {t["id"]: t for t in answer.data["hostJoinTokens"]}
     ident = parse_join_token(token).ident
-    assert listed[ident]["hostName"] == "pve21"
+    assert listed[ident]["host"] == "pve21"
     assert listed[ident]["usedAt"] is None
     assert token not in str(answer.body)
     assert api("{ hostJoinTokens { id } }", user="alice").codes == ["FORBIDDEN"]

@@ -202,7 +202,7 @@ def test_cordoning_a_host_from_the_hosts_page(world: World, admin: requests.Sess
 
 
 def test_a_join_token_is_shown_once_with_its_command(world: World, admin: requests.Session) -> None:
-    page = _post(admin, world, "/admin/hosts/join-token/", {"zone": "zone-b", "host_name": "pve9"})
+    page = _post(admin, world, "/admin/hosts/join-token/", {"zone": "zone-b", "host": "pve9"})
     assert page.status_code == 200
     command = re.search(r'<textarea id="join-command"[^>]*>(.*?)</textarea>', page.text, re.S)
     assert command is not None

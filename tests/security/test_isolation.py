@@ -357,7 +357,7 @@ MUTATION_ROWS: dict[str, Row] = {
     ),
     # ------------------------------------------------------------------ hosts and enrollment: ADMIN only
     "createHostJoinToken": Row(
-        f'mutation {{ createHostJoinToken(hostName: "isoprobe", zone: "{NOTHING}") {CATALOG_ERRORS} }}',
+        f'mutation {{ createHostJoinToken(host: "isoprobe", zone: "{NOTHING}") {CATALOG_ERRORS} }}',
         admin_only(Refused("INVALID")),  # a token for a zone that does not exist: none is kept
     ),
     "cordonHost": Row(
@@ -377,12 +377,12 @@ MUTATION_ROWS: dict[str, Row] = {
         admin_only(Refused("NOT_FOUND")),
     ),
     "createHost": Row(
-        f'mutation {{ createHost(input: {{zone: "{NOTHING}", node: "isoprobe", endpoint: "127.0.0.1:9"}}) '
+        f'mutation {{ createHost(input: {{zone: "{NOTHING}", host: "isoprobe", endpoint: "127.0.0.1:9"}}) '
         f"{CATALOG_ERRORS} }}",
         admin_only(Refused("INVALID")),
     ),
     "updateHost": Row(
-        f'mutation {{ updateHost(zone: "{ZONE}", node: "{NOTHING}", input: {{cordoned: true}}) '
+        f'mutation {{ updateHost(zone: "{ZONE}", host: "{NOTHING}", input: {{cordoned: true}}) '
         f"{CATALOG_ERRORS} }}",
         admin_only(Refused("NOT_FOUND")),
     ),

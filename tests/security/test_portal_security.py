@@ -47,11 +47,11 @@ NOTHING = {
     "vmid": 99999,
     "action": "stop",
     "task_id": "no-such-task",
-    "node": "no-such-node",
+    "host": "no-such-host",
     "ident": "no-such-thing",
 }
 # Values that name real objects of the world (devstack/seed.py): pages with something on them.
-REAL = {**NOTHING, "vdc": "demo", "vmid": 100, "node": "pve1", "ident": "small"}
+REAL = {**NOTHING, "vdc": "demo", "vmid": 100, "host": "pve1", "ident": "small"}
 CSRF_COOKIE = "csrftoken"
 
 

@@ -87,11 +87,11 @@ CREATE_HOST = """mutation($input: HostInput!) {
   createHost(input: $input) {
     host { id zone name endpoint cordoned online memoryOvercommit cpuOvercommit }
     errors { field message code } } }"""
-UPDATE_HOST = """mutation($zone: String!, $node: String!, $input: HostUpdateInput!) {
-  updateHost(zone: $zone, node: $node, input: $input) {
+UPDATE_HOST = """mutation($zone: String!, $host: String!, $input: HostUpdateInput!) {
+  updateHost(zone: $zone, host: $host, input: $input) {
     host { id cordoned } errors { field message code } } }"""
-DELETE_HOST = """mutation($zone: String!, $node: String!) {
-  removeHost(zone: $zone, host: $node, force: true) { host { id } errors { field message code } } }"""
+DELETE_HOST = """mutation($zone: String!, $host: String!) {
+  removeHost(zone: $zone, host: $host, force: true) { host { id } errors { field message code } } }"""
 
 
 def profile_input(name: str, **extra: Any) -> dict[str, Any]:
@@ -297,8 +297,8 @@ def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
     assert made["zone"] == {"id": zone, "name": "Lab", "description": "the lab rack", "hosts": []}
     assert stored_spec(core, f"zone-{zone}") == {"id": zone, "name": "Lab", "description": "the lab rack"}
 
-    cleanup.append((DELETE_HOST, {"zone": zone, "node": "node1"}))
-    host = mutate(api, CREATE_HOST, {"input": {"zone": zone, "node": "node1", "endpoint": "192.0.2.10:7443"}})
+    cleanup.append((DELETE_HOST, {"zone": zone, "host": "node1"}))
+    host = mutate(api, CREATE_HOST, {"input": {"zone": zone, "host": "node1", "endpoint": "192.0.2.10:7443"}})
     assert host["host"] == {
         "id": f"{zone}/node1",
         "zone": zone,
@@ -317,7 +317,7 @@ def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
         "memoryOvercommit": 1.0,
         "cpuOvercommit": 4.0,
     }
-    cordoned = mutate(api, UPDATE_HOST, {"zone": zone, "node": "node1", "input": {"cordoned": True}})
+    cordoned = mutate(api, UPDATE_HOST, {"zone": zone, "host": "node1", "input": {"cordoned": True}})
     assert cordoned["host"] == {"id": f"{zone}/node1", "cordoned": True}
 
     refused = mutate(api, DELETE_ZONE, {"id": zone})
@@ -328,7 +328,7 @@ def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
     renamed = mutate(api, UPDATE_ZONE, {"id": zone, "input": {"name": "Lab 2"}})
     assert renamed["zone"] == {"id": zone, "name": "Lab 2", "description": "the lab rack"}
 
-    assert mutate(api, DELETE_HOST, {"zone": zone, "node": "node1"})["host"] == {"id": f"{zone}/node1"}
+    assert mutate(api, DELETE_HOST, {"zone": zone, "host": "node1"})["host"] == {"id": f"{zone}/node1"}
     assert mutate(api, DELETE_ZONE, {"id": zone})["zone"] == {"id": zone}
     assert stored_spec(core, f"zone-{zone}") is None
 
@@ -417,18 +417,18 @@ def test_each_bad_image_value_is_a_payload_error_naming_its_field(
     [
         (CREATE_ZONE, {"input": {"id": "Zone_A"}}, "id"),
         (CREATE_ZONE, {"input": {"id": "zone-x", "name": "y" * 300}}, "name"),
-        (CREATE_HOST, {"input": {"zone": "atlantis", "node": "pve1", "endpoint": "10.0.0.1:7443"}}, "zone"),
-        (CREATE_HOST, {"input": {"zone": "zone-a", "node": "PVE 9", "endpoint": "10.0.0.1:7443"}}, "node"),
-        (CREATE_HOST, {"input": {"zone": "zone-a", "node": "pve9", "endpoint": "10.0.0.1"}}, "endpoint"),
-        (CREATE_HOST, {"input": {"zone": "zone-a", "node": "pve9", "endpoint": "h:99999"}}, "endpoint"),
+        (CREATE_HOST, {"input": {"zone": "atlantis", "host": "pve1", "endpoint": "10.0.0.1:7443"}}, "zone"),
+        (CREATE_HOST, {"input": {"zone": "zone-a", "host": "PVE 9", "endpoint": "10.0.0.1:7443"}}, "host"),
+        (CREATE_HOST, {"input": {"zone": "zone-a", "host": "pve9", "endpoint": "10.0.0.1"}}, "endpoint"),
+        (CREATE_HOST, {"input": {"zone": "zone-a", "host": "pve9", "endpoint": "h:99999"}}, "endpoint"),
         (
             CREATE_HOST,
-            {"input": {"zone": "zone-a", "node": "pve9", "endpoint": "h:7443", "memoryOvercommit": 0}},
+            {"input": {"zone": "zone-a", "host": "pve9", "endpoint": "h:7443", "memoryOvercommit": 0}},
             "memoryOvercommit",
         ),
         (
             CREATE_HOST,
-            {"input": {"zone": "zone-a", "node": "pve9", "endpoint": "h:7443", "cpuOvercommit": 100}},
+            {"input": {"zone": "zone-a", "host": "pve9", "endpoint": "h:7443", "cpuOvercommit": 100}},
             "cpuOvercommit",
         ),
     ],
@@ -463,7 +463,7 @@ def test_a_user_creating_a_profile_is_forbidden_at_the_top_level(
     [
         (DELETE_PROFILE, {"name": "small"}),
         (CREATE_ZONE, {"input": {"id": "sneaky"}}),
-        (UPDATE_HOST, {"zone": "zone-a", "node": "pve1", "input": {"cordoned": True}}),
+        (UPDATE_HOST, {"zone": "zone-a", "host": "pve1", "input": {"cordoned": True}}),
         (DELETE_IMAGE, {"name": "debian-12"}),
     ],
 )

@@ -46,7 +46,7 @@ DETAILS = """{ hosts { id zone name online cordoned agentVersion proxmoxVersion 
   lastUpdate { result fromVersion toVersion message at }
   usage { cpu { usedFraction cores } memory { usedBytes totalBytes } storage { usedBytes totalBytes } }
   drain { state } } }"""
-TASK = "query($id: ID!) { task(id: $id) { type status node virtualMachineId } }"
+TASK = "query($id: ID!) { task(id: $id) { type status host virtualMachineId } }"
 
 
 def mutate(api: GraphQL, document: str, user: str = "admin", **variables: Any) -> dict[str, Any]:
@@ -223,7 +223,7 @@ def test_a_drain_moves_every_vm_it_can_and_says_why_the_others_cannot(api: Graph
         assert task == {
             "type": "qmigrate",
             "status": "SUCCEEDED",
-            "node": "pve3",
+            "host": "pve3",
             "virtualMachineId": "zone-b/4201",
         }
         live = requests_to(world, "zone-b", "POST", "/qemu/4201/migrate")
@@ -342,7 +342,7 @@ def test_an_empty_host_is_removed_and_can_be_added_back(api: GraphQL, world: Wor
         assert "pve3" in world.fakes.on_loop(lambda: dict(world.fakes["zone-b"].pve.nodes))
     finally:
         endpoint = world.agents[("zone-b", "pve3")].endpoint
-        added = mutate(api, CREATE_HOST, input={"zone": "zone-b", "node": "pve3", "endpoint": endpoint})
+        added = mutate(api, CREATE_HOST, input={"zone": "zone-b", "host": "pve3", "endpoint": endpoint})
         assert added["errors"] == []
     assert host_row(api, "admin", "zone-b/pve3") == {"id": "zone-b/pve3", "cordoned": False, "online": True}
 
@@ -356,7 +356,7 @@ def test_a_host_whose_zone_does_not_answer_is_removed_only_with_force(api: Graph
     )
     try:
         # Added with an address nothing answers on: whether VMs are on it cannot be told.
-        mutate(api, CREATE_HOST, input={"zone": zone, "node": "pve1", "endpoint": "192.0.2.10:7443"})
+        mutate(api, CREATE_HOST, input={"zone": zone, "host": "pve1", "endpoint": "192.0.2.10:7443"})
         refused = mutate(api, REMOVE, zone=zone, host="pve1")
         assert [e["code"] for e in refused["errors"]] == ["UNAVAILABLE"]
         assert "cannot tell whether VMs are on host pve1" in refused["errors"][0]["message"]

@@ -14,7 +14,7 @@ from tests.support import GraphQL
 from tests.vmkit import act, create, ok, vm_names
 
 TASK = """query($id: ID!) { task(id: $id) {
-  id zone node type virtualMachineId status progress result startedAt endedAt log } }"""
+  id zone host type virtualMachineId status progress result startedAt endedAt log } }"""
 UPID = "UPID:pve2:0000043F:00001DB9:6B0CA1DA:qmclone:104:root@pam!flexplane:"
 
 
@@ -31,7 +31,7 @@ def test_a_create_answers_its_start_task_with_proxmoxs_log(
     task = api(TASK, user="alice", vdc="demo", variables={"id": created["task"]["id"]}).data["task"]
     vm = created["virtualMachine"]
     assert task["zone"] == "zone-a"
-    assert task["node"] == vm["host"]
+    assert task["host"] == vm["host"]
     assert task["type"] == "qmstart"
     assert task["virtualMachineId"] == vm["id"]
     assert task["status"] == "SUCCEEDED"

@@ -11,7 +11,7 @@ from tests.support import Answer, GraphQL
 from tests.vmkit import act, create, fake_vm, forget, ok, restore
 
 TASKS = """query($first: Int, $vm: ID) { tasks(first: $first, vm: $vm) {
-  id zone node type virtualMachineId status result startedAt endedAt } }"""
+  id zone host type virtualMachineId status result startedAt endedAt } }"""
 TASK = "query($id: ID!) { task(id: $id) { id type status virtualMachineId } }"
 DB_1 = "zone-a/101"  # devstack/seed.py: alice's VMs: db-1 on pve2, stopped
 WEB_1 = "zone-a/100"  # and web-1 on pve1, running
@@ -61,7 +61,7 @@ def test_a_vdcs_tasks_come_newest_first_with_the_ids_the_mutations_answered(api:
     latest = tasks[ids.index(stopped)]
     assert latest["type"] == "qmstop"
     assert latest["virtualMachineId"] == DB_1
-    assert (latest["zone"], latest["node"]) == ("zone-a", "pve2")
+    assert (latest["zone"], latest["host"]) == ("zone-a", "pve2")
     assert latest["status"] == "SUCCEEDED"
     assert latest["result"] == "OK"
     assert latest["endedAt"] is not None
@@ -127,7 +127,7 @@ def test_a_node_that_does_not_answer_is_named_and_the_others_still_list(api: Gra
     assert [e["extensions"]["zone"] for e in failed] == ["zone-a/pve2"]
     assert failed[0]["path"] == ["tasks"]
     tasks = answer.data["tasks"]
-    assert ("zone-a", "pve2") not in {(task["zone"], task["node"]) for task in tasks}
+    assert ("zone-a", "pve2") not in {(task["zone"], task["host"]) for task in tasks}
     assert next(task["type"] for task in tasks if task["virtualMachineId"] == WEB_1) == "qmreboot"
 
 

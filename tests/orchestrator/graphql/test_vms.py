@@ -123,7 +123,7 @@ def all_requests(world) -> dict[str, int]:
 
 
 FULL = """{ virtualMachines(first: 500) { edges { node {
-  id name status zone host node vdc cores memoryMb diskGb computeProfile storageProfile image lock ipAddresses
+  id name status zone host vdc cores memoryMb diskGb computeProfile storageProfile image lock ipAddresses
 } } pageInfo { hasNextPage } } }"""
 
 

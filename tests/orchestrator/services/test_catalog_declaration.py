@@ -43,7 +43,7 @@ GRAPHQL = {
     ZONE_INPUTS: ("ZoneInput", "ZoneUpdateInput"),
     HOST_INPUTS: ("HostInput", "HostUpdateInput"),
 }
-API_NAMES: dict[tuple[str, str], str] = {}
+API_NAMES = {(HOST_INPUTS.kind, "node"): "host"}
 FORMS: dict[Kind, type[forms.Form]] = {
     COMPUTE_PROFILE_INPUTS: ComputeProfileForm,
     STORAGE_PROFILE_INPUTS: StorageProfileForm,
