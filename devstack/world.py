@@ -224,6 +224,8 @@ class World:
     _agents_lock: threading.RLock = field(default_factory=threading.RLock)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _restarter: threading.Thread | None = None
+    # The orchestrator's SECRET_KEY, new for each world (it signs the portal's sessions and the task ids).
+    secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(50))
 
     @property
     def fakes(self) -> FakeZones:
@@ -531,6 +533,7 @@ class World:
         return {
             "DJANGO_SETTINGS_MODULE": "flexplane.settings",
             "FLEXPLANE_ALLOWED_HOSTS": f"{self.cfg.orchestrator_host},localhost,127.0.0.1",
+            "FLEXPLANE_SECRET_KEY": self.secret_key,
             "FLEXPLANE_KUBECONFIG": str(self.kubeconfig),
             "FLEXPLANE_NAMESPACE": seed.NAMESPACE,
             "FLEXPLANE_OIDC_ISSUER": self.identity.issuer,

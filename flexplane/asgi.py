@@ -1,4 +1,9 @@
-"""The ASGI application: the orchestrator and the portal, served by daphne."""
+"""The ASGI application: the orchestrator and the portal, served by daphne.
+
+Its settings are the production ones unless DJANGO_SETTINGS_MODULE says otherwise: ``make dev`` and
+the tests choose the development settings (``flexplane.settings``) explicitly, and under those the
+app answers connections that arrived on loopback only (``flexplane.loopback``).
+"""
 
 import os
 
@@ -9,7 +14,9 @@ from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexplane.settings")
+from flexplane.loopback import LoopbackOnly, require_loopback_hosts
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexplane.settings.production")
 
 django_app = get_asgi_application()
 # In development the app serves its own static files; production serves them from the ingress.
@@ -25,3 +32,6 @@ websocket_app = AllowedHostsOriginValidator(
 )
 
 application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app})
+if settings.FLEXPLANE_LOOPBACK_ONLY:  # the development settings: this machine only
+    require_loopback_hosts(settings.ALLOWED_HOSTS)
+    application = LoopbackOnly(application)

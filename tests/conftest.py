@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.test import override_settings
 
 from devstack.net import free_port
 from devstack.world import World, WorldConfig
@@ -57,8 +58,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(scope="session")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """Two fake zones of three nodes, six agents, the Kubernetes emulator, identity, the orchestrator."""
-    with World(world_config(Path(tmp_path_factory.mktemp("world")))) as running:
+    """Two fake zones of three nodes, six agents, the Kubernetes emulator, identity, the orchestrator.
+
+    While it runs, this process signs with the world's secret key (session cookies, task ids), as its
+    orchestrator does."""
+    with (
+        World(world_config(Path(tmp_path_factory.mktemp("world")))) as running,
+        override_settings(SECRET_KEY=running.secret_key),
+    ):
         yield running
 
 

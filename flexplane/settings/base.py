@@ -51,9 +51,12 @@ def env_count(name: str, default: int) -> int:
     return value
 
 
-SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-key-change-me")
+# SECRET_KEY signs the portal's sessions and the task ids: it has no default here. The production
+# settings require FLEXPLANE_SECRET_KEY; the development settings make one per process unless given.
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+# Serve only connections that arrived on a loopback address (flexplane.loopback): the development settings.
+FLEXPLANE_LOOPBACK_ONLY = False
 
 INSTALLED_APPS = [
     "daphne",
