@@ -38,8 +38,6 @@ OS_FAMILIES = (
     "other",
 )
 
-CHECKSUM_ALGORITHMS = {"sha256": 64, "sha512": 128}  # algorithm -> hex digits
-
 MAX_NAME_LENGTH = 63
 MAX_TITLE_LENGTH = 200
 MAX_DESCRIPTION_LENGTH = 2000
@@ -424,13 +422,3 @@ class Image(models.Model):
             "minDiskGb": self.min_disk_gb,
             "description": self.description,
         }
-
-    @property
-    def checksum_algorithm(self) -> str:
-        """``sha256`` or ``sha512``."""
-        return self.checksum.partition(":")[0]
-
-    @property
-    def checksum_digest(self) -> str:
-        """The expected digest, lowercase hex."""
-        return self.checksum.partition(":")[2]

@@ -40,17 +40,6 @@ def _profile_choices(offer: Offer) -> list[tuple[str, str]]:
     return [(p.name, f"{p.name}: {p.vcpus} vCPU, {p.memory_mib} MiB") for p in profiles]
 
 
-def _image_choices(offer: Offer) -> list[tuple[str, str]]:
-    return [
-        (i.name, f"{i.name}: {i.description}" if i.description else i.name) for i in offer.images.values()
-    ]
-
-
-def _storage_choices(offer: Offer) -> list[tuple[str, str]]:
-    profiles = offer.storage_profiles.values()
-    return [(p.name, f"{p.name}: {p.min_gb} to {p.max_gb} GiB") for p in profiles]
-
-
 def show_service_error(form: forms.Form, exc: FlexPlaneError, quota: Iterable[QuotaLine] = ()) -> None:
     """Put a service's error next to the field it is about, or above the form when it is about none.
 
