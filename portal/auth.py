@@ -4,10 +4,15 @@ Django's ``AuthenticationMiddleware`` asks the backend for the user by id, which
 database. The user lives in the signed session instead (``portal.models.PortalUser``): written at
 login by the OIDC callback, read back on every request by :class:`SessionUserMiddleware` and by
 the websocket stack (:class:`WebsocketUserMiddleware`).
+
+The session lives a short while (``OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS``) past the identity provider's
+last answer for it, a login or a silent renewal: past that, pages wait for a renewal
+(``portal.oidc.SessionRefresh``) and websockets are refused.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,11 +26,33 @@ from portal.models import PortalUser
 
 # The session key of the user's profile and roles (next to Django's own SESSION_KEY, the subject).
 USER_KEY = "flexplane_user"
+# When the identity provider last answered for the session's user (a login or a silent renewal): seconds
+# since the epoch.
+RENEWED_KEY = "flexplane_renewed_at"
+# mozilla-django-oidc's: when the session's short life ends (its last renewal plus
+# OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS).
+EXPIRATION_KEY = "oidc_id_token_expiration"
 
 
 def remember_user(session: Any, user: PortalUser) -> None:
-    """Record ``user`` in the session (after ``auth.login()`` recorded its subject)."""
+    """Record ``user`` in the session (after ``auth.login()`` recorded its subject), renewed now."""
     session[USER_KEY] = user.to_session()
+    session[RENEWED_KEY] = time.time()
+
+
+def _seconds(session: Mapping[str, Any], key: str) -> float:
+    value = session.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def session_is_current(session: Mapping[str, Any], now: float | None = None) -> bool:
+    """Whether the session's short life still runs (else it waits for a renewal)."""
+    return _seconds(session, EXPIRATION_KEY) > (time.time() if now is None else now)
+
+
+def renewed_within(session: Mapping[str, Any], seconds: float, now: float | None = None) -> bool:
+    """Whether the identity provider answered for the session's user less than ``seconds`` ago."""
+    return (time.time() if now is None else now) - _seconds(session, RENEWED_KEY) < seconds
 
 
 def user_from_session(session: Mapping[str, Any]) -> PortalUser | AnonymousUser:
@@ -48,9 +75,12 @@ class SessionUserMiddleware:
 
 
 class WebsocketUserMiddleware(BaseMiddleware):
-    """``scope["user"]`` for websockets, from the session channels' SessionMiddleware loaded."""
+    """``scope["user"]`` for websockets, from the session channels' SessionMiddleware loaded; a session
+    past its short life is nobody's (a page's renewal comes first)."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         session = scope.get("session")
-        user = user_from_session(session) if session is not None else AnonymousUser()
+        user: PortalUser | AnonymousUser = AnonymousUser()
+        if session is not None and session_is_current(session):
+            user = user_from_session(session)
         return await super().__call__({**scope, "user": user}, receive, send)

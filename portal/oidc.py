@@ -5,9 +5,13 @@
   starts whether or not the identity provider is up.
 - The user is built from the claims (matched on ``sub``, never on email) and kept in the signed
   session (:mod:`portal.auth`); the ID token is checked for its issuer and audience too.
-- Logout ends the session and sends the browser to the issuer's end-session endpoint.
-- When the ID token's time is up, ``SessionRefresh`` asks the issuer again without a prompt and
-  brings the user back to the page they asked for; if the issuer wants a login, they get its form.
+- Logout ends the session and sends the browser to the issuer's end-session endpoint, which ends
+  the issuer's own session too.
+- The session lives a short while (``OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS``); past it, ``SessionRefresh``
+  serves no request on it before the issuer answered again without a prompt, and brings the user back
+  to the page they were on; if the issuer wants a login (after a logout, say), they get its form. So a
+  copied cookie outlives the logout by that short while at most. The admin pages' actions need a
+  renewal younger still (``FLEXPLANE_ADMIN_RENEW_SECONDS``).
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import requests
 from django.conf import settings
@@ -33,7 +38,7 @@ from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from orchestrator.errors import Unavailable
-from portal.auth import remember_user
+from portal.auth import EXPIRATION_KEY, remember_user, renewed_within, session_is_current
 from portal.errors import error_page
 from portal.models import PortalUser
 
@@ -51,6 +56,8 @@ _ENDPOINTS = {
 _NEEDS_INTERACTION = frozenset(
     {"login_required", "interaction_required", "consent_required", "account_selection_required"}
 )
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+NOT_DONE = "Your sign-in was renewed first, and nothing was changed: please do it again."
 
 
 # ------------------------------------------------------------------------------------ discovery
@@ -234,7 +241,16 @@ def _refresh_setting(attr: str, *default: Any) -> Any:
 
 
 class SessionRefresh(MozillaSessionRefresh):
-    """Asks the issuer again (``prompt=none``) once the ID token's time is up, then returns to the page.
+    """Past the session's short life, no request is served before the issuer answered again.
+
+    mozilla-django-oidc renews a page (a GET) whose ID token's time is up: the issuer is asked again
+    with ``prompt=none``, then the browser comes back to the page. Here every request of a signed-in
+    user waits for that renewal, not only GETs (a copied cookie would otherwise keep working for
+    forms and htmx actions until the cookie's own age), and the admin pages' actions need a renewal
+    younger than ``FLEXPLANE_ADMIN_RENEW_SECONDS``; an admin page loaded as a whole renews the session
+    when it is older, so that its forms work. An action that waited is not carried out: the browser
+    comes back to the page it was sent from, told to do it again. Exempt: the login, its callback, the
+    logout and the orchestrator's own endpoints (``OIDC_EXEMPT_URLS``).
 
     The authorization endpoint is discovered when a refresh is due, not at start-up. An htmx
     request cannot follow a redirect to another site: it is told to load the refresh as a whole
@@ -251,14 +267,62 @@ class SessionRefresh(MozillaSessionRefresh):
     def OIDC_OP_AUTHORIZATION_ENDPOINT(self, value: str) -> None:
         """Ignored: the endpoint comes from discovery."""
 
-    def process_request(self, request: HttpRequest) -> HttpResponseBase | None:
+    def is_refreshable_url(self, request: HttpRequest) -> bool:
+        """Every request of a signed-in user, whatever its method, but on the exempt paths."""
+        path = request.path
+        exempt = path in self.exempt_urls or any(pattern.match(path) for pattern in self.exempt_url_patterns)
+        return not exempt and bool(request.user.is_authenticated)
+
+    def process_request(self, request: HttpRequest) -> None:
+        """Nothing yet: the check comes once the request's view is known (:meth:`process_view`)."""
+
+    def process_view(
+        self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
+    ) -> HttpResponseBase | None:
+        """After the CSRF check (which refuses a forged action first), before the view."""
+        return self.renew_if_due(request)
+
+    def renew_if_due(self, request: HttpRequest) -> HttpResponseBase | None:
+        """The renewal's redirect when it is due for this request, else nothing."""
+        if not self.is_refreshable_url(request):
+            return None
+        now = time.time()
+        admin_due = _is_admin(request) and not renewed_within(
+            request.session, settings.FLEXPLANE_ADMIN_RENEW_SECONDS, now
+        )
+        if session_is_current(request.session, now) and not admin_due:
+            return None
+        if admin_due:
+            # The renewal is due now: mozilla renews a session past its time.
+            request.session[EXPIRATION_KEY] = 0
         try:
-            response: HttpResponseBase | None = super().process_request(request)
+            response: HttpResponseBase | None = super().process_request(request)  # the redirect, as mozilla's
         except Unavailable as exc:
             return _identity_unavailable(request, exc)
-        if response is None or not getattr(request, "htmx", False):
+        if response is None:
+            return None
+        if request.method not in _SAFE_METHODS:
+            messages.info(request, NOT_DONE)
+            request.session["oidc_login_next"] = _page_sent_from(request)
+        if not getattr(request, "htmx", False):
             return response
         current = request.htmx.current_url_abs_path  # type: ignore[attr-defined]  # django-htmx's details
         if current:
             request.session["oidc_login_next"] = current
         return HttpResponseClientRedirect(response["Location"])
+
+
+def _is_admin(request: HttpRequest) -> bool:
+    """An admin page's action, or an admin page loaded as a whole (not a fragment of it)."""
+    if not request.path.startswith(reverse("portal-admin:index")):
+        return False
+    return request.method not in _SAFE_METHODS or not getattr(request, "htmx", False)
+
+
+def _page_sent_from(request: HttpRequest) -> str:
+    """The path of the page an action was sent from (its Referer, on this site), else the home page."""
+    referer = urlsplit(request.headers.get("Referer", ""))
+    same_site = referer.netloc == request.get_host() and referer.scheme == request.scheme
+    if same_site and referer.path.startswith("/"):
+        return f"{referer.path}?{referer.query}" if referer.query else referer.path
+    return reverse("home")

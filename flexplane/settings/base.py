@@ -8,6 +8,7 @@ agents), the management cluster and the identity provider.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -163,10 +164,18 @@ OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
 OIDC_STORE_ID_TOKEN = True  # the end-session endpoint's id_token_hint
 OIDC_TIMEOUT = FLEXPLANE_OIDC_TIMEOUT
 OIDC_OP_LOGOUT_URL_METHOD = "portal.oidc.end_session_url"
-# After this long (seconds), the identity provider is asked again, silently while its own session lasts.
+# The portal session's short life (seconds): past it, no request is served on the session before the
+# identity provider renewed it, silently (prompt=none) while the provider's own session lasts; a logout
+# ends that session, so a copied cookie is good for this long at most (portal.oidc.SessionRefresh).
 OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = int(env_float("OIDC_RENEW_SECONDS", 900))
+# The portal's admin actions (unsafe requests under /admin/) need a renewal younger than this (seconds);
+# an admin page renews the session when it is older.
+FLEXPLANE_ADMIN_RENEW_SECONDS = env_float("ADMIN_RENEW_SECONDS", 300.0)
 # The browser's session (a signed cookie) ends after this long (seconds); then the user signs in again.
 SESSION_COOKIE_AGE = int(env_float("SESSION_AGE", 8 * 3600))
+# The orchestrator's own endpoints authenticate by bearer token, join token or certificate, never by
+# the portal's session: they wait for no renewal of it.
+OIDC_EXEMPT_URLS = ["graphql", "healthz", "readyz", re.compile(r"^/(?:enroll|agent)/")]
 CSRF_FAILURE_VIEW = "portal.errors.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"

@@ -4,8 +4,8 @@ GET the portal's login (``next`` optional) -> the identity provider's authorizat
 its login form -> POST the credentials -> back through the authorization endpoint -> the portal's
 callback -> the page asked for. The session keeps the cookies of both sites apart, by host.
 
-The portal's session is a signed cookie; the tests share the orchestrator's (development) secret
-key, so they can read it, and age it, as time would.
+The portal's session is a signed cookie; the tests sign with the world's secret key, as its
+orchestrator does (tests/conftest.py), so they can read it, and age it, as time would.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ def recorded_session(world: World, roles: list[str], username: str = "carol") ->
             HASH_SESSION_KEY: "",
             "flexplane_user": user,
             "oidc_id_token_expiration": time.time() + 3600,
+            "flexplane_renewed_at": time.time(),
         }
     )
     store.save()
