@@ -12,9 +12,10 @@ three decimals.
 
 Under pytest-xdist the workers collect and run the tests, and the controller prints the summary: a
 test's promise travels with its reports (``user_properties``), and each worker's figures come back
-in its ``workeroutput`` when it finishes. With ``--promises-ledger PATH``, a run adds what an earlier
-one left at PATH to its summary and leaves the sum there: ``make test`` runs the load suite in a run of
-its own after the others, and ends with the summary of both.
+in its ``workeroutput`` when it finishes. With ``--promises-ledger=PATH`` (one word: pytest reads its
+arguments before it knows this option), a run adds what an earlier one left at PATH to its summary and
+leaves the sum there: ``make test`` runs the tests marked ``alone`` in a run of their own after the
+parallel one, and ends with the summary of both.
 """
 
 from __future__ import annotations
