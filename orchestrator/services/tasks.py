@@ -1,11 +1,13 @@
 """Proxmox tasks: the ids handed out for them, reading them, and following them to their end.
 
-A task id names the zone and the task's UPID (which names its node), and the VDC whose VM the task
-acts on, signed with the deployment's secret key: a caller can read a task only if they may see that
-VDC, and nobody can forge an id for another VDC's task. The signature holds no state: any replica
-checks it, and a task of a VM that was since deleted stays readable by its VDC. It holds no time
-either: one task of one VDC has one id, whether a mutation answered it or a listing showed it, so a
-client can tell the tasks it follows apart from new ones.
+A task id holds the zone and the task's UPID (which names its node), and the VDC whose VM the task
+acts on, encrypted with a key derived from the deployment's secret key (AES-SIV: authenticated and
+deterministic). A caller can read a task only if they may see that VDC, nobody can forge an id for
+another VDC's task, and nobody can read what an id holds: a UPID names the Proxmox token, the node and
+the worker's pid. The id holds no state: any replica opens it, and a task of a VM that was since
+deleted stays readable by its VDC. It holds no time either (and no random nonce: SIV derives its IV
+from what it encrypts): one task of one VDC has one id, whether a mutation answered it or a listing
+showed it, so a client can tell the tasks it follows apart from new ones.
 
 A listing (:func:`recent_tasks`) reads ``/nodes/{node}/tasks`` of each node that hosts the VMs in
 scope, once per node and in parallel, and keeps the tasks of those VMs. It cannot keep the tasks of
@@ -20,11 +22,20 @@ module's to make. The zone's Proxmox itself is ``sources.proxmox.ZoneApi`` (``in
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
+import json
+import re
 import time
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from django.core import signing
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from django.conf import settings
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
 from orchestrator.models.tasks import Task, Upid
@@ -33,7 +44,13 @@ from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
 from orchestrator.sources.proxmox import TaskEntry, ZoneApi, ZoneTargets, is_lock_message, proxmox
 
-_SALT = "flexplane.orchestrator.task"
+# What the key of task ids is derived for (HKDF's info): another use of the secret key gets another key.
+_KEY_INFO = b"flexplane.orchestrator.task-id.v1"
+# Bound to every id as associated data: a ciphertext made for another purpose is not a task id.
+_AAD = b"task"
+# The longest id opened (a zone, a UPID and a VDC are well under it).
+_MAX_ID = 1024
+_ID = re.compile(r"[A-Za-z0-9_-]+")
 # The most log lines a task answer carries (Proxmox sends 50 unless asked for more).
 LOG_LIMIT = 1000
 _POLL_FIRST = 0.05
@@ -75,23 +92,33 @@ def failed_task(exc: Exception) -> Task | None:
 # --------------------------------------------------------------------------- ids
 
 
-def _signer() -> signing.Signer:
-    return signing.Signer(salt=_SALT)
+@functools.lru_cache(maxsize=4)
+def _cipher(secret: str) -> AESSIV:
+    """AES-SIV (512-bit key: two AES-256 keys) keyed from the deployment's secret key."""
+    key = HKDF(algorithm=hashes.SHA256(), length=64, salt=None, info=_KEY_INFO).derive(secret.encode())
+    return AESSIV(key)
 
 
 def encode_task_id(zone: str, upid: str, vdc: str) -> str:
-    """The id of a task of ``zone`` acting on a VM of ``vdc``: signed (it cannot be forged), and the
-    same every time (no timestamp: the signature never expires, so one would only make ids differ)."""
-    return _signer().sign_object([zone, upid, vdc], compress=False)
+    """The id of a task of ``zone`` acting on a VM of ``vdc``: encrypted and authenticated (it can be
+    neither read nor forged), and the same every time (SIV is deterministic: no nonce, no timestamp)."""
+    plain = json.dumps([zone, upid, vdc], separators=(",", ":")).encode()
+    sealed = _cipher(settings.SECRET_KEY).encrypt(plain, [_AAD])
+    return base64.urlsafe_b64encode(sealed).decode().rstrip("=")
 
 
 def decode_task_id(value: str) -> tuple[str, Upid, str]:
     """``(zone, upid, vdc)`` of an id this API handed out; ``NotFound`` for anything else."""
+    if len(value) > _MAX_ID or not _ID.fullmatch(value):
+        raise NotFound("task", value)
     try:
-        zone, raw, vdc = _signer().unsign_object(value)
-    except (signing.BadSignature, ValueError, TypeError):
+        sealed = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        if base64.urlsafe_b64encode(sealed).decode().rstrip("=") != value:
+            raise ValueError("not the canonical encoding")  # one task, one id: no spare bits set
+        zone, raw, vdc = json.loads(_cipher(settings.SECRET_KEY).decrypt(sealed, [_AAD]))
+    except (InvalidTag, binascii.Error, ValueError, TypeError):
         raise NotFound("task", value) from None
-    upid = Upid.parse(str(raw)) if isinstance(raw, str) else None
+    upid = Upid.parse(raw) if isinstance(raw, str) else None
     if upid is None or not isinstance(zone, str) or not isinstance(vdc, str):
         raise NotFound("task", value)
     return zone, upid, vdc

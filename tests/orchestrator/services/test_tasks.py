@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.core import signing
 
 from devstack.world import World
 from orchestrator.errors import NotFound, ValidationFailed
@@ -73,21 +72,6 @@ def test_a_task_has_one_id_however_often_it_is_encoded() -> None:
     assert encode_task_id("zone-a", UPID, "demo") != encode_task_id("zone-a", UPID, "other")
     zone, parsed, vdc = decode_task_id(encode_task_id("zone-a", UPID, "demo"))
     assert (zone, parsed.raw, vdc) == ("zone-a", UPID, "demo")
-
-
-def test_only_the_signed_form_without_a_timestamp_is_an_id() -> None:
-    timestamped = signing.dumps(["zone-a", UPID, "demo"], salt="flexplane.orchestrator.task", compress=False)
-    with pytest.raises(NotFound):
-        decode_task_id(timestamped)
-
-
-def test_an_id_edited_by_hand_or_signed_with_another_key_is_not_found() -> None:
-    good = encode_task_id("zone-a", UPID, "demo")
-    elsewhere = signing.Signer(key="another deployment", salt="flexplane.orchestrator.task")
-    forged_elsewhere = elsewhere.sign_object(["zone-a", UPID, "other"], compress=False)
-    for forged in (good[:-4] + "AAAA", forged_elsewhere, "zone-a/" + UPID, ""):
-        with pytest.raises(NotFound):
-            decode_task_id(forged)
 
 
 # ------------------------------------------------------------------------------------------ whose tasks
