@@ -14,8 +14,17 @@ CSS_SOURCES := $(THEME)/src/styles.css $(shell find templates portal static -nam
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 SCREENSHOTS := $(CURDIR)/.scratch/screenshots
+# make test's wall time counts from the moment make starts: lint, types and the checks included.
+STARTED := $(shell date +%s)
+# Every test once: all but those marked alone in parallel (pytest-xdist; each worker brings up its own
+# world on subnets of its own, tests/addresses.py), then those alone: the load suite, which saturates the
+# machine, and bursts whose deadlines count on having it. The promises and figures of both runs are
+# summed up at the end (tests/promises.py).
+PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope
+PROMISES := $(CURDIR)/.scratch/promises.json
 
-.PHONY: dev test lint format protos schema install clean
+.PHONY: dev test test-full lint format protos schema install clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -51,7 +60,15 @@ test: lint $(CSS) $(CHROMIUM)
 	$(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=flexplane.settings.production FLEXPLANE_SECRET_KEY=check-deploy-$$RANDOM$$RANDOM$$RANDOM$$RANDOM-not-a-real-secret-key-just-long-enough \
 		FLEXPLANE_ALLOWED_HOSTS=flexplane.example.com $(BIN)/python manage.py check --deploy --fail-level WARNING
-	$(BIN)/pytest; status=$$?; echo "Screenshots of the portal: $(SCREENSHOTS)"; exit $$status
+	rm -f $(PROMISES)
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not alone" --promises-ledger=$(PROMISES) $(PYTEST_EXTRA); status=$$?; \
+	$(BIN)/pytest -p no:xdist -m alone --promises-ledger=$(PROMISES) $(PYTEST_EXTRA) || status=$$?; \
+	echo "Screenshots of the portal: $(SCREENSHOTS)"; \
+	echo "make test: $$(( $$(date +%s) - $(STARTED) )) s"; exit $$status
+
+# make test, with the timing probes of the isolation suites taking all their rounds (one by default).
+test-full: PYTEST_EXTRA := --timing-full
+test-full: test
 
 format: $(STAMP)
 	$(BIN)/ruff format .
