@@ -28,7 +28,8 @@ from kubernetes import client, config
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from agentclient.enrollment import JOIN_PATH
 from devstack import seed
-from devstack.world import AGENT_PORT, Process, World
+from devstack.processes import Process
+from devstack.world import AGENT_PORT, World
 from tests.support import GraphQL
 
 CREATE_TOKEN = """mutation($zone: String!, $host: String!) {

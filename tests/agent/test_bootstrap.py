@@ -30,7 +30,8 @@ from agentclient import AgentInfo
 from agentclient.enrollment import parse_join_token
 from agentclient.errors import AgentError
 from devstack.net import free_port
-from devstack.world import Process, World
+from devstack.processes import Process
+from devstack.world import World
 from tests.enrollkit import Node, added_node, info, join_token, peer_certificate
 from tests.support import GraphQL
 

@@ -24,7 +24,8 @@ from agent.certs import finish_swap, pending
 from agent.config import ConfigError, validate
 from agent.renewal import backoff, renew_time
 from devstack.net import free_port
-from devstack.world import Process, World
+from devstack.processes import Process
+from devstack.world import World
 from tests.agent.conftest import AGENT_HOST, IDENTITY, AgentProcess, Pki
 from tests.enrollkit import Node, added_node, info, peer_certificate, served_certificate
 from tests.support import GraphQL

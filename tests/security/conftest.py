@@ -25,7 +25,8 @@ from django.urls import URLPattern, URLResolver
 
 from devstack import seed
 from devstack.net import free_port
-from devstack.world import World, spawn
+from devstack.processes import spawn
+from devstack.world import World
 from portal import urls as portal_urls
 
 # The standalone agent, its PKI and the fake Proxmox it serves (tests/agent/conftest.py).
