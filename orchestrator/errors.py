@@ -6,6 +6,11 @@ Services raise these; the GraphQL layer and the portal turn them into answers. N
 
 from __future__ import annotations
 
+import logging
+import secrets
+
+logger = logging.getLogger("flexplane.errors")
+
 
 class FlexPlaneError(Exception):
     """Base of every domain error. ``code`` is the stable, machine-readable name."""
@@ -80,3 +85,29 @@ class UpstreamFailure(FlexPlaneError):
         self.where = where
         self.status = status
         self.errors = errors or {}
+
+
+class Internal(FlexPlaneError):
+    """Nothing expected it: the answer says only that, with a request id; the log has the traceback."""
+
+    code = "INTERNAL"
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(f"an internal error occurred; it was logged under request id {request_id}")
+        self.request_id = request_id
+
+
+def new_request_id() -> str:
+    return secrets.token_hex(8)
+
+
+def internal_error(exc: BaseException, where: str, request_id: str | None = None) -> Internal:
+    """The error boundary: log ``exc``'s traceback once, under a request id, and say only that id.
+
+    ``request_id`` groups the exceptions of one request under one id (a new one otherwise).
+    """
+    rid = request_id or new_request_id()
+    logger.error(
+        "internal error, request id %s (%s)", rid, where, exc_info=(type(exc), exc, exc.__traceback__)
+    )
+    return Internal(rid)

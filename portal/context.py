@@ -25,7 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from orchestrator.errors import FlexPlaneError, NotFound, Unauthenticated
 from orchestrator.services import vdcs
 from orchestrator.services.context import Context
-from portal.errors import error_page
+from portal.errors import error_page, internal_error_page
 
 P = ParamSpec("P")
 View = Callable[Concatenate[HttpRequest, Context, P], HttpResponseBase]
@@ -71,6 +71,8 @@ def _run(request: HttpRequest, call: Callable[[], HttpResponseBase]) -> HttpResp
         return login_redirect(request)
     except FlexPlaneError as exc:
         return error_page(request, exc)
+    except Exception as exc:  # the error boundary: logged under a request id, the page shows the id
+        return internal_error_page(request, exc)
 
 
 def portal_view(view: View[P]) -> Wrapped:

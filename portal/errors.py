@@ -2,10 +2,14 @@
 
 Domain errors (``orchestrator.errors``) become a page with the matching status; an htmx request
 gets the same words as a fragment swapped into the page's messages area (htmx does not swap
-error answers into its target).
+error answers into its target). Any other exception is the portal's error boundary's
+(:func:`internal_error_page`, and :func:`server_error` for Django's ``handler500``): its traceback is
+logged once under a request id, and the page shows that id, never the exception's text.
 """
 
 from __future__ import annotations
+
+import sys
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -13,6 +17,7 @@ from django.shortcuts import render
 from orchestrator.errors import (
     Conflict,
     FlexPlaneError,
+    Internal,
     NotFound,
     PermissionDenied,
     QuotaExceeded,
@@ -20,6 +25,7 @@ from orchestrator.errors import (
     Unavailable,
     UpstreamFailure,
     ValidationFailed,
+    internal_error,
 )
 
 # (status, title) per kind of error; the first match wins.
@@ -32,6 +38,10 @@ _PAGES: tuple[tuple[type[FlexPlaneError], int, str], ...] = (
     (QuotaExceeded, 409, "Over quota"),
     (Conflict, 409, "Conflict"),
     (ValidationFailed, 400, "Not valid"),
+    (Internal, 500, "Something went wrong"),
+)
+_INTERNAL_MESSAGE = (
+    "The portal could not answer this request. It has been logged; please try again in a moment."
 )
 
 
@@ -47,10 +57,11 @@ def error_page(request: HttpRequest, exc: FlexPlaneError) -> HttpResponse:
     status, title = status_of(exc)
     context = {
         "title": title,
-        "message": exc.message,
+        "message": _INTERNAL_MESSAGE if isinstance(exc, Internal) else exc.message,
         "status": status,
         # Unavailable and UpstreamFailure name what did not answer: a zone, a host, the identity provider.
         "where": getattr(exc, "where", None),
+        "request_id": getattr(exc, "request_id", None),
     }
     if getattr(request, "htmx", False):
         response = render(request, "portal/_error.html", context)
@@ -58,6 +69,20 @@ def error_page(request: HttpRequest, exc: FlexPlaneError) -> HttpResponse:
         response["HX-Reswap"] = "innerHTML"
         return response
     return render(request, "portal/error.html", context, status=status)
+
+
+def internal_error_page(request: HttpRequest, exc: BaseException) -> HttpResponse:
+    """The page of an exception nothing expected: logged once under a request id, which it shows."""
+    return error_page(request, internal_error(exc, f"{request.method} {request.path}"))
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``, for what fails outside the portal's views (their own failures never get here)."""
+    exc = sys.exc_info()[1] or RuntimeError("a server error with no exception")
+    response = internal_error_page(request, exc)
+    # Logged once, here, under the request id: Django would log the same traceback again, without it.
+    response._has_been_logged = True  # type: ignore[attr-defined]  # django.utils.log.log_response's mark
+    return response
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

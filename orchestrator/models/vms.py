@@ -79,10 +79,17 @@ def vm_id(zone: str, vmid: int) -> str:
     return f"{zone}/{vmid}"
 
 
+# A VMID as Proxmox writes it: ASCII digits (``str.isdigit`` takes ``²`` and other scripts' digits), 100 up.
+_VMID = re.compile(r"[1-9][0-9]{2,8}")
+
+
 def parse_vm_id(value: str) -> tuple[str, int] | None:
-    """``(zone, vmid)`` of a global id, or ``None`` for something that is not one."""
+    """``(zone, vmid)`` of a global id, or ``None`` for something that is not one.
+
+    The one parser of VM ids: the API's arguments and the portal's URLs both come through it.
+    """
     zone, sep, number = value.partition("/")
-    if not sep or not zone or not number.isdigit() or len(number) > 9:
+    if not sep or not zone or not _VMID.fullmatch(number):
         return None
     vmid = int(number)
     return (zone, vmid) if vmid >= 100 else None

@@ -63,12 +63,32 @@ def encode_cursor(key: SortKey) -> str:
     return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode()
 
 
+# The longest cursor read: a name and a zone of 63 characters each, and a VMID, fit in well under it.
+_MAX_CURSOR = 512
+
+
 def decode_cursor(cursor: str) -> SortKey:
+    """The key a cursor holds; ``ValidationFailed`` for anything this API did not hand out (strictly:
+    two strings and an integer VMID, no ``Infinity``, no float, no nesting)."""
+    refused = ValidationFailed("after", "'after' is not a cursor this API handed out")
+    if len(cursor) > _MAX_CURSOR or not cursor.isascii():
+        raise refused
     try:
-        name, zone, vmid = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return (str(name), str(zone), int(vmid))
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
-        raise ValidationFailed("after", "'after' is not a cursor this API handed out") from None
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()), parse_constant=_no_constant)
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, RecursionError):
+        raise refused from None
+    if not isinstance(key, list) or len(key) != 3:
+        raise refused
+    name, zone, vmid = key
+    if not isinstance(name, str) or not isinstance(zone, str) or type(vmid) is not int:
+        raise refused
+    if not 0 <= vmid < 10**9:
+        raise refused
+    return (name, zone, vmid)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not in a cursor")  # json's NaN, Infinity, -Infinity
 
 
 def list_vms(
