@@ -55,12 +55,12 @@ class EventLoopThread:
             self.loop.close()
 
 
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT])?$")
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGT])?")
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 
 def _bytes(text: str) -> int | None:
-    match = _SIZE.match(text.strip().upper())
+    match = _SIZE.fullmatch(text.strip().upper())
     return int(float(match.group(1)) * _UNITS[match.group(2) or ""]) if match else None
 
 
@@ -140,9 +140,9 @@ class Traffic:
 
 # What Proxmox's PVE::Tools::upid_decode accepts.
 _UPID = re.compile(
-    r"^UPID:[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?:"  # node
+    r"UPID:[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?:"  # node
     r"[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:"  # pid, pstart, starttime
-    r"[^:\s]+:[^:\s]*:[^:\s]+:$"  # type, id, user
+    r"[^:\s]+:[^:\s]*:[^:\s]+:"  # type, id, user
 )
 
 
@@ -196,7 +196,7 @@ class HarnessPve(FakePve):
 
     def _get_task(self, request: web.Request) -> Any:
         upid = request.match_info["upid"]
-        if not _UPID.match(upid):
+        if not _UPID.fullmatch(upid):
             raise PveError(400, "Parameter verification failed.", {"upid": "unable to parse worker upid"})
         task = self.tasks.get(upid)
         if task is None or task["node"] != request.match_info["node"]:

@@ -12,13 +12,15 @@ from django.db import models
 from orchestrator.sources.proxmox.values import RUNNING, STOPPED, TaskStatus
 
 # Proxmox ends a task that succeeded with exitstatus "OK", or "WARNINGS: <n>" when it logged warnings.
-_SUCCESS = re.compile(r"^(OK|WARNINGS: \d+)$")
+_SUCCESS = re.compile(r"OK|WARNINGS: [0-9]+")
 # A progress figure in a task's log, as qemu-img, the clone and the download workers print it.
 _PERCENT = re.compile(r"(\d{1,3}(?:\.\d+)?)\s?%")
+# A guest's VMID as a task's id names it (ASCII digits: ``str.isdigit`` takes other scripts' too).
+_VMID = re.compile(r"[0-9]{1,9}")
 # UPID:node:pid:pstart:starttime:type:id:user: (pid, pstart and starttime in hex).
 _UPID = re.compile(
-    r"^UPID:(?P<node>[a-zA-Z0-9][a-zA-Z0-9.-]*):(?P<pid>[0-9A-Fa-f]{8}):(?P<pstart>[0-9A-Fa-f]{8,9})"
-    r":(?P<starttime>[0-9A-Fa-f]{8}):(?P<type>[^:]+):(?P<id>[^:]*):(?P<user>[^:]+):$"
+    r"UPID:(?P<node>[a-zA-Z0-9][a-zA-Z0-9.-]*):(?P<pid>[0-9A-Fa-f]{8}):(?P<pstart>[0-9A-Fa-f]{8,9})"
+    r":(?P<starttime>[0-9A-Fa-f]{8}):(?P<type>[^:]+):(?P<id>[^:]*):(?P<user>[^:]+):"
 )
 
 
@@ -38,7 +40,7 @@ class Upid:
     @property
     def vmid(self) -> int | None:
         """The guest the task acts on, when it acts on one."""
-        return int(self.target) if self.target.isdigit() else None
+        return int(self.target) if _VMID.fullmatch(self.target) else None
 
     @property
     def sequence(self) -> tuple[datetime, int]:
@@ -47,7 +49,7 @@ class Upid:
 
     @classmethod
     def parse(cls, value: str) -> Upid | None:
-        match = _UPID.match(value)
+        match = _UPID.fullmatch(value)
         if match is None:
             return None
         return cls(
@@ -109,7 +111,7 @@ class Task(models.Model):
 
     @property
     def succeeded(self) -> bool:
-        return self.status == STOPPED and bool(_SUCCESS.match(self.exitstatus))
+        return self.status == STOPPED and bool(_SUCCESS.fullmatch(self.exitstatus))
 
     @property
     def failed(self) -> bool:

@@ -22,13 +22,13 @@ from typing import Any
 
 # ------------------------------------------------------------------------------------------ sizes
 
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)$")
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGT]?)")
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 
 def parse_size(text: str) -> int:
     """Bytes of a Proxmox size (``32G``, ``512M``, ``1.5T``; no suffix: bytes); ``ValueError`` otherwise."""
-    found = _SIZE.match(text.strip())
+    found = _SIZE.fullmatch(text.strip())
     if found is None:
         raise ValueError(f"{text!r} is not a Proxmox size")
     return int(float(found.group(1)) * _UNITS[found.group(2)])
@@ -77,16 +77,16 @@ def _with_options(
 # ------------------------------------------------------------------------------------------ drives
 
 # The config keys of a QEMU guest's drives.
-DRIVE_KEY = re.compile(r"^(?P<bus>ide|sata|scsi|virtio|unused|efidisk|tpmstate)(?P<index>\d+)$")
+DRIVE_KEY = re.compile(r"(?P<bus>ide|sata|scsi|virtio|unused|efidisk|tpmstate)(?P<index>[0-9]+)")
 # The buses a guest boots from (in the order a boot disk is looked for when the boot order says none).
 DISK_BUSES = ("scsi", "virtio", "sata", "ide")
 # Where Proxmox may put a cloud-init drive, in the order flex.plane picks a free slot.
 CLOUD_INIT_SLOTS = ("ide2", "ide3", "ide1", "ide0")
-_STORAGE_ID = re.compile(r"^[a-zA-Z][a-zA-Z0-9._-]*$")
+_STORAGE_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9._-]*")
 
 
 def is_drive_key(key: str) -> bool:
-    return DRIVE_KEY.match(key) is not None
+    return DRIVE_KEY.fullmatch(key) is not None
 
 
 @dataclass(frozen=True)
@@ -99,12 +99,12 @@ class Drive:
 
     @property
     def bus(self) -> str:
-        found = DRIVE_KEY.match(self.key)
+        found = DRIVE_KEY.fullmatch(self.key)
         return found.group("bus") if found else ""
 
     @property
     def index(self) -> int:
-        found = DRIVE_KEY.match(self.key)
+        found = DRIVE_KEY.fullmatch(self.key)
         return int(found.group("index")) if found else 0
 
     def option(self, name: str) -> str | None:
@@ -123,7 +123,7 @@ class Drive:
     def storage(self) -> str:
         """The storage its volume is on (``""`` for none, e.g. an empty CD-ROM drive or a path)."""
         storage, sep, _ = self.volume.partition(":")
-        return storage if sep and _STORAGE_ID.match(storage) else ""
+        return storage if sep and _STORAGE_ID.fullmatch(storage) else ""
 
     @property
     def is_cdrom(self) -> bool:
@@ -170,7 +170,7 @@ def render_drive(drive: Drive) -> str:
 
 # ------------------------------------------------------------------------------------------ network
 
-NET_KEY = re.compile(r"^net(\d+)$")
+NET_KEY = re.compile(r"net([0-9]+)")
 NIC_MODELS = frozenset(
     {
         "e1000",
@@ -226,7 +226,7 @@ def render_net(net: NetDevice) -> str:
 
 # ------------------------------------------------------------------------------------------ cloud-init
 
-IPCONFIG_KEY = re.compile(r"^ipconfig(\d+)$")
+IPCONFIG_KEY = re.compile(r"ipconfig([0-9]+)")
 _IP_FIELDS = ("ip", "gw", "ip6", "gw6")
 
 
@@ -262,7 +262,7 @@ def render_ipconfig(config: IpConfig) -> str:
 
 _TAG_SEPARATORS = re.compile(r"[;, ]+")
 # Proxmox's pve-tag format: what a tag may contain.
-_TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.IGNORECASE)
+_TAG = re.compile(r"[a-z0-9_][a-z0-9_\-+.]*", re.IGNORECASE)
 
 
 def parse_tags(raw: str | None) -> list[str]:
@@ -277,7 +277,7 @@ def render_tags(tags: Iterable[str]) -> str:
 
 def is_tag(value: str) -> bool:
     """Whether Proxmox accepts ``value`` as a tag."""
-    return bool(_TAG.match(value))
+    return bool(_TAG.fullmatch(value))
 
 
 # ------------------------------------------------------------------------------------------ a config
@@ -346,9 +346,9 @@ def parse_config(config: Mapping[str, Any]) -> QemuConfig:
         try:
             if is_drive_key(key):
                 drives.append(parse_drive(key, value))
-            elif found := NET_KEY.match(key):
+            elif found := NET_KEY.fullmatch(key):
                 nets.append((int(found.group(1)), parse_net(value)))
-            elif found := IPCONFIG_KEY.match(key):
+            elif found := IPCONFIG_KEY.fullmatch(key):
                 ipconfigs.append((int(found.group(1)), parse_ipconfig(value)))
         except ValueError:
             continue

@@ -22,7 +22,7 @@ STORAGE_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9._-]{0,62}[a-zA-Z0-9]")  # Proxmox's
 CPU_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
 _DNS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_DNS_LABEL}(?:\.{_DNS_LABEL})*")
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}\Z){_DNS_LABEL}(?:\.{_DNS_LABEL})*")
 
 NAME_RULE = "a lowercase name of letters, digits, '-' and '.' (at most 63 characters)"
 SLUG_RULE = "a lowercase slug of letters, digits and '-' (at most 63 characters, no leading or trailing '-')"

@@ -31,7 +31,7 @@ USER_DATA_HEADERS = (
 )
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 # What Proxmox accepts as a VM name, and what makes a good hostname: one lowercase DNS label.
-_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 # The OpenSSH public key types accepted (DSA is not: OpenSSH itself no longer accepts it).
 SSH_KEY_TYPES = (
     "ssh-ed25519",
@@ -46,7 +46,7 @@ MIN_RSA_BITS = 2048
 
 
 def validate_name(name: str) -> str:
-    if not _NAME.match(name or ""):
+    if not _NAME.fullmatch(name or ""):
         raise ValidationFailed(
             "name",
             f"{name!r} is not a valid VM name: use 1 to 63 lowercase letters, digits and hyphens, "
