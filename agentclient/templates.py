@@ -21,22 +21,27 @@ IMAGE_TAG_PREFIX = "fp-image-"
 STORAGE_TAG_PREFIX = "fp-storage-"
 TEMPLATE_NAME_PREFIX = "fp-tpl-"
 
-# An image name: a slug of lowercase letters, digits and inner hyphens; short enough that
-# fp-tpl-<image> is still a DNS label (Proxmox VM names are DNS names).
+# An image name, and the one rule for every catalog name (profiles too, which the orchestrator
+# checks with it): a lowercase DNS name, labels of letters, digits and inner hyphens joined by dots
+# (ubuntu-24.04), short enough that fp-tpl-<image> keeps every label within 63 characters.
+# Proxmox VM names are DNS names and its tags allow [a-z0-9_.+-], so the template's name and its
+# fp-image-<image> tag hold any such name as it is.
 IMAGE_NAME_MAX = 56
-_IMAGE_NAME = re.compile(rf"[a-z0-9](?:[a-z0-9-]{{0,{IMAGE_NAME_MAX - 2}}}[a-z0-9])?")
+IMAGE_NAME = re.compile(
+    rf"(?=.{{1,{IMAGE_NAME_MAX}}}\Z)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*"
+)
+IMAGE_NAME_RULE = (
+    f"1 to {IMAGE_NAME_MAX} lowercase letters and digits, '-' and '.' between them (ubuntu-24.04)"
+)
 # A Proxmox storage id (pve-storage-id), lowercase as flex.plane's catalog writes them.
 _STORAGE_ID = re.compile(r"[a-z][a-z0-9._-]{0,98}[a-z0-9]")
 _TAG_SEPARATORS = re.compile(r"[;,\s]+")
 
 
 def check_image_name(image: str) -> str:
-    """image if it is a valid image name (a slug), else ValueError."""
-    if not isinstance(image, str) or not _IMAGE_NAME.fullmatch(image):
-        raise ValueError(
-            f"image name {image!r} is not a slug: 1 to {IMAGE_NAME_MAX} lowercase letters, digits "
-            "and inner hyphens"
-        )
+    """image if it is a valid image name (``IMAGE_NAME``), else ValueError."""
+    if not isinstance(image, str) or not IMAGE_NAME.fullmatch(image):
+        raise ValueError(f"image name {image!r} is not a catalog name: {IMAGE_NAME_RULE}")
     return image
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import models
 
+from agentclient.templates import IMAGE_NAME_MAX, IMAGE_NAME_RULE
 from orchestrator.models.zones import DEFAULT_CPU_OVERCOMMIT, DEFAULT_MEMORY_OVERCOMMIT
 
 DEFAULT_CPU_TYPE = "x86-64-v2-AES"
@@ -39,6 +40,9 @@ OS_FAMILIES = (
 )
 
 MAX_NAME_LENGTH = 63
+# Profiles' and images' names: one rule for every catalog name, the one the agent holds an image's
+# name to (it names the image's template and tags after it), dots allowed (ubuntu-24.04).
+MAX_CATALOG_NAME_LENGTH = IMAGE_NAME_MAX
 MAX_TITLE_LENGTH = 200
 MAX_DESCRIPTION_LENGTH = 2000
 MAX_GB = 65536
@@ -112,8 +116,8 @@ def _name() -> Input:
         "name",
         str,
         "Name",
-        "A lowercase name of letters, digits, '-' and '.'; it cannot change later.",
-        max_length=MAX_NAME_LENGTH,
+        f"{IMAGE_NAME_RULE}; it cannot change later.",
+        max_length=MAX_CATALOG_NAME_LENGTH,
         key=True,
     )
 
@@ -275,7 +279,7 @@ def _optional_int(value: Any) -> int | None:
 class ComputeProfile(models.Model):
     """A VM size: vCPUs, memory and the CPU model QEMU presents."""
 
-    name = models.CharField(primary_key=True, max_length=MAX_NAME_LENGTH)
+    name = models.CharField(primary_key=True, max_length=MAX_CATALOG_NAME_LENGTH)
     vcpus = models.PositiveIntegerField()
     memory_mib = models.PositiveIntegerField()
     cpu_type = models.CharField(max_length=64, default=DEFAULT_CPU_TYPE)
@@ -313,7 +317,7 @@ class StorageProfile(models.Model):
     Limits left empty (None) are not set on the disk: unlimited.
     """
 
-    name = models.CharField(primary_key=True, max_length=MAX_NAME_LENGTH)
+    name = models.CharField(primary_key=True, max_length=MAX_CATALOG_NAME_LENGTH)
     # zone id -> Proxmox storage id in that zone
     storages = models.JSONField(default=dict)
     default_gb = models.PositiveIntegerField()
@@ -385,7 +389,7 @@ class StorageProfile(models.Model):
 class Image(models.Model):
     """An OS image: where to download it, its checksum, and how to log in to VMs made from it."""
 
-    name = models.CharField(primary_key=True, max_length=MAX_NAME_LENGTH)
+    name = models.CharField(primary_key=True, max_length=MAX_CATALOG_NAME_LENGTH)
     os_family = models.CharField(max_length=16)
     source_url = models.URLField(max_length=2048)
     # "<algorithm>:<hex digest>", algorithm sha256 or sha512

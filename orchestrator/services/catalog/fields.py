@@ -10,12 +10,14 @@ from typing import Any
 
 from django.conf import settings
 
+from agentclient.templates import IMAGE_NAME, IMAGE_NAME_RULE
 from agentclient.urlpolicy import UrlRefused, check_url, parse_checksum
 from orchestrator.errors import ValidationFailed
-from orchestrator.models.catalog import MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, MAX_TITLE_LENGTH, Input
+from orchestrator.models.catalog import MAX_DESCRIPTION_LENGTH, MAX_TITLE_LENGTH, Input
 
-# Catalog names: lowercase DNS names (labels joined by dots, e.g. ubuntu-24.04), at most 63 characters.
-_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*")
+# Catalog names (profiles, images): one rule, the one every reader holds them to; the agent's, which
+# names an image's template and tags after it, is the strictest (agentclient.templates).
+_NAME = IMAGE_NAME
 # Ids of zones and VDCs, and Proxmox node names: DNS labels.
 _SLUG = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 STORAGE_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9._-]{0,62}[a-zA-Z0-9]")  # Proxmox's pve-storage-id
@@ -24,7 +26,7 @@ USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
 _DNS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST_NAME = re.compile(rf"(?=.{{1,253}}\Z){_DNS_LABEL}(?:\.{_DNS_LABEL})*")
 
-NAME_RULE = "a lowercase name of letters, digits, '-' and '.' (at most 63 characters)"
+NAME_RULE = f"a catalog name: {IMAGE_NAME_RULE}"
 SLUG_RULE = "a lowercase slug of letters, digits and '-' (at most 63 characters, no leading or trailing '-')"
 
 
@@ -59,7 +61,7 @@ class Fields:
 
     def name(self, field: str) -> str:
         value = self.string(field)
-        if len(value) > MAX_NAME_LENGTH or not _NAME.fullmatch(value):
+        if not _NAME.fullmatch(value):
             raise self.fail(field, f"{label(field)} {value!r} is not {NAME_RULE}")
         return value
 
@@ -181,7 +183,7 @@ def label(field: str) -> str:
 
 
 def is_name(value: str) -> bool:
-    return len(value) <= MAX_NAME_LENGTH and _NAME.fullmatch(value) is not None
+    return _NAME.fullmatch(value) is not None
 
 
 def is_slug(value: str) -> bool:
