@@ -3,9 +3,13 @@
 
 Reading needs USER or ADMIN; every mutation needs ADMIN (a caller without it gets a top-level
 FORBIDDEN error). A mutation's expected failures are data: ``errors { field message code }``.
+A create may allow the new offering in VDCs (``allowInVdcs``); a delete removes it from the VDCs
+that allowed it and names them (``removedFromVdcs``): the service decides both.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import graphene
 
@@ -17,6 +21,7 @@ from orchestrator.models import Image as ImageModel
 from orchestrator.models import StorageProfile as StorageProfileModel
 from orchestrator.models.catalog import COMPUTE_PROFILE_INPUTS, IMAGE_INPUTS, STORAGE_PROFILE_INPUTS
 from orchestrator.services import catalog
+from orchestrator.services.catalog import Withdrawn
 
 CatalogErrorCode = error_code_enum("CatalogErrorCode")
 CatalogError = error_type("CatalogError", CatalogErrorCode)
@@ -88,10 +93,23 @@ class ZoneStorageInput(graphene.InputObjectType):
     storage = graphene.String(required=True, description="The Proxmox storage id in that zone.")
 
 
-ComputeProfileInput = input_type("ComputeProfileInput", COMPUTE_PROFILE_INPUTS)
+def _allowing(name: str, generated: type[graphene.InputObjectType]) -> type[graphene.InputObjectType]:
+    """A create input: the kind's declared fields, and the VDCs to allow the new offering in."""
+    allow_in_vdcs = graphene.List(
+        graphene.NonNull(graphene.ID),
+        description="The VDCs to offer it in, as it is created (default: none; a VDC's own allow "
+        "lists can add it later).",
+    )
+    return type(name, (generated,), {"allow_in_vdcs": allow_in_vdcs, "__doc__": generated.__doc__})
+
+
+ComputeProfileInput = _allowing(
+    "ComputeProfileInput", input_type("ComputeProfileInputFields", COMPUTE_PROFILE_INPUTS)
+)
 ComputeProfileUpdateInput = input_type("ComputeProfileUpdateInput", COMPUTE_PROFILE_INPUTS, update=True)
-StorageProfileInput = input_type(
-    "StorageProfileInput", STORAGE_PROFILE_INPUTS, lists={"storages": ZoneStorageInput}
+StorageProfileInput = _allowing(
+    "StorageProfileInput",
+    input_type("StorageProfileInputFields", STORAGE_PROFILE_INPUTS, lists={"storages": ZoneStorageInput}),
 )
 StorageProfileUpdateInput = input_type(
     "StorageProfileUpdateInput",
@@ -100,11 +118,32 @@ StorageProfileUpdateInput = input_type(
     lists={"storages": ZoneStorageInput},
     doc="The fields to change; those left out keep their value. A limit set to null is removed.",
 )
-ImageInput = input_type("ImageInput", IMAGE_INPUTS)
+ImageInput = _allowing("ImageInput", input_type("ImageInputFields", IMAGE_INPUTS))
 ImageUpdateInput = input_type("ImageUpdateInput", IMAGE_INPUTS, update=True)
 
 
 # -------------------------------------------------------------------------------------- mutations
+
+
+class Withdraw(ServiceMutation):
+    """A delete of an offering: the offering as it was, and the VDCs it was removed from."""
+
+    class Meta:
+        abstract = True
+
+    removed_from_vdcs = graphene.List(
+        graphene.NonNull(graphene.ID),
+        required=True,
+        description="The VDCs that allowed it until now: it was removed from their allow lists.",
+    )
+
+    @classmethod
+    def answer(cls, result: Withdrawn[Any]) -> dict[str, Any]:
+        return {**super().answer(result.offering), "removed_from_vdcs": result.vdcs}
+
+    @classmethod
+    def failed(cls, exc: Exception) -> dict[str, Any]:
+        return {"removed_from_vdcs": []}
 
 
 class CreateComputeProfile(ServiceMutation):
@@ -130,10 +169,13 @@ class UpdateComputeProfile(ServiceMutation):
     compute_profile = graphene.Field(ComputeProfile)
 
 
-class DeleteComputeProfile(ServiceMutation):
+class DeleteComputeProfile(Withdraw):
     class Meta:
         role, service, result, error = ADMIN, catalog.delete_compute_profile, "compute_profile", CatalogError
-        description = "Remove a compute profile from the catalog; VMs made from it keep running."
+        description = (
+            "Remove a compute profile from the catalog "
+            "and the VDCs that allow it; VMs made from it keep running."
+        )
 
     class Arguments:
         name = graphene.String(required=True)
@@ -164,10 +206,13 @@ class UpdateStorageProfile(ServiceMutation):
     storage_profile = graphene.Field(StorageProfile)
 
 
-class DeleteStorageProfile(ServiceMutation):
+class DeleteStorageProfile(Withdraw):
     class Meta:
         role, service, result, error = ADMIN, catalog.delete_storage_profile, "storage_profile", CatalogError
-        description = "Remove a storage profile from the catalog; existing disks are untouched."
+        description = (
+            "Remove a storage profile from the catalog "
+            "and the VDCs that allow it; existing disks are untouched."
+        )
 
     class Arguments:
         name = graphene.String(required=True)
@@ -198,10 +243,12 @@ class UpdateImage(ServiceMutation):
     image = graphene.Field(Image)
 
 
-class DeleteImage(ServiceMutation):
+class DeleteImage(Withdraw):
     class Meta:
         role, service, result, error = ADMIN, catalog.delete_image, "image", CatalogError
-        description = "Remove an image from the catalog; VMs made from it keep running."
+        description = (
+            "Remove an image from the catalog and the VDCs that allow it; VMs made from it keep running."
+        )
 
     class Arguments:
         name = graphene.String(required=True)

@@ -28,7 +28,7 @@ from orchestrator.models.catalog import (
 )
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
-from orchestrator.services.vdcs import QUOTA_FIELDS
+from orchestrator.services.vdcs import QUOTA_FIELDS, visible_vdcs
 
 INPUT = (
     "mt-1 block w-full rounded border border-slate-300 bg-white px-3 py-2 text-slate-900 "
@@ -142,7 +142,26 @@ class CatalogForm(AdminForm, metaclass=CatalogFormMetaclass):
     skip: ClassVar[tuple[str, ...]] = ()
 
 
-class ComputeProfileForm(CatalogForm):
+class OfferingForm(CatalogForm):
+    """A profile or an image: its create form also offers it in VDCs (``allow_in_vdcs``), checkboxes
+    of every VDC, so that a new offering is not offered to nobody without the admin knowing."""
+
+    def add_fields(self) -> None:
+        if self.editing:
+            return
+        self.fields[catalog.ALLOW_IN_VDCS] = forms.MultipleChoiceField(
+            label="Allow in VDCs",
+            required=False,
+            choices=[
+                (v.id, v.id if v.name == v.id else f"{v.name} ({v.id})") for v in visible_vdcs(self.ctx)
+            ],
+            widget=forms.CheckboxSelectMultiple(attrs={"class": CHECKBOX}),
+            help_text="The VDCs whose users may use it from now on. Unticked VDCs do not offer it "
+            "until it is allowed in their own settings.",
+        )
+
+
+class ComputeProfileForm(OfferingForm):
     declared = COMPUTE_PROFILE_INPUTS
 
     def to_data(self) -> dict[str, Any]:
@@ -151,7 +170,7 @@ class ComputeProfileForm(CatalogForm):
         return data
 
 
-class StorageProfileForm(CatalogForm):
+class StorageProfileForm(OfferingForm):
     """A storage profile; its storages are one field per zone of the catalog (``storage_<zone>``)."""
 
     declared = STORAGE_PROFILE_INPUTS
@@ -165,6 +184,7 @@ class StorageProfileForm(CatalogForm):
                 max_length=64,
                 help_text="The Proxmox storage id (e.g. local-lvm); empty: not offered in this zone.",
             )
+        super().add_fields()  # the VDCs last, after what the profile is
 
     def storage_fields(self) -> list[str]:
         return [name for name in self.fields if name.startswith("storage_")]
@@ -195,7 +215,7 @@ def _storage_field(zone: str) -> str:
     return f"storage_{zone}"
 
 
-class ImageForm(CatalogForm):
+class ImageForm(OfferingForm):
     declared = IMAGE_INPUTS
 
 

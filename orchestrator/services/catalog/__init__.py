@@ -7,8 +7,9 @@ keeps that snapshot for the rest of the request (and only for it: the stateless 
 Who may do what, decided here once: reading profiles, images, zones and hosts needs USER or
 ADMIN; every write needs ADMIN. Every value is validated as its kind declares it
 (``orchestrator.models.catalog``), and a bad one is a ``ValidationFailed`` naming its input
-field. Removing a profile or an image only removes it from the catalog: the VMs made from it
-keep running, and keep what they were made from in their own Proxmox config.
+field. Removing a profile or an image removes it from the catalog and from the VDCs that allowed
+it (``offerings``): the VMs made from it keep running, and keep what they were made from in their
+own Proxmox config. A new one may be allowed in VDCs as it is created (``allow_in_vdcs``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ from orchestrator.services.catalog.kinds import (
     ZONE_KIND,
     CatalogKind,
 )
+from orchestrator.services.catalog.offerings import (
+    ALLOW_IN_VDCS,
+    Withdrawn,
+    allow,
+    allowing,
+    disallow,
+    vdc_ids,
+)
 from orchestrator.services.catalog.snapshot import (
     COMPUTE_PROFILE,
     HOST,
@@ -59,6 +68,7 @@ from orchestrator.services.context import Context
 from orchestrator.sources.kube import CatalogEntry, kube
 
 __all__ = [
+    "ALLOW_IN_VDCS",
     "COMPUTE_PROFILE",
     "HOST",
     "IMAGE",
@@ -73,6 +83,7 @@ __all__ = [
     "ZONE",
     "ZONE_LABEL",
     "Fields",
+    "Withdrawn",
     "check_fields",
     "entries",
     "forget",
@@ -191,6 +202,30 @@ def _update(ctx: Context, k: CatalogKind[M], ident: str, changes: Mapping[str, A
     return obj
 
 
+def _create_offering(ctx: Context, k: CatalogKind[M], data: Mapping[str, Any]) -> M:
+    """Create a profile or an image, and allow it in the VDCs its ``allow_in_vdcs`` names (checked first)."""
+    access.require_admin(ctx)
+    values = dict(data)
+    vdcs = vdc_ids(ctx, values.pop(ALLOW_IN_VDCS, None))
+    obj = _create(ctx, k, values)
+    allow(ctx, k.kind, k.ident(obj), vdcs)
+    return obj
+
+
+def _withdraw(ctx: Context, k: CatalogKind[M], name: str) -> Withdrawn[M]:
+    """Delete a profile or an image, once it has left every VDC that allowed it."""
+    access.require_admin(ctx)
+    _current(ctx, k, name)  # NotFound before any VDC is touched
+    vdcs = disallow(ctx, k.kind, name)
+    return Withdrawn(_delete(ctx, k, name), vdcs)
+
+
+def allowed_in(ctx: Context, kind: str, name: str) -> list[str]:
+    """The ids of the VDCs that allow a profile or an image (ADMIN): those its deletion removes it from."""
+    access.require_admin(ctx)
+    return allowing(ctx, kind, name)
+
+
 def _delete(ctx: Context, k: CatalogKind[M], ident: str, check: Callable[[M], None] | None = None) -> M:
     access.require_admin(ctx)
     entry, current = _current(ctx, k, ident)
@@ -206,8 +241,9 @@ def _delete(ctx: Context, k: CatalogKind[M], ident: str, check: Callable[[M], No
 
 
 def create_compute_profile(ctx: Context, data: Mapping[str, Any]) -> ComputeProfile:
-    """Add a compute profile: ``name``, ``vcpus``, ``memory_mib``, ``cpu_type``, ``description``."""
-    return _create(ctx, COMPUTE_PROFILE_KIND, data)
+    """Add a compute profile: ``name``, ``vcpus``, ``memory_mib``, ``cpu_type``, ``description``, and
+    optionally ``allow_in_vdcs``, the VDCs to offer it in."""
+    return _create_offering(ctx, COMPUTE_PROFILE_KIND, data)
 
 
 def update_compute_profile(ctx: Context, name: str, changes: Mapping[str, Any]) -> ComputeProfile:
@@ -215,17 +251,19 @@ def update_compute_profile(ctx: Context, name: str, changes: Mapping[str, Any]) 
     return _update(ctx, COMPUTE_PROFILE_KIND, name, changes)
 
 
-def delete_compute_profile(ctx: Context, name: str) -> ComputeProfile:
-    """Remove a compute profile from the catalog; VMs made from it are untouched."""
-    return _delete(ctx, COMPUTE_PROFILE_KIND, name)
+def delete_compute_profile(ctx: Context, name: str) -> Withdrawn[ComputeProfile]:
+    """Remove a compute profile from the catalog and from the VDCs that allowed it; VMs made from it
+    are untouched."""
+    return _withdraw(ctx, COMPUTE_PROFILE_KIND, name)
 
 
 # --- storage profiles (ADMIN) -----------------------------------------------------------------------
 
 
 def create_storage_profile(ctx: Context, data: Mapping[str, Any]) -> StorageProfile:
-    """Add a storage profile: ``storages`` maps zones to Proxmox storages (or lists ``{zone, storage}``)."""
-    return _create(ctx, STORAGE_PROFILE_KIND, data)
+    """Add a storage profile: ``storages`` maps zones to Proxmox storages (or lists ``{zone, storage}``);
+    ``allow_in_vdcs``, optional, names the VDCs to offer it in."""
+    return _create_offering(ctx, STORAGE_PROFILE_KIND, data)
 
 
 def update_storage_profile(ctx: Context, name: str, changes: Mapping[str, Any]) -> StorageProfile:
@@ -233,25 +271,28 @@ def update_storage_profile(ctx: Context, name: str, changes: Mapping[str, Any]) 
     return _update(ctx, STORAGE_PROFILE_KIND, name, changes)
 
 
-def delete_storage_profile(ctx: Context, name: str) -> StorageProfile:
-    return _delete(ctx, STORAGE_PROFILE_KIND, name)
+def delete_storage_profile(ctx: Context, name: str) -> Withdrawn[StorageProfile]:
+    """Remove a storage profile from the catalog and from the VDCs that allowed it; disks are untouched."""
+    return _withdraw(ctx, STORAGE_PROFILE_KIND, name)
 
 
 # --- images (ADMIN) ---------------------------------------------------------------------------------
 
 
 def create_image(ctx: Context, data: Mapping[str, Any]) -> Image:
-    """Add an image; its URL is checked against the image URL policy, its checksum is required."""
-    return _create(ctx, IMAGE_KIND, data)
+    """Add an image; its URL is checked against the image URL policy, its checksum is required;
+    ``allow_in_vdcs``, optional, names the VDCs to offer it in."""
+    return _create_offering(ctx, IMAGE_KIND, data)
 
 
 def update_image(ctx: Context, name: str, changes: Mapping[str, Any]) -> Image:
     return _update(ctx, IMAGE_KIND, name, changes)
 
 
-def delete_image(ctx: Context, name: str) -> Image:
-    """Remove an image from the catalog; VMs made from it (and templates on hosts) are untouched."""
-    return _delete(ctx, IMAGE_KIND, name)
+def delete_image(ctx: Context, name: str) -> Withdrawn[Image]:
+    """Remove an image from the catalog and from the VDCs that allowed it; VMs made from it (and
+    templates on hosts) are untouched."""
+    return _withdraw(ctx, IMAGE_KIND, name)
 
 
 # --- zones and hosts (ADMIN) ------------------------------------------------------------------------

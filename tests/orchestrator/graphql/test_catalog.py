@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -12,6 +12,7 @@ from kubernetes import client, config
 
 from devstack import seed
 from devstack.world import World
+from tests import vmkit
 from tests.support import GraphQL
 
 CHECKSUM = "sha256:" + "0123456789abcdef" * 4
@@ -472,3 +473,78 @@ def test_every_catalog_write_needs_admin(api: GraphQL, document: str, variables:
     assert answer.codes == ["FORBIDDEN"]
     (payload,) = answer.data.values()
     assert payload is None
+
+
+# ------------------------------------------------------------------- a dotted catalog name, end to end
+
+
+def test_a_vm_is_created_from_an_image_with_a_dotted_name(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    # The devstack offers ubuntu-24.04 to VDC demo; the agent makes its template and the VM is tagged
+    # with the name as it is.
+    created = vmkit.ok(vmkit.create(api, "alice", "demo", name=vm_name("dotted"), image="ubuntu-24.04"))
+    vm = created["virtualMachine"]
+    assert vm["image"] == "ubuntu-24.04"
+    tags = vmkit.present(world, vm["id"])["config"]["tags"].split(";")
+    assert "fp-img-ubuntu-24.04" in tags
+    templates = [
+        guest
+        for guest in vmkit.fake_vms(world, vm["zone"]).values()
+        if guest["template"] and guest["name"] == "fp-tpl-ubuntu-24.04"
+    ]
+    assert templates, "the agent made no template named after the dotted image"
+
+
+# ----------------------------------------------------------------- offerings and the VDCs that allow them
+
+ALLOWED = {"computeProfiles": "compute-profile", "storageProfiles": "storage-profile", "images": "image"}
+
+
+@pytest.mark.parametrize(
+    ("create", "delete", "made", "field", "values"),
+    [
+        (CREATE_PROFILE, "deleteComputeProfile", "computeProfile", "computeProfiles", profile_input),
+        (CREATE_STORAGE, "deleteStorageProfile", "storageProfile", "storageProfiles", storage_input),
+        (CREATE_IMAGE, "deleteImage", "image", "images", image_input),
+    ],
+)
+def test_an_offering_is_allowed_in_vdcs_as_it_is_created_and_leaves_them_when_deleted(
+    api: GraphQL,
+    world: World,
+    core: client.CoreV1Api,
+    create: str,
+    delete: str,
+    made: str,
+    field: str,
+    values: Any,
+) -> None:
+    name = unique("offer")
+    kind = ALLOWED[field]
+    document = f"""mutation($name: String!) {{ {delete}(name: $name) {{
+      {made} {{ name }} removedFromVdcs errors {{ field message code }} }} }}"""
+    with vmkit.scratch_vdcs(api, world) as scratch:
+        first, second, untouched = scratch(), scratch(), scratch()
+        created = mutate(api, create, {"input": values(name, allowInVdcs=[first, second])})
+        assert created["errors"] == []
+        for vdc in (first, second):
+            assert name in stored_spec(core, f"vdc-{vdc}")[field]  # type: ignore[index]
+        assert name not in stored_spec(core, f"vdc-{untouched}")[field]  # type: ignore[index]
+
+        deleted = mutate(api, document, {"name": name})
+        assert deleted == {made: {"name": name}, "removedFromVdcs": sorted([first, second]), "errors": []}
+        assert stored_spec(core, f"{kind}-{name}") is None
+        for vdc in (first, second, untouched):
+            assert name not in stored_spec(core, f"vdc-{vdc}")[field]  # type: ignore[index]
+
+
+def test_an_unknown_vdc_to_allow_a_new_profile_in_is_an_error_and_nothing_is_stored(
+    api: GraphQL, core: client.CoreV1Api
+) -> None:
+    name = unique("cp")
+    answer = mutate(api, CREATE_PROFILE, {"input": profile_input(name, allowInVdcs=["no-such-vdc"])})
+    assert answer["computeProfile"] is None
+    assert answer["errors"] == [
+        {"field": "allowInVdcs", "message": "there is no VDC 'no-such-vdc'", "code": "INVALID"}
+    ]
+    assert stored_spec(core, f"compute-profile-{name}") is None

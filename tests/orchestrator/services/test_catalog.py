@@ -243,7 +243,7 @@ def test_deleting_a_profile_or_image_touches_no_vm(world: World, make_context: M
     )
     before = proxmox_state(world)
     deleted = catalog.delete_image(make_context("ADMIN"), name)
-    assert deleted.name == name
+    assert deleted.offering.name == name
     assert proxmox_state(world) == before
     with pytest.raises(NotFound):
         catalog.image(make_context("USER"), name)
