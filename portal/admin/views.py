@@ -62,6 +62,8 @@ class Section:
     columns: tuple[Column, ...]
     # What deleting one means, said on the confirmation page.
     on_delete: str
+    # An offering VDCs allow (a profile, an image): its deletion removes it from them, and says so.
+    offering: bool = False
 
     def url(self, what: str, *args: str) -> str:
         return reverse(f"portal-admin:{self.kind}-{what}", args=args)
@@ -116,6 +118,7 @@ SECTIONS: dict[str, Section] = {
             ),
             on_delete="It leaves the catalog: no new VM can use it. VMs made from it keep running, "
             "with their size.",
+            offering=True,
         ),
         Section(
             kind="storage-profile",
@@ -137,6 +140,7 @@ SECTIONS: dict[str, Section] = {
                 Column("I/O limits", _limits),
             ),
             on_delete="It leaves the catalog: no new disk can use it. Existing disks are untouched.",
+            offering=True,
         ),
         Section(
             kind="image",
@@ -159,6 +163,7 @@ SECTIONS: dict[str, Section] = {
             ),
             on_delete="It leaves the catalog: no new VM can use it. VMs made from it keep running, and "
             "templates already on hosts stay there.",
+            offering=True,
         ),
         Section(
             kind="zone",
@@ -244,6 +249,16 @@ def _status(failure: FlexPlaneError | None, form: AdminForm | None = None) -> in
     return 400 if form is not None and form.is_bound and form.errors else 200
 
 
+def _offered(form: AdminForm) -> str:
+    """Where a new offering is offered, said after it was added (nothing for other kinds)."""
+    if catalog.ALLOW_IN_VDCS not in form.fields:
+        return ""
+    vdcs = form.cleaned_data.get(catalog.ALLOW_IN_VDCS) or []
+    if not vdcs:
+        return " No VDC offers it yet: allow it in a VDC to offer it there."
+    return f" VDC(s) {', '.join(vdcs)} offer it."
+
+
 def _post_only(request: HttpRequest) -> HttpResponseNotAllowed | None:
     return None if request.method == "POST" else HttpResponseNotAllowed(["POST"])
 
@@ -295,7 +310,7 @@ def section_create(request: HttpRequest, ctx: Context, kind: str) -> HttpRespons
         _, failure = _attempt(lambda: section.create(ctx, form.to_data()), form)
         if failure is None:
             ident = form.cleaned_data[section.form.key_fields[0]]
-            messages.success(request, f"The {section.noun} {ident!r} was added.")
+            messages.success(request, f"The {section.noun} {ident!r} was added.{_offered(form)}")
             return redirect(section.url("list"))
     return _page(
         request,
@@ -351,15 +366,25 @@ def section_delete(request: HttpRequest, ctx: Context, kind: str, ident: str) ->
     section.get(ctx, ident)  # NotFound: the 404 page
     failure = None
     if request.method == "POST":
-        _, failure = _attempt(lambda: section.delete(ctx, ident))
+        deleted, failure = _attempt(lambda: section.delete(ctx, ident))
         if failure is None:
-            messages.success(request, f"The {section.noun} {ident!r} was deleted.")
+            removed = getattr(deleted, "vdcs", [])
+            also = f" VDC(s) {', '.join(removed)} no longer offer it." if removed else ""
+            messages.success(request, f"The {section.noun} {ident!r} was deleted.{also}")
             return redirect(section.url("list"))
+    consequence = section.on_delete
+    if section.offering:
+        allowing = catalog.allowed_in(ctx, kind, ident)
+        consequence += (
+            f" VDC(s) {', '.join(allowing)} allow it: it is removed from them."
+            if allowing
+            else " No VDC allows it."
+        )
     return _confirm(
         request,
         active=kind,
         heading=f"Delete {section.noun} {ident}?",
-        consequence=section.on_delete,
+        consequence=consequence,
         action=section.action("delete"),
         submit=f"Delete {section.noun}",
         cancel=section.url("list"),
@@ -397,11 +422,57 @@ def _confirm(
 # ------------------------------------------------------------------------------------------ hosts
 
 
+@dataclass(frozen=True)
+class DrainCell:
+    """A host's drain as the hosts page shows it, and follows it while it runs."""
+
+    zone: str
+    node: str
+    status: str
+    moved: int
+    failed: int
+    total: int
+    message: str
+
+    @property
+    def running(self) -> bool:
+        return self.status == hosts.RUNNING
+
+    @classmethod
+    def of(cls, drain: hosts.HostDrain) -> DrainCell:
+        states = [vm.state for vm in drain.vms]
+        return cls(
+            drain.zone,
+            drain.node,
+            drain.status,
+            states.count(hosts.MOVED),
+            states.count(hosts.VM_FAILED),
+            len(states),
+            drain.message,
+        )
+
+
+# While a drain runs, the hosts page reads its drains again this often (an htmx poll of the fragment
+# ``_drains.html``, which stops once none runs).
+DRAIN_POLL = "every 2s"
+
+
 @admin_view
 def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
-    """Every host by zone: online, agent and Proxmox versions, certificate expiry, cordon and drain."""
+    """Every host by zone: online, agent and Proxmox versions, certificate expiry, cordon and drain.
+
+    As the ``drains`` fragment (htmx, target ``drains``): only the drains, each swapped into its host's
+    cell, and the poll that asks again while any runs."""
+    if getattr(request, "htmx", False) and request.htmx.target == "drains":  # type: ignore[attr-defined]  # django-htmx
+        followed = [DrainCell.of(d) for d in hosts.drains(ctx)]
+        context = {"drains": followed, "polling": any(c.running for c in followed), "poll": DRAIN_POLL}
+        return render(request, "portal/admin/_drains.html", context)
     details = hosts.host_details(ctx)
-    by_zone = [(zone, [d for d in details if d.host.zone == zone.id]) for zone in catalog.list_zones(ctx)]
+    cells = {d.host.key: DrainCell.of(d.drain) for d in details if d.drain is not None}
+    by_zone = [
+        (zone, [(d, cells.get(d.host.key)) for d in details if d.host.zone == zone.id])
+        for zone in catalog.list_zones(ctx)
+    ]
     return _page(
         request,
         "portal/admin/hosts.html",
@@ -410,6 +481,8 @@ def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
             "tokens": enrollment.list_join_tokens(ctx),
             "cordon": action("host.cordon"),
             "uncordon": action("host.uncordon"),
+            "polling": any(c.running for c in cells.values()),
+            "poll": DRAIN_POLL,
         },
         active="host",
     )

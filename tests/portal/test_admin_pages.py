@@ -6,13 +6,20 @@ What the pages do is checked where it lands: through the GraphQL API, as any cli
 
 from __future__ import annotations
 
+import contextlib
 import re
+import uuid
 from collections.abc import Iterator
 
 import pytest
 import requests
+from kubernetes import client, config
 
+from devstack import seed
 from devstack.world import World
+from orchestrator.models.zones import host_ident
+from orchestrator.services import catalog, hosts
+from orchestrator.sources.kube import config_map_body, config_map_name
 from tests.portal.support import csrf_token, login
 from tests.support import GraphQL
 
@@ -141,7 +148,7 @@ def test_a_value_the_service_refuses_is_shown_next_to_its_field(
     ) or re.search(r'aria-describedby="id_name_help id_name_error"[^>]*id="id_name"', refused.text)
     error = re.search(r'<div id="id_name_error"[^>]*>(.*?)</div>', refused.text, re.S)
     assert error is not None
-    assert "is not a lowercase name" in error.group(1)
+    assert "is not a catalog name" in error.group(1)
     assert 'value="Not A Name"' in refused.text, "what was typed stays in the form"
 
 
@@ -295,3 +302,167 @@ def test_a_storage_profile_without_any_storage_is_refused_at_the_storage_fields(
     assert "must name the storage of at least one zone" in error.group(1)
     names = [p["name"] for p in api("{ storageProfiles { name } }", user="admin").data["storageProfiles"]]
     assert "nowhere" not in names
+
+
+def test_a_new_profile_is_allowed_in_vdcs_from_its_form_and_its_deletion_names_and_leaves_them(
+    world: World, admin: requests.Session, api: GraphQL, profile_name: str
+) -> None:
+    query = "query($id: ID!) { vdc(id: $id) { computeProfiles } }"
+    vdcs: list[str] = []
+    try:
+        for ident in ("portal-offer-a", "portal-offer-b"):
+            made = _post(
+                admin,
+                world,
+                "/admin/vdcs/new/",
+                {"id": ident, "zones": ["zone-a"], "quota_vcpus": 1, "quota_memory_mib": 1024}
+                | {"quota_disk_gb": 10, "quota_vms": 1},
+            )
+            assert made.status_code == 302, made.text[:2000]
+            vdcs.append(ident)
+
+        form = admin.get(f"{world.url}/admin/compute-profiles/new/", timeout=30)
+        assert "Allow in VDCs" in form.text
+        assert re.search(r'name="allow_in_vdcs" value="portal-offer-a"', form.text)
+        added = _post(
+            admin,
+            world,
+            "/admin/compute-profiles/new/",
+            {"name": profile_name, "vcpus": 1, "memory_mib": 1024, "allow_in_vdcs": ["portal-offer-a"]},
+        )
+        assert added.status_code == 302, added.text[:2000]
+        listed = admin.get(f"{world.url}/admin/compute-profiles/", timeout=30)
+        assert "VDC(s) portal-offer-a offer it." in listed.text
+        allowed = api(query, user="admin", variables={"id": "portal-offer-a"}).data["vdc"]["computeProfiles"]
+        assert allowed == [profile_name]
+        assert (
+            api(query, user="admin", variables={"id": "portal-offer-b"}).data["vdc"]["computeProfiles"] == []
+        )
+        edit = admin.get(f"{world.url}/admin/compute-profiles/{profile_name}/edit/", timeout=30)
+        assert "allow_in_vdcs" not in edit.text, "a VDC's own form allows an existing profile"
+
+        confirm = admin.get(f"{world.url}/admin/compute-profiles/{profile_name}/delete/", timeout=30)
+        assert "VDC(s) portal-offer-a allow it: it is removed from them." in confirm.text
+        deleted = _post(admin, world, f"/admin/compute-profiles/{profile_name}/delete/", {})
+        assert deleted.status_code == 302
+        listed = admin.get(f"{world.url}/admin/compute-profiles/", timeout=30)
+        assert "VDC(s) portal-offer-a no longer offer it." in listed.text
+        assert (
+            api(query, user="admin", variables={"id": "portal-offer-a"}).data["vdc"]["computeProfiles"] == []
+        )
+        edit_vdc = admin.get(f"{world.url}/admin/vdcs/portal-offer-a/edit/", timeout=30)
+        assert profile_name not in edit_vdc.text, "the VDC no longer lists the deleted profile"
+    finally:
+        for ident in vdcs:
+            _post(admin, world, f"/admin/vdcs/{ident}/delete/", {})
+
+
+def test_a_profile_added_without_vdcs_says_that_no_vdc_offers_it(
+    world: World, admin: requests.Session, profile_name: str
+) -> None:
+    added = _post(
+        admin, world, "/admin/compute-profiles/new/", {"name": profile_name, "vcpus": 1, "memory_mib": 1024}
+    )
+    assert added.status_code == 302, added.text[:2000]
+    listed = admin.get(f"{world.url}/admin/compute-profiles/", timeout=30)
+    assert "No VDC offers it yet: allow it in a VDC to offer it there." in listed.text
+
+
+# --------------------------------------------------------------------------- a drain, followed live
+
+
+def write_drain(world: World, node: str, state: str, moved: int, total: int = 2) -> None:
+    """Record a drain of host ``zone-a/<node>`` as a drain's runner records it as it goes (``moved`` of
+    ``total`` VMs moved, a fresh heartbeat), in the world's management cluster."""
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
+    started = hosts.records.now()
+    vms = [
+        hosts.DrainVm(
+            vmid=900 + i, name=f"vm-{i}", vdc="demo", state=hosts.MOVED if i < moved else hosts.PENDING
+        )
+        for i in range(total)
+    ]
+    drain = hosts.HostDrain("zone-a", node, state, vms, "admin", started, started, "test", started)
+    ident = host_ident("zone-a", node)
+    body = config_map_body(hosts.DRAIN, ident, drain.to_spec(), labels={catalog.ZONE_LABEL: "zone-a"})
+    name = config_map_name(hosts.DRAIN, ident)
+    try:
+        core.replace_namespaced_config_map(name, seed.NAMESPACE, body)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+        core.create_namespaced_config_map(seed.NAMESPACE, body)
+
+
+def forget_drain(world: World, node: str) -> None:
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
+    with contextlib.suppress(client.ApiException):
+        core.delete_namespaced_config_map(
+            config_map_name(hosts.DRAIN, host_ident("zone-a", node)), seed.NAMESPACE
+        )
+
+
+def _drains_fragment(admin: requests.Session, world: World) -> str:
+    """The hosts page's drains as its htmx poll reads them."""
+    answer = admin.get(
+        f"{world.url}/admin/hosts/",
+        headers={"HX-Request": "true", "HX-Target": "drains", "HX-Current-URL": f"{world.url}/admin/hosts/"},
+        timeout=30,
+    )
+    assert answer.status_code == 200
+    assert "<html" not in answer.text, "the poll gets the fragment, not the page"
+    return answer.text
+
+
+@contextlib.contextmanager
+def drained_host(api: GraphQL, world: World) -> Iterator[str]:
+    """A host of zone-a whose agent never answers (so nothing else moves it), and its drain record
+    made by the test; both go afterwards."""
+    node = f"tdrain{uuid.uuid4().hex[:6]}"
+    made = api(
+        "mutation($input: HostInput!) { createHost(input: $input) { errors { message } } }",
+        user="admin",
+        variables={"input": {"zone": "zone-a", "host": node, "endpoint": "127.0.0.1:9"}},
+    )
+    assert made.data["createHost"]["errors"] == [], made.body
+    try:
+        yield node
+    finally:
+        forget_drain(world, node)
+        api(
+            "mutation($zone: String!, $host: String!) { removeHost(zone: $zone, host: $host, force: true) "
+            "{ errors { message } } }",
+            user="admin",
+            variables={"zone": "zone-a", "host": node},
+        )
+
+
+def test_the_hosts_page_follows_a_drain_as_it_goes_and_stops_asking_once_none_runs(
+    world: World, admin: requests.Session, api: GraphQL
+) -> None:
+    with drained_host(api, world) as node:
+        cell = f'id="drain-zone-a_{node}"'
+        write_drain(world, node, hosts.RUNNING, moved=0)
+        page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+        assert re.search(r'<div id="drains"[^>]*hx-trigger="every 2s"', page.text), (
+            "a running drain is polled"
+        )
+
+        fragment = _drains_fragment(admin, world)
+        assert re.search(r'<div id="drains"[^>]*data-polling="true"[^>]*hx-trigger="every 2s"', fragment)
+        ours = fragment[fragment.index(cell) :]
+        assert 'hx-swap-oob="true"' in ours.split(">", 1)[0]
+        assert re.match(r'[^>]*data-drain="running"[^>]*>\s*running.*?0 of 2 VMs moved', ours, re.S)
+
+        write_drain(world, node, hosts.RUNNING, moved=1)
+        ours = _drains_fragment(admin, world).split(cell, 1)[1]
+        assert re.match(r"[^>]*>\s*running.*?1 of 2 VMs moved", ours, re.S)
+
+        write_drain(world, node, hosts.DONE, moved=2)
+        fragment = _drains_fragment(admin, world)
+        ours = fragment.split(cell, 1)[1]
+        assert re.match(r'[^>]*data-drain="done"[^>]*>\s*done.*?2 of 2 VMs moved', ours, re.S)
+        poll = re.search(r'<div id="drains"[^>]*>', fragment)
+        assert poll is not None
+        assert "hx-trigger" not in poll.group(0), "no drain runs: the polling stops"
+        assert 'data-polling="false"' in poll.group(0)

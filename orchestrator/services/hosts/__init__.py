@@ -17,7 +17,7 @@ from orchestrator.services.hosts.details import (
     details_of,
     host_details,
 )
-from orchestrator.services.hosts.drain import MIGRATION_TIMEOUT, drain_host, drain_status
+from orchestrator.services.hosts.drain import MIGRATION_TIMEOUT, drain_host, drain_status, drains
 from orchestrator.services.hosts.lifecycle import cordon_host, remove_host, uncordon_host
 from orchestrator.services.hosts.records import (
     DONE,
@@ -63,6 +63,7 @@ __all__ = [
     "details_of",
     "drain_host",
     "drain_status",
+    "drains",
     "host_details",
     "remove_host",
     "uncordon_host",

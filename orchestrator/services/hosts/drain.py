@@ -55,6 +55,7 @@ from orchestrator.services.hosts.records import (
     VM_FAILED,
     DrainVm,
     HostDrain,
+    all_drains,
     load,
     now,
     store,
@@ -75,6 +76,12 @@ def drain_status(ctx: Context, zone: str, node: str) -> HostDrain | None:
     require_admin(ctx)
     host_of(ctx, zone, node)
     return load(zone, node)
+
+
+def drains(ctx: Context) -> list[HostDrain]:
+    """Every host's drain as recorded, by zone then host (one read): for pages that follow them live."""
+    require_admin(ctx)
+    return sorted(all_drains(ctx).values(), key=lambda d: (d.zone, d.node))
 
 
 def drain_host(ctx: Context, zone: str, node: str) -> HostDrain:
