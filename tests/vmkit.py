@@ -209,10 +209,12 @@ def vm_names(api: GraphQL, world: World) -> Iterator[Callable[[str], str]]:
 
 @contextmanager
 def scratch_vdcs(api: GraphQL, world: World) -> Iterator[Callable[..., str]]:
-    """Makes VDCs of zone-a (as admin) with a quota; afterwards their VMs go, and the VDCs."""
+    """Makes VDCs (of zone-a unless told) as admin, with a quota; afterwards their VMs go, and the VDCs."""
     made: list[str] = []
 
-    def make(storage_profiles: tuple[str, ...] = (STANDARD,), **quota: int) -> str:
+    def make(
+        storage_profiles: tuple[str, ...] = (STANDARD,), zones: tuple[str, ...] = ("zone-a",), **quota: int
+    ) -> str:
         ident = f"t{uuid.uuid4().hex[:8]}"
         limits = {"vcpus": 64, "memoryMib": 65536, "diskGb": 2000, "vms": 50, **quota}
         answer = api(
@@ -221,7 +223,7 @@ def scratch_vdcs(api: GraphQL, world: World) -> Iterator[Callable[..., str]]:
             variables={
                 "input": {
                     "id": ident,
-                    "zones": ["zone-a"],
+                    "zones": list(zones),
                     "computeProfiles": [SMALL, MEDIUM],
                     "storageProfiles": list(storage_profiles),
                     "images": [DEBIAN],

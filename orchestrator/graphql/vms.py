@@ -162,7 +162,9 @@ class CreateVirtualMachineInput(graphene.InputObjectType):
     disk_gb = graphene.Int(
         description="Boot disk size; default: the storage profile's, at least the image's."
     )
-    zone = graphene.String(description="A zone the VDC allows; may be left out when it allows only one.")
+    zone = graphene.String(
+        description="A zone the VDC allows; left out, placement chooses among them (see placement's reasons)."
+    )
     ssh_keys = graphene.List(
         graphene.NonNull(graphene.String), description="OpenSSH public keys for the image's default user."
     )
@@ -219,9 +221,11 @@ class CreateVirtualMachine(VirtualMachineMutation):
     class Meta:
         role, service, error = VDC_MEMBER, _create_vm, VirtualMachineError
         description = (
-            "Create a VM from an image, on the host placement chooses, and start it. An earlier create's VM "
-            "of the same idempotency key, or of the same name in the VDC, is returned instead of a second "
-            "one; its task is then null. Errors: INVALID (naming the field), QUOTA_EXCEEDED, NO_CAPACITY, "
+            "Create a VM from an image, on the host placement chooses (in the zone named, or in the VDC's "
+            "zone with the most room), and start it. An earlier create's VM of the same idempotency key, or "
+            "of the same name and spec in the VDC, is returned instead of a second one (a retry); its task "
+            "is then null. The same name with another spec is INVALID on name. Errors: INVALID (naming the "
+            "field), QUOTA_EXCEEDED, NO_CAPACITY, "
             "CONFLICT, UNAVAILABLE, UPSTREAM_FAILURE (with Proxmox's message, and the task that failed, if "
             "one did); a VM that failed half-way is removed again."
         )

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import models
 
-from orchestrator.models.vms import VDC_TAG_PREFIX
+from orchestrator.models.vms import VDC_TAG_PREFIX, requested_in
 from orchestrator.sources.proxmox import Guest
 
 POOL_PREFIX = "fp-"
@@ -51,13 +51,18 @@ class Usage:
 
     @classmethod
     def of_guest(cls, guest: Guest) -> Usage:
-        """What one ``/cluster/resources`` guest counts for: its vCPUs, memory, boot disk, and 1 VM."""
-        return cls(
-            vcpus=guest.cpus,
-            memory_mib=guest.memory // _MIB,
-            disk_gb=math.ceil(guest.disk / _GIB),
-            vms=1,
-        )
+        """What one ``/cluster/resources`` guest counts for: its vCPUs, memory, boot disk, and 1 VM; each
+        at the larger of its live size and the size its create asked for (a clone being made is still
+        its template's size)."""
+        vcpus, memory_mib, disk_gb = guest.cpus, guest.memory // _MIB, math.ceil(guest.disk / _GIB)
+        requested = requested_in(guest.tags)
+        if requested is not None:
+            vcpus, memory_mib, disk_gb = (
+                max(vcpus, requested[0]),
+                max(memory_mib, requested[1]),
+                max(disk_gb, requested[2]),
+            )
+        return cls(vcpus=vcpus, memory_mib=memory_mib, disk_gb=disk_gb, vms=1)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Usage:

@@ -2,8 +2,15 @@
 
 What a VM was made from is recorded on the VM itself, in Proxmox, as tags: its VDC (``fp-vdc-<vdc>``),
 the idempotency key of the request that created it (``fp-idem-<hash>``), and its compute profile,
-storage profile and image (``fp-cp-<name>``, ``fp-sp-<name>``, ``fp-img-<name>``). Tags travel in
+storage profile and image (``fp-cp-<name>``, ``fp-sp-<name>``, ``fp-img-<name>``), and the size its create
+(or its last resize) asked for (``fp-req-<vcpus>c<memory MiB>m<disk GiB>g``), and a hash of everything
+its create asked for (``fp-spec-<hash>``: a create of its name asking for the same is a retry). Tags travel in
 ``/cluster/resources``, so a listing learns all of it with one call per zone.
+
+The size asked for is what the VDC's quota counts while the VM is still being made: a clone has its
+template's size until it is configured and its disk grown, outside the VDC's lock, so a create that
+counted only live sizes could let the next one past the quota. A VM counts at the larger of its live
+size and the size asked for (``Usage.of_guest``), read from its tags, statelessly.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ __all__ = [
     "IDEMPOTENCY_TAG_PREFIX",
     "IMAGE_TAG_PREFIX",
     "MIB",
+    "REQUEST_TAG_PREFIX",
+    "SPEC_TAG_PREFIX",
     "STORAGE_PROFILE_TAG_PREFIX",
     "VDC_TAG_PREFIX",
     "VirtualMachine",
@@ -31,6 +40,8 @@ __all__ = [
     "parse_tags",
     "parse_vm_id",
     "render_tags",
+    "request_tag",
+    "requested_in",
     "tag_value",
     "vdc_in",
     "vdc_of",
@@ -42,6 +53,8 @@ IDEMPOTENCY_TAG_PREFIX = "fp-idem-"
 COMPUTE_PROFILE_TAG_PREFIX = "fp-cp-"
 STORAGE_PROFILE_TAG_PREFIX = "fp-sp-"
 IMAGE_TAG_PREFIX = "fp-img-"
+REQUEST_TAG_PREFIX = "fp-req-"
+SPEC_TAG_PREFIX = "fp-spec-"
 GIB = 1024**3
 MIB = 1024**2
 
@@ -67,6 +80,30 @@ def vdc_in(raw: str | None) -> str | None:
 def vdc_of(tags: list[str]) -> str | None:
     """The VDC a VM belongs to, from its ``fp-vdc-<vdc>`` tag; ``None`` for VMs flex.plane does not manage."""
     return tag_value(tags, VDC_TAG_PREFIX)
+
+
+# The size tag inside a raw tag string (ASCII digits only: ``\\d`` would take other scripts' digits too).
+_REQUEST_IN_TAGS = re.compile(
+    rf"(?:^|[;, ]){REQUEST_TAG_PREFIX}([0-9]{{1,9}})c([0-9]{{1,12}})m([0-9]{{1,12}})g(?=\Z|[;, ])"
+)
+
+
+def request_tag(vcpus: int, memory_mib: int, disk_gb: int) -> str:
+    """The tag recording the size a create (or a resize) asked for."""
+    return f"{REQUEST_TAG_PREFIX}{vcpus}c{memory_mib}m{disk_gb}g"
+
+
+def requested_in(raw: str | None) -> tuple[int, int, int] | None:
+    """``(vcpus, memory MiB, disk GiB)`` of the size tag in Proxmox's tag string, or ``None``.
+
+    The one place the tag is read: the quota's usage (``Usage.of_guest``) and a resize's new tag.
+    """
+    if not raw or REQUEST_TAG_PREFIX not in raw:  # most guests: no regex at all
+        return None
+    found = _REQUEST_IN_TAGS.search(raw)
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2)), int(found.group(3))
 
 
 def idempotency_tag(key: str) -> str:

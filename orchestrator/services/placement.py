@@ -15,12 +15,16 @@ Guests count whether they run or not (a stopped VM may start at any time); templ
 Among candidates the one with the most free capacity wins: the share of its tightest resource that stays
 free once the VM is placed. Hosts within ``SPREAD_BAND`` of each other count as equally free, and the one
 with the fewest VMs of the VDC wins among them, so that one VDC's VMs spread across hosts.
+
+A create that names no zone is placed across the zones its VDC may use (``place_in_zones``): each zone's
+best host, as above, and the zone whose best host stays the most free wins, by the same rule (within the
+band, the zone with the fewest VMs of the VDC). A zone that did not answer is skipped, and said so.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -226,6 +230,21 @@ def place(
     request: PlacementRequest, hosts: Sequence[PlacementHost], resources: ClusterResources
 ) -> Placement:
     """The host of ``request.zone`` that takes the VM, with the reasons; ``NoCapacity`` when none fits."""
+    return _decide(request, hosts, resources).placement
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """A zone's placement, with the chosen host's room and the share of its tightest resource left free."""
+
+    placement: Placement
+    room: HostRoom
+    share: float
+
+
+def _decide(
+    request: PlacementRequest, hosts: Sequence[PlacementHost], resources: ClusterResources
+) -> _Decision:
     zone_hosts = sorted((h for h in hosts if h.zone == request.zone), key=lambda h: h.node)
     rooms, rejected = host_rooms(zone_hosts, resources, request.storage, request.vdc, request.other_storages)
 
@@ -278,7 +297,97 @@ def place(
                 f"{chosen.node} has slightly more free capacity or comes first by name"
             )
         rejected.append(Rejection(room.node, why))
-    return Placement(zone=request.zone, host=chosen.node, reasons=reasons, rejected=_ordered(rejected))
+    placement = Placement(zone=request.zone, host=chosen.node, reasons=reasons, rejected=_ordered(rejected))
+    return _Decision(placement, chosen, chosen_share)
+
+
+def place_in_zones(
+    requests: Mapping[str, PlacementRequest],
+    hosts: Sequence[PlacementHost],
+    resources: Mapping[str, ClusterResources],
+    unanswered: Mapping[str, str] | None = None,
+) -> Placement:
+    """The zone and host that take the VM when the create named no zone: every zone of ``requests`` (one
+    request per zone, as the storage the disk goes to may differ) is placed in, and the zone whose
+    chosen host keeps the most free capacity wins (within ``SPREAD_BAND``: the zone with the fewest VMs
+    of the VDC, then by name). A zone missing from ``resources`` did not answer: it is skipped, and the
+    reasons name it (``unanswered`` may say why). ``NoCapacity`` when no zone has a host with room.
+
+    With one zone, this is ``place``: its decision, its reasons.
+    """
+    if len(requests) == 1:
+        [(zone, request)] = requests.items()
+        if zone in resources:
+            return place(request, hosts, resources[zone])
+    skipped: list[str] = []
+    full: list[tuple[str, NoCapacity]] = []
+    decided: list[tuple[str, _Decision, int]] = []
+    for zone in sorted(requests):
+        request = requests[zone]
+        if zone not in resources:
+            why = (unanswered or {}).get(zone) or "it did not answer"
+            skipped.append(f"zone {zone} was skipped: {why}")
+            continue
+        try:
+            decision = _decide(request, hosts, resources[zone])
+        except NoCapacity as exc:
+            full.append((zone, exc))
+            continue
+        tag = f"{VDC_TAG_PREFIX}{request.vdc}"
+        vdc_vms = sum(1 for g in resources[zone].vms if tag in g.tag_list)
+        decided.append((zone, decision, vdc_vms))
+
+    considered = ", ".join(sorted(requests))
+    if not decided:
+        rejected = [
+            Rejection(f"{zone}/{r.host}", r.reason) for zone, exc in full for r in exc.placement.rejected
+        ]
+        placement = Placement(zone=considered, host=None, reasons=skipped, rejected=rejected)
+        details = "; ".join([*(exc.message for _, exc in full), *skipped])
+        raise NoCapacity(f"no zone of {considered} has a host with room: {details}", placement)
+
+    best_share = max(d.share for _, d, _ in decided)
+    contenders = [item for item in decided if best_share - item[1].share < SPREAD_BAND]
+    contenders.sort(key=lambda item: (item[2], -item[1].share, item[0]))
+    zone, chosen, chosen_vms = contenders[0]
+    where = f"{zone}/{chosen.room.node}"
+    reasons = [
+        f"zone {zone}, of the zones {considered}: its best host keeps the most free capacity "
+        f"({_percent(chosen.share)} of its tightest resource)"
+    ]
+    if len(contenders) > 1:
+        reasons.append(
+            f"among zones within {_percent(SPREAD_BAND)} of the most free, it has the fewest VMs of VDC "
+            f"{requests[zone].vdc} ({chosen_vms})"
+        )
+    for other, decision, vms in decided:
+        if other == zone:
+            continue
+        host = f"{other}/{decision.room.node}"
+        if best_share - decision.share >= SPREAD_BAND:
+            reasons.append(
+                f"zone {other}: its best host {host} fits, but less free capacity: "
+                f"{_percent(decision.share)} would stay free, against {_percent(chosen.share)} on {where}"
+            )
+        else:
+            reasons.append(
+                f"zone {other}: its best host {host} is about as free ({_percent(decision.share)}), but "
+                f"the zone has {_count(vms, 'VM')} of VDC {requests[zone].vdc} against {chosen_vms}, or "
+                "comes later by name"
+            )
+    reasons += [f"zone {other}: no host has room" for other, _ in full]
+    reasons += skipped
+    reasons += chosen.placement.reasons
+    rejected = list(chosen.placement.rejected)
+    for other, decision, _ in decided:
+        if other != zone:
+            host = f"{other}/{decision.room.node}"
+            rejected.append(Rejection(host, "fits, but its zone was not chosen"))
+            rejected += [Rejection(f"{other}/{r.host}", r.reason) for r in decision.placement.rejected]
+    rejected += [
+        Rejection(f"{other}/{r.host}", r.reason) for other, exc in full for r in exc.placement.rejected
+    ]
+    return Placement(zone=zone, host=chosen.room.node, reasons=reasons, rejected=rejected)
 
 
 def _ordered(rejected: list[Rejection]) -> list[Rejection]:

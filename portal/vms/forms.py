@@ -103,7 +103,7 @@ class CreateVmForm(forms.Form):
         max_value=2**31 - 1,
         help_text="Empty: the storage profile's default, at least what the image needs.",
     )
-    zone = forms.ChoiceField(label="Zone")
+    zone = forms.ChoiceField(label="Zone", required=False)
     ssh_keys = forms.CharField(
         label="SSH public keys",
         required=False,
@@ -141,12 +141,22 @@ class CreateVmForm(forms.Form):
         _offer(
             self, "storage_profile", [(p.name, f"{p.name}: {p.min_gb} to {p.max_gb} GiB") for p in storages]
         )
-        _offer(self, "zone", [(z, z) for z in offer.zones])
+        # More than one zone: the create may leave the choice to placement (the zone with the most room).
+        anywhere = [("", "Any zone: placement chooses")] if len(offer.zones) > 1 else []
+        _offer(self, "zone", [*anywhere, *((z, z) for z in offer.zones)])
         default = offer.default_disk_gb(initial["storage_profile"] or "", initial["image"] or "")
         if default is not None:
             self.fields["disk_gb"].widget.attrs["placeholder"] = f"{default} (the default)"
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
         _styled(self)
+
+    def renew_idempotency_key(self) -> None:
+        """A new key for a form shown again (after an error): each rendering of the form is one request,
+        which a second send of that rendering (a retry, a double click) repeats; the next one is another."""
+        if self.is_bound:
+            data = dict(self.data.items())
+            data["idempotency_key"] = uuid.uuid4().hex
+            self.data = data
 
     def value(self, name: str) -> str:
         """A field's current value as sent (or its initial one), valid or not: for the quota figures."""
@@ -209,6 +219,10 @@ class ResizeForm(forms.Form):
         keep = f"Keep the current one ({vm.compute_profile}: {now})" if vm.compute_profile else f"Keep {now}"
         _offer(self, "compute_profile", [("", keep), *_profile_choices(offer)])
         self.fields["disk_gb"].help_text = f"Now {vm.disk_gb:g} GiB. Disks only grow, never shrink."
+        if vm.status != "stopped":  # the service refuses a new profile while the VM runs: say so first
+            profile = self.fields["compute_profile"]
+            profile.disabled = True
+            profile.help_text = f"VM {vm.name} is {vm.status}: stop it to move it to another compute profile."
         _styled(self)
 
     def changes(self) -> tuple[str | None, int | None]:

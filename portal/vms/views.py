@@ -206,6 +206,8 @@ def vm_create(request: HttpRequest, ctx: Context) -> HttpResponse:
                 if getattr(request, "htmx", False):
                     return HttpResponseClientRedirect(url)
                 return HttpResponseRedirect(url, status=303)
+        # Shown again, with what was typed and what was wrong: a new request, so a new key.
+        form.renew_idempotency_key()
     else:
         # The quota figures are recomputed from the choices made so far, sent along as parameters.
         recompute = getattr(request, "htmx", False) and request.htmx.target == "quota"  # type: ignore[attr-defined]  # django-htmx

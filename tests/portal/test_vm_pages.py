@@ -18,7 +18,7 @@ import requests
 from devstack.world import World
 from tests.portal.support import csrf_token, login
 from tests.support import GraphQL
-from tests.vmkit import fake_vm, fake_vms, forget, named, present, scratch_vdcs, vm_names
+from tests.vmkit import SSH_KEY, fake_vm, fake_vms, forget, named, present, scratch_vdcs, vm_names
 
 # The devstack's VMs (devstack/seed.py): VDC demo is alice's, VDC other bob's.
 DEMO_VMS = ["db-1", "web-1", "web-2"]
@@ -342,6 +342,44 @@ def test_a_create_goes_to_the_vms_page_with_its_task_and_placement(
     assert again.status_code == 200
     assert again.headers["HX-Redirect"].startswith(f"/vdc/demo/vms/{zone}/{vmid}/")
     assert len(named(world, name)) == 1
+
+
+def test_a_taken_name_with_another_spec_keeps_the_form_with_what_was_typed_and_the_name_error(
+    world: World, admin: requests.Session, names: Callable[[str], str], vdc_of: Callable[..., str]
+) -> None:
+    vdc = vdc_of()
+    name = names("web")
+    get(admin, world, f"/vdc/{vdc}/vms/new/")
+    first = post(admin, world, f"/vdc/{vdc}/vms/new/", create_form(name=name, idempotency_key=f"{name}-1"))
+    assert first.status_code == 303, first.text[:2000]
+
+    typed = create_form(
+        name=name, compute_profile="medium", disk_gb="30", ssh_keys=SSH_KEY, idempotency_key=f"{name}-2"
+    )
+    answer = post(admin, world, f"/vdc/{vdc}/vms/new/", typed)
+    assert answer.status_code == 200, answer.headers.get("Location")
+    assert f"already has a VM named '{name}'" in field_error(answer.text, "name")
+    page = html.unescape(answer.text)
+    assert re.search(rf'<input[^>]*name="name"[^>]*value="{name}"', page)
+    assert re.search(r'<input[^>]*name="disk_gb"[^>]*value="30"', page)
+    assert re.search(r'<option value="medium"[^>]*selected', page)
+    assert SSH_KEY in page
+    # A new key for the form shown again: its next send is a new request, not a retry of this one.
+    key = re.search(r'<input[^>]*name="idempotency_key"[^>]*value="([^"]+)"', page)
+    assert key is not None
+    assert key.group(1) not in (f"{name}-1", f"{name}-2")
+    assert len(named(world, name)) == 1
+
+
+def test_the_create_form_renders_a_new_idempotency_key_each_time(
+    world: World, alice: requests.Session
+) -> None:
+    keys = {
+        re.search(r'name="idempotency_key"[^>]*value="([^"]+)"', get(alice, world, "/vdc/demo/vms/new/").text)
+        for _ in range(2)
+    }
+    assert None not in keys
+    assert len({found.group(1) for found in keys if found}) == 2
 
 
 # ------------------------------------------------------------------------------- one VM and its actions

@@ -27,7 +27,7 @@ from orchestrator.models.tasks import Task
 from orchestrator.models.vms import VirtualMachine, vdc_in
 from orchestrator.services import catalog, inventory, tasks, vdcs
 from orchestrator.services.context import Context
-from orchestrator.services.placement import place
+from orchestrator.services.placement import Placement, place, place_in_zones
 from orchestrator.services.vms.lifecycle import (
     TASK_TIMEOUT,
     destroy,
@@ -80,7 +80,7 @@ def _host(ctx: Context, zone: str, node: str) -> Host:
 
 def ensure_template(ctx: Context, api: ZoneApi, plan: Plan, node: str) -> Template:
     """The image's template on ``node`` (downloaded and imported by the host's agent the first time)."""
-    _host(ctx, plan.zone, node)
+    _host(ctx, plan.placed, node)
     image = plan.image
     return api.ensure_template(
         node, image.name, image.source_url, image.checksum, plan.storage, timeout=TEMPLATE_TIMEOUT
@@ -219,6 +219,18 @@ def _remove_leftovers(ctx: Context, now: Mapping[str, ClusterResources], vdc: Vd
             logger.warning("leftover %s of VDC %s not removed yet: %s", vm.id, vdc.id, exc.message)
 
 
+def _likely(
+    ctx: Context, planned: Plan, hosts: list[Host], seen: Mapping[str, ClusterResources]
+) -> Placement:
+    """Where the VM will likely go, before the lock: in the zone named, from that zone read now; across
+    the VDC's zones when none was, from the request's inventory (one read per zone, in parallel), the
+    zones that did not answer skipped and named."""
+    if planned.zone is not None:
+        return place(planned.placement_request, hosts, inventory.zone_api(ctx, planned.zone).resources())
+    unanswered = {u.where: f"it did not answer ({u.message})" for u in ctx.unavailable}
+    return place_in_zones(planned.placement_requests, hosts, seen, unanswered)
+
+
 def create_vm(ctx: Context, spec: CreateVm) -> Created:
     """Create, configure and start a VM; or return the one an earlier create of it made."""
     planned = plan(ctx, spec)
@@ -229,24 +241,28 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
     # Fail fast, without the lock, when even this read shows the quota full (it is checked again under it).
     vdcs.check_quota(ctx, planned.vdc, planned.usage, current=usage(seen.values(), planned.vdc))
 
-    api = inventory.zone_api(ctx, planned.zone)
     hosts = catalog.hosts(ctx)
     # Make the template ready on the likely host before taking the lock: a first download takes long.
-    likely = place(planned.placement_request, hosts, api.resources())
-    assert likely.host is not None  # place() raises NoCapacity otherwise
-    template = ensure_template(ctx, api, planned, likely.host)
+    likely = _likely(ctx, planned, hosts, seen)
+    assert likely.host is not None  # placement raises NoCapacity otherwise
+    api = inventory.zone_api(ctx, likely.zone)
+    template = ensure_template(ctx, api, planned.in_zone(likely.zone), likely.host)
 
     with vdc_lock(ctx, planned.vdc) as held:
+        # Every zone of the VDC, read now: all must answer, as its VMs in each count against its quota.
         now = everything_now(ctx, planned.vdc)
         earlier = existing(now, planned)
         if earlier is not None:
             return Created(earlier, None, None, created=False)
         _remove_leftovers(ctx, now, planned.vdc)
         vdcs.check_quota(ctx, planned.vdc, planned.usage, current=usage(now.values(), planned.vdc))
-        placement = place(planned.placement_request, hosts, now.get(planned.zone, ClusterResources()))
+        placement = place_in_zones(planned.placement_requests, hosts, now)
         assert placement.host is not None
         node = placement.host
-        if template.node != node:
+        if placement.zone != api.zone:
+            api = inventory.zone_api(ctx, placement.zone)
+        planned = planned.in_zone(placement.zone)
+        if template.node != node or placement.zone != likely.zone:
             template = ensure_template(ctx, api, planned, node)
         still_held(held, planned.vdc)
         vmid, _clone_task = clone(api, planned, template, node)

@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, UpstreamFailure, ValidationFailed
 from orchestrator.models import ComputeProfile, Usage
 from orchestrator.models.tasks import Task
-from orchestrator.models.vms import COMPUTE_PROFILE_TAG_PREFIX, GIB, VirtualMachine, is_tag
+from orchestrator.models.vms import (
+    COMPUTE_PROFILE_TAG_PREFIX,
+    GIB,
+    REQUEST_TAG_PREFIX,
+    VirtualMachine,
+    is_tag,
+    render_tags,
+    request_tag,
+    requested_in,
+)
 from orchestrator.services import catalog, tasks, vdcs
 from orchestrator.services.context import Context
 from orchestrator.services.vms.inputs import catalog_choice
@@ -181,10 +190,14 @@ def resize_of(vm: VirtualMachine, compute: ComputeProfile | None, disk_gb: int |
 
 
 def profile_change(vm: VirtualMachine, compute: ComputeProfile) -> ConfigChange:
-    """The config change that moves the VM to the compute profile (its tag with it)."""
-    tags = [t for t in vm.tags if not t.startswith(COMPUTE_PROFILE_TAG_PREFIX)]
+    """The config change that moves the VM to the compute profile (its tags with it: the profile's, and
+    the size asked for, which the quota counts: the new profile's, with the disk it had asked for)."""
+    tags = [t for t in vm.tags if not t.startswith((COMPUTE_PROFILE_TAG_PREFIX, REQUEST_TAG_PREFIX))]
     if is_tag(COMPUTE_PROFILE_TAG_PREFIX + compute.name):
         tags.append(COMPUTE_PROFILE_TAG_PREFIX + compute.name)
+    asked = requested_in(render_tags(vm.tags))
+    disk_gb = max(math.ceil(vm.disk_gb), asked[2] if asked else 0)
+    tags.append(request_tag(compute.vcpus, compute.memory_mib, disk_gb))
     return ConfigChange(
         cores=compute.vcpus,
         sockets=1,

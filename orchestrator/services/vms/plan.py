@@ -3,9 +3,11 @@ now (its VMs in every zone, what they use, the one an earlier create made), read
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from orchestrator.errors import Conflict, Unavailable, ValidationFailed
 from orchestrator.models import ComputeProfile, Image, StorageProfile, Usage, Vdc
@@ -13,10 +15,13 @@ from orchestrator.models.tasks import Task
 from orchestrator.models.vms import (
     COMPUTE_PROFILE_TAG_PREFIX,
     IMAGE_TAG_PREFIX,
+    SPEC_TAG_PREFIX,
     STORAGE_PROFILE_TAG_PREFIX,
     VirtualMachine,
     idempotency_tag,
     is_tag,
+    request_tag,
+    tag_value,
     vdc_in,
 )
 from orchestrator.services import access, catalog, locks, vdcs
@@ -63,15 +68,20 @@ class Created:
 
 @dataclass(frozen=True)
 class Plan:
-    """A create, validated: everything it needs from the catalog and the request."""
+    """A create, validated: everything it needs from the catalog and the request.
+
+    ``zone`` is None when the create named none and its VDC may use several: placement then chooses
+    among ``storages``' zones (each with the storage the disk goes to there), and ``in_zone`` gives the
+    plan in the zone chosen.
+    """
 
     vdc: Vdc
     name: str
     compute: ComputeProfile
     storage_profile: StorageProfile
     image: Image
-    zone: str
-    storage: str
+    zone: str | None
+    storages: Mapping[str, str]
     disk_gb: int
     ssh_keys: list[str]
     user_data: str | None
@@ -85,15 +95,55 @@ class Plan:
         )
 
     @property
-    def placement_request(self) -> PlacementRequest:
+    def placed(self) -> str:
+        """The zone, once there is one (named by the create, or chosen by placement)."""
+        if self.zone is None:
+            raise AssertionError("the plan has no zone yet: place it first (in_zone)")
+        return self.zone
+
+    @property
+    def storage(self) -> str:
+        return self.storages[self.placed]
+
+    def in_zone(self, zone: str) -> Plan:
+        return replace(self, zone=zone)
+
+    def request_in(self, zone: str) -> PlacementRequest:
         return PlacementRequest(
-            zone=self.zone,
+            zone=zone,
             vdc=self.vdc.id,
             vcpus=self.compute.vcpus,
             memory_mib=self.compute.memory_mib,
             disk_gb=self.disk_gb,
-            storage=self.storage,
+            storage=self.storages[zone],
         )
+
+    @property
+    def placement_request(self) -> PlacementRequest:
+        return self.request_in(self.placed)
+
+    @property
+    def placement_requests(self) -> dict[str, PlacementRequest]:
+        """One request per zone the VM may go to: the named zone, or every zone placement may choose."""
+        zones = [self.zone] if self.zone is not None else list(self.storages)
+        return {zone: self.request_in(zone) for zone in zones}
+
+    @property
+    def spec_tag(self) -> str:
+        """The tag recording what the create asked for (a hash): a create of the same name asking for
+        something else is another request, not a retry of this one."""
+        asked = {
+            "compute_profile": self.compute.name,
+            "storage_profile": self.storage_profile.name,
+            "image": self.image.name,
+            "disk_gb": self.disk_gb,
+            # The zones it may go to, as asked (placement's choice, ``in_zone``, changes nothing here).
+            "zones": sorted(self.storages),
+            "ssh_keys": self.ssh_keys,
+            "user_data": self.user_data,
+        }
+        digest = hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
+        return SPEC_TAG_PREFIX + digest[:16]
 
     @property
     def idempotency_tag(self) -> str | None:
@@ -101,7 +151,8 @@ class Plan:
 
     @property
     def tags(self) -> tuple[str, ...]:
-        """What the VM records about itself: its VDC, the create that made it, what it was made from."""
+        """What the VM records about itself: its VDC, the create that made it, what it was made from,
+        and the size it asked for (the quota counts the clone at that size before it has it)."""
         tags = [self.vdc.tag]
         if self.idempotency_tag:
             tags.append(self.idempotency_tag)
@@ -112,6 +163,8 @@ class Plan:
         ):
             if is_tag(prefix + name):
                 tags.append(prefix + name)
+        tags.append(request_tag(self.compute.vcpus, self.compute.memory_mib, self.disk_gb))
+        tags.append(self.spec_tag)
         return tuple(dict.fromkeys(tags))
 
     @property
@@ -162,20 +215,31 @@ def plan(ctx: Context, spec: CreateVm) -> Plan:
         lambda: catalog.image(ctx, spec.image),
     )
 
-    zone = spec.zone
-    if not zone:
-        if len(vdc.zones) != 1:
+    known = {z.id for z in catalog.zones(ctx)}
+    zone = spec.zone or None
+    if zone is None:
+        # Placement chooses among the zones the VDC may use where the storage profile has storage.
+        usable = [z for z in vdc.zones if z in known]
+        if not usable:
+            raise ValidationFailed("zone", f"VDC {vdc.id} may use no zone")
+        storages = {z: s for z in usable if (s := storage_profile.storage_in(z)) is not None}
+        if not storages:
             raise ValidationFailed(
-                "zone", f"name the zone: VDC {vdc.id} may use {', '.join(vdc.zones) or 'none'}"
+                "storage_profile",
+                f"storage profile {storage_profile.name!r} offers no storage in zone(s) {', '.join(usable)}",
             )
-        zone = vdc.zones[0]
-    if not vdc.allows_zone(zone) or zone not in {z.id for z in catalog.zones(ctx)}:
-        raise ValidationFailed("zone", f"VDC {vdc.id} may not use zone {zone!r}")
-    storage = storage_profile.storage_in(zone)
-    if storage is None:
-        raise ValidationFailed(
-            "storage_profile", f"storage profile {storage_profile.name!r} offers no storage in zone {zone}"
-        )
+        if len(storages) == 1:
+            [zone] = storages
+    else:
+        if not vdc.allows_zone(zone) or zone not in known:
+            raise ValidationFailed("zone", f"VDC {vdc.id} may not use zone {zone!r}")
+        storage = storage_profile.storage_in(zone)
+        if storage is None:
+            raise ValidationFailed(
+                "storage_profile",
+                f"storage profile {storage_profile.name!r} offers no storage in zone {zone}",
+            )
+        storages = {zone: storage}
 
     disk_gb = spec.disk_gb if spec.disk_gb is not None else max(storage_profile.default_gb, image.min_disk_gb)
     if disk_gb < image.min_disk_gb:
@@ -199,7 +263,7 @@ def plan(ctx: Context, spec: CreateVm) -> Plan:
         storage_profile=storage_profile,
         image=image,
         zone=zone,
-        storage=storage,
+        storages=storages,
         disk_gb=disk_gb,
         ssh_keys=ssh_keys,
         user_data=user_data,
@@ -212,7 +276,9 @@ def plan(ctx: Context, spec: CreateVm) -> Plan:
 
 
 def existing(zones: Mapping[str, ClusterResources], plan: Plan) -> VirtualMachine | None:
-    """The VM an earlier create made: same idempotency key, else same name, in the same VDC."""
+    """The VM an earlier create of this one made: the same idempotency key, else the same name and the
+    same spec, in the same VDC (a retry). The same name with another spec is another request for a
+    name taken: ``ValidationFailed`` on the name."""
     by_name: VirtualMachine | None = None
     for zone, resources in zones.items():
         for guest in resources.vms:
@@ -222,7 +288,27 @@ def existing(zones: Mapping[str, ClusterResources], plan: Plan) -> VirtualMachin
                 return VirtualMachine.from_guest(zone, guest)
             if guest.name == plan.name and by_name is None:
                 by_name = VirtualMachine.from_guest(zone, guest)
+    if by_name is not None and not _same_spec(by_name, plan):
+        raise ValidationFailed(
+            "name",
+            f"VDC {plan.vdc.id} already has a VM named {plan.name!r} ({by_name.id}), made with another "
+            "spec: choose another name (the same name and spec return that VM, as a retry does)",
+        )
     return by_name
+
+
+def _same_spec(vm: VirtualMachine, plan: Plan) -> bool:
+    """Whether ``vm`` is what ``plan`` asks for: its spec tag; a VM made before spec tags were recorded
+    is compared by what its tags say it was made from, and its zone."""
+    recorded = tag_value(vm.tags, SPEC_TAG_PREFIX)
+    if recorded is not None:
+        return SPEC_TAG_PREFIX + recorded == plan.spec_tag
+    return (
+        tag_value(vm.tags, COMPUTE_PROFILE_TAG_PREFIX) in (None, plan.compute.name)
+        and tag_value(vm.tags, STORAGE_PROFILE_TAG_PREFIX) in (None, plan.storage_profile.name)
+        and tag_value(vm.tags, IMAGE_TAG_PREFIX) in (None, plan.image.name)
+        and vm.zone in plan.storages
+    )
 
 
 def everything_now(ctx: Context, vdc: Vdc) -> dict[str, ClusterResources]:

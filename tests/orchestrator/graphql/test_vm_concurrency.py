@@ -51,18 +51,60 @@ def test_the_same_idempotency_key_twice_makes_one_vm(
     assert list(vms_of(world, vdc)) == [(zone, int(vmid))]
 
 
-def test_the_same_name_twice_in_a_vdc_makes_one_vm(
+def test_the_same_name_and_spec_twice_in_a_vdc_makes_one_vm(
     api: GraphQL, world: World, vm_name: Callable[[str], str], vdc_factory: Callable[..., str]
 ) -> None:
     vdc = vdc_factory()
-    first = ok(create(api, "admin", vdc, name=vm_name("same")))
-    again = ok(create(api, "admin", vdc, name=vm_name("same"), computeProfile="medium"))
+    first = ok(create(api, "admin", vdc, name=vm_name("same"), idempotencyKey="form-1"))
+    # Another form (another key), the same request: a retry, the first VM.
+    again = ok(create(api, "admin", vdc, name=vm_name("same"), idempotencyKey="form-2"))
     assert again["virtualMachine"]["id"] == first["virtualMachine"]["id"]
+    assert again["task"] is None
     assert len(named(world, vm_name("same"))) == 1
     # Another VDC may use the name.
     elsewhere = ok(create(api, "admin", vdc_factory(), name=vm_name("same")))
     assert elsewhere["virtualMachine"]["id"] != first["virtualMachine"]["id"]
     assert len(named(world, vm_name("same"))) == 2
+
+
+def test_the_same_name_with_another_spec_is_invalid_on_the_name_and_makes_nothing(
+    api: GraphQL, world: World, vm_name: Callable[[str], str], vdc_factory: Callable[..., str]
+) -> None:
+    vdc = vdc_factory()
+    first = ok(create(api, "admin", vdc, name=vm_name("taken"), idempotencyKey="form-1"))
+    refused = create(
+        api, "admin", vdc, name=vm_name("taken"), computeProfile="medium", diskGb=30, idempotencyKey="form-2"
+    )
+    assert [(e["code"], e["field"]) for e in refused["errors"]] == [("INVALID", "name")]
+    assert (
+        f"already has a VM named '{vm_name('taken')}' ({first['virtualMachine']['id']})"
+        in (refused["errors"][0]["message"])
+    )
+    assert refused["virtualMachine"] is None
+    assert len(named(world, vm_name("taken"))) == 1
+    # The first request's key, retried with whatever it holds, is still the first VM.
+    retried = ok(
+        create(api, "admin", vdc, name=vm_name("taken"), computeProfile="medium", idempotencyKey="form-1")
+    )
+    assert retried["virtualMachine"]["id"] == first["virtualMachine"]["id"]
+
+
+def test_a_create_without_a_zone_in_a_vdc_of_two_zones_is_placed_in_one_and_says_why(
+    api: GraphQL, world: World, vm_name: Callable[[str], str], vdc_factory: Callable[..., str]
+) -> None:
+    vdc = vdc_factory(zones=("zone-a", "zone-b"))
+    made = ok(create(api, "admin", vdc, name=vm_name("anywhere"), zone=None))
+    vm, placement = made["virtualMachine"], made["placement"]
+    assert vm["zone"] in ("zone-a", "zone-b")
+    assert placement["zone"] == vm["zone"]
+    assert placement["host"] == vm["host"]
+    assert placement["reasons"][0].startswith(f"zone {vm['zone']}, of the zones zone-a, zone-b:")
+    other = "zone-b" if vm["zone"] == "zone-a" else "zone-a"
+    assert any(reason.startswith(f"zone {other}:") for reason in placement["reasons"]), placement["reasons"]
+    assert named(world, vm_name("anywhere")) == [(vm["zone"], int(vm["id"].split("/")[1]))]
+    # Asked again without a zone, it is the same request: the same VM.
+    again = ok(create(api, "admin", vdc, name=vm_name("anywhere"), zone=None))
+    assert again["virtualMachine"]["id"] == vm["id"]
 
 
 def test_ten_identical_concurrent_creates_make_exactly_one_vm(

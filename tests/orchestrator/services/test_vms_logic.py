@@ -53,7 +53,7 @@ def a_plan(**changes: object) -> plan.Plan:
         "storage_profile": FAST,
         "image": DEBIAN,
         "zone": "zone-a",
-        "storage": "local-lvm",
+        "storages": {"zone-a": "local-lvm"},
         "disk_gb": 20,
         "ssh_keys": ["ssh-ed25519 AAAAC3Nz me@laptop"],
         "user_data": None,
@@ -71,7 +71,9 @@ def test_a_plan_tags_the_vm_with_its_vdc_its_create_and_what_it_was_made_from() 
     tags = a_plan().tags
     assert tags[0] == "fp-vdc-demo"
     assert tags[1].startswith("fp-idem-")
-    assert tags[2:] == ("fp-cp-small", "fp-sp-fast", "fp-img-debian-12")
+    assert tags[2:-1] == ("fp-cp-small", "fp-sp-fast", "fp-img-debian-12", "fp-req-2c2048m20g")
+    assert tags[-1] == a_plan().spec_tag
+    assert tags[-1].startswith("fp-spec-")
 
 
 def test_a_plan_counts_one_vm_against_the_quota_and_asks_placement_for_its_size() -> None:
@@ -99,6 +101,39 @@ def test_the_vdcs_usage_counts_its_vms_in_every_zone_and_nothing_else() -> None:
     assert plan.usage([zone_a, zone_b], DEMO) == Usage(vcpus=3, memory_mib=3072, disk_gb=21, vms=2)
 
 
+def test_a_clone_counts_against_the_quota_at_the_size_its_create_asked_for_before_it_has_it() -> None:
+    # The clone is tagged under the VDC's lock and only then configured and grown, outside it: until
+    # then it has its template's size, and the next create must not see that as room.
+    zone = FakeZone()
+    template = zone.ensure_template("pve1", "debian-12", "", "", "local-lvm", timeout=1.0)
+    planned = a_plan(compute=LARGE, disk_gb=80)
+    vmid, _task = create.clone(zone, planned, template, "pve1")
+    zone.guests[vmid] = zone.guests[vmid]._replace(cpus=1, memory=512 * 1024**2, disk=0)  # the template's
+    zone.set_config("pve1", vmid, ConfigChange(tags=planned.tags))
+    assert plan.usage([zone.resources()], DEMO) == Usage(vcpus=8, memory_mib=16384, disk_gb=80, vms=1)
+    # Configured, grown and started, it counts at its live size, as before.
+    create.configure(zone, planned, "pve1", vmid, None)
+    zone.resize_disk("pve1", vmid, "scsi0", 80 * GIB)
+    assert plan.usage([zone.resources()], DEMO) == Usage(vcpus=8, memory_mib=16384, disk_gb=80, vms=1)
+
+
+def test_a_vm_counts_at_the_larger_of_its_live_size_and_the_size_asked_for_in_each_resource() -> None:
+    grown = guest(100, tags="fp-vdc-demo;fp-req-2c2048m20g", cpus=1, memory=4 * GIB, disk=30 * GIB)
+    assert plan.usage([ClusterResources((grown,))], DEMO) == Usage(
+        vcpus=2, memory_mib=4096, disk_gb=30, vms=1
+    )
+    # Only the exact tag counts: another one that looks like it, or digits of another script, do not.
+    for tags in (
+        "fp-vdc-demo;fp-req-2c2048m20gx",
+        "fp-vdc-demo;xfp-req-9c9m9g",
+        "fp-vdc-demo;fp-req-\u0669c1m1g",
+    ):
+        odd = guest(101, tags=tags, cpus=1, memory=GIB, disk=GIB)
+        assert plan.usage([ClusterResources((odd,))], DEMO) == Usage(
+            vcpus=1, memory_mib=1024, disk_gb=1, vms=1
+        )
+
+
 def test_an_earlier_create_is_found_by_its_key_before_its_name() -> None:
     planned = a_plan()
     assert planned.idempotency_tag is not None
@@ -109,6 +144,49 @@ def test_an_earlier_create_is_found_by_its_key_before_its_name() -> None:
     assert found is not None
     assert found.id == "zone-a/101"
     assert plan.existing({"zone-a": ClusterResources((other_vdc,))}, planned) is None
+
+
+def test_a_create_of_a_taken_name_with_the_same_spec_is_a_retry_and_returns_the_vm() -> None:
+    # Placed by placement in zone-a, having named no zone: the same request names none again.
+    first = a_plan(idempotency_key="first-form", zone=None, storages={"zone-a": "a", "zone-b": "b"})
+    assert first.in_zone("zone-a").spec_tag == first.spec_tag
+    first = first.in_zone("zone-a")
+    made = guest(100, name="web-1", tags=";".join(first.tags))
+    again = a_plan(idempotency_key="second-form", zone=None, storages={"zone-a": "a", "zone-b": "b"})
+    found = plan.existing({"zone-a": ClusterResources((made,))}, again)
+    assert found is not None
+    assert found.id == "zone-a/100"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"compute": LARGE},
+        {"disk_gb": 30},
+        {"ssh_keys": ["ssh-ed25519 AAAAC3Nz other@laptop"]},
+        {"user_data": "#cloud-config\n"},
+        {"storages": {"zone-b": "local-lvm"}, "zone": "zone-b"},
+    ],
+    ids=["profile", "disk", "ssh-keys", "user-data", "zone"],
+)
+def test_a_create_of_a_taken_name_with_another_spec_is_refused_on_the_name(changes: dict[str, Any]) -> None:
+    made = guest(100, name="web-1", tags=";".join(a_plan(idempotency_key="first-form").tags))
+    other = a_plan(idempotency_key="second-form", **changes)
+    with pytest.raises(ValidationFailed, match="already has a VM named 'web-1'") as refused:
+        plan.existing({"zone-a": ClusterResources((made,))}, other)
+    assert refused.value.field == "name"
+    # The same idempotency key is a retry whatever it asks for: the first VM.
+    retry = a_plan(idempotency_key="first-form", **changes)
+    found = plan.existing({"zone-a": ClusterResources((made,))}, retry)
+    assert found is not None
+    assert found.id == "zone-a/100"
+
+
+def test_a_vm_made_before_specs_were_recorded_is_compared_by_what_its_tags_say() -> None:
+    legacy = guest(100, name="web-1", tags="fp-vdc-demo;fp-cp-small;fp-sp-fast;fp-img-debian-12")
+    assert plan.existing({"zone-a": ClusterResources((legacy,))}, a_plan()) is not None
+    with pytest.raises(ValidationFailed):
+        plan.existing({"zone-a": ClusterResources((legacy,))}, a_plan(compute=LARGE))
 
 
 def test_leftovers_are_the_untagged_vms_in_the_vdcs_pool_not_being_cloned() -> None:
@@ -268,5 +346,10 @@ def test_a_new_profile_replaces_the_profile_tag_and_keeps_the_others() -> None:
         sockets=1,
         memory_mib=16384,
         cpu="host",
-        tags=("fp-vdc-demo", "fp-img-debian-12", "fp-cp-large"),
+        tags=("fp-vdc-demo", "fp-img-debian-12", "fp-cp-large", "fp-req-8c16384m20g"),
     )
+
+
+def test_a_new_profile_records_its_size_asked_for_with_the_disk_asked_for_before() -> None:
+    asked = vm(tags="fp-vdc-demo;fp-cp-large;fp-req-8c16384m80g", disk=20 * GIB)
+    assert lifecycle.profile_change(asked, SMALL).tags == ("fp-vdc-demo", "fp-cp-small", "fp-req-2c2048m80g")
