@@ -18,7 +18,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio  # type: ignore[attr-defined]  # not in grpc-stubs
 
 from agent import __version__
-from agent.allowlist import ALLOWED, NotAllowed, Route, authorize
 from agent.auth import ClientAllowlist, Context, caller_name
 from agent.certs import finish_swap
 from agent.config import AgentConfig, split_listen
@@ -31,6 +30,7 @@ from agent.proxmox import (
     ProxmoxTimeout,
     ProxmoxUnreachableError,
 )
+from agent.proxy import ALLOWED, REFUSED, NotAllowed, Policy, Route, authorize
 from agent.renewal import ServingCertificate, start_renewal
 from agent.snippets import SnippetRefused, SnippetStore, SnippetStoreError
 from agent.status import AgentStatus
@@ -86,25 +86,32 @@ class StartupError(Exception):
 
 
 class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
-    """Forwards allowlisted requests to the node's Proxmox API."""
+    """Forwards allowlisted requests to the node's Proxmox API: each route, parameter and value declared
+    in agent.proxy.routes; anything else is refused before Proxmox is called, logged at WARNING with the
+    REFUSED marker and the parameter it names."""
 
-    def __init__(self, proxmox: ProxmoxClient, table: tuple[Route, ...] = ALLOWED) -> None:
+    def __init__(
+        self, proxmox: ProxmoxClient, table: tuple[Route, ...] = ALLOWED, policy: Policy | None = None
+    ) -> None:
         self.proxmox = proxmox
         self.table = table
+        self.policy = policy or Policy()
 
     async def Call(self, request: Any, context: Context) -> Any:
         started = time.monotonic()
         caller = caller_name(context)
         method, path, params = request.method, request.path, dict(request.params)
         try:
-            authorize(method, path, params, self.table)
+            authorize(method, path, params, self.table, self.policy)
         except NotAllowed as exc:
             log.warning(
-                "refused %r %r for %s (%s): %s",
+                "%s %r %r for %s (%s): parameter %s: %s",
+                REFUSED,
                 method[:16],
                 path[:200],
                 caller,
                 context.peer(),
+                exc.parameter or "-",
                 exc,
             )
             await context.abort(
@@ -415,7 +422,10 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         )
         health = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health, server)
-        agent_pb2_grpc.add_ProxmoxProxyServicer_to_server(ProxmoxProxyServicer(proxmox), server)
+        agent_pb2_grpc.add_ProxmoxProxyServicer_to_server(
+            ProxmoxProxyServicer(proxmox, policy=Policy(snippets_storage=config.snippets_storage or None)),
+            server,
+        )
         status = AgentStatus(certificate_not_after=tls.not_after())
         serving = tls.serving()
         updates = Updates(config, status)

@@ -1,4 +1,5 @@
-"""The proxy's allowlist: exact methods, plain normalized paths, bounded parameters."""
+"""The proxy's allowlist: exact methods, plain normalized paths, bounded parameters (what each
+parameter may be: test_agent_allowlist_params.py)."""
 
 from __future__ import annotations
 
@@ -182,17 +183,17 @@ def test_it_refuses_unreasonable_parameters(params: dict[str, str], reason: str)
 
 
 def test_it_allows_ordinary_parameters() -> None:
-    assert authorize("GET", "/cluster/resources", {"type": "vm", "target-storage": "local"})
+    assert authorize("GET", "/cluster/resources", {"type": "vm"})
 
 
 def test_a_new_row_is_one_line() -> None:
     table = compile_table(
-        [*((r.method, r.pattern) for r in ALLOWED), ("PUT", "/nodes/{node}/qemu/{vmid}/config")]
+        [*((r.method, r.pattern, r.params) for r in ALLOWED), ("POST", "/nodes/{node}/qemu/{vmid}/snapshot")]
     )
 
     assert (
-        authorize("PUT", "/nodes/pve1/qemu/100/config", {}, table).pattern
-        == "/nodes/{node}/qemu/{vmid}/config"
+        authorize("POST", "/nodes/pve1/qemu/100/snapshot", {}, table).pattern
+        == "/nodes/{node}/qemu/{vmid}/snapshot"
     )
 
 

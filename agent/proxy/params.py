@@ -1,0 +1,322 @@
+"""What a forwarded parameter's value may be: one validator per declared parameter.
+
+A validator takes the value (a string, as the proxy receives every parameter) and :class:`Where` the
+request goes (the path's placeholders, and the node's :class:`Policy`), and raises ``ValueError``
+saying what is wrong; the check names the parameter. Validators are pure and small: they run on every
+forwarded write.
+
+References are checked against the request itself: a disk's volume must belong to the VM of the path,
+a cloud-init snippet must be that VM's own vendor snippet on the node's snippets storage, a NIC's
+bridge must be one the node's policy allows (none until flex.plane creates networks), a pool must be
+``fp-<slug>``, tags must be flex.plane's (``fp-<kind>-...``) or plain labels.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from agent.proxy.paths import NODE, POOL, VMID
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What this node lets the proxy name beyond the request itself.
+
+    ``snippets_storage`` is the storage of the agent's snippets folder (the only one a ``cicustom`` may
+    name). ``bridges`` are the bridges a NIC may be on: the zone's configured bridge and the VNets
+    flex.plane created; none today, as flex.plane does not yet attach NICs (the networks issue fills it).
+    """
+
+    snippets_storage: str | None = None
+    bridges: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a request goes: its path's placeholders (``node``, ``vmid``, ...) and the node's policy."""
+
+    path: Mapping[str, str]
+    policy: Policy
+
+
+Validator = Callable[[str, Where], None]
+
+
+def _full(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII)
+
+
+# ------------------------------------------------------------------------------------ scalars
+
+
+def integer(low: int, high: int) -> Validator:
+    """A decimal integer from low to high, written plainly (no sign, no leading zero, no spaces)."""
+    digits = _full(r"0|-?[1-9][0-9]{0,18}")
+
+    def check(value: str, where: Where) -> None:
+        if not digits.fullmatch(value) or not low <= int(value) <= high:
+            raise ValueError(f"{value[:40]!r} is not an integer from {low} to {high}")
+
+    return check
+
+
+def boolean(value: str, where: Where) -> None:
+    """Proxmox's boolean: 0 or 1."""
+    if value not in ("0", "1"):
+        raise ValueError(f"{value[:40]!r} is not 0 or 1")
+
+
+def one_of(*choices: str) -> Validator:
+    allowed = frozenset(choices)
+
+    def check(value: str, where: Where) -> None:
+        if value not in allowed:
+            raise ValueError(f"{value[:40]!r} is not one of {', '.join(sorted(allowed))}")
+
+    return check
+
+
+def matching(pattern: str, what: str) -> Validator:
+    regex = _full(pattern)
+
+    def check(value: str, where: Where) -> None:
+        if not regex.fullmatch(value):
+            raise ValueError(f"{value[:80]!r} is not {what}")
+
+    return check
+
+
+def text(limit: int) -> Validator:
+    """Free text (a description, a comment): printable, lines and tabs allowed, at most limit characters."""
+
+    def check(value: str, where: Where) -> None:
+        if len(value) > limit:
+            raise ValueError(f"is longer than {limit} characters")
+        if not value.replace("\n", "").replace("\t", "").isprintable():
+            raise ValueError("contains control characters")
+
+    return check
+
+
+node = matching(NODE, "a node name")
+vmid = matching(VMID, "a VM id from 100 to 999999999")
+pool = matching(POOL, "a pool of flex.plane's, fp-<slug>")
+dns_name = matching(r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]{0,61}[a-zA-Z0-9])?", "a DNS name")
+user_name = matching(r"[a-z_][a-z0-9_.-]{0,31}", "a user name")
+# A CPU model alone (kvm64, host, x86-64-v2-AES, custom-<name>): no flags, no other options.
+cpu_model = matching(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", "a CPU model")
+DRIVE_KEY = r"(?:scsi(?:[12]?[0-9]|30)|virtio(?:[0-9]|1[0-5])|sata[0-5]|ide[0-3])"
+drive_key = matching(DRIVE_KEY, "a disk key (scsi0-30, virtio0-15, sata0-5, ide0-3)")
+disk_size = matching(r"\+?[1-9][0-9]{0,15}(?:\.[0-9]{1,3})?[KMGT]?", "a disk size (32G, +1G)")
+
+
+def new_vmid(value: str, where: Where) -> None:
+    """The id of a VM a request makes: a VM id, not the one of the path."""
+    vmid(value, where)
+    if value == where.path.get("vmid"):
+        raise ValueError("is the id of the VM being cloned")
+
+
+# ------------------------------------------------------------------------------------ disks
+
+STORAGE = r"[a-z][a-z0-9._-]*[a-z0-9]|[a-z]"
+_VOLUME_FORMAT = r"(?:\.(?:raw|qcow2|vmdk))?"
+# What a disk option's value may hold: no commas or = (no second option hidden in a value).
+_OPTION_VALUE = _full(r"[A-Za-z0-9._+:-]{1,64}")
+# The options a disk may carry: performance, caching, identity. Not file= (another volume), nor
+# import-from= (a copy of any volume, another VM's included).
+DISK_OPTIONS = frozenset(
+    {
+        "aio",
+        "backup",
+        "cache",
+        "detect_zeroes",
+        "discard",
+        "format",
+        "iothread",
+        "media",
+        "replicate",
+        "rerror",
+        "werror",
+        "ro",
+        "serial",
+        "size",
+        "snapshot",
+        "ssd",
+        "wwn",
+        *(
+            f"{kind}{direction}{limit}"
+            for kind in ("iops", "mbps")
+            for direction in ("", "_rd", "_wr")
+            for limit in ("", "_max", "_max_length")
+        ),
+    }
+)
+_VOLUME = _full(rf"(?P<storage>{STORAGE}):(?P<name>[A-Za-z0-9._/-]{{1,255}})")
+
+
+def owned_volume_name(name: str, owner: str) -> bool:
+    """Whether a volume's name (after ``<storage>:``) is a disk or cloud-init volume of VM ``owner``,
+    in any of the forms Proxmox writes: ``vm-<id>-disk-<n>``, ``<id>/vm-<id>-disk-<n>.qcow2``, and a
+    linked clone's ``base-<t>-disk-<m>/vm-<id>-disk-<n>`` or ``<t>/base-<t>-disk-<m>.qcow2/<id>/...``."""
+    own = rf"(?:{owner}/)?vm-{owner}-(?:disk-[0-9]{{1,4}}|cloudinit){_VOLUME_FORMAT}"
+    base = rf"(?:(?P<t>{VMID})/base-(?P=t)-disk-[0-9]{{1,4}}{_VOLUME_FORMAT}|base-{VMID}-disk-[0-9]{{1,4}})/"
+    return re.fullmatch(rf"(?:{base})?{own}", name, re.ASCII) is not None
+
+
+def disk(value: str, where: Where) -> None:
+    """A disk of the VM of the path: one of its own volumes (or a new cloud-init drive,
+    ``<storage>:cloudinit``), with the options of :data:`DISK_OPTIONS`."""
+    volume, *options = value.split(",")
+    found = _VOLUME.fullmatch(volume)
+    if found is None:
+        raise ValueError(f"{volume[:80]!r} is not a volume (<storage>:<name>)")
+    name, owner = found.group("name"), where.path.get("vmid", "")
+    if name != "cloudinit" and not owned_volume_name(name, owner):
+        raise ValueError(f"volume {volume[:80]!r} is not a disk of VM {owner}")
+    seen: set[str] = set()
+    for option in options:
+        key, sep, setting = option.partition("=")
+        if key not in DISK_OPTIONS or not sep or key in seen:
+            raise ValueError(f"disk option {key[:40]!r} is not accepted (or is given twice)")
+        if not _OPTION_VALUE.fullmatch(setting):
+            raise ValueError(f"disk option {key} has the value {setting[:40]!r}, which is not accepted")
+        seen.add(key)
+
+
+# ------------------------------------------------------------------------------------ network
+
+NIC_MODELS = frozenset({"e1000", "e1000e", "rtl8139", "virtio", "vmxnet3"})
+_MAC = _full(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}")
+NIC_OPTIONS: Mapping[str, re.Pattern[str]] = {
+    "firewall": _full(r"[01]"),
+    "link_down": _full(r"[01]"),
+    "mtu": _full(r"[1-9][0-9]{2,4}"),
+    "queues": _full(r"[1-9][0-9]?"),
+    "rate": _full(r"[0-9]{1,6}(?:\.[0-9]{1,3})?"),
+    "tag": _full(r"[1-9][0-9]{0,3}"),
+}
+
+
+def nic(value: str, where: Where) -> None:
+    """A NIC on a bridge of the node's policy (today none: flex.plane attaches no NIC yet)."""
+    head, *options = value.split(",")
+    model, _, mac = head.partition("=")
+    if model not in NIC_MODELS:
+        raise ValueError(f"NIC model {model[:40]!r} is not one of {', '.join(sorted(NIC_MODELS))}")
+    if mac and not _MAC.fullmatch(mac):
+        raise ValueError(f"{mac[:40]!r} is not a MAC address")
+    bridge = None
+    seen: set[str] = set()
+    for option in options:
+        key, sep, setting = option.partition("=")
+        if not sep or key in seen:
+            raise ValueError(f"NIC option {key[:40]!r} is not accepted (or is given twice)")
+        seen.add(key)
+        if key == "bridge":
+            bridge = setting
+        elif key not in NIC_OPTIONS or not NIC_OPTIONS[key].fullmatch(setting):
+            raise ValueError(f"NIC option {key[:40]}={setting[:40]} is not accepted")
+    if bridge is None:
+        raise ValueError("names no bridge")
+    if bridge not in where.policy.bridges:
+        allowed = ", ".join(sorted(where.policy.bridges)) or "none yet"
+        raise ValueError(f"bridge {bridge[:40]!r} is not one flex.plane may attach NICs to ({allowed})")
+
+
+def ipconfig(value: str, where: Where) -> None:
+    """A NIC's cloud-init addresses: ``ip=dhcp|<v4>/<prefix>``, ``gw=<v4>``, ``ip6=dhcp|auto|<v6>/<prefix>``,
+    ``gw6=<v6>``."""
+    seen: set[str] = set()
+    for part in value.split(",") if value else []:
+        key, sep, setting = part.partition("=")
+        if not sep or key in seen:
+            raise ValueError(f"{key[:40]!r} is not a field of an ipconfig (or is given twice)")
+        seen.add(key)
+        try:
+            if key == "ip" and setting != "dhcp":
+                ipaddress.IPv4Interface(setting if "/" in setting else "x")
+            elif key == "ip6" and setting not in ("dhcp", "auto"):
+                ipaddress.IPv6Interface(setting if "/" in setting else "x")
+            elif key == "gw":
+                ipaddress.IPv4Address(setting)
+            elif key == "gw6":
+                ipaddress.IPv6Address(setting)
+            elif key not in ("ip", "ip6"):
+                raise ValueError(key)
+        except ValueError:
+            raise ValueError(f"{key[:40]}={setting[:60]} is not accepted") from None
+
+
+# ------------------------------------------------------------------------------------ cloud-init
+
+_SSH_KEY = _full(
+    r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp(?:256|384|521)|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
+    r" [A-Za-z0-9+/]+={0,3}(?: [^\r\n]*)?"
+)
+
+
+def ssh_keys(value: str, where: Where) -> None:
+    """Public SSH keys, one a line, URL-encoded as Proxmox wants them."""
+    try:
+        decoded = urllib.parse.unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError("is not URL-encoded UTF-8") from None
+    for number, line in enumerate(decoded.split("\n"), 1):
+        if line and not (_SSH_KEY.fullmatch(line) and line.isprintable()):
+            raise ValueError(f"line {number} is not a public SSH key")
+
+
+def cicustom(value: str, where: Where) -> None:
+    """The VM's own vendor-data snippet on the node's snippets storage, and nothing else:
+    ``vendor=<storage>:snippets/fp-<vdc>-<vmid>-vendor.yaml``."""
+    storage = where.policy.snippets_storage
+    owner = where.path.get("vmid", "")
+    if storage is None:
+        raise ValueError("this node keeps no snippets")
+    own = rf"vendor={re.escape(storage)}:snippets/fp-[a-z0-9](?:[a-z0-9-]*[a-z0-9])?-{owner}-vendor\.yaml"
+    if not re.fullmatch(own, value, re.ASCII):
+        raise ValueError(
+            f"{value[:120]!r} is not VM {owner}'s own vendor snippet "
+            f"(vendor={storage}:snippets/fp-<vdc>-{owner}-vendor.yaml)"
+        )
+
+
+# ------------------------------------------------------------------------------------ tags
+
+# Proxmox's pve-tag; flex.plane's own are fp-<kind>-<value>.
+_TAG = _full(r"[a-z0-9_][a-z0-9_+.-]{0,127}")
+_FLEXPLANE_TAG = _full(r"fp-[a-z]+-[a-z0-9_+.-]+")
+MAX_TAGS = 64
+
+
+def tags(value: str, where: Where) -> None:
+    """``;``-separated tags, each flex.plane's (``fp-<kind>-<value>``) or a plain label (a Proxmox tag
+    not starting with ``fp-``); at most one VDC tag."""
+    listed = [tag for tag in value.split(";") if tag]
+    if len(listed) > MAX_TAGS:
+        raise ValueError(f"more than {MAX_TAGS} tags")
+    for tag in listed:
+        if not _TAG.fullmatch(tag):
+            raise ValueError(f"{tag[:60]!r} is not a tag (lowercase letters, digits, _ + . -)")
+        if tag.startswith("fp-") and not _FLEXPLANE_TAG.fullmatch(tag):
+            raise ValueError(f"{tag[:60]!r} is neither flex.plane's (fp-<kind>-<value>) nor a plain label")
+    if sum(tag.startswith("fp-vdc-") for tag in listed) > 1:
+        raise ValueError("names more than one VDC")
+
+
+def indexed(prefix: str, indices: Iterable[int], validator: Validator) -> dict[str, Validator]:
+    """One declaration per numbered key: ``net0`` ... ``net31``."""
+    return {f"{prefix}{index}": validator for index in indices}
+
+
+DRIVES: dict[str, Validator] = {
+    **indexed("scsi", range(31), disk),
+    **indexed("virtio", range(16), disk),
+    **indexed("sata", range(6), disk),
+    **indexed("ide", range(4), disk),
+}

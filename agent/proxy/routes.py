@@ -1,0 +1,152 @@
+"""The routes the proxy forwards, each with the parameters it accepts and a validator for each value.
+
+This table is the whole of what the orchestrator may ask a node's Proxmox through the agent: a request
+whose method and path match no row, or that carries a parameter its row does not declare, or a value
+its validator refuses, is refused before Proxmox is called. Declared here are what the orchestrator
+sends (``orchestrator/sources/proxmox/zone.py``) and little more; Proxmox options that reach beyond
+the VM being changed (``hookscript``, ``args``, another VM's volume, ``import-from``, ``skiplock``,
+``storage`` of a clone, a pool's ``vms``) are declared nowhere.
+
+To forward another endpoint or parameter, add a row or a key; path placeholders are the keys of
+:data:`agent.proxy.paths.PLACEHOLDERS`, validators live in :mod:`agent.proxy.params`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from agent.proxy import params as p
+from agent.proxy.paths import compile_pattern
+
+# Proxmox caps a guest's description (and a pool's comment) at 8 KiB.
+DESCRIPTION = p.text(8192)
+UNBOUNDED = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Route:
+    """One row: a method, a path pattern with {placeholders}, and the parameters it accepts."""
+
+    method: str
+    pattern: str
+    regex: re.Pattern[str]
+    params: Mapping[str, p.Validator] = field(default_factory=dict)
+
+    @classmethod
+    def compile(cls, method: str, pattern: str, params: Mapping[str, p.Validator] | None = None) -> Route:
+        return cls(method, pattern, compile_pattern(method, pattern), dict(params or {}))
+
+    def match(self, path: str) -> re.Match[str] | None:
+        return self.regex.fullmatch(path)
+
+    def matches(self, path: str) -> bool:
+        return self.regex.fullmatch(path) is not None
+
+
+Row = tuple[str, str] | tuple[str, str, Mapping[str, p.Validator]]
+
+
+def compile_table(rows: Iterable[Row]) -> tuple[Route, ...]:
+    return tuple(Route.compile(*row) for row in rows)
+
+
+_TASK_LISTING: Mapping[str, p.Validator] = {
+    "limit": p.integer(0, 10_000),
+    "start": p.integer(0, UNBOUNDED),
+    "source": p.one_of("all", "active", "archive"),
+    "since": p.integer(0, 2**40),
+    "until": p.integer(0, 2**40),
+    "vmid": p.vmid,
+    "errors": p.boolean,
+    "typefilter": p.matching(r"[a-z]{1,32}", "a task type"),
+}
+
+# A config write: what the orchestrator sets on a VM it clones, configures, resizes or tags. No
+# hookscript, args, hostpci, usb, serial, parallel, audio, machine, bios, efidisk, tpmstate, startup,
+# protection, lock, delete or revert: none is ever sent.
+_CONFIG: Mapping[str, p.Validator] = {
+    "cores": p.integer(1, 1024),
+    "sockets": p.integer(1, 16),
+    "memory": p.integer(16, 4 * 1024 * 1024),
+    "cpu": p.cpu_model,
+    "agent": p.boolean,
+    "name": p.dns_name,
+    "description": DESCRIPTION,
+    "tags": p.tags,
+    "ciuser": p.user_name,
+    "sshkeys": p.ssh_keys,
+    "cicustom": p.cicustom,
+    **p.indexed("ipconfig", range(32), p.ipconfig),
+    **p.indexed("net", range(32), p.nic),
+    **p.DRIVES,
+}
+
+ALLOWED_DECLARATIONS: tuple[Row, ...] = (
+    ("GET", "/version"),
+    ("GET", "/nodes"),
+    ("GET", "/cluster/resources", {"type": p.one_of("vm", "storage", "node", "sdn")}),
+    ("GET", "/cluster/status"),
+    ("GET", "/cluster/nextid"),
+    ("GET", "/nodes/{node}/status"),
+    (
+        "GET",
+        "/nodes/{node}/storage",
+        {
+            "content": p.one_of("images", "rootdir", "iso", "vztmpl", "backup", "snippets", "import"),
+            "enabled": p.boolean,
+        },
+    ),
+    ("GET", "/nodes/{node}/tasks", _TASK_LISTING),
+    ("GET", "/nodes/{node}/tasks/{upid}/status"),
+    (
+        "GET",
+        "/nodes/{node}/tasks/{upid}/log",
+        {"start": p.integer(0, UNBOUNDED), "limit": p.integer(0, 50_000)},
+    ),
+    # The VM lifecycle. Creating VMs from nothing (POST /nodes/{node}/qemu, a restore among them) is not
+    # here: only the agent's own image import does that; the control plane clones templates.
+    (
+        "POST",
+        "/nodes/{node}/qemu/{vmid}/clone",
+        {
+            "newid": p.new_vmid,
+            "name": p.dns_name,
+            "pool": p.pool,
+            "description": DESCRIPTION,
+            "full": p.boolean,
+            "target": p.node,
+        },
+    ),
+    ("GET", "/nodes/{node}/qemu/{vmid}/config", {"current": p.boolean}),
+    ("POST", "/nodes/{node}/qemu/{vmid}/config", _CONFIG),
+    ("PUT", "/nodes/{node}/qemu/{vmid}/config", _CONFIG),
+    ("GET", "/nodes/{node}/qemu/{vmid}/pending"),
+    ("PUT", "/nodes/{node}/qemu/{vmid}/resize", {"disk": p.drive_key, "size": p.disk_size}),
+    (
+        "POST",
+        "/nodes/{node}/qemu/{vmid}/status/{action}",
+        {"timeout": p.integer(0, 86_400), "forceStop": p.boolean},
+    ),
+    ("GET", "/nodes/{node}/qemu/{vmid}/status/current"),
+    ("DELETE", "/nodes/{node}/qemu/{vmid}", {"purge": p.boolean, "destroy-unreferenced-disks": p.boolean}),
+    ("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces"),
+    # Draining a host: the precondition (which nodes, local disks and devices), then the migration.
+    ("GET", "/nodes/{node}/qemu/{vmid}/migrate", {"target": p.node}),
+    (
+        "POST",
+        "/nodes/{node}/qemu/{vmid}/migrate",
+        {"target": p.node, "online": p.boolean, "with-local-disks": p.boolean},
+    ),
+    # VDC pools: only fp-<slug>, and only their comment (never their members: vms, storage).
+    ("GET", "/pools", {"type": p.one_of("qemu", "lxc", "storage")}),
+    ("POST", "/pools", {"poolid": p.pool, "comment": DESCRIPTION}),
+    ("GET", "/pools/{poolid}", {"type": p.one_of("qemu", "lxc", "storage")}),
+    ("PUT", "/pools/{poolid}", {"comment": DESCRIPTION}),
+    ("DELETE", "/pools/{poolid}"),
+)
+
+ALLOWED: tuple[Route, ...] = compile_table(ALLOWED_DECLARATIONS)
+# method, path pattern below /api2/json
+ALLOWED_ROWS: tuple[tuple[str, str], ...] = tuple((route.method, route.pattern) for route in ALLOWED)
