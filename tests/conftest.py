@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
+from agent.proxy import refusals
 from devstack.net import free_port
 from devstack.world import World, WorldConfig
 from tests import addresses
@@ -67,6 +68,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         override_settings(SECRET_KEY=running.secret_key),
     ):
         yield running
+    # The world's agents run the proxy's real check: any call of the orchestrator's they refused during
+    # the run means the orchestrator and the declarations (agent/proxy/routes.py) have drifted apart.
+    logs = sorted((running.cfg.scratch / "logs").glob("agent-*.log"))
+    if refused := [line for log in logs for line in refusals(log.read_text(errors="replace").splitlines())]:
+        pytest.fail("the world's agents refused calls of the orchestrator:\n" + "\n".join(refused[:20]))
 
 
 @pytest.fixture(scope="session")
