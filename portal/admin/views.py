@@ -34,6 +34,7 @@ from portal.admin.forms import (
 )
 from portal.context import admin_view
 from portal.errors import status_of
+from portal.templatetags.sizes import size
 
 # --------------------------------------------------------------------------------- the sections
 
@@ -72,16 +73,12 @@ class Section:
         return action(f"{self.kind}.{what}")
 
 
-def _gib(mib: int) -> str:
-    return f"{mib / 1024:g} GiB"
-
-
 def _limits(p: StorageProfile) -> str:
     parts = [
         f"{label} {value}"
         for label, value in (
-            ("read MB/s", p.read_mbps),
-            ("write MB/s", p.write_mbps),
+            ("read MiB/s", p.read_mbps),
+            ("write MiB/s", p.write_mbps),
             ("read IOPS", p.read_iops),
             ("write IOPS", p.write_iops),
         )
@@ -91,7 +88,10 @@ def _limits(p: StorageProfile) -> str:
 
 
 def _of(used: int, allowed: int, unit: str = "") -> str:
-    return f"{used}{unit} of {allowed}{unit}"
+    """Used of allowed: sizes (``unit`` MiB or GiB) in binary units, counts as they are."""
+    if unit:
+        return f"{size(used, unit)} of {size(allowed, unit)}"
+    return f"{used} of {allowed}"
 
 
 SECTIONS: dict[str, Section] = {
@@ -112,7 +112,7 @@ SECTIONS: dict[str, Section] = {
             columns=(
                 Column("Name", lambda p: p.name),
                 Column("vCPUs", lambda p: p.vcpus),
-                Column("Memory", lambda p: _gib(p.memory_mib)),
+                Column("Memory", lambda p: size(p.memory_mib, "MiB")),
                 Column("CPU type", lambda p: p.cpu_type),
                 Column("Description", lambda p: p.description),
             ),
@@ -135,7 +135,13 @@ SECTIONS: dict[str, Section] = {
             columns=(
                 Column("Name", lambda p: p.name),
                 Column("Storages", lambda p: ", ".join(f"{z}: {s}" for z, s in p.storages.items())),
-                Column("Disk sizes", lambda p: f"{p.min_gb} to {p.max_gb} GiB (default {p.default_gb})"),
+                Column(
+                    "Disk sizes",
+                    lambda p: (
+                        f"{size(p.min_gb, 'GiB')} to {size(p.max_gb, 'GiB')} "
+                        f"(default {size(p.default_gb, 'GiB')})"
+                    ),
+                ),
                 Column("Bus / format", lambda p: f"{p.bus} / {p.format}"),
                 Column("I/O limits", _limits),
             ),
@@ -158,7 +164,7 @@ SECTIONS: dict[str, Section] = {
                 Column("Name", lambda i: i.name),
                 Column("OS", lambda i: i.os_family),
                 Column("User", lambda i: i.default_user),
-                Column("Smallest disk", lambda i: f"{i.min_disk_gb} GiB"),
+                Column("Smallest disk", lambda i: size(i.min_disk_gb, "GiB")),
                 Column("Source", lambda i: i.source_url),
             ),
             on_delete="It leaves the catalog: no new VM can use it. VMs made from it keep running, and "
@@ -203,8 +209,8 @@ SECTIONS: dict[str, Section] = {
                 Column("Zones", lambda u: ", ".join(u.vdc.zones) or "none"),
                 Column("VMs", lambda u: _of(u.usage.vms, u.vdc.quota_vms)),
                 Column("vCPUs", lambda u: _of(u.usage.vcpus, u.vdc.quota_vcpus)),
-                Column("Memory", lambda u: _of(u.usage.memory_mib, u.vdc.quota_memory_mib, " MiB")),
-                Column("Disk", lambda u: _of(u.usage.disk_gb, u.vdc.quota_disk_gb, " GiB")),
+                Column("Memory", lambda u: _of(u.usage.memory_mib, u.vdc.quota_memory_mib, "MiB")),
+                Column("Disk", lambda u: _of(u.usage.disk_gb, u.vdc.quota_disk_gb, "GiB")),
             ),
             on_delete="Its Proxmox pool is deleted in each of its zones. It is refused while the VDC "
             "has VMs.",
@@ -287,7 +293,7 @@ def section_list(request: HttpRequest, ctx: Context, kind: str) -> HttpResponse:
     rows = [
         {
             "ident": section.ident(obj),
-            "cells": [column.value(obj) for column in section.columns],
+            "cells": [(column.header, column.value(obj)) for column in section.columns],
             "edit": section.url("edit", section.ident(obj)),
             "delete": section.url("delete", section.ident(obj)),
         }

@@ -68,7 +68,7 @@ def test_a_bad_value_is_said_next_to_its_field_and_keyboard_only_works(page: Pag
     page.get_by_label("Name").press("Enter")
     name = page.get_by_label("Name")
     expect(name).to_have_attribute("aria-invalid", "true")
-    expect(name).to_have_accessible_description(re.compile("is not a lowercase name"))
+    expect(name).to_have_accessible_description(re.compile("is not a catalog name"))
 
 
 def test_alice_finds_no_admin_area(page: Page, login: LoginFn) -> None:
