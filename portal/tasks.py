@@ -40,6 +40,7 @@ def update(task: Task, log_from: int) -> dict[str, Any]:
         "type": "task",
         "status": state_of(task),
         "kind": task.kind,
+        "title": task.title,
         "host": task.node,
         "progress": task.progress,
         # Proxmox's exit status once ended: OK, WARNINGS: n, or its error message.
@@ -69,4 +70,5 @@ def task_page(request: HttpRequest, ctx: Context, task_id: str) -> HttpResponse:
         if not task.running:
             response["HX-Trigger"] = ENDED_EVENT
         return response
-    return render(request, "portal/tasks/task.html", context)
+    # The page names the VM (the polling fragment does not: it costs a read of the zones).
+    return render(request, "portal/tasks/task.html", {**context, "vm_name": tasks.vm_name(ctx, task)})

@@ -37,7 +37,15 @@ class Task(graphene.ObjectType):
     zone = graphene.String(required=True)
     host = graphene.String(required=True, description="The host the task runs on (its Proxmox node).")
     type = graphene.String(required=True, description="Proxmox's task type: qmclone, qmstart, qmdestroy, ...")
+    title = graphene.String(
+        required=True,
+        description="What it does, in words: Start, Clone, Resize, Migrate, ... (Proxmox's type when no "
+        "word is known for it).",
+    )
     virtual_machine_id = graphene.ID(description="The VM it acts on (<zone>/<vmid>), if it acts on one.")
+    virtual_machine_name = graphene.String(
+        description="The name of the VM it acts on, while that VM exists (null once it was deleted)."
+    )
     status = graphene.Field(TaskStatus, required=True)
     progress = graphene.Float(
         description="0 to 1: 1 once ended; while running, the last percentage Proxmox logged (null if none)."
@@ -60,6 +68,15 @@ class Task(graphene.ObjectType):
     @staticmethod
     def resolve_type(task: TaskModel, info: graphene.ResolveInfo) -> str:
         return task.kind
+
+    @staticmethod
+    def resolve_title(task: TaskModel, info: graphene.ResolveInfo) -> str:
+        return task.title
+
+    @staticmethod
+    @domain_errors
+    def resolve_virtual_machine_name(task: TaskModel, info: graphene.ResolveInfo) -> str | None:
+        return tasks.vm_name(info.context.flexplane, task)
 
     @staticmethod
     def resolve_virtual_machine_id(task: TaskModel, info: graphene.ResolveInfo) -> str | None:
@@ -108,7 +125,8 @@ class Query(graphene.ObjectType):
         description="The latest tasks acting on VMs, newest first. Scoped like virtualMachines: the VDC "
         "named by the FlexPlane-VDC-ID header (its members and ADMIN); without it, the caller's VDCs "
         "(ADMIN: every VDC). Needs USER or ADMIN. With vm, that VM's tasks: another VDC's VM is NOT_FOUND, "
-        "exactly like a missing one. One Proxmox call per host that holds the VMs, in parallel; a zone or "
+        "exactly like a missing one. One Proxmox call per host of the zones that hold the VMs (a VM's "
+        "tasks are on whichever host ran them: a migrated VM keeps its history), in parallel; a zone or "
         "host that does not answer is left out, with an UNAVAILABLE error naming it. Tasks of deleted VMs "
         "are not listed (Proxmox's task list does not say whose VM a freed VMID was); the ids the "
         "mutations answered for them stay readable with task(id). The log (and the progress of a running "

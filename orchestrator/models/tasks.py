@@ -1,4 +1,8 @@
-"""Proxmox tasks (workers with a UPID): a clone, a start, a delete... as their status and log say."""
+"""Proxmox tasks (workers with a UPID): a clone, a start, a delete... as their status and log say.
+
+A task is shown by what it does in words (:data:`TITLES`: ``qmstart`` is "Start"), in the API
+(``Task.title``) and the portal alike; its Proxmox type stays readable as ``kind``.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +26,38 @@ _UPID = re.compile(
     r"UPID:(?P<node>[a-zA-Z0-9][a-zA-Z0-9.-]*):(?P<pid>[0-9A-Fa-f]{8}):(?P<pstart>[0-9A-Fa-f]{8,9})"
     r":(?P<starttime>[0-9A-Fa-f]{8}):(?P<type>[^:]+):(?P<id>[^:]*):(?P<user>[^:]+):"
 )
+
+
+# What a Proxmox task type does, in words: the one table the API and the portal show tasks by.
+TITLES: dict[str, str] = {
+    "qmcreate": "Create",
+    "qmclone": "Clone",
+    "qmconfig": "Configure",
+    "resize": "Resize",
+    "qmstart": "Start",
+    "qmstop": "Stop",
+    "qmshutdown": "Shut down",
+    "qmreboot": "Reboot",
+    "qmreset": "Reset",
+    "qmsuspend": "Suspend",
+    "qmresume": "Resume",
+    "qmigrate": "Migrate",
+    "qmmove": "Move disk",
+    "qmdestroy": "Delete",
+    "qmtemplate": "Make template",
+    "qmsnapshot": "Snapshot",
+    "qmdelsnapshot": "Delete snapshot",
+    "qmrollback": "Roll back",
+    "vzdump": "Back up",
+    "qmrestore": "Restore",
+    "download": "Download image",
+    "imgcopy": "Copy image",
+}
+
+
+def title_of(kind: str) -> str:
+    """The task type in words; one this table does not know, as Proxmox names it."""
+    return TITLES.get(kind, kind)
 
 
 @dataclass(frozen=True)
@@ -98,12 +134,20 @@ class Task(models.Model):
     progress = models.FloatField(null=True)
     # The task's log lines; None when they were not read.
     log = models.JSONField(null=True, default=None)
+    # The VDC of the VM it acts on (its id says), and that VM's name ("" until it is read).
+    vdc = models.CharField(max_length=63, blank=True)
+    vm_name = models.CharField(max_length=63, blank=True)
 
     class Meta:
         managed = False
 
     def __str__(self) -> str:
         return self.upid
+
+    @property
+    def title(self) -> str:
+        """What it does, in words ("Start", "Clone", ...)."""
+        return title_of(self.kind)
 
     @property
     def running(self) -> bool:

@@ -9,12 +9,14 @@ deleted stays readable by its VDC. It holds no time either (and no random nonce:
 from what it encrypts): one task of one VDC has one id, whether a mutation answered it or a listing
 showed it, so a client can tell the tasks it follows apart from new ones.
 
-A listing (:func:`recent_tasks`) reads ``/nodes/{node}/tasks`` of each node that hosts the VMs in
-scope, once per node and in parallel, and keeps the tasks of those VMs. It cannot keep the tasks of
-VMs deleted since: Proxmox's task list names a task's node, type, VMID and user, nothing more, and a
-deleted VM's tags and pool membership go with it (the orchestrator keeps no record of its own), so
-nothing says whose a freed VMID's tasks were; its next guest may be another VDC's. The ids a
-mutation answered for them stay readable with :func:`get_task`.
+A listing (:func:`recent_tasks`) reads ``/nodes/{node}/tasks`` of every node of each zone that holds
+the VMs in scope, once per node and in parallel, and keeps the tasks of those VMs: a VM's tasks are
+on whichever node ran them, so a VM migrated keeps its history (its earlier tasks are on the node it
+left). Each task carries its VM's name, as the zone's ``/cluster/resources`` says it now. A listing
+cannot keep the tasks of VMs deleted since: Proxmox's task list names a task's node, type, VMID and
+user, nothing more, and a deleted VM's tags and pool membership go with it (the orchestrator keeps no
+record of its own), so nothing says whose a freed VMID's tasks were; its next guest may be another
+VDC's. The ids a mutation answered for them stay readable with :func:`get_task`.
 
 Following a task a write started to its end (:func:`run`) is here too: the id it answers with is this
 module's to make. The zone's Proxmox itself is ``sources.proxmox.ZoneApi`` (``inventory.zone_api``).
@@ -29,6 +31,7 @@ import json
 import re
 import time
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from cryptography.exceptions import InvalidTag
@@ -42,7 +45,14 @@ from orchestrator.models.tasks import Task, Upid
 from orchestrator.models.vms import parse_vm_id, vdc_in
 from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
-from orchestrator.sources.proxmox import TaskEntry, ZoneApi, ZoneTargets, is_lock_message, proxmox
+from orchestrator.sources.proxmox import (
+    ClusterResources,
+    TaskEntry,
+    ZoneApi,
+    ZoneTargets,
+    is_lock_message,
+    proxmox,
+)
 
 # What the key of task ids is derived for (HKDF's info): another use of the secret key gets another key.
 _KEY_INFO = b"flexplane.orchestrator.task-id.v1"
@@ -192,32 +202,44 @@ def get_task(ctx: Context, task_id: str) -> Task:
     except NotFound:
         raise NotFound("task", task_id) from None
     try:
-        return read_task(api, task_id, upid, log=True)
+        task = read_task(api, task_id, upid, log=True)
     except NotFound:
         raise NotFound("task", task_id) from None
+    task.vdc = vdc
+    return task
 
 
-# Tasks that end a VMID's stay on a node: its guest was destroyed there, or left it.
-END_OF_STAY = frozenset({"qmdestroy", "qmigrate"})
+# Tasks that end a VMID's life in its zone: its guest was destroyed there (on whichever node).
+END_OF_LIFE = frozenset({"qmdestroy"})
 
 
 def of_the_guests_now(upids: Iterable[Upid], vmids: Collection[int]) -> list[Upid]:
-    """The tasks, among one node's, of the guests that hold these VMIDs on it now.
+    """The tasks, among those of a zone's nodes, of the guests that hold these VMIDs now.
 
-    Proxmox gives a new guest the lowest free VMID, so a node's task list may hold the tasks of an
-    earlier guest of the same number, of another VDC maybe. The last destroy of a VMID on the node (or
-    its last migration away) ends what was its: that task and every one before it are left out.
+    Proxmox gives a new guest the lowest free VMID, so the task lists may hold the tasks of an earlier
+    guest of the same number, of another VDC maybe. A destroy of a VMID ends what was its: only the
+    tasks surely started after every destroy of their VMID are kept (:func:`_after`). A migration ends
+    nothing: the guest's tasks on the node it left are still its own.
     """
     mine: list[tuple[int, Upid]] = []
-    ends: dict[int, tuple[datetime, int]] = {}
+    ends: dict[int, list[Upid]] = {}
     for upid in upids:
         vmid = upid.vmid
         if vmid is None or vmid not in vmids:
             continue
         mine.append((vmid, upid))
-        if upid.kind in END_OF_STAY:
-            ends[vmid] = max(upid.sequence, ends.get(vmid, upid.sequence))
-    return [upid for vmid, upid in mine if vmid not in ends or upid.sequence > ends[vmid]]
+        if upid.kind in END_OF_LIFE:
+            ends.setdefault(vmid, []).append(upid)
+    return [upid for vmid, upid in mine if all(_after(upid, end) for end in ends.get(vmid, ()))]
+
+
+def _after(task: Upid, other: Upid) -> bool:
+    """Whether ``task`` surely started after ``other``: on one node, by start and then by the worker's
+    start; across nodes by start alone, in whole seconds (in the same second, which came first cannot
+    be told, and another VDC's task must not show: it is not after)."""
+    if task.node == other.node:
+        return task.sequence > other.sequence
+    return task.started_at > other.started_at
 
 
 # --------------------------------------------------------------------------- listings
@@ -230,8 +252,17 @@ MAX_TASKS = 100
 NODE_TASKS = 200
 VM = "virtual machine"
 
-# (zone, node) -> VMID -> the VDC of the VM that holds it there now
-Owners = dict[tuple[str, str], dict[int, str]]
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a VMID in a zone now: the VM's VDC and its name."""
+
+    vdc: str
+    name: str
+
+
+# zone -> VMID -> the VM that holds it now
+Owners = dict[str, dict[int, Owner]]
 # (zone, node) -> the VMID whose tasks alone to list there (None: every task of the node)
 Listings = dict[tuple[str, str], int | None]
 
@@ -241,44 +272,64 @@ def recent_tasks(ctx: Context, *, first: int | None = None, vm: str | None = Non
 
     The scope is that of ``vms.list_vms``: the request's VDC, else the caller's VDCs (ADMIN: all); with
     ``vm``, that VM alone, which must be one the caller may see (``NotFound`` otherwise, exactly as for
-    one that does not exist). Each node that hosts the VMs is read once, in parallel under the zone
-    deadline; a zone or node that does not answer is reported on ``ctx`` (the list is then partial).
+    one that does not exist). Every node of each zone that holds the VMs is read once (a node that is
+    not online is read only when it hosts one of them: it holds the history of none other that could
+    be read), in parallel under the zone deadline; a zone or node that does not answer is reported on
+    ``ctx`` (the list is then partial).
     """
     size = DEFAULT_TASKS if first is None else first
     if not 1 <= size <= MAX_TASKS:
         raise ValidationFailed("first", f"'first' must be between 1 and {MAX_TASKS}")
     visible = access.visible_vdcs(ctx)
-    listings: Listings
     if vm is None:
-        owners = _owners(ctx, visible)
-        listings = dict.fromkeys(owners)
+        resources = inventory.zone_resources(ctx).resources
+        owners, hosting = _owners(resources, visible)
+        wanted: dict[str, int | None] = dict.fromkeys(owners)
     else:
-        zone, node, vmid, vdc = _visible_vm(ctx, vm, visible)
-        owners = {(zone, node): {vmid: vdc}}
-        listings = {(zone, node): vmid}
-    found = [
-        pair
-        for (zone, node), listing in _node_listings(ctx, listings).items()
-        for pair in _tasks_of(zone, owners[zone, node], listing)
-    ]
+        zone, vmid, read = _visible_vm(ctx, vm, visible)
+        resources = {zone: read}
+        owners, hosting = _owners(resources, visible, vmid)
+        wanted = {zone: vmid}
+    listings: Listings = {
+        (zone, node.node): only
+        for zone, only in wanted.items()
+        for node in resources[zone].nodes
+        if node.online or (zone, node.node) in hosting
+    }
+    listings.update({key: wanted[key[0]] for key in hosting})  # a node the zone did not report too
+    by_zone: dict[str, dict[Upid, TaskEntry]] = {}
+    for (zone, _node), listing in _node_listings(ctx, listings).items():
+        entries = by_zone.setdefault(zone, {})
+        entries.update({upid: entry for entry in listing if (upid := Upid.parse(entry.upid)) is not None})
+    found = [pair for zone, entries in by_zone.items() for pair in _tasks_of(zone, owners[zone], entries)]
     # Newest first: by start (whole seconds), then, on one node, by the worker's start.
     found.sort(key=lambda pair: (pair[0].started_at, pair[0].node, pair[0].pstart), reverse=True)
     return [task for _, task in found[:size]]
 
 
-def _owners(ctx: Context, visible: frozenset[str] | None) -> Owners:
-    """Where the visible VDCs' VMs are, from the request's ``/cluster/resources`` (one call per zone)."""
+def _owners(
+    resources: dict[str, ClusterResources], visible: frozenset[str] | None, vmid: int | None = None
+) -> tuple[Owners, set[tuple[str, str]]]:
+    """Who holds each VMID of the visible VDCs' VMs (``vmid``'s alone, if given), per zone, and the
+    nodes that host them, from the zones' ``/cluster/resources``."""
     owners: Owners = {}
-    for zone, guests in inventory.zone_resources(ctx).guests.items():
-        for guest in guests:
+    hosting: set[tuple[str, str]] = set()
+    for zone, read in resources.items():
+        for guest in read.vms:
+            if vmid is not None and guest.vmid != vmid:
+                continue
             vdc = vdc_in(guest.tags)
-            if vdc is not None and (visible is None or vdc in visible) and guest.node:
-                owners.setdefault((zone, guest.node), {})[guest.vmid] = vdc
-    return owners
+            if vdc is not None and (visible is None or vdc in visible):
+                owners.setdefault(zone, {})[guest.vmid] = Owner(vdc, guest.name)
+                if guest.node:
+                    hosting.add((zone, guest.node))
+    return owners, hosting
 
 
-def _visible_vm(ctx: Context, ident: str, visible: frozenset[str] | None) -> tuple[str, str, int, str]:
-    """``(zone, node, vmid, vdc)`` of a VM the caller may see, read live from its zone (one call)."""
+def _visible_vm(
+    ctx: Context, ident: str, visible: frozenset[str] | None
+) -> tuple[str, int, ClusterResources]:
+    """``(zone, vmid, its zone's /cluster/resources)`` of a VM the caller may see, read live (one call)."""
     parsed = parse_vm_id(ident)
     if parsed is None:
         raise NotFound(VM, ident)
@@ -287,10 +338,11 @@ def _visible_vm(ctx: Context, ident: str, visible: frozenset[str] | None) -> tup
         api = inventory.zone_api(ctx, zone)
     except NotFound:
         raise NotFound(VM, ident) from None
-    guest = api.resources("vm").vm(vmid)
+    read = api.resources()
+    guest = read.vm(vmid)
     vdc = vdc_in(guest.tags) if guest is not None else None
     if guest is not None and vdc is not None and (visible is None or vdc in visible) and guest.node:
-        return zone, guest.node, vmid, vdc
+        return zone, vmid, read
     raise NotFound(VM, ident)
 
 
@@ -320,16 +372,31 @@ def _node_listings(ctx: Context, listings: Listings) -> dict[tuple[str, str], li
     return {nodes[key]: listing for key, listing in fan.results.items()}
 
 
-def _tasks_of(zone: str, owners: dict[int, str], listing: list[TaskEntry]) -> list[tuple[Upid, Task]]:
-    """The tasks of one node's listing that act on the guests holding ``owners``' VMIDs there now."""
-    entries = {upid: entry for entry in listing if (upid := Upid.parse(entry.upid)) is not None}
+def _tasks_of(zone: str, owners: dict[int, Owner], entries: dict[Upid, TaskEntry]) -> list[tuple[Upid, Task]]:
+    """The tasks, among a zone's nodes' listings, that act on the guests holding ``owners``' VMIDs now."""
     # Not those of an earlier guest of the same VMID (another VDC's, maybe): they are not the VDC's.
     kept: list[tuple[Upid, Task]] = []
     for upid in of_the_guests_now(entries, owners):
         if upid.vmid is not None:  # always: these are tasks of the owners' VMIDs
-            task_id = encode_task_id(zone, upid.raw, owners[upid.vmid])
-            kept.append((upid, Task.from_status(task_id, zone, upid, entries[upid].status)))
+            owner = owners[upid.vmid]
+            task = Task.from_status(
+                encode_task_id(zone, upid.raw, owner.vdc), zone, upid, entries[upid].status
+            )
+            task.vdc, task.vm_name = owner.vdc, owner.name
+            kept.append((upid, task))
     return kept
+
+
+def vm_name(ctx: Context, task: Task) -> str | None:
+    """The name of the VM a task acts on, if it still holds the task's VMID in the task's VDC (one
+    ``/cluster/resources`` per zone and request, shared with every other reader of it)."""
+    if task.vm_name or task.vmid is None or not task.vdc:
+        return task.vm_name or None
+    guests = inventory.zone_resources(ctx).guests.get(task.zone, ())
+    guest = next((g for g in guests if g.vmid == task.vmid), None)
+    if guest is not None and vdc_in(guest.tags) == task.vdc:
+        task.vm_name = guest.name
+    return task.vm_name or None
 
 
 def task_log(ctx: Context, task: Task) -> list[str]:

@@ -28,7 +28,7 @@
 
   function show(element, message) {
     element.dataset.taskState = message.status;
-    setText(element, "kind", message.kind || "");
+    setText(element, "title", message.title || message.kind || "");
     setText(element, "status", statusText(message));
     const status = field(element, "status");
     if (status) {

@@ -22,7 +22,12 @@ STATUS_LINE = re.compile(r'<li data-vm-status="([^"]+)">(.*?)</li>', re.S)
 STATUS_LINK = re.compile(r'<a [^>]*href="([^"]+)">')
 COUNT = re.compile(r"<span>(\d+)</span>")
 BUSY = re.compile(r'data-vm-busy="([^"]+)">(\d+) busy')
-TASK_LIST = re.compile(r"^/nodes/[^/]+/tasks$")
+TASK_LIST = re.compile(r"^/nodes/[^/]+/tasks\Z")
+# The dashboard's newest task row: the task's link text and the VM cell.
+TASK_ROW = re.compile(
+    r'<tr [^>]*data-task-row.*?href="/vdc/demo/tasks/[^"]+/">([^<]+)</a></td>\s*<td[^>]*>(.*?)</td>', re.S
+)
+HISTORY_TITLE = re.compile(r'<tr [^>]*data-task-row>.*?href="/vdc/demo/tasks/[^"]+/">([^<]+)</a>', re.S)
 ROW_NAME = re.compile(r'<th scope="row"[^>]*><a [^>]*>([^<]+)</a></th>')
 DB_1 = "zone-a/101"  # devstack/seed.py: alice's VM on pve2, stopped
 
@@ -94,6 +99,20 @@ def proxmox_reads(world: World) -> dict[tuple[str, str], int]:
     }
 
 
+def words(fragment: str) -> str:
+    """An HTML fragment's text, its tags and runs of white space each one space."""
+    return " ".join(re.sub(r"<[^>]+>", " ", fragment).split())
+
+
+def zone_nodes(world: World, zones: set[str]) -> set[tuple[str, str]]:
+    """Every node of these zones, as the fakes hold them (a VM's tasks may be on any of them)."""
+
+    def read(pve: Any) -> set[str]:
+        return set(pve.nodes)
+
+    return {(zone, node) for zone in zones for node in world.fakes.on_loop(read, world.fakes[zone].pve)}
+
+
 def demo_nodes(world: World) -> set[tuple[str, str]]:
     """The nodes that host VDC demo's VMs, as the fakes hold them."""
 
@@ -112,7 +131,7 @@ def test_the_dashboards_recent_tasks_are_the_apis(
     assert TASK_LINK.findall(page.text) == api_task_ids(api, first=10)
 
 
-def test_the_dashboard_reads_each_zone_once_and_each_node_hosting_the_vdcs_vms_once(
+def test_the_dashboard_reads_each_zone_once_and_each_node_of_the_zones_holding_the_vdcs_vms_once(
     world: World, api: GraphQL, alice: requests.Session
 ) -> None:
     bounce(api)
@@ -123,7 +142,8 @@ def test_the_dashboard_reads_each_zone_once_and_each_node_hosting_the_vdcs_vms_o
     resources = {key: n for key, n in read.items() if key[1] == "/cluster/resources"}
     task_lists = {key: n for key, n in read.items() if key[1] != "/cluster/resources"}
     assert resources == {(zone, "/cluster/resources"): 1 for zone in world.fakes.zones}
-    assert task_lists == {(zone, f"/nodes/{node}/tasks"): 1 for zone, node in demo_nodes(world)}
+    zones = {zone for zone, _ in demo_nodes(world)}
+    assert task_lists == {(zone, f"/nodes/{node}/tasks"): 1 for zone, node in zone_nodes(world, zones)}
 
 
 def test_a_vms_page_lists_its_tasks_as_the_api_does(
@@ -134,6 +154,32 @@ def test_a_vms_page_lists_its_tasks_as_the_api_does(
     shown = TASK_LINK.findall(page.text)
     assert shown == api_task_ids(api, first=10, vm=DB_1)
     assert len(shown) >= 2
+
+
+def test_tasks_are_shown_in_words_with_their_vms_name(
+    world: World, api: GraphQL, alice: requests.Session
+) -> None:
+    bounce(api)
+    dashboard = get(alice, world, "/vdc/demo/").text
+    row = TASK_ROW.search(dashboard)
+    assert row is not None, dashboard[:2000]
+    link, vm = html.unescape(row.group(1)), html.unescape(words(row.group(2)))
+    assert (link, vm) == ("Stop", "db-1 (zone-a/101)")
+    assert ">qmstop<" not in dashboard
+    history = get(alice, world, "/vdc/demo/vms/zone-a/101/").text
+    assert [html.unescape(t) for t in HISTORY_TITLE.findall(history)][:2] == ["Stop", "Start"]
+    task_id = api_task_ids(api, first=1, vm=DB_1)[0]
+    page = get(alice, world, f"/vdc/demo/tasks/{task_id}/").text
+    heading = re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S)
+    assert heading is not None
+    assert re.sub(r"<[^>]+>|\s+", " ", heading.group(1)).split() == [
+        "Stop",
+        "of",
+        "VM",
+        "db-1",
+        "(zone-a/101)",
+    ]
+    assert '<span data-task-field="title">Stop</span>' in page
 
 
 def test_each_status_count_leads_to_the_list_of_exactly_those_vms(

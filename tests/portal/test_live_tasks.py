@@ -121,6 +121,7 @@ def test_a_running_task_streams_its_progress_until_it_succeeds(world: World, api
     assert received[-1]["status"] == "succeeded"
     assert received[-1]["result"] == "OK"
     assert received[-1]["kind"] == "qmstart"
+    assert received[-1]["title"] == "Start"
     log = [line for message in received for line in message["log"]]
     assert log[-1] == "TASK OK"
     assert answer["task"]["id"] == task_id

@@ -7,12 +7,13 @@ from typing import Any
 
 from devstack.world import World
 from orchestrator.services.tasks import decode_task_id
+from tests.orchestrator.graphql.test_hosts import DRAIN, by_vmid, ended, guests, mutate, uncordoned_after
 from tests.support import Answer, GraphQL
 from tests.vmkit import act, create, fake_vm, forget, ok, restore
 
 TASKS = """query($first: Int, $vm: ID) { tasks(first: $first, vm: $vm) {
-  id zone host type virtualMachineId status result startedAt endedAt } }"""
-TASK = "query($id: ID!) { task(id: $id) { id type status virtualMachineId } }"
+  id zone host type title virtualMachineId virtualMachineName status result startedAt endedAt } }"""
+TASK = "query($id: ID!) { task(id: $id) { id type title status virtualMachineId virtualMachineName } }"
 DB_1 = "zone-a/101"  # devstack/seed.py: alice's VMs: db-1 on pve2, stopped
 WEB_1 = "zone-a/100"  # and web-1 on pve1, running
 
@@ -60,12 +61,15 @@ def test_a_vdcs_tasks_come_newest_first_with_the_ids_the_mutations_answered(api:
     assert starts == sorted(starts, reverse=True)
     latest = tasks[ids.index(stopped)]
     assert latest["type"] == "qmstop"
+    assert (latest["title"], latest["virtualMachineName"]) == ("Stop", "db-1")
+    assert tasks[ids.index(started)]["title"] == "Start"
     assert latest["virtualMachineId"] == DB_1
     assert (latest["zone"], latest["host"]) == ("zone-a", "pve2")
     assert latest["status"] == "SUCCEEDED"
     assert latest["result"] == "OK"
     assert latest["endedAt"] is not None
-    assert api(TASK, user="alice", vdc="demo", variables={"id": stopped}).data["task"]["type"] == "qmstop"
+    task = api(TASK, user="alice", vdc="demo", variables={"id": stopped}).data["task"]
+    assert (task["type"], task["title"], task["virtualMachineName"]) == ("qmstop", "Stop", "db-1")
 
 
 def test_every_task_listed_acts_on_a_vm_of_the_vdc(api: GraphQL) -> None:
@@ -143,6 +147,7 @@ def test_a_deleted_vms_tasks_leave_the_list_and_stay_readable_by_id(
     assert api(TASKS, user="alice", vdc="demo", variables={"vm": vm["id"]}).codes == ["NOT_FOUND"]
     task = api(TASK, user="alice", vdc="demo", variables={"id": deleted}).data["task"]
     assert (task["type"], task["status"], task["virtualMachineId"]) == ("qmdestroy", "SUCCEEDED", vm["id"])
+    assert (task["title"], task["virtualMachineName"]) == ("Delete", None)  # the VM is gone, its name too
 
 
 def test_a_vmid_taken_over_by_another_vdcs_vm_does_not_bring_the_earlier_guests_tasks(
@@ -169,6 +174,64 @@ def test_a_vmid_taken_over_by_another_vdcs_vm_does_not_bring_the_earlier_guests_
         ident = f"{zone}/{vmid}"
         assert fake_vm(world, ident) is not None
         # Alice's tasks of that VMID are still in the node's list, ending with its destroy.
+        assert listed(api, "bob", "other", vm=ident) == []
+        assert upid(alices) not in upids(listed(api, "bob", "other", first=100))
+    finally:
+        forget(world, zone, vmid)
+
+
+def test_a_migrated_vm_keeps_its_earlier_tasks(api: GraphQL, world: World) -> None:
+    """Its tasks before the migration are on the host it left: they stay in its history and the VDC's."""
+    ident = "zone-b/4301"
+    with (
+        guests(world, "zone-b", "pve3", (4301, "stopped", 1024, "demo")),
+        uncordoned_after(api, "zone-b", "pve3"),
+    ):
+        started = ok(act(api, "alice", "startVirtualMachine", ident))["task"]["id"]
+        stopped = ok(act(api, "alice", "stopVirtualMachine", ident))["task"]["id"]
+        assert mutate(api, DRAIN, zone="zone-b", host="pve3")["errors"] == []
+        moved = by_vmid(ended(api, "zone-b", "pve3"))[4301]
+        assert moved["state"] == "MOVED"
+        again = ok(act(api, "alice", "startVirtualMachine", ident))["task"]["id"]
+
+        history = listed(api, "alice", "demo", vm=ident)
+        by_id = {task["id"]: task for task in history}
+        assert {started, stopped, moved["taskId"], again} <= set(by_id)
+        assert [by_id[i]["title"] for i in (started, stopped, moved["taskId"], again)] == [
+            "Start",
+            "Stop",
+            "Migrate",
+            "Start",
+        ]
+        assert (by_id[started]["host"], by_id[again]["host"]) == ("pve3", moved["target"])
+        assert {task["virtualMachineName"] for task in history} == {"drain-4301"}
+        assert {started, stopped} <= {task["id"] for task in listed(api, "alice", "demo", first=100)}
+
+
+def test_a_vmid_taken_on_another_host_does_not_bring_the_earlier_guests_tasks(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    """Every host of the zone is read now: a freed VMID's tasks on the host its first guest was on must
+    not come to the next guest, another VDC's, on another host."""
+    created = ok(create(api, "alice", "demo", name=vm_name("elsewhere")))
+    vm = created["virtualMachine"]
+    zone, vmid = vm["zone"], int(vm["id"].split("/")[1])
+    alices = ok(act(api, "alice", "stopVirtualMachine", vm["id"]))["task"]["id"]
+    ok(act(api, "alice", "deleteVirtualMachine", vm["id"]))
+    pve = world.fakes[zone].pve
+    other_host = next(node for node in ("pve1", "pve2", "pve3") if node != vm["host"])
+    world.fakes.on_loop(
+        lambda: pve.add_vm(
+            vmid,
+            vm_name("after"),
+            node=other_host,
+            status="stopped",
+            config={"cores": 1, "memory": 512, "tags": "fp-vdc-other"},
+            pool="fp-other",
+        )
+    )
+    try:
+        ident = f"{zone}/{vmid}"
         assert listed(api, "bob", "other", vm=ident) == []
         assert upid(alices) not in upids(listed(api, "bob", "other", first=100))
     finally:
