@@ -19,7 +19,7 @@ from devstack import seed
 from devstack.world import World
 from orchestrator.models.zones import host_ident
 from orchestrator.services import catalog, hosts
-from orchestrator.sources.kube import config_map_body, config_map_name
+from orchestrator.sources.kube import config_map, config_map_name
 from tests.portal.support import csrf_token, login
 from tests.support import GraphQL
 
@@ -311,13 +311,9 @@ def test_a_new_profile_is_allowed_in_vdcs_from_its_form_and_its_deletion_names_a
     vdcs: list[str] = []
     try:
         for ident in ("portal-offer-a", "portal-offer-b"):
-            made = _post(
-                admin,
-                world,
-                "/admin/vdcs/new/",
-                {"id": ident, "zones": ["zone-a"], "quota_vcpus": 1, "quota_memory_mib": 1024}
-                | {"quota_disk_gb": 10, "quota_vms": 1},
-            )
+            fields: dict[str, object] = {"id": ident, "zones": ["zone-a"], "quota_vcpus": 1}
+            fields.update(quota_memory_mib=1024, quota_disk_gb=10, quota_vms=1)
+            made = _post(admin, world, "/admin/vdcs/new/", fields)
             assert made.status_code == 302, made.text[:2000]
             vdcs.append(ident)
 
@@ -384,7 +380,7 @@ def write_drain(world: World, node: str, state: str, moved: int, total: int = 2)
     ]
     drain = hosts.HostDrain("zone-a", node, state, vms, "admin", started, started, "test", started)
     ident = host_ident("zone-a", node)
-    body = config_map_body(hosts.DRAIN, ident, drain.to_spec(), labels={catalog.ZONE_LABEL: "zone-a"})
+    body = config_map(hosts.DRAIN, ident, drain.to_spec(), labels={catalog.ZONE_LABEL: "zone-a"})
     name = config_map_name(hosts.DRAIN, ident)
     try:
         core.replace_namespaced_config_map(name, seed.NAMESPACE, body)

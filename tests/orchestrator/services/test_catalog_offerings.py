@@ -12,6 +12,7 @@ import pytest
 from orchestrator.errors import NotFound, PermissionDenied, ValidationFailed
 from orchestrator.services import catalog
 from orchestrator.services.catalog import COMPUTE_PROFILE, IMAGE, STORAGE_PROFILE, VDC, ZONE
+from orchestrator.services.context import Context
 from orchestrator.sources import kube as kube_module
 from tests.orchestrator.services.test_catalog_ids import MemoryCatalog, context
 
@@ -92,7 +93,7 @@ OFFERINGS: list[tuple[str, str, str, Callable[..., Any], dict[str, Any]]] = [
         },
     ),
 ]
-DELETES = {
+DELETES: dict[str, Callable[[Context, str], catalog.Withdrawn[Any]]] = {
     COMPUTE_PROFILE: catalog.delete_compute_profile,
     STORAGE_PROFILE: catalog.delete_storage_profile,
     IMAGE: catalog.delete_image,
