@@ -105,13 +105,13 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
             authorize(method, path, params, self.table, self.policy)
         except NotAllowed as exc:
             log.warning(
-                "%s %r %r for %s (%s): parameter %s: %s",
+                "%s parameter=%s %r %r for %s (%s): %s",
                 REFUSED,
+                exc.parameter or "-",
                 method[:16],
                 path[:200],
                 caller,
                 context.peer(),
-                exc.parameter or "-",
                 exc,
             )
             await context.abort(

@@ -181,7 +181,7 @@ def test_a_hostile_call_with_the_orchestrators_certificate_is_refused_before_pro
     assert len(new) == 1, f"{what}: {new}"
     assert REFUSED in new[0]
     assert "flexplane-orchestrator" in new[0]
-    assert f"parameter {parameter or '-'}:" in new[0]
+    assert f"parameter={parameter or '-'} " in new[0]
     refused.append(what)
 
 
