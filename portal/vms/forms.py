@@ -17,6 +17,7 @@ from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
 from orchestrator.models import VirtualMachine
 from orchestrator.services import vms
 from orchestrator.services.vms import CreateVm, VmFilter
+from portal.templatetags.sizes import size
 from portal.vms.offer import Offer, QuotaLine
 
 STATUSES = ("running", "stopped", "unknown")
@@ -37,7 +38,7 @@ def _offer(form: forms.Form, name: str, choices: Iterable[tuple[str, str]]) -> N
 
 def _profile_choices(offer: Offer) -> list[tuple[str, str]]:
     profiles = offer.compute_profiles.values()
-    return [(p.name, f"{p.name}: {p.vcpus} vCPU, {p.memory_mib} MiB") for p in profiles]
+    return [(p.name, f"{p.name}: {p.vcpus} vCPU, {size(p.memory_mib, 'MiB')}") for p in profiles]
 
 
 def show_service_error(form: forms.Form, exc: FlexPlaneError, quota: Iterable[QuotaLine] = ()) -> None:
@@ -215,7 +216,7 @@ class ResizeForm(forms.Form):
         super().__init__(data, initial={"disk_gb": round(vm.disk_gb)})
         self.offer = offer
         self.vm = vm
-        now = f"{vm.cores} vCPU, {vm.memory_mb} MiB"
+        now = f"{vm.cores} vCPU, {size(vm.memory_mb, 'MiB')}"
         keep = f"Keep the current one ({vm.compute_profile}: {now})" if vm.compute_profile else f"Keep {now}"
         _offer(self, "compute_profile", [("", keep), *_profile_choices(offer)])
         self.fields["disk_gb"].help_text = f"Now {vm.disk_gb:g} GiB. Disks only grow, never shrink."
