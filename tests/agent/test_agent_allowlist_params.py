@@ -284,15 +284,15 @@ def test_nothing_outside_the_declarations_is_ever_forwarded(
     request: tuple[str, str], params: dict[str, str]
 ) -> None:
     method, path = request
-    route = None
     try:
         route = authorize(method, path, params, policy=POLICY)
     except NotAllowed as exc:
-        named = exc.parameter
+        refusal: NotAllowed | None = exc
     else:
-        named = None
-    if named is not None or route is None:
-        assert named is None or named in params
+        refusal = None
+    if refusal is not None:
+        # A refusal names one of the request's parameters, or none when the whole request is refused.
+        assert refusal.parameter is None or refusal.parameter in params
         return
     for name, value in params.items():
         assert name in route.params
@@ -313,3 +313,26 @@ def test_no_volume_of_another_vm_is_ever_attached(
 ) -> None:
     value = ",".join([f"local-lvm:{form.format(v=other)}", *(f"{o}=1" for o in options)])
     assert refused("PUT", CONFIG, {key: value}).parameter == key
+
+
+ORCHESTRATOR_CALLS = orchestrator_calls()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    call=st.sampled_from(ORCHESTRATOR_CALLS),
+    name=st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,30}", fullmatch=True),
+    value=st.text(max_size=20),
+)
+def test_an_undeclared_parameter_added_to_any_call_of_the_orchestrator_is_refused_naming_it(
+    call: tuple[str, str, dict[str, str]], name: str, value: str
+) -> None:
+    method, path, params = call
+    route = authorize(method, path, params, policy=POLICY)
+    if name in route.params or name.lower() in (
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+    ):
+        return
+    assert refused(method, path, {**params, name: value.replace("\x00", "")}).parameter == name
