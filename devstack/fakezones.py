@@ -93,6 +93,11 @@ class Traffic:
     # (address, method, path) of the latest arrivals; ``count`` is how many arrived in all.
     arrivals: deque[tuple[str, str, str]] = field(default_factory=lambda: deque(maxlen=TRAFFIC_MEMORY))
     count: int = 0
+    # (method, path, bytes of the body) of the latest answers, as they leave (a streamed body counts 0);
+    # ``answered`` is how many left in all, ``bytes_out`` their bytes.
+    answers: deque[tuple[str, str, int]] = field(default_factory=lambda: deque(maxlen=TRAFFIC_MEMORY))
+    answered: int = 0
+    bytes_out: int = 0
     # (method, path suffix, address or None for any) -> [how many more (None: every one), seconds of
     # delay (None: drop)].
     rules: dict[tuple[str, str, str | None], list[Any]] = field(default_factory=dict)
@@ -105,6 +110,16 @@ class Traffic:
 
     def leave(self, address: str) -> None:
         self.in_flight[address] -= 1
+
+    def answer(self, method: str, path: str, size: int) -> None:
+        self.answers.append((method, path, size))
+        self.answered += 1
+        self.bytes_out += size
+
+    def answers_since(self, mark: int) -> list[tuple[str, str, int]]:
+        """The answers after ``mark`` (an earlier ``answered``) that are still remembered."""
+        fresh = min(self.answered - mark, len(self.answers))
+        return list(self.answers)[len(self.answers) - fresh :] if fresh > 0 else []
 
     def since(self, mark: int) -> list[tuple[str, str, str]]:
         """The arrivals after ``mark`` (an earlier ``count``) that are still remembered."""
@@ -184,6 +199,9 @@ class HarnessPve(FakePve):
                 await request.read()  # Proxmox has the whole request now: it handles it, come what may
                 await asyncio.sleep(delay)
             response: web.StreamResponse = await handler(request)
+            body = getattr(response, "body", None)
+            size = len(body) if isinstance(body, bytes | bytearray) else 0
+            self.traffic.answer(request.method, request.path, size)
             return response
         finally:
             self.traffic.leave(address)
@@ -217,6 +235,14 @@ class HarnessPve(FakePve):
             unopened = {"n": 1, "t": "unable to open file - No such file or directory"}
             return web.json_response({"data": [unopened]})
         return response
+
+    # Proxmox imports a new disk's import-from= as it creates it and does not keep the option in the
+    # config (qemu-server's create_disks); fakepve keeps it in the drive string, where the agent's
+    # proxy would rightly refuse it when the orchestrator writes the drive back.
+
+    def _qm_new_drive(self, vmid: Any, key: str, value: str, default: Any) -> tuple[str, list[str]]:
+        config, volumes = super()._qm_new_drive(vmid, key, value, default)
+        return ",".join(p for p in str(config).split(",") if not p.startswith("import-from=")), volumes
 
     def _routes_qemu_resize(self) -> list[tuple[str, str, Any]]:
         return [("PUT", "/nodes/{node}/qemu/{vmid}/resize", self._qemu_resize)]
@@ -283,6 +309,51 @@ class HarnessPve(FakePve):
         if self.apitokens.pop(full, None) is None:
             raise PveError(500, f"no such token '{values['tokenid']}' for user '{values['userid']}'")
         return None
+
+    # fakepve's pool members carry only id, node, name and status (and template when set). Proxmox
+    # (pve-manager's PVE/API2/Pool.pm, read_pool and the index's ``poolid``) builds each guest's entry
+    # with PVE::API2Tools::extract_vm_stats: id, vmid, node, type and status, and from the node's RRD
+    # stats uptime, name, status, template, maxcpu, cpu, maxmem, mem, maxdisk, disk, netin, netout,
+    # diskread, diskwrite (and memhost from the 9.0 RRD format). Never tags, lock, pool or hastate:
+    # /cluster/resources adds those from the guests' configs, the pool read does not.
+    _POOL_GUEST_FIELDS = (
+        "uptime",
+        "maxcpu",
+        "cpu",
+        "maxmem",
+        "mem",
+        "maxdisk",
+        "disk",
+        "netin",
+        "netout",
+        "diskread",
+        "diskwrite",
+        "memhost",
+    )
+
+    def _members(self, name: str, kind: str | None) -> list[dict[str, Any]]:
+        ids = self.pools.get(name, set())
+        vms = {vm.vmid: vm for vm in self.vms if vm.vmid in ids}
+        cts = {item["vmid"]: item for item in self.ct_resources(self.user, "vm") if item["vmid"] in ids}
+        members: list[dict[str, Any]] = []
+        for vmid in sorted(ids):
+            vm = vms.get(vmid)
+            if vm is not None and kind in (None, "qemu"):
+                online = self.nodes.get(vm.node, {}).get("online", True)
+                stats = {"status": vm.status if online else "unknown", **self._vm_usage(vm)}
+                entry = {"id": vm.guest, "vmid": vmid, "node": vm.node, "type": "qemu", "name": vm.name}
+                entry.update(status=stats["status"], template=1 if vm.template else 0)
+            elif vmid in cts and kind in (None, "lxc"):
+                stats = cts[vmid]
+                entry = {key: stats[key] for key in ("id", "vmid", "node", "type", "name", "status")}
+                entry["template"] = stats["template"]
+            else:
+                continue
+            entry.update((key, stats[key]) for key in self._POOL_GUEST_FIELDS if key in stats)
+            members.append(entry)
+        if kind in (None, "storage"):
+            members += super()._members(name, "storage")
+        return members
 
     # fakepve answers ``GET``/``POST /nodes/{node}/qemu/{vmid}/migrate`` from the schema alone and
     # moves nothing. These answer the precondition as qemu-server's migrate_vm_precondition does, and

@@ -31,6 +31,7 @@ from orchestrator.sources.proxmox.values import (
     TaskStatus,
     Template,
     UpdateOutcome,
+    parse_pool_vms,
 )
 from orchestrator.sources.proxmox.zone import VmidTaken, ZoneApi, is_lock_message
 from orchestrator.sources.qemu_config import (
@@ -70,6 +71,7 @@ __all__ = [
     "ZoneTargets",
     "cloud_init_drive",
     "is_lock_message",
+    "parse_pool_vms",
     "proxmox",
 ]
 

@@ -28,12 +28,20 @@ from agentclient import (
     ProxmoxUnreachable,
 )
 from orchestrator.errors import Unavailable, UpstreamFailure
-from orchestrator.sources.proxmox.values import AgentReport, ClusterResources
+from orchestrator.sources.proxmox.values import AgentReport, ClusterResources, Guest, parse_pool_vms
 
 T = TypeVar("T")
 
 # Proxmox's own codes for "that node is not reachable from here" (pveproxy's 595/596).
 NODE_UNREACHABLE = frozenset({595, 596})
+
+
+# How Proxmox (PVE/API2/Pool.pm) refuses to read a pool it does not have: a 500, the same on any node.
+_NO_SUCH_POOL = "does not exist"
+
+
+def _no_such_pool(exc: ProxmoxError) -> bool:
+    return exc.message.startswith("pool '") and _NO_SUCH_POOL in exc.message
 
 
 class NotSent(Unavailable):
@@ -83,8 +91,10 @@ class ProxmoxSource:
         params: dict[str, str] | None = None,
         *,
         deadline_at: float | None = None,
+        definite: Callable[[ProxmoxError], bool] | None = None,
     ) -> Any:
-        """One Proxmox call for a zone, failing over across its agents until the deadline."""
+        """One Proxmox call for a zone, failing over across its agents until the deadline; a refusal
+        ``definite`` says every node would give alike (e.g. "does not exist") is not asked again."""
         deadline_at = deadline_at if deadline_at is not None else time.monotonic() + self.deadline
         if not zone.targets:
             raise Unavailable(zone.zone, f"zone {zone.zone} has no hosts")
@@ -100,7 +110,7 @@ class ProxmoxSource:
                     target, method, path, params, timeout=min(self.call_timeout, remaining)
                 )
             except ProxmoxError as exc:
-                if not _worth_another_node(exc):
+                if not _worth_another_node(exc) or (definite is not None and definite(exc)):
                     # With its status and per-parameter messages: a 400's says what was refused.
                     raise UpstreamFailure(
                         zone.zone,
@@ -212,6 +222,36 @@ class ProxmoxSource:
             )
 
         return self.fan_out(zones, read)
+
+    def pool_members(
+        self, zones: Sequence[ZoneTargets], pools: Mapping[str, Sequence[str]]
+    ) -> FanOut[tuple[Guest, ...]]:
+        """The VMs of the pools ``pools[zone]`` in each zone (``GET /pools/{pool}?type=qemu``, one call
+        per pool, in turn), the zones in parallel, with the deadline, failover and partial answers of
+        ``cluster_resources``. Their tags and lock are not in that read (``Guest.from_pool_member``).
+        A zone without one of the pools has none of its VMs.
+        """
+
+        def read(zone: ZoneTargets, deadline_at: float) -> tuple[Guest, ...]:
+            found: list[Guest] = []
+            for pool in pools.get(zone.zone, ()):
+                try:
+                    answer = self.zone_call(
+                        zone,
+                        "GET",
+                        f"/pools/{pool}",
+                        {"type": "qemu"},
+                        deadline_at=deadline_at,
+                        definite=_no_such_pool,
+                    )
+                except UpstreamFailure as exc:
+                    if f"pool '{pool}' {_NO_SUCH_POOL}" in exc.message:
+                        continue
+                    raise
+                found += parse_pool_vms(answer, pool)
+            return tuple(found)
+
+        return self.fan_out([z for z in zones if pools.get(z.zone)], read)
 
     def agent_reports(self, agents: Mapping[str, AgentTarget]) -> FanOut[AgentReport]:
         """What each agent says about itself (GetInfo), keyed as given (e.g. ``<zone>/<node>``).

@@ -87,6 +87,39 @@ class Guest(NamedTuple):
             get("lock") or "",
         )
 
+    @classmethod
+    def from_pool_member(cls, item: Mapping[str, Any], pool: str) -> Guest:
+        """A guest of a pool's read (``GET /pools/{poolid}``). Proxmox builds it from the cluster's VM
+        stats alone (pve-manager's ``PVE::API2Tools::extract_vm_stats``): its sizes, name, status and
+        template flag, never its tags or lock, so ``tags`` and ``lock`` are empty; its pool is the one read.
+        """
+        get = item.get
+        return cls(
+            get("type") or "",
+            int(item["vmid"]),
+            get("name") or "",
+            get("node") or "",
+            get("status") or "unknown",
+            bool(get("template")),
+            "",
+            get("maxcpu") or 0,
+            get("maxmem") or 0,
+            get("maxdisk") or 0,
+            pool,
+            "",
+        )
+
+
+def parse_pool_vms(answer: Any, pool: str) -> tuple[Guest, ...]:
+    """The VMs (QEMU guests, not templates) of a pool's read; anything else in it is left out."""
+    members = answer.get("members") if isinstance(answer, dict) else None
+    guests = (
+        Guest.from_pool_member(item, pool)
+        for item in (members if isinstance(members, list) else ())
+        if isinstance(item, dict) and item.get("type") in _GUEST_KINDS and item.get("vmid") is not None
+    )
+    return tuple(g for g in guests if g.is_vm)
+
 
 @dataclass(frozen=True, slots=True)
 class NodeResource:
