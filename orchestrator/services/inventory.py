@@ -1,12 +1,18 @@
-"""The live state of every zone, read once per request (``/cluster/resources`` of each cluster), and
-the client of one zone's Proxmox, found from the catalog."""
+"""The live state of every zone, read once per request (``/cluster/resources`` of each cluster); the
+VMs of a few VDCs, read from their pools alone (``fp-<vdc>`` in each of their zones); and the client of
+one zone's Proxmox, found from the catalog.
+
+A read scoped to some VDCs (a tenant's, or any caller naming a VDC) costs what those VDCs have, not
+what the fleet has: ``vdc_guests``. Fleet-wide reads (ADMIN without a VDC, placement's view of the
+hosts) read ``zone_resources``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from orchestrator.errors import NotFound
-from orchestrator.models import Host, Zone
+from orchestrator.models import Host, Vdc, Zone
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
 from orchestrator.sources.proxmox import ClusterResources, Guest, NodeResource, ZoneApi, proxmox
@@ -44,6 +50,40 @@ def zone_resources(ctx: Context) -> ZoneResources:
         return out
 
     return ctx.memoize(("inventory", "resources"), read)
+
+
+# A read that may see at most this many VDCs reads their pools (one call per VDC and zone); one that may
+# see more reads ``/cluster/resources`` (one call per zone), which then costs less.
+POOL_READS_MAX = 4
+
+
+def pool_scoped(visible: frozenset[str] | None) -> bool:
+    """Whether a read that may see the VDCs ``visible`` (``None``: all) reads their pools."""
+    return visible is not None and len(visible) <= POOL_READS_MAX
+
+
+def vdc_guests(ctx: Context, vdc_ids: frozenset[str]) -> dict[str, tuple[tuple[str, Guest], ...]]:
+    """Per zone that answered, the VMs of the VDCs ``vdc_ids`` as ``(vdc id, guest)``: the members of
+    each VDC's pool in each of its zones, one call per VDC and zone, the zones in parallel; zones that
+    did not answer are reported on ``ctx``. A VM's VDC is its pool's: the pool read has no tags (nor
+    locks), so ``guest.tags`` and ``guest.lock`` are empty. VDCs not in the catalog have no VMs.
+    """
+
+    def read() -> dict[str, tuple[tuple[str, Guest], ...]]:
+        definitions = {v.id: v for v in catalog.objects(ctx, catalog.VDC, Vdc.from_spec) if v.id in vdc_ids}
+        pools: dict[str, list[str]] = {}
+        for vdc in definitions.values():
+            for zone in vdc.zones:
+                pools.setdefault(zone, []).append(vdc.pool)
+        fan = proxmox().pool_members(catalog.zone_targets(ctx), pools)
+        ctx.report_unavailable(list(fan.failures.values()))
+        by_pool = {vdc.pool: vdc.id for vdc in definitions.values()}
+        return {
+            zone: tuple((by_pool[guest.pool], guest) for guest in guests)
+            for zone, guests in fan.results.items()
+        }
+
+    return ctx.memoize(("inventory", "pools", vdc_ids), read)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,12 @@
 """VDCs (virtual data centers): their definitions, their live usage, their quotas.
 
-A VDC's definition is a catalog ConfigMap (kind ``vdc``). What it uses is read live from Proxmox:
-the VMs tagged ``fp-vdc-<id>`` in every zone, from ``/cluster/resources`` (one call per zone,
-whatever the number of VDCs or VMs). Each VDC has a pool ``fp-<id>`` in each of its zones.
+A VDC's definition is a catalog ConfigMap (kind ``vdc``). Each VDC has a pool ``fp-<id>`` in each of
+its zones. What it uses is read live from Proxmox. Shown to a request scoped to a few VDCs (a tenant's,
+or one naming a VDC): the members of their pools (``inventory.vdc_guests``, one call per VDC and zone),
+at their live sizes (the pool read has no tags). Shown fleet-wide (ADMIN without a VDC): the VMs tagged
+``fp-vdc-<id>`` in ``/cluster/resources`` (one call per zone, whatever the number of VDCs or VMs). For
+a decision (the quota, under the VDC's lock): ``/cluster/resources`` read now, whose tags hold the size
+each create or resize asked for (``fp-req``), so that a VM being made counts at that size.
 
 Who may do what: ADMIN creates, updates and deletes VDCs and sees every VDC; a USER sees the VDCs
 they are a member of, and any other VDC is reported exactly as one that does not exist.
@@ -22,6 +26,7 @@ from orchestrator.errors import (
     Conflict,
     FlexPlaneError,
     NotFound,
+    PermissionDenied,
     QuotaExceeded,
     Unavailable,
     UpstreamFailure,
@@ -100,6 +105,41 @@ def _live(ctx: Context) -> Tally:
     return ctx.memoize(("vdcs", "usage"), lambda: _tally(inventory.zone_resources(ctx).guests))
 
 
+def _scope(ctx: Context) -> frozenset[str] | None:
+    """The VDCs the request reads (``access.visible_vdcs``); none when it may read none."""
+    try:
+        return access.visible_vdcs(ctx)
+    except PermissionDenied:
+        return frozenset()
+
+
+def _pooled(ctx: Context, vdc_ids: frozenset[str]) -> Tally:
+    """The usage of the VDCs ``vdc_ids`` from their pools, at live sizes (zones that did not answer
+    are on ``ctx``)."""
+
+    def tally() -> Tally:
+        out: Tally = {}
+        for zone, members in inventory.vdc_guests(ctx, vdc_ids).items():
+            for vdc, guest in members:
+                per_zone = out.setdefault(vdc, {})
+                per_zone[zone] = per_zone.get(zone, Usage()) + Usage.of_guest(guest)
+        return out
+
+    return ctx.memoize(("vdcs", "pooled", vdc_ids), tally)
+
+
+def _shown(ctx: Context, vdc_ids: frozenset[str]) -> Tally:
+    """The usage to show of ``vdc_ids``: from the pools the request reads anyway when it is scoped to a
+    few VDCs that include them; from the pools of ``vdc_ids`` when the request is scoped otherwise and
+    they are few; else (fleet-wide) from the request's inventory."""
+    scope = _scope(ctx)
+    if scope is not None and vdc_ids <= scope and inventory.pool_scoped(scope):
+        return _pooled(ctx, scope)
+    if scope is not None and inventory.pool_scoped(vdc_ids):
+        return _pooled(ctx, vdc_ids)
+    return _live(ctx)
+
+
 def _fresh(ctx: Context, why: str) -> Tally:
     """Every VDC's usage read now, not from the request's memo; ``Unavailable`` unless every zone answered."""
     fan = proxmox().cluster_resources(catalog.zone_targets(ctx))
@@ -120,13 +160,13 @@ def _total(per_zone: Mapping[str, Usage]) -> Usage:
 def usage(ctx: Context, vdc_id: str) -> Usage:
     """What the VDC's VMs use now (partial when a zone does not answer: that zone is on ``ctx``)."""
     get_vdc(ctx, vdc_id)
-    return _total(_live(ctx).get(vdc_id, {}))
+    return _total(_shown(ctx, frozenset({vdc_id})).get(vdc_id, {}))
 
 
 def list_vdcs(ctx: Context) -> list[VdcUsage]:
     """The VDCs the caller may see, each with its live usage (one Proxmox call per zone in all)."""
     vdcs = visible_vdcs(ctx)
-    tally = _live(ctx) if vdcs else {}
+    tally = _shown(ctx, frozenset(vdc.id for vdc in vdcs)) if vdcs else {}
     return [VdcUsage(vdc, _total(tally.get(vdc.id, {}))) for vdc in vdcs]
 
 

@@ -210,5 +210,7 @@ def test_each_status_count_leads_to_the_list_of_exactly_those_vms(
         assert "Select a valid choice" not in listed.text
         assert len(ROW_NAME.findall(listed.text)) == counts[status]
     assert counts == {"stopped": 3, "running": 1}
-    assert BUSY.findall(lines["stopped"]) == [("backup", "1")]
+    # The VDC's dashboard counts its pools' members, which carry no lock: what is busy is on each
+    # VM's own page.
+    assert BUSY.findall(lines["stopped"]) == []
     assert BUSY.findall(lines["running"]) == []

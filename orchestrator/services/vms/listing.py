@@ -1,8 +1,11 @@
 """Listing and reading VMs: a page of the VMs the caller may see, and one VM, live.
 
-A listing costs one ``/cluster/resources`` per zone (the request's, shared with every other reader of
-it) and never asks a VM's guest agent; reading one VM asks its zone again, and its guest agent for its
-addresses.
+A listing scoped to a few VDCs (a tenant's, or any caller naming a VDC) reads only their pools, one
+call per VDC and zone (``inventory.vdc_guests``): a VM is its pool's, and what only its config has (its
+tags, hence its profiles and image, and its lock) is left to its own page. A fleet-wide listing (ADMIN
+without a VDC) costs one ``/cluster/resources`` per zone (the request's, shared with every other reader
+of it), and a VM is its VDC tag's. Neither asks a VM's guest agent; reading one VM asks its zone again,
+and its guest agent for its addresses.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ import binascii
 import heapq
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
+from orchestrator.models.vdcs import POOL_PREFIX
 from orchestrator.models.vms import VirtualMachine, parse_vm_id, vdc_in
 from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
@@ -106,26 +111,88 @@ def list_vms(
     where = where or VmFilter()
     filtering = where != VmFilter()
 
-    rows: list[tuple[SortKey, str, Guest]] = []
-    for zone, guests in inventory.zone_resources(ctx).guests.items():
+    rows: list[tuple[SortKey, str, str, Guest]] = []
+    for zone, vdc, guest in _vms(ctx, visible):
         if where.zone is not None and zone != where.zone:
             continue
-        for guest in guests:
-            vdc = vdc_in(guest.tags)
-            if vdc is None or (visible is not None and vdc not in visible):
-                continue
-            if filtering and not where.matches(zone, guest):
-                continue
-            key = (guest.name, zone, guest.vmid)
-            if start is None or key > start:
-                rows.append((key, zone, guest))
+        if filtering and not where.matches(zone, guest):
+            continue
+        key = (guest.name, zone, guest.vmid)
+        if start is None or key > start:
+            rows.append((key, zone, vdc, guest))
     # Only the page (and one more, to know whether another follows) is sorted and built.
     page = heapq.nsmallest(size + 1, rows, key=lambda row: row[0])
     return Page(
-        items=[VirtualMachine.from_guest(zone, guest) for _, zone, guest in page[:size]],
-        cursors=[encode_cursor(key) for key, _, _ in page[:size]],
+        items=[_vm(zone, vdc, guest) for _, zone, vdc, guest in page[:size]],
+        cursors=[encode_cursor(key) for key, _, _, _ in page[:size]],
         has_next=len(page) > size,
     )
+
+
+def _vms(ctx: Context, visible: frozenset[str] | None) -> Iterator[tuple[str, str, Guest]]:
+    """``(zone, vdc, guest)`` of every VM of the VDCs ``visible`` (``None``: every VDC): from their pools
+    when they are few, else from every zone's ``/cluster/resources`` by VDC tag."""
+    if inventory.pool_scoped(visible):
+        assert visible is not None
+        for zone, members in inventory.vdc_guests(ctx, visible).items():
+            for vdc, guest in members:
+                yield zone, vdc, guest
+        return
+    for zone, guests in inventory.zone_resources(ctx).guests.items():
+        for guest in guests:
+            tagged = vdc_in(guest.tags)
+            if tagged is not None and (visible is None or tagged in visible):
+                yield zone, tagged, guest
+    if visible is None:
+        _warn_misplaced(ctx)
+
+
+def _warn_misplaced(ctx: Context) -> None:
+    """The fleet-wide listing says, once per request, which VMs are misplaced (``misplaced``)."""
+    if not ctx.principal.is_admin:
+        return
+    found = misplaced(ctx)
+    if found:
+        logger.warning(
+            "%d VM(s) whose VDC tag and pool disagree (misplaced): %s",
+            len(found),
+            ", ".join(f"{m.vm.id} tagged {m.vm.vdc or '-'} in pool {m.pool or '-'}" for m in found[:20]),
+        )
+
+
+def _vm(zone: str, vdc: str, guest: Guest) -> VirtualMachine:
+    vm = VirtualMachine.from_guest(zone, guest)
+    vm.vdc = vdc
+    return vm
+
+
+@dataclass(frozen=True)
+class Misplaced:
+    """A VM whose VDC tag and pool disagree: its tenant's listing (the pool's members) and everything
+    that goes by its tag (its own page, its actions, the quota) see it in different VDCs, or one not."""
+
+    vm: VirtualMachine  # ``vm.vdc``: its tag's VDC ("" for none)
+    pool: str  # the pool it is in ("" for none)
+
+    @property
+    def pool_vdc(self) -> str:
+        return self.pool[len(POOL_PREFIX) :] if self.pool.startswith(POOL_PREFIX) else ""
+
+
+def misplaced(ctx: Context) -> list[Misplaced]:
+    """ADMIN, fleet-wide: the VMs whose ``fp-vdc-<id>`` tag and ``fp-<id>`` pool disagree (moved by
+    hand, or left untagged in a pool by a create that failed), by id; one ``/cluster/resources`` per
+    zone, the request's. A guest with neither is not flex.plane's; one being cloned is being made."""
+    access.require_admin(ctx)
+    found: list[Misplaced] = []
+    for zone, guests in inventory.zone_resources(ctx).guests.items():
+        for guest in guests:
+            tagged = vdc_in(guest.tags) or ""
+            pooled = guest.pool[len(POOL_PREFIX) :] if guest.pool.startswith(POOL_PREFIX) else ""
+            if tagged == pooled or (not tagged and guest.lock == "clone"):
+                continue
+            found.append(Misplaced(VirtualMachine.from_guest(zone, guest), guest.pool))
+    return sorted(found, key=lambda m: (m.vm.zone, m.vm.vmid))
 
 
 def locate(ctx: Context, ident: str) -> tuple[ZoneApi, VirtualMachine]:

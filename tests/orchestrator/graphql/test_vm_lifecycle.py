@@ -191,11 +191,14 @@ def test_the_vm_lists_what_it_was_made_from(
     ]
     assert len(listed) == 1
     assert listed[0]["id"] == created["virtualMachine"]["id"]
-    assert (listed[0]["computeProfile"], listed[0]["storageProfile"], listed[0]["image"]) == (
-        MEDIUM,
-        STANDARD,
-        DEBIAN,
-    )
+    # A VDC's listing reads its pools, whose members carry no tags: what the VM was made from is on
+    # its own page (and in the fleet-wide listing, which reads /cluster/resources).
+    assert (listed[0]["computeProfile"], listed[0]["storageProfile"], listed[0]["image"]) == (None,) * 3
+    query = "query($id: ID!) { virtualMachine(id: $id) { computeProfile storageProfile image } }"
+    own = api(query, user="alice", vdc="demo", variables={"id": listed[0]["id"]}).data["virtualMachine"]
+    assert (own["computeProfile"], own["storageProfile"], own["image"]) == (MEDIUM, STANDARD, DEBIAN)
+    fleet = api(LIST, user="admin", variables={"filter": {"nameContains": name}}).data["virtualMachines"]
+    assert fleet["edges"][0]["node"]["computeProfile"] == MEDIUM
     assert (listed[0]["cores"], listed[0]["memoryMb"]) == (2, 4096)
     assert listed[0]["host"] == created["placement"]["host"]
     assert listed[0]["ipAddresses"] is None  # listings never ask the guest agent

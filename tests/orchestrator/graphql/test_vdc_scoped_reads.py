@@ -1,0 +1,143 @@
+"""A tenant's reads cost what the tenant has: its VDC's pools, not the whole fleet's resources.
+
+The fake zones count what reaches them (``devstack.fakezones.Traffic``): every request and the bytes
+of every answer. A crowd of other VMs, larger than the rest of the world by far, is added to each zone
+for these tests and taken away after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from devstack.world import World
+from tests.support import GraphQL
+
+CROWD = 2_000  # per zone
+FIRST_VMID = 50_000
+LIST = "{ virtualMachines(first: 100) { edges { node { id name vdc status cores memoryMb diskGb } } } }"
+
+
+@pytest.fixture
+def large_fleet(world: World) -> Iterator[int]:
+    """``CROWD`` VMs of another VDC in each zone, in that VDC's pool, tagged as flex.plane tags them."""
+
+    def add(pve: Any) -> None:
+        for i in range(CROWD):
+            vmid = FIRST_VMID + i
+            pve.add_vm(
+                vmid,
+                f"crowd-{i:05d}",
+                node=f"pve{i % 3 + 1}",
+                status="running",
+                config={"cores": 2, "memory": 2048, "tags": "fp-vdc-crowd", "scsi0": "local-lvm:x,size=20G"},
+                pool="fp-crowd",
+            )
+
+    def remove(pve: Any) -> None:
+        pve.vms = [vm for vm in pve.vms if not FIRST_VMID <= vm.vmid < FIRST_VMID + CROWD]
+        pve.pools.pop("fp-crowd", None)
+        pve.pool_info.pop("fp-crowd", None)
+
+    for fake in world.fakes.zones.values():
+        world.fakes.on_loop(add, fake.pve)
+    try:
+        yield CROWD * len(world.fakes.zones)
+    finally:
+        for fake in world.fakes.zones.values():
+            world.fakes.on_loop(remove, fake.pve)
+
+
+def _marks(world: World) -> dict[str, int]:
+    return {
+        zone: world.fakes.on_loop(lambda f=fake: f.pve.traffic.answered)
+        for zone, fake in world.fakes.zones.items()
+    }
+
+
+def _answers(world: World, marks: dict[str, int]) -> dict[str, list[tuple[str, str, int]]]:
+    """Per zone, the (method, path, bytes) of the API answers since ``marks``."""
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for zone, fake in world.fakes.zones.items():
+        seen = world.fakes.on_loop(lambda f=fake, z=zone: f.pve.traffic.answers_since(marks[z]))
+        out[zone] = [a for a in seen if a[1].startswith("/api2/json/") and not a[1].endswith("/version")]
+    return out
+
+
+def test_a_vdc_listing_in_a_large_fleet_reads_only_the_vdcs_pool_once_per_zone(
+    api: GraphQL, world: World, large_fleet: int
+) -> None:
+    marks = _marks(world)
+    answer = api(LIST, user="alice", vdc="demo")
+    tenant = _answers(world, marks)
+    assert answer.errors == []
+    assert {e["node"]["vdc"] for e in answer.data["virtualMachines"]["edges"]} == {"demo"}
+    assert {zone: [(m, p) for m, p, _ in calls] for zone, calls in tenant.items()} == {
+        zone: [("GET", "/api2/json/pools/fp-demo")] for zone in world.fakes.zones
+    }
+
+    marks = _marks(world)
+    fleet = api(LIST, user="admin")
+    everything = _answers(world, marks)
+    assert fleet.errors == []
+    assert {zone: [p for _, p, _ in calls] for zone, calls in everything.items()} == {
+        zone: ["/api2/json/cluster/resources"] for zone in world.fakes.zones
+    }
+    # What crosses the wire is the VDC's few VMs, not the fleet's thousands.
+    tenant_bytes = sum(size for calls in tenant.values() for _, _, size in calls)
+    fleet_bytes = sum(size for calls in everything.values() for _, _, size in calls)
+    assert fleet_bytes > large_fleet * 200  # every guest is a few hundred bytes of JSON
+    assert tenant_bytes < 4_000 * len(world.fakes.zones)
+    assert tenant_bytes * 50 < fleet_bytes
+
+
+def test_a_pools_members_carry_what_proxmox_builds_from_the_vm_stats_and_no_tags(world: World) -> None:
+    fake = world.fakes["zone-a"]
+    answer = world.fakes.on_loop(lambda: fake.pve._members("fp-demo", "qemu"))
+    assert answer
+    for member in answer:
+        assert {
+            "id",
+            "vmid",
+            "node",
+            "type",
+            "status",
+            "name",
+            "template",
+            "maxcpu",
+            "maxmem",
+            "maxdisk",
+        } <= set(member)
+        assert not {"tags", "lock", "pool", "hastate"} & set(member)
+
+
+def test_a_vdc_whose_pool_a_zone_lacks_has_no_vms_there_and_the_zone_is_not_unavailable(
+    api: GraphQL, world: World
+) -> None:
+    fake = world.fakes["zone-b"]
+    members = world.fakes.on_loop(lambda: set(fake.pve.pools.get("fp-demo", set())))
+    info = world.fakes.on_loop(lambda: fake.pve.pool_info.get("fp-demo"))
+
+    def drop_pool(pve: Any) -> None:
+        pve.pools.pop("fp-demo", None)
+        pve.pool_info.pop("fp-demo", None)
+        pve._sync_pools()
+
+    def restore(pve: Any) -> None:
+        pve.pools["fp-demo"] = members
+        if info is not None:
+            pve.pool_info["fp-demo"] = info
+        pve._sync_pools()
+
+    world.fakes.on_loop(drop_pool, fake.pve)
+    try:
+        marks = _marks(world)
+        answer = api(LIST, user="alice", vdc="demo")
+        calls = _answers(world, marks)
+    finally:
+        world.fakes.on_loop(restore, fake.pve)
+    assert answer.errors == []
+    assert {e["node"]["id"].split("/")[0] for e in answer.data["virtualMachines"]["edges"]} == {"zone-a"}
+    assert len(calls["zone-b"]) == 1  # Proxmox's "does not exist" is its answer: no other node is asked
