@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.errors import NotFound
 from orchestrator.models import Host, Vdc, Zone
+from orchestrator.models.vdcs import POOL_PREFIX
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
 from orchestrator.sources.proxmox import ClusterResources, Guest, NodeResource, ZoneApi, proxmox
@@ -57,6 +58,13 @@ def zone_resources(ctx: Context) -> ZoneResources:
 POOL_READS_MAX = 4
 
 
+def pool_vdc(pool: str) -> str | None:
+    """The VDC whose pool ``pool`` is (``fp-<vdc>``), or ``None``."""
+    if not pool.startswith(POOL_PREFIX) or pool == POOL_PREFIX:
+        return None
+    return pool[len(POOL_PREFIX) :]
+
+
 def pool_scoped(visible: frozenset[str] | None) -> bool:
     """Whether a read that may see the VDCs ``visible`` (``None``: all) reads their pools."""
     return visible is not None and len(visible) <= POOL_READS_MAX
@@ -84,6 +92,24 @@ def vdc_guests(ctx: Context, vdc_ids: frozenset[str]) -> dict[str, tuple[tuple[s
         }
 
     return ctx.memoize(("inventory", "pools", vdc_ids), read)
+
+
+def vdc_resources(ctx: Context, vdc_ids: frozenset[str]) -> dict[str, ClusterResources]:
+    """Per zone that holds VMs of the VDCs ``vdc_ids`` and answered: those VMs (``vdc_guests``: their
+    pool's, untagged) and the zone's nodes (``/cluster/resources?type=node``, one call per such zone:
+    as many entries as the zone has nodes, whatever its VMs)."""
+
+    def read() -> dict[str, ClusterResources]:
+        members = vdc_guests(ctx, vdc_ids)
+        holding = [t for t in catalog.zone_targets(ctx) if members.get(t.zone)]
+        fan = proxmox().cluster_resources(holding, kind="node")
+        ctx.report_unavailable(list(fan.failures.values()))
+        return {
+            zone: ClusterResources(tuple(guest for _, guest in members[zone]), nodes.nodes)
+            for zone, nodes in fan.results.items()
+        }
+
+    return ctx.memoize(("inventory", "pool-resources", vdc_ids), read)
 
 
 @dataclass(frozen=True)

@@ -282,8 +282,14 @@ def recent_tasks(ctx: Context, *, first: int | None = None, vm: str | None = Non
         raise ValidationFailed("first", f"'first' must be between 1 and {MAX_TASKS}")
     visible = access.visible_vdcs(ctx)
     if vm is None:
-        resources = inventory.zone_resources(ctx).resources
-        owners, hosting = _owners(resources, visible)
+        # Scoped to a few VDCs: their pools' VMs and their zones' nodes, never the fleet's guests.
+        pooled = inventory.pool_scoped(visible)
+        if pooled:
+            assert visible is not None
+            resources = inventory.vdc_resources(ctx, visible)
+        else:
+            resources = inventory.zone_resources(ctx).resources
+        owners, hosting = _owners(resources, visible, pooled=pooled)
         wanted: dict[str, int | None] = dict.fromkeys(owners)
     else:
         zone, vmid, read = _visible_vm(ctx, vm, visible)
@@ -308,17 +314,22 @@ def recent_tasks(ctx: Context, *, first: int | None = None, vm: str | None = Non
 
 
 def _owners(
-    resources: dict[str, ClusterResources], visible: frozenset[str] | None, vmid: int | None = None
+    resources: dict[str, ClusterResources],
+    visible: frozenset[str] | None,
+    vmid: int | None = None,
+    *,
+    pooled: bool = False,
 ) -> tuple[Owners, set[tuple[str, str]]]:
     """Who holds each VMID of the visible VDCs' VMs (``vmid``'s alone, if given), per zone, and the
-    nodes that host them, from the zones' ``/cluster/resources``."""
+    nodes that host them, from the zones' ``/cluster/resources`` (a VM is its VDC tag's), or from
+    the VDCs' pools (``pooled``: a VM is its pool's)."""
     owners: Owners = {}
     hosting: set[tuple[str, str]] = set()
     for zone, read in resources.items():
         for guest in read.vms:
             if vmid is not None and guest.vmid != vmid:
                 continue
-            vdc = vdc_in(guest.tags)
+            vdc = inventory.pool_vdc(guest.pool) if pooled else vdc_in(guest.tags)
             if vdc is not None and (visible is None or vdc in visible):
                 owners.setdefault(zone, {})[guest.vmid] = Owner(vdc, guest.name)
                 if guest.node:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
-from orchestrator.models.vdcs import POOL_PREFIX
 from orchestrator.models.vms import VirtualMachine, parse_vm_id, vdc_in
 from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
@@ -176,7 +175,7 @@ class Misplaced:
 
     @property
     def pool_vdc(self) -> str:
-        return self.pool[len(POOL_PREFIX) :] if self.pool.startswith(POOL_PREFIX) else ""
+        return inventory.pool_vdc(self.pool) or ""
 
 
 def misplaced(ctx: Context) -> list[Misplaced]:
@@ -188,7 +187,7 @@ def misplaced(ctx: Context) -> list[Misplaced]:
     for zone, guests in inventory.zone_resources(ctx).guests.items():
         for guest in guests:
             tagged = vdc_in(guest.tags) or ""
-            pooled = guest.pool[len(POOL_PREFIX) :] if guest.pool.startswith(POOL_PREFIX) else ""
+            pooled = inventory.pool_vdc(guest.pool) or ""
             if tagged == pooled or (not tagged and guest.lock == "clone"):
                 continue
             found.append(Misplaced(VirtualMachine.from_guest(zone, guest), guest.pool))

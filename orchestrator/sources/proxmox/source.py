@@ -213,12 +213,16 @@ class ProxmoxSource:
             lambda zone: f"zone {zone} did not answer within {self.deadline:g}s",
         )
 
-    def cluster_resources(self, zones: Sequence[ZoneTargets]) -> FanOut[ClusterResources]:
-        """``/cluster/resources`` of every zone: guests, nodes and storages, one call per zone."""
+    def cluster_resources(
+        self, zones: Sequence[ZoneTargets], kind: str | None = None
+    ) -> FanOut[ClusterResources]:
+        """``/cluster/resources`` of every zone: guests, nodes and storages, one call per zone; with
+        ``kind`` (``vm``, ``node``, ``storage``), those alone."""
+        params = {"type": kind} if kind else None
 
         def read(zone: ZoneTargets, deadline_at: float) -> ClusterResources:
             return ClusterResources.parse(
-                self.zone_call(zone, "GET", "/cluster/resources", deadline_at=deadline_at)
+                self.zone_call(zone, "GET", "/cluster/resources", params, deadline_at=deadline_at)
             )
 
         return self.fan_out(zones, read)

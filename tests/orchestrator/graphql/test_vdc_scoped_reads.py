@@ -141,3 +141,23 @@ def test_a_vdc_whose_pool_a_zone_lacks_has_no_vms_there_and_the_zone_is_not_unav
     assert answer.errors == []
     assert {e["node"]["id"].split("/")[0] for e in answer.data["virtualMachines"]["edges"]} == {"zone-a"}
     assert len(calls["zone-b"]) == 1  # Proxmox's "does not exist" is its answer: no other node is asked
+
+
+TASKS = "{ tasks(first: 20) { id virtualMachineId } }"
+
+
+def test_a_vdcs_task_list_in_a_large_fleet_reads_its_pools_and_nodes_not_the_fleets_guests(
+    api: GraphQL, world: World, large_fleet: int
+) -> None:
+    marks = _marks(world)
+    answer = api(TASKS, user="alice", vdc="demo")
+    calls = _answers(world, marks)
+    assert answer.errors == []
+    for zone, seen in calls.items():
+        paths = [path for _, path, _ in seen]
+        assert paths.count("/api2/json/pools/fp-demo") == 1, zone
+        assert paths.count("/api2/json/cluster/resources") == 1, zone  # ?type=node: the nodes alone
+        assert all(
+            p.startswith(("/api2/json/pools/", "/api2/json/cluster/", "/api2/json/nodes/")) for p in paths
+        )
+        assert sum(size for _, _, size in seen) < large_fleet * 20, zone
