@@ -153,6 +153,23 @@ PROBES: dict[str, Probe] = {
         "mutation($id: ID!) { createVdc(input: "
         "{id: $id, quota: {vcpus: 1, memoryMib: 512, diskGb: 1, vms: 1}}) { vdc { id } errors { code } } }"
     ),
+    # A new offering allowed in a VDC as it is created (ADMIN's): bob learns nothing of alice's VDC by it.
+    "createComputeProfile": vdc_probe(
+        "mutation($id: ID!) { createComputeProfile(input: "
+        '{name: "bob-probe", vcpus: 1, memoryMib: 512, allowInVdcs: [$id]}) '
+        "{ computeProfile { name } errors { code } } }"
+    ),
+    "createStorageProfile": vdc_probe(
+        "mutation($id: ID!) { createStorageProfile(input: "
+        '{name: "bob-probe", storages: [{zone: "zone-a", storage: "local-lvm"}], defaultGb: 8, minGb: 1, '
+        "maxGb: 16, allowInVdcs: [$id]}) { storageProfile { name } errors { code } } }"
+    ),
+    "createImage": vdc_probe(
+        "mutation($id: ID!) { createImage(input: "
+        '{name: "bob-probe", osFamily: "debian", sourceUrl: "https://images.example.com/b.qcow2", '
+        'checksum: "sha256:' + "0" * 64 + '", defaultUser: "debian", minDiskGb: 1, allowInVdcs: [$id]}) '
+        "{ image { name } errors { code } } }"
+    ),
 }
 # The header variant above sends bob's own VDC in the header: not an id of the probe.
 HEADER_OF_ITS_OWN = {"virtualMachine, bob's VDC in the header": "other"}
