@@ -125,7 +125,7 @@ class ProxmoxClient:
         if self._session is None:
             raise RuntimeError("ProxmoxClient is not open: use it as an async context manager")
         limit = self.timeout if timeout is None else timeout
-        # The path is plain ASCII with no % (see agent.allowlist): send it exactly as checked.
+        # The path is plain ASCII with no % (see agent.proxy): send it exactly as checked.
         url = URL(self.url + API_PREFIX + path, encoded=True)
         in_query = method in ("GET", "DELETE")
         started = time.monotonic()

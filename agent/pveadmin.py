@@ -3,7 +3,7 @@
 The agent calls Proxmox as ``flexplane@pve`` through a token of its node,
 ``flexplane@pve!agent-<node>``, with privilege separation off (the token has the user's
 privileges, no more). The user holds the role ``FlexPlaneAgent`` on ``/``: exactly
-:data:`AGENT_PRIVILEGES`, which cover what ``agent.allowlist`` forwards and what the agent's
+:data:`AGENT_PRIVILEGES`, which cover what ``agent.proxy`` forwards and what the agent's
 image import does, and nothing else (no Sys.Modify, no User.Modify, no console).
 
 User, role and permission are cluster-wide (``/etc/pve`` is shared), so every node of a zone
@@ -31,7 +31,7 @@ import requests
 AGENT_USER = "flexplane@pve"
 AGENT_ROLE = "FlexPlaneAgent"
 AGENT_COMMENT = "flex.plane agent (made by flexplane-agent bootstrap)"
-# What each privilege is for: the Proxmox paths of agent.allowlist and agent.images that need it.
+# What each privilege is for: the Proxmox paths of agent.proxy and agent.images that need it.
 AGENT_PRIVILEGES = (
     "Sys.Audit",  # GET /cluster/status, /nodes/{node}/status
     "VM.Audit",  # GET .../qemu/{vmid}/config, pending, status/current

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.allowlist import ALLOWED, MAX_PARAM_VALUE_BYTES, NotAllowed, authorize, compile_table
+from agent.proxy import ALLOWED, MAX_PARAM_VALUE_BYTES, NotAllowed, authorize, compile_table
 
 UPID = "UPID:pve1:0000C0DE:0001F00D:6761A2B3:qmstart:100:root@pam!flexplane:"
 

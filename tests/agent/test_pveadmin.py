@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from fakepve import FakePve, PveError, schema, shapes
 
-from agent.allowlist import ALLOWED_ROWS, PLACEHOLDERS
+from agent.proxy import ALLOWED_ROWS, PLACEHOLDERS
 from agent.pveadmin import AGENT_PRIVILEGES, AGENT_USER, ApiAdmin, Change, ProxmoxAdminError, token_name
 from devstack.world import World
 
