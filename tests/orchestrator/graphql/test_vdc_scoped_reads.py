@@ -7,13 +7,14 @@ for these tests and taken away after.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from devstack.world import World
 from tests.support import GraphQL
+from tests.vmkit import create, ok, pool_members
 
 CROWD = 2_000  # per zone
 FIRST_VMID = 50_000
@@ -161,3 +162,13 @@ def test_a_vdcs_task_list_in_a_large_fleet_reads_its_pools_and_nodes_not_the_fle
             p.startswith(("/api2/json/pools/", "/api2/json/cluster/", "/api2/json/nodes/")) for p in paths
         )
         assert sum(size for _, _, size in seen) < large_fleet * 20, zone
+
+
+def test_a_created_vm_is_in_its_vdcs_pool_and_so_in_its_tenants_listing(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    made = ok(create(api, "alice", "demo", name=vm_name("pooled")))["virtualMachine"]
+    zone, vmid = made["id"].split("/")
+    assert int(vmid) in pool_members(world, zone, "fp-demo")  # the fake's own state
+    listed = api(LIST, user="alice", vdc="demo").data["virtualMachines"]["edges"]
+    assert made["id"] in {e["node"]["id"] for e in listed}
