@@ -258,6 +258,10 @@ class SessionRefresh(MozillaSessionRefresh):
     """
 
     get_settings = staticmethod(_refresh_setting)
+    # Sync only, and last in MIDDLEWARE: under ASGI, Django then runs the whole chain in one thread (one
+    # switch from the event loop into it, one back for the view) rather than switching for the request
+    # and the response of every middleware that can run either way (a third of a small query's time).
+    async_capable = False
 
     @property  # mozilla sets it once in __init__; here it is read at use
     def OIDC_OP_AUTHORIZATION_ENDPOINT(self) -> str:
