@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import aiohttp
+
+from devstack.fakezones import TOKEN_ID
 from devstack.net import free_port
 from devstack.world import World, WorldConfig
 
@@ -88,3 +94,43 @@ def seed_vms(
                 )
 
         world.fakes.on_loop(add, fake.pve)
+
+
+class DirectReads:
+    """One Proxmox path read straight from each zone's first node, zones in parallel, with the HTTP
+    client the agents use (aiohttp, one session): what the stack's answer is measured against.
+
+    ``count`` says how many items an answer's ``data`` holds; calling the reads returns their sum.
+    """
+
+    def __init__(
+        self, world: World, path: str, count: Callable[[Any], int] = len, timeout: float = 60.0
+    ) -> None:
+        self.count = count
+        self.loop = asyncio.new_event_loop()
+        tls = ssl.create_default_context(cafile=world.fakes.certfile)
+        self.session = self.loop.run_until_complete(self._session(tls, timeout))
+        zones = world.fakes.zones
+        self.urls = {zone: f"{world.fakes[zone].url('pve1')}/api2/json{path}" for zone in zones}
+        self.auth = {zone: f"PVEAPIToken={TOKEN_ID}={world.fakes[zone].token_secret}" for zone in zones}
+
+    @staticmethod
+    async def _session(tls: ssl.SSLContext, timeout: float) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=tls), timeout=aiohttp.ClientTimeout(total=timeout)
+        )
+
+    async def _one(self, zone: str) -> int:
+        async with self.session.get(self.urls[zone], headers={"Authorization": self.auth[zone]}) as answer:
+            answer.raise_for_status()
+            return self.count((await answer.json())["data"])
+
+    async def _all(self) -> int:
+        return sum(await asyncio.gather(*(self._one(zone) for zone in self.urls)))
+
+    def __call__(self) -> int:
+        return self.loop.run_until_complete(self._all())
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.session.close())
+        self.loop.close()

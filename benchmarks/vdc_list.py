@@ -20,17 +20,13 @@ its memory independent of the fleet size.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import ssl
 import sys
 from dataclasses import dataclass
 
-import aiohttp
 import requests
 
-from benchmarks.kit import bench_world, interleaved, peak_rss_mib, percentile, seed_vms
-from devstack.fakezones import TOKEN_ID
+from benchmarks.kit import DirectReads, bench_world, interleaved, peak_rss_mib, percentile, seed_vms
 from devstack.world import World
 
 ZONES = ("zone-1", "zone-2", "zone-3", "zone-4")
@@ -84,31 +80,7 @@ class Probes:
         self.world = world
         self.api = requests.Session()
         self.api.headers["Authorization"] = f"Bearer {world.token('admin')}"
-        # The direct reads use the HTTP client the agents use (aiohttp), one session, zones in parallel.
-        self.loop = asyncio.new_event_loop()
-        tls = ssl.create_default_context(cafile=world.fakes.certfile)
-        self.direct = self.loop.run_until_complete(self._session(tls))
-        self.urls = {
-            zone: f"{world.fakes[zone].url('pve1')}/api2/json/pools/fp-{VDC}?type=qemu" for zone in ZONES
-        }
-        self.auth = {zone: f"PVEAPIToken={TOKEN_ID}={world.fakes[zone].token_secret}" for zone in ZONES}
-
-    @staticmethod
-    async def _session(tls: ssl.SSLContext) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=tls), timeout=aiohttp.ClientTimeout(total=60)
-        )
-
-    async def _one(self, zone: str) -> int:
-        async with self.direct.get(self.urls[zone], headers={"Authorization": self.auth[zone]}) as response:
-            response.raise_for_status()
-            return len((await response.json())["data"]["members"])
-
-    async def _all_zones(self) -> int:
-        return sum(await asyncio.gather(*(self._one(zone) for zone in ZONES)))
-
-    def pools(self) -> int:
-        return self.loop.run_until_complete(self._all_zones())
+        self.pools = DirectReads(world, f"/pools/fp-{VDC}?type=qemu", lambda data: len(data["members"]))
 
     def _listing(self, vdc: str | None) -> int:
         headers = {"FlexPlane-VDC-ID": vdc} if vdc else {}
@@ -127,8 +99,7 @@ class Probes:
         return self._listing(None)
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.direct.close())
-        self.loop.close()
+        self.pools.close()
 
 
 def measure(subnet: int, fleet: int, vdc_size: int, rounds: int) -> Figures:

@@ -16,17 +16,13 @@ Target: p50 ratio <= 1.15.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import ssl
 import statistics
 import sys
 
-import aiohttp
 import requests
 
-from benchmarks.kit import bench_world, interleaved, peak_rss_mib, percentile, seed_vms
-from devstack.fakezones import TOKEN_ID
+from benchmarks.kit import DirectReads, bench_world, interleaved, peak_rss_mib, percentile, seed_vms
 from devstack.world import World
 
 ZONES = ("zone-1", "zone-2", "zone-3", "zone-4")
@@ -47,29 +43,7 @@ class Probes:
         self.world = world
         self.api = requests.Session()
         self.api.headers["Authorization"] = f"Bearer {world.token('admin')}"
-        # The baseline uses the HTTP client the agents use (aiohttp), one session, zones in parallel.
-        self.loop = asyncio.new_event_loop()
-        tls = ssl.create_default_context(cafile=world.fakes.certfile)
-        self.direct = self.loop.run_until_complete(self._session(tls))
-        self.urls = {zone: f"{world.fakes[zone].url('pve1')}/api2/json/cluster/resources" for zone in ZONES}
-        self.auth = {zone: f"PVEAPIToken={TOKEN_ID}={world.fakes[zone].token_secret}" for zone in ZONES}
-
-    @staticmethod
-    async def _session(tls: ssl.SSLContext) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=tls), timeout=aiohttp.ClientTimeout(total=30)
-        )
-
-    async def _one(self, zone: str) -> int:
-        async with self.direct.get(self.urls[zone], headers={"Authorization": self.auth[zone]}) as response:
-            response.raise_for_status()
-            return len((await response.json())["data"])
-
-    async def _all_zones(self) -> int:
-        return sum(await asyncio.gather(*(self._one(zone) for zone in ZONES)))
-
-    def baseline(self) -> int:
-        return self.loop.run_until_complete(self._all_zones())
+        self.baseline = DirectReads(world, "/cluster/resources")
 
     def stack(self) -> int:
         response = self.api.post(f"{self.world.url}/graphql", json={"query": QUERY}, timeout=30)
@@ -86,8 +60,7 @@ class Probes:
             self.stack()
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.direct.close())
-        self.loop.close()
+        self.baseline.close()
 
 
 def main(argv: list[str] | None = None) -> int:
