@@ -10,7 +10,7 @@ from typing import Any
 
 from agent.images.download import Downloaded, Downloader, remove_stale_parts
 from agent.images.jobs import Job, Throttle
-from agent.images.nodeapi import NodeApi, TemplateImportError
+from agent.images.nodeapi import NodeApi, TemplateImportError, data_of
 from agent.images.request import EnsureRequest
 from agent.proxmox import ProxmoxClient
 from agentclient.templates import (
@@ -295,12 +295,7 @@ class TemplateManager:
             timeout=UPLOAD_BASE_SECONDS + size / UPLOAD_RATE,
             on_progress=progress,
         )
-        if answer.status >= 400:
-            detail = answer.message.rstrip(".")
-            if answer.errors:
-                detail += " (" + "; ".join(f"{k}: {v}" for k, v in sorted(answer.errors.items())) + ")"
-            raise TemplateImportError(f"{message}: Proxmox answered {answer.status}: {detail}")
-        await self.api.wait(answer.data(), what=message)
+        await self.api.wait(data_of(answer, message), what=message)
 
     async def _create(self, job: Job, volume: str, disk_format: str, made: list[int]) -> int:
         """Create the VM importing volume; its vmid is in made as soon as Proxmox took the request."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from agent.proxmox import ProxmoxClient
+from agent.proxmox import ProxmoxAnswer, ProxmoxClient
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,16 @@ class TemplateImportError(Exception):
     """Proxmox refused or failed a step of the import; the message carries Proxmox's own text."""
 
 
+def data_of(answer: ProxmoxAnswer, what: str) -> Any:
+    """The answer's decoded data; TemplateImportError naming what was being done when it is an error."""
+    if answer.status >= 400:
+        detail = answer.message.rstrip(".")
+        if answer.errors:
+            detail += " (" + "; ".join(f"{k}: {v}" for k, v in sorted(answer.errors.items())) + ")"
+        raise TemplateImportError(f"{what}: Proxmox answered {answer.status}: {detail}")
+    return answer.data()
+
+
 class NodeApi:
     """The node's Proxmox API for the agent's own work (not the proxy's allowlist)."""
 
@@ -42,13 +52,7 @@ class NodeApi:
         self, method: str, path: str, params: Mapping[str, str] | None = None, *, what: str
     ) -> Any:
         """Proxmox's decoded data; TemplateImportError naming what was being done when it answers an error."""
-        answer = await self.proxmox.request(method, path, params or {})
-        if answer.status >= 400:
-            detail = answer.message.rstrip(".")
-            if answer.errors:
-                detail += " (" + "; ".join(f"{k}: {v}" for k, v in sorted(answer.errors.items())) + ")"
-            raise TemplateImportError(f"{what}: Proxmox answered {answer.status}: {detail}")
-        return answer.data()
+        return data_of(await self.proxmox.request(method, path, params or {}), what)
 
     async def wait(self, upid: Any, *, what: str, timeout: float = TASK_TIMEOUT) -> None:
         """Poll the task until it stops; unless it ends OK, TemplateImportError with its status and log."""
