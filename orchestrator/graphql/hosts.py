@@ -7,6 +7,7 @@ mutation needs ADMIN. A mutation's expected failures are data: ``errors { field 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -252,6 +253,17 @@ def _agent(info: graphene.ResolveInfo, root: HostStatus | HostModel) -> AgentRep
     return details.agent
 
 
+def _from_agent(read: Callable[[AgentReport], Any]) -> Callable[[HostStatus | HostModel, Any], Any]:
+    """A resolver of a field the host's agent reports (None when it is unknown)."""
+
+    @domain_errors
+    def resolve(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> Any:
+        agent = _agent(info, root)
+        return read(agent) if agent else None
+
+    return resolve
+
+
 _ADMIN_FIELD = "ADMIN only: null for others"
 _FROM_AGENT = f"{_ADMIN_FIELD}, and when the agent does not answer (an UNAVAILABLE error names the host)."
 
@@ -321,41 +333,11 @@ class Host(graphene.ObjectType):
     def resolve_cpu_overcommit(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> float:
         return _host(root).cpu_overcommit
 
-    @staticmethod
-    @domain_errors
-    def resolve_agent_version(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
-        agent = _agent(info, root)
-        return agent.version if agent else None
-
-    @staticmethod
-    @domain_errors
-    def resolve_proxmox_version(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
-        agent = _agent(info, root)
-        return (agent.proxmox_version or None) if agent else None
-
-    @staticmethod
-    @domain_errors
-    def resolve_certificate_expires_at(
-        root: HostStatus | HostModel, info: graphene.ResolveInfo
-    ) -> datetime | None:
-        agent = _agent(info, root)
-        return agent.certificate_expires_at if agent else None
-
-    @staticmethod
-    @domain_errors
-    def resolve_certificate_renewal(
-        root: HostStatus | HostModel, info: graphene.ResolveInfo
-    ) -> hosts.CertificateRenewal | None:
-        agent = _agent(info, root)
-        return agent.renewal if agent else None
-
-    @staticmethod
-    @domain_errors
-    def resolve_last_update(
-        root: HostStatus | HostModel, info: graphene.ResolveInfo
-    ) -> hosts.UpdateOutcome | None:
-        agent = _agent(info, root)
-        return agent.last_update if agent else None
+    resolve_agent_version = staticmethod(_from_agent(lambda agent: agent.version))
+    resolve_proxmox_version = staticmethod(_from_agent(lambda agent: agent.proxmox_version or None))
+    resolve_certificate_expires_at = staticmethod(_from_agent(lambda agent: agent.certificate_expires_at))
+    resolve_certificate_renewal = staticmethod(_from_agent(lambda agent: agent.renewal))
+    resolve_last_update = staticmethod(_from_agent(lambda agent: agent.last_update))
 
     @staticmethod
     @domain_errors
