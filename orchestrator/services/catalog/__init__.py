@@ -102,8 +102,12 @@ M = TypeVar("M")
 # --- the reads callers make (USER or ADMIN) ---------------------------------------------------------
 
 
+def _all(ctx: Context, k: CatalogKind[M]) -> list[M]:
+    return objects(ctx, k.kind, k.build)
+
+
 def _one(ctx: Context, k: CatalogKind[M], ident: str) -> M:
-    for obj in objects(ctx, k.kind, k.build):
+    for obj in _all(ctx, k):
         if k.ident(obj) == ident:
             return obj
     raise NotFound(k.noun, ident)
@@ -111,7 +115,7 @@ def _one(ctx: Context, k: CatalogKind[M], ident: str) -> M:
 
 def list_compute_profiles(ctx: Context) -> list[ComputeProfile]:
     access.require_self_service(ctx)
-    return objects(ctx, COMPUTE_PROFILE, ComputeProfile.from_spec)
+    return _all(ctx, COMPUTE_PROFILE_KIND)
 
 
 def compute_profile(ctx: Context, name: str) -> ComputeProfile:
@@ -122,7 +126,7 @@ def compute_profile(ctx: Context, name: str) -> ComputeProfile:
 
 def list_storage_profiles(ctx: Context) -> list[StorageProfile]:
     access.require_self_service(ctx)
-    return objects(ctx, STORAGE_PROFILE, StorageProfile.from_spec)
+    return _all(ctx, STORAGE_PROFILE_KIND)
 
 
 def storage_profile(ctx: Context, name: str) -> StorageProfile:
@@ -132,7 +136,7 @@ def storage_profile(ctx: Context, name: str) -> StorageProfile:
 
 def list_images(ctx: Context) -> list[Image]:
     access.require_self_service(ctx)
-    return objects(ctx, IMAGE, Image.from_spec)
+    return _all(ctx, IMAGE_KIND)
 
 
 def image(ctx: Context, name: str) -> Image:
