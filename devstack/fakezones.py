@@ -24,6 +24,8 @@ from fakepve import FakePve, PveError, TaskError
 from fakepve.certs import make_cert
 from fakepve.qemu import drives_of, is_cdrom, volume_ref
 
+from devstack.fakesdn import FakeSdn, SdnApi
+
 T = TypeVar("T")
 PVE_PORT = 8006
 TOKEN_ID = "root@pam!flexplane"
@@ -165,9 +167,10 @@ class _NoTaskFile(Exception):
     """A well-formed UPID of no task this node ran."""
 
 
-class HarnessPve(FakePve):
-    """fakepve with the gaps this project meets closed: a QEMU disk resize that really resizes, and a
-    migration that really moves the guest (below); and the ``traffic`` each node's address receives.
+class HarnessPve(SdnApi, FakePve):
+    """fakepve with the gaps this project meets closed: a QEMU disk resize that really resizes, a
+    migration that really moves the guest (below), SDN zones, VNets and subnets that are kept
+    (``devstack.fakesdn``, in ``pve.sdn``); and the ``traffic`` each node's address receives.
 
     fakepve answers ``PUT /nodes/{node}/qemu/{vmid}/resize`` from the schema alone and stores
     nothing; this resizes the drive's ``size=`` in a task that holds the VM's config lock, and
@@ -477,6 +480,12 @@ class FakeZone:
 
     def url(self, node: str) -> str:
         return f"https://{self.node_addresses[node]}:{PVE_PORT}"
+
+    @property
+    def sdn(self) -> FakeSdn:
+        """The cluster's SDN (zones, VNets, subnets; pending and running): read it on the fakes' loop."""
+        assert isinstance(self.pve, HarnessPve)
+        return self.pve.sdn
 
     async def start(self, certfile: str, keyfile: str) -> None:
         self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
