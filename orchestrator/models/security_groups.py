@@ -1,0 +1,160 @@
+"""Security groups: a VDC's named sets of firewall rules, and which of its VMs are in which.
+
+A VDC's groups are stored with its catalog entry (the VDC ConfigMap's spec, under ``securityGroups``).
+Which groups a VM is in is stored on the VM itself, in Proxmox, as tags ``fp-sg-<group>``: tags travel
+in ``/cluster/resources``, so membership is read with one call per zone. A VM with no such tag is in
+``default``, which every VDC has: stored once changed, implicit until then.
+
+A rule lets traffic through: inbound (``in``) from, or outbound (``out``) to, one remote, which is a
+CIDR, another group of the same VDC (its member VMs' addresses), or the VDC's own networks. Values
+are frozen dataclasses, not Django models: a group nests its rules, which no model field holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_GROUP = "default"
+GROUP_TAG_PREFIX = "fp-sg-"
+DIRECTIONS = ("in", "out")
+PROTOCOLS = ("tcp", "udp", "icmp", "any")
+# The protocols a rule may name ports of.
+PORT_PROTOCOLS = ("tcp", "udp")
+# A group's name is a DNS label this long at most: ``fp-sg-<name>`` is a Proxmox tag and an IP set name.
+MAX_GROUP_NAME_LENGTH = 32
+MAX_GROUPS_PER_VDC = 50
+MAX_RULES_PER_GROUP = 50
+MAX_GROUPS_PER_VM = 10
+MAX_DESCRIPTION_LENGTH = 200
+ANYWHERE = "0.0.0.0/0"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one rule lets through. Exactly one of ``cidr``, ``group`` and ``vdc_networks`` is its remote;
+    ``ports`` (``"22"`` or ``"8000-8080"``) only with tcp or udp, None for every port."""
+
+    direction: str
+    protocol: str
+    ports: str | None = None
+    cidr: str | None = None
+    group: str | None = None
+    vdc_networks: bool = False
+    description: str = ""
+
+    @property
+    def port_range(self) -> tuple[int, int] | None:
+        if self.ports is None:
+            return None
+        first, _, last = self.ports.partition("-")
+        return int(first), int(last or first)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> Rule:
+        return cls(
+            direction=str(spec["direction"]),
+            protocol=str(spec["protocol"]),
+            ports=str(spec["ports"]) if spec.get("ports") else None,
+            cidr=str(spec["cidr"]) if spec.get("cidr") else None,
+            group=str(spec["group"]) if spec.get("group") else None,
+            vdc_networks=bool(spec.get("vdcNetworks")),
+            description=str(spec.get("description") or ""),
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"direction": self.direction, "protocol": self.protocol}
+        for key, value in (("ports", self.ports), ("cidr", self.cidr), ("group", self.group)):
+            if value is not None:
+                spec[key] = value
+        if self.vdc_networks:
+            spec["vdcNetworks"] = True
+        if self.description:
+            spec["description"] = self.description
+        return spec
+
+
+@dataclass(frozen=True)
+class SecurityGroup:
+    """A named set of rules of one VDC."""
+
+    name: str
+    description: str = ""
+    rules: tuple[Rule, ...] = field(default_factory=tuple)
+    # The VDC it is of (not stored: it is stored in that VDC's entry).
+    vdc: str = ""
+
+    @property
+    def referenced_groups(self) -> frozenset[str]:
+        """The groups its rules name as their remote."""
+        return frozenset(rule.group for rule in self.rules if rule.group is not None)
+
+    @property
+    def has_egress_rules(self) -> bool:
+        return any(rule.direction == "out" for rule in self.rules)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], vdc: str = "") -> SecurityGroup:
+        return cls(
+            name=str(spec["name"]),
+            description=str(spec.get("description") or ""),
+            rules=tuple(Rule.from_spec(rule) for rule in spec.get("rules") or []),
+            vdc=vdc,
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "rules": [rule.to_spec() for rule in self.rules],
+        }
+
+
+def default_group(vdc: str = "") -> SecurityGroup:
+    """The ``default`` group of a VDC that has not changed it: all egress, inbound only from the VDC's
+    own networks."""
+    return SecurityGroup(
+        DEFAULT_GROUP,
+        "Every VM's group unless it is given others: all egress, inbound from the VDC's own networks.",
+        (
+            Rule("in", "any", vdc_networks=True, description="anything from the VDC's networks"),
+            Rule("out", "any", cidr=ANYWHERE, description="anything anywhere"),
+        ),
+        vdc,
+    )
+
+
+def groups_from_spec(vdc_spec: Mapping[str, Any]) -> dict[str, SecurityGroup]:
+    """A VDC's groups by name, ``default`` among them (implicit when not stored)."""
+    vdc = str(vdc_spec.get("id") or "")
+    stored = [SecurityGroup.from_spec(g, vdc) for g in vdc_spec.get("securityGroups") or []]
+    groups = {g.name: g for g in stored}
+    groups.setdefault(DEFAULT_GROUP, default_group(vdc))
+    return dict(sorted(groups.items()))
+
+
+def groups_to_spec(groups: Iterable[SecurityGroup]) -> list[dict[str, Any]]:
+    return [g.to_spec() for g in sorted(groups, key=lambda g: g.name)]
+
+
+# ------------------------------------------------------------------------------------------ membership
+
+
+def group_tag(group: str) -> str:
+    """The Proxmox tag that puts a VM in ``group``."""
+    return f"{GROUP_TAG_PREFIX}{group}"
+
+
+def groups_in(tags: Iterable[str]) -> list[str]:
+    """The groups a VM with these tags is in, in tag order (``default`` when it has no group tag)."""
+    found = [
+        t[len(GROUP_TAG_PREFIX) :] for t in tags if t.startswith(GROUP_TAG_PREFIX) and t != GROUP_TAG_PREFIX
+    ]
+    return list(dict.fromkeys(found)) or [DEFAULT_GROUP]
+
+
+def with_groups(tags: Iterable[str], groups: Iterable[str]) -> list[str]:
+    """The tags with the VM's group tags replaced by those of ``groups``, the others kept in order."""
+    kept = [t for t in tags if not t.startswith(GROUP_TAG_PREFIX)]
+    return [*kept, *(group_tag(g) for g in dict.fromkeys(groups))]
