@@ -1,0 +1,271 @@
+"""Security groups over the API, checked against the fake Proxmox's own VM firewalls (fakepve keeps each
+VM's firewall options, rules and IP sets)."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from devstack.world import World
+from tests.support import GraphQL
+from tests.vmkit import create, ok, payload, present
+
+GROUP = "{ name vdc description rules { direction protocol ports cidr group vdcNetworks description } }"
+CREATE = f"""mutation($input: CreateSecurityGroupInput!) {{ createSecurityGroup(input: $input) {{
+  securityGroup {GROUP} errors {{ field message code }} }} }}"""
+UPDATE = f"""mutation($name: String!, $input: UpdateSecurityGroupInput!) {{
+  updateSecurityGroup(name: $name, input: $input) {{
+    securityGroup {GROUP} errors {{ field message code }} }} }}"""
+DELETE = """mutation($name: String!) { deleteSecurityGroup(name: $name) {
+  securityGroup { name } errors { field message code } } }"""
+ASSIGN = """mutation($vm: ID!, $groups: [String!]!) { assignSecurityGroups(vm: $vm, groups: $groups) {
+  virtualMachine { id securityGroups } securityGroups errors { field message code } } }"""
+LIST = f"{{ securityGroups {GROUP} }}"
+VM = "query($id: ID!) { virtualMachine(id: $id) { id securityGroups } }"
+
+SSH = {"direction": "in", "protocol": "tcp", "ports": "22", "cidr": "10.0.0.0/8"}
+
+
+def call(api: GraphQL, user: str, vdc: str | None, document: str, **variables: Any) -> Any:
+    headers = {"Authorization": f"Bearer {api.token(user)}", **({"FlexPlane-VDC-ID": vdc} if vdc else {})}
+    return api.raw(document, headers=headers, variables=variables, timeout=120)
+
+
+def mutation(api: GraphQL, user: str, vdc: str | None, document: str, field: str, **variables: Any) -> Any:
+    return payload(call(api, user, vdc, document, **variables), field)
+
+
+def firewall(world: World, ident: str) -> dict[str, Any]:
+    """The fake's firewall of a VM: options, rules (in order) and IP sets (name -> entries)."""
+    zone, vmid = ident.split("/")
+    pve = world.fakes[zone].pve
+
+    def read() -> dict[str, Any]:
+        conf = pve.firewall_config("vm", None, int(vmid))
+        return {
+            "options": dict(conf["options"]),
+            "rules": copy.deepcopy(conf["rules"]),
+            "ipset": {name: sorted(e["cidr"] for e in entries) for name, entries in conf["ipset"].items()},
+        }
+
+    result: dict[str, Any] = world.fakes.on_loop(read)
+    return result
+
+
+def address(world: World, ident: str) -> str:
+    """The VM's address, from the fake's config (ipconfig0 ip=<address>/<prefix>)."""
+    ipconfig = str(present(world, ident)["config"].get("ipconfig0", ""))
+    ip = dict(part.split("=", 1) for part in ipconfig.split(",") if "=" in part).get("ip", "")
+    assert "/" in ip, f"{ident} has no static address: {ipconfig!r}"
+    return ip.split("/")[0]
+
+
+def ours(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keys = ("type", "action", "proto", "dport", "source", "dest", "enable", "comment")
+    return [{k: r.get(k) for k in keys} for r in rules if str(r.get("comment", "")).startswith("fp-sg:")]
+
+
+@pytest.fixture
+def groups(api: GraphQL) -> Iterator[Callable[[str], str]]:
+    """Names for a test's groups of VDC demo; afterwards each is deleted (its VMs are gone by then: ask
+    for this fixture before vm_name)."""
+    prefix = f"g{uuid.uuid4().hex[:6]}"
+    made: list[str] = []
+
+    def name(what: str) -> str:
+        made.append(f"{prefix}-{what}")
+        return made[-1]
+
+    yield name
+    for group in reversed(made):
+        call(api, "admin", "demo", DELETE, name=group)
+
+
+def make_vm(api: GraphQL, vm_name: Callable[[str], str], what: str) -> dict[str, Any]:
+    made = ok(create(api, "alice", "demo", name=vm_name(what)))
+    vm: dict[str, Any] = made["virtualMachine"]
+    return vm
+
+
+def test_a_group_assigned_to_a_vm_is_on_the_vms_own_firewall(
+    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+) -> None:
+    web = groups("web")
+    made = mutation(
+        api,
+        "alice",
+        "demo",
+        CREATE,
+        "createSecurityGroup",
+        input={
+            "name": web,
+            "description": "front ends",
+            "rules": [
+                SSH,
+                {"direction": "in", "protocol": "tcp", "ports": "8000-8080", "group": web},
+            ],
+        },
+    )
+    assert ok(made)["securityGroup"]["rules"][1] == {
+        "direction": "in",
+        "protocol": "tcp",
+        "ports": "8000-8080",
+        "cidr": None,
+        "group": web,
+        "vdcNetworks": False,
+        "description": "",
+    }
+    vm = make_vm(api, vm_name, "fw")
+    assigned = ok(
+        mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[web, "default"])
+    )
+    assert sorted(assigned["securityGroups"]) == sorted([web, "default"])
+    assert sorted(assigned["virtualMachine"]["securityGroups"]) == sorted([web, "default"])
+
+    fw = firewall(world, vm["id"])
+    assert fw["options"]["enable"] == 1
+    assert fw["options"]["policy_in"] == "DROP"
+    assert fw["options"]["policy_out"] == "DROP"  # default's rule allows all egress
+    assert ours(fw["rules"]) == [
+        {"type": "in", "action": "ACCEPT", "proto": None, "dport": None, "source": "+fp-vdc-nets",
+         "dest": None, "enable": 1, "comment": "fp-sg:default"},
+        {"type": "out", "action": "ACCEPT", "proto": None, "dport": None, "source": None,
+         "dest": None, "enable": 1, "comment": "fp-sg:default"},
+        {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22", "source": "10.0.0.0/8",
+         "dest": None, "enable": 1, "comment": f"fp-sg:{web}"},
+        {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "8000:8080", "source": f"+fp-sg-{web}",
+         "dest": None, "enable": 1, "comment": f"fp-sg:{web}"},
+    ]  # fmt: skip
+    assert fw["ipset"][f"fp-sg-{web}"] == [address(world, vm["id"])]
+    assert "fp-vdc-nets" in fw["ipset"]
+    tags = str(present(world, vm["id"])["config"]["tags"])
+    assert f"fp-sg-{web}" in tags
+    assert "fp-sg-default" in tags
+
+
+def test_changing_a_rule_updates_every_members_firewall_and_again_changes_nothing(
+    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+) -> None:
+    app = groups("app")
+    ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": app, "rules": [SSH]}))
+    vms = [make_vm(api, vm_name, f"m{i}") for i in range(2)]
+    for vm in vms:
+        ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[app]))
+        assert firewall(world, vm["id"])["options"]["policy_out"] == "ACCEPT"  # app lists no egress
+
+    rules = [
+        {"direction": "in", "protocol": "udp", "ports": "53", "group": app},
+        {"direction": "out", "protocol": "tcp", "ports": "443", "cidr": "0.0.0.0/0"},
+    ]
+    updated = ok(
+        mutation(api, "alice", "demo", UPDATE, "updateSecurityGroup", name=app, input={"rules": rules})
+    )
+    assert [r["ports"] for r in updated["securityGroup"]["rules"]] == ["53", "443"]
+    members = sorted(address(world, vm["id"]) for vm in vms)
+    for vm in vms:
+        fw = firewall(world, vm["id"])
+        assert [(r["type"], r["proto"], r["dport"]) for r in ours(fw["rules"])] == [
+            ("in", "udp", "53"),
+            ("out", "tcp", "443"),
+        ]
+        assert fw["options"]["policy_out"] == "DROP"
+        assert fw["ipset"] == {f"fp-sg-{app}": members}
+
+    before = [firewall(world, vm["id"]) for vm in vms]
+    ok(mutation(api, "alice", "demo", UPDATE, "updateSecurityGroup", name=app, input={"rules": rules}))
+    assert [firewall(world, vm["id"]) for vm in vms] == before
+
+
+def test_another_vdcs_groups_are_missing_to_bob(
+    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+) -> None:
+    mine = groups("mine")
+    ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": mine, "rules": [SSH]}))
+    listed = call(api, "bob", "other", LIST).data["securityGroups"]
+    assert mine not in [g["name"] for g in listed]
+    assert {g["vdc"] for g in listed} == {"other"}
+    for document, field, variables in (
+        (UPDATE, "updateSecurityGroup", {"input": {"description": "mine now"}}),
+        (DELETE, "deleteSecurityGroup", {}),
+    ):
+        theirs = mutation(api, "bob", "other", document, field, name=mine, **variables)
+        missing = mutation(api, "bob", "other", document, field, name="no-such-group", **variables)
+        assert [e["code"] for e in theirs["errors"]] == ["NOT_FOUND"]
+        assert theirs["errors"][0]["message"].replace(mine, "X") == missing["errors"][0]["message"].replace(
+            "no-such-group", "X"
+        )
+    # Naming alice's VDC is forbidden outright; her VM is missing to him.
+    assert call(api, "bob", "demo", LIST).codes == ["FORBIDDEN"]
+    vm = make_vm(api, vm_name, "iso")
+    assigned = mutation(api, "bob", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[mine])
+    assert [e["code"] for e in assigned["errors"]] == ["NOT_FOUND"]
+    # alice cannot put her VM in a group of bob's VDC: NOT_FOUND, as for a missing group.
+    theirs = mutation(
+        api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=["default", mine + "x"]
+    )
+    assert [e["code"] for e in theirs["errors"]] == ["NOT_FOUND"]
+    assert "securityGroups" in call(api, "alice", None, VM, id=vm["id"]).data["virtualMachine"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "field"),
+    [
+        ({**SSH, "ports": "0"}, "rules[1].ports"),
+        ({**SSH, "ports": "70000"}, "rules[1].ports"),
+        ({**SSH, "ports": "90-80"}, "rules[1].ports"),
+        ({**SSH, "cidr": "10.0.0.300/8"}, "rules[1].cidr"),
+        ({**SSH, "cidr": "garbage"}, "rules[1].cidr"),
+        ({"direction": "in", "protocol": "any", "group": "default-of-other"}, "rules[1].group"),
+    ],
+)
+def test_bad_rules_are_invalid_naming_the_field(
+    api: GraphQL, groups: Callable[[str], str], rule: dict[str, Any], field: str
+) -> None:
+    answer = mutation(
+        api,
+        "alice",
+        "demo",
+        CREATE,
+        "createSecurityGroup",
+        input={"name": groups("bad"), "rules": [SSH, rule]},
+    )
+    assert [(e["code"], e["field"]) for e in answer["errors"]] == [("INVALID", field)]
+    assert answer["securityGroup"] is None
+
+
+def test_a_group_of_another_vdc_is_invalid_in_a_rule(api: GraphQL, groups: Callable[[str], str]) -> None:
+    bobs = f"b{uuid.uuid4().hex[:6]}"
+    ok(mutation(api, "bob", "other", CREATE, "createSecurityGroup", input={"name": bobs, "rules": [SSH]}))
+    try:
+        rule = {"direction": "in", "protocol": "any", "group": bobs}
+        answer = mutation(
+            api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": groups("x"), "rules": [rule]}
+        )
+        assert [(e["code"], e["field"]) for e in answer["errors"]] == [("INVALID", "rules[0].group")]
+    finally:
+        call(api, "bob", "other", DELETE, name=bobs)
+
+
+def test_a_group_with_vms_and_the_default_group_are_not_deleted(
+    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+) -> None:
+    held = groups("held")
+    ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": held, "rules": [SSH]}))
+    vm = make_vm(api, vm_name, "held")
+    ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[held]))
+    refused = mutation(api, "alice", "demo", DELETE, "deleteSecurityGroup", name=held)
+    assert [e["code"] for e in refused["errors"]] == ["CONFLICT"]
+    assert vm_name("held") in refused["errors"][0]["message"]
+    default = mutation(api, "alice", "demo", DELETE, "deleteSecurityGroup", name="default")
+    assert [e["code"] for e in default["errors"]] == ["CONFLICT"]
+    # Back to default: the group's rules and IP set leave the VM's firewall, default's stay.
+    ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=["default"]))
+    fw = firewall(world, vm["id"])
+    assert {r["comment"] for r in ours(fw["rules"])} == {"fp-sg:default"}
+    assert set(fw["ipset"]) == {"fp-vdc-nets"}
+    gone = mutation(api, "alice", "demo", DELETE, "deleteSecurityGroup", name=held)
+    assert gone["errors"] == []
