@@ -9,6 +9,8 @@ Example (``/etc/flexplane/agent.toml``)::
     tls_key = "/etc/flexplane/agent.key"
     ca = "/etc/flexplane/platform-ca.crt"  # signs the callers' client certificates
     allowed_clients = ["flexplane-orchestrator"]
+    console_clients = ["flexplane-orchestrator"]   # of those, who may open a VM's console (Console.Open)
+    metrics_listen = "127.0.0.1:9464"      # Prometheus metrics (agent.metrics), loopback only; unset: off
     proxmox_url = "https://127.0.0.1:8006"
     proxmox_token_id = "root@pam!flexplane"
     proxmox_token_secret_file = "/etc/flexplane/proxmox-token"   # or proxmox_token_secret
@@ -82,7 +84,13 @@ DEFAULT_RESTART_COMMAND = ("systemctl", "restart", "flexplane-agent")
 DEFAULT_APPLY_LAUNCHER = ("systemd-run", "--collect", "--quiet", "--unit=flexplane-agent-update")
 UPDATE_STATE_FILE = "update-state.json"
 # Keys whose environment variable is a comma-separated list.
-_LIST_KEYS = ("allowed_clients", "image_allow_hosts", "service_restart_command", "update_apply_launcher")
+_LIST_KEYS = (
+    "allowed_clients",
+    "console_clients",
+    "image_allow_hosts",
+    "service_restart_command",
+    "update_apply_launcher",
+)
 
 # user@realm!tokenname, as Proxmox names API tokens.
 _TOKEN_ID = re.compile(r"[^\s@!:=]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*")
@@ -112,6 +120,7 @@ _STRING_KEYS = (
     "release_public_key",
     "install_dir",
     "update_state_file",
+    "metrics_listen",
 )
 KNOWN_KEYS = frozenset(
     (*_STRING_KEYS, *_LIST_KEYS, "proxmox_timeout", "image_max_bytes", "update_interval", "health_deadline")
@@ -164,6 +173,8 @@ class AgentConfig:
     snippets_dir: Path = DEFAULT_SNIPPETS_DIR
     snippets_storage: str = DEFAULT_SNIPPETS_STORAGE
     update: UpdateConfig | None = None
+    console_clients: frozenset[str] = frozenset(DEFAULT_ALLOWED_CLIENTS)
+    metrics_listen: str | None = None
 
     @property
     def identity(self) -> str:
@@ -310,6 +321,13 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         except ValueError as exc:
             check.problem("snippets_storage", str(exc))
     update = _update(check, listen)
+    console_clients = raw.get("console_clients", list(DEFAULT_ALLOWED_CLIENTS))
+    if not isinstance(console_clients, list) or not all(isinstance(n, str) and n for n in console_clients):
+        check.problem("console_clients", "must be a list of client certificate common names")
+        console_clients = []
+    metrics_listen = check.string("metrics_listen") if "metrics_listen" in raw else None
+    if metrics_listen is not None and (problem := _metrics_listen_problem(metrics_listen)):
+        check.problem("metrics_listen", problem)
 
     if check.problems:
         raise ConfigError(f"invalid agent configuration ({source}):\n  " + "\n  ".join(check.problems))
@@ -339,6 +357,8 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         snippets_dir=snippets_dir,
         snippets_storage=snippets_storage,
         update=update,
+        console_clients=frozenset(console_clients),
+        metrics_listen=metrics_listen,
     )
 
 
@@ -491,6 +511,15 @@ def _listen_problem(listen: str) -> str | None:
         ipaddress.ip_address(host)
     except ValueError:
         return f"{host!r} is not an IP address"
+    return None
+
+
+def _metrics_listen_problem(listen: str) -> str | None:
+    """The metrics have no authentication: only a loopback address may serve them."""
+    if problem := _listen_problem(listen):
+        return problem
+    if not ipaddress.ip_address(split_listen(listen)[0]).is_loopback:
+        return "must be a loopback address (e.g. 127.0.0.1:9464): the metrics have no authentication"
     return None
 
 

@@ -23,6 +23,8 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from agent.metrics import observe_proxmox
+
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api2/json"
@@ -120,8 +122,20 @@ class ProxmoxClient:
 
         GET and DELETE send params in the query string, POST and PUT as a form.
         Raises ProxmoxUnreachableError (ProxmoxTimeout after ``timeout`` seconds) or
-        ProxmoxBadAnswer.
+        ProxmoxBadAnswer. Counted and timed in agent.metrics.
         """
+        started = time.monotonic()
+        try:
+            answer = await self._request(method, path, params, timeout=timeout)
+        except Exception as exc:
+            observe_proxmox(method, started, None, exc)
+            raise
+        observe_proxmox(method, started, answer.status, None)
+        return answer
+
+    async def _request(
+        self, method: str, path: str, params: Mapping[str, str], *, timeout: float | None = None
+    ) -> ProxmoxAnswer:
         if self._session is None:
             raise RuntimeError("ProxmoxClient is not open: use it as an async context manager")
         limit = self.timeout if timeout is None else timeout

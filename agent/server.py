@@ -23,6 +23,7 @@ from agent.certs import finish_swap
 from agent.config import AgentConfig, split_listen
 from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
 from agent.images.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
+from agent.metrics import RpcMetrics, serve_metrics
 from agent.proxmox import (
     ProxmoxBadAnswer,
     ProxmoxClient,
@@ -417,7 +418,7 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         )
         templates.prepare()
         server = grpc.aio.server(
-            interceptors=[ClientAllowlist(config.allowed_clients, own=config.identity)],
+            interceptors=[RpcMetrics(), ClientAllowlist(config.allowed_clients, own=config.identity)],
             options=SERVER_OPTIONS,
         )
         health = health_aio.HealthServicer()
@@ -444,7 +445,10 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
             await health.set(service, health_pb2.HealthCheckResponse.SERVING)
         await server.start()
         renewal = start_renewal(config, status, serving)
+        metrics = None
         try:
+            if config.metrics_listen:
+                metrics = await serve_metrics(config.metrics_listen, status, config.image_cache)
             for signum in SIGNALS:
                 loop.add_signal_handler(signum, stop.set)
             host, configured_port = split_listen(config.listen)
@@ -462,6 +466,8 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
             await stop.wait()
         finally:
             log.info("shutting down")
+            if metrics is not None:
+                await metrics.cleanup()
             await updates.aclose()
             for signum in SIGNALS:
                 loop.remove_signal_handler(signum)

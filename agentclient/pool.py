@@ -28,6 +28,7 @@ import grpc
 import orjson
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from agentclient import metrics
 from agentclient.errors import AgentBusy, AgentError, ProxmoxError, translate_error
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
 from agentclient.snippets import check_snippet_content, check_snippet_name
@@ -222,12 +223,13 @@ class AgentPool:
         not forward this method and path, ProxmoxUnreachable, and the other AgentErrors.
         """
         request = agent_pb2.ProxmoxRequest(method=method, path=path, params=encode_params(params))
-        response = self._call(
-            target, timeout, lambda conn, t: conn.proxy.Call(request, timeout=t), bounded=True
-        )
-        if response.status >= 400:
-            message = response.message or _status_phrase(response.status)
-            raise ProxmoxError(target, response.status, message, dict(response.errors))
+        with metrics.upstream_call(target.identity, method):
+            response = self._call(
+                target, timeout, lambda conn, t: conn.proxy.Call(request, timeout=t), bounded=True
+            )
+            if response.status >= 400:
+                message = response.message or _status_phrase(response.status)
+                raise ProxmoxError(target, response.status, message, dict(response.errors))
         try:
             document = orjson.loads(response.document_json)
         except ValueError as exc:
@@ -383,14 +385,19 @@ class AgentPool:
             if slots is None:
                 slots = self._slots[target] = threading.BoundedSemaphore(self.max_in_flight)
         started = time.monotonic()
-        if not slots.acquire(timeout=deadline):
+        acquired = slots.acquire(timeout=deadline)
+        metrics.slot_waited(target.identity, time.monotonic() - started, acquired=acquired)
+        if not acquired:
             raise AgentBusy(target, self.max_in_flight, deadline)
+        gauge = metrics.in_flight(target.identity)
+        gauge.inc()
         try:
             remaining = deadline - (time.monotonic() - started)
             if remaining <= 0:
                 raise AgentBusy(target, self.max_in_flight, deadline)
             yield remaining
         finally:
+            gauge.dec()
             slots.release()
 
     def _call(

@@ -12,6 +12,7 @@ from agent.images.download import Downloaded, Downloader, remove_stale_parts
 from agent.images.jobs import Job, Throttle
 from agent.images.nodeapi import NodeApi, TemplateImportError, data_of
 from agent.images.request import EnsureRequest
+from agent.metrics import TEMPLATE_REQUESTS
 from agent.proxmox import ProxmoxClient
 from agentclient.templates import (
     TemplatePhase,
@@ -140,8 +141,10 @@ class TemplateManager:
         job.publish(self._report(TemplatePhase.CHECKING, f"looking for {name} on {request.storage}"))
         vmid, leftovers = await self._find(request)
         if vmid is not None:
+            TEMPLATE_REQUESTS.labels("hit").inc()
             log.info("template of %s on %s: reusing VM %d", request.image, request.storage, vmid)
             return self._done(job, vmid, f"{name} (VM {vmid}) is ready on {request.storage}")
+        TEMPLATE_REQUESTS.labels("miss").inc()
         content = await self._staging_content(request)
         for leftover in leftovers:
             await self._remove_leftover(leftover)

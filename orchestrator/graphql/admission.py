@@ -14,11 +14,14 @@ lock, and must not hold a slot meanwhile. A document that does not parse is left
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.conf import settings
 from graphql import GraphQLError, OperationType, get_operation_ast, parse
+
+from orchestrator import metrics
 
 
 class Busy(Exception):
@@ -54,10 +57,20 @@ def admitted(document: str | None, operation_name: str | None) -> Iterator[None]
         return
     slots = _semaphore()
     wait = settings.FLEXPLANE_QUERY_QUEUE_TIMEOUT
-    if not slots.acquire(timeout=wait):
+    started = time.monotonic()
+    metrics.QUERIES_QUEUED.inc()
+    try:
+        acquired = slots.acquire(timeout=wait)
+    finally:
+        metrics.QUERIES_QUEUED.dec()
+        metrics.QUERY_QUEUE_WAIT.observe(time.monotonic() - started)
+    if not acquired:
+        metrics.QUERIES_REJECTED.inc()
         limit = settings.FLEXPLANE_MAX_CONCURRENT_QUERIES
         raise Busy(f"the orchestrator ran {limit} queries for the last {wait:g} s without a free slot: retry")
+    metrics.QUERIES_RUNNING.inc()
     try:
         yield
     finally:
+        metrics.QUERIES_RUNNING.dec()
         slots.release()

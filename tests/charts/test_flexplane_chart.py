@@ -274,7 +274,7 @@ def test_daphne_serves_the_asgi_app_with_production_settings(rendered: list[Mani
     assert app["command"] == ["daphne"]
     assert app["args"][-1] == "flexplane.asgi:application"
     assert app["args"][app["args"].index("--port") + 1] == "8000"
-    assert app["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
+    assert app["ports"][0] == {"name": "http", "containerPort": 8000, "protocol": "TCP"}  # then metrics
     assert env(rendered)["DJANGO_SETTINGS_MODULE"] == "flexplane.settings.production"
 
 
