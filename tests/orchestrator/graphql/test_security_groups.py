@@ -269,3 +269,34 @@ def test_a_group_with_vms_and_the_default_group_are_not_deleted(
     assert set(fw["ipset"]) == {"fp-vdc-nets"}
     gone = mutation(api, "alice", "demo", DELETE, "deleteSecurityGroup", name=held)
     assert gone["errors"] == []
+
+
+def test_vms_on_a_host_that_is_down_are_named_and_the_same_update_later_reaches_them(
+    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+) -> None:
+    part = groups("part")
+    ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": part, "rules": [SSH]}))
+    vms = [make_vm(api, vm_name, f"p{i}") for i in range(3)]
+    for vm in vms:
+        ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[part]))
+    zone, host = vms[0]["zone"], vms[0]["host"]
+    down = sorted(vm["id"] for vm in vms if vm["host"] == host)
+    rules = [{**SSH, "ports": "2222"}]
+    world.fakes.set_node_offline(zone, host, True)
+    try:
+        answer = mutation(
+            api, "alice", "demo", UPDATE, "updateSecurityGroup", name=part, input={"rules": rules}
+        )
+    finally:
+        world.fakes.set_node_offline(zone, host, False)
+    assert answer["securityGroup"]["rules"][0]["ports"] == "2222"  # stored all the same
+    assert sorted(e["message"].split("(")[1].split(")")[0] for e in answer["errors"]) == down
+    assert {e["code"] for e in answer["errors"]} == {"UNAVAILABLE"}
+    for vm in vms:
+        dports = [r["dport"] for r in ours(firewall(world, vm["id"])["rules"])]
+        assert dports == (["22"] if vm["id"] in down else ["2222"])
+
+    again = mutation(api, "alice", "demo", UPDATE, "updateSecurityGroup", name=part, input={"rules": rules})
+    assert again["errors"] == []
+    for vm in vms:
+        assert [r["dport"] for r in ours(firewall(world, vm["id"])["rules"])] == ["2222"]
