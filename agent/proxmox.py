@@ -175,6 +175,40 @@ class ProxmoxClient:
         log.debug("proxmox %s %s -> %d in %.0f ms", method, path, status, (time.monotonic() - started) * 1000)
         return self._answer(status, reason, body)
 
+    async def websocket(
+        self, path: str, params: Mapping[str, str], *, timeout: float | None = None
+    ) -> aiohttp.ClientWebSocketResponse:
+        """Open a websocket to ``<url>/api2/json<path>`` (e.g. a VM's vncwebsocket) with the API token.
+
+        Raises ProxmoxUnreachableError when Proxmox cannot be reached, and ProxmoxBadAnswer when it
+        refuses the upgrade (the message carries its status and reason)."""
+        if self._session is None:
+            raise RuntimeError("ProxmoxClient is not open: use it as an async context manager")
+        url = URL(self.url + API_PREFIX + path, encoded=True)
+        limit = self.timeout if timeout is None else timeout
+        try:
+            return await self._session.ws_connect(
+                url,
+                params=dict(params),
+                headers={"Authorization": self._authorization},
+                protocols=("binary",),
+                timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=limit),
+                autoping=True,
+                max_msg_size=MAX_RESPONSE_BYTES,
+            )
+        except aiohttp.WSServerHandshakeError as exc:
+            raise ProxmoxBadAnswer(f"Proxmox refused the websocket: {exc.status} {exc.message}") from None
+        except TimeoutError:
+            raise ProxmoxTimeout(f"Proxmox at {self.url} did not answer within {limit:g} s") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise ProxmoxUnreachableError(
+                f"cannot connect to Proxmox at {self.url}: {os_reason(exc.os_error)}"
+            ) from None
+        except aiohttp.ClientError as exc:
+            raise ProxmoxNoAnswer(
+                f"the websocket to Proxmox at {self.url} failed: {describe_error(exc)}"
+            ) from None
+
     async def upload(
         self,
         path: str,

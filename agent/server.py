@@ -21,6 +21,7 @@ from agent import __version__
 from agent.auth import ClientAllowlist, Context, caller_name
 from agent.certs import finish_swap
 from agent.config import AgentConfig, split_listen
+from agent.console import ConsoleServicer
 from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
 from agent.images.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
 from agent.metrics import RpcMetrics, serve_metrics
@@ -59,6 +60,7 @@ SERVICES = (
     agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["Images"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["Snippets"].full_name,
+    agent_pb2.DESCRIPTOR.services_by_name["Console"].full_name,
 )
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Finish calls in flight for this long on SIGTERM, then cancel them.
@@ -434,6 +436,9 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         agent_pb2_grpc.add_ImagesServicer_to_server(ImagesServicer(templates), server)
         agent_pb2_grpc.add_SnippetsServicer_to_server(
             SnippetsServicer(SnippetStore(config.snippets_dir, config.snippets_storage)), server
+        )
+        agent_pb2_grpc.add_ConsoleServicer_to_server(
+            ConsoleServicer(proxmox, config.node, config.console_clients), server
         )
         try:
             port = server.add_secure_port(config.listen, serving.credentials())

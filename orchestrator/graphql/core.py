@@ -131,7 +131,7 @@ class ServiceMutation(graphene.Mutation):
 
     @classmethod
     def answer(cls, result: Any) -> dict[str, Any]:
-        """The payload's fields for what the service returned."""
+        """The payload's fields for what the service returned (``errors`` too, for a partial success)."""
         assert cls._meta.result is not None, f"{cls.__name__} must name its result field or answer()"
         return {cls._meta.result: result}
 
@@ -146,4 +146,4 @@ class ServiceMutation(graphene.Mutation):
             result = cls.call(info, **args)
         except FlexPlaneError as exc:
             return cls(errors=payload_errors(cls._api_error(exc), cls._meta.codes), **cls.failed(exc))
-        return cls(errors=[], **cls.answer(result))
+        return cls(**{"errors": [], **cls.answer(result)})

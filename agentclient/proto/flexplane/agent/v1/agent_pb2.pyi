@@ -7,6 +7,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ConsoleInput(_message.Message):
+    __slots__ = ("vmid", "data")
+    VMID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    vmid: int
+    data: bytes
+    def __init__(self, vmid: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class ConsoleOutput(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+
 class WriteSnippetRequest(_message.Message):
     __slots__ = ("name", "content")
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -403,3 +403,104 @@ class Snippets:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class ConsoleStub:
+    """A VM's graphical console (VNC), relayed for the portal's browser console.
+
+    Only the callers named in the agent's console_clients (by default the orchestrator's
+    certificate, flexplane-orchestrator) may open one: any other caller is refused with
+    PERMISSION_DENIED and "flexplane-error: client-not-allowed", even one allowed_clients lets
+    call the other services.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Open = channel.stream_stream(
+                '/flexplane.agent.v1.Console/Open',
+                request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.ConsoleInput.SerializeToString,
+                response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.ConsoleOutput.FromString,
+                _registered_method=True)
+
+
+class ConsoleServicer:
+    """A VM's graphical console (VNC), relayed for the portal's browser console.
+
+    Only the callers named in the agent's console_clients (by default the orchestrator's
+    certificate, flexplane-orchestrator) may open one: any other caller is refused with
+    PERMISSION_DENIED and "flexplane-error: client-not-allowed", even one allowed_clients lets
+    call the other services.
+    """
+
+    def Open(self, request_iterator, context):
+        """Open the console of VM vmid on this node and relay it both ways until either side ends.
+
+        The first message names the VM (vmid; data empty). The agent asks its Proxmox for a console
+        ticket (vncproxy, websocket=1), connects to vncwebsocket and answers Proxmox's VNC security
+        itself with that ticket: neither ticket nor password ever leaves the node. It then greets the
+        caller as an RFB 3.8 server offering security type None, and from there on relays the
+        caller's data to the VM's VNC server and the server's bytes back, unchanged.
+
+        Errors: NOT_FOUND when Proxmox has no such VM on this node; FAILED_PRECONDITION with
+        Proxmox's message when it refuses the console (e.g. the VM is not running); UNAVAILABLE
+        with "flexplane-error: proxmox-unreachable" when Proxmox cannot be reached.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ConsoleServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Open': grpc.stream_stream_rpc_method_handler(
+                    servicer.Open,
+                    request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.ConsoleInput.FromString,
+                    response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.ConsoleOutput.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'flexplane.agent.v1.Console', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('flexplane.agent.v1.Console', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Console:
+    """A VM's graphical console (VNC), relayed for the portal's browser console.
+
+    Only the callers named in the agent's console_clients (by default the orchestrator's
+    certificate, flexplane-orchestrator) may open one: any other caller is refused with
+    PERMISSION_DENIED and "flexplane-error: client-not-allowed", even one allowed_clients lets
+    call the other services.
+    """
+
+    @staticmethod
+    def Open(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/flexplane.agent.v1.Console/Open',
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.ConsoleInput.SerializeToString,
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.ConsoleOutput.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
