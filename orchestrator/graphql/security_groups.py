@@ -12,9 +12,8 @@ from typing import Any
 
 import graphene
 
-from orchestrator.errors import FlexPlaneError
 from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type, payload_errors
+from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
 from orchestrator.graphql.vms import VirtualMachine
 from orchestrator.models.security_groups import SecurityGroup as SecurityGroupModel
 from orchestrator.services import security_groups
@@ -122,13 +121,8 @@ class RealisingMutation(ServiceMutation):
         abstract = True
 
     @classmethod
-    def mutate(cls, root: None, info: graphene.ResolveInfo, **args: Any) -> RealisingMutation:
-        try:
-            result = cls.call(info, **args)
-        except FlexPlaneError as exc:
-            return cls(errors=payload_errors(cls._api_error(exc), cls._meta.codes), **cls.failed(exc))
-        failures = [_not_updated(f, cls._meta.codes) for f in result.realised.failures]
-        return cls(errors=failures, **cls.answer(result))
+    def not_updated(cls, result: Changed | Assigned) -> dict[str, Any]:
+        return {"errors": [_not_updated(f, cls._meta.codes) for f in result.realised.failures]}
 
 
 _ERRORS = "Errors: INVALID (naming the field, e.g. rules[2].ports), NOT_FOUND, CONFLICT, UNAVAILABLE."
@@ -146,7 +140,7 @@ class CreateSecurityGroup(RealisingMutation):
 
     @classmethod
     def answer(cls, result: Changed) -> dict[str, Any]:
-        return {"security_group": result.group}
+        return {"security_group": result.group, **cls.not_updated(result)}
 
 
 class UpdateSecurityGroup(RealisingMutation):
@@ -166,7 +160,7 @@ class UpdateSecurityGroup(RealisingMutation):
 
     @classmethod
     def answer(cls, result: Changed) -> dict[str, Any]:
-        return {"security_group": result.group}
+        return {"security_group": result.group, **cls.not_updated(result)}
 
 
 class DeleteSecurityGroup(ServiceMutation):
@@ -204,7 +198,7 @@ class AssignSecurityGroups(RealisingMutation):
 
     @classmethod
     def answer(cls, result: Assigned) -> dict[str, Any]:
-        return {"virtual_machine": result.vm, "security_groups": result.groups}
+        return {"virtual_machine": result.vm, "security_groups": result.groups, **cls.not_updated(result)}
 
 
 class Mutation(graphene.ObjectType):
