@@ -6,6 +6,21 @@ privileges, no more). The user holds the role ``FlexPlaneAgent`` on ``/``: exact
 :data:`AGENT_PRIVILEGES`, which cover what ``agent.proxy`` forwards and what the agent's
 image import does, and nothing else (no Sys.Modify, no User.Modify, no console).
 
+Tenant networks are SDN zones, VNets and subnets, which Proxmox checks under ``/sdn``. The role
+``FlexPlaneAgentSDN`` (:data:`AGENT_SDN_PRIVILEGES`) is granted only there (:data:`AGENT_GRANTS`):
+
+- on ``/sdn`` without propagation: applying pending changes (``PUT /cluster/sdn`` checks
+  SDN.Allocate on ``/sdn`` itself), and nothing below it (``/sdn/controllers``, ``/sdn/ipams``,
+  ``/sdn/dns``, ``/sdn/fabrics`` keep what ``/`` gives: no SDN privilege);
+- on ``/sdn/zones``, propagated: creating zones (``/sdn/zones``), VNets in a zone
+  (``/sdn/zones/<zone>``), their subnets (``/sdn/zones/<zone>/<vnet>``), reading them, and
+  plugging a VM's NIC into a VNet (SDN.Use on ``/sdn/zones/<zone>/<vnet>``);
+- ``NoAccess`` on ``/sdn/zones/localnetwork``: Proxmox checks a NIC on one of the node's own
+  bridges (``vmbr0``) as SDN.Use on ``/sdn/zones/localnetwork/<bridge>``; the agent may not.
+
+Proxmox's more specific ACL replaces what a path inherits, so below ``/sdn/zones`` the user holds
+exactly ``FlexPlaneAgentSDN``, and ``FlexPlaneAgent`` holds no SDN privilege at all.
+
 User, role and permission are cluster-wide (``/etc/pve`` is shared), so every node of a zone
 shares them; the token is the node's own, so enrolling or re-enrolling one node never breaks
 another's agent.
@@ -22,6 +37,7 @@ import subprocess
 import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -53,7 +69,31 @@ AGENT_PRIVILEGES = (
     "Datastore.Audit",  # the node's storages
     "Datastore.AllocateSpace",  # disks of clones and imports
     "Datastore.AllocateTemplate",  # the image import's upload
-    "SDN.Use",  # attaching NICs to bridges (PVE 8 and later check it)
+)
+AGENT_SDN_ROLE = "FlexPlaneAgentSDN"
+AGENT_SDN_PRIVILEGES = (
+    "SDN.Audit",  # GET /cluster/sdn/vnets, .../subnets (the listing shows only what one may audit)
+    "SDN.Allocate",  # zones, VNets, subnets: create and delete; PUT /cluster/sdn (apply)
+    "SDN.Use",  # a VM's NIC on a VNet (PVE 8 and later check it on /sdn/zones/<zone>/<vnet>)
+)
+NO_ACCESS = "NoAccess"  # Proxmox's built-in role without privileges
+AGENT_ROLES: dict[str, tuple[str, ...]] = {AGENT_ROLE: AGENT_PRIVILEGES, AGENT_SDN_ROLE: AGENT_SDN_PRIVILEGES}
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A role on an ACL path, propagated to the paths below it or not."""
+
+    path: str
+    role: str
+    propagate: bool = True
+
+
+AGENT_GRANTS = (
+    Grant("/", AGENT_ROLE),
+    Grant("/sdn", AGENT_SDN_ROLE, propagate=False),
+    Grant("/sdn/zones", AGENT_SDN_ROLE),
+    Grant("/sdn/zones/localnetwork", NO_ACCESS),
 )
 COMMAND_TIMEOUT = 60.0
 
@@ -100,11 +140,11 @@ class ProxmoxAdmin(ABC):
     def add_user(self, userid: str, comment: str) -> None: ...
 
     @abstractmethod
-    def acl(self) -> set[tuple[str, str, str]]:
-        """Every (path, user or token id, role) granted."""
+    def acl(self) -> set[tuple[str, str, str, bool]]:
+        """Every (path, user or token id, role, propagated) granted."""
 
     @abstractmethod
-    def grant(self, path: str, userid: str, role: str) -> None: ...
+    def grant(self, path: str, userid: str, role: str, *, propagate: bool = True) -> None: ...
 
     @abstractmethod
     def tokens(self, userid: str) -> set[str]:
@@ -119,12 +159,17 @@ class ProxmoxAdmin(ABC):
 
     # --- the steps the bootstrap takes, each idempotent
 
-    def ensure_role(self, role: str = AGENT_ROLE, privileges: Sequence[str] = AGENT_PRIVILEGES) -> Change:
-        current = self.roles().get(role)
-        if current == frozenset(privileges):
-            return Change.UNCHANGED
-        self.write_role(role, privileges, exists=current is not None)
-        return Change.WRITTEN
+    def ensure_role(self, role: str | None = None, privileges: Sequence[str] = ()) -> Change:
+        """The role with exactly these privileges; by default every role of :data:`AGENT_ROLES`."""
+        wanted = {role: privileges} if role is not None else AGENT_ROLES
+        roles = self.roles()
+        change = Change.UNCHANGED
+        for name, privs in wanted.items():
+            current = roles.get(name)
+            if current != frozenset(privs):
+                self.write_role(name, privs, exists=current is not None)
+                change = Change.WRITTEN
+        return change
 
     def ensure_user(self, userid: str = AGENT_USER) -> Change:
         if userid in self.users():
@@ -132,11 +177,15 @@ class ProxmoxAdmin(ABC):
         self.add_user(userid, AGENT_COMMENT)
         return Change.WRITTEN
 
-    def ensure_grant(self, userid: str = AGENT_USER, role: str = AGENT_ROLE, path: str = "/") -> Change:
-        if (path, userid, role) in self.acl():
-            return Change.UNCHANGED
-        self.grant(path, userid, role)
-        return Change.WRITTEN
+    def ensure_grant(self, userid: str = AGENT_USER, grants: Sequence[Grant] = AGENT_GRANTS) -> Change:
+        """The user's grants (by default :data:`AGENT_GRANTS`), each with its propagation."""
+        acl = self.acl()
+        change = Change.UNCHANGED
+        for grant in grants:
+            if (grant.path, userid, grant.role, grant.propagate) not in acl:
+                self.grant(grant.path, userid, grant.role, propagate=grant.propagate)
+                change = Change.WRITTEN
+        return change
 
     def ensure_token(self, node: str, known_secret: str | None) -> tuple[Change, str]:
         """The node's token and its secret: kept when the node still has the secret, else made anew."""
@@ -185,13 +234,20 @@ class PveumAdmin(ProxmoxAdmin):
     def add_user(self, userid: str, comment: str) -> None:
         self._run("user", "add", userid, "--comment", comment)
 
-    def acl(self) -> set[tuple[str, str, str]]:
-        return {
-            (str(a["path"]), str(a["ugid"]), str(a["roleid"])) for a in self._run("acl", "list", answer=True)
-        }
+    def acl(self) -> set[tuple[str, str, str, bool]]:
+        return {_acl_entry(a) for a in self._run("acl", "list", answer=True)}
 
-    def grant(self, path: str, userid: str, role: str) -> None:
-        self._run("acl", "modify", path, "--users", userid, "--roles", role)
+    def grant(self, path: str, userid: str, role: str, *, propagate: bool = True) -> None:
+        self._run(
+            "acl",
+            "modify",
+            path,
+            "--users",
+            userid,
+            "--roles",
+            role,
+            *(() if propagate else ("--propagate", "0")),
+        )
 
     def tokens(self, userid: str) -> set[str]:
         return {str(t["tokenid"]) for t in self._run("user", "token", "list", userid, answer=True)}
@@ -266,13 +322,13 @@ class ApiAdmin(ProxmoxAdmin):
     def add_user(self, userid: str, comment: str) -> None:
         self._call("POST", "/access/users", {"userid": userid, "comment": comment})
 
-    def acl(self) -> set[tuple[str, str, str]]:
-        return {
-            (str(a["path"]), str(a["ugid"]), str(a["roleid"])) for a in self._call("GET", "/access/acl") or []
-        }
+    def acl(self) -> set[tuple[str, str, str, bool]]:
+        return {_acl_entry(a) for a in self._call("GET", "/access/acl") or []}
 
-    def grant(self, path: str, userid: str, role: str) -> None:
-        self._call("PUT", "/access/acl", {"path": path, "users": userid, "roles": role})
+    def grant(self, path: str, userid: str, role: str, *, propagate: bool = True) -> None:
+        self._call(
+            "PUT", "/access/acl", {"path": path, "users": userid, "roles": role, "propagate": int(propagate)}
+        )
 
     def tokens(self, userid: str) -> set[str]:
         return {
@@ -285,6 +341,17 @@ class ApiAdmin(ProxmoxAdmin):
 
     def remove_token(self, userid: str, name: str) -> None:
         self._call("DELETE", f"/access/users/{self._quote(userid)}/token/{self._quote(name)}")
+
+
+def _acl_entry(entry: Any) -> tuple[str, str, str, bool]:
+    """(path, user or token id, role, propagated) of an ACL entry as Proxmox lists it (propagate is 1 when
+    the listing leaves it out, Proxmox's default)."""
+    return (
+        str(entry["path"]),
+        str(entry["ugid"]),
+        str(entry["roleid"]),
+        str(entry.get("propagate", 1)) != "0",
+    )
 
 
 def _privileges(value: Any) -> frozenset[str]:

@@ -6,9 +6,9 @@ saying what is wrong; the check names the parameter. Validators are pure and sma
 forwarded write.
 
 References are checked against the request itself: a disk's volume must belong to the VM of the path,
-a cloud-init snippet must be that VM's own vendor snippet on the node's snippets storage, a NIC's
-bridge must be one the node's policy allows (none until flex.plane creates networks), a pool must be
-``fp-<slug>``, tags must be flex.plane's (``fp-<kind>-...``) or plain labels.
+a cloud-init snippet must be that VM's own vendor snippet on the node's snippets storage, a NIC is a
+firewalled virtio NIC on an SDN VNet (never the node's own bridges), a pool must be ``fp-<slug>``,
+tags must be flex.plane's (``fp-<kind>-...``) or plain labels.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from agent.proxy.paths import NODE, POOL, VMID
+from agent.proxy.paths import IPSET, IPV4, NODE, POOL, SDN_ID, VMID
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,9 @@ class Policy:
     """What this node lets the proxy name beyond the request itself.
 
     ``snippets_storage`` is the storage of the agent's snippets folder (the only one a ``cicustom`` may
-    name). ``bridges`` are the bridges a NIC may be on: the zone's configured bridge and the VNets
-    flex.plane created; none today, as flex.plane does not yet attach NICs (the networks issue fills it).
+    name). ``bridges`` are bridges other than SDN VNets a NIC may be on (none by default: a NIC is on
+    a VNet, :func:`nic`; and the agent's Proxmox role may not use the node's own bridges,
+    :mod:`agent.pveadmin`).
     """
 
     snippets_storage: str | None = None
@@ -190,42 +191,58 @@ def disk(value: str, where: Where) -> None:
 
 # ------------------------------------------------------------------------------------ network
 
-NIC_MODELS = frozenset({"e1000", "e1000e", "rtl8139", "virtio", "vmxnet3"})
 _MAC = _full(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}")
-NIC_OPTIONS: Mapping[str, re.Pattern[str]] = {
-    "firewall": _full(r"[01]"),
-    "link_down": _full(r"[01]"),
-    "mtu": _full(r"[1-9][0-9]{2,4}"),
-    "queues": _full(r"[1-9][0-9]?"),
-    "rate": _full(r"[0-9]{1,6}(?:\.[0-9]{1,3})?"),
-    "tag": _full(r"[1-9][0-9]{0,3}"),
-}
+# The node's own bridges (Proxmox's vmbr<n>): never a tenant NIC's, whatever the policy says.
+_NODE_BRIDGE = _full(r"vmbr[0-9]+")
+_SDN_ID = _full(SDN_ID)
 
 
 def nic(value: str, where: Where) -> None:
-    """A NIC on a bridge of the node's policy (today none: flex.plane attaches no NIC yet)."""
+    """A tenant NIC: ``virtio[=<MAC>],bridge=<VNet>,firewall=1[,macaddr=<MAC>]`` and nothing else. The
+    model is virtio; the bridge an SDN VNet (or a bridge of the node's policy), never the node's own
+    ``vmbr<n>``; the Proxmox firewall is on (security groups are enforced by it); no VLAN tag, trunks,
+    rate, queues, MTU or link state; one MAC at most."""
     head, *options = value.split(",")
-    model, _, mac = head.partition("=")
-    if model not in NIC_MODELS:
-        raise ValueError(f"NIC model {model[:40]!r} is not one of {', '.join(sorted(NIC_MODELS))}")
-    if mac and not _MAC.fullmatch(mac):
-        raise ValueError(f"{mac[:40]!r} is not a MAC address")
-    bridge = None
-    seen: set[str] = set()
+    model, sep, head_mac = head.partition("=")
+    if model != "virtio":
+        raise ValueError(f"NIC model {model[:40]!r} is not virtio")
+    macs = [head_mac] if sep else []
+    found: dict[str, str] = {}
     for option in options:
         key, sep, setting = option.partition("=")
-        if not sep or key in seen:
+        if key not in ("bridge", "firewall", "macaddr") or not sep or key in found:
             raise ValueError(f"NIC option {key[:40]!r} is not accepted (or is given twice)")
-        seen.add(key)
-        if key == "bridge":
-            bridge = setting
-        elif key not in NIC_OPTIONS or not NIC_OPTIONS[key].fullmatch(setting):
-            raise ValueError(f"NIC option {key[:40]}={setting[:40]} is not accepted")
+        found[key] = setting
+    if "macaddr" in found:
+        macs.append(found["macaddr"])
+    if len(macs) > 1 or not all(_MAC.fullmatch(mac) for mac in macs):
+        raise ValueError("names a MAC address that is not one, or two of them")
+    if found.get("firewall") != "1":
+        raise ValueError("must have firewall=1 (the VM's firewall enforces its security groups)")
+    bridge = found.get("bridge")
     if bridge is None:
         raise ValueError("names no bridge")
-    if bridge not in where.policy.bridges:
-        allowed = ", ".join(sorted(where.policy.bridges)) or "none yet"
-        raise ValueError(f"bridge {bridge[:40]!r} is not one flex.plane may attach NICs to ({allowed})")
+    allowed = bridge in where.policy.bridges or _SDN_ID.fullmatch(bridge) is not None
+    if not allowed or _NODE_BRIDGE.fullmatch(bridge):
+        raise ValueError(f"bridge {bridge[:40]!r} is not an SDN VNet flex.plane may attach NICs to")
+
+
+def nic_or_ipconfig_keys(value: str, where: Where) -> None:
+    """A config write's ``delete``: only NICs and their cloud-init addresses (``net<n>``, ``ipconfig<n>``,
+    n from 0 to 31), comma-separated, each once: detaching a NIC and nothing else."""
+    keys = value.split(",")
+    if len(set(keys)) != len(keys):
+        raise ValueError("names a key twice")
+    for key in keys:
+        if not re.fullmatch(r"(?:net|ipconfig)(?:[12]?[0-9]|3[01])", key, re.ASCII):
+            raise ValueError(f"{key[:40]!r} is not a NIC (net0-31) or its addresses (ipconfig0-31)")
+
+
+def nameservers(value: str, where: Where) -> None:
+    """Cloud-init DNS servers: up to three IPv4 addresses, separated by single spaces (none: empty)."""
+    servers = value.split(" ") if value else []
+    if len(servers) > 3 or not all(_IPV4.fullmatch(server) for server in servers):
+        raise ValueError(f"{value[:80]!r} is not up to three IPv4 addresses separated by spaces")
 
 
 def ipconfig(value: str, where: Where) -> None:
@@ -250,6 +267,89 @@ def ipconfig(value: str, where: Where) -> None:
                 raise ValueError(key)
         except ValueError:
             raise ValueError(f"{key[:40]}={setting[:60]} is not accepted") from None
+
+
+_IPV4 = _full(IPV4)
+
+
+def ipv4(value: str, where: Where) -> None:
+    """An IPv4 address in dotted quads (no leading zeros)."""
+    if not _IPV4.fullmatch(value):
+        raise ValueError(f"{value[:60]!r} is not an IPv4 address")
+
+
+def ipv4_cidr(value: str, where: Where) -> None:
+    """An IPv4 network ``<address>/<prefix>``, the address its network's own (no host bits)."""
+    address, sep, prefix = value.partition("/")
+    if not (sep and _IPV4.fullmatch(address) and re.fullmatch(r"[0-9]|[12][0-9]|3[0-2]", prefix, re.ASCII)):
+        raise ValueError(f"{value[:60]!r} is not an IPv4 network (<address>/<prefix>)")
+    try:
+        ipaddress.IPv4Network(value)
+    except ValueError:
+        raise ValueError(f"{value[:60]!r} has host bits set: not a network address") from None
+
+
+def ipv4_or_cidr(value: str, where: Where) -> None:
+    """An IPv4 address or network."""
+    (ipv4_cidr if "/" in value else ipv4)(value, where)
+
+
+def ipv4_list(value: str, where: Where) -> None:
+    """IPv4 addresses separated by commas (a VXLAN zone's peers): at least one, at most 64, each once."""
+    peers = value.split(",")
+    if not 1 <= len(peers) <= 64 or len(set(peers)) != len(peers):
+        raise ValueError("is not 1 to 64 distinct IPv4 addresses separated by commas")
+    for peer in peers:
+        ipv4(peer, where)
+
+
+def node_list(value: str, where: Where) -> None:
+    """Node names separated by commas, each once."""
+    names = value.split(",")
+    if len(set(names)) != len(names) or not all(re.fullmatch(NODE, n, re.ASCII) for n in names):
+        raise ValueError(f"{value[:80]!r} is not node names separated by commas")
+
+
+sdn_id = matching(SDN_ID, "an SDN id (a lowercase letter, then up to 7 lowercase letters and digits)")
+# A Linux bridge name (IFNAMSIZ: at most 15 characters).
+bridge = matching(r"[A-Za-z][A-Za-z0-9_.-]{0,14}", "a bridge name")
+# Proxmox's VNet alias pattern ([\(\)-_.\w\d\s]{0,256}: the range ) to _ included), in ASCII and with a
+# space as its only white space: the alias is written into the nodes' network configuration, where a
+# line break would start another line.
+vnet_alias = matching(r"[()\x29-\x5F.\w ]{0,256}", "a VNet alias (up to 256 letters, digits, spaces, ()-_.)")
+
+
+# ------------------------------------------------------------------------------------ firewall
+
+_ADDRESS_OR_IPSET = _full(rf"\+{IPSET}")
+_PORT = r"(?:[1-9][0-9]{0,4})"
+
+
+def firewall_address(value: str, where: Where) -> None:
+    """A rule's source or destination: an IPv4 address or network, or ``+<ipset>`` of the VM's own."""
+    if value.startswith("+"):
+        if not _ADDRESS_OR_IPSET.fullmatch(value):
+            raise ValueError(f"{value[:70]!r} is not +<the name of an IP set>")
+        return
+    ipv4_or_cidr(value, where)
+
+
+def port_range(value: str, where: Where) -> None:
+    """A destination port, or a range ``<first>:<last>`` with first <= last, from 1 to 65535."""
+    found = re.fullmatch(rf"({_PORT})(?::({_PORT}))?", value, re.ASCII)
+    ports = [int(p) for p in found.groups() if p is not None] if found else []
+    if not ports or max(ports) > 65535 or ports[0] > ports[-1]:
+        raise ValueError(f"{value[:40]!r} is not a port or a range <first>:<last> from 1 to 65535")
+
+
+def comment(value: str, where: Where) -> None:
+    """A firewall comment: one line of printable text, at most 256 characters."""
+    if len(value) > 256 or not value.isprintable():
+        raise ValueError("is not one line of printable text of at most 256 characters")
+
+
+ipset_name = matching(IPSET, "an IP set name (a letter, then 1 to 63 letters, digits, - and _)")
+firewall_policy = one_of("ACCEPT", "DROP", "REJECT")
 
 
 # ------------------------------------------------------------------------------------ cloud-init

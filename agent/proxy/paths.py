@@ -23,6 +23,14 @@ _UPID = (
 )
 VMID = r"[1-9][0-9]{2,8}"
 POOL = r"fp-[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+# An IPv4 address in dotted quads (no leading zeros).
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_PREFIX = r"(?:[12]?[0-9]|3[0-2])"
+# An SDN zone or VNet id as flex.plane makes them (Proxmox allows mixed case; at most 8 characters).
+SDN_ID = r"[a-z][a-z0-9]{0,7}"
+# A firewall IP set's name (Proxmox's pattern, at most 64 characters).
+IPSET = r"[A-Za-z][A-Za-z0-9_-]{1,63}"
 
 PLACEHOLDERS: Mapping[str, str] = {
     # A Proxmox node name (a DNS label).
@@ -33,6 +41,16 @@ PLACEHOLDERS: Mapping[str, str] = {
     "upid": _UPID,
     # A pool flex.plane owns: fp-<slug> (a VDC's pool), never another pool of the cluster.
     "poolid": POOL,
+    # An SDN zone and a VNet (Proxmox's ids are at most 8 characters).
+    "zone": SDN_ID,
+    "vnet": SDN_ID,
+    # A subnet: <zone>-<network address>-<prefix length>, as Proxmox names it.
+    "subnet": rf"{SDN_ID}-{IPV4}-{_PREFIX}",
+    # A VM firewall's rule position, IP set, and IP set entry (an IPv4 address or network; the / of a
+    # network is either a path separator, as the orchestrator sends it, or %2F).
+    "pos": r"0|[1-9][0-9]{0,5}",
+    "name": IPSET,
+    "cidr": rf"{IPV4}(?:(?:/|%2F){_PREFIX})?",
     # The power actions the control plane takes (not suspend, resume or reset).
     "action": r"start|stop|shutdown|reboot",
 }
@@ -51,6 +69,9 @@ PARAM_NAME = re.compile(rf"[A-Za-z][A-Za-z0-9_-]{{0,{MAX_PARAM_NAME_LENGTH - 1}}
 # already fails PARAM_NAME).
 METHOD_OVERRIDES = frozenset({"x-http-method-override", "x-http-method", "x-method-override"})
 _PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
+# The one escape a path may hold: %2F (an encoded /) between an address and a prefix length at the end of
+# the path, an IP set entry's network (the cidr placeholder; nothing else admits it).
+_ENCODED_PREFIX = re.compile(r"(?<=[0-9])%2F(?=(?:[12]?[0-9]|3[0-2])\Z)")
 
 
 def compile_pattern(method: str, pattern: str) -> re.Pattern[str]:
@@ -85,7 +106,7 @@ def check_path(path: str) -> None:
         raise NotAllowed("the path contains control or non-ASCII characters")
     if not path.startswith("/"):
         raise NotAllowed("the path must start with /")
-    if bad := PATH_CHARACTERS.sub("", path):
+    if bad := PATH_CHARACTERS.sub("", _ENCODED_PREFIX.sub("", path)):
         raise NotAllowed(f"the path contains {bad[0]!r}, which is never forwarded")
     for segment in path[1:].split("/"):
         if segment == "":

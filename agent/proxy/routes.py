@@ -63,9 +63,10 @@ _TASK_LISTING: Mapping[str, p.Validator] = {
     "typefilter": p.matching(r"[a-z]{1,32}", "a task type"),
 }
 
-# A config write: what the orchestrator sets on a VM it clones, configures, resizes or tags. No
+# A config write: what the orchestrator sets on a VM it clones, configures, resizes or tags, and the
+# NICs it attaches (virtio, on a VNet, firewalled) with their cloud-init addresses and DNS. No
 # hookscript, args, hostpci, usb, serial, parallel, audio, machine, bios, efidisk, tpmstate, startup,
-# protection, lock, delete or revert: none is ever sent.
+# protection, lock or revert: none is ever sent; ``delete`` only detaches NICs (net<n>, ipconfig<n>).
 _CONFIG: Mapping[str, p.Validator] = {
     "cores": p.integer(1, 1024),
     "sockets": p.integer(1, 16),
@@ -80,8 +81,85 @@ _CONFIG: Mapping[str, p.Validator] = {
     "cicustom": p.cicustom,
     **p.indexed("ipconfig", range(32), p.ipconfig),
     **p.indexed("net", range(32), p.nic),
+    "nameserver": p.nameservers,
+    "searchdomain": p.dns_name,
+    "delete": p.nic_or_ipconfig_keys,
     **p.DRIVES,
 }
+
+# A VM's own firewall (``/nodes/{node}/qemu/{vmid}/firewall``; needs VM.Config.Network on the VM):
+# options, rules, IP sets. Never the cluster's or a node's firewall, security groups or aliases.
+_FIREWALL = "/nodes/{node}/qemu/{vmid}/firewall"
+_FIREWALL_OPTIONS: Mapping[str, p.Validator] = {
+    "enable": p.boolean,
+    "policy_in": p.firewall_policy,
+    "policy_out": p.firewall_policy,
+    "dhcp": p.boolean,
+    "ipfilter": p.boolean,
+}
+_FIREWALL_RULE: Mapping[str, p.Validator] = {
+    "type": p.one_of("in", "out"),
+    "action": p.firewall_policy,
+    "proto": p.one_of("tcp", "udp", "icmp"),
+    "dport": p.port_range,
+    "source": p.firewall_address,
+    "dest": p.firewall_address,
+    "enable": p.boolean,
+    "comment": p.comment,
+    "pos": p.integer(0, 999_999),
+}
+FIREWALL_DECLARATIONS: tuple[Row, ...] = (
+    ("GET", f"{_FIREWALL}/options"),
+    ("PUT", f"{_FIREWALL}/options", _FIREWALL_OPTIONS),
+    ("GET", f"{_FIREWALL}/rules"),
+    ("POST", f"{_FIREWALL}/rules", _FIREWALL_RULE),
+    ("DELETE", f"{_FIREWALL}/rules/{{pos}}"),
+    ("GET", f"{_FIREWALL}/ipset"),
+    ("POST", f"{_FIREWALL}/ipset", {"name": p.ipset_name, "comment": p.comment}),
+    ("GET", f"{_FIREWALL}/ipset/{{name}}"),
+    ("POST", f"{_FIREWALL}/ipset/{{name}}", {"cidr": p.ipv4_or_cidr, "comment": p.comment}),
+    ("DELETE", f"{_FIREWALL}/ipset/{{name}}"),
+    ("DELETE", f"{_FIREWALL}/ipset/{{name}}/{{cidr}}"),
+)
+
+# The cluster's SDN (any node answers for the cluster): tenant networks are VNets with one subnet, in
+# a VXLAN or VLAN zone; writes stay pending until PUT /cluster/sdn applies them. Never controllers,
+# IPAMs, DNS, DHCP, fabrics or a VNet's firewall; no VLAN-aware VNets, SNAT or DHCP ranges.
+_SDN = "/cluster/sdn"
+SDN_DECLARATIONS: tuple[Row, ...] = (
+    ("GET", f"{_SDN}/zones"),
+    ("GET", f"{_SDN}/zones/{{zone}}"),
+    ("DELETE", f"{_SDN}/zones/{{zone}}"),
+    (
+        "POST",
+        f"{_SDN}/zones",
+        {
+            "zone": p.sdn_id,
+            "type": p.one_of("vxlan", "vlan"),
+            "peers": p.ipv4_list,
+            "bridge": p.bridge,
+            "mtu": p.integer(576, 65520),
+            "nodes": p.node_list,
+            "ipam": p.one_of("pve"),
+        },
+    ),
+    ("GET", f"{_SDN}/vnets", {"pending": p.boolean, "running": p.boolean}),
+    ("GET", f"{_SDN}/vnets/{{vnet}}"),
+    (
+        "POST",
+        f"{_SDN}/vnets",
+        {"vnet": p.sdn_id, "zone": p.sdn_id, "tag": p.integer(1, 16_777_215), "alias": p.vnet_alias},
+    ),
+    ("DELETE", f"{_SDN}/vnets/{{vnet}}"),
+    ("GET", f"{_SDN}/vnets/{{vnet}}/subnets"),
+    (
+        "POST",
+        f"{_SDN}/vnets/{{vnet}}/subnets",
+        {"subnet": p.ipv4_cidr, "type": p.one_of("subnet"), "gateway": p.ipv4},
+    ),
+    ("DELETE", f"{_SDN}/vnets/{{vnet}}/subnets/{{subnet}}"),
+    ("PUT", _SDN),
+)
 
 ALLOWED_DECLARATIONS: tuple[Row, ...] = (
     ("GET", "/version"),
@@ -145,6 +223,8 @@ ALLOWED_DECLARATIONS: tuple[Row, ...] = (
     ("GET", "/pools/{poolid}", {"type": p.one_of("qemu", "lxc", "storage")}),
     ("PUT", "/pools/{poolid}", {"comment": DESCRIPTION}),
     ("DELETE", "/pools/{poolid}"),
+    *FIREWALL_DECLARATIONS,
+    *SDN_DECLARATIONS,
 )
 
 ALLOWED: tuple[Route, ...] = compile_table(ALLOWED_DECLARATIONS)

@@ -46,6 +46,32 @@ UPID = "UPID:pve1:0000C0DE:0001F00D:6761A2B3:qmstart:100:root@pam!flexplane:"
         ("DELETE", "/pools/fp-demo"),
         ("GET", "/pools/fp-a"),
         ("GET", "/pools/fp-" + "a" * 63),
+        ("GET", "/nodes/pve1/qemu/100/firewall/options"),
+        ("PUT", "/nodes/pve1/qemu/100/firewall/options"),
+        ("GET", "/nodes/pve1/qemu/100/firewall/rules"),
+        ("POST", "/nodes/pve1/qemu/100/firewall/rules"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/rules/0"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/rules/12"),
+        ("GET", "/nodes/pve1/qemu/100/firewall/ipset"),
+        ("POST", "/nodes/pve1/qemu/100/firewall/ipset"),
+        ("GET", "/nodes/pve1/qemu/100/firewall/ipset/fp-web"),
+        ("POST", "/nodes/pve1/qemu/100/firewall/ipset/fp-web"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/fp-web"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.5"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.0/24"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.0%2F24"),
+        ("GET", "/cluster/sdn/zones"),
+        ("POST", "/cluster/sdn/zones"),
+        ("GET", "/cluster/sdn/zones/fpnet"),
+        ("DELETE", "/cluster/sdn/zones/fpnet"),
+        ("GET", "/cluster/sdn/vnets"),
+        ("POST", "/cluster/sdn/vnets"),
+        ("GET", "/cluster/sdn/vnets/fpab12cd"),
+        ("DELETE", "/cluster/sdn/vnets/fpab12cd"),
+        ("GET", "/cluster/sdn/vnets/fpab12cd/subnets"),
+        ("POST", "/cluster/sdn/vnets/fpab12cd/subnets"),
+        ("DELETE", "/cluster/sdn/vnets/fpab12cd/subnets/fpnet-10.0.0.0-24"),
+        ("PUT", "/cluster/sdn"),
     ],
 )
 def test_it_allows_every_row_of_the_table(method: str, path: str) -> None:
@@ -76,6 +102,31 @@ def test_it_allows_every_row_of_the_table(method: str, path: str) -> None:
 def test_it_refuses_placeholders_that_do_not_match(path: str) -> None:
     with pytest.raises(NotAllowed, match="not on the proxy's allowlist"):
         authorize("GET", path, {})
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/cluster/sdn/zones/fpnet1234"),
+        ("GET", "/cluster/sdn/zones/FPnet"),
+        ("GET", "/cluster/sdn/zones/1fp"),
+        ("DELETE", "/cluster/sdn/vnets/fp-net"),
+        ("DELETE", "/cluster/sdn/vnets/fpab12cd9"),
+        ("DELETE", "/cluster/sdn/vnets/fpab12cd/subnets/fpnet-10.0.0.0-33"),
+        ("DELETE", "/cluster/sdn/vnets/fpab12cd/subnets/fpnet-10.0.0.256-24"),
+        ("DELETE", "/cluster/sdn/vnets/fpab12cd/subnets/10.0.0.0-24"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/rules/01"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/rules/x"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/1web"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/w"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.0/24/x"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.0/33"),
+        ("DELETE", "/nodes/pve1/qemu/100/firewall/ipset/fp-web/fd00::1"),
+    ],
+)
+def test_sdn_and_firewall_placeholders_that_do_not_match_are_refused(method: str, path: str) -> None:
+    with pytest.raises(NotAllowed, match="not on the proxy's allowlist"):
+        authorize(method, path, {})
 
 
 @pytest.mark.parametrize(
@@ -121,6 +172,61 @@ def test_only_the_four_power_actions_are_allowed(action: str) -> None:
 def test_nothing_else_of_the_vm_lifecycle_is_allowed(method: str, path: str) -> None:
     with pytest.raises(NotAllowed, match="not on the proxy's allowlist"):
         authorize(method, path, {})
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/cluster/sdn"),
+        ("GET", "/cluster/sdn/controllers"),
+        ("POST", "/cluster/sdn/controllers"),
+        ("POST", "/cluster/sdn/ipams"),
+        ("POST", "/cluster/sdn/dns"),
+        ("PUT", "/cluster/sdn/zones/fpnet"),
+        ("PUT", "/cluster/sdn/vnets/fpab12cd"),
+        ("PUT", "/cluster/sdn/vnets/fpab12cd/subnets/fpnet-10.0.0.0-24"),
+        ("GET", "/cluster/sdn/vnets/fpab12cd/subnets/fpnet-10.0.0.0-24"),
+        ("POST", "/cluster/sdn/vnets/fpab12cd/ips"),
+        ("PUT", "/cluster/sdn/vnets/fpab12cd/firewall/options"),
+        ("POST", "/cluster/sdn/vnets/fpab12cd/firewall/rules"),
+        ("POST", "/cluster/sdn/lock"),
+        ("PUT", "/nodes/pve1/network"),
+        ("POST", "/cluster/firewall/rules"),
+        ("PUT", "/cluster/firewall/options"),
+        ("POST", "/cluster/firewall/groups"),
+        ("POST", "/cluster/firewall/groups/fp-web"),
+        ("POST", "/cluster/firewall/ipset"),
+        ("POST", "/cluster/firewall/aliases"),
+        ("POST", "/nodes/pve1/firewall/rules"),
+        ("PUT", "/nodes/pve1/firewall/options"),
+        ("POST", "/nodes/pve1/qemu/100/firewall/aliases"),
+        ("GET", "/nodes/pve1/qemu/100/firewall/refs"),
+        ("GET", "/nodes/pve1/qemu/100/firewall/log"),
+        ("PUT", "/nodes/pve1/qemu/100/firewall/rules/0"),
+        ("GET", "/nodes/pve1/qemu/100/firewall/rules/0"),
+        ("PUT", "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.5"),
+        ("GET", "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.5"),
+        ("POST", "/nodes/pve1/lxc/100/firewall/rules"),
+    ],
+)
+def test_no_other_sdn_or_firewall_path_is_allowed(method: str, path: str) -> None:
+    with pytest.raises(NotAllowed, match="not on the proxy's allowlist"):
+        authorize(method, path, {})
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/cluster%2Fsdn",
+        "/nodes/pve1/qemu/100/firewall/ipset/fp-web%2F10.0.0.0",
+        "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.0%2F24x",
+        "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.0%2f24",
+        "/nodes/pve1/qemu/100/firewall/ipset/fp-web/10.0.0.0%252F24",
+    ],
+)
+def test_an_encoded_slash_is_forwarded_only_in_an_ip_set_entrys_network(path: str) -> None:
+    with pytest.raises(NotAllowed, match="'%', which is never forwarded"):
+        authorize("DELETE", path, {})
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from agent.proxy.params import DISK_OPTIONS, owned_volume_name
 from agentclient import AgentTarget, host_identity
 from agentclient.pool import encode_params
 from orchestrator.services.vms.lifecycle import vendor_snippet_name
+from orchestrator.sources.proxmox.firewall import FirewallOptions, FirewallRule, VmFirewall
 from orchestrator.sources.proxmox.source import ZoneTargets
 from orchestrator.sources.proxmox.zone import ZoneApi
 from orchestrator.sources.qemu_config import DHCP, ConfigChange, cloud_init_drive, parse_drive
@@ -55,9 +56,19 @@ def test_every_declared_parameter_is_one_proxmox_itself_knows_for_that_route() -
 
 
 def test_no_route_declares_a_parameter_that_reaches_beyond_the_vm_or_pool_it_names() -> None:
-    dangerous = {"hookscript", "args", "skiplock", "storage", "vms", "delete", "import-from", "archive"}
+    dangerous = {"hookscript", "args", "skiplock", "storage", "vms", "import-from", "archive"}
     for route in ALLOWED:
         assert not dangerous & set(route.params), f"{route.method} {route.pattern}"
+
+
+def test_only_a_config_write_declares_delete_and_it_deletes_only_nics() -> None:
+    with_delete = {(r.method, r.pattern) for r in ALLOWED if "delete" in r.params}
+    assert with_delete == {
+        ("PUT", "/nodes/{node}/qemu/{vmid}/config"),
+        ("POST", "/nodes/{node}/qemu/{vmid}/config"),
+    }
+    check("PUT", CONFIG, {"delete": "net1,ipconfig1"})
+    check("POST", CONFIG, {"delete": "net31"})
 
 
 # ------------------------------------------------------------------------ the orchestrator's calls
@@ -141,8 +152,93 @@ def orchestrator_calls() -> list[tuple[str, str, dict[str, str]]]:
     api.resources("vm")
     api.resources()
     api.tasks("pve1", limit=50, since=1700000000, vmid=4242)
+    firewall = VmFirewall(api)
+    firewall.options("pve1", 4242)
+    firewall.set_options("pve1", 4242, FirewallOptions(enable=True, policy_in="DROP", dhcp=True))
+    firewall.rules("pve1", 4242)
+    for rule in (
+        FirewallRule("in", "ACCEPT", "tcp", "22", "+fp-sg-web", None, True, "fp-sg web: ssh"),
+        FirewallRule("out", "ACCEPT", None, None, None, "0.0.0.0/0", True, "fp-sg default: egress"),
+        FirewallRule("in", "REJECT", "udp", "8000:8080", "10.0.0.0/16", None, False, "fp-sg x"),
+        FirewallRule("in", "ACCEPT", "icmp", None, "10.0.0.7", None, True, "fp-sg x"),
+    ):
+        firewall.add_rule("pve1", 4242, rule)
+    firewall.delete_rule("pve1", 4242, 3)
+    firewall.ipsets("pve1", 4242)
+    firewall.ipset("pve1", 4242, "fp-sg-web")
+    firewall.create_ipset("pve1", 4242, "fp-sg-web", "members of security group web")
+    firewall.add_entry("pve1", 4242, "fp-sg-web", "10.0.0.0/24")
+    firewall.add_entry("pve1", 4242, "fp-sg-web", "10.0.1.5")
+    firewall.remove_entry("pve1", 4242, "fp-sg-web", "10.0.0.0/24")
+    firewall.remove_entry("pve1", 4242, "fp-sg-web", "10.0.1.5")
+    firewall.delete_ipset("pve1", 4242, "fp-sg-web")
     api.task_log("pve1", UPID, 500)
     return recorder.calls
+
+
+# The networks' calls as the issue fixes them (orchestrator/sources/proxmox/sdn.py and the NICs of
+# ConfigChange): each SDN call, and a NIC attached and detached.
+NETWORK_CALLS: list[tuple[str, str, dict[str, str]]] = [
+    ("GET", "/cluster/sdn/zones", {}),
+    ("GET", "/cluster/sdn/zones/fpnet", {}),
+    ("DELETE", "/cluster/sdn/zones/fpnet", {}),
+    (
+        "POST",
+        "/cluster/sdn/zones",
+        {
+            "zone": "fpnet",
+            "type": "vxlan",
+            "mtu": "1450",
+            "ipam": "pve",
+            "peers": "10.0.0.11,10.0.0.12",
+            "nodes": "pve1,pve2",
+        },
+    ),
+    (
+        "POST",
+        "/cluster/sdn/zones",
+        {"zone": "fpnet", "type": "vlan", "mtu": "1500", "ipam": "pve", "bridge": "vmbr1"},
+    ),
+    ("GET", "/cluster/sdn/vnets", {"pending": "1"}),
+    ("GET", "/cluster/sdn/vnets", {"running": "1"}),
+    ("GET", "/cluster/sdn/vnets/fpab12cd", {}),
+    (
+        "POST",
+        "/cluster/sdn/vnets",
+        {"vnet": "fpab12cd", "zone": "fpnet", "tag": "16777215", "alias": "fp vdc demo: net-a (default)"},
+    ),
+    ("DELETE", "/cluster/sdn/vnets/fpab12cd", {}),
+    ("GET", "/cluster/sdn/vnets/fpab12cd/subnets", {}),
+    (
+        "POST",
+        "/cluster/sdn/vnets/fpab12cd/subnets",
+        {"subnet": "10.0.0.0/24", "type": "subnet", "gateway": "10.0.0.1"},
+    ),
+    ("DELETE", "/cluster/sdn/vnets/fpab12cd/subnets/fpnet-10.0.0.0-24", {}),
+    ("PUT", "/cluster/sdn", {}),
+    (
+        "PUT",
+        CONFIG,
+        {
+            "net0": "virtio,bridge=fpab12cd,firewall=1",
+            "ipconfig0": "ip=10.0.0.5/24,gw=10.0.0.1",
+            "nameserver": "10.0.0.1 1.1.1.1 9.9.9.9",
+            "searchdomain": "demo.internal",
+        },
+    ),
+    ("POST", CONFIG, {"net1": "virtio=BC:24:11:2A:3B:4C,bridge=fpzz9,firewall=1", "ipconfig1": "ip=dhcp"}),
+    (
+        "PUT",
+        CONFIG,
+        {"net2": "virtio,bridge=fpab12cd,firewall=1,macaddr=bc:24:11:2a:3b:4d", "nameserver": ""},
+    ),
+    ("PUT", CONFIG, {"delete": "net1,ipconfig1"}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "params"), NETWORK_CALLS)
+def test_every_call_of_the_networks_is_allowed(method: str, path: str, params: dict[str, str]) -> None:
+    check(method, path, params)
 
 
 def test_every_call_the_orchestrator_renders_is_allowed() -> None:
@@ -173,7 +269,35 @@ def test_every_call_the_orchestrator_renders_is_allowed() -> None:
         ({"cicustom": "vendor=nfs:snippets/fp-demo-4242-vendor.yaml"}, "cicustom"),
         ({"cicustom": "vendor=local:snippets/admin.yaml"}, "cicustom"),
         ({"net0": "virtio,bridge=vmbr0"}, "net0"),
+        ({"net0": "virtio,bridge=vmbr0,firewall=1"}, "net0"),
         ({"net1": "virtio=BC:24:11:00:00:01,bridge=vmbr1,firewall=0"}, "net1"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=1,tag=5"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=1,trunks=1-4094"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=1,rate=1000"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=1,queues=8"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=1,link_down=1"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=1,mtu=9000"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=0"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=1,firewall=1"}, "net0"),
+        ({"net0": "e1000,bridge=fpab12cd,firewall=1"}, "net0"),
+        ({"net0": "model=virtio,bridge=fpab12cd,firewall=1"}, "net0"),
+        ({"net0": "virtio=BC:24:11:00:00:01,bridge=fpab12cd,firewall=1,macaddr=BC:24:11:00:00:02"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd,firewall=1,macaddr=not-a-mac"}, "net0"),
+        ({"net0": "virtio,bridge=fp-ab,firewall=1"}, "net0"),
+        ({"net0": "virtio,bridge=fpab12cd9,firewall=1"}, "net0"),
+        ({"net32": "virtio,bridge=fpab12cd,firewall=1"}, "net32"),
+        ({"ipconfig0": "ip=10.0.0.5,gw=10.0.0.1"}, "ipconfig0"),
+        ({"nameserver": "10.0.0.1 10.0.0.2 10.0.0.3 10.0.0.4"}, "nameserver"),
+        ({"nameserver": "10.0.0.1,10.0.0.2"}, "nameserver"),
+        ({"nameserver": "fd00::53"}, "nameserver"),
+        ({"nameserver": "10.0.0.1  10.0.0.2"}, "nameserver"),
+        ({"searchdomain": "corp example"}, "searchdomain"),
+        ({"delete": "hookscript"}, "delete"),
+        ({"delete": "net0,scsi0"}, "delete"),
+        ({"delete": "net0,net0"}, "delete"),
+        ({"delete": "net32"}, "delete"),
+        ({"delete": ""}, "delete"),
         ({"tags": "fp-vdc-demo;fp-vdc-other"}, "tags"),
         ({"tags": "fp-"}, "tags"),
         ({"tags": "a b"}, "tags"),
@@ -218,6 +342,80 @@ def test_a_config_write_naming_what_is_not_the_vms_own_is_refused_naming_the_par
         ("POST", "/pools", {"poolid": "admins"}, "poolid"),
         ("GET", "/cluster/resources", {"type": "everything"}, "type"),
         ("GET", "/version", {"x": "1"}, "x"),
+        ("POST", "/cluster/sdn/zones", {"zone": "fpnet", "type": "evpn"}, "type"),
+        ("POST", "/cluster/sdn/zones", {"zone": "fpnet", "type": "simple"}, "type"),
+        (
+            "POST",
+            "/cluster/sdn/zones",
+            {"zone": "fpnet", "type": "vxlan", "controller": "evpn1"},
+            "controller",
+        ),
+        ("POST", "/cluster/sdn/zones", {"zone": "fp-net", "type": "vxlan"}, "zone"),
+        ("POST", "/cluster/sdn/zones", {"zone": "fpnet", "type": "vxlan", "peers": "pve1.example"}, "peers"),
+        ("POST", "/cluster/sdn/zones", {"zone": "fpnet", "type": "vxlan", "mtu": "70000"}, "mtu"),
+        ("POST", "/cluster/sdn/zones", {"zone": "fpnet", "type": "vlan", "bridge": "vmbr0 up"}, "bridge"),
+        ("POST", "/cluster/sdn/zones", {"zone": "fpnet", "type": "vxlan", "ipam": "netbox"}, "ipam"),
+        ("POST", "/cluster/sdn/zones", {"zone": "fpnet", "type": "vxlan", "dns": "pdns"}, "dns"),
+        ("POST", "/cluster/sdn/zones", {"zone": "fpnet", "type": "vxlan", "nodes": "pve1,,pve2"}, "nodes"),
+        ("POST", "/cluster/sdn/vnets", {"vnet": "fpab12cd", "zone": "fpnet", "vlanaware": "1"}, "vlanaware"),
+        (
+            "POST",
+            "/cluster/sdn/vnets",
+            {"vnet": "fpab12cd", "zone": "fpnet", "isolate-ports": "1"},
+            "isolate-ports",
+        ),
+        ("POST", "/cluster/sdn/vnets", {"vnet": "fpab12cd9", "zone": "fpnet"}, "vnet"),
+        ("POST", "/cluster/sdn/vnets", {"vnet": "fpab12cd", "zone": "fpnet", "tag": "0"}, "tag"),
+        ("POST", "/cluster/sdn/vnets", {"vnet": "fpab12cd", "zone": "fpnet", "tag": "16777216"}, "tag"),
+        ("POST", "/cluster/sdn/vnets", {"vnet": "fpab12cd", "alias": "net\nauto eth0"}, "alias"),
+        ("POST", "/cluster/sdn/vnets", {"vnet": "fpab12cd", "alias": "a" * 257}, "alias"),
+        ("POST", "/cluster/sdn/vnets", {"vnet": "fpab12cd", "alias": "net #1"}, "alias"),
+        ("GET", "/cluster/sdn/vnets", {"pending": "yes"}, "pending"),
+        ("GET", "/cluster/sdn/vnets/fpab12cd", {"pending": "1"}, "pending"),
+        ("POST", "/cluster/sdn/vnets/fpab12cd/subnets", {"subnet": "10.0.0.5/24"}, "subnet"),
+        ("POST", "/cluster/sdn/vnets/fpab12cd/subnets", {"subnet": "fd00::/64"}, "subnet"),
+        ("POST", "/cluster/sdn/vnets/fpab12cd/subnets", {"subnet": "10.0.0.0/24", "snat": "1"}, "snat"),
+        ("POST", "/cluster/sdn/vnets/fpab12cd/subnets", {"subnet": "10.0.0.0/24", "type": "vnet"}, "type"),
+        ("POST", "/cluster/sdn/vnets/fpab12cd/subnets", {"gateway": "10.0.0.1/24"}, "gateway"),
+        (
+            "POST",
+            "/cluster/sdn/vnets/fpab12cd/subnets",
+            {"dhcp-range": "start-address=10.0.0.10,end-address=10.0.0.20"},
+            "dhcp-range",
+        ),
+        ("PUT", "/cluster/sdn", {"lock-token": "x"}, "lock-token"),
+        ("PUT", "/nodes/pve1/qemu/4242/firewall/options", {"policy_in": "ALLOW"}, "policy_in"),
+        ("PUT", "/nodes/pve1/qemu/4242/firewall/options", {"log_level_in": "info"}, "log_level_in"),
+        ("PUT", "/nodes/pve1/qemu/4242/firewall/options", {"macfilter": "0"}, "macfilter"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"type": "group", "action": "fp-web"}, "type"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"type": "in", "action": "fp-web"}, "action"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"proto": "gre"}, "proto"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "0"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "70000"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "8080:80"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "22,80"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"source": "10.0.0.0/33"}, "source"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"source": "+dc/admins"}, "source"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dest": "garbage"}, "dest"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"source": "10.0.0.1-10.0.0.9"}, "source"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"iface": "net0"}, "iface"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"macro": "SSH"}, "macro"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"log": "info"}, "log"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"comment": "a\nb"}, "comment"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"comment": "c" * 257}, "comment"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"enable": "2"}, "enable"),
+        ("DELETE", "/nodes/pve1/qemu/4242/firewall/rules/0", {"digest": "x"}, "digest"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/ipset", {"name": "w"}, "name"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/ipset", {"name": "1web"}, "name"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/ipset", {"name": "fp-web", "rename": "x"}, "rename"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/ipset/fp-web", {"cidr": "fd00::/64"}, "cidr"),
+        (
+            "POST",
+            "/nodes/pve1/qemu/4242/firewall/ipset/fp-web",
+            {"cidr": "10.0.0.0/24", "nomatch": "1"},
+            "nomatch",
+        ),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/ipset/fp-web", {"cidr": "dc/admins"}, "cidr"),
     ],
 )
 def test_another_route_refuses_what_it_does_not_declare(
@@ -243,9 +441,23 @@ def test_a_volume_of_the_vm_itself_is_its_own_in_every_form_proxmox_writes(name:
     check("PUT", CONFIG, {"scsi0": f"local:{name},size=4G"})
 
 
-def test_a_bridge_the_nodes_policy_allows_is_accepted() -> None:
-    """The networks issue adds the VNets flex.plane creates to the policy; until then none is."""
-    authorize("PUT", CONFIG, {"net0": "virtio,bridge=fpvnet1"}, policy=Policy(bridges=frozenset({"fpvnet1"})))
+@pytest.mark.parametrize(
+    "nic",
+    [
+        "virtio,bridge=fpab12cd,firewall=1",
+        "virtio=BC:24:11:2A:3B:4C,bridge=fpab12cd,firewall=1",
+        "virtio,firewall=1,bridge=fp1,macaddr=bc:24:11:2a:3b:4c",
+    ],
+)
+def test_a_firewalled_virtio_nic_on_a_vnet_is_accepted_with_or_without_its_mac(nic: str) -> None:
+    check("PUT", CONFIG, {"net0": nic})
+
+
+def test_a_bridge_the_nodes_policy_allows_is_accepted_but_never_the_nodes_own() -> None:
+    policy = Policy(bridges=frozenset({"tenant_br", "vmbr1"}))
+    authorize("PUT", CONFIG, {"net0": "virtio,bridge=tenant_br,firewall=1"}, policy=policy)
+    with pytest.raises(NotAllowed, match="is not an SDN VNet"):
+        authorize("PUT", CONFIG, {"net0": "virtio,bridge=vmbr1,firewall=1"}, policy=policy)
 
 
 # ------------------------------------------------------------------------ properties

@@ -38,6 +38,8 @@ match args[:2]:
         answer = state["acl"]
     case ["acl", "modify"]:
         grant = {"path": args[2], "ugid": option("--users"), "roleid": option("--roles")}
+        if "--propagate" in args:
+            grant["propagate"] = int(option("--propagate"))
         state["acl"].append({**grant, "type": "user"})
     case ["user", "token"]:
         tokens = state["tokens"].setdefault(args[3], {})
