@@ -12,7 +12,7 @@ import pytest
 
 from devstack.world import World
 from tests.support import GraphQL
-from tests.vmkit import create, ok, payload, present
+from tests.vmkit import create, ok, payload, present, scratch_vdcs
 
 GROUP = "{ name vdc description rules { direction protocol ports cidr group vdcNetworks description } }"
 CREATE = f"""mutation($input: CreateSecurityGroupInput!) {{ createSecurityGroup(input: $input) {{
@@ -300,3 +300,22 @@ def test_vms_on_a_host_that_is_down_are_named_and_the_same_update_later_reaches_
     assert again["errors"] == []
     for vm in vms:
         assert [r["dport"] for r in ours(firewall(world, vm["id"])["rules"])] == ["2222"]
+
+
+def test_a_vdcs_groups_outlive_an_update_of_the_vdc(api: GraphQL, world: World) -> None:
+    with scratch_vdcs(api, world) as make:
+        vdc = make()
+        rules = [SSH, {"direction": "in", "protocol": "icmp", "vdcNetworks": True}]
+        ok(mutation(api, "admin", vdc, CREATE, "createSecurityGroup", input={"name": "kept", "rules": rules}))
+        updated = call(
+            api,
+            "admin",
+            None,
+            'mutation($id: ID!) { updateVdc(id: $id, input: {description: "renamed"}) { errors { code } } }',
+            id=vdc,
+        )
+        assert updated.data["updateVdc"]["errors"] == []
+        listed = {g["name"]: g for g in call(api, "admin", vdc, LIST).data["securityGroups"]}
+        assert sorted(listed) == ["default", "kept"]
+        assert listed["kept"]["rules"][1]["vdcNetworks"] is True
+        ok(mutation(api, "admin", vdc, DELETE, "deleteSecurityGroup", name="kept"))
