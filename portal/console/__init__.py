@@ -1,0 +1,1 @@
+"""A VM's browser console: the page (noVNC) and the websocket it connects through (``consumers``)."""

@@ -1,0 +1,200 @@
+"""The browser console end to end: the console page's ticket, the websocket through the orchestrator, the
+agent of the VM's node, the fake Proxmox's VNC server; who may open one, and how many.
+
+The socket is the world's daphne, reached with the browser's session cookie and Origin; the RFB bytes
+are the ones noVNC would exchange.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+import pytest
+import requests
+from django.core import signing
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Origin, Subprotocol
+
+from devstack.net import free_port
+from devstack.world import World
+from orchestrator.services.console import TICKET_SALT
+from tests.portal.support import COOKIE, login
+
+RFB = b"RFB 003.008\n"
+WEB_1 = ("zone-a", 100)  # devstack/seed.py: alice's VM (VDC demo), running
+SOCKET = re.compile(r'data-socket="([^"]+)"')
+
+
+@pytest.fixture(scope="module")
+def alice(world: World) -> requests.Session:
+    return login(world, "alice")[0]
+
+
+@pytest.fixture(scope="module")
+def bob(world: World) -> requests.Session:
+    return login(world, "bob")[0]
+
+
+def console_page(world: World, session: requests.Session, vm: tuple[str, int] = WEB_1) -> requests.Response:
+    zone, vmid = vm
+    return session.get(f"{world.url}/vdc/demo/console/{zone}/{vmid}/", timeout=30)
+
+
+def socket_path(world: World, session: requests.Session) -> str:
+    page = console_page(world, session)
+    assert page.status_code == 200, page.text[:500]
+    found = SOCKET.search(page.text)
+    assert found is not None
+    return html.unescape(found.group(1))
+
+
+@contextmanager
+def console(
+    world: World, session: requests.Session | None, path: str, url: str | None = None
+) -> Iterator[ClientConnection]:
+    cookie = session.cookies.get(COOKIE, domain=world.cfg.orchestrator_host) if session else None
+    base = url or world.url
+    with connect(
+        base.replace("http", "ws", 1) + path,
+        additional_headers={"Cookie": f"{COOKIE}={cookie}"} if cookie else {},
+        origin=Origin(base),
+        subprotocols=[Subprotocol("binary")],
+        open_timeout=15,
+    ) as socket:
+        yield socket
+
+
+class Rfb:
+    """Exact byte counts from the socket (its frames need not follow RFB's messages)."""
+
+    def __init__(self, socket: ClientConnection) -> None:
+        self.socket = socket
+        self.buffer = b""
+
+    def read(self, size: int, timeout: float = 15) -> bytes:
+        while len(self.buffer) < size:
+            frame = self.socket.recv(timeout=timeout)
+            assert isinstance(frame, bytes), f"a text frame on the console: {frame!r}"
+            self.buffer += frame
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+
+def handshake(socket: ClientConnection) -> bytes:
+    """noVNC's side of the RFB handshake through ClientInit; answers the name in the VM's ServerInit."""
+    rfb = Rfb(socket)
+    assert rfb.read(12) == RFB
+    socket.send(RFB)
+    assert rfb.read(2) == b"\x01\x01"  # one security type, None: the Proxmox ticket stayed on the node
+    socket.send(b"\x01")
+    assert rfb.read(4) == b"\x00\x00\x00\x00"
+    socket.send(b"\x01")  # ClientInit
+    header = rfb.read(24)
+    return rfb.read(int.from_bytes(header[20:24], "big"))
+
+
+def refused(world: World, session: requests.Session | None, path: str) -> int:
+    with pytest.raises(InvalidStatus) as caught, console(world, session, path):
+        pass
+    return caught.value.response.status_code
+
+
+def closed(socket: ClientConnection, timeout: float = 15) -> tuple[int, str]:
+    """The close code, and what the app said in its text frame before closing."""
+    said, close = "", None
+    try:
+        while True:
+            frame = socket.recv(timeout=timeout)
+            if isinstance(frame, str):
+                said = json.loads(frame)["message"]
+    except ConnectionClosed as exc:
+        close = exc.rcvd
+    assert close is not None
+    return close.code, said
+
+
+def test_alice_opens_her_vms_console_and_speaks_rfb_with_its_vnc_server(
+    world: World, alice: requests.Session
+) -> None:
+    page = console_page(world, alice)
+    assert page.status_code == 200
+    assert "/static/portal/console.js" in page.text  # noVNC is served by the app, never a CDN
+    assert "PVEVNC" not in page.text  # nothing of Proxmox reaches the page
+    assert ":8006" not in page.text
+
+    with console(world, alice, html.unescape(SOCKET.search(page.text).group(1))) as socket:  # type: ignore[union-attr]
+        assert socket.subprotocol == "binary"
+        assert handshake(socket) == b"web-1"
+
+
+def test_bob_cannot_open_alices_vms_console_nor_use_her_ticket(
+    world: World, alice: requests.Session, bob: requests.Session
+) -> None:
+    assert console_page(world, bob).status_code == 404  # her VDC is not his: not found, as if missing
+    mine = bob.get(f"{world.url}/vdc/other/console/zone-a/100/", timeout=30)
+    assert mine.status_code == 404  # her VM, asked through his own VDC
+    assert refused(world, bob, socket_path(world, alice)) == 403
+
+
+def test_a_forged_an_altered_and_an_expired_ticket_are_refused(world: World, alice: requests.Session) -> None:
+    path = socket_path(world, alice)
+    ticket = path.removeprefix("/ws/console/").removesuffix("/")
+    payload = signing.loads(ticket, salt=TICKET_SALT)
+
+    class Past(signing.TimestampSigner):
+        def timestamp(self) -> str:
+            return signing.b62_encode(int(time.time()) - 3600)
+
+    expired = Past(salt=TICKET_SALT).sign_object(payload)
+    altered = signing.dumps({**payload, "vm": "zone-a/102"}, salt=TICKET_SALT)[:-4] + ticket[-4:]
+    forged = signing.TimestampSigner(key="not-the-secret-key", salt=TICKET_SALT).sign_object(payload)
+
+    for bad in (expired, altered, forged, "nonsense"):
+        assert refused(world, alice, f"/ws/console/{bad}/") == 403
+    assert refused(world, None, path) == 403  # and the genuine one, without the session
+
+
+def test_the_consoles_past_the_limit_per_vm_are_refused_in_words(
+    world: World, alice: requests.Session
+) -> None:
+    with ExitStack() as stack:
+        for _ in range(2):  # FLEXPLANE_CONSOLE_MAX_PER_VM's default
+            socket = stack.enter_context(console(world, alice, socket_path(world, alice)))
+            assert handshake(socket) == b"web-1"
+        with console(world, alice, socket_path(world, alice)) as third:
+            code, said = closed(third)
+        assert code == 4429
+        assert (
+            said == "VM zone-a/100 already has 2 consoles open, the most allowed: close one to open another"
+        )
+    # Closed, they hand their slots back.
+    with console(world, alice, socket_path(world, alice)) as again:
+        assert handshake(again) == b"web-1"
+
+
+@pytest.fixture(scope="module")
+def impatient(world: World) -> Iterator[str]:
+    """A replica that closes consoles after one second without input: its URL."""
+    host = world.cfg.orchestrator_host
+    port, https_port = free_port(host), free_port(host)
+    replica = world.spawn_orchestrator(
+        "orchestrator-console-idle", port, https_port, {"FLEXPLANE_CONSOLE_IDLE_TIMEOUT": "1"}
+    )
+    yield f"http://{host}:{port}"
+    replica.stop()
+
+
+def test_an_idle_console_is_closed(world: World, alice: requests.Session, impatient: str) -> None:
+    page = alice.get(f"{impatient}/vdc/demo/console/zone-a/100/", timeout=30)
+    path = html.unescape(SOCKET.search(page.text).group(1))  # type: ignore[union-attr]
+    with console(world, alice, path, url=impatient) as socket:
+        handshake(socket)
+        code, said = closed(socket, timeout=10)
+    assert code == 4408
+    assert said == "closed after 1 s without input"
