@@ -20,9 +20,9 @@ def setup_proxmox(admin: ProxmoxAdmin, opts: Options) -> tuple[str, Change]:
     """The agent's role, user and permission, and this node's token: its secret, and what was done to it."""
     known = opts.secret_path.read_text(encoding="utf-8").strip() if opts.secret_path.is_file() else None
     try:
-        say("proxmox role FlexPlaneAgent", admin.ensure_role())
+        say("proxmox roles FlexPlaneAgent, FlexPlaneAgentSDN", admin.ensure_role())
         say("proxmox user flexplane@pve", admin.ensure_user())
-        say("proxmox permission / for flexplane@pve", admin.ensure_grant())
+        say("proxmox permissions /, /sdn, /sdn/zones for flexplane@pve", admin.ensure_grant())
         change, secret = admin.ensure_token(opts.token.host, known)
     except ProxmoxAdminError as exc:
         raise BootstrapError(str(exc), opts.retry_plan()) from None
