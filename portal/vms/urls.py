@@ -2,12 +2,13 @@
 
 from django.urls import path
 
-from portal.vms import views
+from portal.vms import usage, views
 
 urlpatterns = [
     path("", views.vm_list, name="vm-list"),
     path("new/", views.vm_create, name="vm-create"),
     path("<str:zone>/<int:vmid>/", views.vm_detail, name="vm-detail"),
     path("<str:zone>/<int:vmid>/row/", views.vm_row, name="vm-row"),
+    path("<str:zone>/<int:vmid>/usage/", usage.vm_usage, name="vm-usage"),
     path("<str:zone>/<int:vmid>/<str:action>/", views.vm_action, name="vm-action"),
 ]
