@@ -59,6 +59,7 @@ __all__ = [
     "check_membership",
     "create_security_group",
     "delete_security_group",
+    "forget_vm",
     "group_tag",
     "realise_new_vm",
     "realise_vdc",
@@ -289,3 +290,16 @@ def realise_vdc(ctx: Context, vdc: Vdc) -> Realised:
     with _lock(ctx, vdc):
         members = vdc_members(ctx, vdc)
         return realise(ctx, stored_groups(ctx, vdc.id), members, members, _vdc_cidrs(ctx, vdc))
+
+
+def forget_vm(ctx: Context, vdc: Vdc, groups: Sequence[str]) -> Realised:
+    """After a VM of ``vdc`` in ``groups`` is gone: the IP sets of the VMs whose rules name one of those
+    groups lose its address. Best effort (for the VM delete): what could not be updated is logged and
+    returned, and the next change of those groups brings it in line."""
+    with _lock(ctx, vdc):
+        members = vdc_members(ctx, vdc, strict=False)
+        defined = stored_groups(ctx, vdc.id)
+        realised = realise(ctx, defined, members, referencing(members, defined, groups), _vdc_cidrs(ctx, vdc))
+    for failure in realised.failures:
+        logger.warning("security groups: %s", failure.message)
+    return realised

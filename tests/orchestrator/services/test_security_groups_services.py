@@ -1,4 +1,5 @@
-"""The security groups' glue the VM create calls (``realise_new_vm``), against the world's fakes."""
+"""The security groups' glue the VM create and delete call (``realise_new_vm``, ``forget_vm``), against
+the world's fakes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from orchestrator.services.security_groups.rules import parse_group
 from orchestrator.services.security_groups.store import change_groups
 from tests.orchestrator.services.conftest import MakeContext
 from tests.support import GraphQL
-from tests.vmkit import create, ok, present, vm_names
+from tests.vmkit import act, create, ok, present, vm_names
 
 
 @pytest.fixture
@@ -80,6 +81,12 @@ def test_a_new_vms_firewall_is_made_and_its_address_joins_its_peers_ip_sets(
         assert mine["ipset"] == {f"fp-sg-{peers}": both}
         theirs = firewall(world, first["zone"], int(first["id"].split("/")[1]))
         assert theirs["ipset"] == {f"fp-sg-{peers}": both}  # the new VM's address joined
+
+        ok(act(api, "alice", "deleteVirtualMachine", second["id"]))
+        gone = security_groups.forget_vm(ctx, vdc, [peers])
+        assert gone.updated == [first["id"]]
+        theirs = firewall(world, first["zone"], int(first["id"].split("/")[1]))
+        assert theirs["ipset"] == {f"fp-sg-{peers}": [address(world, first["id"])]}  # and left with it
     finally:
 
         def drop(groups: dict[str, Any]) -> tuple[dict[str, Any], None]:
