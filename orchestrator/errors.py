@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import secrets
 
+from flexplane.logs import current_request_id
+
 logger = logging.getLogger("flexplane.errors")
 
 
@@ -98,7 +100,8 @@ class Internal(FlexPlaneError):
 
 
 def new_request_id() -> str:
-    return secrets.token_hex(8)
+    """The id of the request being served (``flexplane.logs``), or a new one outside any request."""
+    return current_request_id() or secrets.token_hex(8)
 
 
 def internal_error(exc: BaseException, where: str, request_id: str | None = None) -> Internal:

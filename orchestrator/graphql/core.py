@@ -34,6 +34,7 @@ from graphene.types.mutation import MutationOptions
 
 from orchestrator.errors import FlexPlaneError, ValidationFailed
 from orchestrator.graphql.errors import payload_errors
+from orchestrator.services import audit
 from orchestrator.services.context import Context
 
 
@@ -142,8 +143,19 @@ class ServiceMutation(graphene.Mutation):
 
     @classmethod
     def mutate(cls, root: None, info: graphene.ResolveInfo, **args: Any) -> ServiceMutation:
-        try:
-            result = cls.call(info, **args)
-        except FlexPlaneError as exc:
-            return cls(errors=payload_errors(cls._api_error(exc), cls._meta.codes), **cls.failed(exc))
-        return cls(**{"errors": [], **cls.answer(result)})
+        """The call, with its one audit record (``services.audit``) however it ends."""
+        request = getattr(info.context, "request", None)
+        with audit.audited(
+            flexplane(info),
+            info.field_name,
+            via=audit.API,
+            client=audit.client_of(request),
+            targets=audit.targets_of(args),
+        ) as trail:
+            try:
+                result = cls.call(info, **args)
+            except FlexPlaneError as exc:
+                trail.failed(exc)
+                return cls(errors=payload_errors(cls._api_error(exc), cls._meta.codes), **cls.failed(exc))
+            trail.succeeded(result)
+            return cls(**{"errors": [], **cls.answer(result)})

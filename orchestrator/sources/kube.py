@@ -133,6 +133,22 @@ class SecretEntry:
     uid: str
 
 
+@dataclass(frozen=True)
+class EventEntry:
+    """An events.k8s.io/v1 Event of the platform namespace (the audit trail's record, see services.audit)."""
+
+    name: str
+    time: datetime.datetime | None
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+def _event(item: client.EventsV1Event) -> EventEntry:
+    meta = item.metadata or client.V1ObjectMeta()
+    when = item.event_time or meta.creation_timestamp
+    return EventEntry(str(meta.name), when, dict(meta.labels or {}), dict(meta.annotations or {}))
+
+
 class _BadEntry(Exception):
     """A ConfigMap carrying the catalog labels but no readable spec."""
 
@@ -516,6 +532,31 @@ class KubeSource:
         except (HTTPError, OSError) as exc:
             raise _unreachable(exc) from exc
         return True
+
+    # ------------------------------------------------------------------ events
+
+    def create_event(self, event: client.EventsV1Event) -> None:
+        """Store an Event (a name of its own each time: never a 409 in practice, and none retried)."""
+        try:
+            client.EventsV1Api(self.core.api_client).create_namespaced_event(
+                self.namespace, event, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            raise _failure(exc, "record an Event") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+
+    def list_events(self, label_selector: str, limit: int) -> list[EventEntry]:
+        """The Events that match a label selector, at most ``limit`` (the API server's order)."""
+        try:
+            page = client.EventsV1Api(self.core.api_client).list_namespaced_event(
+                self.namespace, label_selector=label_selector, limit=limit, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            raise _failure(exc, f"list Events ({label_selector})") from exc
+        except (HTTPError, OSError) as exc:
+            raise _unreachable(exc) from exc
+        return [_event(item) for item in page.items]
 
     # ------------------------------------------------------------------ health
 

@@ -1,0 +1,237 @@
+"""The audit trail: exactly one record per mutation, with the right fields, as a JSON line of the
+orchestrator's and as a Kubernetes Event; and who may read which records."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from graphql import GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLType, build_schema
+from kubernetes import config
+
+from devstack import seed
+from devstack.world import World
+from orchestrator.auth import Principal
+from orchestrator.errors import NotFound, PermissionDenied
+from orchestrator.graphql.schema import schema
+from orchestrator.services import audit
+from orchestrator.services.context import Context
+from orchestrator.sources.kube import KubeSource
+from tests.support import Answer, GraphQL
+
+MUTATIONS = sorted(build_schema(str(schema)).mutation_type.fields)  # type: ignore[union-attr]  # it has one
+
+
+@pytest.fixture(scope="module")
+def events(world: World) -> Iterator[KubeSource]:
+    """A kube source on the world's cluster, to read the Events the orchestrator wrote."""
+    assert world.kubeconfig is not None
+    source = KubeSource(config.new_client_from_config(config_file=str(world.kubeconfig)), seed.NAMESPACE, 5.0)
+    yield source
+    source.core.api_client.close()
+
+
+def records_of(source: KubeSource, request_id: str) -> list[audit.AuditRecord]:
+    """The records the Events hold for one request."""
+    found = []
+    for entry in source.list_events(f"{audit.AUDIT_LABEL}=true", audit.MAX_READ * 10):
+        record = audit.AuditRecord.from_json(json.loads(entry.annotations[audit.RECORD_ANNOTATION]))
+        if record is not None and record.request_id == request_id:
+            found.append(record)
+    return found
+
+
+def log_records(world: World, request_id: str) -> list[dict[str, Any]]:
+    """The audit lines of the orchestrator's log (its stdout) for one request."""
+    lines = (world.cfg.scratch / "logs" / "orchestrator.log").read_text(errors="replace").splitlines()
+    found = []
+    for line in lines:
+        if '"audit"' not in line or request_id not in line:
+            continue
+        entry = json.loads(line[line.index("{") :])
+        if entry.get("audit", {}).get("request_id") == request_id:
+            found.append(entry)
+    return found
+
+
+# ------------------------------------------------------------------------ every mutation of the schema
+
+
+def _value(kind: GraphQLType) -> Any:
+    """A harmless value of a type: what exists nowhere (ids, names), the smallest number, false."""
+    if isinstance(kind, GraphQLNonNull):
+        return _value(kind.of_type)
+    if isinstance(kind, GraphQLList):
+        return []
+    if isinstance(kind, GraphQLInputObjectType):
+        return {name: _value(f.type) for name, f in kind.fields.items() if isinstance(f.type, GraphQLNonNull)}
+    name = getattr(kind, "name", "")
+    values = getattr(kind, "values", None)
+    if values:
+        return next(iter(values))
+    return {"ID": "zone-a/999999", "Int": 1, "Float": 1.0, "Boolean": False}.get(name, "no-such-thing")
+
+
+def _document(mutation: str) -> tuple[str, dict[str, Any]]:
+    """The mutation with each required argument set harmlessly, asking for its errors' codes."""
+    field = build_schema(str(schema)).mutation_type.fields[mutation]  # type: ignore[union-attr]
+    required = {n: a for n, a in field.args.items() if isinstance(a.type, GraphQLNonNull)}
+    params = ", ".join(f"${n}: {a.type}" for n, a in required.items())
+    args = ", ".join(f"{n}: ${n}" for n in required)
+    header = f"mutation({params})" if params else "mutation"
+    call = f"{mutation}({args})" if args else mutation
+    document = f"{header} {{ {call} {{ errors {{ code }} }} }}"
+    return document, {n: _value(a.type) for n, a in required.items()}
+
+
+def _code(answer: Answer, mutation: str) -> str | None:
+    """The error code the answer gave: top-level (FORBIDDEN, ...) or in the payload's errors."""
+    if answer.codes:
+        return answer.codes[0]
+    errors = ((answer.data or {}).get(mutation) or {}).get("errors") or []
+    return str(errors[0]["code"]) if errors else None
+
+
+def subject_of(api: GraphQL, user: str) -> str:
+    subject: str = api("{ me { subject } }", user=user).data["me"]["subject"]
+    return subject
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_every_mutation_writes_exactly_one_record_with_the_right_fields(
+    api: GraphQL, world: World, events: KubeSource, mutation: str
+) -> None:
+    document, variables = _document(mutation)
+    before = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=1)
+    answer = api(document, user="bob", variables=variables)
+    request_id = answer.headers["X-Request-ID"]
+    assert request_id
+    records = records_of(events, request_id)
+    assert len(records) == 1, records
+    record = records[0]
+    assert record.operation == mutation
+    assert record.subject == subject_of(api, "bob")
+    assert record.roles == ("USER",)  # bob acts in no VDC of his here: only the role that mattered
+    assert record.via == audit.API
+    assert record.client is not None
+    assert ipaddress.ip_address(record.client).is_loopback  # the test's own address, as daphne saw it
+    assert before <= record.time <= datetime.datetime.now(datetime.UTC)
+    assert record.vdc is None  # nothing of a VDC of bob's was named or acted on
+    code = _code(answer, mutation)
+    if code is None:
+        assert (record.outcome, record.error_code) == (audit.SUCCEEDED, None)
+    else:
+        refused = code in ("FORBIDDEN", "UNAUTHENTICATED")
+        assert record.outcome == (audit.REFUSED if refused else audit.FAILED)
+        assert record.error_code == code or code == "UPSTREAM_FAILURE"  # a code the domain lacks
+    assert [line["audit"]["operation"] for line in log_records(world, request_id)] == [mutation]
+
+
+def test_a_mutation_in_a_vdc_of_the_caller_is_that_vdcs_and_names_its_targets(
+    api: GraphQL, events: KubeSource
+) -> None:
+    answer = api(
+        'mutation { createSnapshot(vm: "zone-a/999999", name: "x1") { errors { code } } }',
+        user="alice",
+        vdc="demo",
+    )
+    (record,) = records_of(events, answer.headers["X-Request-ID"])
+    assert record.vdc == "demo"
+    assert record.roles == ("USER", "vdc:demo")
+    assert record.targets == {"vm": "zone-a/999999", "name": "x1"}
+    assert (record.outcome, record.error_code) == (audit.FAILED, "NOT_FOUND")
+
+
+def test_naming_a_vdc_one_is_not_a_member_of_writes_nothing_into_its_activity(
+    api: GraphQL, events: KubeSource
+) -> None:
+    answer = api(
+        'mutation { createSnapshot(vm: "zone-a/999999", name: "x1") { errors { code } } }',
+        user="bob",
+        vdc="demo",
+    )
+    (record,) = records_of(events, answer.headers["X-Request-ID"])
+    assert (record.outcome, record.error_code) == (audit.REFUSED, "FORBIDDEN")
+    assert record.vdc is None
+
+
+def test_every_answer_names_its_request_id_and_the_log_is_json_lines_carrying_it(
+    api: GraphQL, world: World
+) -> None:
+    answer = api("{ me { subject } }", user="alice")
+    assert answer.headers["X-Request-ID"]  # every answer carries its request's id
+    lines = [
+        json.loads(line)
+        for line in (world.cfg.scratch / "logs" / "orchestrator.log").read_text(errors="replace").splitlines()
+        if line.startswith("{")
+    ]
+    assert lines, "the orchestrator's log is JSON lines"
+    assert all({"time", "level", "logger", "message", "request_id"} <= set(line) for line in lines)
+
+
+# ------------------------------------------------------------------------ who reads what
+
+
+def _ctx(*roles: str, subject: str = "tester", vdc: str | None = None) -> Context:
+    return Context(Principal(subject=subject, name=subject, email="", roles=frozenset(roles)), vdc=vdc)
+
+
+@pytest.fixture
+def wired_kube(events: KubeSource) -> Iterator[None]:
+    from orchestrator.sources import kube as kube_module
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kube_module, "_source", events)
+        yield
+
+
+def test_bob_never_sees_alices_vdcs_records(api: GraphQL, wired_kube: None) -> None:
+    api(
+        'mutation { createSnapshot(vm: "zone-a/999999", name: "x2") { errors { code } } }',
+        user="alice",
+        vdc="demo",
+    )
+    bob = _ctx("USER", "vdc:other", subject="bob")
+    with pytest.raises(NotFound):
+        audit.recent(bob, vdc="demo")
+    with pytest.raises(PermissionDenied):
+        audit.recent(bob)  # every VDC's: ADMIN only
+    assert all(r.vdc == "other" for r in audit.recent(bob, vdc="other", limit=1000))
+    alice = _ctx("USER", "vdc:demo", subject="alice")
+    mine = audit.recent(alice, vdc="demo", limit=1000)
+    assert mine
+    assert all(r.vdc == "demo" for r in mine)
+    admin = _ctx("ADMIN")
+    everyone = audit.recent(admin, limit=1000)
+    assert {r.vdc for r in everyone} >= {"demo", None}
+    assert [r.time for r in everyone] == sorted((r.time for r in everyone), reverse=True)
+
+
+def test_the_admin_filters_by_user_and_operation(api: GraphQL, wired_kube: None) -> None:
+    api('mutation { deleteSnapshot(vm: "zone-a/999999", name: "x3") { errors { code } } }', user="alice")
+    subject = subject_of(api, "alice")
+    found = audit.recent(_ctx("ADMIN"), user=subject, operation="deleteSnapshot", limit=1000)
+    assert found
+    assert {(r.subject, r.operation) for r in found} == {(subject, "deleteSnapshot")}
+
+
+# ------------------------------------------------------------------------ what a record holds
+
+
+def test_targets_are_the_names_of_objects_never_what_an_input_carries() -> None:
+    args = {
+        "input": {
+            "name": "web",
+            "zone": "zone-a",
+            "userData": "#cloud-config\npassword: hunter2",
+            "sshKeys": ["ssh-ed25519 AAAA"],
+            "description": "secret plans",
+            "token": "t0ken",
+        },
+        "id": "zone-a/100",
+    }
+    assert audit.targets_of(args) == {"id": "zone-a/100", "name": "web", "zone": "zone-a"}
