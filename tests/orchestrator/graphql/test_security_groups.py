@@ -319,3 +319,21 @@ def test_a_vdcs_groups_outlive_an_update_of_the_vdc(api: GraphQL, world: World) 
         assert sorted(listed) == ["default", "kept"]
         assert listed["kept"]["rules"][1]["vdcNetworks"] is True
         ok(mutation(api, "admin", vdc, DELETE, "deleteSecurityGroup", name="kept"))
+
+
+def test_an_entry_no_network_of_the_vdc_has_leaves_the_vms_ip_set(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    vm = make_vm(api, vm_name, "nets")
+    ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=["default"]))
+    networks = firewall(world, vm["id"])["ipset"]["fp-vdc-nets"]
+    zone, vmid = vm["id"].split("/")
+    pve = world.fakes[zone].pve
+    # A network deleted since (its CIDR, with its /, is removed by a path Proxmox reads as one entry).
+    world.fakes.on_loop(
+        lambda: pve.firewall_config("vm", None, int(vmid))["ipset"]["fp-vdc-nets"].insert(
+            0, {"cidr": "192.168.77.0/24"}
+        )
+    )
+    ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=["default"]))
+    assert firewall(world, vm["id"])["ipset"]["fp-vdc-nets"] == networks
