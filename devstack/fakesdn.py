@@ -17,7 +17,8 @@ them as Proxmox does (pve-network's PVE/API2/Network/SDN/*.pm and PVE/Network/SD
 - A VM's NIC must name a bridge that exists: the node's ``vmbr0`` or an applied VNet. Proxmox itself
   says ``bridge '<b>' does not exist`` when it plugs the NIC (at start, or at once for a running VM);
   the fake refuses the config write already, so that a NIC on a VNet not yet applied is caught where it
-  is written. A new NIC without a MAC gets one, as Proxmox's ``parse_net`` gives it.
+  is written, and fails the start task of a VM whose NIC's bridge has gone since. A new NIC without a
+  MAC gets one, as Proxmox's ``parse_net`` gives it.
 
 Tests read the state itself: ``pve.sdn.zones``, ``.vnets``, ``.subnets`` (the config, pending changes
 included), ``.running`` (what was applied) and ``.bridges()``.
@@ -33,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakepve import PveError
+from fakepve import PveError, TaskError
 from fakepve.qemu import with_mac
 
 NODE_BRIDGE = "vmbr0"
@@ -502,19 +503,36 @@ class SdnApi:
 
     # ------------------------------------------------------------------ NICs of VMs
 
+    def _missing_bridge(self, config: dict[str, Any]) -> str | None:
+        """The first bridge a NIC of ``config`` names that does not exist, if any."""
+        bridges = self.sdn.bridges()
+        for key, value in sorted(config.items()):
+            if re.fullmatch(r"net\d+", key) and value is not None:
+                for part in str(value).split(","):
+                    if part.startswith("bridge=") and part[len("bridge=") :] not in bridges:
+                        return part[len("bridge=") :]
+        return None
+
     async def _apply_config(self, vm: Any, user: str, p: dict[str, Any]) -> Any:
         """A NIC must be on an existing bridge; a NIC without a MAC gets one (then fakepve applies it)."""
-        updates = dict(p)
-        for key, value in p.items():
-            if not re.fullmatch(r"net\d+", key):
-                continue
-            bridge = next(
-                (part[len("bridge=") :] for part in str(value).split(",") if part.startswith("bridge=")), None
-            )
-            if bridge is not None and bridge not in self.sdn.bridges():
-                raise PveError(500, f"bridge '{bridge}' does not exist")
-            updates[key] = with_mac(value)
+        missing = self._missing_bridge(p)
+        if missing is not None:
+            raise PveError(500, f"bridge '{missing}' does not exist")
+        updates = {k: with_mac(v) if re.fullmatch(r"net\d+", k) else v for k, v in p.items()}
         return await super()._apply_config(vm, user, updates)  # type: ignore[misc]  # FakePve's
+
+    async def _do_start(self, vm: Any, user: str, p: dict[str, Any]) -> Any:
+        """Proxmox plugs each NIC when it starts the VM: a bridge gone since (a VNet deleted and applied)
+        fails the start task with ``bridge '<b>' does not exist``."""
+        config = {**vm.config, **{k: v for k, v in vm.pending.items() if v is not None}}
+        missing = self._missing_bridge(config)
+        if missing is None or vm.status == "running" or vm.template:
+            return await super()._do_start(vm, user, p)  # type: ignore[misc]  # FakePve's
+
+        async def body() -> None:
+            raise TaskError(f"bridge '{missing}' does not exist")
+
+        return await self.task(vm.node, "qmstart", vm.vmid, user, body, vm=vm)  # type: ignore[attr-defined]
 
 
 def _check_options(

@@ -366,3 +366,18 @@ def test_a_vms_firewall_written_through_the_api_is_in_the_fakes_state(fakes: Fak
     assert [entry["cidr"] for entry in stored["ipset"]["fp-web"]] == ["10.0.0.0/24"]
     assert stored["ipset_comments"]["fp-web"] == "group web"
     assert ok(call(fakes, "GET", f"{base}/options", node="pve2"))["policy_in"] == "DROP"
+
+
+def test_a_vm_whose_vnet_was_deleted_since_does_not_start(fakes: FakeZones) -> None:
+    network(fakes)
+    apply(fakes)
+    ok(call(fakes, "PUT", "/nodes/pve1/qemu/100/config", net0="virtio,bridge=fpnet,firewall=1"))
+    ok(call(fakes, "DELETE", "/cluster/sdn/vnets/fpnet/subnets/fpvx-10.0.0.0-24"))
+    ok(call(fakes, "DELETE", "/cluster/sdn/vnets/fpnet"))
+    apply(fakes)
+
+    upid = ok(call(fakes, "POST", "/nodes/pve1/qemu/100/status/start"))
+
+    status = ok(call(fakes, "GET", f"/nodes/pve1/tasks/{upid}/status"))
+    assert status["exitstatus"] == "bridge 'fpnet' does not exist"
+    assert fakes.on_loop(lambda: fakes["zone-s"].pve.vm(100).status) == "stopped"
