@@ -1,0 +1,355 @@
+"""Networks through the whole stack: the GraphQL API, the orchestrator, the agents over mTLS, and the
+fake Proxmox's SDN, whose own state (VNets, subnets, what is applied, VMs' configs) every test reads."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from devstack.world import World
+from tests.support import GraphQL
+from tests.vmkit import create, ok, payload, present, scratch_vdcs
+
+NETWORK_FIELDS = "id name zone vdc cidr gateway dns vnet isDefault pending"
+NETWORKS = f"query {{ networks {{ {NETWORK_FIELDS} }} }}"
+NETWORK = f"query($id: ID!) {{ network(id: $id) {{ {NETWORK_FIELDS} }} }}"
+CREATE_NETWORK = f"""mutation($input: CreateNetworkInput!) {{ createNetwork(input: $input) {{
+  network {{ {NETWORK_FIELDS} }} errors {{ field message code }} }} }}"""
+DELETE_NETWORK = f"""mutation($id: ID!) {{ deleteNetwork(id: $id) {{
+  network {{ {NETWORK_FIELDS} }} errors {{ field message code }} }} }}"""
+NICS = """query($id: ID!) { virtualMachine(id: $id) {
+  id nics { key mac ipAddress prefix gateway network { id } } } }"""
+NIC_CHANGE = (
+    """{ virtualMachine { id } nic { key ipAddress network { id } } message errors { field message code } }"""
+)
+ATTACH = f"""mutation($vm: ID!, $network: String!, $ip: String) {{
+  attachNetwork(vm: $vm, network: $network, ipAddress: $ip) {NIC_CHANGE} }}"""
+DETACH = (
+    f"""mutation($vm: ID!, $network: String!) {{ detachNetwork(vm: $vm, network: $network) {NIC_CHANGE} }}"""
+)
+
+
+def sdn(world: World, zone: str) -> dict[str, Any]:
+    """The fake cluster's SDN: what is written, and what is applied."""
+    fake = world.fakes[zone].pve
+
+    def read() -> dict[str, Any]:
+        state = fake.sdn
+        return {
+            "zones": dict(state.zones),
+            "vnets": dict(state.vnets),
+            "subnets": dict(state.subnets),
+            "running": {k: dict(v) for k, v in state.running.items()},
+        }
+
+    result: dict[str, Any] = world.fakes.on_loop(read)
+    return result
+
+
+def create_network(api: GraphQL, user: str, vdc: str, **fields: Any) -> dict[str, Any]:
+    values = {"zone": "zone-a", **fields}
+    return payload(api(CREATE_NETWORK, user=user, vdc=vdc, variables={"input": values}), "createNetwork")
+
+
+def networks_of(api: GraphQL, user: str, vdc: str | None) -> list[dict[str, Any]]:
+    answer = api(NETWORKS, user=user, vdc=vdc)
+    assert answer.errors == [], answer.errors
+    found: list[dict[str, Any]] = answer.data["networks"]
+    return found
+
+
+def nics_of(api: GraphQL, user: str, vdc: str, vm: str) -> list[dict[str, Any]]:
+    answer = api(NICS, user=user, vdc=vdc, variables={"id": vm})
+    assert answer.errors == [], answer.errors
+    found: list[dict[str, Any]] = answer.data["virtualMachine"]["nics"]
+    return found
+
+
+@pytest.fixture
+def vdc(api: GraphQL, world: World) -> Any:
+    """A scratch VDC of zone-a (alice is no member: admin acts in it), deleted afterwards."""
+    with scratch_vdcs(api, world) as make:
+        yield make
+
+
+def test_a_new_vdc_gets_an_applied_default_network_in_each_of_its_zones(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc(zones=("zone-a", "zone-b"))
+    found = networks_of(api, "admin", ident)
+    assert sorted((n["zone"], n["name"], n["cidr"], n["isDefault"]) for n in found) == [
+        ("zone-a", "default", "10.0.0.0/24", True),
+        ("zone-b", "default", "10.0.0.0/24", True),
+    ]
+    for network in found:
+        state = sdn(world, network["zone"])
+        vnet = state["running"]["vnets"][network["vnet"]]  # applied, not only written
+        assert f"vdc={ident} net=default" in vnet["alias"]
+        assert vnet["zone"].startswith("fpz")  # the VDC's own SDN zone
+        [subnet] = [s for s in state["running"]["subnets"].values() if s.get("vnet") == network["vnet"]]
+        assert subnet["gateway"] == "10.0.0.1"
+        assert network["pending"] is False
+
+
+def test_a_vm_created_as_before_has_a_nic_and_an_address_on_its_vdcs_default_network(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    vm = ok(create(api, "alice", "demo", name=vm_name("plain")))["virtualMachine"]
+    [default] = [n for n in networks_of(api, "alice", "demo") if n["zone"] == "zone-a" and n["isDefault"]]
+    config = present(world, vm["id"])["config"]
+    assert f"bridge={default['vnet']}" in config["net0"]
+    assert "firewall=1" in config["net0"]
+    address = config["ipconfig0"]
+    assert address.startswith("ip=10.0.0.")
+    assert address.endswith("/24,gw=10.0.0.1")
+    [nic] = nics_of(api, "alice", "demo", vm["id"])
+    assert nic["network"]["id"] == default["id"]
+    assert nic["mac"]  # Proxmox chose one
+    assert f"ip={nic['ipAddress']}/24" in address
+
+
+def test_alice_creates_a_network_and_a_vm_on_it_with_the_address_she_chose(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    name = vm_name("net")[:20].lower()
+    made = create_network(api, "alice", "demo", name=name, cidr="192.168.50.0/24", dns=["192.168.50.2"])
+    assert made["errors"] == []
+    network = made["network"]
+    assert (network["gateway"], network["dns"], network["isDefault"]) == (
+        "192.168.50.1",
+        ["192.168.50.2"],
+        False,
+    )
+    try:
+        state = sdn(world, "zone-a")
+        assert network["vnet"] in state["running"]["vnets"]
+        assert len(network["vnet"]) <= 8
+        vm = ok(
+            create(
+                api,
+                "alice",
+                "demo",
+                name=vm_name("on-net"),
+                networks=[{"network": network["id"], "ipAddress": "192.168.50.20"}],
+            )
+        )["virtualMachine"]
+        config = present(world, vm["id"])["config"]
+        assert f"bridge={network['vnet']}" in config["net0"]
+        assert config["ipconfig0"] == "ip=192.168.50.20/24,gw=192.168.50.1"
+        assert config["nameserver"] == "192.168.50.2"
+        assert [n["ipAddress"] for n in nics_of(api, "alice", "demo", vm["id"])] == ["192.168.50.20"]
+
+        # In use: not deleted, and the answer names the VM.
+        refused = payload(
+            api(DELETE_NETWORK, user="alice", vdc="demo", variables={"id": network["id"]}), "deleteNetwork"
+        )
+        assert refused["errors"][0]["code"] == "CONFLICT"
+        assert vm_name("on-net") in refused["errors"][0]["message"]
+        # The same address twice is refused, naming the field.
+        again = create(
+            api,
+            "alice",
+            "demo",
+            name=vm_name("twin"),
+            networks=[{"network": network["id"], "ipAddress": "192.168.50.20"}],
+        )
+        assert again["errors"][0]["field"] == "networks[0].ipAddress"
+        assert "in use" in again["errors"][0]["message"]
+    finally:
+        from tests.vmkit import act, fake_vms
+
+        for vmid, fake in fake_vms(world, "zone-a").items():
+            if fake["name"].startswith(vm_name("")):
+                act(api, "admin", "deleteVirtualMachine", f"zone-a/{vmid}")
+        gone = payload(
+            api(DELETE_NETWORK, user="alice", vdc="demo", variables={"id": network["id"]}), "deleteNetwork"
+        )
+        assert gone["errors"] == []
+    assert network["vnet"] not in sdn(world, "zone-a")["running"]["vnets"]
+
+
+def test_attaching_and_detaching_a_network_changes_the_vms_config_and_says_when_the_guest_sees_it(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    name = vm_name("side")[:20].lower()
+    network = create_network(api, "alice", "demo", name=name, cidr="172.16.5.0/28")["network"]
+    vm = ok(create(api, "alice", "demo", name=vm_name("multi")))["virtualMachine"]
+    try:
+        attached = payload(
+            api(ATTACH, user="alice", vdc="demo", variables={"vm": vm["id"], "network": name}),
+            "attachNetwork",
+        )
+        assert attached["errors"] == []
+        assert attached["nic"]["key"] == "net1"
+        assert attached["nic"]["ipAddress"] == "172.16.5.4"  # .1 the gateway, .2 and .3 reserved
+        assert "next boot" in attached["message"]
+        config = present(world, vm["id"])["config"]
+        assert f"bridge={network['vnet']}" in config["net1"]
+        assert config["ipconfig1"] == "ip=172.16.5.4/28,gw=172.16.5.1"
+
+        detached = payload(
+            api(DETACH, user="alice", vdc="demo", variables={"vm": vm["id"], "network": network["id"]}),
+            "detachNetwork",
+        )
+        assert detached["errors"] == []
+        config = present(world, vm["id"])["config"]
+        assert "net1" not in config
+        assert "ipconfig1" not in config
+        assert "net0" in config
+    finally:
+        from tests.vmkit import act
+
+        act(api, "admin", "deleteVirtualMachine", vm["id"])
+        api(DELETE_NETWORK, user="alice", vdc="demo", variables={"id": network["id"]})
+
+
+def test_bob_neither_sees_nor_uses_nor_deletes_alices_networks(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    name = vm_name("private")[:20].lower()
+    target = create_network(api, "alice", "demo", name=name, cidr="10.77.0.0/24")["network"]["id"]
+    try:
+        assert all(n["vdc"] == "demo" for n in networks_of(api, "alice", "demo"))
+        assert all(n["vdc"] == "other" for n in networks_of(api, "bob", "other"))
+        assert target not in {n["id"] for n in networks_of(api, "bob", None)}
+        missing = "zone-a/no-such-network"
+        unknown = api(NETWORK, user="bob", vdc="other", variables={"id": missing}).errors[0]
+        for ident in (target, missing):
+            answer = api(NETWORK, user="bob", vdc="other", variables={"id": ident}).errors[0]
+            assert answer["extensions"]["code"] == "NOT_FOUND"
+            assert answer["message"].replace(ident, "<id>") == unknown["message"].replace(missing, "<id>")
+            deleted = payload(
+                api(DELETE_NETWORK, user="bob", vdc="other", variables={"id": ident}), "deleteNetwork"
+            )
+            assert deleted["errors"][0]["code"] == "NOT_FOUND"
+        # Nor does a VM of bob's land on it, by id or by name.
+        for ref in (target, name):
+            refused = create(api, "bob", "other", name=vm_name("sneak"), networks=[{"network": ref}])
+            assert refused["errors"][0]["field"] == "networks[0].network"
+            assert "no network" in refused["errors"][0]["message"]
+    finally:
+        api(DELETE_NETWORK, user="alice", vdc="demo", variables={"id": target})
+
+
+def test_two_vdcs_networks_are_separate_vnets_with_separate_tags_even_with_the_same_addresses(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    first, second = vdc(), vdc()
+    [one] = networks_of(api, "admin", first)
+    [two] = networks_of(api, "admin", second)
+    assert one["cidr"] == two["cidr"]
+    vnets = sdn(world, "zone-a")["running"]["vnets"]
+    assert one["vnet"] != two["vnet"]
+    assert vnets[one["vnet"]]["tag"] != vnets[two["vnet"]]["tag"]
+
+
+def test_a_vdcs_network_quota_counts_its_default_networks(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc(networks=2)
+    assert create_network(api, "admin", ident, name="second", cidr="10.9.0.0/24")["errors"] == []
+    over = create_network(api, "admin", ident, name="third", cidr="10.9.1.0/24")
+    assert over["errors"][0]["code"] == "QUOTA_EXCEEDED"
+    assert "networks" in over["errors"][0]["message"]
+    usage = api(
+        "query($id: ID!) { vdc(id: $id) { usage { networks } quota { networks } } }",
+        user="admin",
+        variables={"id": ident},
+    )
+    assert usage.data["vdc"] == {"usage": {"networks": 2}, "quota": {"networks": 2}}
+
+
+def test_bad_networks_are_invalid_naming_the_field(api: GraphQL) -> None:
+    for fields, field in (
+        ({"name": "Bad Name", "cidr": "10.0.0.0/24"}, "name"),
+        ({"name": "public", "cidr": "8.8.8.0/24"}, "cidr"),
+        ({"name": "huge", "cidr": "10.0.0.0/8"}, "cidr"),
+        ({"name": "gw", "cidr": "10.0.0.0/24", "gateway": "10.0.1.1"}, "gateway"),
+        ({"name": "far", "cidr": "10.0.0.0/24", "zone": "zone-x"}, "zone"),
+    ):
+        answer = create_network(api, "alice", "demo", **fields)
+        assert answer["errors"][0]["code"] == "INVALID", fields
+        assert answer["errors"][0]["field"] == field, answer["errors"]
+
+
+UPDATE_HOST = """mutation($zone: String!, $host: String!, $input: HostUpdateInput!) {
+  updateHost(zone: $zone, host: $host, input: $input) { errors { message } } }"""
+
+
+@pytest.fixture
+def roomy_hosts(api: GraphQL) -> Iterator[None]:
+    """zone-a's hosts count their memory four times over while the test runs (room for 20 more VMs)."""
+    hosts = ("pve1", "pve2", "pve3")
+
+    def overcommit(ratio: float) -> None:
+        for host in hosts:
+            answer = api(
+                UPDATE_HOST,
+                user="admin",
+                variables={"zone": "zone-a", "host": host, "input": {"memoryOvercommit": ratio}},
+            )
+            assert payload(answer, "updateHost")["errors"] == []
+
+    overcommit(4.0)
+    try:
+        yield
+    finally:
+        overcommit(1.0)
+
+
+def test_twenty_vms_created_at_once_on_one_network_never_share_an_address(
+    api: GraphQL, world: World, vdc: Callable[..., str], roomy_hosts: None
+) -> None:
+    ident = vdc()
+    network = create_network(api, "admin", ident, name="busy", cidr="10.20.0.0/24")["network"]
+
+    def one(i: int) -> dict[str, Any]:
+        return create(api, "admin", ident, name=f"busy-{i}", networks=[{"network": network["id"]}])
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(one, range(20)))
+    assert all(a["errors"] == [] for a in answers), [a["errors"] for a in answers if a["errors"]]
+    addresses = [present(world, a["virtualMachine"]["id"])["config"]["ipconfig0"] for a in answers]
+    assert len(set(addresses)) == 20
+    subnet = ipaddress.IPv4Network("10.20.0.0/24")
+    assert all(ipaddress.IPv4Address(a[3:].split("/")[0]) in subnet for a in addresses)
+
+
+def test_an_upgrade_gives_vdcs_older_than_networks_their_default_networks_once(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc(zones=("zone-a",))
+    [default] = networks_of(api, "admin", ident)
+
+    def forget_networks() -> None:  # as a VDC made before networks existed: none in Proxmox
+        state = world.fakes["zone-a"].pve.sdn
+        for subnet in [s for s, o in state.subnets.items() if o.get("vnet") == default["vnet"]]:
+            del state.subnets[subnet]
+        del state.vnets[default["vnet"]]
+        state.apply()
+
+    world.fakes.on_loop(forget_networks)
+    assert networks_of(api, "admin", ident) == []
+
+    def upgrade() -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", "ensure_default_networks"],
+            env={**os.environ, **world.orchestrator_env()},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return done.stdout
+
+    assert f"VDC {ident}: made zone-a/default" in upgrade()
+    [again] = networks_of(api, "admin", ident)
+    assert (again["name"], again["cidr"], again["pending"]) == ("default", "10.0.0.0/24", False)
+    assert f"VDC {ident}:" not in upgrade()  # idempotent
