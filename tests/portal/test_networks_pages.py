@@ -54,12 +54,11 @@ def bob(world: World) -> requests.Session:
 
 
 @pytest.fixture(scope="module")
-def defaults(api: GraphQL, world: World) -> Iterator[None]:
+def defaults(api: GraphQL, world: World) -> None:
     """VDC demo's default network of zone-a, which the first create of a VM there makes when the world
     has none yet (a VM made and deleted for the module)."""
     with vm_names(api, world) as names:
         assert create(api, "alice", "demo", name=names("default-maker"))["errors"] == []
-    yield
 
 
 @pytest.fixture

@@ -1,0 +1,201 @@
+"""The security-group pages' forms: a group (name, description) with its rules as a formset, and the
+groups of a VM. Plain Django forms (there is no database); the service checks every rule and names the
+field of a bad one (``rules[2].ports``), which lands next to that field of that row."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django import forms
+
+from orchestrator.errors import FlexPlaneError, ValidationFailed
+from orchestrator.models.security_groups import (
+    MAX_DESCRIPTION_LENGTH,
+    MAX_GROUP_NAME_LENGTH,
+    MAX_RULES_PER_GROUP,
+    PROTOCOLS,
+    Rule,
+    SecurityGroup,
+)
+from portal.networks.forms import styled
+
+# Blank rule rows a form offers beyond the group's rules (and adds on "More rule rows").
+EXTRA_RULES = 3
+RULES_PREFIX = "rules"
+CIDR, VDC_NETWORKS, GROUP = "cidr", "vdc_networks", "group:"
+DIRECTIONS = (("in", "In: to the VM"), ("out", "Out: from the VM"))
+# A service's field of a rule: ``rules[2].ports``.
+_RULE_FIELD = re.compile(r"rules\[(\d+)\]\.(\w+)")
+# The service's rule fields -> the row's.
+_ROW_FIELDS = {"group": "remote", "vdc_networks": "remote"}
+
+
+def remote_of(rule: Rule) -> str:
+    if rule.group is not None:
+        return GROUP + rule.group
+    return VDC_NETWORKS if rule.vdc_networks else CIDR
+
+
+class RuleForm(forms.Form):
+    """One rule: what it lets through, and from (in) or to (out) where."""
+
+    direction = forms.ChoiceField(label="Direction", choices=DIRECTIONS, initial="in")
+    protocol = forms.ChoiceField(label="Protocol", choices=[(p, p) for p in PROTOCOLS], initial="tcp")
+    ports = forms.CharField(
+        label="Ports", required=False, max_length=11, help_text="22 or 8000-8080; empty: every port."
+    )
+    remote = forms.ChoiceField(label="From / to", initial=CIDR)
+    cidr = forms.CharField(label="CIDR", required=False, max_length=43, help_text="0.0.0.0/0: anywhere.")
+    description = forms.CharField(label="Note", required=False, max_length=MAX_DESCRIPTION_LENGTH)
+
+    def __init__(self, *args: Any, groups: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["remote"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [
+            (CIDR, "Addresses (the CIDR)"),
+            (VDC_NETWORKS, "The VDC's networks"),
+            *((GROUP + g, f"Group {g}") for g in groups),
+        ]
+        self.fields["ports"].widget.attrs.update(placeholder="any", spellcheck="false")
+        self.fields["cidr"].widget.attrs.update(placeholder="0.0.0.0/0", spellcheck="false")
+        styled(self)
+
+    @staticmethod
+    def initial_of(rule: Rule) -> dict[str, Any]:
+        return {
+            "direction": rule.direction,
+            "protocol": rule.protocol,
+            "ports": rule.ports or "",
+            "remote": remote_of(rule),
+            "cidr": rule.cidr or "",
+            "description": rule.description,
+        }
+
+    def blank(self) -> bool:
+        """A row with nothing typed in it (a spare row): not a rule."""
+        data = self.cleaned_data
+        return data.get("remote") == CIDR and not any(
+            (data.get(k) or "").strip() for k in ("ports", "cidr", "description")
+        )
+
+    def to_input(self) -> dict[str, Any]:
+        """The rule as the service's input (the API's ``SecurityGroupRuleInput``)."""
+        data = self.cleaned_data
+        remote = data["remote"]
+        return {
+            "direction": data["direction"],
+            "protocol": data["protocol"],
+            "ports": data["ports"].strip() or None,
+            "cidr": data["cidr"].strip() or None if remote == CIDR else None,
+            "group": remote.removeprefix(GROUP) if remote.startswith(GROUP) else None,
+            "vdc_networks": remote == VDC_NETWORKS,
+            "description": data["description"].strip(),
+        }
+
+
+RuleFormSet = forms.formset_factory(
+    RuleForm, extra=EXTRA_RULES, can_delete=True, max_num=MAX_RULES_PER_GROUP, absolute_max=200
+)
+
+
+class GroupForm(forms.Form):
+    """A group's own fields; its name cannot change once made."""
+
+    name = forms.CharField(
+        label="Name",
+        max_length=MAX_GROUP_NAME_LENGTH,
+        help_text="A DNS label: lowercase letters, digits and hyphens, starting with a letter.",
+    )
+    description = forms.CharField(label="Description", required=False, max_length=MAX_DESCRIPTION_LENGTH)
+
+    def __init__(self, data: Any = None, group: SecurityGroup | None = None) -> None:
+        initial = {"name": group.name, "description": group.description} if group else None
+        super().__init__(data, initial=initial)
+        if group is not None:
+            self.fields["name"].disabled = True
+            self.fields["name"].help_text = "A group's name cannot change."
+        self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
+        styled(self)
+
+
+class GroupEditor:
+    """A group's form and its rules' formset together: built from the request, or from the group."""
+
+    def __init__(
+        self,
+        groups: Sequence[str],
+        data: Mapping[str, Any] | None = None,
+        group: SecurityGroup | None = None,
+        *,
+        more: bool = False,
+    ) -> None:
+        if data is not None and more:  # "More rule rows": the same rows, and a few blank ones
+            key = f"{RULES_PREFIX}-TOTAL_FORMS"
+            rows = data.get(key) or "0"
+            copied: Any = data.copy()  # type: ignore[attr-defined]  # a QueryDict: copy() is a mutable one
+            copied[key] = str((int(rows) if rows.isdigit() else 0) + EXTRA_RULES)
+            data = copied
+        self.group = GroupForm(data, group)
+        rules = [RuleForm.initial_of(r) for r in group.rules] if group else []
+        self.rules = RuleFormSet(
+            data, initial=rules, prefix=RULES_PREFIX, form_kwargs={"groups": list(groups)}
+        )
+        # The formset's row of each rule sent, in order: the index the service's errors give.
+        self.sent: list[int] = []
+
+    def is_valid(self) -> bool:
+        group_ok = self.group.is_valid()
+        return self.rules.is_valid() and group_ok
+
+    def rule_inputs(self) -> list[dict[str, Any]]:
+        self.sent = []
+        inputs = []
+        for row, form in enumerate(self.rules.forms):
+            if not form.has_changed() and row >= self.rules.initial_form_count():
+                continue
+            if form.cleaned_data.get("DELETE"):
+                continue
+            if form.blank():
+                continue
+            self.sent.append(row)
+            inputs.append(form.to_input())
+        return inputs
+
+    def values(self) -> dict[str, Any]:
+        """The service's input: name, description and every rule."""
+        data = self.group.cleaned_data
+        return {"name": data["name"], "description": data["description"].strip(), "rules": self.rule_inputs()}
+
+    def show_error(self, exc: FlexPlaneError) -> None:
+        """The service's error next to its field: a rule's in its row, the group's in the group's form."""
+        if isinstance(exc, ValidationFailed):
+            found = _RULE_FIELD.fullmatch(exc.field or "")
+            if found is not None and int(found.group(1)) < len(self.sent):
+                form = self.rules.forms[self.sent[int(found.group(1))]]
+                field = _ROW_FIELDS.get(found.group(2), found.group(2))
+                form.add_error(field if field in form.fields else None, exc.message)
+                return
+            if exc.field in self.group.fields:
+                self.group.add_error(exc.field, exc.message)
+                return
+        self.group.add_error(None, exc.message)
+
+
+class AssignForm(forms.Form):
+    """``assignSecurityGroups``' input: exactly the groups the VM is to be in."""
+
+    groups = forms.MultipleChoiceField(
+        label="Security groups",
+        required=False,
+        widget=forms.CheckboxSelectMultiple(attrs={"class": "mt-1 h-4 w-4"}),
+        help_text="The VM is in exactly the groups ticked (at least one).",
+    )
+
+    def __init__(self, groups: Sequence[SecurityGroup], current: Sequence[str], data: Any = None) -> None:
+        super().__init__(data, initial={"groups": list(current)})
+        field = self.fields["groups"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(g.name, f"{g.name}: {g.description}" if g.description else g.name) for g in groups]

@@ -1,0 +1,217 @@
+"""The security-group pages and a VM's groups, end to end: ``requests`` sessions signed in through the
+world's identity provider, the portal under daphne, Proxmox (fakepve, whose VM firewalls are stateful)
+through the agents. What a page did is checked where it lands: the API's groups (the VDC's catalog
+entry), the VM's tags and its firewall in the fake.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from devstack.world import World
+from tests.portal.support import login
+from tests.portal.test_networks_pages import blanked
+from tests.portal.test_vm_pages import create_form, field_error, get, post
+from tests.support import GraphQL
+from tests.vmkit import named, present, vm_names
+
+GROUPS = "query { securityGroups { name vdc description rules { direction protocol ports cidr group } } }"
+DELETE_GROUP = "mutation($name: String!) { deleteSecurityGroup(name: $name) { errors { message } } }"
+
+
+@pytest.fixture(scope="module")
+def alice(world: World) -> requests.Session:
+    return login(world, "alice")[0]
+
+
+@pytest.fixture(scope="module")
+def bob(world: World) -> requests.Session:
+    return login(world, "bob")[0]
+
+
+@pytest.fixture
+def group(api: GraphQL) -> Iterator[str]:
+    """A name for a group of VDC demo, deleted afterwards."""
+    name = f"g{uuid.uuid4().hex[:8]}"
+    yield name
+    api(DELETE_GROUP, user="admin", vdc="demo", variables={"name": name})
+
+
+def stored(api: GraphQL, vdc: str, name: str) -> dict[str, Any] | None:
+    answer = api(GROUPS, user="admin", vdc=vdc)
+    assert answer.errors == [], answer.errors
+    return next((g for g in answer.data["securityGroups"] if g["name"] == name), None)
+
+
+def rule_rows(rules: list[dict[str, str]], total: int = 3, initial: int = 0) -> dict[str, str]:
+    """The group form's rule rows as sent: ``rules`` filled in, the remaining rows blank."""
+    data = {
+        "rules-TOTAL_FORMS": str(max(total, len(rules))),
+        "rules-INITIAL_FORMS": str(initial),
+        "rules-MIN_NUM_FORMS": "0",
+        "rules-MAX_NUM_FORMS": "50",
+    }
+    for index in range(max(total, len(rules))):
+        values = {
+            "direction": "in",
+            "protocol": "tcp",
+            "ports": "",
+            "remote": "cidr",
+            "cidr": "",
+            "description": "",
+        }
+        values.update(rules[index] if index < len(rules) else {})
+        data.update({f"rules-{index}-{key}": value for key, value in values.items()})
+    return data
+
+
+def row_error(page: str, row: int, field: str) -> str:
+    return field_error(page, f"rules-{row}-{field}")
+
+
+def test_the_list_shows_the_default_group_and_its_rules(world: World, alice: requests.Session) -> None:
+    page = get(alice, world, "/vdc/demo/security-groups/")
+    assert page.status_code == 200
+    default = re.search(r'<li [^>]*data-group="default">(.*?)</li>', page.text, re.S)
+    assert default is not None
+    text = html.unescape(default.group(1))
+    assert "from the VDC's networks" in text
+    assert "to 0.0.0.0/0" in text
+    assert "/security-groups/default/delete/" not in text  # default cannot go
+    assert 'href="/vdc/demo/security-groups/new/"' in page.text
+
+
+def test_a_group_is_created_with_its_rules_and_blank_rows_are_not_rules(
+    world: World, api: GraphQL, alice: requests.Session, group: str
+) -> None:
+    assert get(alice, world, "/vdc/demo/security-groups/new/").status_code == 200
+    rules = [
+        {"ports": "22", "cidr": "0.0.0.0/0", "description": "ssh"},
+        {"direction": "in", "protocol": "any", "remote": "vdc_networks"},
+    ]
+    made = post(
+        alice,
+        world,
+        "/vdc/demo/security-groups/new/",
+        {"name": group, "description": "web servers", **rule_rows(rules, total=4)},
+    )
+    assert made.status_code == 303, made.text[:3000]
+    assert made.headers["Location"] == "/vdc/demo/security-groups/"
+    found = stored(api, "demo", group)
+    assert found is not None
+    assert found["description"] == "web servers"
+    assert found["rules"] == [
+        {"direction": "in", "protocol": "tcp", "ports": "22", "cidr": "0.0.0.0/0", "group": None},
+        {"direction": "in", "protocol": "any", "ports": None, "cidr": None, "group": None},
+    ]
+    page = html.unescape(get(alice, world, "/vdc/demo/security-groups/").text)
+    assert f"Security group {group} was created." in page
+    assert f'data-group="{group}"' in page
+
+
+def test_a_bad_rule_is_said_next_to_its_field_in_its_row(
+    world: World, api: GraphQL, alice: requests.Session, group: str
+) -> None:
+    get(alice, world, "/vdc/demo/security-groups/new/")
+    rules = [{"ports": "22", "cidr": "0.0.0.0/0"}, {"ports": "70000", "cidr": "10.0.0.0/8"}]
+    bad_port = post(alice, world, "/vdc/demo/security-groups/new/", {"name": group, **rule_rows(rules)})
+    assert bad_port.status_code == 200
+    assert "a port is between 1 and 65535, not 70000" in row_error(bad_port.text, 1, "ports")
+    assert row_error(bad_port.text, 0, "ports") == ""
+    assert re.search(r'<input[^>]*name="rules-1-ports"[^>]*value="70000"', bad_port.text)
+
+    rules = [{"cidr": "10.0.0.300/8"}]
+    garbage = post(alice, world, "/vdc/demo/security-groups/new/", {"name": group, **rule_rows(rules)})
+    assert "cidr must be an IPv4 network" in row_error(garbage.text, 0, "cidr")
+
+    bad_name = post(alice, world, "/vdc/demo/security-groups/new/", {"name": "Bad_Name", **rule_rows([])})
+    assert "is not a DNS label" in field_error(bad_name.text, "name")
+    assert stored(api, "demo", group) is None
+
+
+def test_more_rule_rows_shows_the_form_again_with_blank_rows_and_saves_nothing(
+    world: World, api: GraphQL, alice: requests.Session, group: str
+) -> None:
+    get(alice, world, "/vdc/demo/security-groups/new/")
+    data = {"name": group, "more": "1", **rule_rows([{"ports": "443", "cidr": "0.0.0.0/0"}])}
+    more = post(alice, world, "/vdc/demo/security-groups/new/", data)
+    assert more.status_code == 200
+    assert 'name="rules-5-ports"' in more.text
+    assert re.search(r'<input[^>]*name="rules-0-ports"[^>]*value="443"', more.text)
+    assert stored(api, "demo", group) is None
+
+
+def test_a_group_is_edited_a_rule_removed_and_its_vms_firewall_follows(
+    world: World, api: GraphQL, alice: requests.Session, group: str
+) -> None:
+    get(alice, world, "/vdc/demo/security-groups/new/")
+    first = [{"ports": "22", "cidr": "0.0.0.0/0"}, {"protocol": "udp", "ports": "53", "cidr": "10.0.0.0/8"}]
+    made = post(alice, world, "/vdc/demo/security-groups/new/", {"name": group, **rule_rows(first)})
+    assert made.status_code == 303, made.text[:3000]
+
+    with vm_names(api, world) as names:
+        vm_name = names("grouped")
+        created = post(alice, world, "/vdc/demo/vms/new/", create_form(name=vm_name, idempotency_key=vm_name))
+        assert created.status_code == 303, created.text[:3000]
+        ((zone, vmid),) = named(world, vm_name)
+        vm_page = f"/vdc/demo/vms/{zone}/{vmid}/"
+        page = get(alice, world, vm_page).text
+        assert re.search(rf'<input[^>]*name="groups"[^>]*value="{group}"', page)
+        assigned = post(alice, world, f"{vm_page}security-groups/assign/", {"groups": [group, "default"]})
+        assert assigned.status_code == 303, assigned.text[:3000]
+        assert f"fp-sg-{group}" in present(world, f"{zone}/{vmid}")["config"]["tags"]
+        assert f"In: {group}, default" in html.unescape(get(alice, world, vm_page).text)
+
+        edit = f"/vdc/demo/security-groups/{group}/edit/"
+        form = get(alice, world, edit).text
+        assert re.search(r'<input[^>]*name="rules-1-ports"[^>]*value="53"', form)
+        name_input = re.search(r'<input[^>]*name="name"[^>]*>', form)
+        assert name_input is not None
+        assert "disabled" in name_input.group(0)  # a group's name cannot change
+        changed = rule_rows([*first, {"ports": "8080", "cidr": "192.168.0.0/16"}], total=4, initial=2)
+        changed["rules-1-DELETE"] = "on"
+        saved = post(alice, world, edit, {"description": "changed", **changed})
+        assert saved.status_code == 303, saved.text[:3000]
+        found = stored(api, "demo", group)
+        assert found is not None
+        assert [r["ports"] for r in found["rules"]] == ["22", "8080"]
+        assert found["description"] == "changed"
+
+        refused = post(alice, world, f"/vdc/demo/security-groups/{group}/delete/", {"confirm": "yes"})
+        assert refused.status_code == 409
+        assert vm_name in html.unescape(refused.text)
+        assert stored(api, "demo", group) is not None
+
+        none = post(alice, world, f"{vm_page}security-groups/assign/", {})
+        assert none.status_code == 200
+        assert "at least one security group" in html.unescape(none.text)
+        back = post(alice, world, f"{vm_page}security-groups/assign/", {"groups": ["default"]})
+        assert back.status_code == 303
+
+    confirm = get(alice, world, f"/vdc/demo/security-groups/{group}/delete/")
+    assert f"Delete security group {group}?" in confirm.text
+    deleted = post(alice, world, f"/vdc/demo/security-groups/{group}/delete/", {"confirm": "yes"})
+    assert deleted.status_code == 303
+    assert stored(api, "demo", group) is None
+
+
+def test_bob_gets_the_page_of_a_missing_group_for_alices(
+    world: World, alice: requests.Session, bob: requests.Session, group: str
+) -> None:
+    get(alice, world, "/vdc/demo/security-groups/new/")
+    made = post(alice, world, "/vdc/demo/security-groups/new/", {"name": group, **rule_rows([])})
+    assert made.status_code == 303
+    assert get(bob, world, "/vdc/demo/security-groups/").status_code == 404
+    assert group not in get(bob, world, "/vdc/other/security-groups/").text
+    for page in ("edit", "delete"):
+        alices = get(bob, world, f"/vdc/other/security-groups/{group}/{page}/")
+        missing = get(bob, world, f"/vdc/other/security-groups/no-such-group/{page}/")
+        assert alices.status_code == missing.status_code == 404
+        assert blanked(alices.text, group) == blanked(missing.text, "no-such-group")
