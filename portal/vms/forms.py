@@ -8,15 +8,17 @@ field it names (:func:`show_service_error`), as the API's ``errors { field }`` d
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django import forms
 
 from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
 from orchestrator.models import VirtualMachine
+from orchestrator.models.networks import Network
 from orchestrator.services import vms
 from orchestrator.services.vms import CreateVm, VmFilter
+from portal.networks.forms import NetworkChoice
 from portal.templatetags.sizes import size
 from portal.vms.offer import Offer, QuotaLine
 
@@ -49,7 +51,9 @@ def show_service_error(form: forms.Form, exc: FlexPlaneError, quota: Iterable[Qu
     for disk. Over the VM count, or when the figures saw no excess (a race), it goes above the form.
     """
     if isinstance(exc, ValidationFailed):
-        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        choice = getattr(form, "network_choice", None)  # a NIC's field: the create form's networks
+        field = (choice.field_for(exc.field) if choice else None) or exc.field
+        form.add_error(field if field in form.fields else None, exc.message)
     elif isinstance(exc, QuotaExceeded):
         fields = {line.field if line.field in form.fields else None for line in quota if line.over} or {None}
         for field in sorted(fields, key=lambda f: f or ""):
@@ -121,7 +125,7 @@ class CreateVmForm(forms.Form):
     # Set when the form is first shown: sending it twice (a retry, a double click) makes one VM.
     idempotency_key = forms.CharField(required=False, max_length=255, widget=forms.HiddenInput)
 
-    def __init__(self, offer: Offer, data: Any = None) -> None:
+    def __init__(self, offer: Offer, data: Any = None, networks: Sequence[Network] = ()) -> None:
         initial = {
             "idempotency_key": uuid.uuid4().hex,
             "zone": offer.zones[0] if offer.zones else None,
@@ -149,7 +153,13 @@ class CreateVmForm(forms.Form):
         if default is not None:
             self.fields["disk_gb"].widget.attrs["placeholder"] = f"{default} (the default)"
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
+        self.network_choice = NetworkChoice(self, networks)
         _styled(self)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        self.network_choice.clean(data)
+        return data
 
     def renew_idempotency_key(self) -> None:
         """A new key for a form shown again (after an error): each rendering of the form is one request,
@@ -182,6 +192,7 @@ class CreateVmForm(forms.Form):
             ssh_keys=tuple(line.strip() for line in data["ssh_keys"].splitlines() if line.strip()),
             user_data=data["user_data"] or None,
             idempotency_key=data["idempotency_key"] or None,
+            networks=self.network_choice.requests(),
         )
 
 
