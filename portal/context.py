@@ -25,6 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from orchestrator.errors import FlexPlaneError, NotFound, Unauthenticated
 from orchestrator.services import vdcs
 from orchestrator.services.context import Context
+from portal.activity import trail as activity
 from portal.errors import error_page, internal_error_page
 
 P = ParamSpec("P")
@@ -66,7 +67,8 @@ def _run(request: HttpRequest, call: Callable[[], HttpResponseBase]) -> HttpResp
     if not request.user.is_authenticated:
         return login_redirect(request)
     try:
-        return call()
+        with activity.serving(request):  # a portal action's audit record needs the request
+            return call()
     except Unauthenticated:
         return login_redirect(request)
     except FlexPlaneError as exc:

@@ -19,6 +19,7 @@ from orchestrator.models import Usage, Vdc
 from orchestrator.models.vms import VirtualMachine
 from orchestrator.services import tasks, vdcs, vms
 from orchestrator.services.context import Context
+from portal.activity.views import vdc_activity
 from portal.context import vdc_view
 from portal.vms.forms import STATUSES
 
@@ -118,5 +119,6 @@ def dashboard(request: HttpRequest, ctx: Context) -> HttpResponse:
             "vm_total": len(machines),
             "vm_counts": counts_by_status(machines),
             "tasks": tasks.recent_tasks(ctx, first=RECENT_TASKS),
+            "activity": vdc_activity(ctx),
         },
     )

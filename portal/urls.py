@@ -15,6 +15,7 @@ urlpatterns = [
     path("logout/", OIDCLogoutView.as_view(), name="oidc_logout"),
     path("vdc/<str:vdc>/", dashboard.dashboard, name="vdc-dashboard"),
     path("vdc/<str:vdc>/tasks/<str:task_id>/", tasks.task_page, name="task"),
+    path("admin/activity/", include("portal.activity.urls")),
     path("admin/", include("portal.admin.urls")),
     path("vdc/<str:vdc>/vms/", include("portal.vms.urls")),
 ]

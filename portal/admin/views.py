@@ -22,6 +22,7 @@ from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unau
 from orchestrator.models import StorageProfile
 from orchestrator.services import catalog, enrollment, hosts, vdcs
 from orchestrator.services.context import Context
+from portal.activity import trail as activity
 from portal.admin.actions import action
 from portal.admin.forms import (
     AdminForm,
@@ -227,6 +228,7 @@ def _page(
     """An admin page: the area's own navigation, with ``active`` marked as the current section."""
     nav = [(s.title, s.url("list"), s.kind == active) for s in SECTIONS.values()]
     nav.insert(4, ("Hosts", reverse("portal-admin:hosts"), active == "host"))
+    nav.append(("Activity", reverse("activity"), active == "activity"))
     return render(request, template, {"admin_nav": nav, **context}, status=status)
 
 
@@ -238,7 +240,8 @@ def _attempt(call: Callable[[], Any], form: AdminForm | None = None) -> tuple[An
     """Run a service call; a failure to show in place is returned, and put on ``form`` if given
     (a field's next to the field, any other at the form's top)."""
     try:
-        return call(), None
+        with activity.action():  # the action's audit record (the operation is the URL's)
+            return call(), None
     except _PAGE_ERRORS:
         raise
     except FlexPlaneError as exc:
@@ -503,7 +506,8 @@ def host_cordon(request: HttpRequest, ctx: Context, zone: str, host: str) -> Htt
     """POST: keep new VMs off the host (its VMs keep running)."""
     if refused := _post_only(request):
         return refused
-    hosts.cordon_host(ctx, zone, host)
+    with activity.action(ctx):
+        hosts.cordon_host(ctx, zone, host)
     messages.success(request, f"Host {_host_label(zone, host)} is cordoned: it takes no new VMs.")
     return redirect("portal-admin:hosts")
 

@@ -64,7 +64,16 @@ ACTIONS: dict[str, VmAction] = {
     )
 }
 
-# Every portal action on VMs -> the GraphQL mutation that does the same (read by the parity test).
-MUTATIONS: dict[str, str] = {"create": CREATE_MUTATION} | {
-    name: action.mutation for name, action in ACTIONS.items()
+# The snapshot actions of a VM's page (portal.vms.snapshots) -> their mutations.
+SNAPSHOT_MUTATIONS: dict[str, str] = {
+    "snapshot-create": "createSnapshot",
+    "snapshot-rollback": "rollbackSnapshot",
+    "snapshot-delete": "deleteSnapshot",
 }
+
+# Every portal action on VMs -> the GraphQL mutation that does the same (read by the parity test).
+MUTATIONS: dict[str, str] = (
+    {"create": CREATE_MUTATION}
+    | {name: action.mutation for name, action in ACTIONS.items()}
+    | SNAPSHOT_MUTATIONS
+)
