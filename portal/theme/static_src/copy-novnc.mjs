@@ -9,5 +9,6 @@ const source = join(here, "node_modules", "@novnc", "novnc");
 const target = join(here, "..", "static", "novnc");
 rmSync(target, { recursive: true, force: true });
 for (const part of ["core", "vendor", "LICENSE.txt", "AUTHORS"]) {
-  cpSync(join(source, part), join(target, part), { recursive: true });
+  // With the package's own times: newer files would look like sources changed since the CSS was built.
+  cpSync(join(source, part), join(target, part), { recursive: true, preserveTimestamps: true });
 }
