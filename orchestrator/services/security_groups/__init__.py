@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from orchestrator.errors import Conflict, NotFound, ValidationFailed
+from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFailed
 from orchestrator.models import Vdc, VirtualMachine
 from orchestrator.models.security_groups import (
     DEFAULT_GROUP,
@@ -40,6 +40,7 @@ from orchestrator.services.security_groups.apply import (
     Member,
     NotUpdated,
     Realised,
+    complete,
     realise,
     referencing,
     vdc_members,
@@ -110,13 +111,20 @@ def _lock(ctx: Context, vdc: Vdc) -> Iterator[None]:
         yield
 
 
-def _vdc_cidrs(ctx: Context, vdc: Vdc) -> list[str]:
-    """The VDC's network CIDRs (``orchestrator.services.networks``; none before networks exist)."""
+def _vdc_cidrs(ctx: Context, vdc: Vdc, *, strict: bool = True) -> list[str]:
+    """The VDC's network CIDRs (``orchestrator.services.networks``; none before networks exist).
+    ``strict``: ``Unavailable`` unless every zone of the VDC answered (see ``apply.complete``)."""
     try:
         networks = importlib.import_module("orchestrator.services.networks")
     except ImportError:
         return []
-    return [str(network.cidr) for network in networks.vdc_networks(ctx, vdc)]
+    cidrs = [str(network.cidr) for network in networks.vdc_networks(ctx, vdc)]
+    if strict and not complete(ctx, vdc):
+        failure = next(f for f in ctx.unavailable if f.where in vdc.zones)
+        raise Unavailable(
+            failure.where, f"the networks of VDC {vdc.id} cannot be read now: {failure.message}"
+        )
+    return cidrs
 
 
 def _members_of(members: Sequence[Member], group: str) -> list[Member]:
@@ -203,8 +211,9 @@ def update_security_group(ctx: Context, name: str, changes: Mapping[str, Any]) -
 
     with _lock(ctx, vdc):
         members = vdc_members(ctx, vdc)
+        cidrs = _vdc_cidrs(ctx, vdc)  # both read before the change is stored: they may be Unavailable
         groups = change_groups(ctx, vdc.id, change)
-        realised = realise(ctx, groups, members, _members_of(members, name), _vdc_cidrs(ctx, vdc))
+        realised = realise(ctx, groups, members, _members_of(members, name), cidrs)
     return Changed(groups[name], realised)
 
 
@@ -244,6 +253,7 @@ def assign_security_groups(ctx: Context, vm_id: str, groups: Sequence[str]) -> A
     wanted = parse_membership(groups, stored_groups(ctx, vdc.id))
     with _lock(ctx, vdc):
         members = vdc_members(ctx, vdc)
+        cidrs = _vdc_cidrs(ctx, vdc)
         before = groups_in(vm.tags)
         tags = with_groups(vm.tags, wanted)
         if set(tags) != set(vm.tags):
@@ -254,7 +264,7 @@ def assign_security_groups(ctx: Context, vm_id: str, groups: Sequence[str]) -> A
         defined = stored_groups(ctx, vdc.id)
         targets = {m.id: m for m in referencing(members, defined, {*before, *wanted})}
         targets[vm.id] = members[-1]
-        realised = realise(ctx, defined, members, list(targets.values()), _vdc_cidrs(ctx, vdc))
+        realised = realise(ctx, defined, members, list(targets.values()), cidrs)
     return Assigned(reread(api, vm), wanted, realised)
 
 
@@ -265,8 +275,9 @@ def realise_new_vm(
     ``check_membership``; its tags must carry them, ``group_tag``); and its address added to the IP sets
     of the VMs whose rules name its groups. Its own firewall failing raises; its peers' are reported.
 
-    Its VDC's zones that do not answer are left out (their VMs' addresses are missing from its IP sets
-    until its groups next change), rather than failing the create.
+    Its VDC's zones that do not answer are left out (their VMs' addresses and networks are missing
+    from its IP sets until its groups next change, and no peer's IP set loses an entry), rather than
+    failing the create.
     """
     defined = stored_groups(ctx, vdc.id)
     wanted = parse_membership(list(groups), defined, "security_groups")
@@ -277,7 +288,9 @@ def realise_new_vm(
         members = [m for m in members if m.id != me.id] + [me]
         targets = {m.id: m for m in referencing(members, defined, wanted)}
         targets[me.id] = me
-        realised = realise(ctx, defined, members, list(targets.values()), _vdc_cidrs(ctx, vdc))
+        cidrs = _vdc_cidrs(ctx, vdc, strict=False)
+        add_only = not complete(ctx, vdc)
+        realised = realise(ctx, defined, members, list(targets.values()), cidrs, add_only=add_only)
     for failure in realised.failures:
         if failure.vm == me.id:
             raise failure.error
@@ -299,7 +312,9 @@ def forget_vm(ctx: Context, vdc: Vdc, groups: Sequence[str]) -> Realised:
     with _lock(ctx, vdc):
         members = vdc_members(ctx, vdc, strict=False)
         defined = stored_groups(ctx, vdc.id)
-        realised = realise(ctx, defined, members, referencing(members, defined, groups), _vdc_cidrs(ctx, vdc))
+        targets = referencing(members, defined, groups)
+        cidrs = _vdc_cidrs(ctx, vdc, strict=False)
+        realised = realise(ctx, defined, members, targets, cidrs, add_only=not complete(ctx, vdc))
     for failure in realised.failures:
         logger.warning("security groups: %s", failure.message)
     return realised

@@ -103,6 +103,11 @@ def vdc_members(ctx: Context, vdc: Vdc, *, strict: bool = True) -> list[Member]:
     )
 
 
+def complete(ctx: Context, vdc: Vdc) -> bool:
+    """Whether every zone of the VDC answered this request's reads so far."""
+    return not any(failure.where in vdc.zones for failure in ctx.unavailable)
+
+
 def referencing(
     vms: Iterable[Member], groups: Mapping[str, SecurityGroup], named: Iterable[str]
 ) -> list[Member]:
@@ -162,14 +167,17 @@ def addresses(ctx: Context, vms: Sequence[Member]) -> tuple[dict[str, list[str]]
     return found, failures
 
 
-def apply_firewall(firewall: VmFirewall, node: str, vmid: int, want: Firewall) -> Steps:
-    """Bring one VM's firewall to ``want``; the steps that took (none when it was so already)."""
+def apply_firewall(
+    firewall: VmFirewall, node: str, vmid: int, want: Firewall, *, add_only: bool = False
+) -> Steps:
+    """Bring one VM's firewall to ``want`` (``add_only``: removing no IP set entry); the steps taken
+    (none when it was so already)."""
     options = firewall.options(node, vmid)
     rules = firewall.rules(node, vmid)
     held = {
         name: firewall.ipset(node, vmid, name) for name in firewall.ipsets(node, vmid) if is_our_ipset(name)
     }
-    todo = steps(options, rules, held, want)
+    todo = steps(options, rules, held, want, add_only=add_only)
     for name in todo.create_ipsets:
         what = "the VDC's networks" if name == VDC_NETS_IPSET else f"the members of security group {name}"
         firewall.create_ipset(node, vmid, name, f"flex.plane: {what}")
@@ -196,9 +204,12 @@ def realise(
     members: Sequence[Member],
     targets: Sequence[Member],
     vdc_cidrs: Sequence[str],
+    *,
+    add_only: bool = False,
 ) -> Realised:
     """Bring the firewalls of ``targets`` to what their groups say; ``members``: every VM of the VDC
-    (the groups' members, whose addresses the IP sets hold)."""
+    (the groups' members, whose addresses the IP sets hold). ``add_only``: ``members`` or ``vdc_cidrs``
+    may lack some (a zone did not answer), so no IP set entry is removed."""
     if not targets:
         return Realised()
     named = {
@@ -226,7 +237,8 @@ def realise(
             wanted[vm.id] = want
 
     def work(vm: Member) -> None:
-        done = apply_firewall(VmFirewall(apis[vm.zone]), vm.node, vm.vmid, wanted[vm.id])
+        firewall = VmFirewall(apis[vm.zone])
+        done = apply_firewall(firewall, vm.node, vm.vmid, wanted[vm.id], add_only=add_only)
         logger.info("security groups: firewall of %s: %d change(s)", vm.id, done.count)
 
     failures |= _per_node([vm for vm in targets if vm.id in wanted], work)

@@ -155,9 +155,14 @@ def steps(
     rules: Sequence[FirewallRule],
     ipsets: Mapping[str, Iterable[str]],
     want: Firewall,
+    *,
+    add_only: bool = False,
 ) -> Steps:
     """The steps from what the VM's firewall holds (``rules``: all of them, with their positions;
-    ``ipsets``: flex.plane's, with their entries) to ``want``. Nothing when it holds that already."""
+    ``ipsets``: flex.plane's, with their entries) to ``want``. Nothing when it holds that already.
+
+    ``add_only``: ``want``'s IP sets may lack entries (a zone did not answer): none is removed from a
+    set that stays."""
     ours = [r for r in rules if is_ours(r)]
     current = tuple(r.unplaced for r in ours)
     rules_change = current != want.rules
@@ -172,6 +177,7 @@ def steps(
         (name, entry)
         for name, entries in want.ipsets.items()
         for entry in sorted(held.get(name, set()) - entries)
+        if not add_only
     )
     gone = tuple(name for name in sorted(held) if name not in want.ipsets)
     return Steps(

@@ -18,23 +18,28 @@ def vms(node: str, count: int, start: int = 100) -> list[Member]:
 def test_at_most_four_vms_per_node_are_written_at_once_and_nodes_run_side_by_side() -> None:
     running: Counter[str] = Counter()
     most: Counter[str] = Counter()
-    both = threading.Event()
+    started: Counter[str] = Counter()
     guard = threading.Lock()
+    # The first four of each node wait for each other and for the other node's: all eight at once.
+    together = threading.Barrier(2 * PER_NODE)
 
     def work(vm: Member) -> None:
         with guard:
             running[vm.node] += 1
+            started[vm.node] += 1
+            first = started[vm.node] <= PER_NODE
             most[vm.node] = max(most[vm.node], running[vm.node])
-            if running["a"] and running["b"]:
-                both.set()
-        time.sleep(0.02)
+        if first:
+            together.wait(timeout=10)
+        else:
+            time.sleep(0.005)
         with guard:
             running[vm.node] -= 1
 
     failures = _per_node([*vms("a", 12), *vms("b", 9, 200)], work)
     assert failures == {}
     assert most == {"a": PER_NODE, "b": PER_NODE}
-    assert both.is_set()
+    assert started == {"a": 12, "b": 9}
 
 
 def test_a_vm_that_fails_is_reported_and_the_others_are_done() -> None:

@@ -155,3 +155,13 @@ def test_steps_applied_to_the_firewall_they_were_made_for_leave_nothing_to_do() 
     )
     assert steps(after.options, placed(tuple(held)), after.ipsets, want) == Steps()
     assert held[-1] == HAND.unplaced  # the hand-made rule is still there, below flex.plane's
+
+
+def test_with_a_zone_missing_no_ip_set_entry_is_removed() -> None:
+    old = desired(["db"], GROUPS, MEMBERS, CIDRS)
+    partial = desired(["db"], GROUPS, {**MEMBERS, "web": ["10.0.0.7"]}, CIDRS)
+    todo = steps(
+        old.options, placed(old.rules), {"fp-sg-web": ["10.0.0.5", "10.0.0.6"]}, partial, add_only=True
+    )
+    assert todo.add_entries == (("fp-sg-web", "10.0.0.7"),)
+    assert todo.remove_entries == ()
