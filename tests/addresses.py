@@ -53,6 +53,7 @@ AGENTCLIENT_SUITE = 201  # tests/agentclient: an address where no agent listens
 IDENTITY_SUITE = 202  # tests/devstack: identity providers
 MIGRATION_ZONE = 203  # tests/devstack/test_fakezones_migrate.py: a fake zone's nodes (port 8006)
 FAKE_ZONE = 204  # tests/devstack/test_fakezones.py: a fake zone's node (port 8006)
+SNAPSHOT_ZONE = 205  # tests/devstack/test_fakesnapshots.py: a fake zone's node (port 8006)
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

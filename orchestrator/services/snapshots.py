@@ -199,16 +199,16 @@ def rollback_snapshot(ctx: Context, ident: str, name: str, start: bool | None = 
 
 def rollback_message(vm: str, snapshot: str, was_running: bool, memory: bool, start: bool, now: str) -> str:
     """What a rollback did, in words: stopped, rolled back, resumed or started, and how the VM is now."""
-    done = [f"VM {vm} was rolled back to snapshot {snapshot}"]
     if was_running:
-        done[0] = f"VM {vm} was running: Proxmox stopped it and rolled it back to snapshot {snapshot}"
+        said = f"VM {vm} was running: Proxmox stopped it and rolled it back to snapshot {snapshot}"
+    else:
+        said = f"VM {vm} was rolled back to snapshot {snapshot}"
     if memory:
-        done.append("the snapshot holds its memory, so it resumed where the snapshot was taken")
+        said += "; the snapshot holds its memory, so it resumed where the snapshot was taken"
     elif start:
-        done.append("then started it, as asked")
-    elif now == "stopped":
-        done.append("it is stopped now (start it when you are ready)")
-    return "; ".join(done) + f". It is {now}."
+        said += "; then started it, as asked"
+    advice = " (start it when you are ready)" if now == "stopped" else ""
+    return f"{said}. It is {now}{advice}."
 
 
 def delete_snapshot(ctx: Context, ident: str, name: str) -> SnapshotOutcome:

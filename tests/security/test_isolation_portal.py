@@ -31,6 +31,7 @@ from websockets.typing import Origin
 from devstack.world import World
 from orchestrator.services.tasks import decode_task_id, encode_task_id
 from portal.vms.actions import ACTIONS
+from portal.vms.snapshots import ACTIONS as SNAPSHOT_ACTIONS
 from tests.portal.support import COOKIE, csrf_token, login
 from tests.promises import RecordFigure
 from tests.security.conftest import (
@@ -65,7 +66,9 @@ TASK = "alice's task under bob's VDC"
 FOLLOWED = "alice's task followed on bob's page"
 # Pages that follow the task named in their query string (``?task=``).
 FOLLOWING = {"vm-list"}
-KNOWN_PARAMS = {"vdc", "zone", "vmid", "task_id", "action"}
+KNOWN_PARAMS = {"vdc", "zone", "vmid", "task_id", "action", "name"}
+# A snapshot name for the snapshot pages (alice's VMs have none of that name: NOT_FOUND, as for bob's).
+SNAPSHOT = "before-upgrade"
 
 
 def vdc_routes() -> list[Route]:
@@ -83,6 +86,8 @@ def cases() -> list[tuple[str, str, str]]:
         variants = [VDC] + [VM] * ("vmid" in route.params) + [TASK] * ("task_id" in route.params)
         variants += [FOLLOWED] * (route.name in FOLLOWING)
         actions = list(ACTIONS) if "action" in route.params else [""]
+        if route.name == "vm-snapshot-action":
+            actions = list(SNAPSHOT_ACTIONS)
         found += [(route.name, variant, action) for variant in variants for action in actions]
     return found
 
@@ -99,7 +104,7 @@ class Pair:
 
 def pairs(route: Route, variant: str, action: str, vms: AlicesVms) -> list[Pair]:
     zone, vmid = vms.stopped.split("/")
-    own = {"zone": zone, "vmid": vmid, "task_id": vms.task, "action": action}
+    own = {"zone": zone, "vmid": vmid, "task_id": vms.task, "action": action, "name": SNAPSHOT}
     if variant == VDC:
         return [Pair(route.url(**own, vdc=ALICES_VDC), ALICES_VDC, route.url(**own, vdc=NO_VDC), NO_VDC)]
     if variant == VM:

@@ -89,7 +89,7 @@ def test_a_rollback_of_a_running_vm_stops_it_and_says_so(api: GraphQL, world: Wo
     rolled = ok(snap(api, "admin", ROLLBACK, "rollbackSnapshot", vm=vm, name="cold"))
     assert rolled["task"]["type"] == "qmrollback"
     assert "was running: Proxmox stopped it" in rolled["message"]
-    assert rolled["message"].endswith("It is stopped.")
+    assert rolled["message"].endswith("It is stopped (start it when you are ready).")
     assert rolled["virtualMachine"]["status"] == "stopped"
     assert fake_vm(world, vm)["status"] == "stopped"  # type: ignore[index]
     assert fake_snapshots(world, vm)["@parent"]["name"] == "cold"
