@@ -183,6 +183,14 @@ def removed(mutation: str, key: str, what: str) -> Callable[[Stage, str], None]:
     return cleanup
 
 
+def removed_snapshot(stage: Stage, who: str) -> None:
+    """Cleanup: the snapshot of the module's stopped VM a cell took, deleted (as admin), if it was taken."""
+    document = (
+        "mutation($vm: ID!, $name: String!) { deleteSnapshot(vm: $vm, name: $name) { errors { code } } }"
+    )
+    stage.api(document, user=ADMIN, variables={"vm": stage.vms.stopped, "name": f"iso-{who}"})
+
+
 VM_PAYLOAD = "{ virtualMachine { id vdc status } task { id } errors { code message } }"
 CATALOG_ERRORS = "{ errors { code message field } }"
 
@@ -341,11 +349,7 @@ MUTATION_ROWS: dict[str, Row] = {
         "{ snapshot { vm name } errors { code message } } }",
         members(Answered(lambda taken: taken["snapshot"]["name"].startswith("iso-")), Refused("NOT_FOUND")),
         lambda stage, who: {"vm": stage.vms.stopped, "name": f"iso-{who}"},
-        cleanup=lambda stage, who: stage.api(
-            "mutation($vm: ID!, $name: String!) { deleteSnapshot(vm: $vm, name: $name) { errors { code } } }",
-            user=ADMIN,
-            variables={"vm": stage.vms.stopped, "name": f"iso-{who}"},
-        ),
+        cleanup=removed_snapshot,
     ),
     # A snapshot the VM does not have: NOT_FOUND for everyone past authorization, nothing rolled back.
     "rollbackSnapshot": Row(
