@@ -110,7 +110,7 @@ class AttachForm(forms.Form):
 
 
 def address_field(choice: str) -> str:
-    """The create form's field for the address of the NIC on ``choice`` (``default`` or a network id)."""
+    """The create form's field for the address of the NIC on ``choice`` (``default`` or ``<zone>/<name>``)."""
     return "address__" + choice.replace("/", "__")
 
 
@@ -118,16 +118,17 @@ class NetworkChoice:
     """The networks a new VM gets, as fields of the create form: a checkbox per network of the VDC, and an
     optional address for each. ``default`` stands for the VDC's default network in the zone the VM goes to
     (the API's "a name in the VM's zone"), and is chosen unless the user chooses otherwise; the VDC's other
-    networks are named by id (``<zone>/<name>``), which also chooses the VM's zone."""
+    networks are named ``<zone>/<name>`` (as the API lets a request name them), which also chooses the VM's
+    zone."""
 
     def __init__(self, form: forms.Form, networks: Sequence[Network]) -> None:
         self.form = form
         defaults = sorted({n.cidr for n in networks if n.is_default})
-        default_label = "default: the VDC's default network of the zone the VM goes to"
+        default_label = "default: the VDC's default network where the VM goes"
         if defaults:
             default_label += f" ({', '.join(defaults)})"
         self.labels = {DEFAULT_NETWORK: default_label} | {
-            n.id: f"{n.name} in {n.zone} ({n.cidr})" for n in networks if not n.is_default
+            f"{n.zone}/{n.name}": f"{n.name} ({n.cidr})" for n in networks if not n.is_default
         }
         form.fields["networks"] = forms.MultipleChoiceField(
             label="Networks",
@@ -149,10 +150,14 @@ class NetworkChoice:
         # The choices of the last ``requests()``, in NIC order: what the service's errors count.
         self.sent: list[str] = [DEFAULT_NETWORK]
 
-    def rows(self) -> list[tuple[BoundWidget, forms.BoundField]]:
-        """(checkbox, address field) per network, for the template."""
+    def rows(self) -> list[tuple[BoundWidget, forms.BoundField, str]]:
+        """(checkbox, address field, zone) per network, for the template (the zone is said beside the
+        checkbox's label, not in it: "Zone" is the form's zone field's label)."""
         boxes = list(self.form["networks"])
-        return [(box, self.form[address_field(c)]) for box, c in zip(boxes, self.labels, strict=True)]
+        return [
+            (box, self.form[address_field(c)], c.partition("/")[0] if "/" in c else "")
+            for box, c in zip(boxes, self.labels, strict=True)
+        ]
 
     def clean(self, data: dict[str, Any]) -> None:
         chosen = set(data.get("networks") or [])

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
 from orchestrator.models import Vdc
-from orchestrator.models.networks import Network, Nic, network_id
+from orchestrator.models.networks import Network, Nic
 from orchestrator.models.vms import VirtualMachine, vm_id
 from orchestrator.services import networks, vdcs, vms
 from orchestrator.services.context import Context
@@ -97,7 +97,7 @@ def network_delete(request: HttpRequest, ctx: Context, zone: str, network: str) 
     """GET: what deleting means, and a confirmation; POST (confirmed): ``deleteNetwork``. A refusal (the
     VMs still on it, named) is said on the same page."""
     vdc = _vdc(ctx)
-    found = networks.get_network(ctx, network_id(zone, network))  # NotFound: the 404 page
+    found = networks.get_network(ctx, f"{zone}/{network}")  # by name (the API takes it so); NotFound: 404
     failure: FlexPlaneError | None = None
     if _confirmed(request):
         try:
@@ -189,7 +189,7 @@ def nic_detach(request: HttpRequest, ctx: Context, zone: str, vmid: int, network
     failure: FlexPlaneError | None = None
     if _confirmed(request):
         try:
-            with activity.action(ctx, actions.MUTATIONS[actions.DETACH], network=network_id(zone, network)):
+            with activity.action(ctx, actions.MUTATIONS[actions.DETACH], network=f"{zone}/{network}"):
                 change = detach_network(ctx, vm.id, network)
         except _PAGE_ERRORS:
             raise

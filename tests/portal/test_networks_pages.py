@@ -222,7 +222,8 @@ def test_the_create_form_offers_the_vdcs_networks_with_default_ticked(
     assert mine is not None
     assert "checked" not in mine.group(0)
     assert f'name="address__zone-a__{name}"' in page
-    assert f"{name} in zone-a ({cidr})" in page
+    assert f"{name} ({cidr})" in page
+    assert "in zone-a: the VM goes there" in page
 
 
 def test_a_vm_made_on_a_chosen_network_with_its_address_shows_the_nic_on_its_page(
