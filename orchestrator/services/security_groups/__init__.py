@@ -15,7 +15,6 @@ two changes never write one VM's firewall at once.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from orchestrator.models.security_groups import (
     groups_in,
     with_groups,
 )
-from orchestrator.services import access, locks, vdcs
+from orchestrator.services import access, locks, networks, vdcs
 from orchestrator.services.catalog import check_fields
 from orchestrator.services.context import Context
 from orchestrator.services.security_groups.apply import (
@@ -112,12 +111,8 @@ def _lock(ctx: Context, vdc: Vdc) -> Iterator[None]:
 
 
 def _vdc_cidrs(ctx: Context, vdc: Vdc, *, strict: bool = True) -> list[str]:
-    """The VDC's network CIDRs (``orchestrator.services.networks``; none before networks exist).
-    ``strict``: ``Unavailable`` unless every zone of the VDC answered (see ``apply.complete``)."""
-    try:
-        networks = importlib.import_module("orchestrator.services.networks")
-    except ImportError:
-        return []
+    """The VDC's network CIDRs; ``strict``: ``Unavailable`` unless every zone of the VDC answered (see
+    ``apply.complete``)."""
     cidrs = [str(network.cidr) for network in networks.vdc_networks(ctx, vdc)]
     if strict and not complete(ctx, vdc):
         failure = next(f for f in ctx.unavailable if f.where in vdc.zones)
