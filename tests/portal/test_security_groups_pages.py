@@ -91,7 +91,9 @@ def test_the_list_shows_the_default_group_and_its_rules(world: World, alice: req
 def test_a_group_is_created_with_its_rules_and_blank_rows_are_not_rules(
     world: World, api: GraphQL, alice: requests.Session, group: str
 ) -> None:
-    assert get(alice, world, "/vdc/demo/security-groups/new/").status_code == 200
+    form = get(alice, world, "/vdc/demo/security-groups/new/")
+    assert form.status_code == 200
+    assert 'data-action="security-group.create"' in form.text
     rules = [
         {"ports": "22", "cidr": "0.0.0.0/0", "description": "ssh"},
         {"direction": "in", "protocol": "any", "remote": "vdc_networks"},
@@ -171,6 +173,7 @@ def test_a_group_is_edited_a_rule_removed_and_its_vms_firewall_follows(
 
         edit = f"/vdc/demo/security-groups/{group}/edit/"
         form = get(alice, world, edit).text
+        assert 'data-action="security-group.update"' in form
         assert re.search(r'<input[^>]*name="rules-1-ports"[^>]*value="53"', form)
         name_input = re.search(r'<input[^>]*name="name"[^>]*>', form)
         assert name_input is not None

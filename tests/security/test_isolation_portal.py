@@ -1,7 +1,8 @@
 """Tenant isolation in the portal (OWASP API Security Top 10: API1 BOLA, API5 BFLA).
 
 bob, signed in through the identity provider, asks for every page of the portal that names a VDC, a
-VM or a task (the routes are read from Django's resolver, so a new page is covered or fails here),
+VM, a task, a network or a security group (the routes are read from Django's resolver, so a new page is
+covered or fails here),
 with alice's ids and with ids that do not exist: as a page, as an htmx fragment, and as a POST with
 his CSRF token. Each pair answers the same status and the same page once the id is blanked out, in
 times of the same order of magnitude. His websocket on alice's task ends as on a task that does not
@@ -64,9 +65,13 @@ VDC = "alice's VDC"
 VM = "alice's VM under bob's VDC"
 TASK = "alice's task under bob's VDC"
 FOLLOWED = "alice's task followed on bob's page"
+NETWORK = "alice's network under bob's VDC"
+GROUP = "alice's security group under bob's VDC"
 # Pages that follow the task named in their query string (``?task=``).
 FOLLOWING = {"vm-list"}
-KNOWN_PARAMS = {"vdc", "zone", "vmid", "task_id", "action", "name"}
+KNOWN_PARAMS = {"vdc", "zone", "vmid", "task_id", "action", "name", "network", "group"}
+# alice's network (of zone-a) and security group in VDC demo, by names bob's VDC has none of.
+ALICES_NETWORK, ALICES_GROUP, NO_NETWORK, NO_GROUP = "alices-net", "alices-sg", "no-such-net", "no-such-sg"
 # A snapshot name for the snapshot pages (alice's VMs have none of that name: NOT_FOUND, as for bob's).
 SNAPSHOT = "before-upgrade"
 
@@ -85,6 +90,8 @@ def cases() -> list[tuple[str, str, str]]:
     for route in vdc_routes():
         variants = [VDC] + [VM] * ("vmid" in route.params) + [TASK] * ("task_id" in route.params)
         variants += [FOLLOWED] * (route.name in FOLLOWING)
+        variants += [NETWORK] * ("network" in route.params and "vmid" not in route.params)
+        variants += [GROUP] * ("group" in route.params)
         actions = list(ACTIONS) if "action" in route.params else [""]
         if route.name == "vm-snapshot-action":
             actions = list(SNAPSHOT_ACTIONS)
@@ -105,6 +112,13 @@ class Pair:
 def pairs(route: Route, variant: str, action: str, vms: AlicesVms) -> list[Pair]:
     zone, vmid = vms.stopped.split("/")
     own = {"zone": zone, "vmid": vmid, "task_id": vms.task, "action": action, "name": SNAPSHOT}
+    own |= {"network": ALICES_NETWORK, "group": ALICES_GROUP}
+    if variant in (NETWORK, GROUP):
+        key, foreign, absent = ("network", ALICES_NETWORK, NO_NETWORK)
+        if variant == GROUP:
+            key, foreign, absent = ("group", ALICES_GROUP, NO_GROUP)
+        no = route.url(**{**own, key: absent}, vdc=BOBS_VDC)
+        return [Pair(route.url(**own, vdc=BOBS_VDC), foreign, no, absent)]
     if variant == VDC:
         return [Pair(route.url(**own, vdc=ALICES_VDC), ALICES_VDC, route.url(**own, vdc=NO_VDC), NO_VDC)]
     if variant == VM:
@@ -158,6 +172,19 @@ def alice(world: World) -> requests.Session:
 @pytest.fixture(scope="module")
 def admin(world: World) -> requests.Session:
     return login(world, "admin")[0]
+
+
+@pytest.fixture(scope="module")
+def alices_network_and_group(api: GraphQL) -> Iterator[None]:
+    """alice's network and security group in VDC demo (made for the module, deleted after it)."""
+    network = {"name": ALICES_NETWORK, "zone": "zone-a", "cidr": "10.250.0.0/24"}
+    made = api(CREATE_NETWORK, user="alice", vdc=ALICES_VDC, variables={"input": network})
+    assert made.data["createNetwork"]["errors"] == [], made.body
+    group = api(CREATE_GROUP, user="alice", vdc=ALICES_VDC, variables={"input": {"name": ALICES_GROUP}})
+    assert group.data["createSecurityGroup"]["errors"] in ([], [{"code": "CONFLICT"}]), group.body
+    yield
+    api(DELETE_NETWORK, user="alice", vdc=ALICES_VDC, variables={"id": f"zone-a/{ALICES_NETWORK}"})
+    api(DELETE_GROUP, user="alice", vdc=ALICES_VDC, variables={"name": ALICES_GROUP})
 
 
 @pytest.fixture(scope="module")
@@ -215,6 +242,7 @@ def test_bob_gets_the_same_page_for_alices_ids_as_for_ids_that_do_not_exist(
     world: World,
     bob: requests.Session,
     alices_vms: AlicesVms,
+    alices_network_and_group: None,
     proxmox_calls: ProxmoxCalls,
     ratios: list[float],
     timing_full: bool,
@@ -364,6 +392,11 @@ def test_in_production_an_admin_url_answers_alice_as_a_url_that_does_not_exist(
     assert admin_page == no_page
 
 
+CREATE_NETWORK = "mutation($input: CreateNetworkInput!) { createNetwork(input: $input) { errors { code } } }"
+DELETE_NETWORK = "mutation($id: ID!) { deleteNetwork(id: $id) { errors { code } } }"
+CREATE_GROUP = """mutation($input: CreateSecurityGroupInput!) {
+  createSecurityGroup(input: $input) { errors { code } } }"""
+DELETE_GROUP = "mutation($name: String!) { deleteSecurityGroup(name: $name) { errors { code } } }"
 DASHBOARD_TASK = re.compile(r'data-task-id="([^"]+)" data-task-kind="([^"]+)"\s+data-task-vm="([^"]+)"')
 CORDON = "mutation($zone: String!, $host: String!) { %s(zone: $zone, host: $host) { errors { message } } }"
 
