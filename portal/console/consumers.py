@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 SOCKET_PREFIX = "/ws/console/"
 GONE, NOT_RUNNING, TOO_MANY, REFUSED, UNAVAILABLE = 4404, 4409, 4429, 4502, 4503
 IDLE, SESSION_ENDED = 4408, 4401
+# The largest websocket message sent to the browser.
+MAX_MESSAGE = 256 * 1024
 
 
 def socket_path(ticket: str) -> str:
@@ -121,9 +123,16 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         try:
             while (chunk := await self.stream.receive()) is not None:
                 metrics.CONSOLE_BYTES.labels("to_browser").inc(len(chunk))
-                await self.send(bytes_data=chunk)
+                # RFB is a byte stream: a large update goes as several messages, each below daphne's
+                # message size limit (1 MiB by default, for what it sends too).
+                for start in range(0, len(chunk), MAX_MESSAGE):
+                    await self.send(bytes_data=chunk[start : start + MAX_MESSAGE])
         except AgentError as exc:
             await self._end(REFUSED, f"the console ended: {exc.detail}")
+            return
+        except Exception:
+            logger.exception("console relay failed")
+            await self._end(REFUSED, "the console ended: the relay failed")
             return
         await self.close(code=1000)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import struct
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -198,3 +199,37 @@ def test_an_idle_console_is_closed(world: World, alice: requests.Session, impati
         code, said = closed(socket, timeout=10)
     assert code == 4408
     assert said == "closed after 1 s without input"
+
+
+def test_an_update_larger_than_a_websocket_message_arrives_whole(
+    world: World, alice: requests.Session
+) -> None:
+    width, height = 800, 600  # 1.8 MiB in raw encoding: more than daphne sends in one message
+    pixels = bytes(range(256)) * (width * height * 4 // 256)
+    pve = world.fakes["zone-a"].pve
+    vm = next(vm for vm in pve.vms if vm.vmid == WEB_1[1])
+
+    def show(screen: object) -> None:
+        vm.screen = screen
+
+    world.fakes.on_loop(show, (width, height, pixels))
+    try:
+        with console(world, alice, socket_path(world, alice)) as socket:
+            rfb = Rfb(socket)
+            assert rfb.read(12) == RFB
+            socket.send(RFB)
+            rfb.read(2)
+            socket.send(b"\x01")
+            rfb.read(4)
+            socket.send(b"\x01")
+            header = rfb.read(24)
+            rfb.read(int.from_bytes(header[20:24], "big"))
+            # noVNC's pixel format (red at shift 0: the screen's own byte order), then a full update.
+            socket.send(
+                b"\x00\x00\x00\x00" + struct.pack(">BBBBHHHBBBxxx", 32, 24, 0, 1, 255, 255, 255, 0, 8, 16)
+            )
+            socket.send(struct.pack(">BBHHHH", 3, 0, 0, 0, width, height))
+            assert struct.unpack(">BxHHHHHi", rfb.read(16)) == (0, 1, 0, 0, width, height, 0)
+            assert rfb.read(width * height * 4, timeout=30) == pixels
+    finally:
+        world.fakes.on_loop(show, None)
