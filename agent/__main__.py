@@ -6,6 +6,7 @@
     flexplane-agent bootstrap --orchestrator URL --token TOKEN   # enroll this node (agent.bootstrap)
     flexplane-agent release keygen|build|install ...   # signed releases (agent.release)
     flexplane-agent update-apply --plan PATH # self-update's detached apply step (agent.update)
+    flexplane-agent mesh up|down|status      # this node's WireGuard mesh interface (agent.mesh)
 
 Exit status: 0 after a clean shutdown, 2 for a configuration or startup problem.
 """
@@ -23,7 +24,10 @@ from pathlib import Path
 from agent import __version__
 from agent.bootstrap import add_bootstrap
 from agent.config import ConfigError, load_config
+from agent.mesh import MeshConfigError, add_mesh, config_beside, up
+from agent.mesh import load as load_mesh
 from agent.release import add_release
+from agentclient.wireguard import WireGuardError
 
 DEFAULT_CONFIG = "/etc/flexplane/agent.toml"
 DEFAULT_COMMAND = "serve"
@@ -53,6 +57,13 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"flexplane-agent: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     _configure_logging(config.log_level_number)
+    mesh_config = config_beside(args.config)
+    if mesh_config.is_file():  # enrolled on a mesh: its interface up before listening on its address
+        try:
+            up(load_mesh(mesh_config))
+        except (MeshConfigError, WireGuardError) as exc:
+            print(f"flexplane-agent: the mesh cannot come up: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
     # Imported here: grpc and aiohttp take a while to load, and only serving needs them.
     from agent.server import StartupError, serve
 
@@ -95,6 +106,7 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_bootstrap,
     add_release,
     add_update_apply,
+    lambda commands: add_mesh(commands, os.environ.get("FLEXPLANE_AGENT_CONFIG", DEFAULT_CONFIG)),
 )
 
 

@@ -87,12 +87,14 @@ def _answer(
 @csrf_exempt  # no cookies: the token or the key's signature authenticates the request
 @require_POST
 def join(request: HttpRequest) -> JsonResponse:
-    """Enroll a node: ``{token, csr, endpoint}`` -> ``{certificate, ca, settings}``."""
+    """Enroll a node: ``{token, csr, endpoint[, mesh_public_key]}`` -> ``{certificate, ca, settings}``."""
     origin = _origin(request)
     return _answer(
         request,
         "join",
-        lambda body: enrollment.join(body.get("token"), body.get("csr"), body.get("endpoint"), origin),
+        lambda body: enrollment.join(
+            body.get("token"), body.get("csr"), body.get("endpoint"), origin, body.get("mesh_public_key")
+        ),
     )
 
 
@@ -105,6 +107,11 @@ def renew(request: HttpRequest) -> JsonResponse:
         request,
         "renewal",
         lambda body: enrollment.renew(
-            body.get("csr"), body.get("certificate"), body.get("timestamp"), body.get("signature"), origin
+            body.get("csr"),
+            body.get("certificate"),
+            body.get("timestamp"),
+            body.get("signature"),
+            origin,
+            body.get("mesh_public_key"),
         ),
     )

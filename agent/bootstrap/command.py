@@ -8,7 +8,7 @@ from contextlib import suppress
 
 from agent.bootstrap.channel import install_channel_release, offered_updates, report_release
 from agent.bootstrap.enroll import enroll, issued, setup_proxmox
-from agent.bootstrap.files import Planned, config_text, config_values, exec_start, install
+from agent.bootstrap.files import Planned, config_text, config_values, exec_start, install, mesh_files
 from agent.bootstrap.options import (
     DEFAULT_PORT,
     EXIT_FAILED,
@@ -25,6 +25,7 @@ from agent.certs import discard_pending, key_pem, make_csr, new_key
 from agent.config import DEFAULT_IMAGE_CACHE, DEFAULT_INSTALL_DIR, DEFAULT_PROXMOX_URL, DEFAULT_SNIPPETS_DIR
 from agent.pveadmin import AGENT_USER, Change, ProxmoxAdmin, ProxmoxAdminError, token_name
 from agent.service import UNIT_DIR, UNIT_NAME, ServiceError, ServiceManager, Systemd, UnitOnly, unit_text
+from agentclient.wireguard import new_private_key, public_key
 
 
 def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> None:
@@ -36,8 +37,9 @@ def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> No
     )
     secret, token_change = setup_proxmox(admin, opts)
     key = new_key()
+    mesh_key = new_private_key()  # the node's WireGuard key: only its public half is sent
     try:
-        answer = enroll(opts, make_csr(key, opts.identity))
+        answer = enroll(opts, make_csr(key, opts.identity), public_key(mesh_key))
         cert, ca, settings = issued(opts, answer, key)
         updates = offered_updates(settings)
         installed = install_channel_release(opts, updates) if updates else None
@@ -77,6 +79,9 @@ def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> No
                 0o644,
             )
         )
+    mesh = settings.get("mesh")
+    if isinstance(mesh, dict):  # the platform reaches this node over its WireGuard mesh
+        files += mesh_files(opts, mesh, mesh_key)
     unit = Planned(
         f"systemd unit /{UNIT_DIR / UNIT_NAME}",
         opts.unit_path,
@@ -179,6 +184,9 @@ def add_bootstrap(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument(
         "--install-dir",
         help=f"where the agent's releases are installed, for self-update (default: {DEFAULT_INSTALL_DIR})",
+    )
+    parser.add_argument(
+        "--mesh-interface", default="fpmesh0", help="the WireGuard interface of the mesh (default: fpmesh0)"
     )
     parser.add_argument("--no-start", action="store_true", help="write the systemd unit but do not start it")
     parser.set_defaults(handler=run_bootstrap)

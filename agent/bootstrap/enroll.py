@@ -30,10 +30,13 @@ def setup_proxmox(admin: ProxmoxAdmin, opts: Options) -> tuple[str, Change]:
     return secret, change
 
 
-def enroll(opts: Options, csr: str) -> dict[str, Any]:
-    """POST the CSR with the token; the orchestrator's answer, or BootstrapError with a plan."""
+def enroll(opts: Options, csr: str, mesh_public_key: str | None = None) -> dict[str, Any]:
+    """POST the CSR with the token (and the node's WireGuard public key: its private key stays here);
+    the orchestrator's answer, or BootstrapError with a plan."""
     url = opts.orchestrator + JOIN_PATH
     body = {"token": str(opts.token), "csr": csr, "endpoint": opts.endpoint}
+    if mesh_public_key is not None:
+        body["mesh_public_key"] = mesh_public_key
     try:
         response = requests.post(
             url,

@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from agent.bootstrap.channel import Updates
-from agent.bootstrap.options import Options, say
+from agent.bootstrap.options import BootstrapError, Options, say
+from agent.mesh import CONFIG_NAME as MESH_CONFIG_NAME
+from agent.mesh import KEY_NAME as MESH_KEY_NAME
+from agent.mesh import MeshConfigError
+from agent.mesh import settings_values as mesh_values
 from agent.pveadmin import Change, token_id
 from agent.release import ARTIFACT, CURRENT
 
@@ -23,8 +27,10 @@ from agent.release import ARTIFACT, CURRENT
 def config_values(opts: Options, settings: dict[str, Any], updates: Updates | None) -> dict[str, Any]:
     """The agent's configuration: the platform's settings and this node's paths; with self-update's
     when the service runs an installed release (``updates``)."""
+    mesh = settings.get("mesh")
     values: dict[str, Any] = {
-        "listen": opts.endpoint,
+        # On a mesh, the agent listens on its mesh address only (as the orchestrator answered it).
+        "listen": str(settings.get("listen")) if isinstance(mesh, dict) else opts.endpoint,
         "zone": opts.token.zone,
         "node": opts.token.host,
         "tls_cert": str(opts.etc / "agent.crt"),
@@ -52,6 +58,30 @@ def config_values(opts: Options, settings: dict[str, Any], updates: Updates | No
         values["release_public_key"] = str(opts.release_key_path)
         values["install_dir"] = str(opts.install_dir)
     return values
+
+
+def mesh_files(opts: Options, mesh: dict[str, Any], private_key: str) -> list[Planned]:
+    """The node's WireGuard key (made here, never sent) and the mesh's configuration (agent.mesh)."""
+    key_path = opts.etc / MESH_KEY_NAME
+    try:
+        values = mesh_values(mesh, Path(opts.shown(key_path)), opts.mesh_interface)
+    except MeshConfigError as exc:
+        raise BootstrapError(f"the orchestrator's mesh settings cannot be used: {exc}") from None
+    return [
+        Planned(
+            f"mesh key /etc/flexplane/{MESH_KEY_NAME}",
+            key_path,
+            private_key.encode() + b"\n",
+            0o600,
+            Change.RENEWED,
+        ),
+        Planned(
+            f"mesh configuration /etc/flexplane/{MESH_CONFIG_NAME} ({values['address']})",
+            opts.etc / MESH_CONFIG_NAME,
+            config_text(values).encode(),
+            0o640,
+        ),
+    ]
 
 
 def config_text(values: dict[str, Any]) -> str:

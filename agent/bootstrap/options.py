@@ -44,6 +44,8 @@ class Options:
     image_cache: Path
     snippets_dir: Path
     install_dir: Path
+    # The WireGuard interface this node's mesh runs on, when the platform has a mesh (agent.mesh).
+    mesh_interface: str = "fpmesh0"
 
     @property
     def identity(self) -> str:
@@ -160,6 +162,7 @@ def parse_options(args: argparse.Namespace) -> Options:
         snippets_dir=Path(args.snippets_dir)
         if args.snippets_dir
         else root / DEFAULT_SNIPPETS_DIR.relative_to("/"),
+        mesh_interface=getattr(args, "mesh_interface", None) or "fpmesh0",
         install_dir=Path(args.install_dir).resolve()
         if args.install_dir
         else root / DEFAULT_INSTALL_DIR.relative_to("/"),

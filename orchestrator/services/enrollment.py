@@ -57,7 +57,7 @@ from orchestrator.errors import (
 )
 from orchestrator.models import Host
 from orchestrator.models.zones import host_ident
-from orchestrator.services import access
+from orchestrator.services import access, mesh
 from orchestrator.services.catalog import HOST, MAX_NAME_LENGTH, ZONE, ZONE_LABEL, is_slug
 from orchestrator.services.context import Context
 from orchestrator.services.platform_ca import (
@@ -374,27 +374,56 @@ def _put_host(zone: str, node: str, endpoint: str) -> None:
 # ------------------------------------------------------------------------------------ use-cases
 
 
-def join(token: Any, csr_pem: Any, endpoint: Any, origin: str) -> Issued:
-    """Enroll a node: check the token, the CSR and the endpoint, use the token, add the host, sign."""
+def join(token: Any, csr_pem: Any, endpoint: Any, origin: str, mesh_key: Any = None) -> Issued:
+    """Enroll a node: check the token, the CSR and the endpoint, use the token, add the host, sign.
+
+    With the mesh on, the node's WireGuard public key is checked too (malformed, or another host's:
+    refused) and room in the mesh's range (exhausted: said now); the host's endpoint becomes its
+    mesh address, which its certificate names beside the node's own.
+    """
     if not isinstance(token, str):
         raise Unauthenticated("a join token is required")
     entry, record = _token_entry(token)
-    identity = host_identity(record.zone, record.host_name)
+    zone, node = record.zone, record.host_name
+    identity = host_identity(zone, node)
     csr = check_csr(csr_pem, identity)
     address, ip = _endpoint(endpoint)
     ca = platform_ca()
     updates = update_settings(origin)
-    if kube().get_catalog(ZONE, record.zone) is None:
-        raise ValidationFailed("token", f"zone {record.zone!r} was removed since this join token was made")
+    if kube().get_catalog(ZONE, zone) is None:
+        raise ValidationFailed("token", f"zone {zone!r} was removed since this join token was made")
+    hub, key = None, ""
+    if mesh.enabled():
+        if mesh_key is None:
+            raise ValidationFailed(
+                mesh.KEY_FIELD, "this platform reaches nodes over its WireGuard mesh: update flexplane-agent"
+            )
+        hub = mesh.hub()
+        known = mesh.peers()
+        key = mesh.check_key(mesh_key, zone, node, known)
+        mesh.check_room(known, zone, node)
     _use(entry, address)
-    _put_host(record.zone, record.host_name, address)
-    certificate = sign(ca, csr, identity, [ip])
-    node_settings = {**_settings(record.zone, record.host_name, address, origin), **updates}
+    ips = [ip]
+    mesh_settings: dict[str, Any] = {}
+    if hub is not None:
+        peer = mesh.allocate(zone, node, key)
+        address = mesh.endpoint_of(peer, int(address.rpartition(":")[2]))
+        ips = [ipaddress.ip_address(peer.address), ip]
+        mesh_settings = {"mesh": hub.settings(peer)}
+    _put_host(zone, node, address)
+    certificate = sign(ca, csr, identity, ips)
+    node_settings = {**_settings(zone, node, address, origin), **updates, **mesh_settings}
     return Issued(certificate, ca.bundle, node_settings)
 
 
-def renew(csr_pem: Any, certificate_pem: Any, timestamp: Any, signature: Any, origin: str) -> Issued:
-    """Renew an agent's certificate: it proves it holds the key of its current, valid certificate."""
+def renew(
+    csr_pem: Any, certificate_pem: Any, timestamp: Any, signature: Any, origin: str, mesh_key: Any = None
+) -> Issued:
+    """Renew an agent's certificate: it proves it holds the key of its current, valid certificate.
+
+    A ``mesh_key`` (the node rotating its WireGuard key with its certificate) replaces the node's
+    recorded key once every check has passed: the hub takes the new one and refuses the old.
+    """
     ca = platform_ca()
     current, zone, node = presented(certificate_pem, ca)
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
@@ -423,4 +452,8 @@ def renew(csr_pem: Any, certificate_pem: Any, timestamp: Any, signature: Any, or
     except ValidationFailed:  # an admin gave it a DNS name: keep the addresses it had
         address = endpoint
         ips = ip_names(current)
-    return Issued(sign(ca, csr, identity, ips), ca.bundle, _settings(zone, node, address, origin))
+    node_settings = _settings(zone, node, address, origin)
+    if mesh_key is not None and mesh.enabled():
+        hub = mesh.hub()
+        node_settings["mesh"] = hub.settings(mesh.rotate(zone, node, mesh_key))
+    return Issued(sign(ca, csr, identity, ips), ca.bundle, node_settings)

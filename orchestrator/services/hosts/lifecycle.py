@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from orchestrator.errors import Conflict, NotFound, Unavailable
 from orchestrator.models import Host
-from orchestrator.services import access, catalog, inventory
+from orchestrator.services import access, catalog, inventory, mesh
 from orchestrator.services.context import Context
 from orchestrator.services.hosts import records
 from orchestrator.services.hosts.records import where
@@ -77,4 +77,5 @@ def remove_host(ctx: Context, zone: str, node: str, *, force: bool = False) -> H
 
     removed = catalog.drop_host(ctx, zone, node, empty)
     records.forget(zone, node)
+    mesh.forget(zone, node)  # the hub drops its peer on its next pass: the node's key is refused
     return removed
