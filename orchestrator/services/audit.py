@@ -232,6 +232,8 @@ def write(record: AuditRecord) -> AuditRecord:
         kube().create_event(_event(record))
     except FlexPlaneError as exc:
         _trouble.warning("audit record %s not kept as an Event: %s", record.request_id, exc.message)
+    except Exception as exc:  # no cluster configured, a client's own error: never the operation's failure
+        _trouble.warning("audit record %s not kept as an Event: %r", record.request_id, exc)
     return record
 
 

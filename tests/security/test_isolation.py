@@ -278,6 +278,11 @@ QUERY_ROWS: dict[str, Row] = {
         members(Answered(lambda listed: isinstance(listed, list)), Missing()),
         lambda stage, who: {"vm": stage.vms.running},
     ),
+    "auditRecords": Row(
+        "query($vdc: ID!) { auditRecords(vdc: $vdc, first: 5) { vdc operation } }",
+        members(Answered(lambda found: all(r["vdc"] == DEMO for r in found)), Missing()),
+        lambda stage, who: {"vdc": DEMO},
+    ),
     "zones": Row("{ zones { id hosts { id } } }", everyone(Answered(bool))),
     "hosts": Row(
         "{ hosts { id endpoint agentVersion usage { cpu { cores } } } }",

@@ -219,6 +219,30 @@ def test_the_admin_filters_by_user_and_operation(api: GraphQL, wired_kube: None)
     assert {(r.subject, r.operation) for r in found} == {(subject, "deleteSnapshot")}
 
 
+AUDIT_RECORDS = """query($vdc: ID, $operation: String) {
+  auditRecords(vdc: $vdc, operation: $operation, first: 500) {
+    time subject roles vdc operation targets { key value } outcome errorCode requestId client via } }"""
+
+
+def test_the_api_answers_a_vdcs_records_to_its_members_and_every_record_to_admin(api: GraphQL) -> None:
+    request_id = api(
+        'mutation { createSnapshot(vm: "zone-a/999999", name: "x4") { errors { code } } }',
+        user="alice",
+        vdc="demo",
+    ).headers["X-Request-ID"]
+    mine = api(AUDIT_RECORDS, user="alice", variables={"vdc": "demo", "operation": "createSnapshot"})
+    assert mine.errors == []
+    records = mine.data["auditRecords"]
+    assert {r["vdc"] for r in records} == {"demo"}
+    (record,) = [r for r in records if r["requestId"] == request_id]
+    assert record["targets"] == [{"key": "vm", "value": "zone-a/999999"}, {"key": "name", "value": "x4"}]
+    assert (record["outcome"], record["errorCode"], record["via"]) == ("failed", "NOT_FOUND", "api")
+    assert api(AUDIT_RECORDS, user="bob", variables={"vdc": "demo"}).codes == ["NOT_FOUND"]
+    assert api(AUDIT_RECORDS, user="bob").codes == ["FORBIDDEN"]
+    everything = api(AUDIT_RECORDS, user="admin").data["auditRecords"]
+    assert request_id in {r["requestId"] for r in everything}
+
+
 # ------------------------------------------------------------------------ what a record holds
 
 
