@@ -176,6 +176,7 @@ def create_security_group(ctx: Context, values: Mapping[str, Any]) -> Changed:
         group = replace(parse_group(values, {*groups, str(name)}), vdc=vdc.id)
         return {**groups, group.name: group}, group
 
+    change(stored_groups(ctx, vdc.id))  # a bad input is refused before the lock is taken
     with _lock(ctx, vdc):
         created = change_groups(ctx, vdc.id, change)
     return Changed(created, Realised())
@@ -204,6 +205,7 @@ def update_security_group(ctx: Context, name: str, changes: Mapping[str, Any]) -
         after = {**groups, name: group}
         return after, after
 
+    change(stored_groups(ctx, vdc.id))  # a bad input is refused before the lock is taken
     with _lock(ctx, vdc):
         members = vdc_members(ctx, vdc)
         cidrs = _vdc_cidrs(ctx, vdc)  # both read before the change is stored: they may be Unavailable
