@@ -28,6 +28,7 @@ from portal.context import vdc_view
 from portal.errors import status_of
 from portal.networks import actions
 from portal.networks.forms import AttachForm, NetworkForm, show_error
+from portal.security_groups.views import vm_groups
 
 # Errors that are pages of their own (404, 403, the login), not said in place.
 _PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
@@ -128,8 +129,6 @@ def _attachable(ctx: Context, vm: VirtualMachine, nics: list[Nic]) -> list[Netwo
 def vm_networking(ctx: Context, vm: VirtualMachine) -> dict[str, Any]:
     """The context of ``templates/portal/vms/_nics.html`` on a VM's page: its NICs (its config, one read),
     the networks it may be attached to, and its security groups. What cannot be read is said in place."""
-    from portal.security_groups.views import vm_groups
-
     nics: list[Nic] = []
     nics_error = None
     try:
