@@ -16,8 +16,12 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from django import forms as django_forms
 
 from devstack.world import World
+from orchestrator.models.networks import Network
+from orchestrator.services.networks.nics import NicRequest
+from portal.networks.forms import NetworkChoice
 from tests.portal.support import login
 from tests.portal.test_vm_pages import create_form, field_error, get, post
 from tests.support import GraphQL
@@ -330,3 +334,41 @@ def test_bob_sees_none_of_alices_networks_and_gets_the_page_of_a_missing_one(
     refused = post(bob, world, f"/vdc/other/networks/zone-a/{name}/delete/", {"confirm": "yes"})
     assert refused.status_code == 404
     assert vnet_of(world, "zone-a", "demo", name) is not None
+
+
+# ------------------------------------------------------------------------------------------ the form's rules
+
+
+def _choice(data: dict[str, Any]) -> tuple[Any, NetworkChoice]:
+    """A bare form with the create form's network fields, filled in with ``data``."""
+    nets = [
+        Network("demo", "zone-a", "default", "fpaaaaaa", "fpzaaaaa", 1, "10.0.0.0/24", "10.0.0.1"),
+        Network("demo", "zone-a", "db", "fpbbbbbb", "fpzaaaaa", 2, "10.9.0.0/24", "10.9.0.1"),
+    ]
+    form = django_forms.Form(data)
+    choice = NetworkChoice(form, nets)
+    assert form.is_valid(), form.errors
+    choice.clean(form.cleaned_data)
+    return form, choice
+
+
+def test_default_alone_without_an_address_asks_for_the_services_default() -> None:
+    assert _choice({"networks": ["default"]})[1].requests() is None
+    assert _choice({})[1].requests() is None  # none ticked: the default too
+
+
+def test_chosen_networks_are_asked_for_in_order_with_their_addresses() -> None:
+    data = {"networks": ["zone-a/db", "default"], "address__zone-a__db": " 10.9.0.20 "}
+    form, choice = _choice(data)
+    assert choice.requests() == (NicRequest("default"), NicRequest("zone-a/db", "10.9.0.20"))
+    # The service counts the NICs as they were asked for: its errors land on their fields.
+    assert choice.field_for("networks[1].ip_address") == "address__zone-a__db"
+    assert choice.field_for("networks[0].network") == "networks"
+    assert choice.field_for("networks") == "networks"
+    assert choice.field_for("name") is None
+    assert not form.errors
+
+
+def test_an_address_for_a_network_not_ticked_is_an_error_on_that_address() -> None:
+    form, _ = _choice({"networks": ["default"], "address__zone-a__db": "10.9.0.20"})
+    assert form.errors["address__zone-a__db"] == ["Tick this network to give its NIC an address."]

@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 import requests
+from django.http import QueryDict
 
 from devstack.world import World
+from orchestrator.errors import ValidationFailed
+from portal.security_groups.forms import GroupEditor
 from tests.portal.support import login
 from tests.portal.test_networks_pages import blanked
 from tests.portal.test_vm_pages import create_form, field_error, get, post
@@ -218,3 +221,41 @@ def test_bob_gets_the_page_of_a_missing_group_for_alices(
         missing = get(bob, world, f"/vdc/other/security-groups/no-such-group/{page}/")
         assert alices.status_code == missing.status_code == 404
         assert blanked(alices.text, group) == blanked(missing.text, "no-such-group")
+
+
+# ------------------------------------------------------------------------------------------ the form's rules
+
+
+def test_blank_and_removed_rows_are_not_sent_and_a_rules_error_lands_in_its_row() -> None:
+    data = QueryDict(mutable=True)
+    data.update({"name": "web", "description": ""})
+    rows = rule_rows(
+        [
+            {"ports": "22", "cidr": "0.0.0.0/0"},
+            {"ports": "80", "cidr": "0.0.0.0/0"},
+            {},  # blank
+            {"protocol": "any", "remote": "vdc_networks"},
+        ],
+        total=5,
+        initial=2,
+    )
+    rows["rules-1-DELETE"] = "on"
+    data.update(rows)
+    editor = GroupEditor(["default", "web"], data)
+    assert editor.is_valid(), (editor.group.errors, editor.rules.errors)
+    values = editor.values()
+    assert [(r["ports"], r["cidr"], r["vdc_networks"]) for r in values["rules"]] == [
+        ("22", "0.0.0.0/0", False),
+        (None, None, True),
+    ]
+    editor.show_error(ValidationFailed("rules[1].vdc_networks", "no"))
+    assert editor.rules.forms[3].errors["remote"] == ["no"]
+    editor.show_error(ValidationFailed("name", "taken"))
+    assert editor.group.errors["name"] == ["taken"]
+
+
+def test_more_rule_rows_adds_blank_rows_to_what_was_sent() -> None:
+    data = QueryDict(mutable=True)
+    data.update({"name": "web", **rule_rows([{"ports": "22", "cidr": "0.0.0.0/0"}], total=3)})
+    editor = GroupEditor(["default"], data, more=True)
+    assert len(editor.rules.forms) == 6
