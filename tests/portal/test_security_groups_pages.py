@@ -53,6 +53,15 @@ def stored(api: GraphQL, vdc: str, name: str) -> dict[str, Any] | None:
     return next((g for g in answer.data["securityGroups"] if g["name"] == name), None)
 
 
+def firewall_rules(world: World, zone: str, vmid: int) -> list[dict[str, Any]]:
+    """The rules of a VM's own firewall in the fake."""
+    pve = world.fakes[zone].pve
+    found: list[dict[str, Any]] = world.fakes.on_loop(
+        lambda: [dict(r) for r in pve.firewall_config("vm", None, int(vmid))["rules"]]
+    )
+    return found
+
+
 def rule_rows(rules: list[dict[str, str]], total: int = 3, initial: int = 0) -> dict[str, str]:
     """The group form's rule rows as sent: ``rules`` filled in, the remaining rows blank."""
     data = {
@@ -189,6 +198,10 @@ def test_a_group_is_edited_a_rule_removed_and_its_vms_firewall_follows(
         assert found is not None
         assert [r["ports"] for r in found["rules"]] == ["22", "8080"]
         assert found["description"] == "changed"
+        # The member VM's own firewall in the fake followed: the group's rules, without the removed one.
+        dports = {rule.get("dport") for rule in firewall_rules(world, zone, vmid)}
+        assert {"22", "8080"} <= dports
+        assert "53" not in dports
 
         refused = post(alice, world, f"/vdc/demo/security-groups/{group}/delete/", {"confirm": "yes"})
         assert refused.status_code == 409
