@@ -7,8 +7,9 @@ What Proxmox decides stays Proxmox's, said in words before it is asked where it 
 
 - A VM whose disks cannot be snapshotted (a raw file on a directory storage, thick LVM, ...: see
   ``sources.proxmox.snapshots.snapshot_blockers``) is refused as INVALID, naming its storage profile.
-- A VDC allows each of its VMs at most ``quota.snapshotsPerVm`` snapshots. The count and the snapshot
-  are taken under the VDC's lock, so that two snapshots at once cannot both take the last one.
+- A VDC allows each of its VMs at most ``quota.snapshotsPerVm`` snapshots. The count, and the snapshot
+  until Proxmox lists it, are under the VDC's lock, so that two snapshots at once cannot both take the
+  last one; the snapshot is then made (its memory saved, which may take minutes) without the lock.
 - A snapshot holds the VM's disks and configuration, and its memory when asked (a running VM only).
 - Rolling back a running VM stops it first (Proxmox does); a snapshot with memory resumes the VM as it
   was, otherwise it stays stopped unless ``start`` is asked. The answer says which happened.
@@ -19,11 +20,12 @@ What Proxmox decides stays Proxmox's, said in words before it is asked where it 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
 from orchestrator.errors import Conflict, NotFound, QuotaExceeded, ValidationFailed
-from orchestrator.models.tasks import Task
+from orchestrator.models.tasks import Task, Upid
 from orchestrator.models.vms import VirtualMachine
 from orchestrator.services import tasks, vdcs
 from orchestrator.services.context import Context
@@ -39,6 +41,8 @@ NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{1,39}")
 # Names Proxmox keeps for itself.
 RESERVED = frozenset({"current", "pending", "vzdump"})
 MAX_DESCRIPTION = 1024
+# How long a snapshot's create holds its VDC's lock at most, waiting for Proxmox to list the snapshot.
+COUNTED_WAIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,18 @@ def _check_storage(api: ZoneApi, vm: VirtualMachine) -> None:
         )
 
 
+def _until_counted(api: ZoneApi, vm: VirtualMachine, name: str, task_id: str, upid: Upid) -> None:
+    """Wait (under the VDC's lock) until Proxmox lists the snapshot being taken, or its task ended: from
+    then on the next snapshot's count includes it, and the lock may go."""
+    deadline = time.monotonic() + COUNTED_WAIT
+    while time.monotonic() < deadline:
+        if pve.list_snapshots(api, vm.host, vm.vmid).get(name) is not None:
+            return
+        if not tasks.wait(api, task_id, upid, 0.0).running:
+            return
+        time.sleep(0.05)
+
+
 # ------------------------------------------------------------------------------------------ reads
 
 
@@ -166,8 +182,15 @@ def create_snapshot(
                 f"snapshot(s) and each VM may have {limit}; delete one first"
             )
         still_held(held, vdc)
-        answer = pve.take(api, vm.host, vm.vmid, name, text, vmstate=bool(include_memory))
-        task = tasks.run(api, answer, vm.vdc, f"taking snapshot {name} of VM {vm.name}", TASK_TIMEOUT)
+        doing = f"taking snapshot {name} of VM {vm.name}"
+        task_id, upid = tasks.started(
+            api.zone, pve.take(api, vm.host, vm.vmid, name, text, vmstate=bool(include_memory)), vm.vdc, doing
+        )
+        _until_counted(api, vm, name, task_id, upid)
+    # The VDC's lock is not held while the snapshot is made (its memory may take minutes to save).
+    task = tasks.wait(api, task_id, upid, TASK_TIMEOUT)
+    if task.failed:
+        raise tasks.task_failure(api.zone, task, doing)
     after = pve.list_snapshots(api, vm.host, vm.vmid)
     entry = after.get(name)
     snapshot = Snapshot.of(vm, entry, after) if entry is not None else None

@@ -252,3 +252,16 @@ def test_bob_cannot_list_roll_back_or_delete_another_vdcs_snapshots(
     held = fake_snapshots(world, vm)
     assert set(held) == {"theirs", "@parent"}
     assert held["@parent"]["name"] == "theirs"  # not rolled back, not deleted
+
+
+def test_snapshots_taken_at_once_never_exceed_the_quota(api: GraphQL, world: World, vm: str) -> None:
+    def take(n: int) -> dict[str, Any]:
+        return snap(api, "admin", CREATE, "createSnapshot", vm=vm, name=f"burst{n}")
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(take, range(6)))
+    codes = sorted(e["code"] for outcome in outcomes for e in outcome["errors"])
+    taken = [o for o in outcomes if not o["errors"]]
+    assert len(taken) == 3, codes
+    assert set(codes) <= {"QUOTA_EXCEEDED", "CONFLICT"}, codes
+    assert len([n for n in fake_snapshots(world, vm) if not n.startswith("@")]) == 3
