@@ -12,6 +12,7 @@ from devstack.world import World
 from orchestrator.sources.proxmox.usage import UsageSample, VmUsage
 from portal.vms.usage import graphs
 from tests.portal.support import login
+from tests.support import GraphQL
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +86,33 @@ def test_a_gap_in_the_data_splits_the_line() -> None:
     (series,) = cpu.series
     assert series.lines == ("0.0,50.0 75.0,50.0", "225.0,75.0 300.0,75.0")
     assert series.latest == "25.0 %"
+
+
+USAGE = """
+query ($id: ID!, $timeframe: UsageTimeframe) {
+  virtualMachineUsage(id: $id, timeframe: $timeframe) {
+    timeframe
+    samples { time cpu cores memoryBytes memoryTotalBytes netInBytesPerSecond }
+  }
+}
+"""
+
+
+def test_the_api_answers_the_same_samples_the_page_draws(api: GraphQL) -> None:
+    answer = api(USAGE, user="alice", variables={"id": "zone-a/100", "timeframe": "DAY"})
+
+    assert answer.errors == []
+    usage = answer.data["virtualMachineUsage"]
+    assert usage["timeframe"] == "DAY"
+    assert len(usage["samples"]) == 70
+    last = usage["samples"][-1]
+    assert 0 < last["cpu"] < 1
+    assert last["cores"] == 2
+    assert last["memoryTotalBytes"] == 2048 * 1024 * 1024
+
+
+def test_the_api_answers_another_vdcs_vm_as_missing(api: GraphQL) -> None:
+    theirs = api(USAGE, user="bob", variables={"id": "zone-a/100"})
+    missing = api(USAGE, user="bob", variables={"id": "zone-a/99999"})
+
+    assert theirs.codes == missing.codes == ["NOT_FOUND"]
