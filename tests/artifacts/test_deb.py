@@ -1,0 +1,200 @@
+"""The agent's Debian package (``make deb``), checked and installed into minimal Debian 12 and 13 roots.
+
+Each install test works on a fresh copy of a cached debootstrap root; apt installs the package and its
+dependencies from Debian's archive, so ``Depends`` is checked too. A node "with Proxmox" is the same root
+with ``/etc/pve`` and a ``pveversion`` in it, and systemd is a ``systemctl`` that writes down what it is
+asked (the maintainer scripts only call systemctl when /run/systemd/system exists, as on a booted node).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.artifacts.chroot import BUILD, Chroot
+from tests.artifacts.conftest import field
+
+SUITES = ["bookworm", "trixie"]
+UNIT = "lib/systemd/system/flexplane-agent.service"
+# Written by the fake systemctl: one line per call, its arguments.
+CALLS = "/var/log/systemctl-calls"
+SYSTEMCTL = f"""#!/bin/sh
+echo "$*" >> {CALLS}
+case "$1" in
+is-enabled) [ -e /etc/systemd/system/multi-user.target.wants/flexplane-agent.service ] ;;
+*) exit 0 ;;
+esac
+"""
+ORCHESTRATOR_SIDE = (
+    "django",
+    "graphene",
+    "channels",
+    "daphne",
+    "kubernetes",
+    "orchestrator",
+    "portal",
+    "devstack",
+    "mozilla_django_oidc",
+)
+
+
+def contents(deb: Path) -> list[str]:
+    listing = subprocess.run(["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True)
+    return [line.split()[5].removeprefix("./").split(" -> ")[0] for line in listing.stdout.splitlines()]
+
+
+def make_proxmox_node(root: Chroot, *, enrolled: bool) -> None:
+    root.put("/usr/bin/pveversion", "#!/bin/sh\necho pve-manager/8.4.1/2a5fa54a8503f96d\n", 0o755)
+    root.put("/usr/bin/systemctl", SYSTEMCTL, 0o755)
+    (root.path / "etc" / "pve").mkdir(parents=True, exist_ok=True)
+    (root.path / "run" / "systemd" / "system").mkdir(parents=True, exist_ok=True)
+    if enrolled:
+        root.put("/etc/flexplane/agent.toml", 'zone = "zone-a"\nnode = "pve1"\n', 0o640)
+
+
+def systemctl_calls(root: Chroot) -> list[str]:
+    log = root.path / CALLS.lstrip("/")
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+def test_the_package_is_lintian_clean_at_error_level(deb: Path) -> None:
+    done = subprocess.run(
+        ["lintian", "--fail-on", "error", "--display-level", ">=error", str(deb)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_package_is_named_and_versioned_as_debian_expects(deb: Path) -> None:
+    version = field(deb, "Version")
+    assert deb.name == f"flexplane-agent_{version}_amd64.deb"
+    assert re.fullmatch(r"\d+\.\d+\.\d+\+(git\d+\.[0-9a-f]+(\.dirty)?|nogit)(~older)?", version), version
+    assert field(deb, "Architecture") == "amd64"
+    assert "python3 (>= 3.11~)" in field(deb, "Depends")
+
+
+def test_the_package_carries_the_agent_and_nothing_of_the_orchestrator(deb: Path) -> None:
+    files = contents(deb)
+    for python in ("3.11", "3.13"):
+        site = f"opt/flexplane-agent/venv/lib/python{python}/site-packages/"
+        assert f"{site}agent/__main__.py" in files
+        assert f"{site}agentclient/pool.py" in files
+        assert any(name.startswith(f"{site}grpc/") for name in files)
+        found = {name.removeprefix(site).split("/")[0] for name in files if name.startswith(site)}
+        assert not found & set(ORCHESTRATOR_SIDE), found & set(ORCHESTRATOR_SIDE)
+    assert "usr/bin/flexplane-agent" in files
+    assert UNIT in files
+    assert "opt/flexplane-agent/venv/PACKAGE_VERSION" in files
+    assert not any(name.startswith("etc/") for name in files), "no conffile: bootstrap writes /etc/flexplane"
+
+
+@pytest.fixture(scope="module", params=SUITES)
+def plain_node(request: pytest.FixtureRequest, deb: Path) -> Iterator[tuple[Chroot, str]]:
+    """A machine of the suite without Proxmox, booted with systemd (the recording systemctl), and
+    the package installed there: the root, and what the installation said. Shared by the tests below
+    that only look; the last of them adds systemd itself."""
+    root = Chroot.copy_of(request.param, BUILD / "scratch" / f"{request.param}-plain-node")
+    try:
+        (root.path / "run" / "systemd" / "system").mkdir(parents=True)
+        root.put("/usr/bin/systemctl", SYSTEMCTL, 0o755)
+        yield root, root.install(deb)
+    finally:
+        root.remove()
+
+
+def test_it_installs_on_a_node_without_proxmox_says_so_and_starts_nothing(
+    plain_node: tuple[Chroot, str],
+) -> None:
+    root, output = plain_node
+
+    assert "this is not a Proxmox VE node" in output
+    assert "the agent is installed but not started" in output
+    assert systemctl_calls(root) == []
+    assert not (root.path / "etc/systemd/system/multi-user.target.wants/flexplane-agent.service").exists()
+
+
+def test_the_installed_command_runs_on_the_releases_own_python(
+    deb: Path, plain_node: tuple[Chroot, str]
+) -> None:
+    fresh_root, _output = plain_node
+
+    assert "serve the control plane" in fresh_root.run("flexplane-agent --help").stdout
+    assert "--orchestrator" in fresh_root.run("flexplane-agent bootstrap --help").stdout
+    # What the agent reports as its package's version (GetInfo), read by the package's own Python.
+    reported = fresh_root.run(
+        "/opt/flexplane-agent/venv/bin/python3 -c 'from agent.status import AgentStatus; "
+        'print(AgentStatus().to_proto(version="", node="", zone="", identity="").package_version)\''
+    ).stdout.strip()
+    assert reported == field(deb, "Version")
+    # The venv's libraries import on this release's python3 and nothing of the orchestrator is there.
+    probe = fresh_root.run(
+        "/opt/flexplane-agent/venv/bin/python3 -c 'import sys, grpc, cryptography, aiohttp, agent.server; "
+        'import importlib.util as u; print(sys.version_info[:2], u.find_spec("django"))\''
+    ).stdout
+    assert "None" in probe
+    assert ("(3, 11)" if fresh_root.suite == "bookworm" else "(3, 13)") in probe
+
+
+def test_systemd_analyze_verifies_the_installed_unit(plain_node: tuple[Chroot, str]) -> None:
+    """On the release's own systemd (every Proxmox node has it; the minimal root gets it now, which
+    replaces the recording systemctl: this test comes last of those sharing the root)."""
+    fresh_root, _output = plain_node
+    fresh_root.run("apt-get install -y -q --no-install-recommends systemd")
+
+    done = fresh_root.run(f"systemd-analyze verify --man=no /{UNIT} 2>&1", check=False)
+
+    assert done.returncode == 0, done.stdout
+    assert "flexplane-agent" not in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("fresh_root", SUITES, indirect=True)
+def test_on_an_unenrolled_proxmox_node_the_package_never_starts_the_agent(
+    deb: Path, fresh_root: Chroot
+) -> None:
+    make_proxmox_node(fresh_root, enrolled=False)
+
+    output = fresh_root.install(deb)
+
+    assert "this node is not enrolled yet" in output
+    assert "flexplane-agent bootstrap" in output
+    assert systemctl_calls(fresh_root) == []
+
+
+@pytest.mark.parametrize("fresh_root", SUITES, indirect=True)
+def test_an_upgrade_keeps_the_enrollment_and_restarts_only_a_running_agent_and_purge_removes_it(
+    deb: Path, older_deb: Path, fresh_root: Chroot
+) -> None:
+    make_proxmox_node(fresh_root, enrolled=True)
+    fresh_root.install(older_deb)
+    assert systemctl_calls(fresh_root) == ["daemon-reload", "enable --now flexplane-agent.service"]
+    (fresh_root.path / CALLS.lstrip("/")).unlink()
+    releases = fresh_root.path / "opt/flexplane-agent/versions/0.1.0"
+    releases.mkdir(parents=True)  # what the self-update installs beside the package
+    (releases / "flexplane-agent.pyz").write_bytes(b"PK")
+
+    fresh_root.install(deb)
+
+    assert fresh_root.run("dpkg-query -W -f '${Version}' flexplane-agent").stdout == field(deb, "Version")
+    assert systemctl_calls(fresh_root)[:2] == ["daemon-reload", "try-restart flexplane-agent.service"]
+    assert (
+        (fresh_root.path / "etc/flexplane/agent.toml")
+        .read_text(encoding="utf-8")
+        .startswith('zone = "zone-a"')
+    )
+    assert (releases / "flexplane-agent.pyz").exists()
+
+    fresh_root.run("apt-get remove -y -q flexplane-agent")
+    assert "disable --now flexplane-agent.service" in systemctl_calls(fresh_root)
+    assert (fresh_root.path / "etc/flexplane/agent.toml").exists(), "removal keeps the enrollment"
+    assert not (fresh_root.path / "opt/flexplane-agent/venv").exists()
+
+    fresh_root.run("apt-get purge -y -q flexplane-agent")
+    assert not (fresh_root.path / "etc/flexplane").exists()
+    assert not (fresh_root.path / "opt/flexplane-agent").exists()
+    assert fresh_root.run("dpkg -s flexplane-agent", check=False).returncode != 0
