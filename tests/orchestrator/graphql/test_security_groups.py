@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -54,6 +55,15 @@ def firewall(world: World, ident: str) -> dict[str, Any]:
 
     result: dict[str, Any] = world.fakes.on_loop(read)
     return result
+
+
+def firewall_requests(world: World, ident: str) -> list[str]:
+    """The methods of the requests the fake received for the VM's firewall, in order."""
+    zone, vmid = ident.split("/")
+    pve = world.fakes[zone].pve
+    marker = f"/qemu/{vmid}/firewall"
+    found: list[str] = world.fakes.on_loop(lambda: [m for m, path, _ in pve.requests if marker in path])
+    return found
 
 
 def address(world: World, ident: str) -> str:
@@ -176,8 +186,13 @@ def test_changing_a_rule_updates_every_members_firewall_and_again_changes_nothin
         assert fw["ipset"] == {f"fp-sg-{app}": members}
 
     before = [firewall(world, vm["id"]) for vm in vms]
+    seen = {vm["id"]: firewall_requests(world, vm["id"]) for vm in vms}
     ok(mutation(api, "alice", "demo", UPDATE, "updateSecurityGroup", name=app, input={"rules": rules}))
     assert [firewall(world, vm["id"]) for vm in vms] == before
+    for vm in vms:
+        new = Counter(firewall_requests(world, vm["id"])) - Counter(seen[vm["id"]])
+        # Read: its options, its rules, its IP sets and the one of them it holds; written: nothing.
+        assert sorted(new.elements()) == ["GET"] * 4
 
 
 def test_another_vdcs_groups_are_missing_to_bob(
