@@ -129,6 +129,8 @@ class AgentInfo:
     zone: str
     identity: str
     proxmox_version: str = ""
+    # The flexplane-agent Debian package's version ("": the agent does not run from the package).
+    package_version: str = ""
     # When the agent's certificate expires, Unix seconds (0: not reported).
     certificate_not_after: int = 0
     renewal: RenewalInfo = field(default_factory=RenewalInfo)
@@ -143,6 +145,7 @@ class AgentInfo:
             zone=reply.zone,
             identity=reply.identity,
             proxmox_version=reply.proxmox_version,
+            package_version=reply.package_version,
             certificate_not_after=reply.certificate_not_after,
             renewal=RenewalInfo(
                 last_success=renewal.last_success,

@@ -285,7 +285,13 @@ class Host(graphene.ObjectType):
     cpu_overcommit = graphene.Float(
         required=True, description="Placement counts the host's CPU threads times this ratio."
     )
-    agent_version = graphene.String(description=f"The flex.plane agent's version. {_FROM_AGENT}")
+    agent_version = graphene.String(
+        description=f"The flex.plane agent's version: the release it runs (self-update). {_FROM_AGENT}"
+    )
+    agent_package_version = graphene.String(
+        description="The version of the flexplane-agent Debian package installed on the node, which the "
+        f"agent's release runs on; null when the agent does not run from the package. {_FROM_AGENT}"
+    )
     proxmox_version = graphene.String(description=f"The node's Proxmox VE version. {_FROM_AGENT}")
     certificate_expires_at = graphene.DateTime(
         description=f"When the agent's certificate expires. {_FROM_AGENT}"
@@ -334,6 +340,7 @@ class Host(graphene.ObjectType):
         return _host(root).cpu_overcommit
 
     resolve_agent_version = staticmethod(_from_agent(lambda agent: agent.version))
+    resolve_agent_package_version = staticmethod(_from_agent(lambda agent: agent.package_version or None))
     resolve_proxmox_version = staticmethod(_from_agent(lambda agent: agent.proxmox_version or None))
     resolve_certificate_expires_at = staticmethod(_from_agent(lambda agent: agent.certificate_expires_at))
     resolve_certificate_renewal = staticmethod(_from_agent(lambda agent: agent.renewal))

@@ -384,6 +384,8 @@ class AgentReport:
 
     version: str
     proxmox_version: str
+    # The flexplane-agent Debian package's version ("": the agent does not run from the package).
+    package_version: str
     certificate_expires_at: datetime | None
     renewal: CertificateRenewal
     last_update: UpdateOutcome
@@ -394,6 +396,7 @@ class AgentReport:
         return cls(
             version=info.version,
             proxmox_version=info.proxmox_version,
+            package_version=info.package_version,
             certificate_expires_at=_unix(info.certificate_not_after),
             renewal=CertificateRenewal(
                 last_success_at=_unix(renewal.last_success),

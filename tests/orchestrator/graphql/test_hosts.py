@@ -41,7 +41,8 @@ STATUS = f"""query($zone: String!, $host: String!) {{
 CREATE_HOST = (
     """mutation($input: HostInput!) { createHost(input: $input) { host { id } errors { message } } }"""
 )
-DETAILS = """{ hosts { id zone name online cordoned agentVersion proxmoxVersion certificateExpiresAt
+DETAILS = """{ hosts { id zone name online cordoned agentVersion agentPackageVersion proxmoxVersion
+  certificateExpiresAt
   certificateRenewal { lastSuccessAt lastError failures nextAttemptAt }
   lastUpdate { result fromVersion toVersion message at }
   usage { cpu { usedFraction cores } memory { usedBytes totalBytes } storage { usedBytes totalBytes } }
@@ -382,6 +383,7 @@ def test_the_admin_sees_each_hosts_agent_certificate_update_and_usage(api: Graph
     assert len(hosts) == len(world.agents)
     for host in hosts:
         assert host["agentVersion"] == AGENT_VERSION
+        assert host["agentPackageVersion"] is None  # the world's agents run from the checkout, no package
         assert host["proxmoxVersion"].startswith("9.")
         expires = datetime.fromisoformat(host["certificateExpiresAt"])
         assert expires == certificate_expiry(world, host["zone"], host["name"]).replace(microsecond=0)
@@ -403,6 +405,7 @@ def test_a_user_sees_hosts_without_the_admins_details(api: GraphQL) -> None:
         assert host["online"] is True
         for field in (
             "agentVersion",
+            "agentPackageVersion",
             "proxmoxVersion",
             "certificateExpiresAt",
             "certificateRenewal",

@@ -130,7 +130,7 @@ class GetInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class AgentInfo(_message.Message):
-    __slots__ = ("version", "node", "zone", "identity", "proxmox_version", "certificate_not_after", "renewal", "update")
+    __slots__ = ("version", "node", "zone", "identity", "proxmox_version", "certificate_not_after", "renewal", "update", "package_version")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     ZONE_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +139,7 @@ class AgentInfo(_message.Message):
     CERTIFICATE_NOT_AFTER_FIELD_NUMBER: _ClassVar[int]
     RENEWAL_FIELD_NUMBER: _ClassVar[int]
     UPDATE_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_VERSION_FIELD_NUMBER: _ClassVar[int]
     version: str
     node: str
     zone: str
@@ -147,7 +148,8 @@ class AgentInfo(_message.Message):
     certificate_not_after: int
     renewal: RenewalStatus
     update: UpdateStatus
-    def __init__(self, version: _Optional[str] = ..., node: _Optional[str] = ..., zone: _Optional[str] = ..., identity: _Optional[str] = ..., proxmox_version: _Optional[str] = ..., certificate_not_after: _Optional[int] = ..., renewal: _Optional[_Union[RenewalStatus, _Mapping]] = ..., update: _Optional[_Union[UpdateStatus, _Mapping]] = ...) -> None: ...
+    package_version: str
+    def __init__(self, version: _Optional[str] = ..., node: _Optional[str] = ..., zone: _Optional[str] = ..., identity: _Optional[str] = ..., proxmox_version: _Optional[str] = ..., certificate_not_after: _Optional[int] = ..., renewal: _Optional[_Union[RenewalStatus, _Mapping]] = ..., update: _Optional[_Union[UpdateStatus, _Mapping]] = ..., package_version: _Optional[str] = ...) -> None: ...
 
 class RenewalStatus(_message.Message):
     __slots__ = ("last_success", "last_error", "failures", "next_attempt")
