@@ -5,6 +5,10 @@ written while it is served carry it as ``request_id`` (:class:`RequestIdFilter`)
 in ``X-Request-ID``, and an INTERNAL error answered to it names it (``orchestrator.errors``), so that
 an operator finds the traceback, the audit record and the answer under one id.
 
+Each request is logged once when it is answered (logger ``flexplane.access``: method, path without its
+query string, status, duration, client), so daphne's own access log, which prints query strings, is
+turned off (``daphne --verbosity 0``).
+
 ``FLEXPLANE_LOG_FORMAT`` picks ``json`` (the default: one object per line, for the log pipeline) or
 ``plain`` (for a terminal). Lines of no request carry ``request_id: null``.
 """
@@ -14,12 +18,16 @@ from __future__ import annotations
 import contextvars
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase
 from pythonjsonlogger.json import JsonFormatter
 
+# One line per request, in place of daphne's own access log (which prints query strings: run it with
+# --verbosity 0).
+access = logging.getLogger("flexplane.access")
 _request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("flexplane_request_id", default=None)
 
 HEADER = "X-Request-ID"
@@ -42,11 +50,16 @@ def unbind(token: contextvars.Token[str | None]) -> None:
 
 
 class RequestIdFilter(logging.Filter):
-    """Adds ``request_id`` to every record (None outside a request)."""
+    """Adds ``request_id`` to every record (None outside a request), and names a request a record
+    carries (Django's ``django.request`` lines) by its method and path only: a query string may hold
+    what must never be logged (a client that put its token in the URL)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, "request_id"):
             record.request_id = current_request_id()
+        request = getattr(record, "request", None)
+        if isinstance(request, HttpRequest):
+            record.request = f"{request.method} {request.path}"
         return True
 
 
@@ -73,9 +86,25 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         token = bind_request_id(None)
         request.request_id = current_request_id()  # type: ignore[attr-defined]  # ours, read by the audit
+        started = time.monotonic()
+        status = 500
         try:
             response = self.get_response(request)
+            status = response.status_code
         finally:
+            access.info(
+                "%s %s %s",
+                request.method,
+                request.path,
+                status,
+                extra={
+                    "method": request.method,
+                    "path": request.path,  # never the query string: it may hold a token sent by mistake
+                    "status": status,
+                    "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                    "client": request.META.get("REMOTE_ADDR"),
+                },
+            )
             unbind(token)
         response[HEADER] = request.request_id  # type: ignore[attr-defined]  # set above
         return response

@@ -4,17 +4,16 @@ data exposure; ASVS V7: logs hold no credentials).
 The world's orchestrator and agents write every line they log under its scratch directory, and the
 audit records are Events of its cluster. This suite does what hands the platform secrets (tokens in
 every request, a cloud-init user data and SSH key in a create, a join token answered once, a portal
-session), then greps every line the world logged so far (this suite's and, in one run, every earlier
-suite's of the same world) and every audit record for each secret the run used: the users' tokens,
-the deployment's secret key, the portal's OIDC client secret, the Proxmox API token secrets of the
-agents, and what this suite sent.
+session), then greps every line the world logged so far and every audit record for each secret the
+run used: the users' tokens, the deployment's secret key, the portal's OIDC client secret, the Proxmox
+API token secrets of the agents, any JWT, and what this suite sent. The whole run's logs are searched
+again when its world stops (``tests/conftest.py``, ``tests/secretscan.py``), after every suite.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import pytest
 from kubernetes import config
@@ -23,6 +22,7 @@ from devstack import seed
 from devstack.world import World
 from orchestrator.services import audit
 from orchestrator.sources.kube import KubeSource
+from tests import secretscan
 from tests.portal.support import COOKIE, login
 from tests.support import GraphQL
 from tests.vmkit import DEBIAN, SMALL, STANDARD
@@ -34,17 +34,6 @@ CREATE = """mutation($input: CreateVirtualMachineInput!) { createVirtualMachine(
   virtualMachine { id } errors { code message } } }"""
 JOIN_TOKEN = """mutation($zone: String!, $host: String!) { createHostJoinToken(zone: $zone, host: $host) {
   joinToken { token } errors { code message } } }"""
-
-
-def the_worlds_lines(world: World) -> list[tuple[str, str]]:
-    """(file, line) of every log of the orchestrator(s) and agents the world ran."""
-    logs = Path(world.cfg.scratch) / "logs"
-    return [
-        (path.name, line)
-        for path in sorted(logs.glob("*.log"))
-        if path.name.startswith(("orchestrator", "agent"))
-        for line in path.read_text(errors="replace").splitlines()
-    ]
 
 
 def the_records(world: World) -> list[str]:
@@ -64,11 +53,7 @@ def the_records(world: World) -> list[str]:
 def secrets_used(api: GraphQL, world: World) -> dict[str, str]:
     """Every secret the run handed the platform, by what it is; this suite's uses happen here."""
     used = {f"{user}'s access token": api.token(user) for user in ("admin", "alice", "bob")}
-    used["the secret key"] = world.secret_key
-    used["the portal's OIDC client secret"] = world.identity.portal_client.client_secret
-    for zone, fake in world.fakes.zones.items():
-        for token_id, secret in world.fakes.on_loop(lambda fake=fake: dict(fake.pve.apitokens)).items():
-            used[f"Proxmox API token {token_id} of {zone}"] = secret
+    used.update(secretscan.world_secrets(world))
 
     # A create carrying user data with a password and an SSH key (whatever it answers).
     user_data = f"#cloud-config\nchpasswd:\n  list: |\n    root:{USER_DATA_SECRET}\n"
@@ -106,14 +91,8 @@ def secrets_used(api: GraphQL, world: World) -> dict[str, str]:
 
 
 def test_no_log_line_holds_a_secret(world: World, secrets_used: dict[str, str]) -> None:
-    lines = the_worlds_lines(world)
-    assert lines, "the world logged nothing: nothing was checked"
-    leaks = [
-        f"{what} in {name}: {line[:200]}"
-        for what, secret in secrets_used.items()
-        for name, line in lines
-        if secret and secret in line
-    ]
+    assert secretscan.logged_lines(world), "the world logged nothing: nothing was checked"
+    leaks = secretscan.leaks(world, secrets_used)
     assert not leaks, "\n".join(leaks[:20])
 
 
