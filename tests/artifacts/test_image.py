@@ -1,0 +1,294 @@
+"""The orchestrator's OCI image (``make image``): its configuration, its files, and the image running.
+
+The image's root filesystem is unpacked from the OCI layout with umoci and started the way a container
+runtime would start it: in a mount namespace of its own (``unshare --mount``) the root is mounted
+read-only with a tmpfs on /tmp (as the chart does), the kubeconfig mounted in, and the image's
+entrypoint runs there through ``chroot --userspec`` as the image's user, with the image's environment.
+The network is the host's, and daphne listens on a loopback address of this run: the devstack's
+Kubernetes emulator and identity provider listen on loopback, which a separate network namespace
+could only reach through a veth pair and routing of 127/8 (martian on anything but lo), so sharing the
+host's network is what lets the image's process reach them as the pods reach theirs in a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from devstack import seed
+from devstack.identity.process import IdentityProvider
+from devstack.kube.server import KubeServer
+from devstack.net import free_port
+from tests.addresses import address
+from tests.artifacts.chroot import BUILD, ROOT
+
+sys.path.insert(0, str(ROOT / "packaging"))
+from build_image import CONTAINERFILE, ROOTFS_STAGE, image_config, stages, tags
+
+BUILD_IMAGE = ROOT / "packaging" / "build_image.py"
+# Third octet on this run's world subnet for the servers of the image test (tests/addresses.py).
+IMAGE_SUITE = 230
+MAX_SIZE = 250 * 1024 * 1024
+START_TIMEOUT = 90.0
+USER = "10001:10001"
+# Started in the namespace: the root read-only, a tmpfs on /tmp, the kubeconfig, then the image's process.
+RUN = """set -e
+root=$1; config=$2; shift 2
+mount --bind "$root" "$root"
+mount -o remount,bind,ro "$root"
+mount -t proc proc "$root/proc"
+mount --rbind /dev "$root/dev"
+mount -t tmpfs -o size=64m,mode=1777 tmpfs "$root/tmp"
+mount --bind "$config" "$root/run"
+exec chroot --userspec="$USERSPEC" "$root" "$@"
+"""
+
+
+@pytest.fixture(scope="module")
+def layout() -> Path:
+    """The OCI layout under test: make test-artifacts' build, else one built now."""
+    given = os.environ.get("FLEXPLANE_IMAGE")
+    if given:
+        return Path(given)
+    done = subprocess.run(
+        [sys.executable, str(BUILD_IMAGE), "--build", str(BUILD)], check=False, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return BUILD / "image" / "oci"
+
+
+def blob(layout: Path, digest: str) -> dict:
+    algorithm, _, value = digest.partition(":")
+    return json.loads((layout / "blobs" / algorithm / value).read_text(encoding="utf-8"))
+
+
+def manifest(layout: Path, tag: str) -> dict:
+    index = json.loads((layout / "index.json").read_text(encoding="utf-8"))
+    for entry in index["manifests"]:
+        if entry.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag:
+            return blob(layout, entry["digest"])
+    raise AssertionError(f"no tag {tag} in {layout}")
+
+
+@pytest.fixture(scope="module")
+def config(layout: Path) -> dict:
+    return blob(layout, manifest(layout, tags()[0])["config"]["digest"])
+
+
+@pytest.fixture(scope="module")
+def rootfs(layout: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    bundle = BUILD / "scratch" / f"image-bundle-{os.getpid()}"
+    subprocess.run(["rm", "-rf", str(bundle)], check=True)
+    subprocess.run(
+        ["umoci", "unpack", "--image", f"{layout}:{tags()[0]}", str(bundle)], check=True, capture_output=True
+    )
+    yield bundle / "rootfs"
+    subprocess.run(["rm", "-rf", str(bundle)], check=True)
+
+
+def test_the_image_runs_daphne_with_the_production_settings_as_a_user_that_is_not_root(config: dict) -> None:
+    settings = config["config"]
+    assert settings["User"] == USER
+    assert settings["Entrypoint"] == ["daphne"]
+    assert settings["Cmd"][-1] == "flexplane.asgi:application"
+    assert "DJANGO_SETTINGS_MODULE=flexplane.settings.production" in settings["Env"]
+    assert set(settings["ExposedPorts"]) == {"8000/tcp"}
+
+
+def test_the_image_carries_the_open_container_labels_of_this_build(config: dict) -> None:
+    labels = config["config"]["Labels"]
+    for key in ("title", "description", "licenses", "source", "version", "revision", "vendor"):
+        assert labels.get(f"org.opencontainers.image.{key}"), key
+    assert labels["org.opencontainers.image.version"].startswith(tags()[0])
+    assert labels["org.opencontainers.image.revision"] != "unknown"
+
+
+def test_the_image_is_tagged_with_the_version_the_chart_deploys_and_with_the_build(layout: Path) -> None:
+    index = json.loads((layout / "index.json").read_text(encoding="utf-8"))
+    found = {entry["annotations"]["org.opencontainers.image.ref.name"] for entry in index["manifests"]}
+    version = tags()[0]
+    assert version in found
+    (build,) = found - {version}
+    assert re.fullmatch(rf"{re.escape(version)}-(git\d+\.[0-9a-f]+(-dirty)?|nogit)", build), build
+    assert manifest(layout, build)["config"] == manifest(layout, version)["config"]
+
+
+def test_the_image_is_under_its_size_target(layout: Path, rootfs: Path) -> None:
+    layers = manifest(layout, tags()[0])["layers"]
+    compressed = sum(layer["size"] for layer in layers)
+    unpacked = int(
+        subprocess.run(["du", "-sb", str(rootfs)], capture_output=True, text=True, check=True).stdout.split()[
+            0
+        ]
+    )
+    print(f"image: {compressed / 2**20:.1f} MiB compressed, {unpacked / 2**20:.1f} MiB unpacked")
+    assert unpacked < MAX_SIZE, f"{unpacked / 2**20:.1f} MiB unpacked"
+
+
+def test_the_image_has_no_package_manager_or_compiler_and_the_apps_wheel_in_a_venv(rootfs: Path) -> None:
+    for tool in (
+        "usr/bin/apt",
+        "usr/bin/apt-get",
+        "usr/bin/dpkg",
+        "opt/flexplane/venv/bin/pip",
+        "usr/bin/gcc",
+        "usr/bin/cc",
+    ):
+        assert not (rootfs / tool).exists(), tool
+    site = rootfs / "opt/flexplane/venv/lib/python3.11/site-packages"
+    assert list(site.glob("flexplane-*.dist-info")), "the app is installed from its wheel"
+    assert not list(site.glob("pip")), "no pip in the venv"
+    assert (site / "templates").is_dir()
+    assert (rootfs / "opt/flexplane/static/css/dist/styles.css").is_file(), (
+        "the portal's built CSS, collected"
+    )
+    assert (rootfs / "opt/flexplane/venv/bin/daphne").is_file()
+
+
+def test_the_containerfile_builds_the_same_files_as_the_daemonless_build(config: dict, rootfs: Path) -> None:
+    """Both builds run rootfs.sh on the same sources; the Containerfile's final stage copies that tree whole
+    and only configures the image, with what make image's configuration says."""
+    text = CONTAINERFILE.read_text(encoding="utf-8")
+    _args, found = stages(text)
+    build_stage = next(stage for stage in found if stage.name == ROOTFS_STAGE)
+    runs = [rest for keyword, rest in build_stage.instructions if keyword == "RUN"]
+    assert runs[-1] == "/src/packaging/image/orchestrator/rootfs.sh /src /rootfs"
+    assert ("COPY", ". /src") in build_stage.instructions
+    declared = image_config(
+        text,
+        {
+            "VERSION": config["config"]["Labels"]["org.opencontainers.image.version"],
+            "REVISION": config["config"]["Labels"]["org.opencontainers.image.revision"],
+        },
+    )
+    settings = config["config"]
+    assert declared.user == settings["User"]
+    assert declared.entrypoint == settings["Entrypoint"]
+    assert declared.cmd == settings["Cmd"]
+    assert sorted(declared.env) == sorted(settings["Env"])
+    assert declared.labels == settings["Labels"]
+    assert {f"{port}" for port in declared.ports} == set(settings["ExposedPorts"])
+    # The layer holds exactly the tree rootfs.sh made: every path of it, owners and modes from it.
+    listed = {str(path.relative_to(rootfs)) for path in rootfs.rglob("*")}
+    for expected in (
+        "etc/passwd",
+        "usr/bin/python3",
+        "opt/flexplane/venv/bin/daphne",
+        "opt/flexplane/static",
+    ):
+        assert expected in listed
+    assert "flexplane:x:10001:10001" in (rootfs / "etc/passwd").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def neighbours(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[KubeServer, IdentityProvider, Path]]:
+    scratch = tmp_path_factory.mktemp("image-neighbours")
+    kube = KubeServer.start(host=address(IMAGE_SUITE, 1), port=0)
+    identity = IdentityProvider.start(
+        data_dir=scratch / "identity",
+        host=address(IMAGE_SUITE, 2),
+        port=0,
+        users=seed.USERS,
+        project_id=seed.PROJECT_ID,
+    )
+    config_dir = scratch / "config"
+    config_dir.mkdir()
+    kube.write_kubeconfig(config_dir / "kubeconfig", namespace=seed.NAMESPACE).chmod(0o644)
+    config_dir.chmod(0o755)
+    try:
+        yield kube, identity, config_dir
+    finally:
+        identity.stop()
+        kube.stop()
+
+
+def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
+    config: dict, rootfs: Path, neighbours: tuple[KubeServer, IdentityProvider, Path]
+) -> None:
+    _kube, identity, config_dir = neighbours
+    host = address(IMAGE_SUITE, 3)
+    port = free_port(host)
+    settings = config["config"]
+    env = [
+        *settings["Env"],
+        "FLEXPLANE_SECRET_KEY=image-test-" + "k" * 50,
+        f"FLEXPLANE_ALLOWED_HOSTS={host}",
+        "FLEXPLANE_KUBECONFIG=/run/kubeconfig",
+        f"FLEXPLANE_NAMESPACE={seed.NAMESPACE}",
+        f"FLEXPLANE_OIDC_ISSUER={identity.issuer}",
+        f"FLEXPLANE_OIDC_AUDIENCE={seed.PROJECT_ID}",
+        f"FLEXPLANE_OIDC_PROJECT_ID={seed.PROJECT_ID}",
+        "FLEXPLANE_METRICS_PORT=0",
+    ]
+    # The chart's own arguments, on this run's address: the entrypoint and environment are the image's.
+    command = [
+        "/usr/bin/env",
+        "-i",
+        *env,
+        *settings["Entrypoint"],
+        "--bind",
+        host,
+        "--port",
+        str(port),
+        "--proxy-headers",
+        "flexplane.asgi:application",
+    ]
+    process = subprocess.Popen(
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--fork",
+            "sh",
+            "-c",
+            RUN,
+            "run",
+            str(rootfs),
+            str(config_dir),
+            *command,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "USERSPEC": USER},
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        health = None
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                health = requests.get(f"http://{host}:{port}/healthz", timeout=2)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.3)
+        assert health is not None, f"the image's daphne did not answer:\n{_output(process)}"
+        assert health.status_code == 200, health.text
+        ready = requests.get(f"http://{host}:{port}/readyz", timeout=10)
+        assert ready.status_code == 200, ready.text
+        assert ready.json()["checks"]["management-cluster"]["ok"]
+        assert ready.json()["checks"]["identity"]["ok"]
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _output(process: subprocess.Popen[bytes]) -> str:
+    if process.poll() is None:
+        process.kill()
+    out, _ = process.communicate(timeout=10)
+    return out.decode(errors="replace")[-4000:]
