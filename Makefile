@@ -24,7 +24,12 @@ PYTEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope
 PROMISES := $(CURDIR)/.scratch/promises.json
 
-.PHONY: dev test test-full lint format protos schema install clean
+# The artifacts an operator installs (packaging/): the agent's .deb and the orchestrator's OCI image,
+# built here without a container engine into BUILD (git-ignored; debootstrap roots are cached there).
+BUILD := $(CURDIR)/.build
+ARTIFACT_TOOLS := /usr/bin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip
+
+.PHONY: dev test test-full lint format protos schema install clean deb image test-artifacts
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -45,6 +50,10 @@ $(CSS): $(NODE_STAMP) $(CSS_SOURCES) | $(STAMP)
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+$(ARTIFACT_TOOLS):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap lintian umoci binutils
 
 install: $(STAMP) $(CSS) $(CHROMIUM)
 
@@ -80,5 +89,22 @@ protos: $(STAMP)
 schema: $(STAMP)
 	$(BIN)/python scripts/export_schema.py
 
+# flexplane-agent_<version>_amd64.deb in $(BUILD) (packaging/build_deb.py).
+deb: $(STAMP) | $(ARTIFACT_TOOLS)
+	$(BIN)/python packaging/build_deb.py --out $(BUILD)
+
+# The orchestrator's image, an OCI layout in $(BUILD)/image/oci (packaging/build_image.py).
+image: $(STAMP) $(CSS) | $(ARTIFACT_TOOLS)
+	$(SUDO) $(BIN)/python packaging/build_image.py --build $(BUILD)
+
+# Both artifacts built, then checked and run (tests/artifacts, which make test does not collect): the .deb
+# installed, upgraded and purged in minimal Debian 12 and 13 roots, the image started and probed.
+test-artifacts: $(STAMP) $(CSS) | $(ARTIFACT_TOOLS)
+	@started=$$(date +%s); \
+	deb=$$($(BIN)/python packaging/build_deb.py --out $(BUILD) | tail -1) && \
+	$(SUDO) $(BIN)/python packaging/build_image.py --build $(BUILD) && \
+	$(SUDO) env FLEXPLANE_DEB=$$deb FLEXPLANE_IMAGE=$(BUILD)/image/oci $(BIN)/pytest -p no:xdist -v -s tests/artifacts; \
+	status=$$?; echo "make test-artifacts: $$(( $$(date +%s) - $$started )) s"; exit $$status
+
 clean:
-	rm -rf $(VENV) .devstack .scratch .pytest_cache .mypy_cache .ruff_cache $(THEME)/node_modules portal/theme/static
+	rm -rf $(VENV) $(BUILD) .devstack .scratch .pytest_cache .mypy_cache .ruff_cache $(THEME)/node_modules portal/theme/static
