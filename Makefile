@@ -27,7 +27,7 @@ PROMISES := $(CURDIR)/.scratch/promises.json
 # The artifacts an operator installs (packaging/): the agent's .deb and the orchestrator's OCI image,
 # built here without a container engine into BUILD (git-ignored; debootstrap roots are cached there).
 BUILD := $(CURDIR)/.build
-ARTIFACT_TOOLS := /usr/bin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip
+ARTIFACT_TOOLS := /usr/sbin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip
 
 .PHONY: dev test test-full lint format protos schema install clean deb image test-artifacts
 
