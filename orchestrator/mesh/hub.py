@@ -4,10 +4,12 @@ On start it makes (or reads) the hub's key in the management cluster, brings up 
 the range's first address and listens on its UDP port. Then, every ``interval`` seconds, one pass:
 
 - a peer is configured when its host is in the catalog: its key, allowed to send from its mesh
-  address only (``/32``), no endpoint (the node dials in; its keepalives keep NAT mappings open);
+  address only (``/32``); the node dials in, its keepalives keeping its NAT's mapping open. Where
+  the hub last saw it is recorded, so that a restarted hub dials it back at once;
 - every other peer on the interface is removed: a host removed (``removeHost`` deletes its peer),
   a key rotated away, a key nobody recorded. Its packets are dropped from then on;
-- a peer's handshake that moved on is written back to its record (the hosts query shows it).
+- a peer's handshake that moved on, or its new endpoint, is written back to its record (the
+  hosts query shows the handshake).
 
 The hub keeps nothing itself: restarted, it rebuilds the interface from the cluster, and the nodes,
 keeping alive every FLEXPLANE_MESH_KEEPALIVE seconds, handshake again within that interval.
@@ -19,6 +21,8 @@ import ipaddress
 import logging
 import threading
 from dataclasses import dataclass, field
+
+from django.conf import settings
 
 from agentclient.wireguard import Interface, Peer, WireGuardError
 from orchestrator.errors import FlexPlaneError
@@ -88,10 +92,16 @@ class MeshHub:
             allowed = (str(ipaddress.ip_network(peer.address)),)
             state = configured.get(key)
             if state is None or state.allowed_ips != allowed:
-                self.interface.set_peer(Peer(key, allowed))
+                # Where it was last seen, kept alive from here too: after a restart the hub dials it
+                # at once, through the mapping its NAT keeps open, instead of waiting for its rekey.
+                keepalive = settings.FLEXPLANE_MESH_KEEPALIVE if peer.endpoint else None
+                self.interface.set_peer(Peer(key, allowed, peer.endpoint or None, keepalive))
                 result.configured.append(peer.host_key)
-            elif state.latest_handshake >= peer.last_handshake + HANDSHAKE_WRITE_STEP:
-                mesh.record_handshake(peer, state.latest_handshake, source)
+            elif state.latest_handshake and (
+                state.endpoint != (peer.endpoint or None)
+                or state.latest_handshake >= peer.last_handshake + HANDSHAKE_WRITE_STEP
+            ):
+                mesh.record_handshake(peer, state.latest_handshake, state.endpoint, source)
         if result.configured or result.removed:
             logger.info(
                 "mesh hub: configured %s; removed %d peer(s)",

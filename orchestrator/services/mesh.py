@@ -72,6 +72,8 @@ class MeshPeer:
     address: str
     public_key: str
     last_handshake: int = 0
+    # Where the hub last saw the node (its NAT's address): a restarted hub dials it at once.
+    endpoint: str = ""
     resource_version: str = ""
 
     @classmethod
@@ -83,6 +85,7 @@ class MeshPeer:
             address=str(spec.get("address", "")),
             public_key=str(spec.get("publicKey", "")),
             last_handshake=int(spec.get("lastHandshake", 0) or 0),
+            endpoint=str(spec.get("endpoint", "") or ""),
             resource_version=entry.resource_version,
         )
 
@@ -95,6 +98,8 @@ class MeshPeer:
         }
         if self.last_handshake:
             spec["lastHandshake"] = self.last_handshake
+        if self.endpoint:
+            spec["endpoint"] = self.endpoint
         return spec
 
     @property
@@ -309,9 +314,9 @@ def forget(zone: str, node: str) -> None:
         drop(peer, source)
 
 
-def record_handshake(peer: MeshPeer, at: int, source: KubeSource | None = None) -> None:
-    """Note the hub's last handshake with a peer (written when it moved on, so about every 2 minutes)."""
-    spec = {**peer.to_spec(), "lastHandshake": at}
+def record_handshake(peer: MeshPeer, at: int, endpoint: str | None, source: KubeSource | None = None) -> None:
+    """Note the hub's last handshake with a peer and where it came from (written when either moved on)."""
+    spec = {**peer.to_spec(), "lastHandshake": at, "endpoint": endpoint or peer.endpoint}
     try:
         (source or kube()).replace_catalog(
             PEER, peer.ident, spec, peer.resource_version, labels={ZONE_LABEL: peer.zone}

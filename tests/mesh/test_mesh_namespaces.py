@@ -1,0 +1,316 @@
+"""The mesh for real: namespaces, veth pairs, a NAT router and userspace WireGuard (root only).
+
+The hub runs in this process (``orchestrator.mesh.hub``, its interface in the hub's namespace) on
+the session world's management cluster; three nodes enroll through the enrollment service (their
+WireGuard keys made on the node's side, only the public key sent) and run the real agent in their
+namespaces, serving on their mesh address only. This process is the orchestrator's side: it reaches
+the mesh through the hub, and none of the nodes' own addresses (see :mod:`tests.mesh.netns`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from agent.certs import key_pem, make_csr, new_key
+from agent.mesh import config_beside, settings_values
+from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
+from agentclient.errors import AgentDeadlineExceeded, AgentError, AgentUnavailable
+from agentclient.wireguard import Interface, Peer, new_private_key, public_key
+from devstack.processes import Process, spawn, wait_for_line
+from devstack.world import AGENT_PORT, World
+from orchestrator.auth import ADMIN, Principal
+from orchestrator.mesh.hub import MeshHub
+from orchestrator.services import enrollment, mesh
+from orchestrator.services.context import Context
+from orchestrator.services.hosts import lifecycle
+from orchestrator.sources.kube import KubeSource
+from tests.enrollkit import remove_host
+from tests.mesh.netns import Topology, in_ns, run, topology
+
+ZONE = "zone-b"
+HUB_PORT = 51820
+KEEPALIVE = 1
+CALL_TIMEOUT = 1.5
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _root_and_tools() -> None:
+    if os.geteuid() != 0:
+        pytest.fail("the mesh's namespace tests run as root (network namespaces, WireGuard)")
+    missing = [tool for tool in ("ip", "nft", "wg", "wireguard-go") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)}: make install installs wireguard-tools and wireguard-go")
+
+
+@dataclass
+class MeshNode:
+    n: int
+    name: str
+    ns: str
+    directory: Path
+    wg: str
+    address: str = ""
+    agent: Process | None = None
+
+    @property
+    def target(self) -> AgentTarget:
+        return AgentTarget(host_identity(ZONE, self.name), f"{self.address}:{AGENT_PORT}")
+
+    @property
+    def key_file(self) -> Path:
+        return self.directory / "mesh.key"
+
+    @property
+    def mesh_config(self) -> Path:
+        return self.directory / "mesh.toml"
+
+
+@dataclass
+class Mesh:
+    net: Topology
+    hub: MeshHub
+    nodes: dict[int, MeshNode]
+    pool: AgentPool
+    kube: KubeSource
+
+    def answers(self, node: MeshNode) -> bool:
+        return self.pool.check_health(node.target, timeout=CALL_TIMEOUT)
+
+    def eventually_answers(self, node: MeshNode, within: float = 15.0) -> None:
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                if self.answers(node):
+                    return
+            except AgentError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.2)
+
+    def eventually_fails(self, node: MeshNode, within: float = 10.0) -> AgentError:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            try:
+                self.answers(node)
+            except (AgentUnavailable, AgentDeadlineExceeded) as exc:
+                return exc
+            time.sleep(0.2)
+        raise AssertionError(f"{node.name} still answers {within:g} s later")
+
+
+def admin() -> Context:
+    return Context(principal=Principal("mesh-test", "mesh test", "", frozenset({ADMIN})))
+
+
+def enroll(node: MeshNode, origin: str) -> None:
+    """The node's side of a bootstrap: its keys made here, the join, its files written."""
+    tls_key = new_key()
+    wg_key = new_private_key()
+    token = enrollment.create_join_token(admin(), ZONE, node.name, origin).token
+    issued = enrollment.join(
+        token,
+        make_csr(tls_key, host_identity(ZONE, node.name)),
+        f"10.{node.n}.0.2:{AGENT_PORT}",  # the node's own address: named in its certificate, never dialled
+        origin,
+        public_key(wg_key),
+    )
+    settings = issued.settings
+    node.address = settings["listen"].rpartition(":")[0]
+    node.directory.mkdir(parents=True, exist_ok=True)
+    (node.directory / "agent.crt").write_text(issued.certificate)
+    (node.directory / "agent.key").write_bytes(key_pem(tls_key))
+    (node.directory / "platform-ca.crt").write_text(issued.ca)
+    node.key_file.write_text(wg_key + "\n")
+    node.key_file.chmod(0o600)
+    values = settings_values(settings["mesh"], node.key_file, interface=node.wg)
+    node.mesh_config.write_text("".join(f"{k} = {_toml(v)}\n" for k, v in values.items()))
+    config = {
+        "listen": settings["listen"],
+        "zone": ZONE,
+        "node": node.name,
+        "tls_cert": str(node.directory / "agent.crt"),
+        "tls_key": str(node.directory / "agent.key"),
+        "ca": str(node.directory / "platform-ca.crt"),
+        "proxmox_url": "https://127.0.0.1:8006",
+        "proxmox_token_id": f"flexplane@pve!agent-{node.name}",
+        "proxmox_token_secret": "not-used-by-these-tests",
+        "log_level": "debug",
+    }
+    (node.directory / "agent.toml").write_text("".join(f"{k} = {_toml(v)}\n" for k, v in config.items()))
+    assert config_beside(node.directory / "agent.toml") == node.mesh_config
+
+
+def _toml(value: object) -> str:
+    return str(value) if isinstance(value, int) else '"' + str(value).replace('"', '\\"') + '"'
+
+
+def start_agent(node: MeshNode, logs: Path) -> None:
+    argv = in_ns(
+        node.ns, sys.executable, "-m", "agent", "serve", "--config", str(node.directory / "agent.toml")
+    )
+    node.agent = spawn(f"agent {node.name}", argv, logs / f"agent-{node.name}.log")
+    wait_for_line(node.agent, "flexplane-agent listening", 30)
+
+
+@pytest.fixture(scope="module")
+def meshed_world(world: World, wired: KubeSource, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
+    scratch = tmp_path_factory.mktemp("mesh")
+    env = world.orchestrator_env()
+    pool = AgentPool(
+        ClientTLS.from_files(
+            env["FLEXPLANE_AGENT_CA"], env["FLEXPLANE_AGENT_CERT"], env["FLEXPLANE_AGENT_KEY"]
+        ),
+        timeout=CALL_TIMEOUT,
+    )
+    with topology() as net:
+        rid = net.rid
+        nodes = {
+            n: MeshNode(n, f"m{rid}n{n}", net.node(n), scratch / f"n{n}", f"fpm{rid}w{n}") for n in (1, 2, 3)
+        }
+        hub = MeshHub(f"fpm{rid}hub", HUB_PORT, netns=net.hub, source=wired, interval=0.3)
+        with override_settings(
+            FLEXPLANE_MESH_RANGE=net.mesh_range,
+            FLEXPLANE_MESH_HUB_ENDPOINT=f"{net.hub_public}:{HUB_PORT}",
+            FLEXPLANE_MESH_HUB_SECRET=f"mesh-hub-{rid}",
+            FLEXPLANE_MESH_KEEPALIVE=KEEPALIVE,
+        ):
+            running: Mesh | None = None
+            try:
+                hub.start()
+                net.masquerade_into(hub.interface.name)
+                for node in nodes.values():
+                    enroll(node, world.https_url)
+                    start_agent(node, scratch)
+                running = Mesh(net, hub, nodes, pool, wired)
+                yield running
+            finally:
+                hub = running.hub if running is not None else hub  # a test may have restarted it
+                for node in nodes.values():
+                    if node.agent is not None:
+                        node.agent.stop()
+                    remove_host(world, ZONE, node.name)
+                hub.stop(remove_interface=True)
+                for peer in mesh.peers(wired):
+                    if peer.node in {node.name for node in nodes.values()}:
+                        mesh.drop(peer, wired)
+                secret = wired.get_secret(f"mesh-hub-{rid}")
+                if secret is not None:
+                    wired.delete_secret(secret)
+                (running.pool if running is not None else pool).close()
+
+
+def test_the_orchestrator_reaches_every_node_over_the_mesh_and_none_directly(meshed_world: Mesh) -> None:
+    net = meshed_world.net
+    # Every node, the one behind NAT too (it dialled out, nothing dialled in), at its mesh address.
+    for node in meshed_world.nodes.values():
+        meshed_world.eventually_answers(node)
+        assert ipaddress.ip_address(node.address) in ipaddress.ip_network(net.mesh_range)
+    # The nodes' own addresses: unreachable from here, from the hub (n3's), and not served on.
+    for n in (1, 2, 3):
+        assert "connected" not in net.connect(None, net.node_direct(n), AGENT_PORT)
+    assert "connected" not in net.connect(net.hub, net.node_direct(3), AGENT_PORT)
+    assert "ConnectionRefused" in net.connect(net.node(1), net.node_direct(1), AGENT_PORT)
+
+
+def test_a_cut_node_fails_fast_naming_itself_while_the_others_answer_and_comes_back_without_restart(
+    meshed_world: Mesh,
+) -> None:
+    n1, n2, n3 = (meshed_world.nodes[n] for n in (1, 2, 3))
+    for node in (n1, n2, n3):
+        meshed_world.eventually_answers(node)
+    agent_pid = n2.agent.popen.pid if n2.agent else None
+    meshed_world.net.cut(2)
+    try:
+        # A fresh channel: the cut is met at connect time, as after a keepalive found the path gone.
+        meshed_world.pool.close()
+        meshed_world.pool = AgentPool(meshed_world.pool.tls, timeout=CALL_TIMEOUT)
+        started = time.monotonic()
+        with pytest.raises((AgentUnavailable, AgentDeadlineExceeded)) as failed:
+            meshed_world.answers(n2)
+        assert time.monotonic() - started < CALL_TIMEOUT + 1.0
+        assert host_identity(ZONE, n2.name) in str(failed.value)
+        assert meshed_world.answers(n1)
+        assert meshed_world.answers(n3)
+    finally:
+        meshed_world.net.restore()
+    meshed_world.eventually_answers(n2)
+    assert n2.agent is not None
+    assert n2.agent.popen.pid == agent_pid
+    assert n2.agent.popen.poll() is None
+
+
+def test_a_rotated_key_works_and_the_old_one_is_refused(meshed_world: Mesh) -> None:
+    n1 = meshed_world.nodes[1]
+    meshed_world.eventually_answers(n1)
+    old = n1.key_file.read_text().strip()
+    new = new_private_key()
+    mesh.rotate(ZONE, n1.name, public_key(new))
+    n1.key_file.write_text(new + "\n")
+    run(in_ns(n1.ns, sys.executable, "-m", "agent", "mesh", "up", "--mesh-config", str(n1.mesh_config)))
+    meshed_world.eventually_answers(n1)
+    assert public_key(old) not in meshed_world.hub.interface.peers()
+    wg = Interface(n1.wg, n1.ns)
+    try:
+        wg.configure(old)  # the node presents its old key again
+        meshed_world.eventually_fails(n1)
+    finally:
+        wg.configure(new)
+    meshed_world.eventually_answers(n1)
+
+
+def test_a_key_recorded_for_no_host_gets_nothing(meshed_world: Mesh) -> None:
+    net = meshed_world.net
+    stranger = Interface(f"fpm{net.rid}x", net.node(1))
+    stranger.create()
+    try:
+        key = new_private_key()
+        stranger.configure(key)
+        hub_key = mesh.hub().public_key
+        stranger.set_peer(Peer(hub_key, (net.mesh_range,), f"{net.hub_public}:{HUB_PORT}", 1))
+        stranger.set_address(f"{net.mesh_range.rsplit('.', 1)[0]}.250/24")
+        time.sleep(3)
+        assert stranger.peers()[hub_key].latest_handshake == 0
+        assert public_key(key) not in meshed_world.hub.interface.peers()
+        assert "connected" not in net.connect(net.node(1), mesh.hub().address, AGENT_PORT, timeout=1.0)
+    finally:
+        stranger.delete()
+
+
+def test_a_restarted_hub_is_found_again_and_calls_meanwhile_fail_within_their_deadline(
+    meshed_world: Mesh, wired: KubeSource
+) -> None:
+    n3 = meshed_world.nodes[3]
+    meshed_world.eventually_answers(n3)
+    hub = meshed_world.hub
+    hub.stop(remove_interface=True)
+    started = time.monotonic()
+    with pytest.raises((AgentUnavailable, AgentDeadlineExceeded)):
+        meshed_world.answers(n3)
+    assert time.monotonic() - started < CALL_TIMEOUT + 1.0
+    meshed_world.hub = MeshHub(
+        hub.interface.name, HUB_PORT, netns=hub.interface.netns, source=wired, interval=0.3
+    )
+    meshed_world.hub.start()
+    meshed_world.eventually_answers(n3, within=KEEPALIVE + 10)
+
+
+def test_remove_host_makes_its_traffic_fail_within_seconds(meshed_world: Mesh) -> None:
+    n2 = meshed_world.nodes[2]
+    meshed_world.eventually_answers(n2)
+    key = mesh.peer_of(ZONE, n2.name).public_key  # type: ignore[union-attr]
+    lifecycle.remove_host(admin(), ZONE, n2.name, force=True)
+    assert mesh.peer_of(ZONE, n2.name) is None
+    started = time.monotonic()
+    meshed_world.eventually_fails(n2, within=5)
+    assert time.monotonic() - started < 5
+    assert key not in meshed_world.hub.interface.peers()
