@@ -25,7 +25,8 @@ from websockets.typing import Origin, Subprotocol
 from devstack.net import free_port
 from devstack.world import World
 from orchestrator.services.console import TICKET_SALT
-from tests.portal.support import COOKIE, login
+from portal.auth import EXPIRATION_KEY
+from tests.portal.support import COOKIE, login, portal_session, set_portal_session
 
 RFB = b"RFB 003.008\n"
 WEB_1 = ("zone-a", 100)  # devstack/seed.py: alice's VM (VDC demo), running
@@ -233,3 +234,46 @@ def test_an_update_larger_than_a_websocket_message_arrives_whole(
             assert rfb.read(width * height * 4, timeout=30) == pixels
     finally:
         world.fakes.on_loop(show, None)
+
+
+def test_a_console_ends_with_its_session(world: World) -> None:
+    session = login(world, "alice")[0]
+    path = socket_path(world, session)
+    store = portal_session(session, world)
+    store[EXPIRATION_KEY] = time.time() + 4  # the session's short life runs out in four seconds
+    store.save()
+    set_portal_session(session, world, store)
+
+    with console(world, session, path) as socket:
+        assert handshake(socket) == b"web-1"
+        code, said = closed(socket, timeout=10)
+
+    assert code == 4401
+    assert said == "your session ended: reload the page to sign in again"
+
+
+@pytest.fixture(scope="module")
+def one_each(world: World) -> Iterator[str]:
+    """A replica that lets a user open one console at a time: its URL."""
+    host = world.cfg.orchestrator_host
+    port, https_port = free_port(host), free_port(host)
+    replica = world.spawn_orchestrator(
+        "orchestrator-console-per-user", port, https_port, {"FLEXPLANE_CONSOLE_MAX_PER_USER": "1"}
+    )
+    yield f"http://{host}:{port}"
+    replica.stop()
+
+
+def test_a_users_consoles_past_their_limit_are_refused_in_words(
+    world: World, alice: requests.Session, one_each: str
+) -> None:
+    def path_of(vm: str) -> str:
+        page = alice.get(f"{one_each}/vdc/demo/console/{vm}/", timeout=30)
+        return html.unescape(SOCKET.search(page.text).group(1))  # type: ignore[union-attr]
+
+    with console(world, alice, path_of("zone-a/100"), url=one_each) as first:
+        assert handshake(first) == b"web-1"
+        with console(world, alice, path_of("zone-b/100"), url=one_each) as second:  # another VM of hers
+            code, said = closed(second)
+    assert code == 4429
+    assert said == "you already have 1 console open, the most allowed: close one to open another"
