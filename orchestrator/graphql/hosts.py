@@ -20,7 +20,7 @@ from orchestrator.graphql.inputs import input_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Host as HostModel
 from orchestrator.models.catalog import HOST_INPUTS
-from orchestrator.services import catalog, hosts, inventory
+from orchestrator.services import catalog, hosts, inventory, mesh
 from orchestrator.services.hosts import AgentReport, DrainVm, HostDetails
 from orchestrator.services.hosts import HostDrain as HostDrainModel
 from orchestrator.services.inventory import HostStatus
@@ -306,6 +306,13 @@ class Host(graphene.ObjectType):
         "does not report the node (offline, or its zone does not answer).",
     )
     drain = graphene.Field(HostDrain, description=f"Its drain, if it is being drained. {_ADMIN_FIELD}.")
+    mesh_address = graphene.String(
+        description=f"The node's address on the WireGuard mesh the orchestrator reaches it over. "
+        f"{_ADMIN_FIELD}, and when the platform runs no mesh."
+    )
+    mesh_last_handshake = graphene.DateTime(
+        description=f"When the mesh's hub last shook hands with the node (null: never). {_ADMIN_FIELD}."
+    )
 
     @staticmethod
     def resolve_id(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str:
@@ -351,6 +358,22 @@ class Host(graphene.ObjectType):
     def resolve_usage(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> hosts.HostUsage | None:
         details = _details(info, root)
         return details.usage if details else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_mesh_address(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
+        host = _host(root)
+        peer = mesh.peer_of_host(flexplane(info), host.zone, host.node)
+        return peer.address if peer else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_mesh_last_handshake(
+        root: HostStatus | HostModel, info: graphene.ResolveInfo
+    ) -> datetime | None:
+        host = _host(root)
+        peer = mesh.peer_of_host(flexplane(info), host.zone, host.node)
+        return peer.handshake_at if peer else None
 
     @staticmethod
     @domain_errors

@@ -21,6 +21,7 @@ second) and its object deleted: the node's key is refused from then on, its addr
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import time
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from agentclient.wireguard import check_public_key, new_private_key, public_key
 from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFailed
 from orchestrator.models.zones import host_ident
 from orchestrator.services.catalog import HOST, ZONE_LABEL
+from orchestrator.services.context import Context
 from orchestrator.sources.kube import CatalogEntry, KubeSource, SecretEntry, kube
 
 PEER = "meshpeer"
@@ -105,6 +107,15 @@ class MeshPeer:
     @property
     def ident(self) -> str:
         return peer_ident(self.address)
+
+    @property
+    def handshake_at(self) -> datetime.datetime | None:
+        """The hub's last handshake with the node (None: never)."""
+        return (
+            datetime.datetime.fromtimestamp(self.last_handshake, datetime.UTC)
+            if self.last_handshake
+            else None
+        )
 
     @property
     def host_key(self) -> str:
@@ -335,11 +346,13 @@ def hosts_present(source: KubeSource | None = None) -> set[str]:
     return found
 
 
-def status_by_host() -> dict[str, MeshPeer]:
-    """Each host's peer by ``zone/node``: the hosts query's mesh address and last handshake."""
-    if not enabled():
-        return {}
-    return {p.host_key: p for p in peers()}
+def peer_of_host(ctx: Context, zone: str, node: str) -> MeshPeer | None:
+    """A host's place in the mesh as ADMIN sees it (None for others, and off the mesh): its address
+    and the hub's last handshake with it. One read of the peers per request, however many hosts."""
+    if not ctx.principal.is_admin or not enabled():
+        return None
+    by_host = ctx.memoize(("mesh", "peers"), lambda: {p.host_key: p for p in peers()})
+    return by_host.get(f"{zone}/{node}")
 
 
 def now() -> int:

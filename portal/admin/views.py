@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated, ValidationFailed
 from orchestrator.models import StorageProfile
-from orchestrator.services import catalog, enrollment, hosts, vdcs
+from orchestrator.services import catalog, enrollment, hosts, mesh, vdcs
 from orchestrator.services.context import Context
 from portal.activity import trail as activity
 from portal.admin.actions import action
@@ -479,7 +479,14 @@ def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
     details = hosts.host_details(ctx)
     cells = {d.host.key: DrainCell.of(d.drain) for d in details if d.drain is not None}
     by_zone = [
-        (zone, [(d, cells.get(d.host.key)) for d in details if d.host.zone == zone.id])
+        (
+            zone,
+            [
+                (d, cells.get(d.host.key), mesh.peer_of_host(ctx, d.host.zone, d.host.node))
+                for d in details
+                if d.host.zone == zone.id
+            ],
+        )
         for zone in catalog.list_zones(ctx)
     ]
     return _page(

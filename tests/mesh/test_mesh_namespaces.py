@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests
 from django.test import override_settings
 
 from agent.certs import key_pem, make_csr, new_key
@@ -26,6 +27,7 @@ from agent.mesh import config_beside, settings_values
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from agentclient.errors import AgentDeadlineExceeded, AgentError, AgentUnavailable
 from agentclient.wireguard import Interface, Peer, new_private_key, public_key
+from devstack.net import free_port
 from devstack.processes import Process, spawn, wait_for_line
 from devstack.world import AGENT_PORT, World
 from orchestrator.auth import ADMIN, Principal
@@ -220,6 +222,50 @@ def test_the_orchestrator_reaches_every_node_over_the_mesh_and_none_directly(mes
         assert "connected" not in net.connect(None, net.node_direct(n), AGENT_PORT)
     assert "connected" not in net.connect(net.hub, net.node_direct(3), AGENT_PORT)
     assert "ConnectionRefused" in net.connect(net.node(1), net.node_direct(1), AGENT_PORT)
+
+
+def test_the_hosts_query_shows_each_nodes_mesh_address_and_last_handshake(
+    meshed_world: Mesh, world: World
+) -> None:
+    for node in meshed_world.nodes.values():
+        meshed_world.eventually_answers(node)
+    deadline = time.monotonic() + 10
+    while not all(p.last_handshake for p in mesh.peers() if p.node.startswith(f"m{meshed_world.net.rid}")):
+        assert time.monotonic() < deadline, "the hub did not record the nodes' handshakes"
+        time.sleep(0.2)
+    # A replica of the orchestrator with the mesh's settings, beside the world's.
+    host = world.cfg.orchestrator_host
+    port = free_port(host)
+    replica = world.spawn_orchestrator(
+        f"orchestrator-mesh-{meshed_world.net.rid}",
+        port,
+        free_port(host),
+        {
+            "FLEXPLANE_MESH_RANGE": meshed_world.net.mesh_range,
+            "FLEXPLANE_MESH_HUB_ENDPOINT": f"{meshed_world.net.hub_public}:{HUB_PORT}",
+            "FLEXPLANE_MESH_HUB_SECRET": f"mesh-hub-{meshed_world.net.rid}",
+        },
+    )
+    try:
+        query = "query ($zone: String) { hosts(zone: $zone) { id meshAddress meshLastHandshake } }"
+        for token, sees in ((world.token("admin"), True), (world.token("alice"), False)):
+            answer = requests.post(
+                f"http://{host}:{port}/graphql",
+                json={"query": query, "variables": {"zone": ZONE}},
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=30,
+            ).json()
+            rows = {h["id"]: h for h in answer["data"]["hosts"]}
+            for node in meshed_world.nodes.values():
+                row = rows[f"{ZONE}/{node.name}"]
+                if sees:
+                    assert row["meshAddress"] == node.address
+                    assert row["meshLastHandshake"] is not None
+                else:
+                    assert row["meshAddress"] is None
+                    assert row["meshLastHandshake"] is None
+    finally:
+        replica.stop()
 
 
 def test_a_cut_node_fails_fast_naming_itself_while_the_others_answer_and_comes_back_without_restart(
