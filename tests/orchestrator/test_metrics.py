@@ -3,7 +3,9 @@ the port it is served on (never the public one when FLEXPLANE_METRICS_PORT is se
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -91,3 +93,45 @@ def test_with_a_metrics_port_metrics_are_served_there_only(
     assert "flexplane_http_requests_total" in scrape(private, verify=str(world.ca.cert_path))
     # And the metrics port answers nothing else.
     assert requests.get(f"{private}/healthz", timeout=10, verify=str(world.ca.cert_path)).status_code == 404
+
+
+@pytest.fixture(scope="module")
+def one_query_at_a_time(world: World) -> Iterator[str]:
+    """A replica that runs one query at a time and lets the next wait 0.3 s: its URL."""
+    host = world.cfg.orchestrator_host
+    port = free_port(host)
+    replica = world.spawn_orchestrator(
+        "orchestrator-metrics-admission",
+        port,
+        free_port(host),
+        {"FLEXPLANE_MAX_CONCURRENT_QUERIES": "1", "FLEXPLANE_QUERY_QUEUE_TIMEOUT": "0.3"},
+    )
+    yield f"http://{host}:{port}"
+    replica.stop()
+
+
+def test_a_query_answered_503_for_want_of_a_slot_is_counted(
+    api: GraphQL, world: World, one_query_at_a_time: str
+) -> None:
+    url = one_query_at_a_time
+    headers = {"Authorization": f"Bearer {api.token('alice')}"}
+    pve = world.fakes["zone-b"].pve
+    world.fakes.on_loop(lambda: pve.traffic.delay("GET", "/cluster/resources", 1.5))  # the first read only
+
+    def post() -> int:
+        return requests.post(f"{url}/graphql", json={"query": VMS}, headers=headers, timeout=30).status_code
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(post)
+        time.sleep(0.5)  # it holds the only slot, waiting on zone-b
+        assert post() == 503
+        assert first.result() == 200
+
+    text = scrape(url)
+    assert sample(text, "flexplane_queries_rejected_total") == 1
+    assert (
+        sample(text, "flexplane_graphql_requests_total", operation="query virtualMachines", status="503") == 1
+    )
+    assert sample(text, "flexplane_query_queue_wait_seconds_count") >= 2
+    assert sample(text, "flexplane_queries_queued") == 0
+    assert sample(text, "flexplane_queries_running") == 0
