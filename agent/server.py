@@ -453,7 +453,10 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         metrics = None
         try:
             if config.metrics_listen:
-                metrics = await serve_metrics(config.metrics_listen, status, config.image_cache)
+                try:
+                    metrics = await serve_metrics(config.metrics_listen, status, config.image_cache)
+                except OSError as exc:  # the metrics are not worth refusing the node's calls for
+                    log.warning("no metrics: cannot listen on %s: %s", config.metrics_listen, exc)
             for signum in SIGNALS:
                 loop.add_signal_handler(signum, stop.set)
             host, configured_port = split_listen(config.listen)

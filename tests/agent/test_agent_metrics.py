@@ -88,3 +88,16 @@ def test_metrics_listen_must_be_a_loopback_address(tmp_path: Path) -> None:
         validate({**raw, "metrics_listen": "0.0.0.0:9464"})
     assert validate({**raw, "metrics_listen": "127.0.0.1:9464"}).metrics_listen == "127.0.0.1:9464"
     assert validate(raw).metrics_listen is None
+
+
+def test_an_agent_whose_metrics_port_is_taken_still_serves_its_calls(
+    metrics_agent: AgentProcess, launch: Callable[..., AgentProcess], pool: AgentPool
+) -> None:
+    taken = metrics_url(metrics_agent).removeprefix("http://").removesuffix("/metrics")
+
+    second = launch(metrics_listen=taken)
+    try:
+        assert pool.proxmox(second.target(), "GET", "/version")["version"]
+        assert f"no metrics: cannot listen on {taken}" in second.output()
+    finally:
+        second.stop()
