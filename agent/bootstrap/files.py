@@ -64,7 +64,7 @@ def mesh_files(opts: Options, mesh: dict[str, Any], private_key: str) -> list[Pl
     """The node's WireGuard key (made here, never sent) and the mesh's configuration (agent.mesh)."""
     key_path = opts.etc / MESH_KEY_NAME
     try:
-        values = mesh_values(mesh, Path(opts.shown(key_path)), opts.mesh_interface)
+        values = mesh_values(mesh, key_path, opts.mesh_interface)
     except MeshConfigError as exc:
         raise BootstrapError(f"the orchestrator's mesh settings cannot be used: {exc}") from None
     return [

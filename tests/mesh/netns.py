@@ -219,8 +219,9 @@ table ip fphub {{
 
 
 @contextlib.contextmanager
-def topology() -> Iterator[Topology]:
-    built = Topology()
+def topology(octet: int = addresses.WORLD) -> Iterator[Topology]:
+    """The topology on 10.<octet>.0.0/16 (by default the worker's test subnet), removed afterwards."""
+    built = Topology(octet=octet)
     try:
         yield built.build()
     finally:

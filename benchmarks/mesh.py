@@ -1,0 +1,257 @@
+"""What the WireGuard mesh costs: agent calls and VM listings over the mesh against direct mTLS.
+
+Brings up the devstack's world with two fake zones of one node each and ``--vms`` VMs per zone.
+``zone-d``'s agent is dialled directly (mTLS on loopback), as without a mesh. ``zone-m``'s node is a
+network namespace behind the hub (``tests/mesh/netns.py``'s topology, on the direct path, not the
+NAT'd one): it enrolls with ``flexplane-agent bootstrap`` run in its namespace against the
+orchestrator restarted with the mesh's settings, the mesh control server (``manage.py mesh_hub``)
+runs as its own process, and its agent serves on its mesh address only, over userspace WireGuard
+(``wireguard-go``; the kernel here has no WireGuard, so the kernel path is not measurable).
+
+Measured in one run, interleaved:
+
+- agent call: ``GET /version`` through each agent (the pool's mTLS channel, reused);
+- listing:    GraphQL ``virtualMachines(first: 100, filter: {zone})`` of each zone.
+
+It prints p50 and p99 of each, and the mesh/direct ratio of the p50s. Target: ratio <= 1.2.
+Needs root (namespaces, WireGuard) and Debian's wireguard-tools and wireguard-go.
+
+    .venv/bin/python -m benchmarks.mesh [--vms 500] [--rounds 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+import requests
+
+from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
+from benchmarks.kit import bench_world, interleaved, percentile, seed_vms
+from devstack.processes import Process, spawn, wait_for_line
+from devstack.world import UNIT_DIR, UNIT_NAME, World, exec_start
+from tests.mesh.netns import Topology, in_ns, topology
+
+DIRECT, MESHED = "zone-d", "zone-m"
+NODE = "pve1"
+HUB_PORT = 51820
+QUERY = """query ($zone: String) { virtualMachines(first: 100, filter: {zone: $zone}) {
+  edges { node { id name status zone host vdc cores memoryMb } } } }"""
+TARGET = 1.2
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+
+
+# ------------------------------------------------------------------------------ a namespace relay
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns")
+
+
+def listen_in(ns: str, host: str, port: int) -> socket.socket:
+    """A listening socket inside namespace ``ns`` (made from a thread that visits it, then returns)."""
+    made: dict[str, socket.socket | BaseException] = {}
+
+    def visit() -> None:
+        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        other = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
+        try:
+            _setns(other)
+            try:
+                made["socket"] = socket.create_server((host, port))
+            finally:
+                _setns(own)
+        except BaseException as exc:
+            made["error"] = exc
+        finally:
+            os.close(own)
+            os.close(other)
+
+    thread = threading.Thread(target=visit)
+    thread.start()
+    thread.join()
+    if "error" in made:
+        raise made["error"]  # type: ignore[misc]
+    server = made["socket"]
+    assert isinstance(server, socket.socket)
+    return server
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    with suppress(OSError):
+        while data := source.recv(65536):
+            sink.sendall(data)
+    with suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
+
+
+def relay(ns: str, host: str, port: int) -> socket.socket:
+    """``host:port`` inside ``ns`` forwarded to the same address here: what the node reaches locally
+    (its Proxmox API, the orchestrator's enrollment) stands in for what it would reach on its own."""
+    server = listen_in(ns, host, port)
+
+    def serve() -> None:
+        with suppress(OSError):
+            while True:
+                inner, _ = server.accept()
+                outer = socket.create_connection((host, port), timeout=10)
+                outer.settimeout(None)
+                for a, b in ((inner, outer), (outer, inner)):
+                    threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+# ---------------------------------------------------------------------------------- the mesh node
+
+
+@contextmanager
+def meshed_node(world: World, net: Topology) -> Iterator[AgentTarget]:
+    """zone-m's node enrolled on the mesh from its namespace, its agent running there."""
+    ns = net.node(1)
+    scratch = world.cfg.scratch
+    mesh_env = {
+        "FLEXPLANE_MESH_RANGE": net.mesh_range,
+        "FLEXPLANE_MESH_HUB_ENDPOINT": f"{net.hub_public}:{HUB_PORT}",
+        "FLEXPLANE_MESH_KEEPALIVE": "5",
+    }
+    # zone-m leaves its direct node: the world's agent stops, its host goes, the orchestrator meshes.
+    world.forget_agent(MESHED, NODE)
+    requests.post(
+        f"{world.url}/graphql",
+        json={
+            "query": "mutation ($z: String!, $h: String!) { removeHost(zone: $z, host: $h, force: true) "
+            "{ errors { message } } }",
+            "variables": {"z": MESHED, "h": NODE},
+        },
+        headers={"Authorization": f"Bearer {world.token('admin')}"},
+        timeout=30,
+    ).raise_for_status()
+    assert world.orchestrator is not None
+    world.orchestrator.stop()
+    world.start_orchestrator(mesh_env)
+    hub: Process = spawn(
+        "mesh hub",
+        [
+            sys.executable,
+            "manage.py",
+            "mesh_hub",
+            "--interface",
+            net.link("hub"),
+            "--netns",
+            net.hub,
+            "--port",
+            str(HUB_PORT),
+            "--interval",
+            "0.5",
+        ],
+        scratch / "logs" / "mesh-hub.log",
+        env={**world.orchestrator_env(), **mesh_env},
+    )
+    agent: Process | None = None
+    relays: list[socket.socket] = []
+    try:
+        wait_for_line(hub, "mesh hub listening", 30)
+        net.masquerade_into(net.link("hub"))
+        https = world.https_url.removeprefix("https://")
+        for address in (https, world.fakes[MESHED].url(NODE).removeprefix("https://")):
+            host, _, port = address.rpartition(":")
+            relays.append(relay(ns, host, int(port)))
+        token = world.join_token(MESHED, NODE)
+        root = scratch / "nodes" / "mesh-node"
+        argv = world.bootstrap_argv(MESHED, NODE, net.node_direct(1), token, root)
+        done = subprocess.run(
+            in_ns(ns, *argv, "--mesh-interface", net.link("w1")),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"the mesh node's bootstrap failed:\n{done.stdout}{done.stderr}")
+        command = exec_start((root / UNIT_DIR / UNIT_NAME).read_text())
+        agent = spawn("mesh agent", in_ns(ns, *command), scratch / "logs" / "agent-mesh.log")
+        wait_for_line(agent, "flexplane-agent listening", 30)
+        listening = agent.output().split("flexplane-agent listening on ", 1)[1].split()[0]
+        yield AgentTarget(host_identity(MESHED, NODE), listening)
+    finally:
+        if agent is not None:
+            agent.stop()
+        hub.stop()
+        for server in relays:
+            server.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--vms", type=int, default=500, help="VMs per zone")
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--subnet", type=int, default=44)
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0 or not shutil.which("wireguard-go") or not shutil.which("wg"):
+        print(
+            "benchmarks.mesh needs root and wireguard-tools and wireguard-go (make install)", file=sys.stderr
+        )
+        return 2
+    with bench_world(args.subnet, (DIRECT, MESHED), 1) as world, topology(args.subnet) as net:
+        seed_vms(world, args.vms, nodes=1, vdcs=("demo",))
+        env = world.orchestrator_env()
+        tls = ClientTLS.from_files(
+            env["FLEXPLANE_AGENT_CA"], env["FLEXPLANE_AGENT_CERT"], env["FLEXPLANE_AGENT_KEY"]
+        )
+        direct = AgentTarget(host_identity(DIRECT, NODE), world.agents[(DIRECT, NODE)].endpoint)
+        with meshed_node(world, net) as meshed, AgentPool(tls, timeout=10) as pool:
+            api = requests.Session()
+            api.headers["Authorization"] = f"Bearer {world.token('admin')}"
+
+            def call(target: AgentTarget) -> int:
+                pool.proxmox(target, "GET", "/version")
+                return 1
+
+            def listing(zone: str) -> int:
+                body = api.post(
+                    f"{world.url}/graphql", json={"query": QUERY, "variables": {"zone": zone}}, timeout=30
+                ).json()
+                if body.get("errors"):
+                    raise RuntimeError(f"virtualMachines of {zone}: {body['errors']}")
+                return len(body["data"]["virtualMachines"]["edges"])
+
+            for _ in range(10):  # warm: channels, TLS sessions, the orchestrator's imports
+                call(direct), call(meshed), listing(DIRECT), listing(MESHED)
+            assert listing(MESHED) == listing(DIRECT) == min(100, args.vms)
+            times = interleaved(
+                args.rounds,
+                {
+                    "agent call, direct": lambda: call(direct),
+                    "agent call, mesh": lambda: call(meshed),
+                    "virtualMachines, direct": lambda: listing(DIRECT),
+                    "virtualMachines, mesh": lambda: listing(MESHED),
+                },
+            )
+    print(f"{args.rounds} rounds; the mesh node at {meshed.address} over userspace WireGuard")
+    for name, samples in times.items():
+        print(f"  {name:26} p50 {percentile(samples, 0.5):7.2f} ms   p99 {percentile(samples, 0.99):7.2f} ms")
+    worst = 0.0
+    for what in ("agent call", "virtualMachines"):
+        ratio = percentile(times[f"{what}, mesh"], 0.5) / percentile(times[f"{what}, direct"], 0.5)
+        worst = max(worst, ratio)
+        print(f"  {what}: mesh/direct p50 ratio {ratio:.2f} (target <= {TARGET})")
+    print("  the kernel's WireGuard: not measurable here (no module)")
+    return 0 if worst <= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
