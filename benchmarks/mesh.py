@@ -2,7 +2,7 @@
 
 Brings up the devstack's world with two fake zones of one node each and ``--vms`` VMs per zone.
 ``zone-d``'s agent is dialled directly (mTLS on loopback), as without a mesh. ``zone-m``'s node is a
-network namespace behind the hub (``tests/mesh/netns.py``'s topology, on the direct path, not the
+network namespace behind the hub (``devstack/meshnet.py``'s topology, on the direct path, not the
 NAT'd one): it enrolls with ``flexplane-agent bootstrap`` run in its namespace against the
 orchestrator restarted with the mesh's settings, the mesh control server (``manage.py mesh_hub``)
 runs as its own process, and its agent serves on its mesh address only, over userspace WireGuard
@@ -22,23 +22,21 @@ Needs root (namespaces, WireGuard) and Debian's wireguard-tools and wireguard-go
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 
 import requests
 
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from benchmarks.kit import bench_world, interleaved, percentile, seed_vms
+from devstack.meshnet import Topology, in_ns, relay, topology
 from devstack.processes import Process, spawn, wait_for_line
 from devstack.world import UNIT_DIR, UNIT_NAME, World, exec_start
-from tests.mesh.netns import Topology, in_ns, topology
 
 DIRECT, MESHED = "zone-d", "zone-m"
 NODE = "pve1"
@@ -46,71 +44,6 @@ HUB_PORT = 51820
 QUERY = """query ($zone: String) { virtualMachines(first: 100, filter: {zone: $zone}) {
   edges { node { id name status zone host vdc cores memoryMb } } } }"""
 TARGET = 1.2
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL("libc.so.6", use_errno=True)
-
-
-# ------------------------------------------------------------------------------ a namespace relay
-
-
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "setns")
-
-
-def listen_in(ns: str, host: str, port: int) -> socket.socket:
-    """A listening socket inside namespace ``ns`` (made from a thread that visits it, then returns)."""
-    made: dict[str, socket.socket | BaseException] = {}
-
-    def visit() -> None:
-        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        other = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
-        try:
-            _setns(other)
-            try:
-                made["socket"] = socket.create_server((host, port))
-            finally:
-                _setns(own)
-        except BaseException as exc:
-            made["error"] = exc
-        finally:
-            os.close(own)
-            os.close(other)
-
-    thread = threading.Thread(target=visit)
-    thread.start()
-    thread.join()
-    if "error" in made:
-        raise made["error"]  # type: ignore[misc]
-    server = made["socket"]
-    assert isinstance(server, socket.socket)
-    return server
-
-
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    with suppress(OSError):
-        while data := source.recv(65536):
-            sink.sendall(data)
-    with suppress(OSError):
-        sink.shutdown(socket.SHUT_WR)
-
-
-def relay(ns: str, host: str, port: int) -> socket.socket:
-    """``host:port`` inside ``ns`` forwarded to the same address here: what the node reaches locally
-    (its Proxmox API, the orchestrator's enrollment) stands in for what it would reach on its own."""
-    server = listen_in(ns, host, port)
-
-    def serve() -> None:
-        with suppress(OSError):
-            while True:
-                inner, _ = server.accept()
-                outer = socket.create_connection((host, port), timeout=10)
-                outer.settimeout(None)
-                for a, b in ((inner, outer), (outer, inner)):
-                    threading.Thread(target=_pump, args=(a, b), daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server
 
 
 # ---------------------------------------------------------------------------------- the mesh node

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from devstack import seed
 from devstack.identity.client import password_token
+from devstack.meshnet import mesh_possible
 from devstack.world import ROOT, World, WorldConfig
 
 SCRATCH = ROOT / ".devstack"
@@ -26,7 +27,10 @@ def up() -> int:
     # Both, explicitly: a devstack started in the background inherits an ignored SIGINT.
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    world = World(WorldConfig(scratch=SCRATCH, identity_port=9000, enrollment_port=8443))
+    no_mesh = mesh_possible()  # the mesh needs root (namespaces, WireGuard): else direct loopback
+    world = World(
+        WorldConfig(scratch=SCRATCH, identity_port=9000, enrollment_port=8443, mesh=no_mesh is None)
+    )
     try:
         print(
             "flex.plane devstack: starting (fake Proxmox zones, Kubernetes emulator, identity, "
@@ -47,6 +51,7 @@ def up() -> int:
             f"  users:\n{users}\n"
             f"  a token:  .venv/bin/python -m devstack token alice\n"
             f"  logs:     {SCRATCH / 'logs'}\n"
+            f"  mesh:     {mesh_line(world, no_mesh)}\n"
             "Press Ctrl-C to stop.",
             flush=True,
         )
@@ -56,6 +61,17 @@ def up() -> int:
         world.stop()
         STATE.unlink(missing_ok=True)
     return 0
+
+
+def mesh_line(world: World, no_mesh: str | None) -> str:
+    """The banner's word on the mesh: on, and where; or off, and why."""
+    if world.mesh is None:
+        return f"off ({no_mesh}): the orchestrator dials each agent directly on loopback"
+    net = world.mesh.topology
+    return (
+        f"on: hub {net.hub_public}:51820 (namespace {net.hub}), nodes in namespaces {net.node(1)}.."
+        f"{net.node(net.nodes)} (the last behind NAT), addresses from {net.mesh_range}"
+    )
 
 
 def token(username: str, state_file: Path = STATE) -> int:

@@ -49,6 +49,7 @@ from devstack.identity.client import password_token
 from devstack.identity.process import IdentityProvider
 from devstack.images import ImageServer
 from devstack.kube import KubeServer
+from devstack.meshnet import DevMesh
 from devstack.net import free_port
 from devstack.pki import CertificateAuthority
 from devstack.processes import Process, spawn, wait_for_line
@@ -96,6 +97,8 @@ class WorldConfig:
     orchestrator_settings: tuple[tuple[str, str], ...] = ()
     # Seconds between an agent's checks of the release channel (a node's default is an hour).
     agent_update_interval: float = 60.0
+    # Every node in a network namespace of its own, reached over the WireGuard mesh (root only).
+    mesh: bool = False
 
     def node_address(self, zone_index: int, node_index: int) -> str:
         return f"127.{self.subnet}.{zone_index + 1}.{node_index + 1}"
@@ -163,6 +166,7 @@ class World:
     _agents_lock: threading.RLock = field(default_factory=threading.RLock)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _restarter: threading.Thread | None = None
+    mesh: DevMesh | None = None
     # The orchestrator's SECRET_KEY, new for each world (it signs the portal's sessions and the task ids).
     secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(50))
 
@@ -241,6 +245,9 @@ class World:
         )
 
         self._seed_catalog()
+        if cfg.mesh:
+            self.mesh = DevMesh(cfg.subnet, [(z, n) for z, nodes in zones.items() for n in nodes])
+            self.mesh.start(self.orchestrator_env(), cfg.scratch / "logs" / "mesh-hub.log")
         self.release = self.publish_release()
         self.start_orchestrator()
         self._restarter = threading.Thread(target=self._serve_restarts, name="world-restarts", daemon=True)
@@ -297,8 +304,13 @@ class World:
         url = orchestrator_url or self.https_url
         token = self.join_token(zone, node, admin_token=admin_token)
         root = self.cfg.scratch / "nodes" / f"{zone}-{node}"
+        argv = self.bootstrap_argv(zone, node, address, token, root, orchestrator_url=url)
+        if self.mesh is not None:  # the node reaches its Proxmox, the orchestrator and images locally
+            fake = self.fakes[zone].url(node).removeprefix("https://")
+            self.mesh.relay(zone, node, [url.removeprefix("https://"), fake, self.images.netloc])
+            argv = self.mesh.wrap(zone, node, [*argv, "--mesh-interface", self.mesh.interface(zone, node)])
         done = subprocess.run(
-            self.bootstrap_argv(zone, node, address, token, root, orchestrator_url=url),
+            argv,
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -317,6 +329,8 @@ class World:
     ) -> Agent:
         """A bootstrapped node's agent (its unit under root), for the world to run; not started yet."""
         command = exec_start((root / UNIT_DIR / UNIT_NAME).read_text())
+        if self.mesh is not None:
+            command = self.mesh.wrap(zone, node, command)
         agent = Agent(zone, node, address, host_identity(zone, node), root, command, env=dict(env or {}))
         with self._agents_lock:
             self.agents[(zone, node)] = agent
@@ -493,6 +507,7 @@ class World:
             "FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY": str(self.release_keys[1]),
             "FLEXPLANE_IMAGE_ALLOW_HOSTS": self.images.netloc,
             **{f"FLEXPLANE_{name}": value for name, value in self.cfg.orchestrator_settings},
+            **(self.mesh.env() if self.mesh is not None else {}),
         }
 
     def start_orchestrator(self, extra_env: dict[str, str] | None = None) -> None:
@@ -572,6 +587,9 @@ class World:
         if self._images is not None:
             self._images.stop()
             self._images = None
+        if self.mesh is not None:
+            self.mesh.stop()
+            self.mesh = None
 
     def stop_identity(self) -> None:
         if self._identity is not None:

@@ -4,7 +4,7 @@ The hub runs in this process (``orchestrator.mesh.hub``, its interface in the hu
 the session world's management cluster; three nodes enroll through the enrollment service (their
 WireGuard keys made on the node's side, only the public key sent) and run the real agent in their
 namespaces, serving on their mesh address only. This process is the orchestrator's side: it reaches
-the mesh through the hub, and none of the nodes' own addresses (see :mod:`tests.mesh.netns`).
+the mesh through the hub, and none of the nodes' own addresses (see :mod:`devstack.meshnet`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from agent.mesh import config_beside, settings_values
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from agentclient.errors import AgentDeadlineExceeded, AgentError, AgentUnavailable
 from agentclient.wireguard import Interface, Peer, new_private_key, public_key
+from devstack.meshnet import Topology, in_ns, run, topology
 from devstack.net import free_port
 from devstack.processes import Process, spawn, wait_for_line
 from devstack.world import AGENT_PORT, World
@@ -36,8 +37,8 @@ from orchestrator.services import enrollment, mesh
 from orchestrator.services.context import Context
 from orchestrator.services.hosts import lifecycle
 from orchestrator.sources.kube import KubeSource
+from tests import addresses
 from tests.enrollkit import remove_host
-from tests.mesh.netns import Topology, in_ns, run, topology
 
 ZONE = "zone-b"
 HUB_PORT = 51820
@@ -174,7 +175,7 @@ def meshed_world(world: World, wired: KubeSource, tmp_path_factory: pytest.TempP
         ),
         timeout=CALL_TIMEOUT,
     )
-    with topology() as net:
+    with topology(addresses.WORLD) as net:
         rid = net.rid
         nodes = {
             n: MeshNode(n, f"m{rid}n{n}", net.node(n), scratch / f"n{n}", f"fpm{rid}w{n}") for n in (1, 2, 3)

@@ -1,0 +1,97 @@
+"""The devstack's world on the mesh (root only): every node in a namespace of its own, the last one
+behind a NAT router, enrolled with ``flexplane-agent bootstrap`` run in its namespace, its agent on
+its mesh address only; the orchestrator and the hub (``manage.py mesh_hub``) as `make dev` runs them.
+
+The orchestrator lists VMs and creates one on every node over the mesh only: the nodes' own addresses
+are unreachable from its namespace, and the agents serve nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from devstack.meshnet import mesh_possible
+from devstack.world import AGENT_PORT, World
+from tests import addresses
+from tests.conftest import world_config
+from tests.support import GraphQL
+from tests.vmkit import LIST, create, ok
+
+ZONE = "zone-a"
+NODES = ("pve1", "pve2", "pve3")
+CORDON = """mutation ($z: String!, $h: String!) { cordonHost(zone: $z, host: $h) { errors { message } } }"""
+UNCORDON = (
+    """mutation ($z: String!, $h: String!) { uncordonHost(zone: $z, host: $h) { errors { message } } }"""
+)
+HOSTS = "query ($z: String) { hosts(zone: $z) { id endpoint meshAddress meshLastHandshake } }"
+
+
+@pytest.fixture(scope="module")
+def meshed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    if (why := mesh_possible()) is not None:
+        pytest.fail(f"the mesh's world needs root and WireGuard's tools: {why}")
+    cfg = dataclasses.replace(
+        world_config(Path(tmp_path_factory.mktemp("mesh-world")), addresses.FRAGILE),
+        zones=(ZONE,),
+        nodes_per_zone=len(NODES),
+        mesh=True,
+    )
+    with World(cfg) as running, override_settings(SECRET_KEY=running.secret_key):
+        yield running
+
+
+@pytest.fixture(scope="module")
+def api(meshed: World) -> GraphQL:
+    return GraphQL(meshed)
+
+
+def test_every_node_enrolled_on_the_mesh_the_one_behind_nat_too(meshed: World, api: GraphQL) -> None:
+    assert meshed.mesh is not None
+    net = meshed.mesh.topology
+    deadline = time.monotonic() + 30
+    while True:
+        hosts = api(HOSTS, user="admin", variables={"z": ZONE}).data["hosts"]
+        if all(h["meshLastHandshake"] for h in hosts) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert sorted(h["id"] for h in hosts) == [f"{ZONE}/{n}" for n in NODES]
+    for host in hosts:
+        address = ipaddress.ip_address(host["meshAddress"])
+        assert address in ipaddress.ip_network(net.mesh_range)
+        assert host["endpoint"] == f"{address}:{AGENT_PORT}"
+        assert host["meshLastHandshake"] is not None
+    # The nodes' own addresses: unreachable from the orchestrator's namespace.
+    for n in range(1, len(NODES) + 1):
+        assert "connected" not in net.connect(None, net.node_direct(n), AGENT_PORT)
+
+
+def test_the_orchestrator_lists_and_creates_vms_on_every_node_over_the_mesh(
+    meshed: World, api: GraphQL
+) -> None:
+    listed = api(LIST, user="admin", variables={"filter": {"zone": ZONE}})
+    assert listed.errors == []
+    seeded = {vm["node"]["host"] for vm in listed.data["virtualMachines"]["edges"]}
+    assert seeded  # the devstack's seeded guests, read through the agents over the mesh
+    made = {}
+    for node in NODES:
+        others = [n for n in NODES if n != node]
+        for other in others:
+            api(CORDON, user="admin", variables={"z": ZONE, "h": other})
+        try:
+            result = ok(create(api, "alice", "demo", name=f"mesh-{node}", zone=ZONE))
+        finally:
+            for other in others:
+                api(UNCORDON, user="admin", variables={"z": ZONE, "h": other})
+        made[node] = result["virtualMachine"]["host"]
+    assert made == {node: node for node in NODES}
+    listed = api(LIST, user="admin", variables={"filter": {"zone": ZONE}})
+    hosts = {vm["node"]["name"]: vm["node"]["host"] for vm in listed.data["virtualMachines"]["edges"]}
+    for node in NODES:
+        assert hosts[f"mesh-{node}"] == node
