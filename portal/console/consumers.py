@@ -12,7 +12,8 @@ code and a reason the page shows:
 
 - 4404 the VM is gone (or not the user's), 4409 it is not running, 4429 too many consoles open,
   4502 the node's agent or Proxmox would not open it, 4503 a neighbour did not answer;
-- 4408 no input from the browser for ``FLEXPLANE_CONSOLE_IDLE_TIMEOUT`` seconds;
+- 4408 no input from the user (keys, pointer, clipboard: ``portal.console.rfb``; noVNC's own requests for
+  screen updates do not count) for ``FLEXPLANE_CONSOLE_IDLE_TIMEOUT`` seconds;
 - 4401 the session's life ended (the page reloads, which renews it, and opens a new console).
 """
 
@@ -34,6 +35,7 @@ from orchestrator.errors import Conflict, FlexPlaneError, NotFound, PermissionDe
 from orchestrator.services import console
 from orchestrator.services.context import Context
 from portal.auth import EXPIRATION_KEY
+from portal.console.rfb import InputWatcher
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +87,7 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             return
         metrics.CONSOLES_OPEN.inc()
         self.counted = True
+        self.watcher = InputWatcher()
         self.last_input = time.monotonic()
         self.tasks = (asyncio.create_task(self._relay()), asyncio.create_task(self._watch()))
         logger.info("console of %s opened for %s", ident, principal.subject)
@@ -110,7 +113,8 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.stream is None or not bytes_data:
             return  # RFB is binary: text has no place on this socket
-        self.last_input = time.monotonic()
+        if self.watcher.feed(bytes_data):
+            self.last_input = time.monotonic()
         metrics.CONSOLE_BYTES.labels("to_vm").inc(len(bytes_data))
         try:
             await self.stream.send(bytes_data)
@@ -145,7 +149,7 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         return time.monotonic() + (float(value) - time.time())
 
     async def _watch(self) -> None:
-        """Close the console when the browser has been idle too long, or when the session ends."""
+        """Close the console when its user has given no input too long, or when the session ends."""
         idle = settings.FLEXPLANE_CONSOLE_IDLE_TIMEOUT
         ends = self._session_end()
         while True:

@@ -7,6 +7,7 @@ are the ones noVNC would exchange.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
@@ -277,3 +278,26 @@ def test_a_users_consoles_past_their_limit_are_refused_in_words(
             code, said = closed(second)
     assert code == 4429
     assert said == "you already have 1 console open, the most allowed: close one to open another"
+
+
+def test_keys_keep_a_console_open_and_screen_requests_do_not(
+    world: World, alice: requests.Session, impatient: str
+) -> None:
+    page = alice.get(f"{impatient}/vdc/demo/console/zone-a/100/", timeout=30)
+    path = html.unescape(SOCKET.search(page.text).group(1))  # type: ignore[union-attr]
+    key = struct.pack(">BBxxI", 4, 1, 0x61)
+    incremental = struct.pack(">BBHHHH", 3, 1, 0, 0, 1, 1)  # the fake answers none: nothing changes
+    with console(world, alice, path, url=impatient) as socket:
+        handshake(socket)
+        started = time.monotonic()
+        while time.monotonic() - started < 2.5:  # past the one-second idle limit, typing
+            socket.send(key)
+            time.sleep(0.3)
+        assert socket.state.name == "OPEN"
+        typed = time.monotonic()
+        with contextlib.suppress(ConnectionClosed):
+            while time.monotonic() - typed < 3:  # then only asking for screen updates
+                socket.send(incremental)
+                time.sleep(0.3)
+        code, _ = closed(socket, timeout=10)
+    assert code == 4408
