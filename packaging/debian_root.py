@@ -5,8 +5,8 @@
 
 prints the root's path. The root is made once per suite and package list and reused: it lives in
 ``<build>/roots/<suite>-<variant>-<key>/root`` with a ``complete`` stamp written last, so a run cut
-short is started again rather than reused. Callers that change a root work on a copy
-(:func:`copy_root`), never on the cache. Root only (debootstrap mounts and chroots).
+short is started again rather than reused. Callers that change a root work on a copy (``cp -a``),
+never on the cache. Root only (debootstrap mounts and chroots).
 """
 
 from __future__ import annotations
@@ -50,15 +50,6 @@ def ensure_root(build: Path, suite: str, include: list[str]) -> Path:
         deb.unlink()
     stamp.write_text(" ".join(argv) + "\n", encoding="utf-8")
     return root
-
-
-def copy_root(root: Path, dest: Path) -> Path:
-    """A copy of a cached root to change (install into, run in), keeping owners, modes and links."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["cp", "-a", str(root), str(dest)], check=True)  # noqa: S603, S607 - fixed program
-    return dest
 
 
 def main() -> int:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.artifacts.chroot import BUILD, Chroot
+from tests.artifacts.chroot import BUILD, ROOT, Chroot
 from tests.artifacts.conftest import field
 
 SUITES = ["bookworm", "trixie"]
@@ -79,6 +80,16 @@ def test_the_package_is_named_and_versioned_as_debian_expects(deb: Path) -> None
     assert "python3 (>= 3.11~)" in field(deb, "Depends")
 
 
+def test_a_build_from_a_tree_with_changes_is_stamped_dirty() -> None:
+    build_deb = [sys.executable, str(ROOT / "packaging" / "build_deb.py"), "--print-version"]
+    version = subprocess.run(build_deb, capture_output=True, text=True, check=True).stdout.strip()
+    changes = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True, check=True
+    ).stdout
+
+    assert version.endswith(".dirty") == bool(changes.strip()), (version, changes[:500])
+
+
 def test_the_package_carries_the_agent_and_nothing_of_the_orchestrator(deb: Path) -> None:
     files = contents(deb)
     for python in ("3.11", "3.13"):
@@ -139,6 +150,38 @@ def test_the_installed_command_runs_on_the_releases_own_python(
     ).stdout
     assert "None" in probe
     assert ("(3, 11)" if fresh_root.suite == "bookworm" else "(3, 13)") in probe
+
+
+def test_a_signed_release_installs_over_the_package_and_runs_on_its_python(
+    deb: Path, plain_node: tuple[Chroot, str], tmp_path: Path
+) -> None:
+    """Self-update on top of the package: a release (a zipapp of this checkout's agent) is verified and
+    installed by the package's own command, runs on the package's venv, and reports both versions."""
+    root, _output = plain_node
+    agent = [sys.executable, "-m", "agent", "release"]
+    key, public = tmp_path / "release.key", tmp_path / "release.pub"
+    subprocess.run([*agent, "keygen", "--private", str(key), "--public", str(public)], check=True)
+    out = root.path / "tmp" / "release"
+    subprocess.run(
+        [*agent, "build", "--version", "99.0.1", "--key", str(key), "--out", str(out), "--source", str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    (root.path / "tmp" / "release.pub").write_bytes(public.read_bytes())
+
+    root.run(
+        "flexplane-agent release install --artifact /tmp/release/flexplane-agent-99.0.1.pyz "
+        "--manifest /tmp/release/flexplane-agent-99.0.1.release.json --public-key /tmp/release.pub "
+        "--install-dir /opt/flexplane-agent"
+    )
+    release = "/opt/flexplane-agent/current/flexplane-agent.pyz"
+
+    assert "99.0.1" in root.run(f"/opt/flexplane-agent/venv/bin/python3 {release} --version").stdout
+    versions = root.run(
+        "/opt/flexplane-agent/venv/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); "
+        f"import agent, agent.status; print(agent.__version__, agent.status.package_version())' {release}"
+    ).stdout.split()
+    assert versions == ["99.0.1", field(deb, "Version")]
 
 
 def test_systemd_analyze_verifies_the_installed_unit(plain_node: tuple[Chroot, str]) -> None:

@@ -177,7 +177,7 @@ def test_the_containerfile_builds_the_same_files_as_the_daemonless_build(config:
     assert sorted(declared.env) == sorted(settings["Env"])
     assert declared.labels == settings["Labels"]
     assert {f"{port}" for port in declared.ports} == set(settings["ExposedPorts"])
-    # The layer holds exactly the tree rootfs.sh made: every path of it, owners and modes from it.
+    # The layer is the tree rootfs.sh made (umoci repacks that folder whole), unpacked here.
     listed = {str(path.relative_to(rootfs)) for path in rootfs.rglob("*")}
     for expected in (
         "etc/passwd",
