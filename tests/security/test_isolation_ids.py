@@ -97,6 +97,19 @@ PROBES: dict[str, Probe] = {
         "b: virtualMachine(id: $id) { name status } }",
     ),
     "startVirtualMachine": Probe("VM", vm_action("startVirtualMachine"), foreign=running),
+    "snapshots": Probe("VM", "query($id: ID!) { snapshots(vm: $id) { name } }"),
+    "createSnapshot": Probe(
+        "VM",
+        'mutation($id: ID!) { createSnapshot(vm: $id, name: "probe") { snapshot { name } errors { code } } }',
+    ),
+    "rollbackSnapshot": Probe(
+        "VM",
+        'mutation($id: ID!) { rollbackSnapshot(vm: $id, name: "probe") { task { id } errors { code } } }',
+    ),
+    "deleteSnapshot": Probe(
+        "VM", 'mutation($id: ID!) { deleteSnapshot(vm: $id, name: "probe") { task { id } errors { code } } }'
+    ),
+    "auditRecords": vdc_probe("query($id: ID) { auditRecords(vdc: $id) { operation } }"),
     "stopVirtualMachine": Probe("VM", vm_action("stopVirtualMachine")),
     "shutdownVirtualMachine": Probe("VM", vm_action("shutdownVirtualMachine", ", timeout: 5")),
     "rebootVirtualMachine": Probe("VM", vm_action("rebootVirtualMachine")),

@@ -49,6 +49,7 @@ NOTHING = {
     "task_id": "no-such-task",
     "host": "no-such-host",
     "ident": "no-such-thing",
+    "name": "no-such-snapshot",
 }
 # Values that name real objects of the world (devstack/seed.py): pages with something on them.
 REAL = {**NOTHING, "vdc": "demo", "vmid": 100, "host": "pve1", "ident": "small"}
