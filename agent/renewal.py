@@ -41,8 +41,10 @@ from agent.certs import (
     write_atomically,
 )
 from agent.config import AgentConfig
+from agent.mesh import MeshConfigError, apply_rotation, rotation_for
 from agent.status import AgentStatus
 from agentclient.enrollment import RENEW_PATH, SigningKey, renewal_message, sign_proof
+from agentclient.wireguard import WireGuardError, public_key
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +209,9 @@ class Renewer:
             "timestamp": timestamp,
             "signature": sign_proof(current_key, renewal_message(timestamp, csr)),
         }
+        rotation = rotation_for(config.tls_cert)  # on a mesh, its WireGuard key is renewed too
+        if rotation is not None:
+            body["mesh_public_key"] = public_key(rotation[1])
         answer = await self._post(body)
         try:
             certificate = check_issued(str(answer.get("certificate", "")), key, config.identity)
@@ -222,6 +227,13 @@ class Renewer:
             ) from None
         await asyncio.to_thread(self._store, cert_pem, key_pem(key), ca)
         self.serving.swap(cert_pem, key_pem(key), ca)
+        if rotation is not None and isinstance((answer.get("settings") or {}).get("mesh"), dict):
+            try:
+                await asyncio.to_thread(apply_rotation, *rotation)
+            except (OSError, MeshConfigError, WireGuardError) as exc:
+                raise RenewalFailed(
+                    f"the new certificate serves, but the new mesh key is not in use: {exc}"
+                ) from None
         renewal = self.status.renewal
         renewal.failures, renewal.last_error, renewal.last_success = 0, "", self.clock()
         self.status.certificate_not_after = certificate.not_valid_after_utc.timestamp()

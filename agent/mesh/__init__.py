@@ -21,11 +21,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentclient.wireguard import Interface, Peer, WireGuardError, check_public_key, public_key
+from agent.certs import write_atomically
+from agentclient.wireguard import (
+    Interface,
+    Peer,
+    WireGuardError,
+    check_public_key,
+    new_private_key,
+    public_key,
+)
 
 CONFIG_NAME = "mesh.toml"
 KEY_NAME = "mesh.key"
 DEFAULT_INTERFACE = "fpmesh0"
+# After a key rotation: how long to help the handshake along, and how often.
+ROTATION_WAIT = 10.0
+ROTATION_RETRY = 0.5
 
 
 class MeshConfigError(Exception):
@@ -177,3 +188,33 @@ def add_mesh(commands: argparse._SubParsersAction[argparse.ArgumentParser], defa
     )
     parser.add_argument("--mesh-config", help="the mesh's configuration (default: mesh.toml beside --config)")
     parser.set_defaults(handler=run_mesh)
+
+
+# ------------------------------------------------------------------------------------- key rotation
+
+
+def rotation_for(tls_cert: Path) -> tuple[Path, str] | None:
+    """A certificate renewal's new WireGuard key when this node is on a mesh (mesh.toml beside its
+    certificate): the configuration's path and the new private key; None off the mesh."""
+    path = tls_cert.with_name(CONFIG_NAME)
+    return (path, new_private_key()) if path.is_file() else None
+
+
+def apply_rotation(path: Path, private_key: str) -> None:
+    """The orchestrator took the new key: store it (atomically, 0600) and present it from now on.
+
+    The hub swaps the node's key within its next pass; a call in flight meanwhile may fail once."""
+    config = load(path)
+    write_atomically(config.private_key_file, (private_key + "\n").encode("ascii"), 0o600)
+    interface = Interface(config.interface)
+    since = int(time.time())
+    interface.configure(private_key)
+    # The hub takes the new key on its next pass (every second): until then the handshake this
+    # started is refused, and WireGuard would wait 5 s to try again. Try again sooner.
+    deadline = time.monotonic() + ROTATION_WAIT
+    while time.monotonic() < deadline:
+        time.sleep(ROTATION_RETRY)
+        state = interface.peers().get(config.hub_public_key)
+        if state is not None and state.latest_handshake >= since:
+            return
+        interface.configure(private_key)  # a new key set: a new handshake now
