@@ -22,7 +22,7 @@ from devstack.world import AGENT_PORT, World
 from tests import addresses
 from tests.conftest import world_config
 from tests.support import GraphQL
-from tests.vmkit import LIST, create, ok
+from tests.vmkit import LIST, create, fake_vms, ok
 
 ZONE = "zone-a"
 NODES = ("pve1", "pve2", "pve3")
@@ -95,3 +95,34 @@ def test_the_orchestrator_lists_and_creates_vms_on_every_node_over_the_mesh(
     hosts = {vm["node"]["name"]: vm["node"]["host"] for vm in listed.data["virtualMachines"]["edges"]}
     for node in NODES:
         assert hosts[f"mesh-{node}"] == node
+
+
+def test_a_cut_node_is_unavailable_naming_it_while_the_others_answer_and_its_vms_are_untouched(
+    meshed: World, api: GraphQL
+) -> None:
+    assert meshed.mesh is not None
+    net = meshed.mesh.topology
+    query = "query ($z: String) { hosts(zone: $z) { id agentVersion } }"
+    on_pve2 = {vmid: vm for vmid, vm in fake_vms(meshed, ZONE).items() if vm["node"] == "pve2"}
+    assert on_pve2
+    net.cut(meshed.mesh.index[(ZONE, "pve2")])
+    try:
+        started = time.monotonic()
+        answer = api(query, user="admin", variables={"z": ZONE})
+        assert time.monotonic() - started < 6  # the agent's and the zone's deadlines, not a hang
+        versions = {h["id"]: h["agentVersion"] for h in answer.data["hosts"]}
+        assert versions[f"{ZONE}/pve2"] is None
+        assert versions[f"{ZONE}/pve1"]
+        assert versions[f"{ZONE}/pve3"]
+        assert answer.codes == ["UNAVAILABLE"]
+        assert "pve2" in answer.errors[0]["message"]
+        listed = api(LIST, user="admin", variables={"filter": {"zone": ZONE}})
+        assert listed.errors == []  # the zone answers through its other nodes
+    finally:
+        net.restore()
+    after = {vmid: vm for vmid, vm in fake_vms(meshed, ZONE).items() if vm["node"] == "pve2"}
+    assert after == on_pve2  # the node's VMs never noticed
+    deadline = time.monotonic() + 20
+    while api(query, user="admin", variables={"z": ZONE}).codes:
+        assert time.monotonic() < deadline, "pve2 did not answer again after its path was restored"
+        time.sleep(0.5)
