@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +18,14 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
+from agentclient import host_identity
+from agentclient.enrollment import JOIN_PATH
+from devstack import seed
 from devstack.meshnet import mesh_possible
 from devstack.world import AGENT_PORT, World
 from tests import addresses
 from tests.conftest import world_config
+from tests.enrollkit import core, csr, host_spec, join_token, post
 from tests.support import GraphQL
 from tests.vmkit import LIST, create, fake_vms, ok
 
@@ -126,3 +131,27 @@ def test_a_cut_node_is_unavailable_naming_it_while_the_others_answer_and_its_vms
     while api(query, user="admin", variables={"z": ZONE}).codes:
         assert time.monotonic() < deadline, "pve2 did not answer again after its path was restored"
         time.sleep(0.5)
+
+
+def test_a_join_with_a_missing_malformed_or_reused_mesh_key_is_refused_naming_it(
+    meshed: World, api: GraphQL
+) -> None:
+    token = join_token(api, ZONE, "pve9")
+    request = csr(host_identity(ZONE, "pve9"))
+    peers = core(meshed).list_namespaced_config_map(
+        seed.NAMESPACE, label_selector="flexplane.io/kind=meshpeer"
+    )
+    taken = json.loads((peers.items[0].data or {})["spec"])
+    body = {"token": token, "csr": request, "endpoint": "10.9.9.9:7443"}
+    for key, says in (
+        (None, "update flexplane-agent"),
+        ("not a key", "not 32 bytes of base64"),
+        (taken["publicKey"], f"already {taken['zone']}/{taken['node']}'s"),
+    ):
+        answer = post(meshed, JOIN_PATH, body if key is None else {**body, "mesh_public_key": key})
+        assert answer.status_code == 400, answer.text
+        error = answer.json()["error"]
+        assert error["field"] == "mesh_public_key"
+        assert says in error["message"]
+    # Nothing was written: the token still works (and the node is not made a host here).
+    assert host_spec(meshed, ZONE, "pve9") is None
