@@ -27,7 +27,7 @@ from agent.mesh import apply_rotation, config_beside, settings_values
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from agentclient.errors import AgentDeadlineExceeded, AgentError, AgentUnavailable
 from agentclient.wireguard import Interface, Peer, new_private_key, public_key
-from devstack.meshnet import Topology, in_ns, topology
+from devstack.meshnet import Topology, in_ns, run, topology
 from devstack.net import free_port
 from devstack.processes import Process, spawn, wait_for_line
 from devstack.world import AGENT_PORT, World
@@ -223,6 +223,13 @@ def test_the_orchestrator_reaches_every_node_over_the_mesh_and_none_directly(mes
         assert "connected" not in net.connect(None, net.node_direct(n), AGENT_PORT)
     assert "connected" not in net.connect(net.hub, net.node_direct(3), AGENT_PORT)
     assert "ConnectionRefused" in net.connect(net.node(1), net.node_direct(1), AGENT_PORT)
+    # The node's own view: `flexplane-agent mesh status`.
+    n3 = meshed_world.nodes[3]
+    status = run(
+        in_ns(n3.ns, sys.executable, "-m", "agent", "mesh", "status", "--mesh-config", str(n3.mesh_config))
+    )
+    assert f"{n3.address}/24 via {net.hub_public}:{HUB_PORT}, last handshake" in status.stdout
+    assert "never" not in status.stdout
 
 
 def test_the_hosts_query_shows_each_nodes_mesh_address_and_last_handshake(
