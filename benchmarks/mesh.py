@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--vms", type=int, default=500, help="VMs per zone")
     parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--subnet", type=int, default=44)
+    parser.add_argument("--subnet", type=int, default=45)
     args = parser.parse_args(argv)
     if os.geteuid() != 0 or not shutil.which("wireguard-go") or not shutil.which("wg"):
         print(

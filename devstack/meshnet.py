@@ -4,7 +4,7 @@ devstack's, removed whole afterwards.
 ::
 
     this process (the orchestrator's side)
-        | veth 10.<s>.250.1/30 - .2           route: the mesh range via the hub; 10.<s>/16 unreachable
+        | veth 10.<s>.250.1/30 - .2           route: the mesh range via the hub; the nodes' links unreachable
     hub: the mesh's hub (WireGuard, UDP), the "internet" router, its public address 10.<s>.0.1
         | 10.<s>.1.0/30     | 10.<s>.2.0/30     | 10.<s>.200.0/30 (WAN)
        n1                  n2                 router: masquerades outbound, drops every inbound
@@ -78,10 +78,6 @@ class Topology:
         return f"10.{self.octet}.{third}.{fourth}"
 
     @property
-    def supernet(self) -> str:
-        return f"10.{self.octet}.0.0/16"
-
-    @property
     def mesh_range(self) -> str:
         return f"10.{self.octet}.100.0/24"
 
@@ -133,7 +129,13 @@ class Topology:
             run(in_ns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"))
         # This process reaches the mesh through the hub, and nothing else of the test's addresses.
         self.veth(None, self.link("ma"), self.ip(250, 1), hub, self.link("mb"), self.ip(250, 2))
-        for route in (["unreachable", self.supernet], [self.mesh_range, "via", self.ip(250, 2)]):
+        # Only what it needs here: the mesh range through the hub; the nodes' own links (and the
+        # router's) unreachable, so that a try fails at once and never leaves for the default route.
+        links = [n for n in range(1, self.nodes + 1)] + ([WAN] if self.behind_nat else [])
+        for route in [
+            [self.mesh_range, "via", self.ip(250, 2)],
+            *(["unreachable", f"{self.ip(third, 0)}/30"] for third in links),
+        ]:
             run(["ip", "route", "add", *route])
             self.routes.append(route)
         # The hub speaks from its public address, as a hub behind one public IP does: a restarted hub
