@@ -49,7 +49,13 @@ VENV = INSTALL / "venv"
 PYTHONS = (("12 (bookworm)", "3.11"), ("13 (trixie)", "3.13"))
 # Wheels built for these glibc baselines run on Debian 12's glibc 2.36 and later.
 PLATFORMS = ("manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_28_x86_64", "linux_x86_64")
-DEPENDS = "python3 (>= 3.11~), python3 (<< 3.14~), libc6 (>= 2.28), libgcc-s1, libstdc++6, ca-certificates"
+# The mesh (agent.mesh, agentclient.wireguard) runs wg and ip; Proxmox's kernel has WireGuard itself,
+# wireguard-go is its userspace stand-in elsewhere.
+DEPENDS = (
+    "python3 (>= 3.11~), python3 (<< 3.14~), libc6 (>= 2.28), libgcc-s1, libstdc++6, ca-certificates, "
+    "wireguard-tools, iproute2"
+)
+SUGGESTS = "wireguard-go"
 MAINTAINER = "flex.plane maintainers <maintainers@flexplane.invalid>"
 DESCRIPTION = """\
 flex.plane agent of a Proxmox VE node
@@ -183,7 +189,8 @@ def add_control(stage: Path, version: str) -> None:
     size_kib = sum(p.lstat().st_size for p in stage.rglob("*") if not p.is_dir()) // 1024 + 1
     (control_dir / "control").write_text(
         f"Package: {PACKAGE}\nVersion: {version}\nArchitecture: {ARCH}\nMaintainer: {MAINTAINER}\n"
-        f"Installed-Size: {size_kib}\nDepends: {DEPENDS}\nSection: admin\nPriority: optional\n"
+        f"Installed-Size: {size_kib}\nDepends: {DEPENDS}\nSuggests: {SUGGESTS}\n"
+        "Section: admin\nPriority: optional\n"
         f"Description: {DESCRIPTION}\n",
         encoding="utf-8",
     )
