@@ -70,7 +70,8 @@ def seed_vms(
     extra_tags: str = "",
 ) -> None:
     """``per_zone`` VMs in each zone, spread over its nodes and round-robin over ``vdcs``, each of
-    ``size`` (vCPUs, MiB of memory, GiB of disk), tagged with their VDC and ``extra_tags``."""
+    ``size`` (vCPUs, MiB of memory, GiB of disk) with a NIC and its address, tagged with their VDC
+    and ``extra_tags``."""
     cores, memory, disk_gb = size
     for zone in world.fakes.zones:
         fake = world.fakes[zone]
@@ -89,6 +90,10 @@ def seed_vms(
                         "memory": memory,
                         "tags": f"fp-vdc-{vdc}{extra_tags}",
                         "scsi0": f"local-lvm:vm-{vmid}-disk-0,size={disk_gb}G",
+                        # A NIC on its VDC's network, as every VM has one: a listing never reads it.
+                        "net0": f"virtio=BC:24:11:{i >> 16 & 255:02X}:{i >> 8 & 255:02X}:{i & 255:02X},"
+                        "bridge=vmbr0,firewall=1",
+                        "ipconfig0": f"ip=10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}/8,gw=10.0.0.1",
                     },
                     pool=f"fp-{vdc}",
                 )

@@ -24,7 +24,10 @@ from fakepve import FakePve, PveError, TaskError
 from fakepve.certs import make_cert
 from fakepve.qemu import drives_of, is_cdrom, volume_ref
 
+from devstack.fakeconsole import ConsoleScreen
 from devstack.fakesdn import FakeSdn, SdnApi
+from devstack.fakesnapshots import SnapshotRules
+from devstack.fakeusage import UsageRrd
 
 T = TypeVar("T")
 PVE_PORT = 8006
@@ -163,11 +166,15 @@ _UPID = re.compile(
 )
 
 
+# What Proxmox changes in a running VM's config at once rather than as pending.
+_HOTPLUGGED = re.compile(r"(?:net|ipconfig)[0-9]+|nameserver|searchdomain")
+
+
 class _NoTaskFile(Exception):
     """A well-formed UPID of no task this node ran."""
 
 
-class HarnessPve(SdnApi, FakePve):
+class HarnessPve(SdnApi, SnapshotRules, UsageRrd, ConsoleScreen, FakePve):
     """fakepve with the gaps this project meets closed: a QEMU disk resize that really resizes, a
     migration that really moves the guest (below), SDN zones, VNets and subnets that are kept
     (``devstack.fakesdn``, in ``pve.sdn``); and the ``traffic`` each node's address receives.
@@ -246,6 +253,36 @@ class HarnessPve(SdnApi, FakePve):
     def _qm_new_drive(self, vmid: Any, key: str, value: str, default: Any) -> tuple[str, list[str]]:
         config, volumes = super()._qm_new_drive(vmid, key, value, default)
         return ",".join(p for p in str(config).split(",") if not p.startswith("import-from=")), volumes
+
+    # Proxmox answers a guest's config with its pending changes applied unless ``current=1`` is asked,
+    # hot-plugs a NIC into a running VM (its default ``hotplug`` includes network) and keeps cloud-init's
+    # options in the config at once (the guest reads them at its next boot); fakepve answers the current
+    # config only, and holds every change to a running VM as pending.
+
+    async def _config_get(self, request: web.Request) -> web.StreamResponse:
+        if request.query.get("current") in ("1", "true"):
+            response: web.StreamResponse = await super()._config_get(request)
+            return response
+        vm = self._vm(request, "VM.Audit")
+        config = {**vm.config, **{k: v for k, v in vm.pending.items() if v is not None}}
+        for key, value in vm.pending.items():
+            if value is None:
+                config.pop(key, None)
+        if "memory" in config:
+            config["memory"] = str(config["memory"])
+        config["digest"] = vm.digest()
+        return web.json_response({"data": config})
+
+    async def _config_put(self, request: web.Request) -> web.StreamResponse:
+        response: web.StreamResponse = await super()._config_put(request)
+        vm = self.find(request.match_info["node"], int(request.match_info["vmid"]))
+        for key in [k for k in vm.pending if _HOTPLUGGED.fullmatch(k)]:
+            value = vm.pending.pop(key)
+            if value is None:
+                vm.config.pop(key, None)
+            else:
+                vm.config[key] = value
+        return response
 
     def _routes_qemu_resize(self) -> list[tuple[str, str, Any]]:
         return [("PUT", "/nodes/{node}/qemu/{vmid}/resize", self._qemu_resize)]

@@ -26,6 +26,7 @@ class VdcResources(graphene.ObjectType):
     memory_mib = graphene.Int(required=True, description="Memory, MiB.")
     disk_gb = graphene.Int(required=True, description="Disk, GiB.")
     vms = graphene.Int(required=True, description="Number of VMs.")
+    networks = graphene.Int(required=True, description="Number of networks (the default ones included).")
 
 
 class Vdc(graphene.ObjectType):
@@ -49,6 +50,9 @@ class Vdc(graphene.ObjectType):
         graphene.NonNull(graphene.String), required=True, description="Allowed images (none if empty)."
     )
     quota = graphene.Field(VdcResources, required=True, description="The most its VMs may use together.")
+    snapshots_per_vm = graphene.Int(
+        required=True, description="The most snapshots each of its VMs may have (quota.snapshotsPerVm)."
+    )
     usage = graphene.Field(
         VdcResources,
         required=True,
@@ -59,6 +63,10 @@ class Vdc(graphene.ObjectType):
     @staticmethod
     def resolve_quota(vdc: VdcModel, info: graphene.ResolveInfo) -> UsageModel:
         return vdc.quota
+
+    @staticmethod
+    def resolve_snapshots_per_vm(vdc: VdcModel, info: graphene.ResolveInfo) -> int:
+        return vdc.snapshots_per_vm
 
     @staticmethod
     @domain_errors
@@ -73,6 +81,8 @@ class VdcQuotaInput(graphene.InputObjectType):
     memory_mib = graphene.Int(description="MiB.")
     disk_gb = graphene.Int(description="GiB.")
     vms = graphene.Int()
+    networks = graphene.Int(description="Networks it may have, its default ones included (default 10).")
+    snapshots_per_vm = graphene.Int(description="Snapshots each VM may have (not a sum; default 10).")
 
 
 class VdcInput(graphene.InputObjectType):

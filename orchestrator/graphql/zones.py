@@ -26,6 +26,20 @@ def _zone(root: ZoneStatus | ZoneModel) -> ZoneModel:
     return root.zone if isinstance(root, ZoneStatus) else root
 
 
+class ZoneNetworkSettings(graphene.ObjectType):
+    """How a zone builds its tenant networks (Proxmox SDN)."""
+
+    type = graphene.String(required=True, description="vxlan (among its hosts) or vlan (on one bridge).")
+    bridge = graphene.String(required=True, description="The bridge VLANs ride on (vlan only).")
+    id_first = graphene.Int(required=True, description="The first VXLAN id or VLAN tag handed out.")
+    id_last = graphene.Int(required=True, description="The last VXLAN id or VLAN tag handed out.")
+    mtu = graphene.Int(required=True)
+    ranges = graphene.List(
+        graphene.NonNull(graphene.String), required=True, description="Ranges allowed besides RFC 1918."
+    )
+    dns = graphene.List(graphene.NonNull(graphene.String), required=True, description="Default resolvers.")
+
+
 class Zone(graphene.ObjectType):
     """A Proxmox cluster that VMs are placed in."""
 
@@ -33,6 +47,20 @@ class Zone(graphene.ObjectType):
     name = graphene.String(required=True)
     description = graphene.String(required=True)
     hosts = graphene.List(graphene.NonNull(Host), required=True)
+    network = graphene.Field(ZoneNetworkSettings, required=True)
+
+    @staticmethod
+    def resolve_network(root: ZoneStatus | ZoneModel, info: graphene.ResolveInfo) -> ZoneNetworkSettings:
+        zone = _zone(root)
+        return ZoneNetworkSettings(
+            type=zone.network_type,
+            bridge=zone.network_bridge,
+            id_first=zone.network_id_first,
+            id_last=zone.network_id_last,
+            mtu=zone.network_mtu,
+            ranges=zone.ranges,
+            dns=zone.dns_servers,
+        )
 
     @staticmethod
     def resolve_id(root: ZoneStatus | ZoneModel, info: graphene.ResolveInfo) -> str:
@@ -71,7 +99,7 @@ class CreateZone(ServiceMutation):
 class UpdateZone(ServiceMutation):
     class Meta:
         role, service, result, error = ADMIN, catalog.update_zone, "zone", ZoneError
-        description = "Change a zone's name or description."
+        description = "Change a zone's name, description or network settings (for networks made later)."
 
     class Arguments:
         id = graphene.ID(required=True)

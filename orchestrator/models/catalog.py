@@ -20,7 +20,17 @@ from typing import Any
 from django.db import models
 
 from agentclient.templates import IMAGE_NAME_MAX, IMAGE_NAME_RULE
-from orchestrator.models.zones import DEFAULT_CPU_OVERCOMMIT, DEFAULT_MEMORY_OVERCOMMIT
+from orchestrator.models.zones import (
+    DEFAULT_CPU_OVERCOMMIT,
+    DEFAULT_MEMORY_OVERCOMMIT,
+    DEFAULT_NETWORK_BRIDGE,
+    DEFAULT_NETWORK_ID_FIRST,
+    DEFAULT_NETWORK_ID_LAST,
+    DEFAULT_NETWORK_MTU,
+    DEFAULT_NETWORK_TYPE,
+    MAX_VXLAN_ID,
+    NETWORK_TYPES,
+)
 
 DEFAULT_CPU_TYPE = "x86-64-v2-AES"
 
@@ -230,6 +240,73 @@ ZONE_INPUTS = Kind(
             max_length=MAX_TITLE_LENGTH,
         ),
         _description(),
+        Input(
+            "network_type",
+            str,
+            "Tenant networks",
+            "How its tenant networks are built: VXLAN among its hosts, or VLANs on one bridge.",
+            required=False,
+            choices=NETWORK_TYPES,
+            default=DEFAULT_NETWORK_TYPE,
+        ),
+        Input(
+            "network_bridge",
+            str,
+            "VLAN bridge",
+            "The bridge tenant VLANs ride on (VLAN only), e.g. vmbr0.",
+            required=False,
+            max_length=15,
+            default=DEFAULT_NETWORK_BRIDGE,
+        ),
+        Input(
+            "network_id_first",
+            int,
+            "First network id",
+            "The first VXLAN id or VLAN tag flex.plane may hand out:",
+            required=False,
+            low=1,
+            high=MAX_VXLAN_ID,
+            default=DEFAULT_NETWORK_ID_FIRST,
+        ),
+        Input(
+            "network_id_last",
+            int,
+            "Last network id",
+            "The last VXLAN id or VLAN tag flex.plane may hand out (a VLAN tag is at most 4094):",
+            required=False,
+            low=1,
+            high=MAX_VXLAN_ID,
+            default=DEFAULT_NETWORK_ID_LAST,
+        ),
+        Input(
+            "network_mtu",
+            int,
+            "Network MTU",
+            "The MTU of tenant networks (VXLAN needs 50 bytes less than the hosts' links):",
+            required=False,
+            low=576,
+            high=9000,
+            default=DEFAULT_NETWORK_MTU,
+        ),
+        Input(
+            "network_ranges",
+            str,
+            "Other address ranges",
+            "IPv4 ranges tenants may use besides RFC 1918's, comma-separated CIDRs (empty: none).",
+            required=False,
+            max_length=1000,
+            default="",
+        ),
+        Input(
+            "network_dns",
+            str,
+            "DNS servers",
+            "The resolvers a new network gets unless its creator names others, comma-separated "
+            "IPv4 addresses (empty: none).",
+            required=False,
+            max_length=200,
+            default="",
+        ),
     ),
 )
 

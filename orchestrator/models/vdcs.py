@@ -17,6 +17,10 @@ from orchestrator.models.vms import VDC_TAG_PREFIX, requested_in
 from orchestrator.sources.proxmox import Guest
 
 POOL_PREFIX = "fp-"
+# The networks a VDC may have when its quota does not say (``quota.networks``).
+DEFAULT_NETWORKS_QUOTA = 10
+# How many snapshots each VM of a VDC may have when its quota does not say (``quota.snapshotsPerVm``).
+DEFAULT_SNAPSHOTS_PER_VM = 10
 _MIB = 1024**2
 _GIB = 1024**3
 
@@ -34,6 +38,7 @@ class Usage:
     memory_mib: int = 0
     disk_gb: int = 0
     vms: int = 0
+    networks: int = 0
 
     # (attribute, how a message names it, unit)
     RESOURCES = (
@@ -41,6 +46,7 @@ class Usage:
         ("memory_mib", "memory", " MiB"),
         ("disk_gb", "disk", " GiB"),
         ("vms", "VMs", ""),
+        ("networks", "networks", ""),
     )
 
     def __add__(self, other: Usage) -> Usage:
@@ -71,10 +77,17 @@ class Usage:
             memory_mib=int(spec.get("memoryMib") or 0),
             disk_gb=int(spec.get("diskGb") or 0),
             vms=int(spec.get("vms") or 0),
+            networks=int(spec.get("networks") or 0),
         )
 
     def to_spec(self) -> dict[str, int]:
-        return {"vcpus": self.vcpus, "memoryMib": self.memory_mib, "diskGb": self.disk_gb, "vms": self.vms}
+        return {
+            "vcpus": self.vcpus,
+            "memoryMib": self.memory_mib,
+            "diskGb": self.disk_gb,
+            "vms": self.vms,
+            "networks": self.networks,
+        }
 
 
 class Vdc(models.Model):
@@ -94,6 +107,9 @@ class Vdc(models.Model):
     quota_memory_mib = models.PositiveIntegerField()
     quota_disk_gb = models.PositiveIntegerField()
     quota_vms = models.PositiveIntegerField()
+    quota_networks = models.PositiveIntegerField(default=DEFAULT_NETWORKS_QUOTA)
+    # Not a sum over the VDC like the four above: the most snapshots any one of its VMs may have.
+    quota_snapshots_per_vm = models.PositiveIntegerField(default=DEFAULT_SNAPSHOTS_PER_VM)
 
     class Meta:
         managed = False
@@ -103,7 +119,9 @@ class Vdc(models.Model):
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Vdc:
-        quota = Usage.from_spec(spec.get("quota") or {})
+        quota_spec = spec.get("quota") or {}
+        quota = Usage.from_spec(quota_spec)
+        snapshots = (spec.get("quota") or {}).get("snapshotsPerVm")
         return cls(
             id=str(spec["id"]),
             name=str(spec.get("name") or spec["id"]),
@@ -116,6 +134,9 @@ class Vdc(models.Model):
             quota_memory_mib=quota.memory_mib,
             quota_disk_gb=quota.disk_gb,
             quota_vms=quota.vms,
+            # A VDC stored before networks had a quota may have a few (its default ones among them).
+            quota_networks=quota.networks if "networks" in quota_spec else DEFAULT_NETWORKS_QUOTA,
+            quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else int(snapshots),
         )
 
     def to_spec(self) -> dict[str, Any]:
@@ -127,7 +148,7 @@ class Vdc(models.Model):
             "computeProfiles": list(self.compute_profiles),
             "storageProfiles": list(self.storage_profiles),
             "images": list(self.images),
-            "quota": self.quota.to_spec(),
+            "quota": {**self.quota.to_spec(), "snapshotsPerVm": self.quota_snapshots_per_vm},
         }
 
     @property
@@ -137,7 +158,12 @@ class Vdc(models.Model):
             memory_mib=self.quota_memory_mib,
             disk_gb=self.quota_disk_gb,
             vms=self.quota_vms,
+            networks=self.quota_networks,
         )
+
+    @property
+    def snapshots_per_vm(self) -> int:
+        return int(self.quota_snapshots_per_vm)
 
     @property
     def pool(self) -> str:

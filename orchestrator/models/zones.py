@@ -12,6 +12,17 @@ from agentclient import AgentTarget, host_identity
 DEFAULT_MEMORY_OVERCOMMIT = 1.0
 DEFAULT_CPU_OVERCOMMIT = 4.0
 
+# How a zone builds tenant networks when its entry says nothing (zones made before networks existed):
+# VXLAN among its nodes, ids 1000 to 4000 (valid VLAN tags too), and room for VXLAN's 50 bytes in 1500.
+NETWORK_TYPES = ("vxlan", "vlan")
+DEFAULT_NETWORK_TYPE = "vxlan"
+DEFAULT_NETWORK_BRIDGE = "vmbr0"
+DEFAULT_NETWORK_ID_FIRST = 1000
+DEFAULT_NETWORK_ID_LAST = 4000
+DEFAULT_NETWORK_MTU = 1450
+MAX_VXLAN_ID = 16_777_215
+MAX_VLAN_TAG = 4094
+
 
 class Zone(models.Model):
     """A Proxmox cluster that VMs can be placed in."""
@@ -19,6 +30,17 @@ class Zone(models.Model):
     id = models.CharField(primary_key=True, max_length=63)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="")
+    # How its tenant networks are built: a Proxmox SDN zone of this type (VXLAN among the zone's nodes,
+    # or VLANs on ``network_bridge``), VNets numbered from the id range, with this MTU; tenants may use
+    # RFC 1918 addresses and ``network_ranges``; ``network_dns`` are a new network's default resolvers.
+    network_type = models.CharField(max_length=8, default=DEFAULT_NETWORK_TYPE)
+    network_bridge = models.CharField(max_length=15, default=DEFAULT_NETWORK_BRIDGE)
+    network_id_first = models.PositiveIntegerField(default=DEFAULT_NETWORK_ID_FIRST)
+    network_id_last = models.PositiveIntegerField(default=DEFAULT_NETWORK_ID_LAST)
+    network_mtu = models.PositiveIntegerField(default=DEFAULT_NETWORK_MTU)
+    # Comma-separated, as the form and the API take them (``ranges``, ``dns_servers``: as lists).
+    network_ranges = models.CharField(max_length=1000, default="")
+    network_dns = models.CharField(max_length=200, default="")
 
     class Meta:
         managed = False
@@ -29,12 +51,49 @@ class Zone(models.Model):
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Zone:
         ident = str(spec["id"])
+        network = spec.get("network") or {}
         return cls(
-            id=ident, name=str(spec.get("name") or ident), description=str(spec.get("description") or "")
+            id=ident,
+            name=str(spec.get("name") or ident),
+            description=str(spec.get("description") or ""),
+            network_type=str(network.get("type") or DEFAULT_NETWORK_TYPE),
+            network_bridge=str(network.get("bridge") or DEFAULT_NETWORK_BRIDGE),
+            network_id_first=int(network.get("idFirst") or DEFAULT_NETWORK_ID_FIRST),
+            network_id_last=int(network.get("idLast") or DEFAULT_NETWORK_ID_LAST),
+            network_mtu=int(network.get("mtu") or DEFAULT_NETWORK_MTU),
+            network_ranges=", ".join(str(r) for r in network.get("ranges") or []),
+            network_dns=", ".join(str(a) for a in network.get("dns") or []),
         )
 
+    @property
+    def ranges(self) -> list[str]:
+        """The address ranges tenants may use besides RFC 1918's."""
+        return _items(self.network_ranges)
+
+    @property
+    def dns_servers(self) -> list[str]:
+        """A new network's default resolvers."""
+        return _items(self.network_dns)
+
     def to_spec(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "description": self.description}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "network": {
+                "type": self.network_type,
+                "bridge": self.network_bridge,
+                "idFirst": self.network_id_first,
+                "idLast": self.network_id_last,
+                "mtu": self.network_mtu,
+                "ranges": self.ranges,
+                "dns": self.dns_servers,
+            },
+        }
+
+
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def host_ident(zone: str, node: str) -> str:

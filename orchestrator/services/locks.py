@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from orchestrator import metrics
 from orchestrator.errors import Conflict, FlexPlaneError
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import KubeSource, Lease, kube
@@ -29,6 +30,7 @@ from orchestrator.sources.kube import KubeSource, Lease, kube
 logger = logging.getLogger(__name__)
 
 LEASE_PREFIX = "fp-lock-vdc-"
+SDN_LEASE_PREFIX = "fp-lock-sdn-"
 DEFAULT_TTL = 30.0
 DEFAULT_WAIT = 10.0
 _FIRST_BACKOFF = 0.02
@@ -112,6 +114,7 @@ def _renew(source: KubeSource, held: HeldLock) -> None:
                 held.lease = current  # our own write went through before the answer was lost
             else:
                 held.lost = True
+                metrics.LOCKS_LOST.inc()
                 logger.warning("lock %s: lost to %s", held.name, current.holder if current else "nobody")
 
 
@@ -154,12 +157,46 @@ def vdc_lock(
     ``holder`` says who holds it (default: the caller's subject); a random suffix makes each call
     its own holder, so that two requests of one caller exclude each other too.
     """
+    with lock(ctx_or_kube, lease_name(vdc_id), f"VDC {vdc_id}", holder, ttl, wait) as held:
+        yield held
+
+
+def sdn_lease_name(zone: str) -> str:
+    return f"{SDN_LEASE_PREFIX}{zone}"
+
+
+@contextmanager
+def sdn_lock(
+    ctx_or_kube: Context | KubeSource, zone: str, ttl: float = DEFAULT_TTL, wait: float = DEFAULT_WAIT
+) -> Iterator[HeldLock]:
+    """Hold zone ``zone``'s SDN lock: what hands out its VNet ids and tags, and applies its SDN, holds
+    it (taken after a VDC's lock when both are, never before)."""
+    with lock(ctx_or_kube, sdn_lease_name(zone), f"the networks of zone {zone}", None, ttl, wait) as held:
+        yield held
+
+
+@contextmanager
+def lock(
+    ctx_or_kube: Context | KubeSource,
+    name: str,
+    what: str,
+    holder: str | None = None,
+    ttl: float = DEFAULT_TTL,
+    wait: float = DEFAULT_WAIT,
+) -> Iterator[HeldLock]:
+    """Hold the lease ``name`` for the ``with`` block; after ``wait``: ``Conflict`` "<what> is busy"."""
     source = ctx_or_kube if isinstance(ctx_or_kube, KubeSource) else kube()
     who = holder or (ctx_or_kube.principal.subject if isinstance(ctx_or_kube, Context) else "flexplane")
-    name = lease_name(vdc_id)
     identity = f"{who}/{secrets.token_hex(6)}"
     seconds = max(1, round(ttl))
-    lease = _acquire(source, name, identity, seconds, wait, f"VDC {vdc_id}")
+    kind = name.removeprefix("fp-lock-").partition("-")[0]  # vdc, sdn: a label of few values
+    started = time.monotonic()
+    try:
+        lease = _acquire(source, name, identity, seconds, wait, what)
+    except Conflict:
+        metrics.LOCK_WAIT.labels(kind, "busy").observe(time.monotonic() - started)
+        raise
+    metrics.LOCK_WAIT.labels(kind, "acquired").observe(time.monotonic() - started)
     held = HeldLock(name=name, holder=identity, ttl=float(seconds), lease=lease)
     stop = threading.Event()
     renewer = threading.Thread(

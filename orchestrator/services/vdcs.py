@@ -18,8 +18,9 @@ deleted, nor a zone taken from it, while a create in it checks its quota.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.errors import (
@@ -33,8 +34,10 @@ from orchestrator.errors import (
     ValidationFailed,
 )
 from orchestrator.models import Usage, Vdc
+from orchestrator.models.networks import Network
+from orchestrator.models.vdcs import DEFAULT_NETWORKS_QUOTA, DEFAULT_SNAPSHOTS_PER_VM
 from orchestrator.models.vms import vdc_in
-from orchestrator.services import access, catalog, inventory, locks
+from orchestrator.services import access, catalog, inventory, locks, networks
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import kube
 from orchestrator.sources.proxmox import Guest, ZoneApi, ZoneTargets, proxmox
@@ -42,11 +45,17 @@ from orchestrator.sources.proxmox import Guest, ZoneApi, ZoneTargets, proxmox
 logger = logging.getLogger(__name__)
 
 FIELDS = ("id", "name", "description", "zones", "compute_profiles", "storage_profiles", "images", "quota")
-QUOTA_FIELDS = ("vcpus", "memory_mib", "disk_gb", "vms")
+QUOTA_FIELDS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks")
 # GraphQL's Int is 32 bits: no quota beyond what the API can carry.
 _INT_MAX = 2**31 - 1
-_QUOTA_LIMITS = {"vcpus": 1_000_000, "memory_mib": _INT_MAX, "disk_gb": _INT_MAX, "vms": 1_000_000}
-_QUOTA_UNITS = {"vcpus": "", "memory_mib": " MiB", "disk_gb": " GiB", "vms": ""}
+_QUOTA_LIMITS = {
+    "vcpus": 1_000_000,
+    "memory_mib": _INT_MAX,
+    "disk_gb": _INT_MAX,
+    "vms": 1_000_000,
+    "networks": 10_000,
+}
+_QUOTA_UNITS = {"vcpus": "", "memory_mib": " MiB", "disk_gb": " GiB", "vms": "", "networks": ""}
 
 # vdc id -> zone -> what its VMs there use
 Tally = dict[str, dict[str, Usage]]
@@ -158,16 +167,20 @@ def _total(per_zone: Mapping[str, Usage]) -> Usage:
 
 
 def usage(ctx: Context, vdc_id: str) -> Usage:
-    """What the VDC's VMs use now (partial when a zone does not answer: that zone is on ``ctx``)."""
-    get_vdc(ctx, vdc_id)
-    return _total(_shown(ctx, frozenset({vdc_id})).get(vdc_id, {}))
+    """What the VDC's VMs and networks use now (partial when a zone does not answer: that zone is on
+    ``ctx``); its networks cost one SDN read per zone."""
+    vdc = get_vdc(ctx, vdc_id)
+    vms = _total(_shown(ctx, frozenset({vdc_id})).get(vdc_id, {}))
+    return replace(vms, networks=len(networks.vdc_networks(ctx, vdc)))
 
 
 def list_vdcs(ctx: Context) -> list[VdcUsage]:
-    """The VDCs the caller may see, each with its live usage (one Proxmox call per zone in all)."""
+    """The VDCs the caller may see, each with its live usage (one Proxmox call per zone in all, and one
+    SDN read per zone for their networks)."""
     vdcs = visible_vdcs(ctx)
     tally = _shown(ctx, frozenset(vdc.id for vdc in vdcs)) if vdcs else {}
-    return [VdcUsage(vdc, _total(tally.get(vdc.id, {}))) for vdc in vdcs]
+    nets = Counter(n.vdc for n in networks.list_networks(ctx)) if vdcs else Counter[str]()
+    return [VdcUsage(vdc, replace(_total(tally.get(vdc.id, {})), networks=nets[vdc.id])) for vdc in vdcs]
 
 
 def fresh_usage(ctx: Context, vdc_id: str) -> Usage:
@@ -250,7 +263,11 @@ def _validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vd
         ctx, f, "images", catalog.IMAGE, catalog.is_name, "image", before.images if before else []
     )
     quota = f.nested("quota")
-    limits = {q: quota.integer(q, 0, _QUOTA_LIMITS[q], _QUOTA_UNITS[q]) for q in QUOTA_FIELDS}
+    # The networks quota is optional: without, a VDC has the default (room for its default networks).
+    required = [q for q in QUOTA_FIELDS if q != "networks"]
+    limits = {q: quota.integer(q, 0, _QUOTA_LIMITS[q], _QUOTA_UNITS[q]) for q in required}
+    network_quota = quota.optional_integer("networks", 0, _QUOTA_LIMITS["networks"])
+    snapshots = quota.optional_integer("snapshots_per_vm", 0, 1000)
     return Vdc(
         id=ident,
         name=f.title("name", ident),
@@ -263,6 +280,8 @@ def _validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vd
         quota_memory_mib=limits["memory_mib"],
         quota_disk_gb=limits["disk_gb"],
         quota_vms=limits["vms"],
+        quota_networks=DEFAULT_NETWORKS_QUOTA if network_quota is None else network_quota,
+        quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else snapshots,
     )
 
 
@@ -276,7 +295,7 @@ def _values(vdc: Vdc) -> dict[str, Any]:
         "compute_profiles": list(vdc.compute_profiles),
         "storage_profiles": list(vdc.storage_profiles),
         "images": list(vdc.images),
-        "quota": {q: getattr(quota, q) for q in QUOTA_FIELDS},
+        "quota": {q: getattr(quota, q) for q in QUOTA_FIELDS} | {"snapshots_per_vm": vdc.snapshots_per_vm},
     }
 
 
@@ -366,6 +385,24 @@ def _restore_pools(ctx: Context, vdc: Vdc, zones: list[str]) -> None:
         logger.warning("VDC pools: could not restore %s: %s", vdc.pool, exc.message)
 
 
+def _remove_networks(ctx: Context, vdc: Vdc, made: list[Network]) -> None:
+    """Best effort: delete networks just made for a VDC that was not stored after all."""
+    try:
+        networks.remove(ctx, vdc, made)
+    except FlexPlaneError as exc:
+        logger.warning("VDC %s: networks %s left behind: %s", vdc.id, [n.vnet for n in made], exc.message)
+
+
+def _remove_zone_networks(ctx: Context, vdc: Vdc, zones: list[str]) -> None:
+    """Best effort: delete the VDC's networks in zones it left (its VMs there are gone)."""
+    if not zones:
+        return
+    try:
+        networks.delete_vdc_networks(ctx, vdc, zones)
+    except FlexPlaneError as exc:
+        logger.warning("VDC %s: networks in zone(s) %s left behind: %s", vdc.id, zones, exc.message)
+
+
 def _vms_by_zone(tally: Tally, vdc_id: str) -> dict[str, int]:
     return {zone: u.vms for zone, u in tally.get(vdc_id, {}).items() if u.vms}
 
@@ -374,9 +411,9 @@ def _vms_by_zone(tally: Tally, vdc_id: str) -> dict[str, int]:
 
 
 def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
-    """Create a VDC and its Proxmox pool ``fp-<id>`` in each of its zones (ADMIN).
+    """Create a VDC, its Proxmox pool ``fp-<id>`` and its default network in each of its zones (ADMIN).
 
-    All pools, or nothing: if a zone fails, the pools made so far are removed and no VDC is stored.
+    All of them, or nothing: if a zone fails, what was made so far is removed and no VDC is stored.
     """
     access.require_admin(ctx)
     catalog.check_fields(data, FIELDS)
@@ -386,9 +423,16 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
             raise Conflict(f"VDC {vdc.id!r} already exists")
         created = _ensure_pools(ctx, vdc, vdc.zones)
         try:
+            made = networks.ensure_default_networks(ctx, vdc)
+        except FlexPlaneError:
+            _remove_pools(ctx, vdc.pool, created)
+            raise
+        try:
             entry = kube().create_catalog(catalog.VDC, vdc.id, vdc.to_spec())
         except (UpstreamFailure, Conflict):
-            _remove_pools(ctx, vdc.pool, created)  # surely not stored: take the pools back
+            # Surely not stored: take the pools and networks back.
+            _remove_networks(ctx, vdc, made)
+            _remove_pools(ctx, vdc.pool, created)
             raise
         # Unavailable: the ConfigMap may have been stored; its pools stay (a retry finds them).
     catalog.remember(ctx, entry)
@@ -432,11 +476,21 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
                 )
         created = _ensure_pools(ctx, vdc, added)
         try:
-            stored = kube().replace_catalog(catalog.VDC, vdc_id, vdc.to_spec(), entry.resource_version)
+            made = networks.ensure_default_networks(ctx, vdc, added)
+        except FlexPlaneError:
+            _remove_pools(ctx, vdc.pool, created)
+            raise
+        try:
+            # {**entry.spec, ...}: what the VDC's entry holds beside its definition (securityGroups) stays.
+            stored = kube().replace_catalog(
+                catalog.VDC, vdc_id, {**entry.spec, **vdc.to_spec()}, entry.resource_version
+            )
         except (UpstreamFailure, Conflict, NotFound):
+            _remove_networks(ctx, vdc, made)
             _remove_pools(ctx, vdc.pool, created)
             raise
         catalog.remember(ctx, stored)
+        _remove_zone_networks(ctx, before, removed)
         _remove_pools(ctx, vdc.pool, removed)
     return vdc
 
@@ -453,6 +507,13 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
         if vms:
             where = ", ".join(f"{n} in {zone}" for zone, n in sorted(vms.items()))
             raise Conflict(f"VDC {vdc_id!r} still has {sum(vms.values())} VM(s) ({where}): delete them first")
+        try:
+            networks.delete_vdc_networks(ctx, vdc)
+        except FlexPlaneError as exc:
+            # Its default networks come back with its next VM, should the VDC be kept for good.
+            exc.message = f"{exc.message}; VDC {vdc_id!r} is kept: delete it again"
+            exc.args = (exc.message,)
+            raise
         targets = _targets(ctx)
         deleted: list[str] = []
         for zone in vdc.zones:

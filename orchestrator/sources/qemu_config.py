@@ -171,6 +171,7 @@ def render_drive(drive: Drive) -> str:
 # ------------------------------------------------------------------------------------------ network
 
 NET_KEY = re.compile(r"net([0-9]+)")
+MAX_NICS = 32
 NIC_MODELS = frozenset(
     {
         "e1000",
@@ -293,8 +294,19 @@ class QemuConfig:
     nets: tuple[tuple[int, NetDevice], ...] = ()
     ipconfigs: tuple[tuple[int, IpConfig], ...] = ()
     tags: tuple[str, ...] = ()
+    nameservers: tuple[str, ...] = ()
     # Every key the config has, drives and the rest (a free slot is one not among them).
     keys: frozenset[str] = field(default_factory=frozenset)
+
+    def ipconfig(self, index: int) -> IpConfig | None:
+        """The cloud-init addresses of NIC ``index`` (None: it has none)."""
+        return next((config for i, config in self.ipconfigs if i == index), None)
+
+    @property
+    def free_net_index(self) -> int | None:
+        """The lowest ``netN`` slot not taken (None: all of Proxmox's 32 are)."""
+        taken = {index for index, _net in self.nets}
+        return next((index for index in range(MAX_NICS) if index not in taken), None)
 
     @property
     def boot_disk(self) -> Drive | None:
@@ -359,6 +371,7 @@ def parse_config(config: Mapping[str, Any]) -> QemuConfig:
         nets=tuple(sorted(nets, key=lambda n: n[0])),
         ipconfigs=tuple(sorted(ipconfigs, key=lambda n: n[0])),
         tags=tuple(parse_tags(str(config.get("tags") or ""))),
+        nameservers=tuple(str(config.get("nameserver") or "").split()),
         keys=frozenset(config),
     )
 
@@ -378,6 +391,11 @@ class ConfigChange:
     cicustom: str | None = None
     drives: tuple[Drive, ...] = ()
     tags: tuple[str, ...] | None = None
+    nets: tuple[tuple[int, NetDevice], ...] = ()
+    # cloud-init's resolvers for the whole guest (Proxmox keeps one list, not one per NIC)
+    nameservers: tuple[str, ...] | None = None
+    # keys removed from the config (a detached NIC's ``netN`` and ``ipconfigN``)
+    delete: tuple[str, ...] = ()
 
     def render(self) -> dict[str, Any]:
         """The change as the config endpoint's parameters."""
@@ -403,4 +421,10 @@ class ConfigChange:
             params[drive.key] = render_drive(drive)
         if self.tags is not None:
             params["tags"] = render_tags(self.tags)
+        for index, net in self.nets:
+            params[f"net{index}"] = render_net(net)
+        if self.nameservers is not None:
+            params["nameserver"] = " ".join(self.nameservers)
+        if self.delete:
+            params["delete"] = ",".join(self.delete)
         return params

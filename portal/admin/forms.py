@@ -248,6 +248,12 @@ class VdcForm(AdminForm):
     quota_memory_mib = forms.IntegerField(label="Memory quota (MiB)", min_value=0)
     quota_disk_gb = forms.IntegerField(label="Disk quota (GiB)", min_value=0)
     quota_vms = forms.IntegerField(label="VM quota", min_value=0, help_text="How many VMs at most.")
+    quota_networks = forms.IntegerField(
+        label="Network quota",
+        min_value=0,
+        required=False,
+        help_text="How many networks at most, its default ones included (empty: 10).",
+    )
 
     # The allow-lists: checkboxes of the catalog's names.
     ALLOWED: ClassVar[tuple[str, ...]] = ("zones", "compute_profiles", "storage_profiles", "images")

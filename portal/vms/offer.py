@@ -95,6 +95,7 @@ def quota_lines(vdc: Vdc, used: Usage, asked: Usage) -> list[QuotaLine]:
             attr, label, unit.strip(), getattr(vdc.quota, attr), getattr(used, attr), getattr(asked, attr)
         )
         for attr, label, unit in Usage.RESOURCES
+        if attr in QUOTA_FIELDS  # what a VM uses (not the VDC's networks)
     ]
 
 

@@ -3,6 +3,8 @@ the rules between them, and how the generic create/update/delete build and store
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -18,7 +20,7 @@ from orchestrator.models.catalog import (
     ZONE_INPUTS,
     Kind,
 )
-from orchestrator.models.zones import host_ident
+from orchestrator.models.zones import MAX_VLAN_TAG, MAX_VXLAN_ID, host_ident
 from orchestrator.services.catalog.fields import (
     CPU_TYPE,
     STORAGE_ID,
@@ -33,6 +35,9 @@ from orchestrator.services.catalog.snapshot import ZONE, ZONE_LABEL, entries
 from orchestrator.services.context import Context
 
 M = TypeVar("M")
+
+# A Linux bridge's name as Proxmox allows it (vmbr0, vmbr100, br-tenant).
+BRIDGE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,14}")
 
 
 def _known_zone(ctx: Context, fields: Fields, field: str, zone_id: str) -> None:
@@ -135,10 +140,52 @@ def _image(ctx: Context, values: Mapping[str, Any]) -> Image:
     )
 
 
+def _addresses(f: Fields, field: str, parse: Callable[[str], Any], what: str) -> list[str]:
+    """A comma-separated list (or a list) of addresses or networks, each as ``parse`` normalises it."""
+    value = f.values.get(field)
+    items = value if isinstance(value, list) else str(value or "").split(",")
+    out: list[str] = []
+    for item in (str(i).strip() for i in items):
+        if not item:
+            continue
+        try:
+            parsed = str(parse(item))
+        except ValueError:
+            raise f.fail(field, f"{label(field)}: {item[:60]!r} is not {what}") from None
+        if parsed not in out:
+            out.append(parsed)
+    return out
+
+
 def _zone(ctx: Context, values: Mapping[str, Any]) -> Zone:
     f, d = Fields(values), ZONE_INPUTS
     ident = f.slug("id")
-    return Zone(id=ident, name=f.title("name", ident), description=_description(f, d))
+    network_type = f.declared(d["network_type"])
+    first, last = f.declared(d["network_id_first"]), f.declared(d["network_id_last"])
+    highest = MAX_VLAN_TAG if network_type == "vlan" else MAX_VXLAN_ID
+    if last > highest:
+        raise f.fail("network_id_last", f"networkIdLast: a {network_type} id is at most {highest}")
+    if first > last:
+        raise f.fail("network_id_first", "networkIdFirst must not be above networkIdLast")
+    bridge = f.declared(d["network_bridge"])
+    if not BRIDGE_NAME.fullmatch(bridge):
+        raise f.fail("network_bridge", f"networkBridge {bridge[:40]!r} is not a bridge name")
+    return Zone(
+        id=ident,
+        name=f.title("name", ident),
+        description=_description(f, d),
+        network_type=network_type,
+        network_bridge=bridge,
+        network_id_first=first,
+        network_id_last=last,
+        network_mtu=f.declared(d["network_mtu"]),
+        network_ranges=", ".join(
+            _addresses(
+                f, "network_ranges", lambda r: ipaddress.IPv4Network(r, strict=True), "an IPv4 network (CIDR)"
+            )
+        ),
+        network_dns=", ".join(_addresses(f, "network_dns", ipaddress.IPv4Address, "an IPv4 address")),
+    )
 
 
 def _host(ctx: Context, values: Mapping[str, Any]) -> Host:

@@ -18,7 +18,6 @@ import logging
 import secrets
 import string
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, Unavailable, ValidationFailed
 from orchestrator.models import Usage, Vdc, Zone
@@ -144,12 +143,6 @@ def _zone(ctx: Context, vdc: Vdc, zone_id: str | None) -> Zone:
     raise ValidationFailed("zone", f"VDC {vdc.id} may not use zone {zone_id!r}")
 
 
-@contextmanager
-def _vdc_locked(ctx: Context, vdc: Vdc) -> Iterator[None]:
-    with locks.vdc_lock(ctx, vdc.id):
-        yield
-
-
 def create_network(ctx: Context, spec: CreateNetwork) -> Network:
     """Create a network in the request's VDC (USER of it, or ADMIN), within its quota of networks.
 
@@ -158,7 +151,7 @@ def create_network(ctx: Context, spec: CreateNetwork) -> Network:
     vdc = _acting_vdc(ctx)
     zone = _zone(ctx, vdc, spec.zone)
     planned = validate(spec, zone)
-    with _vdc_locked(ctx, vdc):
+    with locks.vdc_lock(ctx, vdc.id):
         existing = fresh_networks(ctx, vdc)
         for network in existing:
             if network.zone == zone.id and network.name == planned.name:
@@ -285,7 +278,7 @@ def delete_network(ctx: Context, network_id: str) -> Network:
     from orchestrator.services.networks.nics import vms_on
 
     vdc = _acting_vdc(ctx)
-    with _vdc_locked(ctx, vdc):
+    with locks.vdc_lock(ctx, vdc.id):
         network = next((n for n in fresh_networks(ctx, vdc) if n.named(network_id)), None)
         if network is None:
             raise NotFound("network", network_id)

@@ -21,12 +21,15 @@ import random
 import time
 from collections.abc import Mapping
 
-from orchestrator.errors import FlexPlaneError, Unavailable, UpstreamFailure
+from orchestrator.errors import FlexPlaneError, Unavailable, UpstreamFailure, ValidationFailed
 from orchestrator.models import Host, Vdc
+from orchestrator.models.networks import DEFAULT_NETWORK, Network, address_tag
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import VirtualMachine, vdc_in
-from orchestrator.services import catalog, inventory, tasks, vdcs
+from orchestrator.services import catalog, inventory, networks, security_groups, tasks, vdcs
 from orchestrator.services.context import Context
+from orchestrator.services.networks import nics
+from orchestrator.services.networks.nics import NicRequest
 from orchestrator.services.placement import Placement, place, place_in_zones
 from orchestrator.services.vms.lifecycle import (
     TASK_TIMEOUT,
@@ -50,7 +53,6 @@ from orchestrator.services.vms.plan import (
     vdc_lock,
 )
 from orchestrator.sources.proxmox import (
-    DHCP,
     ClusterResources,
     ConfigChange,
     Drive,
@@ -144,7 +146,6 @@ def configuration(
         cpu=plan.compute.cpu_type,
         guest_agent=True,
         ciuser=plan.image.default_user,
-        ipconfigs=((0, DHCP),),
         ssh_keys=tuple(plan.ssh_keys),
         cicustom=cicustom,
         drives=tuple(drives),
@@ -157,6 +158,35 @@ def configure(api: ZoneApi, plan: Plan, node: str, vmid: int, cicustom: str | No
     change, disk = configuration(plan, api.config(node, vmid), cicustom, api.zone)
     api.set_config(node, vmid, change)
     return disk
+
+
+def nic_change(ctx: Context, api: ZoneApi, plan: Plan, resources: ClusterResources) -> ConfigChange:
+    """The NICs the VM gets (``netN`` on its networks' VNets, ``ipconfigN`` with the next free address of
+    each, the networks' resolvers, and the address tags with the VM's own), decided under the VDC's lock
+    from the address tags of the zone's VMs. A VM that names no network gets one on the VDC's default
+    network, made now if the VDC has none there yet (a VDC older than networks)."""
+    zone = next(z for z in catalog.zones(ctx) if z.id == api.zone)
+    mine = [n for v in api.sdn.vnets() if (n := Network.from_vnet(api.zone, v)) and n.vdc == plan.vdc.id]
+    requests = plan.networks if plan.networks is not None else (NicRequest(DEFAULT_NETWORK),)
+    if plan.networks is None and not any(n.is_default for n in mine):
+        mine += networks.make(ctx, zone, plan.vdc, [networks.default_plan(zone)])
+    chosen: list[tuple[Network, str | None]] = []
+    for position, request in enumerate(requests):
+        network = nics.resolve(request, mine, api.zone, f"networks[{position}].network")
+        if any(network is n for n, _ in chosen):
+            raise ValidationFailed(f"networks[{position}].network", f"network {network.id} is named twice")
+        chosen.append((network, request.address))
+    addresses = nics.allocate(chosen, resources, "networks")
+    cards = [nics.nic_on(network, address) for (network, _), address in zip(chosen, addresses, strict=True)]
+    return ConfigChange(
+        nets=tuple((index, device) for index, (device, _ip) in enumerate(cards)),
+        ipconfigs=tuple((index, ip) for index, (_device, ip) in enumerate(cards)),
+        nameservers=nics.nameservers(n for n, _ in chosen) or None,
+        tags=(
+            *plan.tags,
+            *(address_tag(n.vnet, a) for (n, _), a in zip(chosen, addresses, strict=True)),
+        ),
+    )
 
 
 def discard(api: ZoneApi, plan: Plan, vmid: int, error: FlexPlaneError, *, tagged: bool) -> None:
@@ -264,11 +294,13 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
         planned = planned.in_zone(placement.zone)
         if template.node != node or placement.zone != likely.zone:
             template = ensure_template(ctx, api, planned, node)
+        cards = nic_change(ctx, api, planned, now[placement.zone])
         still_held(held, planned.vdc)
         vmid, _clone_task = clone(api, planned, template, node)
         try:
-            # Tagged before the lock is released: from now on the VM is found, counted and listed.
-            api.set_config(node, vmid, ConfigChange(tags=planned.tags))
+            # Tagged, and given its NICs' addresses, before the lock is released: from now on the VM is
+            # found, counted and listed, and its addresses are taken.
+            api.set_config(node, vmid, cards)
         except FlexPlaneError as exc:
             discard(api, planned, vmid, exc, tagged=False)
             raise
@@ -277,6 +309,8 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
         cicustom = _write_vendor_data(api, planned, node, vmid)
         disk = configure(api, planned, node, vmid, cicustom)
         grow(api, planned.vdc.id, node, vmid, disk.key, disk.size, planned.disk_gb)
+        # Its firewall as its security groups say, before it first runs.
+        security_groups.realise_new_vm(ctx, api, planned.vdc, node, vmid, planned.security_groups)
         vm = VirtualMachine.made(api.zone, vmid, planned.name, node, planned.vdc.id, list(planned.tags))
         task = power(api, vm, "start", f"starting VM {planned.name}", TASK_TIMEOUT)
     except FlexPlaneError as exc:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from orchestrator.errors import Conflict, Unavailable, ValidationFailed
 from orchestrator.models import ComputeProfile, Image, StorageProfile, Usage, Vdc
+from orchestrator.models.security_groups import DEFAULT_GROUP, group_tag
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import (
     COMPUTE_PROFILE_TAG_PREFIX,
@@ -24,8 +25,10 @@ from orchestrator.models.vms import (
     tag_value,
     vdc_in,
 )
-from orchestrator.services import access, catalog, locks, vdcs
+from orchestrator.services import access, catalog, locks, security_groups, vdcs
 from orchestrator.services.context import Context
+from orchestrator.services.networks import nics
+from orchestrator.services.networks.nics import NicRequest
 from orchestrator.services.placement import Placement, PlacementRequest
 from orchestrator.services.vms.inputs import (
     catalog_choice,
@@ -35,6 +38,7 @@ from orchestrator.services.vms.inputs import (
     validate_user_data,
 )
 from orchestrator.sources.proxmox import ClusterResources, proxmox
+from orchestrator.sources.qemu_config import MAX_NICS
 
 # The VDC's lock: held from the idempotency check until the new VM is tagged.
 LOCK_TTL = 120.0
@@ -54,6 +58,10 @@ class CreateVm:
     ssh_keys: tuple[str, ...] = ()
     user_data: str | None = None
     idempotency_key: str | None = None
+    # The NICs to give it (None: one on the VDC's default network in the zone it goes to).
+    networks: tuple[NicRequest, ...] | None = None
+    # The VDC's security groups it is in (None: ``default``).
+    security_groups: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,10 @@ class Plan:
     user_data: str | None
     idempotency_key: str | None
     requested_by: str
+    # The NICs asked for; None: one on the VDC's default network of the zone it goes to; (): none.
+    networks: tuple[NicRequest, ...] | None = None
+    # The VDC's security groups its firewall follows (checked; ``default`` unless the create names any).
+    security_groups: tuple[str, ...] = (DEFAULT_GROUP,)
 
     @property
     def usage(self) -> Usage:
@@ -142,6 +154,10 @@ class Plan:
             "ssh_keys": self.ssh_keys,
             "user_data": self.user_data,
         }
+        if self.networks is not None:  # absent from specs of VMs made before networks or on the default
+            asked["networks"] = [[n.network, n.address] for n in self.networks]
+        if self.security_groups != (DEFAULT_GROUP,):
+            asked["security_groups"] = list(self.security_groups)
         digest = hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
         return SPEC_TAG_PREFIX + digest[:16]
 
@@ -163,6 +179,7 @@ class Plan:
         ):
             if is_tag(prefix + name):
                 tags.append(prefix + name)
+        tags.extend(group_tag(group) for group in self.security_groups)
         tags.append(request_tag(self.compute.vcpus, self.compute.memory_mib, self.disk_gb))
         tags.append(self.spec_tag)
         return tuple(dict.fromkeys(tags))
@@ -217,6 +234,14 @@ def plan(ctx: Context, spec: CreateVm) -> Plan:
 
     known = {z.id for z in catalog.zones(ctx)}
     zone = spec.zone or None
+    requests = tuple(spec.networks) if spec.networks is not None else None
+    named = nics.zone_of(requests or (), "networks")
+    if named is not None:
+        if zone is not None and zone != named:
+            raise ValidationFailed("networks", f"the VM goes to zone {zone}: its networks must be there too")
+        zone = named
+    if requests is not None and len(requests) > MAX_NICS:
+        raise ValidationFailed("networks", f"a VM has at most {MAX_NICS} NICs")
     if zone is None:
         # Placement chooses among the zones the VDC may use where the storage profile has storage.
         usable = [z for z in vdc.zones if z in known]
@@ -268,6 +293,8 @@ def plan(ctx: Context, spec: CreateVm) -> Plan:
         ssh_keys=ssh_keys,
         user_data=user_data,
         idempotency_key=key,
+        networks=requests,
+        security_groups=tuple(security_groups.check_membership(ctx, vdc, spec.security_groups)),
         requested_by=f"{principal.name or principal.subject} ({principal.email or principal.subject})",
     )
 

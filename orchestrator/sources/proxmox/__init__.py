@@ -16,6 +16,7 @@ import threading
 from django.conf import settings
 
 from agentclient import AgentPool, ClientTLS
+from orchestrator.sources.proxmox.sdn import Sdn, SdnZone, Subnet, VNet
 from orchestrator.sources.proxmox.source import FanOut, ProxmoxSource, ZoneTargets
 from orchestrator.sources.proxmox.values import (
     AgentReport,
@@ -61,11 +62,15 @@ __all__ = [
     "NodeResource",
     "ProxmoxSource",
     "QemuConfig",
+    "Sdn",
+    "SdnZone",
     "StorageResource",
+    "Subnet",
     "TaskEntry",
     "TaskStatus",
     "Template",
     "UpdateOutcome",
+    "VNet",
     "VmidTaken",
     "ZoneApi",
     "ZoneTargets",

@@ -28,6 +28,7 @@ from agentclient import (
     ProxmoxUnreachable,
 )
 from orchestrator.errors import Unavailable, UpstreamFailure
+from orchestrator.sources.proxmox.sdn import PENDING, VNETS_PATH, VNet, parse_vnets
 from orchestrator.sources.proxmox.values import AgentReport, ClusterResources, Guest, parse_pool_vms
 
 T = TypeVar("T")
@@ -223,6 +224,16 @@ class ProxmoxSource:
         def read(zone: ZoneTargets, deadline_at: float) -> ClusterResources:
             return ClusterResources.parse(
                 self.zone_call(zone, "GET", "/cluster/resources", params, deadline_at=deadline_at)
+            )
+
+        return self.fan_out(zones, read)
+
+    def vnets(self, zones: Sequence[ZoneTargets]) -> FanOut[tuple[VNet, ...]]:
+        """Each zone's SDN VNets (pending ones included): one call per zone, in parallel."""
+
+        def read(zone: ZoneTargets, deadline_at: float) -> tuple[VNet, ...]:
+            return parse_vnets(
+                self.zone_call(zone, "GET", VNETS_PATH, dict(PENDING), deadline_at=deadline_at)
             )
 
         return self.fan_out(zones, read)

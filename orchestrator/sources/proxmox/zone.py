@@ -23,7 +23,9 @@ from agentclient import (
 from agentclient.errors import ImageRefused
 from agentclient.snippets import check_snippet_name
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
+from orchestrator.sources.proxmox.sdn import Sdn
 from orchestrator.sources.proxmox.source import NODE_UNREACHABLE, ProxmoxSource, ZoneTargets
+from orchestrator.sources.proxmox.usage import VmUsage
 from orchestrator.sources.proxmox.values import (
     ClusterResources,
     GuestInterface,
@@ -122,6 +124,11 @@ class ZoneApi:
 
     # ----------------------------------------------------------- the cluster
 
+    @property
+    def sdn(self) -> Sdn:
+        """The cluster's SDN: the VNets tenant networks are."""
+        return Sdn(self)
+
     def resources(self, kind: str | None = None) -> ClusterResources:
         """The zone's ``/cluster/resources`` now (not a request's memo: callers need it fresh);
         ``kind="vm"`` asks for the guests alone."""
@@ -201,6 +208,11 @@ class ZoneApi:
         return parse_interfaces(
             self._read_once(node, f"/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces")
         )
+
+    def usage(self, node: str, vmid: int, timeframe: str) -> VmUsage:
+        """The VM's usage over ``timeframe`` (one of usage.TIMEFRAMES), Proxmox's averages: one read."""
+        params = {"timeframe": timeframe, "cf": "AVERAGE"}
+        return VmUsage.parse(timeframe, self._read(f"/nodes/{node}/qemu/{vmid}/rrddata", params, node=node))
 
     def migration_check(self, node: str, vmid: int) -> MigrationCheck:
         """Proxmox's precondition of migrating the guest."""

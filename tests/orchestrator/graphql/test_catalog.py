@@ -296,7 +296,21 @@ def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
     cleanup.append((DELETE_ZONE, {"id": zone}))
     made = mutate(api, CREATE_ZONE, {"input": {"id": zone, "name": "Lab", "description": "the lab rack"}})
     assert made["zone"] == {"id": zone, "name": "Lab", "description": "the lab rack", "hosts": []}
-    assert stored_spec(core, f"zone-{zone}") == {"id": zone, "name": "Lab", "description": "the lab rack"}
+    assert stored_spec(core, f"zone-{zone}") == {
+        "id": zone,
+        "name": "Lab",
+        "description": "the lab rack",
+        # How its tenant networks are built: the defaults, as none were given.
+        "network": {
+            "type": "vxlan",
+            "bridge": "vmbr0",
+            "idFirst": 1000,
+            "idLast": 4000,
+            "mtu": 1450,
+            "ranges": [],
+            "dns": [],
+        },
+    }
 
     cleanup.append((DELETE_HOST, {"zone": zone, "host": "node1"}))
     host = mutate(api, CREATE_HOST, {"input": {"zone": zone, "host": "node1", "endpoint": "192.0.2.10:7443"}})

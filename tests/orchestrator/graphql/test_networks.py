@@ -353,3 +353,48 @@ def test_an_upgrade_gives_vdcs_older_than_networks_their_default_networks_once(
     [again] = networks_of(api, "admin", ident)
     assert (again["name"], again["cidr"], again["pending"]) == ("default", "10.0.0.0/24", False)
     assert f"VDC {ident}:" not in upgrade()  # idempotent
+
+
+def test_creating_a_network_costs_a_bounded_number_of_proxmox_calls_and_listing_one_per_zone(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc(zones=("zone-a",))
+    traffic = world.fakes["zone-a"].pve.traffic
+
+    def mark() -> int:
+        return int(world.fakes.on_loop(lambda: traffic.count))
+
+    def sdn_calls(since: int) -> list[str]:
+        """The SDN requests and task reads that arrived since ``since`` (not the agents' own reads)."""
+        arrived = world.fakes.on_loop(lambda: traffic.since(since))
+        return [f"{m} {p}" for _a, m, p in arrived if "/cluster/sdn" in p or "/tasks/" in p]
+
+    before = mark()
+    made = create_network(api, "admin", ident, name="counted", cidr="10.31.0.0/24")
+    assert made["errors"] == []
+    calls = sdn_calls(before)
+    # The VNets for the quota (1) and under the SDN lock (1), the SDN zones (1), the VNet (1), the subnet
+    # (1), the apply (1) and its task until it ends (1 here): its VDC's SDN zone exists already.
+    assert len(calls) <= 7, calls
+    before = mark()
+    networks_of(api, "admin", ident)
+    assert sdn_calls(before) == ["GET /api2/json/cluster/sdn/vnets"]
+
+
+def test_networks_created_at_once_in_several_vdcs_never_share_a_vnet_id_or_tag(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    owners = [vdc(zones=("zone-a",), networks=5) for _ in range(3)]
+
+    def one(i: int) -> dict[str, Any]:
+        return create_network(api, "admin", owners[i % 3], name=f"race-{i}", cidr=f"10.{40 + i}.0.0/24")
+
+    with ThreadPoolExecutor(max_workers=9) as pool:
+        answers = list(pool.map(one, range(9)))
+    assert all(a["errors"] == [] for a in answers), [a["errors"] for a in answers if a["errors"]]
+    made = [a["network"]["vnet"] for a in answers]
+    running = sdn(world, "zone-a")["running"]["vnets"]
+    assert len(set(made)) == 9
+    assert all(vnet in running for vnet in made)  # every one applied
+    tags = [vnet["tag"] for vnet in running.values()]
+    assert len(tags) == len(set(tags))  # no VXLAN id twice in the cluster

@@ -80,7 +80,11 @@ def test_alice_runs_a_vm_through_its_whole_life(
     assert (str(config["cores"]), str(config["memory"])) == ("1", "1024")
     assert config["cpu"] == "x86-64-v2-AES"
     assert config["ciuser"] == "debian"
-    assert config["ipconfig0"] == "ip=dhcp"
+    # A NIC on the VDC's default network, with a static address cloud-init sets (and its tag).
+    address = config["ipconfig0"].removeprefix("ip=").split("/")[0]
+    assert config["ipconfig0"] == f"ip={address}/24,gw=10.0.0.1"
+    vnet = config["net0"].split("bridge=")[1].split(",")[0]
+    assert f"fp-ip-{vnet}-{address}" in config["tags"].split(";")
     assert urllib.parse.unquote(config["sshkeys"]).strip() == SSH_KEY
     assert config["description"].startswith("Managed by flex.plane: a VM of VDC demo.")
     assert "size=16G" in config["scsi0"].split(",")

@@ -167,6 +167,10 @@ def test_the_model_follows_the_declaration(kind: Kind, declared: Input) -> None:
 
 def companions(kind: Kind, field: str, value: Any) -> dict[str, Any]:
     """Values of the other fields that let ``field`` be ``value`` (the rules between fields)."""
+    if kind is ZONE_INPUTS and field == "network_id_first":
+        return {"network_id_last": 16_777_215}  # a range's first id is at most its last
+    if kind is ZONE_INPUTS and field == "network_id_last":
+        return {"network_id_first": 1}
     if kind is not STORAGE_PROFILE_INPUTS or field not in ("min_gb", "max_gb", "default_gb"):
         return {}
     if field == "max_gb":

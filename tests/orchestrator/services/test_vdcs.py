@@ -6,6 +6,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -39,7 +40,8 @@ def pools(world: World, zone: str) -> dict[str, str | None]:
 
 
 def proxmox_usage(world: World, vdc_id: str) -> tuple[Usage, dict[str, int]]:
-    """What the fake zones hold for a VDC (summed as Proxmox reports each VM), and its VMs per zone."""
+    """What the fake zones hold for a VDC (summed as Proxmox reports each VM, and its networks: the VNets
+    whose alias names it), and its VMs per zone."""
 
     def read(pve: Any) -> list[dict[str, Any]]:
         return [
@@ -48,12 +50,16 @@ def proxmox_usage(world: World, vdc_id: str) -> tuple[Usage, dict[str, int]]:
             if not vm.template and vdc_of(parse_tags(vm.config.get("tags"))) == vdc_id
         ]
 
+    def networks(pve: Any) -> int:
+        return sum(1 for vnet in pve.sdn.vnets.values() if f" vdc={vdc_id} " in str(vnet.get("alias")))
+
     total = Usage()
     counts: dict[str, int] = {}
     for zone in ZONES:
         for item in world.fakes.on_loop(read, world.fakes[zone].pve):
             total = total + Usage.of_guest(Guest.from_resource({"type": "qemu", "vmid": 100, **item}))
             counts[zone] = counts.get(zone, 0) + 1
+        total = total + Usage(networks=world.fakes.on_loop(networks, world.fakes[zone].pve))
     return total, counts
 
 
@@ -111,7 +117,7 @@ def test_another_vdc_is_reported_exactly_as_a_missing_one(make_context: MakeCont
 def test_the_seeded_vdcs_read_back_with_their_quota_and_allow_lists(make_context: MakeContext) -> None:
     demo = vdcs.get_vdc(make_context("USER", "vdc:demo"), "demo")
     assert demo.zones == ["zone-a", "zone-b"]
-    assert demo.quota == Usage(vcpus=16, memory_mib=32768, disk_gb=500, vms=10)
+    assert demo.quota == Usage(vcpus=16, memory_mib=32768, disk_gb=500, vms=10, networks=10)
     assert demo.allows_image("ubuntu-24.04")
     assert demo.allows_compute_profile("large")
     assert (demo.pool, demo.tag) == ("fp-demo", "fp-vdc-demo")
@@ -126,14 +132,14 @@ def test_usage_is_what_the_vdcs_vms_use_in_proxmox(
     expected, _ = proxmox_usage(world, vdc_id)
     assert expected.vms >= 2  # the seeded VMs, at least
     assert vdcs.usage(make_context("USER", f"vdc:{vdc_id}"), vdc_id) == expected
-    assert vdcs.fresh_usage(make_context("ADMIN"), vdc_id) == expected
+    assert vdcs.fresh_usage(make_context("ADMIN"), vdc_id) == replace(expected, networks=0)  # VMs only
 
 
 def test_the_seeded_demo_vms_count_as_proxmox_reports_them(world: World, make_context: MakeContext) -> None:
     used, per_zone = proxmox_usage(world, "demo")
     seeded = [g for zone in ZONES for g in seed.GUESTS[zone] if g[4] == "demo"]
     if used.vms == len(seeded):  # nothing else runs in demo right now
-        assert used == Usage(vcpus=6, memory_mib=6144, disk_gb=60, vms=3)
+        assert replace(used, networks=0) == Usage(vcpus=6, memory_mib=6144, disk_gb=60, vms=3)
         assert per_zone == {"zone-a": 2, "zone-b": 1}
 
 
@@ -223,17 +229,24 @@ def test_creating_a_vdc_makes_its_pool_in_each_zone_and_its_config_map(
     world: World, wired: KubeSource, make_context: MakeContext, new_vdc: str
 ) -> None:
     made = vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
-    assert made.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=2)
+    assert made.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=2, networks=10)
     for zone in ZONES:
         assert pools(world, zone)[f"fp-{new_vdc}"] == f"flex.plane VDC {new_vdc}"
     stored = wired.get_catalog("vdc", new_vdc)
     assert stored is not None
     assert stored.labels == {"flexplane.io/kind": "vdc", "flexplane.io/id": new_vdc}
-    assert stored.spec["quota"] == {"vcpus": 4, "memoryMib": 8192, "diskGb": 100, "vms": 2}
+    assert stored.spec["quota"] == {
+        "vcpus": 4,
+        "memoryMib": 8192,
+        "diskGb": 100,
+        "vms": 2,
+        "networks": 10,
+        "snapshotsPerVm": 10,
+    }
     raw = wired.core.read_namespaced_config_map(f"vdc-{new_vdc}", seed.NAMESPACE)
     assert raw.data is not None
     assert json.loads(raw.data["spec"]) == stored.spec
-    assert vdcs.usage(make_context("ADMIN"), new_vdc) == Usage()
+    assert vdcs.usage(make_context("ADMIN"), new_vdc) == Usage(networks=2)  # its default ones
 
 
 def test_deleting_an_empty_vdc_removes_its_pools_and_its_config_map(
@@ -306,7 +319,7 @@ def test_a_zone_added_gets_the_pool_and_a_zone_with_vms_cannot_be_removed(
 def test_a_quota_update_may_name_only_what_changes(make_context: MakeContext, new_vdc: str) -> None:
     vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
     changed = vdcs.update_vdc(make_context("ADMIN"), new_vdc, {"quota": {"vms": 7}, "name": "Renamed"})
-    assert changed.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=7)
+    assert changed.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=7, networks=10)
     assert changed.name == "Renamed"
     assert vdcs.get_vdc(make_context("ADMIN"), new_vdc).quota.vms == 7
 

@@ -71,7 +71,13 @@ def test_a_plan_tags_the_vm_with_its_vdc_its_create_and_what_it_was_made_from() 
     tags = a_plan().tags
     assert tags[0] == "fp-vdc-demo"
     assert tags[1].startswith("fp-idem-")
-    assert tags[2:-1] == ("fp-cp-small", "fp-sp-fast", "fp-img-debian-12", "fp-req-2c2048m20g")
+    assert tags[2:-1] == (
+        "fp-cp-small",
+        "fp-sp-fast",
+        "fp-img-debian-12",
+        "fp-sg-default",
+        "fp-req-2c2048m20g",
+    )
     assert tags[-1] == a_plan().spec_tag
     assert tags[-1].startswith("fp-spec-")
 
@@ -214,7 +220,7 @@ def test_a_clone_is_configured_with_its_profile_cloud_init_and_limits_in_one_wri
     assert write.params["memory"] == 2048
     assert write.params["agent"] == "1"
     assert write.params["ciuser"] == "debian"
-    assert write.params["ipconfig0"] == "ip=dhcp"
+    assert "ipconfig0" not in write.params  # its NICs and addresses were set with its tags, under the lock
     assert write.params["cicustom"] == "vendor=local:snippets/x.yaml"
     assert urllib.parse.unquote(write.params["sshkeys"]) == "ssh-ed25519 AAAAC3Nz me@laptop\n"
     assert write.params["ide3"] == "local-lvm:cloudinit"  # ide2 holds an empty CD-ROM
