@@ -126,7 +126,7 @@ def operation_name(document: Any, operation: Any) -> str:
         return "invalid"
     try:
         node = get_operation_ast(parse(document), operation if isinstance(operation, str) else None)
-    except GraphQLError:
+    except (GraphQLError, RecursionError):
         return "invalid"
     if not isinstance(node, OperationDefinitionNode):
         return "invalid"
@@ -150,7 +150,7 @@ def _graphql_operation(request: HttpRequest) -> str:
         if content_type == "application/graphql":
             return operation_name(request.body.decode("utf-8"), None)
         data = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # the view refuses such a body in words
         return "invalid"
     if not isinstance(data, dict):
         return "invalid"
