@@ -51,11 +51,18 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
+# The mesh's namespace tests (tests/mesh) and `make dev` as root bring up userspace WireGuard.
+WIREGUARD := /usr/bin/wg /usr/bin/wireguard-go
+
+$(WIREGUARD):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wireguard-tools wireguard-go nftables
+
 $(ARTIFACT_TOOLS):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap lintian umoci binutils
 
-install: $(STAMP) $(CSS) $(CHROMIUM)
+install: $(STAMP) $(CSS) $(CHROMIUM) $(WIREGUARD)
 
 dev: $(STAMP) $(CSS)
 	$(BIN)/python -m devstack
@@ -65,7 +72,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-test: lint $(CSS) $(CHROMIUM)
+test: lint $(CSS) $(CHROMIUM) $(WIREGUARD)
 	$(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=flexplane.settings.production FLEXPLANE_SECRET_KEY=check-deploy-$$RANDOM$$RANDOM$$RANDOM$$RANDOM-not-a-real-secret-key-just-long-enough \
 		FLEXPLANE_ALLOWED_HOSTS=flexplane.example.com $(BIN)/python manage.py check --deploy --fail-level WARNING

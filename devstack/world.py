@@ -531,6 +531,9 @@ class World:
                 sys.executable,
                 "-m",
                 "daphne",
+                # No access log of daphne's: it prints query strings (flexplane.logs logs each request).
+                "--verbosity",
+                "0",
                 "-b",
                 host,
                 "-p",

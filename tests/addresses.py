@@ -9,7 +9,7 @@ world subnet, at a third octet of their own (below), away from the world's 127.<
 Ports are picked free per address, and no two workers share an address, so workers never clash.
 
 Without xdist, the run is worker 0. ``BASE`` defaults to 30, and the blocks must stay away from
-``make dev``'s 127.10 and the benchmarks' 127.40 and 127.41: a run that would reach one fails at once.
+``make dev``'s 127.10 and the benchmarks' 127.40, 127.41 and 127.44: a run that would reach one fails at once.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ import os
 BASE = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
 SUBNETS_PER_WORKER = 3
 # Who else uses a 127.<n> subnet on this machine.
-RESERVED = {10: "make dev", 40: "benchmarks/vm_list.py", 41: "benchmarks/portal_pages.py"}
+RESERVED = {
+    10: "make dev",
+    40: "benchmarks/vm_list.py",
+    41: "benchmarks/portal_pages.py",
+    44: "benchmarks/console.py",
+    45: "benchmarks/mesh.py",
+}
 
 
 def worker_index(name: str | None = None) -> int:

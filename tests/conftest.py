@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,7 @@ from django.test import override_settings
 from agent.proxy import refusals
 from devstack.net import free_port
 from devstack.world import World, WorldConfig
-from tests import addresses
+from tests import addresses, secretscan
 from tests.support import GraphQL
 
 # The promise markers and the end-of-run summary of the suites' figures.
@@ -43,6 +46,19 @@ def world_config(scratch: Path, subnet: int = addresses.WORLD) -> WorldConfig:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run a coroutine test on an event loop of its own, in a thread of its own: the browser tests keep
+    Playwright's loop running in the worker's main thread for the whole session (pytest-playwright's
+    session fixture), where no other loop may run."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-test") as pool:
+        pool.submit(asyncio.run, pyfuncitem.obj(**arguments)).result()
+    return True
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.split("::")[0] in ALONE:
@@ -70,11 +86,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         override_settings(SECRET_KEY=running.secret_key),
     ):
         yield running
+        held = secretscan.world_secrets(running)  # read while the world runs; its logs outlive it
     # The world's agents run the proxy's real check: any call of the orchestrator's they refused during
     # the run means the orchestrator and the declarations (agent/proxy/routes.py) have drifted apart.
     logs = sorted((running.cfg.scratch / "logs").glob("agent-*.log"))
     if refused := [line for log in logs for line in refusals(log.read_text(errors="replace").splitlines())]:
         pytest.fail("the world's agents refused calls of the orchestrator:\n" + "\n".join(refused[:20]))
+    # No secret of the run in any line its processes logged (tests/secretscan.py), whatever the suites did.
+    if leaked := secretscan.leaks(running, held):
+        pytest.fail("secrets in the world's logs:\n" + "\n".join(leaked[:20]))
 
 
 @pytest.fixture(scope="session")

@@ -78,6 +78,10 @@ INSTALLED_APPS = [
 TAILWIND_APP_NAME = "portal.theme"
 
 MIDDLEWARE = [
+    # Counts and times every request (orchestrator.metrics): first, so the others' time counts too.
+    "orchestrator.metrics.MetricsMiddleware",
+    # Each request's id, for its log lines, its audit record and its INTERNAL errors (flexplane.logs).
+    "flexplane.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "portal.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -211,6 +215,17 @@ FLEXPLANE_AGENT_ALLOWED_CLIENTS = env_list("AGENT_ALLOWED_CLIENTS", "flexplane-o
 # How far a renewal request's timestamp may be from the orchestrator's clock (seconds).
 FLEXPLANE_RENEWAL_MAX_SKEW = env_float("RENEWAL_MAX_SKEW", 300.0)
 
+# --- the WireGuard mesh (orchestrator.services.mesh, orchestrator.mesh) ---
+# The range nodes' mesh addresses come from (the hub takes its first address); "": no mesh, the
+# orchestrator dials each agent's own endpoint.
+FLEXPLANE_MESH_RANGE = env("MESH_RANGE", "")
+# The hub's public UDP address:port, as nodes dial it (outbound).
+FLEXPLANE_MESH_HUB_ENDPOINT = env("MESH_HUB_ENDPOINT", "")
+# The Secret holding the hub's WireGuard key (the mesh control server makes it on first start).
+FLEXPLANE_MESH_HUB_SECRET = env("MESH_HUB_SECRET", "flexplane-mesh-hub")
+# Seconds between a node's keepalives to the hub: NAT mappings stay open, a restarted hub is found again.
+FLEXPLANE_MESH_KEEPALIVE = int(env_float("MESH_KEEPALIVE", 15))
+
 # --- agent releases (orchestrator.releases: the channel agents update from) ---
 # The folder of signed releases (`flexplane-agent release build` output), read-only: in a real
 # deployment a volume. "": no channel is served.
@@ -239,15 +254,50 @@ FLEXPLANE_GRAPHQL_MAX_ALIASES = int(env("GRAPHQL_MAX_ALIASES", "30"))
 FLEXPLANE_GRAPHQL_MAX_TOKENS = int(env("GRAPHQL_MAX_TOKENS", "1000"))
 FLEXPLANE_PAGE_SIZE_MAX = int(env("PAGE_SIZE_MAX", "500"))
 
+# The browser console (orchestrator.services.console): consoles open at once per VM and per user (the
+# next one is refused), seconds without input from its user (keys, pointer, clipboard) before a console is
+# closed, and seconds a console page's ticket may take to reach the websocket.
+FLEXPLANE_CONSOLE_MAX_PER_VM = env_count("CONSOLE_MAX_PER_VM", 2)
+FLEXPLANE_CONSOLE_MAX_PER_USER = env_count("CONSOLE_MAX_PER_USER", 4)
+FLEXPLANE_CONSOLE_IDLE_TIMEOUT = env_float("CONSOLE_IDLE_TIMEOUT", 900.0)
+FLEXPLANE_CONSOLE_TICKET_TTL = env_float("CONSOLE_TICKET_TTL", 30.0)
+
+# /metrics (orchestrator.metrics): with a port set, it answers only on that port (give daphne a second
+# endpoint on it, which the ingress does not route to), and that port answers nothing else; unset, on
+# the app's own port.
+FLEXPLANE_METRICS_PORT: int | None = int(env("METRICS_PORT", "0")) or None
+
 # No GraphQL middleware: under DEBUG graphene-django would add its DjangoDebugMiddleware, which wraps
 # every resolved field for a `_debug` field this schema does not have (a third of a listing's time).
 GRAPHENE = {"SCHEMA": "orchestrator.graphql.schema.schema", "MIDDLEWARE": []}
 
+# Logs are JSON lines (flexplane.logs) unless FLEXPLANE_LOG_FORMAT=plain; each carries its request's id.
+# Audit records (orchestrator.services.audit) are JSON lines on stdout whatever the format.
+LOG_FORMAT = env("LOG_FORMAT", "json")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"FLEXPLANE_LOG_FORMAT must be json or plain, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "flexplane.logs.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "flexplane.logs.json_formatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]},
+        "audit": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout",
+            "formatter": "json",
+            "filters": ["request_id"],
+        },
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"django.server": {"level": "WARNING"}},
+    "loggers": {
+        # Django's own console handler (under DEBUG) would print its lines a second time, not as JSON.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"level": "WARNING"},
+        "flexplane.audit": {"handlers": ["audit"], "level": "INFO", "propagate": False},
+    },
 }
