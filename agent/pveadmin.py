@@ -62,6 +62,8 @@ AGENT_PRIVILEGES = (
     "VM.Config.Options",
     "VM.Config.Cloudinit",  # ciuser, sshkeys, ipconfig, cicustom
     "VM.PowerMgmt",  # POST .../status/{start,stop,shutdown,reboot}
+    "VM.Snapshot",  # POST .../snapshot, DELETE .../snapshot/{snapname}
+    "VM.Snapshot.Rollback",  # POST .../snapshot/{snapname}/rollback
     "VM.Migrate",  # draining a host
     "VM.GuestAgent.Audit",  # GET .../agent/network-get-interfaces
     "Pool.Audit",  # GET /pools/{poolid}

@@ -53,6 +53,8 @@ PLACEHOLDERS: Mapping[str, str] = {
     "cidr": rf"{IPV4}(?:(?:/|%2F){_PREFIX})?",
     # The power actions the control plane takes (not suspend, resume or reset).
     "action": r"start|stop|shutdown|reboot",
+    # A snapshot's name as Proxmox allows it (pve-configid, at most 40 characters).
+    "snapname": r"[A-Za-z][A-Za-z0-9_-]{1,39}",
 }
 
 MAX_PATH_LENGTH = 512

@@ -209,7 +209,26 @@ ALLOWED_DECLARATIONS: tuple[Row, ...] = (
     ),
     ("GET", "/nodes/{node}/qemu/{vmid}/status/current"),
     ("DELETE", "/nodes/{node}/qemu/{vmid}", {"purge": p.boolean, "destroy-unreferenced-disks": p.boolean}),
+    # Snapshots of a VM (orchestrator/sources/proxmox/snapshots.py): list, take, roll back, delete.
+    ("GET", "/nodes/{node}/qemu/{vmid}/snapshot"),
+    (
+        "POST",
+        "/nodes/{node}/qemu/{vmid}/snapshot",
+        {
+            "snapname": p.matching(r"[A-Za-z][A-Za-z0-9_-]{1,39}", "a snapshot name"),
+            "description": DESCRIPTION,
+            "vmstate": p.boolean,
+        },
+    ),
+    ("DELETE", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}"),
+    ("POST", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback", {"start": p.boolean}),
     ("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces"),
+    # A VM's usage graphs (the portal's VM page): Proxmox's RRD, one read per time range.
+    (
+        "GET",
+        "/nodes/{node}/qemu/{vmid}/rrddata",
+        {"timeframe": p.one_of("hour", "day", "week", "month", "year"), "cf": p.one_of("AVERAGE", "MAX")},
+    ),
     # Draining a host: the precondition (which nodes, local disks and devices), then the migration.
     ("GET", "/nodes/{node}/qemu/{vmid}/migrate", {"target": p.node}),
     (

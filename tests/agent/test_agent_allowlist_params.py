@@ -19,6 +19,7 @@ from agent.proxy.params import DISK_OPTIONS, owned_volume_name
 from agentclient import AgentTarget, host_identity
 from agentclient.pool import encode_params
 from orchestrator.services.vms.lifecycle import vendor_snippet_name
+from orchestrator.sources.proxmox import snapshots
 from orchestrator.sources.proxmox.firewall import FirewallOptions, FirewallRule, VmFirewall
 from orchestrator.sources.proxmox.source import ZoneTargets
 from orchestrator.sources.proxmox.zone import ZoneApi
@@ -147,6 +148,10 @@ def orchestrator_calls() -> list[tuple[str, str, dict[str, str]]]:
     api.migrate("pve1", 4242, "pve2", online=True, with_local_disks=True)
     api.migrate("pve1", 4242, "pve2", online=False, with_local_disks=False)
     api.destroy("pve1", 4242)
+    snapshots.list_snapshots(api, "pve1", 4242)
+    snapshots.take(api, "pve1", 4242, "before-upgrade", "Before the upgrade.\nKeep it.", vmstate=True)
+    snapshots.rollback(api, "pve1", 4242, "before-upgrade", start=True)
+    snapshots.delete(api, "pve1", 4242, "before-upgrade")
     api.create_pool("fp-demo", "VDC demo")
     api.delete_pool("fp-demo")
     api.resources("vm")
@@ -416,6 +421,12 @@ def test_a_config_write_naming_what_is_not_the_vms_own_is_refused_naming_the_par
             "nomatch",
         ),
         ("POST", "/nodes/pve1/qemu/4242/firewall/ipset/fp-web", {"cidr": "dc/admins"}, "cidr"),
+        ("POST", "/nodes/pve1/qemu/4242/snapshot", {"snapname": "../x"}, "snapname"),
+        ("POST", "/nodes/pve1/qemu/4242/snapshot", {"snapname": "a" * 41}, "snapname"),
+        ("POST", "/nodes/pve1/qemu/4242/snapshot", {"snapname": "s1", "vmstate": "yes"}, "vmstate"),
+        ("POST", "/nodes/pve1/qemu/4242/snapshot/s1/rollback", {"start": "1; reboot"}, "start"),
+        ("POST", "/nodes/pve1/qemu/4242/snapshot/s1/rollback", {"skiplock": "1"}, "skiplock"),
+        ("DELETE", "/nodes/pve1/qemu/4242/snapshot/s1", {"force": "1"}, "force"),
     ],
 )
 def test_another_route_refuses_what_it_does_not_declare(

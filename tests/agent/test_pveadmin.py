@@ -50,6 +50,7 @@ VALUES = {
     "pos": "0",
     "name": "fp-sg-web",
     "cidr": "10.0.0.0/24",
+    "snapname": "before-upgrade",
 }
 # Never needed by the agent, and each would widen what a stolen token can do.
 FORBIDDEN = {
