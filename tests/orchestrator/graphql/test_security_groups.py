@@ -352,3 +352,17 @@ def test_an_entry_no_network_of_the_vdc_has_leaves_the_vms_ip_set(
     )
     ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=["default"]))
     assert firewall(world, vm["id"])["ipset"]["fp-vdc-nets"] == networks
+
+
+def test_a_vm_created_without_groups_starts_behind_the_default_groups_firewall(
+    api: GraphQL, world: World, vm_name: Callable[[str], str]
+) -> None:
+    vm = make_vm(api, vm_name, "fresh")
+    assert call(api, "alice", None, VM, id=vm["id"]).data["virtualMachine"]["securityGroups"] == ["default"]
+    fw = firewall(world, vm["id"])
+    assert fw["options"] == {"enable": 1, "policy_in": "DROP", "policy_out": "DROP", "dhcp": 1}
+    assert [(r["type"], r.get("source"), r.get("dest")) for r in ours(fw["rules"])] == [
+        ("in", "+fp-vdc-nets", None),
+        ("out", None, None),
+    ]
+    assert fw["ipset"]["fp-vdc-nets"]  # the VDC's networks, its own among them
