@@ -18,4 +18,7 @@ urlpatterns = [
     path("admin/activity/", include("portal.activity.urls")),
     path("admin/", include("portal.admin.urls")),
     path("vdc/<str:vdc>/vms/", include("portal.vms.urls")),
+    path("vdc/<str:vdc>/", include("portal.networks.urls")),
+    path("vdc/<str:vdc>/", include("portal.security_groups.urls")),
+    path("vdc/<str:vdc>/console/", include("portal.console.urls")),
 ]

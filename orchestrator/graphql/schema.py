@@ -2,7 +2,22 @@
 
 import graphene
 
-from orchestrator.graphql import catalog, enrollment, hosts, identity, releases, tasks, vdcs, vms, zones
+from orchestrator.graphql import (
+    audit,
+    catalog,
+    enrollment,
+    hosts,
+    identity,
+    networks,
+    releases,
+    security_groups,
+    snapshots,
+    tasks,
+    usage,
+    vdcs,
+    vms,
+    zones,
+)
 
 
 class Query(
@@ -12,9 +27,14 @@ class Query(
     hosts.Query,
     vdcs.Query,
     vms.Query,
+    networks.Query,
+    snapshots.Query,
+    security_groups.Query,
     tasks.Query,
+    usage.Query,
     enrollment.Query,
     releases.Query,
+    audit.Query,
     graphene.ObjectType,
 ):
     pass
@@ -26,6 +46,9 @@ class Mutation(
     hosts.Mutation,
     vdcs.Mutation,
     vms.Mutation,
+    networks.Mutation,
+    snapshots.Mutation,
+    security_groups.Mutation,
     enrollment.Mutation,
     releases.Mutation,
     graphene.ObjectType,

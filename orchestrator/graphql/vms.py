@@ -11,9 +11,13 @@ from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, fl
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.graphql.tasks import Task
+from orchestrator.models.networks import Nic
+from orchestrator.models.security_groups import groups_in
 from orchestrator.models.vms import VirtualMachine as VirtualMachineModel
 from orchestrator.services import vms
 from orchestrator.services.context import Context
+from orchestrator.services.networks.attach import vm_nics
+from orchestrator.services.networks.nics import NicRequest
 from orchestrator.services.placement import NoCapacity
 from orchestrator.services.placement import Placement as PlacementDecision
 from orchestrator.services.tasks import failed_task
@@ -48,6 +52,11 @@ class VirtualMachine(graphene.ObjectType):
         description="Its addresses as its guest agent reports them. Read for virtualMachine(id) only, when "
         "the VM runs a guest agent; null in listings and when unknown.",
     )
+    nics = graphene.List(
+        graphene.NonNull("orchestrator.graphql.networks.Nic"),
+        description="Its network cards, with their network, MAC and address: read from the VM's config (one "
+        "Proxmox call per VM, so ask for it on one VM, not in a long listing).",
+    )
 
     @staticmethod
     def resolve_compute_profile(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:
@@ -64,6 +73,21 @@ class VirtualMachine(graphene.ObjectType):
     @staticmethod
     def resolve_lock(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:
         return vm.lock or None
+
+    security_groups = graphene.List(
+        graphene.NonNull(graphene.String),
+        description="The security groups it is in (its fp-sg-<group> tags; default when it has none). Null "
+        "where its tags were not read: listings scoped to a few VDCs read their pools, which carry no tags.",
+    )
+
+    @staticmethod
+    def resolve_security_groups(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> list[str] | None:
+        return groups_in(vm.tags) if vm.tags else None
+
+    @staticmethod
+    @domain_errors
+    def resolve_nics(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> list[Nic]:
+        return vm_nics(flexplane(info), vm.id)
 
 
 class VirtualMachineEdge(graphene.ObjectType):
@@ -154,6 +178,14 @@ class Query(graphene.ObjectType):
 # ------------------------------------------------------------------------------------------ mutations
 
 
+class NicInput(graphene.InputObjectType):
+    network = graphene.String(
+        required=True,
+        description="A network of the VDC: its id (<zone>/<name>), or its name in the VM's zone.",
+    )
+    ip_address = graphene.String(description="Its address; default: the network's next free one.")
+
+
 class CreateVirtualMachineInput(graphene.InputObjectType):
     name = graphene.String(required=True, description="A DNS label: lowercase letters, digits, hyphens.")
     compute_profile = graphene.String(required=True, description="A compute profile the VDC allows.")
@@ -174,10 +206,31 @@ class CreateVirtualMachineInput(graphene.InputObjectType):
     idempotency_key = graphene.String(
         description="Retrying with the same key returns the VM the first request made, never a second one."
     )
+    security_groups = graphene.List(
+        graphene.NonNull(graphene.String),
+        description="The VDC's security groups its firewall follows; left out: default.",
+    )
+    networks = graphene.List(
+        graphene.NonNull(NicInput),
+        description="Its NICs, in order (net0, net1, ...), all in one zone. Left out or null: one NIC on the "
+        "VDC's default network of the zone it goes to; an empty list: no NIC.",
+    )
 
 
 def _create_vm(ctx: Context, input: dict[str, Any]) -> Created:
-    return vms.create_vm(ctx, CreateVm(**{**input, "ssh_keys": tuple(input.get("ssh_keys") or ())}))
+    asked = input.get("networks")
+    requests = None if asked is None else tuple(NicRequest(n["network"], n.get("ip_address")) for n in asked)
+    return vms.create_vm(
+        ctx,
+        CreateVm(
+            **{
+                **input,
+                "ssh_keys": tuple(input.get("ssh_keys") or ()),
+                "networks": requests,
+                "security_groups": tuple(groups) if (groups := input.get("security_groups")) else None,
+            }
+        ),
+    )
 
 
 def _resize_vm(ctx: Context, input: dict[str, Any]) -> Outcome:

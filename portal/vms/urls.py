@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal.vms import usage, views
+from portal.vms import snapshots, usage, views
 
 urlpatterns = [
     path("", views.vm_list, name="vm-list"),
@@ -10,5 +10,11 @@ urlpatterns = [
     path("<str:zone>/<int:vmid>/", views.vm_detail, name="vm-detail"),
     path("<str:zone>/<int:vmid>/row/", views.vm_row, name="vm-row"),
     path("<str:zone>/<int:vmid>/usage/", usage.vm_usage, name="vm-usage"),
+    path("<str:zone>/<int:vmid>/snapshots/new/", snapshots.snapshot_create, name="vm-snapshot-create"),
+    path(
+        "<str:zone>/<int:vmid>/snapshots/<str:name>/<str:action>/",
+        snapshots.snapshot_action,
+        name="vm-snapshot-action",
+    ),
     path("<str:zone>/<int:vmid>/<str:action>/", views.vm_action, name="vm-action"),
 ]

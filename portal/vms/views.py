@@ -32,16 +32,19 @@ from orchestrator.errors import (
 from orchestrator.models import Usage, Vdc
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import VirtualMachine, vm_id
-from orchestrator.services import tasks, vdcs, vms
+from orchestrator.services import networks, tasks, vdcs, vms
 from orchestrator.services.context import Context
 from orchestrator.services.placement import NoCapacity, Placement
 from orchestrator.services.tasks import failed_task
 from orchestrator.services.vms import Outcome
+from portal.activity import trail as activity
 from portal.context import vdc_view
+from portal.networks.views import vm_networking
 from portal.tasks import live_context
-from portal.vms.actions import ACTIONS, VmAction
+from portal.vms.actions import ACTIONS, CREATE_MUTATION, VmAction
 from portal.vms.forms import CreateVmForm, ResizeForm, ShutdownForm, VmFilterForm, show_service_error
 from portal.vms.offer import Offer, QuotaLine, asked_for, quota_lines
+from portal.vms.snapshots import listing as snapshot_listing
 
 PAGE_SIZE = vms.DEFAULT_PAGE_SIZE
 # How many of a VM's latest tasks its page lists.
@@ -181,12 +184,14 @@ def vm_create(request: HttpRequest, ctx: Context) -> HttpResponse:
     its task. For htmx: the form alone (sent), or the quota figures alone (recomputed)."""
     vdc = _vdc(ctx)
     offer = Offer.of(ctx, vdc)
+    nets = networks.vdc_networks(ctx, vdc)  # the choice of networks (one SDN read per zone)
     placement: Placement | None = None
     if request.method == "POST":
-        form = CreateVmForm(offer, request.POST)
+        form = CreateVmForm(offer, request.POST, networks=nets)
         if form.is_valid():
             try:
-                created = vms.create_vm(ctx, form.spec())
+                with activity.action(ctx, CREATE_MUTATION):
+                    created = vms.create_vm(ctx, form.spec())
             except NoCapacity as exc:
                 form.add_error("zone", exc.message)
                 placement = exc.placement
@@ -211,7 +216,7 @@ def vm_create(request: HttpRequest, ctx: Context) -> HttpResponse:
     else:
         # The quota figures are recomputed from the choices made so far, sent along as parameters.
         recompute = getattr(request, "htmx", False) and request.htmx.target == "quota"  # type: ignore[attr-defined]  # django-htmx
-        form = CreateVmForm(offer, request.GET if recompute else None)
+        form = CreateVmForm(offer, request.GET if recompute else None, networks=nets)
     context = {"vdc": vdc, "form": form, "quota": _quota(ctx, offer, form), "rejected": placement}
     return _respond(
         request,
@@ -245,6 +250,8 @@ def vm_detail(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpR
         followed=_followed(request, ctx),
         placement=_placement_of(request, vm),
         history=tasks.recent_tasks(ctx, first=HISTORY, vm=vm.id),
+        snapshots=snapshot_listing(ctx, vm),  # templates/portal/vms/_snapshots.html
+        **vm_networking(ctx, vm),  # its NICs and security groups (templates/portal/vms/_nics.html)
     )
     return render(request, "portal/vms/detail.html", context)
 
@@ -260,7 +267,8 @@ def _run(request: HttpRequest, ctx: Context, action: VmAction, vm: VirtualMachin
     if action.name == "shutdown" and not shutdown.is_valid():
         return _confirm_page(request, action, vm, shutdown)
     try:
-        outcome = _call(ctx, action, vm.id, shutdown)
+        with activity.action(ctx, action.mutation):
+            outcome = _call(ctx, action, vm.id, shutdown)
     except ValidationFailed as exc:
         show_service_error(shutdown, exc)
         return _confirm_page(request, action, vm, shutdown)
@@ -343,7 +351,8 @@ def _resize(request: HttpRequest, ctx: Context, ident: str) -> HttpResponse:
         else:
             profile, disk = form.changes()
             try:
-                outcome = vms.resize_vm(ctx, ident, compute_profile=profile, disk_gb=disk)
+                with activity.action(ctx, ACTIONS["resize"].mutation, vm=ident):
+                    outcome = vms.resize_vm(ctx, ident, compute_profile=profile, disk_gb=disk)
             except QuotaExceeded as exc:
                 show_service_error(form, exc, _resize_quota(ctx, offer, form))
             except (ValidationFailed, Conflict, Unavailable, UpstreamFailure) as exc:

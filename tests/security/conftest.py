@@ -206,22 +206,45 @@ class AlicesVms:
     name: str  # ``running``'s name
     # More names of the module's own: every VM so named is deleted after the module too.
     names: Callable[[str], str]
+    # The id of VDC demo's default network of zone-a (its VMs' NICs are on it).
+    network: str = ""
+    # A security group of VDC demo's (none of VDC other's is so named).
+    security_group: str = ""
 
 
 @pytest.fixture(scope="module")
 def alices_vms(api: GraphQL, world: World) -> Iterator[AlicesVms]:
-    """Two VMs made by alice in VDC demo (one running, one stopped), so that the isolation suites act
-    on VMs of their own rather than on the seeded ones other suites change."""
+    """Two VMs made by alice in VDC demo (one running, one stopped), and a security group of hers, so
+    that the isolation suites act on objects of their own rather than on the seeded ones other suites
+    change."""
     with vm_names(api, world) as name:
         running = create(api, "alice", "demo", name=name("running"))
         stopped = create(api, "alice", "demo", name=name("stopped"))["virtualMachine"]["id"]
         act(api, "alice", "stopVirtualMachine", stopped)
+        listed = api("{ networks { id zone isDefault } }", user="alice", vdc="demo").data["networks"]
+        [network] = [n["id"] for n in listed if n["zone"] == "zone-a" and n["isDefault"]]
+        group = name("sg")[:32]
+        made = api(
+            "mutation($name: String!) { createSecurityGroup(input: {name: $name}) { errors { code } } }",
+            user="alice",
+            vdc="demo",
+            variables={"name": group},
+        )
+        assert made.data["createSecurityGroup"]["errors"] == [], made.body
         yield AlicesVms(
+            network=network,
+            security_group=group,
             running=running["virtualMachine"]["id"],
             stopped=stopped,
             task=running["task"]["id"],
             name=running["virtualMachine"]["name"],
             names=name,
+        )
+        api(
+            "mutation($name: String!) { deleteSecurityGroup(name: $name) { errors { code } } }",
+            user="admin",
+            vdc="demo",
+            variables={"name": group},
         )
 
 

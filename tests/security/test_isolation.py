@@ -183,6 +183,25 @@ def removed(mutation: str, key: str, what: str) -> Callable[[Stage, str], None]:
     return cleanup
 
 
+def alices_network(stage: Stage) -> str:
+    """The id of VDC demo's default network in zone-a (made with the module's VMs)."""
+    answer = stage.api("{ networks { id zone isDefault } }", user=MEMBER, vdc=DEMO)
+    [ident] = [n["id"] for n in answer.data["networks"] if n["zone"] == ZONE and n["isDefault"]]
+    return str(ident)
+
+
+def removed_network(stage: Stage, who: str) -> None:
+    """Cleanup: the network of VDC demo a cell made, deleted (as admin), if it was made."""
+    document = "mutation($id: ID!) { deleteNetwork(id: $id) { errors { code } } }"
+    stage.api(document, user=ADMIN, vdc=DEMO, variables={"id": f"{ZONE}/{stage.name(who, 'net')}"})
+
+
+def removed_group(stage: Stage, name: str) -> None:
+    """Cleanup: the security group of VDC demo a cell made, deleted (as admin), if it was made."""
+    document = "mutation($name: String!) { deleteSecurityGroup(name: $name) { errors { code } } }"
+    stage.api(document, user=ADMIN, vdc=DEMO, variables={"name": name})
+
+
 def removed_snapshot(stage: Stage, who: str) -> None:
     """Cleanup: the snapshot of the module's stopped VM a cell took, deleted (as admin), if it was taken."""
     document = (
@@ -263,6 +282,13 @@ QUERY_ROWS: dict[str, Row] = {
         members(Answered(lambda vm: vm["vdc"] == DEMO), Missing()),
         running,
     ),
+    "virtualMachineUsage": Row(
+        "query($id: ID!) { virtualMachineUsage(id: $id) { timeframe samples { time cpu } } }",
+        members(
+            Answered(lambda usage: usage["timeframe"] == "HOUR" and len(usage["samples"]) > 0), Missing()
+        ),
+        running,
+    ),
     "task": Row(
         "query($id: ID!) { task(id: $id) { id status type } }",
         members(Answered(lambda task: task["type"] == "qmstart"), Missing()),
@@ -277,6 +303,21 @@ QUERY_ROWS: dict[str, Row] = {
         "query($vm: ID!) { snapshots(vm: $vm) { name } }",
         members(Answered(lambda listed: isinstance(listed, list)), Missing()),
         lambda stage, who: {"vm": stage.vms.running},
+    ),
+    "securityGroups": Row(
+        "{ securityGroups { name vdc } }",
+        members(Answered(lambda groups: groups and all(g["vdc"] == DEMO for g in groups)), Forbidden()),
+        vdc=DEMO,
+    ),
+    "networks": Row(
+        "{ networks { id vdc } }",
+        members(Answered(lambda found: found and all(n["vdc"] == DEMO for n in found)), Forbidden()),
+        vdc=DEMO,
+    ),
+    "network": Row(
+        "query($id: ID!) { network(id: $id) { id vdc } }",
+        members(Answered(lambda network: network["vdc"] == DEMO), Missing()),
+        lambda stage, who: {"id": alices_network(stage)},
     ),
     "auditRecords": Row(
         "query($vdc: ID!) { auditRecords(vdc: $vdc, first: 5) { vdc operation } }",
@@ -349,6 +390,31 @@ MUTATION_ROWS: dict[str, Row] = {
         lambda stage, who: {"input": {"id": stage.vms.stopped, "diskGb": 20}},  # its size: nothing to do
     ),
     # ------------------------------------------------------------------ snapshots of VMs of VDC demo
+    # ------------------------------------------------------------------ networks of VDC demo
+    "createNetwork": Row(
+        "mutation($input: CreateNetworkInput!) { createNetwork(input: $input) "
+        "{ network { id vdc } errors { code message } } }",
+        members(Answered(lambda made: made["network"]["vdc"] == DEMO), Forbidden()),
+        lambda stage, who: {"input": {"name": stage.name(who, "net"), "zone": ZONE, "cidr": "10.99.0.0/24"}},
+        vdc=DEMO,
+        cleanup=removed_network,
+    ),
+    "deleteNetwork": Row(
+        "mutation($id: ID!) { deleteNetwork(id: $id) { errors { code } } }",
+        members(Refused("NOT_FOUND"), Forbidden()),
+        lambda stage, who: {"id": f"{ZONE}/{NOTHING}"},
+        vdc=DEMO,
+    ),
+    "attachNetwork": Row(
+        'mutation($vm: ID!) { attachNetwork(vm: $vm, network: "no-such-thing") { errors { code } } }',
+        members(Refused("INVALID"), Refused("NOT_FOUND")),
+        lambda stage, who: {"vm": stage.vms.running},
+    ),
+    "detachNetwork": Row(
+        'mutation($vm: ID!) { detachNetwork(vm: $vm, network: "no-such-thing") { errors { code } } }',
+        members(Refused("INVALID"), Refused("NOT_FOUND")),
+        lambda stage, who: {"vm": stage.vms.running},
+    ),
     "createSnapshot": Row(
         "mutation($vm: ID!, $name: String!) { createSnapshot(vm: $vm, name: $name) "
         "{ snapshot { vm name } errors { code message } } }",
@@ -366,6 +432,33 @@ MUTATION_ROWS: dict[str, Row] = {
         'mutation($vm: ID!) { deleteSnapshot(vm: $vm, name: "no-such-snapshot") { errors { code } } }',
         members(Refused("NOT_FOUND"), Refused("NOT_FOUND")),
         lambda stage, who: {"vm": stage.vms.stopped},
+    ),
+    # ------------------------------------------------------------------ security groups of VDC demo
+    "createSecurityGroup": Row(
+        "mutation($input: CreateSecurityGroupInput!) { createSecurityGroup(input: $input) "
+        "{ securityGroup { name vdc } errors { code } } }",
+        members(Answered(lambda made: made["securityGroup"]["vdc"] == DEMO), Forbidden()),
+        lambda stage, who: {"input": {"name": stage.name(who, "sg")}},
+        vdc=DEMO,
+        cleanup=lambda stage, who: removed_group(stage, stage.name(who, "sg")),
+    ),
+    "updateSecurityGroup": Row(
+        f'mutation {{ updateSecurityGroup(name: "{NOTHING}", input: {{description: "x"}}) '
+        f"{CATALOG_ERRORS} }}",
+        members(Refused("NOT_FOUND"), Forbidden()),
+        vdc=DEMO,
+    ),
+    "deleteSecurityGroup": Row(
+        f'mutation {{ deleteSecurityGroup(name: "{NOTHING}") {CATALOG_ERRORS} }}',
+        members(Refused("NOT_FOUND"), Forbidden()),
+        vdc=DEMO,
+    ),
+    # The running VM is put in default (where it is): harmless; bob's answer is the missing VM's.
+    "assignSecurityGroups": Row(
+        'mutation($vm: ID!) { assignSecurityGroups(vm: $vm, groups: ["default"]) '
+        "{ securityGroups virtualMachine { vdc } errors { code message } } }",
+        members(Answered(lambda done: done["securityGroups"] == ["default"]), Refused("NOT_FOUND")),
+        lambda stage, who: {"vm": stage.vms.running},
     ),
     # ------------------------------------------------------------------ VDCs: ADMIN only
     "createVdc": Row(

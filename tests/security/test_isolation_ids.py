@@ -80,6 +80,16 @@ def create_input(name: str) -> dict[str, Any]:
     }
 
 
+def network_probe(document: str, **options: Any) -> Probe:
+    """A probe whose foreign id is VDC demo's default network of zone-a."""
+    return Probe("network", document, foreign=lambda vms: vms.network, **options)
+
+
+def group_probe(document: str, **options: Any) -> Probe:
+    """A probe whose foreign id is the name of a security group of VDC demo's."""
+    return Probe("security group", document, foreign=lambda vms: vms.security_group, **options)
+
+
 def vdc_probe(document: str, **options: Any) -> Probe:
     """A probe whose foreign id is VDC demo, alice's."""
     return Probe("VDC", document, foreign=lambda vms: "demo", **options)
@@ -97,6 +107,17 @@ PROBES: dict[str, Probe] = {
         "b: virtualMachine(id: $id) { name status } }",
     ),
     "startVirtualMachine": Probe("VM", vm_action("startVirtualMachine"), foreign=running),
+    "virtualMachineUsage": Probe(
+        "VM", "query($id: ID!) { virtualMachineUsage(id: $id) { samples { time } } }", foreign=running
+    ),
+    "attachNetwork": Probe(
+        "VM",
+        'mutation($id: ID!) { attachNetwork(vm: $id, network: "default") { nic { key } errors { code } } }',
+    ),
+    "detachNetwork": Probe(
+        "VM",
+        'mutation($id: ID!) { detachNetwork(vm: $id, network: "default") { nic { key } errors { code } } }',
+    ),
     "snapshots": Probe("VM", "query($id: ID!) { snapshots(vm: $id) { name } }"),
     "createSnapshot": Probe(
         "VM",
@@ -110,6 +131,34 @@ PROBES: dict[str, Probe] = {
         "VM", 'mutation($id: ID!) { deleteSnapshot(vm: $id, name: "probe") { task { id } errors { code } } }'
     ),
     "auditRecords": vdc_probe("query($id: ID) { auditRecords(vdc: $id) { operation } }"),
+    "assignSecurityGroups": Probe(
+        "VM",
+        'mutation($id: ID!) { assignSecurityGroups(vm: $id, groups: ["default"]) '
+        "{ securityGroups errors { code message } } }",
+    ),
+    # ------------------------------------------------------------------ a security group's name
+    "updateSecurityGroup, bob's VDC in the header": group_probe(
+        'mutation($id: String!) { updateSecurityGroup(name: $id, input: {description: "x"}) '
+        "{ securityGroup { name } errors { code message } } }"
+    ),
+    "deleteSecurityGroup, bob's VDC in the header": group_probe(
+        "mutation($id: String!) { deleteSecurityGroup(name: $id) "
+        "{ securityGroup { name } errors { code message } } }"
+    ),
+    "assignSecurityGroups of bob's own VM to alice's group": group_probe(
+        'mutation($id: String!) { assignSecurityGroups(vm: "zone-a/102", groups: [$id]) '
+        "{ securityGroups errors { code message } } }"
+    ),
+    # ------------------------------------------------------------------ a network's id
+    "network": network_probe("query($id: ID!) { network(id: $id) { id name cidr } }"),
+    "deleteNetwork, bob's VDC in the header": network_probe(
+        "mutation($id: ID!) { deleteNetwork(id: $id) { network { id } errors { code } } }"
+    ),
+    "createVirtualMachine on alice's network": network_probe(
+        'mutation($id: String!) { createVirtualMachine(input: {name: "bob-lands", computeProfile: "small", '
+        'storageProfile: "standard", image: "debian-12", zone: "zone-a", networks: [{network: $id}]}) '
+        "{ virtualMachine { id } errors { code field } } }"
+    ),
     "stopVirtualMachine": Probe("VM", vm_action("stopVirtualMachine")),
     "shutdownVirtualMachine": Probe("VM", vm_action("shutdownVirtualMachine", ", timeout: 5")),
     "rebootVirtualMachine": Probe("VM", vm_action("rebootVirtualMachine")),
@@ -151,6 +200,15 @@ PROBES: dict[str, Probe] = {
         'query { virtualMachine(id: "zone-a/102") { id } }', in_header=True, variables=lambda ident: {}
     ),
     "tasks, the VDC in the header": vdc_probe("{ tasks { id } }", in_header=True, variables=lambda ident: {}),
+    "securityGroups, the VDC in the header": vdc_probe(
+        "{ securityGroups { name } }", in_header=True, variables=lambda ident: {}
+    ),
+    "createSecurityGroup, the VDC in the header": vdc_probe(
+        'mutation { createSecurityGroup(input: {name: "bob-probe"}) '
+        "{ securityGroup { name } errors { code } } }",
+        in_header=True,
+        variables=lambda ident: {},
+    ),
     "createVirtualMachine, the VDC in the header": vdc_probe(
         "mutation($input: CreateVirtualMachineInput!) "
         f"{{ createVirtualMachine(input: $input) {VM_PAYLOAD} }}",
@@ -185,12 +243,24 @@ PROBES: dict[str, Probe] = {
     ),
 }
 # The header variant above sends bob's own VDC in the header: not an id of the probe.
-HEADER_OF_ITS_OWN = {"virtualMachine, bob's VDC in the header": "other"}
+HEADER_OF_ITS_OWN = {
+    "virtualMachine, bob's VDC in the header": "other",
+    "deleteNetwork, bob's VDC in the header": "other",
+    "createVirtualMachine on alice's network": "other",
+    "updateSecurityGroup, bob's VDC in the header": "other",
+    "deleteSecurityGroup, bob's VDC in the header": "other",
+}
 
 # Fields taking an id of something no VDC owns: zones are the platform's.
 NOT_OWNED_BY_A_VDC = {"createZone", "updateZone", "deleteZone"}
 # Fields scoped by the FlexPlane-VDC-ID header rather than an id argument.
-SCOPED_BY_THE_HEADER = {"virtualMachines", "tasks", "createVirtualMachine"}
+SCOPED_BY_THE_HEADER = {
+    "virtualMachines",
+    "tasks",
+    "createVirtualMachine",
+    "securityGroups",
+    "createSecurityGroup",
+}
 
 
 @dataclass(frozen=True)
@@ -207,6 +277,10 @@ def missing_ids(probe: Probe, vms: AlicesVms) -> list[str]:
         return ["no-such-vm"] if probe.foreign(vms) == vms.name else ["zone-a/99999"]
     if probe.kind == "task":
         return ["no-such-task", a_task_of_bobs_that_does_not_exist(vms.task)]
+    if probe.kind == "network":
+        return ["zone-a/fpnosuch"]
+    if probe.kind == "security group":
+        return ["no-such-group"]
     return ["nowhere"]
 
 

@@ -50,6 +50,8 @@ NOTHING = {
     "host": "no-such-host",
     "ident": "no-such-thing",
     "name": "no-such-snapshot",
+    "network": "no-such-network",
+    "group": "no-such-group",
 }
 # Values that name real objects of the world (devstack/seed.py): pages with something on them.
 REAL = {**NOTHING, "vdc": "demo", "vmid": 100, "host": "pve1", "ident": "small"}
