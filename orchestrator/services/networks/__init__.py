@@ -166,6 +166,7 @@ def create_network(ctx: Context, spec: CreateNetwork) -> Network:
                 )
         vdcs.check_quota(ctx, vdc, Usage(networks=1), current=Usage(networks=len(existing)))
         [made] = make(ctx, zone, vdc, [planned])
+    _follow_in_firewalls(ctx, vdc)
     return made
 
 
@@ -294,7 +295,23 @@ def delete_network(ctx: Context, network_id: str) -> Network:
                 "detach it from them or delete them first"
             )
         remove(ctx, vdc, [network])
+    _follow_in_firewalls(ctx, vdc)
     return network
+
+
+def _follow_in_firewalls(ctx: Context, vdc: Vdc) -> None:
+    """Best effort, after the VDC's networks changed: its VMs' firewalls know its networks anew (the
+    ``fp-vdc-nets`` IP set its ``default`` group's inbound rule names); what could not be updated now
+    is brought in line by the next change of its security groups."""
+    from orchestrator.services import security_groups
+
+    try:
+        realised = security_groups.realise_vdc(ctx, vdc)
+    except FlexPlaneError as exc:
+        logger.warning("security groups of VDC %s after a network change: %s", vdc.id, exc.message)
+        return
+    for failure in realised.failures:
+        logger.warning("security groups of VDC %s after a network change: %s", vdc.id, failure.message)
 
 
 def remove(ctx: Context, vdc: Vdc, networks: Sequence[Network], *, all_of_vdc: bool = False) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, UpstreamFailure, ValidationFailed
 from orchestrator.models import ComputeProfile, Usage
+from orchestrator.models.security_groups import groups_in
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import (
     COMPUTE_PROFILE_TAG_PREFIX,
@@ -20,7 +21,7 @@ from orchestrator.models.vms import (
     request_tag,
     requested_in,
 )
-from orchestrator.services import catalog, tasks, vdcs
+from orchestrator.services import catalog, security_groups, tasks, vdcs
 from orchestrator.services.context import Context
 from orchestrator.services.vms.inputs import catalog_choice
 from orchestrator.services.vms.listing import VM, locate, reread
@@ -145,8 +146,18 @@ def delete_vm(ctx: Context, ident: str) -> Outcome:
     task = destroy(api, vm)
     if not task.running:  # while the destroy may still fail, the VM keeps its cloud-init data
         remove_vendor_data(api, vm.vdc, vm.host, vm.vmid)
+        _forget_addresses(ctx, vm)
     vm.status = "deleted"
     return Outcome(vm, task)
+
+
+def _forget_addresses(ctx: Context, vm: VirtualMachine) -> None:
+    """Best effort: the VM's address leaves the IP sets of the VMs whose rules name its security groups
+    (the next change of those groups brings whatever could not be updated now in line)."""
+    try:
+        security_groups.forget_vm(ctx, vdcs.get_vdc(ctx, vm.vdc), groups_in(vm.tags))
+    except FlexPlaneError as exc:
+        logger.warning("security groups after deleting %s: %s", vm.id, exc.message)
 
 
 # ------------------------------------------------------------------------------------------ resize
