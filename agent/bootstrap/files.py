@@ -23,6 +23,9 @@ from agent.mesh import settings_values as mesh_values
 from agent.pveadmin import Change, token_id
 from agent.release import ARTIFACT, CURRENT
 
+# Where an enrolled agent serves its metrics (loopback only; agent.config refuses anything else).
+METRICS_LISTEN = "127.0.0.1:9464"
+
 
 def config_values(opts: Options, settings: dict[str, Any], updates: Updates | None) -> dict[str, Any]:
     """The agent's configuration: the platform's settings and this node's paths; with self-update's
@@ -44,6 +47,8 @@ def config_values(opts: Options, settings: dict[str, Any], updates: Updates | No
         "image_cache": str(opts.image_cache),
         "snippets_dir": str(opts.snippets_dir),
         "orchestrator_url": str(settings.get("orchestrator_url") or opts.orchestrator),
+        # Prometheus metrics on the node's loopback (agent.metrics), for the node's own scraper.
+        "metrics_listen": METRICS_LISTEN,
     }
     if opts.proxmox_ca:
         values["proxmox_ca"] = str(opts.proxmox_ca)
