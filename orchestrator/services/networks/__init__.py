@@ -38,11 +38,15 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "CreateNetwork",
     "create_network",
+    "default_plan",
     "delete_network",
     "delete_vdc_networks",
     "ensure_default_networks",
+    "fresh_networks",
     "get_network",
     "list_networks",
+    "make",
+    "remove",
     "vdc_networks",
 ]
 
