@@ -116,14 +116,24 @@ def test_a_query_answered_503_for_want_of_a_slot_is_counted(
     url = one_query_at_a_time
     headers = {"Authorization": f"Bearer {api.token('alice')}"}
     pve = world.fakes["zone-b"].pve
-    world.fakes.on_loop(lambda: pve.traffic.delay("GET", "/cluster/resources", 1.5))  # the first read only
+    # The first read of VDC demo's pool in zone-b only (a tenant's listing reads its VDCs' pools).
+    world.fakes.on_loop(lambda: pve.traffic.delay("GET", "/pools/fp-demo", 1.5))
 
     def post() -> int:
         return requests.post(f"{url}/graphql", json={"query": VMS}, headers=headers, timeout=30).status_code
 
+    mark = world.fakes.on_loop(lambda: pve.traffic.count)
+
+    def waiting_on_zone_b() -> bool:
+        arrived = world.fakes.on_loop(lambda: pve.traffic.since(mark))
+        return any(path.endswith("/pools/fp-demo") for _address, _method, path in arrived)
+
     with ThreadPoolExecutor(max_workers=1) as pool:
         first = pool.submit(post)
-        time.sleep(0.5)  # it holds the only slot, waiting on zone-b
+        deadline = time.monotonic() + 20
+        while not waiting_on_zone_b():  # then it holds the only slot, its read of zone-b delayed
+            assert time.monotonic() < deadline, "the first query never reached zone-b"
+            time.sleep(0.01)
         assert post() == 503
         assert first.result() == 200
 
