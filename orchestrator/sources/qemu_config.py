@@ -294,7 +294,6 @@ class QemuConfig:
     nets: tuple[tuple[int, NetDevice], ...] = ()
     ipconfigs: tuple[tuple[int, IpConfig], ...] = ()
     tags: tuple[str, ...] = ()
-    nameservers: tuple[str, ...] = ()
     # Every key the config has, drives and the rest (a free slot is one not among them).
     keys: frozenset[str] = field(default_factory=frozenset)
 
@@ -371,7 +370,6 @@ def parse_config(config: Mapping[str, Any]) -> QemuConfig:
         nets=tuple(sorted(nets, key=lambda n: n[0])),
         ipconfigs=tuple(sorted(ipconfigs, key=lambda n: n[0])),
         tags=tuple(parse_tags(str(config.get("tags") or ""))),
-        nameservers=tuple(str(config.get("nameserver") or "").split()),
         keys=frozenset(config),
     )
 

@@ -10,7 +10,7 @@ takes, so two never see the same address free. Only a VM of the same VDC can be 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.errors import ValidationFailed
@@ -136,7 +136,3 @@ def nameservers(networks: Iterable[Network]) -> tuple[str, ...]:
             if server not in found:
                 found.append(server)
     return tuple(found[:3])
-
-
-def by_id(networks: Iterable[Network]) -> Mapping[str, Network]:
-    return {n.id: n for n in networks}
