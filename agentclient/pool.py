@@ -30,6 +30,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agentclient import metrics
 from agentclient.errors import AgentBusy, AgentError, ProxmoxError, translate_error
+from agentclient.gateways import (
+    GatewaySpec,
+    GatewayState,
+    check_gateway_id,
+    spec_to_proto,
+    state_from_proto,
+    translate_gateway_error,
+)
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
 from agentclient.snippets import check_snippet_content, check_snippet_name
 from agentclient.templates import (
@@ -336,6 +344,49 @@ class AgentPool:
             target, timeout, lambda conn, t: conn.snippets.DeleteSnippet(request, timeout=t), snippet=name
         )
 
+    def apply_gateway(self, target: AgentTarget, spec: GatewaySpec, *, timeout: float) -> GatewayState:
+        """Make the target's node run the edge gateway exactly as spec says; returns its state there.
+
+        Idempotent (the same spec again changes nothing) and all or nothing on the node. Raises
+        GatewayRefused (its ``field`` names the refused field; nothing changed), GatewayFailed (the
+        node could not apply it; the previous state runs), and the other AgentErrors.
+        """
+        request = spec_to_proto(spec)
+        reply = self._gateway_call(target, timeout, spec.id, lambda stub, t: stub.Apply(request, timeout=t))
+        return state_from_proto(reply)
+
+    def gateway_state(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> GatewayState | None:
+        """The state of the gateway on the target's node; None when the node has no such gateway."""
+        check_gateway_id(gateway_id)
+        request = agent_pb2.GatewayRef(id=gateway_id)
+        try:
+            reply = self._gateway_call(
+                target, timeout, gateway_id, lambda stub, t: stub.Get(request, timeout=t)
+            )
+        except _GatewayNotFound:
+            return None
+        return state_from_proto(reply)
+
+    def remove_gateway(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> None:
+        """Remove the gateway from the target's node; a gateway it does not have is no error."""
+        check_gateway_id(gateway_id)
+        request = agent_pb2.GatewayRef(id=gateway_id)
+        self._gateway_call(target, timeout, gateway_id, lambda stub, t: stub.Remove(request, timeout=t))
+
+    def _gateway_call(
+        self, target: AgentTarget, timeout: float, gateway: str, call: Callable[[Any, float], T]
+    ) -> T:
+        if timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        stub = agent_pb2_grpc.GatewaysStub(self._connection(target).channel)
+        try:
+            return call(stub, timeout)
+        except grpc.RpcError as exc:
+            rpc = cast(grpc.Call, exc)
+            if rpc.code() == grpc.StatusCode.NOT_FOUND:
+                raise _GatewayNotFound from None
+            raise translate_gateway_error(rpc, target, timeout, gateway) from None
+
     def check_health(self, target: AgentTarget, *, service: str = "", timeout: float | None = None) -> bool:
         """Whether the agent's standard gRPC health service reports SERVING.
 
@@ -436,6 +487,10 @@ class AgentPool:
             return call(connection, timeout)
         except grpc.RpcError as exc:
             raise translate_error(cast(grpc.Call, exc), target, deadline, snippet=snippet) from None
+
+
+class _GatewayNotFound(Exception):
+    """Gateways.Get answered NOT_FOUND: the node has no such gateway."""
 
 
 _PHASES: Mapping[int, TemplatePhase] = {

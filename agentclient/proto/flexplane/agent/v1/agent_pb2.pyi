@@ -2,10 +2,123 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class GatewayUplink(_message.Message):
+    __slots__ = ("bridge", "vlan", "address", "gateway")
+    BRIDGE_FIELD_NUMBER: _ClassVar[int]
+    VLAN_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GATEWAY_FIELD_NUMBER: _ClassVar[int]
+    bridge: str
+    vlan: int
+    address: str
+    gateway: str
+    def __init__(self, bridge: _Optional[str] = ..., vlan: _Optional[int] = ..., address: _Optional[str] = ..., gateway: _Optional[str] = ...) -> None: ...
+
+class GatewayLeg(_message.Message):
+    __slots__ = ("vnet", "address")
+    VNET_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    vnet: str
+    address: str
+    def __init__(self, vnet: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
+class GatewayPublicIp(_message.Message):
+    __slots__ = ("address", "nat_to")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NAT_TO_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    nat_to: str
+    def __init__(self, address: _Optional[str] = ..., nat_to: _Optional[str] = ...) -> None: ...
+
+class GatewayPortForward(_message.Message):
+    __slots__ = ("public_ip", "protocol", "port", "to_address", "to_port")
+    PUBLIC_IP_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    TO_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    TO_PORT_FIELD_NUMBER: _ClassVar[int]
+    public_ip: str
+    protocol: str
+    port: int
+    to_address: str
+    to_port: int
+    def __init__(self, public_ip: _Optional[str] = ..., protocol: _Optional[str] = ..., port: _Optional[int] = ..., to_address: _Optional[str] = ..., to_port: _Optional[int] = ...) -> None: ...
+
+class GatewayFirewallRule(_message.Message):
+    __slots__ = ("direction", "action", "protocol", "source", "destination", "port_from", "port_to")
+    DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    PORT_FROM_FIELD_NUMBER: _ClassVar[int]
+    PORT_TO_FIELD_NUMBER: _ClassVar[int]
+    direction: str
+    action: str
+    protocol: str
+    source: str
+    destination: str
+    port_from: int
+    port_to: int
+    def __init__(self, direction: _Optional[str] = ..., action: _Optional[str] = ..., protocol: _Optional[str] = ..., source: _Optional[str] = ..., destination: _Optional[str] = ..., port_from: _Optional[int] = ..., port_to: _Optional[int] = ...) -> None: ...
+
+class GatewaySpec(_message.Message):
+    __slots__ = ("id", "generation", "uplink", "legs", "public_ips", "forwards", "rules")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    UPLINK_FIELD_NUMBER: _ClassVar[int]
+    LEGS_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_IPS_FIELD_NUMBER: _ClassVar[int]
+    FORWARDS_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    generation: int
+    uplink: GatewayUplink
+    legs: _containers.RepeatedCompositeFieldContainer[GatewayLeg]
+    public_ips: _containers.RepeatedCompositeFieldContainer[GatewayPublicIp]
+    forwards: _containers.RepeatedCompositeFieldContainer[GatewayPortForward]
+    rules: _containers.RepeatedCompositeFieldContainer[GatewayFirewallRule]
+    def __init__(self, id: _Optional[str] = ..., generation: _Optional[int] = ..., uplink: _Optional[_Union[GatewayUplink, _Mapping]] = ..., legs: _Optional[_Iterable[_Union[GatewayLeg, _Mapping]]] = ..., public_ips: _Optional[_Iterable[_Union[GatewayPublicIp, _Mapping]]] = ..., forwards: _Optional[_Iterable[_Union[GatewayPortForward, _Mapping]]] = ..., rules: _Optional[_Iterable[_Union[GatewayFirewallRule, _Mapping]]] = ...) -> None: ...
+
+class GatewayRef(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class GatewayState(_message.Message):
+    __slots__ = ("id", "generation", "node", "healthy", "detail", "counters")
+    class CountersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    generation: int
+    node: str
+    healthy: bool
+    detail: str
+    counters: _containers.ScalarMap[str, int]
+    def __init__(self, id: _Optional[str] = ..., generation: _Optional[int] = ..., node: _Optional[str] = ..., healthy: _Optional[bool] = ..., detail: _Optional[str] = ..., counters: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class RemoveGatewayReply(_message.Message):
+    __slots__ = ("removed",)
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    removed: bool
+    def __init__(self, removed: _Optional[bool] = ...) -> None: ...
 
 class ConsoleInput(_message.Message):
     __slots__ = ("vmid", "data")

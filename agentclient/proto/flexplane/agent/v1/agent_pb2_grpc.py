@@ -504,3 +504,197 @@ class Console:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class GatewaysStub:
+    """A VDC's edge gateway in a zone, run on this node: a network namespace with a
+    leg on each of the VDC's VNet bridges and one on the external (uplink)
+    bridge, routing between them through one nftables ruleset (SNAT egress,
+    DNAT for port forwards and 1:1 NAT, the firewall rules, conntrack).
+
+    Only the callers named in the agent's gateway_clients (by default the
+    orchestrator's certificate, flexplane-orchestrator) may call it: any other
+    caller is refused with PERMISSION_DENIED and "flexplane-error:
+    client-not-allowed". See agentclient.gateways for what every field means.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Apply = channel.unary_unary(
+                '/flexplane.agent.v1.Gateways/Apply',
+                request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewaySpec.SerializeToString,
+                response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayState.FromString,
+                _registered_method=True)
+        self.Get = channel.unary_unary(
+                '/flexplane.agent.v1.Gateways/Get',
+                request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayRef.SerializeToString,
+                response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayState.FromString,
+                _registered_method=True)
+        self.Remove = channel.unary_unary(
+                '/flexplane.agent.v1.Gateways/Remove',
+                request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayRef.SerializeToString,
+                response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.RemoveGatewayReply.FromString,
+                _registered_method=True)
+
+
+class GatewaysServicer:
+    """A VDC's edge gateway in a zone, run on this node: a network namespace with a
+    leg on each of the VDC's VNet bridges and one on the external (uplink)
+    bridge, routing between them through one nftables ruleset (SNAT egress,
+    DNAT for port forwards and 1:1 NAT, the firewall rules, conntrack).
+
+    Only the callers named in the agent's gateway_clients (by default the
+    orchestrator's certificate, flexplane-orchestrator) may call it: any other
+    caller is refused with PERMISSION_DENIED and "flexplane-error:
+    client-not-allowed". See agentclient.gateways for what every field means.
+    """
+
+    def Apply(self, request, context):
+        """Make the node run the gateway exactly as spec says, idempotently: the
+        namespace and legs are made or fixed, the ruleset replaced in one nft
+        transaction (never a moment without rules). All or nothing: a refused or
+        failed apply leaves the previous state running. The spec is kept on the
+        node, which re-applies it when the agent starts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Get(self, request, context):
+        """The gateway's state on this node; NOT_FOUND when the node has no such
+        gateway.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Remove(self, request, context):
+        """Remove the gateway from this node (namespace, legs, rules, kept spec); a
+        gateway the node does not have is no error.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_GatewaysServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Apply': grpc.unary_unary_rpc_method_handler(
+                    servicer.Apply,
+                    request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewaySpec.FromString,
+                    response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayState.SerializeToString,
+            ),
+            'Get': grpc.unary_unary_rpc_method_handler(
+                    servicer.Get,
+                    request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayRef.FromString,
+                    response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayState.SerializeToString,
+            ),
+            'Remove': grpc.unary_unary_rpc_method_handler(
+                    servicer.Remove,
+                    request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayRef.FromString,
+                    response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.RemoveGatewayReply.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'flexplane.agent.v1.Gateways', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('flexplane.agent.v1.Gateways', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Gateways:
+    """A VDC's edge gateway in a zone, run on this node: a network namespace with a
+    leg on each of the VDC's VNet bridges and one on the external (uplink)
+    bridge, routing between them through one nftables ruleset (SNAT egress,
+    DNAT for port forwards and 1:1 NAT, the firewall rules, conntrack).
+
+    Only the callers named in the agent's gateway_clients (by default the
+    orchestrator's certificate, flexplane-orchestrator) may call it: any other
+    caller is refused with PERMISSION_DENIED and "flexplane-error:
+    client-not-allowed". See agentclient.gateways for what every field means.
+    """
+
+    @staticmethod
+    def Apply(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexplane.agent.v1.Gateways/Apply',
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewaySpec.SerializeToString,
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayState.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Get(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexplane.agent.v1.Gateways/Get',
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayRef.SerializeToString,
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayState.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Remove(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexplane.agent.v1.Gateways/Remove',
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GatewayRef.SerializeToString,
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.RemoveGatewayReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
