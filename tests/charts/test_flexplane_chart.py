@@ -329,6 +329,24 @@ def test_the_portal_client_secret_comes_from_a_secret(renders: dict[str, list[Ma
     assert reference == {"secretKeyRef": {"name": "flexplane-portal-oidc", "key": "client-secret"}}
 
 
+def test_the_zitadel_service_users_key_is_mounted_read_only_where_the_settings_look(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    # The identity chart hands the key over in this Secret (its serviceUser.secret).
+    rendered = renders["example"]
+    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "zitadel-service-user"]
+    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "zitadel-service-user"]
+    assert mount["readOnly"] is True
+    assert volume["secret"]["secretName"] == "flexplane-zitadel-service-user"
+    (item,) = volume["secret"]["items"]
+    assert env(rendered)["FLEXPLANE_ZITADEL_KEY_FILE"] == f"{mount['mountPath']}/{item['path']}"
+
+
+def test_without_a_service_user_no_key_is_mounted(renders: dict[str, list[Manifest]]) -> None:
+    assert "FLEXPLANE_ZITADEL_KEY_FILE" not in env(renders["default"])
+    assert "zitadel-service-user" not in {v["name"] for v in pod_spec(renders["default"])["volumes"]}
+
+
 # --- enrollment and agent releases ------------------------------------------------------------
 
 
