@@ -27,6 +27,7 @@ class VdcResources(graphene.ObjectType):
     disk_gb = graphene.Int(required=True, description="Disk, GiB.")
     vms = graphene.Int(required=True, description="Number of VMs.")
     networks = graphene.Int(required=True, description="Number of networks (the default ones included).")
+    public_ips = graphene.Int(required=True, description="Number of public IPs (of its edge gateways).")
 
 
 class Vdc(graphene.ObjectType):
@@ -82,6 +83,7 @@ class VdcQuotaInput(graphene.InputObjectType):
     disk_gb = graphene.Int(description="GiB.")
     vms = graphene.Int()
     networks = graphene.Int(description="Networks it may have, its default ones included (default 10).")
+    public_ips = graphene.Int(description="Public IPs its edge gateways may hold (default 4).")
     snapshots_per_vm = graphene.Int(description="Snapshots each VM may have (not a sum; default 10).")
 
 

@@ -40,6 +40,25 @@ class ZoneNetworkSettings(graphene.ObjectType):
     dns = graphene.List(graphene.NonNull(graphene.String), required=True, description="Default resolvers.")
 
 
+class ZoneExternalNetwork(graphene.ObjectType):
+    """Where a zone's edge gateways have their uplink, and the public addresses they hand out."""
+
+    bridge = graphene.String(required=True, description="The external bridge (empty: no edge gateways).")
+    vlan = graphene.Int(description="Its VLAN tag; null: untagged.")
+    cidr = graphene.String(required=True)
+    gateway = graphene.String(required=True, description="The external network's router.")
+    pool = graphene.List(
+        graphene.NonNull(graphene.String),
+        required=True,
+        description="Public address ranges, CIDRs, addresses.",
+    )
+    nodes = graphene.List(
+        graphene.NonNull(graphene.String),
+        required=True,
+        description="The hosts that may run edge gateways (empty: any host of the zone).",
+    )
+
+
 class Zone(graphene.ObjectType):
     """A Proxmox cluster that VMs are placed in."""
 
@@ -48,6 +67,21 @@ class Zone(graphene.ObjectType):
     description = graphene.String(required=True)
     hosts = graphene.List(graphene.NonNull(Host), required=True)
     network = graphene.Field(ZoneNetworkSettings, required=True)
+    external_network = graphene.Field(ZoneExternalNetwork, required=True)
+
+    @staticmethod
+    def resolve_external_network(
+        root: ZoneStatus | ZoneModel, info: graphene.ResolveInfo
+    ) -> ZoneExternalNetwork:
+        zone = _zone(root)
+        return ZoneExternalNetwork(
+            bridge=zone.external_bridge,
+            vlan=zone.external_vlan or None,
+            cidr=zone.external_cidr,
+            gateway=zone.external_gateway,
+            pool=zone.public_pool,
+            nodes=zone.gateway_hosts,
+        )
 
     @staticmethod
     def resolve_network(root: ZoneStatus | ZoneModel, info: graphene.ResolveInfo) -> ZoneNetworkSettings:

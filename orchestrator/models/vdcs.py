@@ -19,6 +19,8 @@ from orchestrator.sources.proxmox import Guest
 POOL_PREFIX = "fp-"
 # The networks a VDC may have when its quota does not say (``quota.networks``).
 DEFAULT_NETWORKS_QUOTA = 10
+# The public IPs a VDC may hold when its quota does not say (``quota.publicIps``).
+DEFAULT_PUBLIC_IPS_QUOTA = 4
 # How many snapshots each VM of a VDC may have when its quota does not say (``quota.snapshotsPerVm``).
 DEFAULT_SNAPSHOTS_PER_VM = 10
 _MIB = 1024**2
@@ -39,6 +41,7 @@ class Usage:
     disk_gb: int = 0
     vms: int = 0
     networks: int = 0
+    public_ips: int = 0
 
     # (attribute, how a message names it, unit)
     RESOURCES = (
@@ -47,6 +50,7 @@ class Usage:
         ("disk_gb", "disk", " GiB"),
         ("vms", "VMs", ""),
         ("networks", "networks", ""),
+        ("public_ips", "public IPs", ""),
     )
 
     def __add__(self, other: Usage) -> Usage:
@@ -78,6 +82,7 @@ class Usage:
             disk_gb=int(spec.get("diskGb") or 0),
             vms=int(spec.get("vms") or 0),
             networks=int(spec.get("networks") or 0),
+            public_ips=int(spec.get("publicIps") or 0),
         )
 
     def to_spec(self) -> dict[str, int]:
@@ -87,6 +92,7 @@ class Usage:
             "diskGb": self.disk_gb,
             "vms": self.vms,
             "networks": self.networks,
+            "publicIps": self.public_ips,
         }
 
 
@@ -108,6 +114,7 @@ class Vdc(models.Model):
     quota_disk_gb = models.PositiveIntegerField()
     quota_vms = models.PositiveIntegerField()
     quota_networks = models.PositiveIntegerField(default=DEFAULT_NETWORKS_QUOTA)
+    quota_public_ips = models.PositiveIntegerField(default=DEFAULT_PUBLIC_IPS_QUOTA)
     # Not a sum over the VDC like the four above: the most snapshots any one of its VMs may have.
     quota_snapshots_per_vm = models.PositiveIntegerField(default=DEFAULT_SNAPSHOTS_PER_VM)
 
@@ -136,6 +143,7 @@ class Vdc(models.Model):
             quota_vms=quota.vms,
             # A VDC stored before networks had a quota may have a few (its default ones among them).
             quota_networks=quota.networks if "networks" in quota_spec else DEFAULT_NETWORKS_QUOTA,
+            quota_public_ips=quota.public_ips if "publicIps" in quota_spec else DEFAULT_PUBLIC_IPS_QUOTA,
             quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else int(snapshots),
         )
 
@@ -159,6 +167,7 @@ class Vdc(models.Model):
             disk_gb=self.quota_disk_gb,
             vms=self.quota_vms,
             networks=self.quota_networks,
+            public_ips=self.quota_public_ips,
         )
 
     @property

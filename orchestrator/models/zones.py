@@ -22,6 +22,8 @@ DEFAULT_NETWORK_ID_LAST = 4000
 DEFAULT_NETWORK_MTU = 1450
 MAX_VXLAN_ID = 16_777_215
 MAX_VLAN_TAG = 4094
+# No VLAN on the external bridge (edge gateways' uplinks are untagged).
+NO_VLAN = 0
 
 
 class Zone(models.Model):
@@ -41,6 +43,16 @@ class Zone(models.Model):
     # Comma-separated, as the form and the API take them (``ranges``, ``dns_servers``: as lists).
     network_ranges = models.CharField(max_length=1000, default="")
     network_dns = models.CharField(max_length=200, default="")
+    # Its external network, where edge gateways have their uplink (none while ``external_bridge`` is
+    # empty: no gateways in the zone): the bridge (and VLAN tag, 0 for none), its CIDR and gateway, the
+    # public addresses flex.plane hands out (comma-separated ranges ``a-b``, CIDRs or addresses, all in
+    # the CIDR) and the nodes that may host gateways (comma-separated; empty: any host of the zone).
+    external_bridge = models.CharField(max_length=15, default="")
+    external_vlan = models.PositiveIntegerField(default=NO_VLAN)
+    external_cidr = models.CharField(max_length=18, default="")
+    external_gateway = models.CharField(max_length=15, default="")
+    external_pool = models.CharField(max_length=1000, default="")
+    gateway_nodes = models.CharField(max_length=1000, default="")
 
     class Meta:
         managed = False
@@ -52,6 +64,7 @@ class Zone(models.Model):
     def from_spec(cls, spec: Mapping[str, Any]) -> Zone:
         ident = str(spec["id"])
         network = spec.get("network") or {}
+        external = spec.get("external") or {}
         return cls(
             id=ident,
             name=str(spec.get("name") or ident),
@@ -63,6 +76,12 @@ class Zone(models.Model):
             network_mtu=int(network.get("mtu") or DEFAULT_NETWORK_MTU),
             network_ranges=", ".join(str(r) for r in network.get("ranges") or []),
             network_dns=", ".join(str(a) for a in network.get("dns") or []),
+            external_bridge=str(external.get("bridge") or ""),
+            external_vlan=int(external.get("vlan") or NO_VLAN),
+            external_cidr=str(external.get("cidr") or ""),
+            external_gateway=str(external.get("gateway") or ""),
+            external_pool=", ".join(str(r) for r in external.get("pool") or []),
+            gateway_nodes=", ".join(str(n) for n in external.get("nodes") or []),
         )
 
     @property
@@ -74,6 +93,21 @@ class Zone(models.Model):
     def dns_servers(self) -> list[str]:
         """A new network's default resolvers."""
         return _items(self.network_dns)
+
+    @property
+    def has_external_network(self) -> bool:
+        """Whether edge gateways can run in this zone (an admin set its external network)."""
+        return bool(self.external_bridge and self.external_cidr and self.external_gateway)
+
+    @property
+    def public_pool(self) -> list[str]:
+        """The public address ranges gateways get their addresses from (``a-b``, CIDRs or addresses)."""
+        return _items(self.external_pool)
+
+    @property
+    def gateway_hosts(self) -> list[str]:
+        """The nodes that may host gateways (empty: any host of the zone)."""
+        return _items(self.gateway_nodes)
 
     def to_spec(self) -> dict[str, Any]:
         return {
@@ -88,6 +122,14 @@ class Zone(models.Model):
                 "mtu": self.network_mtu,
                 "ranges": self.ranges,
                 "dns": self.dns_servers,
+            },
+            "external": {
+                "bridge": self.external_bridge,
+                "vlan": self.external_vlan,
+                "cidr": self.external_cidr,
+                "gateway": self.external_gateway,
+                "pool": self.public_pool,
+                "nodes": self.gateway_hosts,
             },
         }
 

@@ -35,7 +35,11 @@ from orchestrator.errors import (
 )
 from orchestrator.models import Usage, Vdc
 from orchestrator.models.networks import Network
-from orchestrator.models.vdcs import DEFAULT_NETWORKS_QUOTA, DEFAULT_SNAPSHOTS_PER_VM
+from orchestrator.models.vdcs import (
+    DEFAULT_NETWORKS_QUOTA,
+    DEFAULT_PUBLIC_IPS_QUOTA,
+    DEFAULT_SNAPSHOTS_PER_VM,
+)
 from orchestrator.models.vms import vdc_in
 from orchestrator.services import access, catalog, inventory, locks, networks
 from orchestrator.services.context import Context
@@ -45,7 +49,9 @@ from orchestrator.sources.proxmox import Guest, ZoneApi, ZoneTargets, proxmox
 logger = logging.getLogger(__name__)
 
 FIELDS = ("id", "name", "description", "zones", "compute_profiles", "storage_profiles", "images", "quota")
-QUOTA_FIELDS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks")
+QUOTA_FIELDS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
+# Quotas a VDC's input may leave out (the VDC then has the default).
+_OPTIONAL_QUOTAS = {"networks": DEFAULT_NETWORKS_QUOTA, "public_ips": DEFAULT_PUBLIC_IPS_QUOTA}
 # GraphQL's Int is 32 bits: no quota beyond what the API can carry.
 _INT_MAX = 2**31 - 1
 _QUOTA_LIMITS = {
@@ -54,8 +60,16 @@ _QUOTA_LIMITS = {
     "disk_gb": _INT_MAX,
     "vms": 1_000_000,
     "networks": 10_000,
+    "public_ips": 10_000,
 }
-_QUOTA_UNITS = {"vcpus": "", "memory_mib": " MiB", "disk_gb": " GiB", "vms": "", "networks": ""}
+_QUOTA_UNITS = {
+    "vcpus": "",
+    "memory_mib": " MiB",
+    "disk_gb": " GiB",
+    "vms": "",
+    "networks": "",
+    "public_ips": "",
+}
 
 # vdc id -> zone -> what its VMs there use
 Tally = dict[str, dict[str, Usage]]
@@ -171,7 +185,10 @@ def usage(ctx: Context, vdc_id: str) -> Usage:
     ``ctx``); its networks cost one SDN read per zone."""
     vdc = get_vdc(ctx, vdc_id)
     vms = _total(_shown(ctx, frozenset({vdc_id})).get(vdc_id, {}))
-    return replace(vms, networks=len(networks.vdc_networks(ctx, vdc)))
+    from orchestrator.services import gateways
+
+    held = gateways.public_ips_used(ctx, [vdc_id]).get(vdc_id, 0)
+    return replace(vms, networks=len(networks.vdc_networks(ctx, vdc)), public_ips=held)
 
 
 def list_vdcs(ctx: Context) -> list[VdcUsage]:
@@ -179,8 +196,16 @@ def list_vdcs(ctx: Context) -> list[VdcUsage]:
     SDN read per zone for their networks)."""
     vdcs = visible_vdcs(ctx)
     tally = _shown(ctx, frozenset(vdc.id for vdc in vdcs)) if vdcs else {}
+    from orchestrator.services import gateways
+
     nets = Counter(n.vdc for n in networks.list_networks(ctx)) if vdcs else Counter[str]()
-    return [VdcUsage(vdc, replace(_total(tally.get(vdc.id, {})), networks=nets[vdc.id])) for vdc in vdcs]
+    ips = gateways.public_ips_used(ctx, [v.id for v in vdcs]) if vdcs else {}
+    return [
+        VdcUsage(
+            vdc, replace(_total(tally.get(vdc.id, {})), networks=nets[vdc.id], public_ips=ips.get(vdc.id, 0))
+        )
+        for vdc in vdcs
+    ]
 
 
 def fresh_usage(ctx: Context, vdc_id: str) -> Usage:
@@ -263,10 +288,12 @@ def _validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vd
         ctx, f, "images", catalog.IMAGE, catalog.is_name, "image", before.images if before else []
     )
     quota = f.nested("quota")
-    # The networks quota is optional: without, a VDC has the default (room for its default networks).
-    required = [q for q in QUOTA_FIELDS if q != "networks"]
+    # The networks and public IPs quotas are optional: without, a VDC has the default (for networks: room
+    # for its default networks).
+    required = [q for q in QUOTA_FIELDS if q not in _OPTIONAL_QUOTAS]
     limits = {q: quota.integer(q, 0, _QUOTA_LIMITS[q], _QUOTA_UNITS[q]) for q in required}
-    network_quota = quota.optional_integer("networks", 0, _QUOTA_LIMITS["networks"])
+    optional = {q: quota.optional_integer(q, 0, _QUOTA_LIMITS[q]) for q in _OPTIONAL_QUOTAS}
+    network_quota = optional["networks"]
     snapshots = quota.optional_integer("snapshots_per_vm", 0, 1000)
     return Vdc(
         id=ident,
@@ -281,6 +308,9 @@ def _validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vd
         quota_disk_gb=limits["disk_gb"],
         quota_vms=limits["vms"],
         quota_networks=DEFAULT_NETWORKS_QUOTA if network_quota is None else network_quota,
+        quota_public_ips=DEFAULT_PUBLIC_IPS_QUOTA
+        if optional["public_ips"] is None
+        else optional["public_ips"],
         quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else snapshots,
     )
 

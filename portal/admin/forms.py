@@ -254,6 +254,12 @@ class VdcForm(AdminForm):
         required=False,
         help_text="How many networks at most, its default ones included (empty: 10).",
     )
+    quota_public_ips = forms.IntegerField(
+        label="Public IP quota",
+        min_value=0,
+        required=False,
+        help_text="How many public IPs its edge gateways may hold (empty: 4).",
+    )
 
     # The allow-lists: checkboxes of the catalog's names.
     ALLOWED: ClassVar[tuple[str, ...]] = ("zones", "compute_profiles", "storage_profiles", "images")

@@ -20,6 +20,7 @@ from orchestrator.models.catalog import (
     ZONE_INPUTS,
     Kind,
 )
+from orchestrator.models.gateways import pool_problem
 from orchestrator.models.zones import MAX_VLAN_TAG, MAX_VXLAN_ID, host_ident
 from orchestrator.services.catalog.fields import (
     CPU_TYPE,
@@ -185,7 +186,49 @@ def _zone(ctx: Context, values: Mapping[str, Any]) -> Zone:
             )
         ),
         network_dns=", ".join(_addresses(f, "network_dns", ipaddress.IPv4Address, "an IPv4 address")),
+        **_external(f, d),
     )
+
+
+def _external(f: Fields, d: Kind) -> dict[str, Any]:
+    """The zone's external network (edge gateways): all of bridge, CIDR, gateway and pool, or none."""
+    bridge = f.declared(d["external_bridge"]).strip()
+    cidr = f.declared(d["external_cidr"]).strip()
+    gateway = f.declared(d["external_gateway"]).strip()
+    pool_text, nodes_text = f.declared(d["external_pool"]), f.declared(d["gateway_nodes"])
+    pool = _addresses(
+        Fields({"external_pool": pool_text}), "external_pool", lambda r: r.replace(" ", ""), "a range"
+    )
+    nodes = _node_names(f, nodes_text)
+    if bridge or cidr or gateway or pool:
+        if not BRIDGE_NAME.fullmatch(bridge):
+            raise f.fail("external_bridge", f"externalBridge {bridge[:40]!r} is not a bridge name")
+        problem = pool_problem(pool, cidr, gateway)
+        if problem is not None:
+            raise f.fail(*problem)
+    return {
+        "external_bridge": bridge,
+        "external_vlan": f.declared(d["external_vlan"]),
+        "external_cidr": cidr,
+        "external_gateway": gateway,
+        "external_pool": ", ".join(pool),
+        "gateway_nodes": ", ".join(nodes),
+    }
+
+
+_NODE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def _node_names(f: Fields, text: str) -> list[str]:
+    out: list[str] = []
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        if not _NODE.fullmatch(item):
+            raise f.fail("gateway_nodes", f"gatewayNodes: {item[:60]!r} is not a host name")
+        if item not in out:
+            out.append(item)
+    return out
 
 
 def _host(ctx: Context, values: Mapping[str, Any]) -> Host:
