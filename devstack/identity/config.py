@@ -74,6 +74,11 @@ class IdentityConfig:
         return self.data_dir / "django-secret-key"
 
     @property
+    def zitadel_key_path(self) -> Path:
+        """The orchestrator's service user key, in the format of Zitadel's JSON key files."""
+        return self.data_dir / "zitadel-service-key.json"
+
+    @property
     def portal_client_path(self) -> Path:
         return self.data_dir / "portal-client.json"
 

@@ -123,6 +123,16 @@ class IdentityProvider:
         return self.process.pid
 
     @property
+    def api_url(self) -> str:
+        """Where the Zitadel-shaped management API is served: the issuer's origin, as Zitadel's."""
+        return self.issuer.removesuffix("/o")
+
+    @property
+    def zitadel_key_path(self) -> Path:
+        """The orchestrator's service user key file (Zitadel's JSON key format)."""
+        return self.data_dir / "zitadel-service-key.json"
+
+    @property
     def portal_client(self) -> PortalClient:
         """The portal's client id and plaintext secret, as the provider recorded them."""
         recorded = json.loads((self.data_dir / "portal-client.json").read_text(encoding="utf-8"))

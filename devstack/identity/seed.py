@@ -15,12 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from django.contrib.auth.hashers import check_password
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from oauth2_provider.models import Application
 
+from devstack.identity.api.models import Account, Authorization, MachineKey, Organization, ProjectRole, new_id
+from devstack.identity.claims import organisation_of, subject_of
 from devstack.identity.keys import write_private_file
 from devstack.identity.users import SeedUser
 
@@ -28,6 +32,9 @@ logger = logging.getLogger(__name__)
 
 PORTAL_CLIENT_ID = "flexplane-portal"
 CLI_CLIENT_ID = "flexplane-cli"
+# The orchestrator's service user, and the project roles flex.plane relies on being there.
+SERVICE_USER = "flexplane-orchestrator"
+PLATFORM_ROLES = ("ADMIN", "USER", "ORG_OWNER")
 
 
 @dataclass(frozen=True)
@@ -60,11 +67,78 @@ def portal_client_secret(portal_client_path: Path, given: str | None) -> str:
     return secrets.token_urlsafe(32)
 
 
-def seed(users: Sequence[SeedUser], portal: PortalSeed) -> None:
+def seed(users: Sequence[SeedUser], portal: PortalSeed, project_id: str = "flexplane") -> None:
     with transaction.atomic():
         ensure_users(users)
+        for user in users:
+            ensure_grants(user, project_id)
         ensure_portal_client(portal)
         ensure_cli_client()
+
+
+def ensure_grants(seed_user: SeedUser, project_id: str) -> None:
+    """The user's account in their organisation, and the roles USERS.json gives them there.
+
+    Only what the file changed since the last seeding is applied: roles granted or revoked through
+    the API since then stay as they are.
+    """
+    org_id, domain = organisation_of(seed_user.organization)
+    org, _ = Organization.objects.update_or_create(
+        id=org_id, defaults={"name": seed_user.organization, "domain": domain}
+    )
+    user = User.objects.get(username=seed_user.username)
+    account, created = Account.objects.get_or_create(
+        user=user, defaults={"zitadel_id": subject_of(seed_user.username), "organization": org}
+    )
+    if account.organization_id != org.id:
+        account.organization = org
+    before = set() if created else set(account.seeded_roles)
+    wanted = set(seed_user.roles)
+    for role in sorted(wanted):
+        ProjectRole.objects.get_or_create(project_id=project_id, key=role, defaults={"display_name": role})
+    grant, _ = Authorization.objects.get_or_create(account=account, project_id=project_id, organization=org)
+    keys = [k for k in grant.role_keys if k not in before - wanted]
+    keys += [k for k in sorted(wanted - before) if k not in keys]
+    if keys != grant.role_keys:
+        grant.role_keys = keys
+        grant.save()
+    account.seeded_roles = sorted(wanted)
+    account.save()
+
+
+def ensure_service_user(key_path: Path, project_id: str) -> None:
+    """The orchestrator's service user and its JWT profile key, in Zitadel's key file format.
+
+    The private key is written once to ``key_path`` (mode 0600); its public half is registered.
+    """
+    if key_path.exists():
+        recorded = json.loads(key_path.read_text(encoding="utf-8"))
+        private_pem = str(recorded["key"])
+    else:
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        private_pem = private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode("ascii")
+        recorded = {
+            "type": "serviceaccount",
+            "keyId": new_id(),
+            "key": private_pem,
+            "userId": subject_of(SERVICE_USER),
+            "expirationDate": "9999-12-31T23:59:59Z",
+        }
+        write_private_file(key_path, json.dumps(recorded, indent=2) + "\n")
+    public_pem = (
+        serialization.load_pem_private_key(private_pem.encode("ascii"), password=None)
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode("ascii")
+    )
+    MachineKey.objects.update_or_create(
+        key_id=str(recorded["keyId"]),
+        defaults={"user_id": str(recorded["userId"]), "name": SERVICE_USER, "public_key": public_pem},
+    )
+    for role in PLATFORM_ROLES:
+        ProjectRole.objects.get_or_create(project_id=project_id, key=role, defaults={"display_name": role})
 
 
 def write_portal_client_file(path: Path, portal: PortalSeed, issuer: str) -> None:

@@ -90,7 +90,8 @@ def prepare(options: ServeOptions) -> None:
         post_logout_redirect_uris=tuple(options.portal_post_logout_redirect_uris)
         or portal_homes(options.portal_redirect_uris),
     )
-    seed.seed(users, portal)
+    seed.seed(users, portal, config.project_id)
+    seed.ensure_service_user(config.zitadel_key_path, config.project_id)
     seed.write_portal_client_file(config.portal_client_path, portal, config.issuer)
     clear_expired()
     logger.info("seeded %d users from %s", len(users), options.users_path)

@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "oauth2_provider",
+    "devstack.identity.api",
 ]
 
 MIDDLEWARE = [

@@ -1,12 +1,14 @@
-"""Routes: django-oauth-toolkit's OAuth 2.0 and OIDC endpoints and the login page, under the issuer's path."""
+"""Routes: django-oauth-toolkit's OAuth 2.0 and OIDC endpoints and the login page, under the issuer's path;
+the Zitadel-shaped management API at the root, where Zitadel serves it."""
 
 from __future__ import annotations
 
 from django.contrib.auth.views import LoginView
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.generic import TemplateView
 from oauth2_provider import urls as oauth2_urls
 
+from devstack.identity.api import views as api
 from devstack.identity.config import current_config
 
 PREFIX = current_config().url_prefix
@@ -21,4 +23,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", TemplateView.as_view(template_name="identity/home.html"), name="home"),
     path(f"{PREFIX}login/", LoginView.as_view(template_name="identity/login.html"), name="login"),
     path(PREFIX, include(oauth2_patterns)),
+    # Zitadel's management API, where Zitadel serves it: the service user's token, then Connect routes.
+    path("oauth/v2/token", api.token, name="zitadel-token"),
+    re_path(r"^(?P<service>zitadel(?:\.[a-z0-9]+)+\.[A-Za-z]+Service)/(?P<method>[A-Za-z]+)$", api.connect),
 ]

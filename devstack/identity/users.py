@@ -19,12 +19,14 @@ class SeedUser:
     name: str
     email: str
     roles: tuple[str, ...]
+    # The organisation (by name) that owns the user; its roles are granted within it.
+    organization: str = "flexplane"
 
     @classmethod
     def from_json(cls, entry: object, where: str) -> SeedUser:
         if not isinstance(entry, Mapping):
             raise UsersFileError(f"{where}: a user must be an object, not {entry!r}")
-        unknown = set(entry) - {"username", "password", "name", "email", "roles"}
+        unknown = set(entry) - {"username", "password", "name", "email", "roles", "organization"}
         if unknown:
             raise UsersFileError(f"{where}: unknown keys {sorted(unknown)}")
         username = _required_string(entry, "username", where)
@@ -35,8 +37,14 @@ class SeedUser:
         roles = entry.get("roles", [])
         if not isinstance(roles, list) or not all(isinstance(role, str) and role for role in roles):
             raise UsersFileError(f"{where}: 'roles' must be a list of non-empty strings")
+        organization = _optional_string(entry, "organization", where) or "flexplane"
         return cls(
-            username=username, password=password, name=name, email=email, roles=tuple(dict.fromkeys(roles))
+            username=username,
+            password=password,
+            name=name,
+            email=email,
+            roles=tuple(dict.fromkeys(roles)),
+            organization=organization,
         )
 
 

@@ -1,0 +1,111 @@
+"""What the Zitadel-shaped API keeps: organizations, users' organizations, project roles, authorizations,
+and the service users' keys and tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+
+
+def new_id() -> str:
+    """An id shaped like Zitadel's: 18 digits."""
+    return str(10**17 + secrets.randbelow(9 * 10**17))
+
+
+def checksum(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Organization(models.Model):
+    id = models.CharField(primary_key=True, max_length=200)
+    name = models.CharField(max_length=200, unique=True)
+    domain = models.CharField(max_length=253)
+    objects: ClassVar[models.Manager[Organization]] = models.Manager()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Account(models.Model):
+    """A user's Zitadel side: their id (the tokens' ``sub``) and the organization that owns them."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
+    zitadel_id = models.CharField(max_length=200, unique=True)
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="accounts")
+    organization_id: str
+    # The roles USERS.json gave the user when last seeded: a change of the file changes only those.
+    seeded_roles = models.JSONField(default=list)
+    objects: ClassVar[models.Manager[Account]] = models.Manager()
+
+    def __str__(self) -> str:
+        return self.zitadel_id
+
+
+class ProjectRole(models.Model):
+    project_id = models.CharField(max_length=200)
+    key = models.CharField(max_length=200)
+    display_name = models.CharField(max_length=200)
+    group = models.CharField(max_length=200, blank=True, default="")
+    created = models.DateTimeField(auto_now_add=True)
+    objects: ClassVar[models.Manager[ProjectRole]] = models.Manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project_id", "key"], name="unique_role_per_project")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Authorization(models.Model):
+    """A user grant: role keys of a project for a user, within an organization."""
+
+    id = models.CharField(primary_key=True, max_length=200, default=new_id)
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="authorizations")
+    project_id = models.CharField(max_length=200)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="authorizations")
+    role_keys = models.JSONField(default=list)
+    active = models.BooleanField(default=True)
+    created = models.DateTimeField(auto_now_add=True)
+    changed = models.DateTimeField(auto_now=True)
+    objects: ClassVar[models.Manager[Authorization]] = models.Manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "project_id", "organization"],
+                name="one_authorization_per_user_project_org",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class MachineKey(models.Model):
+    """A service user's public key (its JWT profile key); the private half is in the key file only."""
+
+    key_id = models.CharField(primary_key=True, max_length=200)
+    user_id = models.CharField(max_length=200)
+    name = models.CharField(max_length=200)
+    public_key = models.TextField()
+    objects: ClassVar[models.Manager[MachineKey]] = models.Manager()
+
+    def __str__(self) -> str:
+        return self.key_id
+
+
+class ApiToken(models.Model):
+    """An access token issued to a service user (only its checksum is kept)."""
+
+    checksum = models.CharField(primary_key=True, max_length=64)
+    user_id = models.CharField(max_length=200)
+    scopes = models.JSONField(default=list)
+    expires = models.DateTimeField()
+    objects: ClassVar[models.Manager[ApiToken]] = models.Manager()
+
+    def __str__(self) -> str:
+        return self.user_id
