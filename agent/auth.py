@@ -119,3 +119,17 @@ def _guarded(handler: Any, check: Callable[[Context], Awaitable[None]]) -> Any:
         request_deserializer=handler.request_deserializer,
         response_serializer=handler.response_serializer,
     )
+
+
+async def require_caller(context: Context, clients: frozenset[str], setting: str) -> str:
+    """The caller's common name when it is in clients (a service's own stricter list, named setting);
+    otherwise the call ends with PERMISSION_DENIED and "client-not-allowed"."""
+    caller = caller_name(context)
+    if caller not in clients:
+        log.warning("refused caller %s (%s) of a service for %s only", caller, context.peer(), setting)
+        await context.abort(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"client certificate common name {caller!r} may not call this service ({setting})",
+            trailing_metadata=((ERROR_METADATA_KEY, CLIENT_NOT_ALLOWED),),
+        )
+    return caller

@@ -10,6 +10,8 @@ Example (``/etc/flexplane/agent.toml``)::
     ca = "/etc/flexplane/platform-ca.crt"  # signs the callers' client certificates
     allowed_clients = ["flexplane-orchestrator"]
     console_clients = ["flexplane-orchestrator"]   # of those, who may open a VM's console (Console.Open)
+    gateway_clients = ["flexplane-orchestrator"]   # of those, who may run edge gateways here (Gateways)
+    gateway_dir = "/var/lib/flexplane/gateways"    # the last spec applied per gateway, restored on start
     metrics_listen = "127.0.0.1:9464"      # Prometheus metrics (agent.metrics), loopback only; unset: off
     proxmox_url = "https://127.0.0.1:8006"
     proxmox_token_id = "root@pam!flexplane"
@@ -76,6 +78,7 @@ DEFAULT_IMAGE_STAGING_STORAGE = "local"
 # The snippets folder of Proxmox's default "local" storage (path /var/lib/vz).
 DEFAULT_SNIPPETS_DIR = Path("/var/lib/vz/snippets")
 DEFAULT_SNIPPETS_STORAGE = "local"
+DEFAULT_GATEWAY_DIR = Path("/var/lib/flexplane/gateways")
 DEFAULT_INSTALL_DIR = Path("/opt/flexplane-agent")
 DEFAULT_UPDATE_INTERVAL = 3600.0
 DEFAULT_HEALTH_DEADLINE = 60.0
@@ -87,6 +90,7 @@ UPDATE_STATE_FILE = "update-state.json"
 _LIST_KEYS = (
     "allowed_clients",
     "console_clients",
+    "gateway_clients",
     "image_allow_hosts",
     "service_restart_command",
     "update_apply_launcher",
@@ -121,6 +125,7 @@ _STRING_KEYS = (
     "install_dir",
     "update_state_file",
     "metrics_listen",
+    "gateway_dir",
 )
 KNOWN_KEYS = frozenset(
     (*_STRING_KEYS, *_LIST_KEYS, "proxmox_timeout", "image_max_bytes", "update_interval", "health_deadline")
@@ -175,6 +180,8 @@ class AgentConfig:
     update: UpdateConfig | None = None
     console_clients: frozenset[str] = frozenset(DEFAULT_ALLOWED_CLIENTS)
     metrics_listen: str | None = None
+    gateway_clients: frozenset[str] = frozenset(DEFAULT_ALLOWED_CLIENTS)
+    gateway_dir: Path = DEFAULT_GATEWAY_DIR
 
     @property
     def identity(self) -> str:
@@ -328,6 +335,11 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
     metrics_listen = check.string("metrics_listen") if "metrics_listen" in raw else None
     if metrics_listen is not None and (problem := _metrics_listen_problem(metrics_listen)):
         check.problem("metrics_listen", problem)
+    gateway_clients = raw.get("gateway_clients", list(DEFAULT_ALLOWED_CLIENTS))
+    if not isinstance(gateway_clients, list) or not all(isinstance(n, str) and n for n in gateway_clients):
+        check.problem("gateway_clients", "must be a list of client certificate common names")
+        gateway_clients = []
+    gateway_dir = base / Path(check.string("gateway_dir", str(DEFAULT_GATEWAY_DIR))).expanduser()
 
     if check.problems:
         raise ConfigError(f"invalid agent configuration ({source}):\n  " + "\n  ".join(check.problems))
@@ -359,6 +371,8 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         update=update,
         console_clients=frozenset(console_clients),
         metrics_listen=metrics_listen,
+        gateway_clients=frozenset(gateway_clients),
+        gateway_dir=gateway_dir,
     )
 
 

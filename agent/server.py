@@ -1,4 +1,5 @@
-"""The agent's gRPC server: mutual TLS only, the health service, the proxy, images, snippets and GetInfo."""
+"""The agent's gRPC server: mutual TLS only, the health service, the proxy, images, snippets, consoles,
+edge gateways and GetInfo."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from agent.auth import ClientAllowlist, Context, caller_name
 from agent.certs import finish_swap
 from agent.config import AgentConfig, split_listen
 from agent.console import ConsoleServicer
+from agent.gateway import GatewayManager, GatewaysServicer
 from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
 from agent.images.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
 from agent.metrics import RpcMetrics, serve_metrics
@@ -61,6 +63,7 @@ SERVICES = (
     agent_pb2.DESCRIPTOR.services_by_name["Images"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["Snippets"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["Console"].full_name,
+    agent_pb2.DESCRIPTOR.services_by_name["Gateways"].full_name,
 )
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Finish calls in flight for this long on SIGTERM, then cancel them.
@@ -440,6 +443,10 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         agent_pb2_grpc.add_ConsoleServicer_to_server(
             ConsoleServicer(proxmox, config.node, config.console_clients), server
         )
+        gateways = GatewayManager(config.node, config.gateway_dir)
+        agent_pb2_grpc.add_GatewaysServicer_to_server(
+            GatewaysServicer(gateways, config.gateway_clients), server
+        )
         try:
             port = server.add_secure_port(config.listen, serving.credentials())
         except RuntimeError as exc:
@@ -449,6 +456,8 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
         for service in SERVICES:
             await health.set(service, health_pb2.HealthCheckResponse.SERVING)
         await server.start()
+        # The gateways the orchestrator last sent run again (a reboot emptied the namespaces).
+        restoring = asyncio.create_task(asyncio.to_thread(gateways.restore))
         renewal = start_renewal(config, status, serving)
         metrics = None
         try:
@@ -484,3 +493,4 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
             await health.enter_graceful_shutdown()
             await server.stop(SHUTDOWN_GRACE)
             await templates.aclose()
+            await restoring

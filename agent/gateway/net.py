@@ -1,0 +1,312 @@
+"""A gateway's namespace and links, made to match its spec with the ``ip`` and ``nft`` tools (root).
+
+The names are derived from the gateway's id, so that a node finds its gateways again after an
+agent restart without keeping anything else: the namespace ``fpgw-<id>``; on the host, the veth
+ends ``fgu<hash>`` (uplink) and ``fgl<hash>`` (one per VNet); inside, ``uplink`` and ``leg<hash>``.
+The inside ends' MAC addresses are derived from the id too, so that the same gateway brought up
+on another node answers with the same MAC: the VMs' and the router's ARP caches stay right, and a
+move only waits for the bridges to learn the new port.
+
+``host`` is the namespace of the node's bridges: None on a node (the agent's own namespace); the
+tests give each simulated node a namespace of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.gateway.rules import TABLE, UPLINK
+from agentclient.gateways import GatewaySpec
+
+COMMAND_TIMEOUT = 30.0
+NS_PREFIX = "fpgw-"
+# The inside veth end under a VLAN interface named "uplink".
+UPLINK_RAW = "uplinkraw"
+
+
+class NetError(Exception):
+    """A command that builds or reads the gateway failed; the message says which and why."""
+
+
+def run(
+    argv: Sequence[str], *, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run one tool; NetError with its own message when it fails."""
+    try:
+        done = subprocess.run(  # noqa: S603 - ip, nft and sysctl with checked arguments, no shell
+            list(argv), input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NetError(f"{argv[0]} could not run: {exc}") from None
+    if check and done.returncode != 0:
+        message = (
+            done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}"
+        ).splitlines()
+        raise NetError(f"{' '.join(argv[:6])}: {'; '.join(message[:5])}")
+    return done
+
+
+def _hash(text: str, length: int = 8) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def _mac(text: str) -> str:
+    """A locally administered unicast MAC address derived from text."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return ":".join(f"{b:02x}" for b in (0x02, *digest[:5]))
+
+
+def namespace(gateway_id: str) -> str:
+    return f"{NS_PREFIX}{gateway_id}"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One veth pair: ``host_name`` on ``bridge`` in the host's namespace, ``inner`` in the gateway's."""
+
+    host_name: str
+    inner: str
+    bridge: str
+    mac: str
+    vlan: int | None = None  # the uplink's tag: a VLAN interface "uplink" on the inner end
+
+
+def pairs(spec: GatewaySpec) -> list[Pair]:
+    """The veth pairs spec needs: the uplink's first, then one per leg."""
+    up = spec.uplink
+    wanted = [
+        Pair(
+            f"fgu{_hash(spec.id)}",
+            UPLINK_RAW if up.vlan else UPLINK,
+            up.bridge,
+            _mac(f"{spec.id}/uplink"),
+            up.vlan,
+        )
+    ]
+    wanted += [
+        Pair(
+            f"fgl{_hash(f'{spec.id}/{leg.vnet}')}",
+            f"leg{_hash(leg.vnet)}",
+            leg.vnet,
+            _mac(f"{spec.id}/{leg.vnet}"),
+        )
+        for leg in spec.legs
+    ]
+    return wanted
+
+
+def addresses(spec: GatewaySpec) -> dict[str, set[str]]:
+    """The addresses each inside interface must hold, with their prefixes."""
+    wanted = {UPLINK: {spec.uplink.address, *(f"{ip.address}/32" for ip in spec.public_ips)}}
+    for pair, leg in zip(pairs(spec)[1:], spec.legs, strict=True):
+        wanted[pair.inner] = {leg.address}
+    return wanted
+
+
+class Node:
+    """The ``ip`` commands of one node (``host``: the namespace of its bridges, None: this one)."""
+
+    def __init__(self, host: str | None = None) -> None:
+        self.host = host
+
+    def _ip(self, ns: str | None = None) -> list[str]:
+        ns = ns if ns is not None else self.host
+        return ["ip", "-n", ns] if ns else ["ip"]
+
+    def _links(self, ns: str | None) -> dict[str, dict[str, Any]]:
+        done = run([*self._ip(ns), "-d", "-j", "link", "show"])
+        return {link["ifname"]: link for link in json.loads(done.stdout or "[]")}
+
+    # ------------------------------------------------------------------------------ reading
+
+    def namespaces(self) -> set[str]:
+        done = run(["ip", "-j", "netns", "list"])
+        return {entry["name"] for entry in json.loads(done.stdout or "[]")}
+
+    def missing_bridges(self, spec: GatewaySpec) -> list[str]:
+        """The bridges spec names that the node does not have (as bridges)."""
+        links = self._links(None)
+        wanted = [spec.uplink.bridge, *(leg.vnet for leg in spec.legs)]
+        return [
+            name
+            for name in wanted
+            if name not in links or links[name].get("linkinfo", {}).get("info_kind") != "bridge"
+        ]
+
+    def problems(self, spec: GatewaySpec) -> list[str]:
+        """What is not as spec says (empty: all in place), for a person to read."""
+        ns = namespace(spec.id)
+        if ns not in self.namespaces():
+            return [f"namespace {ns} is missing"]
+        found: list[str] = []
+        inside = self._links(ns)
+        host = self._links(None)
+        for pair in pairs(spec):
+            link = inside.get(pair.inner)
+            if link is None or "UP" not in link.get("flags", ()):
+                found.append(f"leg {pair.inner} (on {pair.bridge}) is {'down' if link else 'missing'}")
+            elif host.get(pair.host_name, {}).get("master") != pair.bridge:
+                found.append(f"leg {pair.inner}'s host end {pair.host_name} is not on bridge {pair.bridge}")
+        have = self._addresses(ns)
+        for name, wanted in addresses(spec).items():
+            if lost := wanted - have.get(name, set()):
+                found.append(f"{name} lacks {', '.join(sorted(lost))}")
+        if run(["ip", "netns", "exec", ns, "nft", "list", "table", "inet", TABLE], check=False).returncode:
+            found.append(f"nftables table {TABLE} is missing")
+        return found
+
+    def _addresses(self, ns: str) -> dict[str, set[str]]:
+        done = run([*self._ip(ns), "-j", "address", "show"])
+        found: dict[str, set[str]] = {}
+        for link in json.loads(done.stdout or "[]"):
+            found[link["ifname"]] = {
+                f"{info['local']}/{info['prefixlen']}"
+                for info in link.get("addr_info", ())
+                if info.get("family") == "inet"
+            }
+        return found
+
+    def counters(self, gateway_id: str) -> dict[str, int]:
+        """The gateway's nftables counters: <name>_packets and <name>_bytes."""
+        done = run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                namespace(gateway_id),
+                "nft",
+                "-j",
+                "list",
+                "counters",
+                "table",
+                "inet",
+                TABLE,
+            ]
+        )
+        found: dict[str, int] = {}
+        for item in json.loads(done.stdout or "{}").get("nftables", ()):
+            counter = item.get("counter")
+            if counter:
+                found[f"{counter['name']}_packets"] = int(counter.get("packets", 0))
+                found[f"{counter['name']}_bytes"] = int(counter.get("bytes", 0))
+        return found
+
+    # ------------------------------------------------------------------------------ changing
+
+    def check_rules(self, text: str) -> None:
+        """Let nft check the transaction (``nft -c``) without applying it anywhere."""
+        run(["nft", "-c", "-f", "-"], stdin=text)
+
+    def build(self, spec: GatewaySpec) -> None:
+        """Make the namespace, links, addresses and routes exactly as spec says (not the rules).
+
+        A new link gets its addresses before it comes up: with arp_notify the kernel then announces
+        them (gratuitous ARP), so the bridges and neighbours learn at once where the gateway now is.
+        """
+        ns = namespace(spec.id)
+        if ns not in self.namespaces():
+            run(["ip", "netns", "add", ns])
+            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv4.ip_forward=1",
+                "net.ipv4.conf.all.arp_notify=1",
+            ]
+        )
+        wanted = pairs(spec)
+        inside = self._links(ns)
+        keep = {pair.inner for pair in wanted} | {"lo"} | ({UPLINK} if spec.uplink.vlan else set())
+        for name, link in inside.items():
+            if name not in keep or self._stale(link, spec, name):
+                run([*self._ip(ns), "link", "delete", name], check=False)
+        inside = self._links(ns)
+        host = self._links(None)
+        for pair in wanted:
+            if pair.inner not in inside:
+                if pair.host_name in host:
+                    run([*self._ip(), "link", "delete", pair.host_name], check=False)
+                peer = ["peer", "name", pair.inner, "address", pair.mac, "netns", ns]
+                host_mac = _mac(f"host/{pair.host_name}")
+                run([*self._ip(), "link", "add", pair.host_name, "address", host_mac, "type", "veth", *peer])
+            run([*self._ip(), "link", "set", pair.host_name, "master", pair.bridge, "up"])
+            if pair.vlan:
+                self._vlan(ns, pair, pair.vlan)
+        self._set_addresses(ns, spec)
+        for pair in wanted:
+            run([*self._ip(ns), "link", "set", pair.inner, "up"])
+        if spec.uplink.vlan:
+            run([*self._ip(ns), "link", "set", UPLINK, "up"])
+        run([*self._ip(ns), "route", "replace", "default", "via", spec.uplink.gateway, "dev", UPLINK])
+
+    def _stale(self, link: dict[str, Any], spec: GatewaySpec, name: str) -> bool:
+        """Whether an inside link must be made again: the VLAN interface with another tag."""
+        if name != UPLINK or not spec.uplink.vlan:
+            return False
+        info = link.get("linkinfo", {})
+        return info.get("info_kind") != "vlan" or info.get("info_data", {}).get("id") != spec.uplink.vlan
+
+    def _vlan(self, ns: str, pair: Pair, vlan: int) -> None:
+        bridge = self._links(None).get(pair.bridge, {})
+        if bridge.get("linkinfo", {}).get("info_data", {}).get("vlan_filtering"):
+            bridge_cmd = ["bridge", *(["-n", self.host] if self.host else []), "vlan", "add"]
+            run([*bridge_cmd, "dev", pair.host_name, "vid", str(vlan)])
+        if UPLINK not in self._links(ns):
+            vlan_link = ["type", "vlan", "id", str(vlan)]
+            run(
+                [
+                    *self._ip(ns),
+                    "link",
+                    "add",
+                    "link",
+                    pair.inner,
+                    "name",
+                    UPLINK,
+                    "address",
+                    pair.mac,
+                    *vlan_link,
+                ]
+            )
+
+    def _set_addresses(self, ns: str, spec: GatewaySpec) -> None:
+        have = self._addresses(ns)
+        commands: list[str] = []
+        for name, wanted in addresses(spec).items():
+            present = have.get(name, set())
+            commands += [f"address delete {a} dev {name}" for a in sorted(present - wanted)]
+            commands += [f"address add {a} dev {name}" for a in sorted(wanted - present, key=_primary_first)]
+        if commands:
+            run([*self._ip(ns), "-batch", "-"], stdin="\n".join(commands) + "\n")
+
+    def apply_rules(self, gateway_id: str, text: str) -> None:
+        """Replace the namespace's ruleset: one transaction."""
+        run(["ip", "netns", "exec", namespace(gateway_id), "nft", "-f", "-"], stdin=text)
+
+    def remove(self, gateway_id: str, spec: GatewaySpec | None) -> bool:
+        """Remove the namespace (and so its veth pairs); False when there was none."""
+        ns = namespace(gateway_id)
+        existed = ns in self.namespaces()
+        if existed:
+            run(["ip", "netns", "delete", ns])
+        if spec is not None:
+            host = self._links(None)
+            for pair in pairs(spec):
+                if pair.host_name in host:
+                    run([*self._ip(), "link", "delete", pair.host_name], check=False)
+        return existed
+
+
+def _primary_first(address: str) -> tuple[int, str]:
+    """Prefixed addresses before the /32s, so that the subnet's address is the primary one."""
+    return (ipaddress.IPv4Interface(address).network.prefixlen == 32, address)
