@@ -26,10 +26,11 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
 from django.views.decorators.http import require_GET
-from graphql import GraphQLError, OperationDefinitionNode, get_operation_ast, parse
+from graphql import OperationDefinitionNode
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
 
 from agentclient.metrics import LATENCY_BUCKETS
+from orchestrator.graphql import documents
 
 METRICS_PATH = "/metrics"
 # Longer documents are not parsed again just to name them (the API refuses most of them anyway).
@@ -124,10 +125,7 @@ def operation_name(document: Any, operation: Any) -> str:
     (a name a client makes up is ``<type> unknown``); ``invalid`` when the document does not parse."""
     if not isinstance(document, str) or not document or len(document) > _MAX_NAMED_DOCUMENT:
         return "invalid"
-    try:
-        node = get_operation_ast(parse(document), operation if isinstance(operation, str) else None)
-    except (GraphQLError, RecursionError):
-        return "invalid"
+    node = documents.parsed(document).operation(operation if isinstance(operation, str) else None)
     if not isinstance(node, OperationDefinitionNode):
         return "invalid"
     kind = node.operation.value

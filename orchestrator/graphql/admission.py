@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.conf import settings
-from graphql import GraphQLError, OperationType, get_operation_ast, parse
 
 from orchestrator import metrics
 
@@ -40,19 +39,11 @@ def _semaphore() -> threading.BoundedSemaphore:
         return _slots
 
 
-def is_query(document: str | None, operation_name: str | None) -> bool:
-    """Whether the operation the request runs is a query (not a mutation, nor a document in error)."""
-    try:
-        operation = get_operation_ast(parse(document or ""), operation_name)
-    except GraphQLError:
-        return False
-    return operation is not None and operation.operation == OperationType.QUERY
-
-
 @contextmanager
-def admitted(document: str | None, operation_name: str | None) -> Iterator[None]:
-    """Run the block holding a query slot (a mutation runs at once); ``Busy`` when none frees up in time."""
-    if not is_query(document, operation_name):
+def admitted(query: bool) -> Iterator[None]:
+    """Run the block holding a query slot when it runs a ``query`` (a mutation, or a document in error,
+    runs at once); ``Busy`` when no slot frees up in time."""
+    if not query:
         yield
         return
     slots = _semaphore()

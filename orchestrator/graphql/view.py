@@ -10,21 +10,28 @@ as a generic ``INTERNAL`` error carrying a request id, its traceback logged once
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseNotAllowed,
+    JsonResponse,
+)
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from graphene_django.views import GraphQLView, HttpError
-from graphql import ExecutionResult, GraphQLError
+from graphql import ExecutionResult, GraphQLError, OperationType, execute
 
 from orchestrator.auth import bearer_token, token_validator
 from orchestrator.errors import FlexPlaneError, Unauthenticated, Unavailable, internal_error, new_request_id
-from orchestrator.graphql import admission
+from orchestrator.graphql import admission, documents
 from orchestrator.graphql.errors import to_graphql_error
-from orchestrator.graphql.validation import document_too_large, validation_rules
+from orchestrator.graphql.validation import validation_rules
 from orchestrator.services.context import Context
 
 VDC_HEADER = "FlexPlane-VDC-ID"
@@ -146,14 +153,42 @@ class FlexPlaneGraphQLView(GraphQLView):
         operation_name: str | None,
         show_graphiql: bool = False,
     ) -> ExecutionResult | None:
-        oversized = document_too_large(query)
-        if oversized is not None:
-            self.result = ExecutionResult(data=None, errors=[oversized])
+        """graphene's steps (refuse a mutation over GET, validate, run), on the document parsed and
+        validated once (``orchestrator.graphql.documents``), under a query slot."""
+        if not query:
+            if show_graphiql:
+                return None
+            raise HttpError(HttpResponseBadRequest("Must provide query string."))
+        document = documents.parsed(query)
+        if document.ast is None:
+            assert document.error is not None
+            self.result = ExecutionResult(data=None, errors=[document.error])
+            return self.result
+        operation = document.operation(operation_name)
+        if request.method == "GET" and operation is not None and operation.operation != OperationType.QUERY:
+            if show_graphiql:
+                return None
+            raise HttpError(
+                HttpResponseNotAllowed(
+                    ["POST"], f"Can only perform a {operation.operation.value} operation from a POST request."
+                )
+            )
+        schema = self.schema.graphql_schema
+        invalid = documents.validation_errors(schema, query, document.ast, self.validation_rules)
+        if invalid:
+            self.result = ExecutionResult(data=None, errors=list(invalid))
             return self.result
         try:
-            with admission.admitted(query, operation_name):
-                result: ExecutionResult | None = super().execute_graphql_request(
-                    request, data, query, variables, operation_name, show_graphiql
+            with admission.admitted(document.is_query(operation_name)):
+                result = execute(
+                    schema,
+                    document.ast,
+                    root_value=self.get_root_value(request),
+                    context_value=self.get_context(request),
+                    variable_values=variables,
+                    operation_name=operation_name,
+                    middleware=self.get_middleware(request),
+                    execution_context_class=self.execution_context_class,
                 )
         except admission.Busy as exc:
             self.busy = True
@@ -161,9 +196,12 @@ class FlexPlaneGraphQLView(GraphQLView):
                 data=None, errors=[GraphQLError(str(exc), extensions={"code": "UNAVAILABLE"})]
             )
             return self.result
-        if result is not None and result.errors:
+        except Exception as exc:  # as graphene: the boundary below words it (INTERNAL, logged)
+            result = ExecutionResult(errors=[exc])  # type: ignore[list-item]
+        assert not isinstance(result, Awaitable), "the schema's resolvers are synchronous"
+        if result.errors:
             result.errors = [self._expected(error) for error in result.errors]
-        if result is not None and self.context is not None and self.context.partial:
+        if self.context is not None and self.context.partial:
             extra = [to_graphql_error(zone, path) for path, zones in self.context.partial for zone in zones]
             result.errors = [*(result.errors or []), *extra]
         self.result = result
