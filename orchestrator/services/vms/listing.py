@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
+from orchestrator.models.vdcs import POOL_PREFIX
 from orchestrator.models.vms import VirtualMachine, parse_vm_id, vdc_in
 from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
@@ -130,33 +131,38 @@ def list_vms(
 
 def _vms(ctx: Context, visible: frozenset[str] | None) -> Iterator[tuple[str, str, Guest]]:
     """``(zone, vdc, guest)`` of every VM of the VDCs ``visible`` (``None``: every VDC): from their pools
-    when they are few, else from every zone's ``/cluster/resources`` by VDC tag."""
+    when they are few, else from every zone's ``/cluster/resources`` by VDC tag. The fleet-wide listing
+    (ADMIN) also logs, in the same pass, which VMs are misplaced (``misplaced``)."""
     if inventory.pool_scoped(visible):
         assert visible is not None
         for zone, members in inventory.vdc_guests(ctx, visible).items():
             for vdc, guest in members:
                 yield zone, vdc, guest
         return
+    watch = visible is None and ctx.principal.is_admin
+    found: list[Misplaced] = []
     for zone, guests in inventory.zone_resources(ctx).guests.items():
         for guest in guests:
             tagged = vdc_in(guest.tags)
+            if watch and _disagree(tagged, guest):
+                found.append(Misplaced(VirtualMachine.from_guest(zone, guest), guest.pool))
             if tagged is not None and (visible is None or tagged in visible):
                 yield zone, tagged, guest
-    if visible is None:
-        _warn_misplaced(ctx)
-
-
-def _warn_misplaced(ctx: Context) -> None:
-    """The fleet-wide listing says, once per request, which VMs are misplaced (``misplaced``)."""
-    if not ctx.principal.is_admin:
-        return
-    found = misplaced(ctx)
     if found:
         logger.warning(
             "%d VM(s) whose VDC tag and pool disagree (misplaced): %s",
             len(found),
             ", ".join(f"{m.vm.id} tagged {m.vm.vdc or '-'} in pool {m.pool or '-'}" for m in found[:20]),
         )
+
+
+def _disagree(tagged: str | None, guest: Guest) -> bool:
+    """Whether the guest's VDC tag (``tagged``) and its pool disagree: a guest with neither is not
+    flex.plane's, and one untagged while being cloned is being made."""
+    if tagged is not None and guest.pool == POOL_PREFIX + tagged:
+        return False  # the common case, without parsing the pool
+    pooled = inventory.pool_vdc(guest.pool) or ""
+    return (tagged or "") != pooled and not (tagged is None and guest.lock == "clone")
 
 
 def _vm(zone: str, vdc: str, guest: Guest) -> VirtualMachine:
@@ -183,14 +189,12 @@ def misplaced(ctx: Context) -> list[Misplaced]:
     hand, or left untagged in a pool by a create that failed), by id; one ``/cluster/resources`` per
     zone, the request's. A guest with neither is not flex.plane's; one being cloned is being made."""
     access.require_admin(ctx)
-    found: list[Misplaced] = []
-    for zone, guests in inventory.zone_resources(ctx).guests.items():
-        for guest in guests:
-            tagged = vdc_in(guest.tags) or ""
-            pooled = inventory.pool_vdc(guest.pool) or ""
-            if tagged == pooled or (not tagged and guest.lock == "clone"):
-                continue
-            found.append(Misplaced(VirtualMachine.from_guest(zone, guest), guest.pool))
+    found = [
+        Misplaced(VirtualMachine.from_guest(zone, guest), guest.pool)
+        for zone, guests in inventory.zone_resources(ctx).guests.items()
+        for guest in guests
+        if _disagree(vdc_in(guest.tags), guest)
+    ]
     return sorted(found, key=lambda m: (m.vm.zone, m.vm.vmid))
 
 
