@@ -60,6 +60,7 @@ class FakeZitadel:
     ) -> tuple[int, bytes]:
         assert url.startswith(API)
         assert headers["Host"] == HOST  # Zitadel finds its instance by the host
+        assert headers["X-Forwarded-Proto"] == "https"  # and its issuer by the scheme forwarded
         path = url.removeprefix(API)
         if path == "/debug/ready":
             return 200, b"ok"

@@ -113,7 +113,10 @@ class Zitadel:
         self, api: str, issuer: str, key: dict[str, str], transport: Transport, host: str = ""
     ) -> None:
         self.api, self.issuer, self.key, self.transport = api.rstrip("/"), issuer, key, transport
-        self.headers = {"Host": host} if host else {}
+        # Through the Service: Zitadel finds its instance by the host, and names its issuer (the
+        # assertion's audience) with the scheme the ingress would have forwarded.
+        forwarded = {"Host": host, "X-Forwarded-Proto": urllib.parse.urlsplit(issuer).scheme}
+        self.headers = forwarded if host else {}
         self._token, self._expires = "", 0.0
 
     def assertion(self, now: float) -> str:
