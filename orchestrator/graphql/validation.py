@@ -22,33 +22,13 @@ from graphql import (
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
-    GraphQLSyntaxError,
     InlineFragmentNode,
     OperationDefinitionNode,
     SelectionSetNode,
     ValidationContext,
-    parse,
     specified_rules,
 )
 from graphql.language import SKIP, VisitorAction
-
-
-def document_too_large(query: str | None) -> GraphQLError | None:
-    """The error for a document of more than ``FLEXPLANE_GRAPHQL_MAX_TOKENS`` tokens, else None.
-
-    Checked before graphene parses and validates the document: the specification's rules take time
-    quadratic in the fields repeated under one name (``OverlappingFieldsCanBeMergedRule``), so a small
-    body of repeated fields would otherwise cost seconds. graphql-core's parser stops counting at the
-    limit; a document within it is parsed again by graphene, which costs little at that size. Other
-    syntax errors are left for graphene to report.
-    """
-    limit = settings.FLEXPLANE_GRAPHQL_MAX_TOKENS
-    try:
-        parse(query or "", no_location=True, max_tokens=limit)
-    except GraphQLSyntaxError as exc:
-        if f"more than {limit} tokens" in exc.message:
-            return GraphQLError(f"the query has more than {limit} tokens")
-    return None
 
 
 def alias_limit_validator(max_aliases: int) -> type[ASTValidationRule]:
