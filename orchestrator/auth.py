@@ -24,7 +24,11 @@ from orchestrator.errors import Unauthenticated
 
 ADMIN = "ADMIN"
 USER = "USER"
+# Owner of an organization (a tenant): manages the VDCs of that organization and their members.
+ORG_OWNER = "ORG_OWNER"
 VDC_ROLE_PREFIX = "vdc:"
+# The organization that owns the user, in Zitadel's tokens (scope urn:zitadel:iam:user:resourceowner).
+RESOURCE_OWNER_CLAIM = "urn:zitadel:iam:user:resourceowner:id"
 # Symmetric algorithms would let anyone holding the issuer's *public* key mint tokens.
 _FORBIDDEN_ALGORITHMS = frozenset({"none", "HS256", "HS384", "HS512"})
 
@@ -37,6 +41,9 @@ class Principal:
     name: str
     email: str
     roles: frozenset[str]
+    # The organization the user belongs to, and those whose ORG_OWNER they are (from the roles claim).
+    organization: str = ""
+    owned_organizations: frozenset[str] = frozenset()
 
     @property
     def is_admin(self) -> bool:
@@ -51,26 +58,45 @@ class Principal:
         """The VDCs this principal is a member of (roles ``vdc:<id>``)."""
         return frozenset(r[len(VDC_ROLE_PREFIX) :] for r in self.roles if r.startswith(VDC_ROLE_PREFIX))
 
+    @property
+    def is_org_owner(self) -> bool:
+        return ORG_OWNER in self.roles and bool(self.owned_organizations)
+
     @classmethod
     def from_claims(cls, claims: Mapping[str, Any], project_id: str) -> Principal:
+        granted = roles_map_from_claims(claims, project_id)
+        owner = str(claims.get(RESOURCE_OWNER_CLAIM) or "")
+        if not owner:  # without the claim: the organization that granted the roles, if only one did
+            orgs = {org for orgs in granted.values() for org in orgs}
+            owner = next(iter(orgs)) if len(orgs) == 1 else ""
         return cls(
             subject=str(claims["sub"]),
             name=str(claims.get("name") or claims.get("preferred_username") or ""),
             email=str(claims.get("email") or ""),
-            roles=roles_from_claims(claims, project_id),
+            roles=frozenset(granted),
+            organization=owner,
+            owned_organizations=granted.get(ORG_OWNER, frozenset()),
         )
 
 
-def roles_from_claims(claims: Mapping[str, Any], project_id: str) -> frozenset[str]:
-    """Role keys from ``urn:zitadel:iam:org:project:{id}:roles``, else the project-less claim.
+def roles_map_from_claims(claims: Mapping[str, Any], project_id: str) -> dict[str, frozenset[str]]:
+    """``{role: {orgId, ...}}`` from ``urn:zitadel:iam:org:project:{id}:roles``, else the project-less claim.
 
     Zitadel shapes both as ``{role: {orgId: orgDomain}}``; anything else yields no roles.
     """
     for key in (f"urn:zitadel:iam:org:project:{project_id}:roles", "urn:zitadel:iam:org:project:roles"):
         value = claims.get(key)
         if isinstance(value, Mapping):
-            return frozenset(str(role) for role in value)
-    return frozenset()
+            return {
+                str(role): frozenset(str(org) for org in orgs) if isinstance(orgs, Mapping) else frozenset()
+                for role, orgs in value.items()
+            }
+    return {}
+
+
+def roles_from_claims(claims: Mapping[str, Any], project_id: str) -> frozenset[str]:
+    """The role keys of the roles claim (``roles_map_from_claims``)."""
+    return frozenset(roles_map_from_claims(claims, project_id))
 
 
 class _IssuerKeys:

@@ -28,6 +28,9 @@ class PortalUser(models.Model):
     name = models.CharField(max_length=255, blank=True)
     email = models.CharField(max_length=255, blank=True)
     roles = models.JSONField(default=list)
+    # The user's organization and those they own (ORG_OWNER), as the roles claim said at login.
+    organization = models.CharField(max_length=255, blank=True)
+    owned_organizations = models.JSONField(default=list)
 
     USERNAME_FIELD = "subject"
     REQUIRED_FIELDS: ClassVar[list[str]] = []
@@ -54,7 +57,14 @@ class PortalUser(models.Model):
     @property
     def principal(self) -> Principal:
         """The caller as the orchestrator's services know it: the same as a bearer token's."""
-        return Principal(subject=self.subject, name=self.name, email=self.email, roles=frozenset(self.roles))
+        return Principal(
+            subject=self.subject,
+            name=self.name,
+            email=self.email,
+            roles=frozenset(self.roles),
+            organization=self.organization,
+            owned_organizations=frozenset(self.owned_organizations),
+        )
 
     @classmethod
     def from_claims(cls, claims: Mapping[str, Any]) -> PortalUser:
@@ -66,6 +76,8 @@ class PortalUser(models.Model):
             name=principal.name,
             email=principal.email,
             roles=sorted(principal.roles),
+            organization=principal.organization,
+            owned_organizations=sorted(principal.owned_organizations),
         )
 
     def to_session(self) -> dict[str, Any]:
@@ -75,6 +87,8 @@ class PortalUser(models.Model):
             "name": self.name,
             "email": self.email,
             "roles": list(self.roles),
+            "organization": self.organization,
+            "owned_organizations": list(self.owned_organizations),
         }
 
     @classmethod
@@ -89,4 +103,6 @@ class PortalUser(models.Model):
             name=str(data.get("name") or ""),
             email=str(data.get("email") or ""),
             roles=[str(role) for role in roles],
+            organization=str(data.get("organization") or ""),
+            owned_organizations=[str(org) for org in data.get("owned_organizations") or []],
         )

@@ -117,6 +117,8 @@ class Vdc(models.Model):
     quota_public_ips = models.PositiveIntegerField(default=DEFAULT_PUBLIC_IPS_QUOTA)
     # Not a sum over the VDC like the four above: the most snapshots any one of its VMs may have.
     quota_snapshots_per_vm = models.PositiveIntegerField(default=DEFAULT_SNAPSHOTS_PER_VM)
+    # The Zitadel organization (tenant) the VDC belongs to; empty for a VDC of the platform's own.
+    organization = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         managed = False
@@ -145,6 +147,7 @@ class Vdc(models.Model):
             quota_networks=quota.networks if "networks" in quota_spec else DEFAULT_NETWORKS_QUOTA,
             quota_public_ips=quota.public_ips if "publicIps" in quota_spec else DEFAULT_PUBLIC_IPS_QUOTA,
             quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else int(snapshots),
+            organization=str(spec.get("organization") or ""),
         )
 
     def to_spec(self) -> dict[str, Any]:
@@ -157,6 +160,7 @@ class Vdc(models.Model):
             "storageProfiles": list(self.storage_profiles),
             "images": list(self.images),
             "quota": {**self.quota.to_spec(), "snapshotsPerVm": self.quota_snapshots_per_vm},
+            **({"organization": self.organization} if self.organization else {}),
         }
 
     @property

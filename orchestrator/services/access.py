@@ -17,6 +17,18 @@ def require_admin(ctx: Context) -> None:
         raise PermissionDenied("this needs the ADMIN role")
 
 
+def require_access_manager(ctx: Context) -> None:
+    """The caller manages access: ADMIN everywhere, ORG_OWNER within the organizations they own."""
+    if not (ctx.principal.is_admin or ctx.principal.is_org_owner):
+        raise PermissionDenied("this needs the ADMIN or ORG_OWNER role")
+
+
+def manages_organization(ctx: Context, organization: str) -> bool:
+    """ADMIN manages every organization; an ORG_OWNER the ones they own (as their token says)."""
+    owned = ctx.principal.owned_organizations
+    return ctx.principal.is_admin or (bool(organization) and organization in owned)
+
+
 def visible_vdcs(ctx: Context) -> frozenset[str] | None:
     """The VDCs the request may read: the one it names, else all the caller's (``None``: every VDC).
 

@@ -42,6 +42,7 @@ from orchestrator.models.vdcs import (
 )
 from orchestrator.models.vms import vdc_in
 from orchestrator.services import access, catalog, inventory, locks, networks
+from orchestrator.services.access_admin import roles
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import kube
 from orchestrator.sources.proxmox import Guest, ZoneApi, ZoneTargets, proxmox
@@ -451,18 +452,26 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
     with locks.vdc_lock(ctx, vdc.id):
         if kube().get_catalog(catalog.VDC, vdc.id) is not None:
             raise Conflict(f"VDC {vdc.id!r} already exists")
-        created = _ensure_pools(ctx, vdc, vdc.zones)
+        # Its role in Zitadel first: a VDC whose role could not be added is not made at all.
+        roles.add_vdc_role(vdc.id, vdc.name)
+        try:
+            created = _ensure_pools(ctx, vdc, vdc.zones)
+        except FlexPlaneError:
+            roles.remove_vdc_role(vdc.id)
+            raise
         try:
             made = networks.ensure_default_networks(ctx, vdc)
         except FlexPlaneError:
             _remove_pools(ctx, vdc.pool, created)
+            roles.remove_vdc_role(vdc.id)
             raise
         try:
             entry = kube().create_catalog(catalog.VDC, vdc.id, vdc.to_spec())
         except (UpstreamFailure, Conflict):
-            # Surely not stored: take the pools and networks back.
+            # Surely not stored: take the pools, networks and role back.
             _remove_networks(ctx, vdc, made)
             _remove_pools(ctx, vdc.pool, created)
+            roles.remove_vdc_role(vdc.id)
             raise
         # Unavailable: the ConfigMap may have been stored; its pools stay (a retry finds them).
     catalog.remember(ctx, entry)
@@ -537,6 +546,7 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
         if vms:
             where = ", ".join(f"{n} in {zone}" for zone, n in sorted(vms.items()))
             raise Conflict(f"VDC {vdc_id!r} still has {sum(vms.values())} VM(s) ({where}): delete them first")
+        roles.check_reachable(vdc_id)  # its role goes with it: not while Zitadel does not answer
         try:
             networks.delete_vdc_networks(ctx, vdc)
         except FlexPlaneError as exc:
@@ -563,5 +573,6 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
         if not kube().delete_catalog(catalog.VDC, vdc_id, entry.resource_version):
             raise NotFound("VDC", vdc_id)
         catalog.forget(ctx, catalog.VDC, vdc_id)
+        roles.remove_vdc_role(vdc_id)
     locks.forget_vdc_lock(ctx, vdc_id)
     return vdc

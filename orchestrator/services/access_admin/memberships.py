@@ -1,0 +1,127 @@
+"""Memberships and platform roles: written to Zitadel as the role keys of users' authorizations.
+
+A user's roles are kept in their authorization of the project within their own organization (one
+per user, project and organization, as Zitadel allows). A change reads that authorization and writes
+it back, under a lock per user (``services.locks``), so that two changes of one user's roles never
+lose each other. Who may: ADMIN for any user and VDC; an ORG_OWNER for the users and VDCs of the
+organizations they own (others are NOT_FOUND, as missing ones). Platform roles are ADMIN's alone.
+A change takes effect with the user's next token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from orchestrator.auth import VDC_ROLE_PREFIX
+from orchestrator.errors import NotFound, ValidationFailed
+from orchestrator.models import Vdc
+from orchestrator.services import access, catalog, locks
+from orchestrator.services.access_admin.users import (
+    PLATFORM_ROLES,
+    UserAccess,
+    access_of,
+    get_user,
+    grants_of,
+)
+from orchestrator.services.context import Context
+from orchestrator.sources.kube import kube
+from orchestrator.sources.zitadel import User, ZitadelSource, require_zitadel
+
+USER_LEASE_PREFIX = "fp-lock-user-"
+
+
+def _vdc(ctx: Context, vdc_id: object) -> Vdc:
+    """A VDC the caller manages; ``NotFound`` for one that does not exist or belongs to another org."""
+    if not isinstance(vdc_id, str) or not catalog.is_slug(vdc_id):
+        raise ValidationFailed("vdc", "a VDC id is a lowercase slug (letters, digits and '-')")
+    entry = kube().get_catalog(catalog.VDC, vdc_id)
+    if entry is not None:
+        vdc = Vdc.from_spec(entry.spec)
+        if access.manages_organization(ctx, vdc.organization):
+            return vdc
+    raise NotFound("VDC", vdc_id)
+
+
+def _same_organization(user: User, vdc: Vdc) -> None:
+    if vdc.organization and user.organization_id != vdc.organization:
+        raise ValidationFailed(
+            "user",
+            f"user {user.id} is not of organization {vdc.organization}, whose VDC {vdc.id!r} is: "
+            "only its own users can be members",
+        )
+
+
+def _change(
+    ctx: Context, source: ZitadelSource, user: User, change: Callable[[list[str], bool], list[str]]
+) -> UserAccess:
+    """Rewrite the role keys of the user's authorizations (``change(keys, own_org)``), under their lock."""
+    with locks.lock(ctx, f"{USER_LEASE_PREFIX}{user.id}", f"the access of user {user.id}"):
+        grants = source.authorizations(user_ids=[user.id])
+        own = [g for g in grants if g.organization_id == user.organization_id]
+        for grant in grants:
+            keys = change(list(grant.role_keys), grant in own)
+            if keys != list(grant.role_keys):
+                source.update_authorization(grant.id, keys)
+        if not own:
+            keys = change([], True)
+            if keys:
+                source.create_authorization(user.id, user.organization_id, keys)
+        return access_of(user, source.authorizations(user_ids=[user.id]))
+
+
+def grant_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess:
+    """Make the user a member of the VDC (ADMIN, or ORG_OWNER of the VDC's organization)."""
+    access.require_access_manager(ctx)
+    source = require_zitadel()
+    vdc = _vdc(ctx, vdc_id)
+    user = get_user(ctx, source, user_id)
+    _same_organization(user, vdc)
+    role = f"{VDC_ROLE_PREFIX}{vdc.id}"
+    return _change(ctx, source, user, lambda keys, own: [*keys, role] if own and role not in keys else keys)
+
+
+def revoke_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess:
+    """End the user's membership of the VDC (ADMIN, or ORG_OWNER of the VDC's organization)."""
+    access.require_access_manager(ctx)
+    source = require_zitadel()
+    vdc = _vdc(ctx, vdc_id)
+    user = get_user(ctx, source, user_id)
+    role = f"{VDC_ROLE_PREFIX}{vdc.id}"
+    return _change(ctx, source, user, lambda keys, own: [k for k in keys if k != role])
+
+
+def set_platform_roles(ctx: Context, user_id: str, roles: Sequence[str]) -> UserAccess:
+    """Give the user exactly these platform roles (ADMIN, USER, ORG_OWNER); their VDCs stay (ADMIN)."""
+    access.require_admin(ctx)
+    if not isinstance(roles, list | tuple) or not all(isinstance(r, str) for r in roles):
+        raise ValidationFailed("roles", "roles must be a list of role names")
+    unknown = sorted({r for r in roles if r not in PLATFORM_ROLES})
+    if unknown:
+        raise ValidationFailed(
+            "roles", f"unknown role(s) {', '.join(unknown)}: one of {', '.join(PLATFORM_ROLES)}"
+        )
+    wanted = [r for r in PLATFORM_ROLES if r in roles]
+    source = require_zitadel()
+    user = get_user(ctx, source, user_id)
+
+    def change(keys: list[str], own: bool) -> list[str]:
+        rest = [k for k in keys if k not in PLATFORM_ROLES]
+        return wanted + rest if own else rest
+
+    return _change(ctx, source, user, change)
+
+
+def vdc_members(ctx: Context, vdc_id: str) -> list[UserAccess]:
+    """The members of a VDC (ADMIN, or ORG_OWNER of the VDC's organization): two reads of Zitadel."""
+    access.require_access_manager(ctx)
+    vdc = _vdc(ctx, vdc_id)
+    source = require_zitadel()
+    role = f"{VDC_ROLE_PREFIX}{vdc.id}"
+    holders = source.authorizations(role_key=role)
+    users = [
+        u
+        for u in source.users({g.user_id for g in holders})
+        if access.manages_organization(ctx, u.organization_id)
+    ]
+    grants = grants_of(source, ctx)
+    return [access_of(user, grants) for user in sorted(users, key=lambda u: (u.name, u.id))]

@@ -1,0 +1,239 @@
+"""Access management over the API, against the world: memberships and roles written to Zitadel (the identity
+provider's stand-in of it) and seen in the user's next token; and what happens while Zitadel is away."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from devstack import seed
+from devstack.net import free_port
+from devstack.world import World
+from orchestrator.sources.zitadel import ServiceKey, ZitadelSource
+from tests import addresses
+from tests.support import Answer, GraphQL
+
+USERS = "query($s: String!) { users(search: $s) { id username name email organization roles vdcs } }"
+MEMBERS = "query($v: ID!) { vdcMembers(vdc: $v) { id username vdcs } }"
+GRANT = (
+    "mutation($u: ID!, $v: ID!) { grantVdcMembership(user: $u, vdc: $v) "
+    "{ user { id vdcs roles } errors { field code message } } }"
+)
+REVOKE = (
+    "mutation($u: ID!, $v: ID!) { revokeVdcMembership(user: $u, vdc: $v) "
+    "{ user { id vdcs roles } errors { field code message } } }"
+)
+SET_ROLES = (
+    "mutation($u: ID!, $r: [String!]!) { setPlatformRoles(user: $u, roles: $r) "
+    "{ user { id roles vdcs } errors { field code message } } }"
+)
+VMS = "{ virtualMachines(first: 100) { edges { node { id vdc } } } }"
+CREATE_VDC = (
+    "mutation($input: VdcInput!) { createVdc(input: $input) { vdc { id } errors { field code message } } }"
+)
+DELETE_VDC = "mutation($id: ID!) { deleteVdc(id: $id) { errors { code message } } }"
+
+
+def fresh(
+    world: World, url: str, user: str, document: str, vdc: str | None = None, **variables: Any
+) -> Answer:
+    """``document`` asked with a token issued now (the API's helper keeps each user's first token)."""
+    headers = {"Authorization": f"Bearer {world.token(user)}"}
+    if vdc is not None:
+        headers["FlexPlane-VDC-ID"] = vdc
+    response = requests.post(
+        url, json={"query": document, "variables": variables}, headers=headers, timeout=60
+    )
+    return Answer(response.status_code, response.json(), response.headers)
+
+
+def user_id(api: GraphQL, username: str) -> str:
+    answer = api(USERS, user="admin", variables={"s": username})
+    (found,) = [u for u in answer.data["users"] if u["username"] == username]
+    return str(found["id"])
+
+
+def zitadel(world: World) -> ZitadelSource:
+    return ZitadelSource(
+        world.identity.api_url, ServiceKey.from_file(world.identity.zitadel_key_path), seed.PROJECT_ID
+    )
+
+
+def vdc_input(ident: str) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "zones": ["zone-a"],
+        "computeProfiles": ["small"],
+        "storageProfiles": ["standard"],
+        "images": ["debian-12"],
+        "quota": {"vcpus": 2, "memoryMib": 2048, "diskGb": 40, "vms": 2},
+    }
+
+
+def test_users_lists_name_email_roles_and_vdcs(api: GraphQL) -> None:
+    answer = api(USERS, user="admin", variables={"s": "alice"})
+    assert answer.errors == []
+    (alice,) = answer.data["users"]
+    assert alice["name"] == "Alice Example"
+    assert alice["email"] == "alice@example.com"
+    assert alice["roles"] == ["USER"]
+    assert alice["vdcs"] == ["demo"]
+
+
+def test_admin_grants_bob_demo_and_bobs_next_token_lists_demos_vms_until_revoked(
+    api: GraphQL, world: World
+) -> None:
+    bob = user_id(api, "bob")
+    assert fresh(world, api.url, "bob", VMS, vdc="demo").codes == ["FORBIDDEN"]
+    try:
+        granted = api(GRANT, user="admin", variables={"u": bob, "v": "demo"})
+        assert granted.data["grantVdcMembership"]["errors"] == []
+        assert granted.data["grantVdcMembership"]["user"]["vdcs"] == ["demo", "other"]
+
+        listed = fresh(world, api.url, "bob", VMS, vdc="demo")
+        assert listed.errors == []
+        vms = [edge["node"] for edge in listed.data["virtualMachines"]["edges"]]
+        assert vms
+        assert {vm["vdc"] for vm in vms} == {"demo"}
+        members = api(MEMBERS, user="admin", variables={"v": "demo"}).data["vdcMembers"]
+        assert {m["username"] for m in members} >= {"alice", "bob"}
+    finally:
+        revoked = api(REVOKE, user="admin", variables={"u": bob, "v": "demo"})
+    assert revoked.data["revokeVdcMembership"]["errors"] == []
+    assert revoked.data["revokeVdcMembership"]["user"]["vdcs"] == ["other"]
+    assert fresh(world, api.url, "bob", VMS, vdc="demo").codes == ["FORBIDDEN"]
+
+
+def test_platform_roles_are_set_exactly_and_vdcs_stay(api: GraphQL, world: World) -> None:
+    bob = user_id(api, "bob")
+    try:
+        answer = api(SET_ROLES, user="admin", variables={"u": bob, "r": ["USER", "ORG_OWNER"]})
+        assert answer.data["setPlatformRoles"]["user"] == {
+            "id": bob,
+            "roles": ["ORG_OWNER", "USER"],
+            "vdcs": ["other"],
+        }
+        me = fresh(world, api.url, "bob", "{ me { roles } }")
+        assert me.data["me"]["roles"] == ["ORG_OWNER", "USER"]
+    finally:
+        restored = api(SET_ROLES, user="admin", variables={"u": bob, "r": ["USER"]})
+    assert restored.data["setPlatformRoles"]["user"]["roles"] == ["USER"]
+
+
+@pytest.mark.parametrize(
+    ("document", "variables", "code", "field"),
+    [
+        (GRANT, {"u": "404404404404404404", "v": "demo"}, "NOT_FOUND", None),
+        (GRANT, {"u": "bob", "v": "no-such-vdc"}, "NOT_FOUND", None),
+        (GRANT, {"u": "not an id!", "v": "demo"}, "INVALID", "user"),
+        (GRANT, {"u": "bob", "v": "Not_A_Slug"}, "INVALID", "vdc"),
+        (SET_ROLES, {"u": "bob", "r": ["ROOT"]}, "INVALID", "roles"),
+        (SET_ROLES, {"u": "404404404404404404", "r": ["USER"]}, "NOT_FOUND", None),
+    ],
+    ids=[
+        "unknown user",
+        "unknown vdc",
+        "malformed user",
+        "malformed vdc",
+        "unknown role",
+        "unknown user roles",
+    ],
+)
+def test_bad_input_is_invalid_naming_the_field_or_not_found(
+    api: GraphQL, document: str, variables: dict[str, Any], code: str, field: str | None
+) -> None:
+    if variables["u"] == "bob":
+        variables = {**variables, "u": user_id(api, "bob")}
+    answer = api(document, user="admin", variables=variables)
+    (payload,) = answer.data.values()
+    assert [(e["code"], e["field"]) for e in payload["errors"]] == [(code, field)]
+    assert "Errors." not in payload["errors"][0]["message"]  # none of Zitadel's own text
+
+
+@pytest.mark.parametrize(
+    "search", ["", "   ", "x" * 101, "a\x00b"], ids=["empty", "blank", "long", "control"]
+)
+def test_an_empty_or_malformed_search_is_invalid_naming_search(api: GraphQL, search: str) -> None:
+    answer = api(USERS, user="admin", variables={"s": search})
+    assert answer.codes == ["INVALID"]
+    assert answer.errors[0]["extensions"]["field"] == "search"
+
+
+def test_a_user_manages_no_access(api: GraphQL) -> None:
+    assert api(USERS, user="alice", variables={"s": "bob"}).codes == ["FORBIDDEN"]
+    answer = api(GRANT, user="alice", variables={"u": "1", "v": "demo"})
+    assert answer.codes == ["FORBIDDEN"]
+
+
+def test_a_vdc_has_its_role_while_it_exists(api: GraphQL, world: World) -> None:
+    source = zitadel(world)
+    made = api(CREATE_VDC, user="admin", variables={"input": vdc_input("access-role")})
+    assert made.data["createVdc"]["errors"] == []
+    try:
+        bob = user_id(api, "bob")
+        assert (
+            api(GRANT, user="admin", variables={"u": bob, "v": "access-role"}).data["grantVdcMembership"][
+                "errors"
+            ]
+            == []
+        )
+        assert [a.user_id for a in source.authorizations(role_key="vdc:access-role")] == [bob]
+    finally:
+        deleted = api(DELETE_VDC, user="admin", variables={"id": "access-role"})
+    assert deleted.data["deleteVdc"]["errors"] == []
+    assert "vdc:access-role" not in api(USERS, user="admin", variables={"s": "bob"}).data["users"][0]["vdcs"]
+
+
+# ---------------------------------------------------------------------------------- Zitadel away
+
+
+@pytest.fixture(scope="module")
+def without_zitadel(world: World) -> Iterator[str]:
+    """A replica whose Zitadel API address answers nothing (tokens are still checked): its /graphql URL."""
+    host = world.cfg.orchestrator_host
+    port = free_port(host)
+    closed = addresses.address(0, 250, world.cfg.subnet)
+    replica = world.spawn_orchestrator(
+        "orchestrator-no-zitadel",
+        port,
+        free_port(host),
+        {"FLEXPLANE_ZITADEL_URL": f"http://{closed}:{free_port(closed)}", "FLEXPLANE_ZITADEL_TIMEOUT": "1"},
+    )
+    yield f"http://{host}:{port}/graphql"
+    replica.stop()
+
+
+def test_without_zitadel_reads_keep_working_from_the_tokens_claims(
+    api: GraphQL, world: World, without_zitadel: str
+) -> None:
+    answer = fresh(world, without_zitadel, "alice", VMS, vdc="demo")
+    assert answer.errors == []
+    assert answer.data["virtualMachines"]["edges"]
+    assert fresh(world, without_zitadel, "alice", "{ vdcs { id } }").data["vdcs"] == [{"id": "demo"}]
+
+
+def test_without_zitadel_access_writes_are_unavailable_naming_zitadel(
+    api: GraphQL, world: World, without_zitadel: str
+) -> None:
+    bob = user_id(api, "bob")
+    granted = fresh(world, without_zitadel, "admin", GRANT, u=bob, v="demo")
+    (error,) = granted.data["grantVdcMembership"]["errors"]
+    assert error["code"] == "UNAVAILABLE"
+    assert "Zitadel" in error["message"]
+    listed = fresh(world, without_zitadel, "admin", USERS, s="bob")
+    assert listed.codes == ["UNAVAILABLE"]
+    assert "Zitadel" in listed.errors[0]["message"]
+    assert api(USERS, user="admin", variables={"s": "bob"}).data["users"][0]["vdcs"] == ["other"]
+
+
+def test_without_zitadel_no_vdc_is_left_behind(api: GraphQL, world: World, without_zitadel: str) -> None:
+    made = fresh(world, without_zitadel, "admin", CREATE_VDC, input=vdc_input("access-down"))
+    (error,) = made.data["createVdc"]["errors"]
+    assert error["code"] == "UNAVAILABLE"
+    assert "Zitadel" in error["message"]
+    assert api('{ vdc(id: "access-down") { id } }', user="admin").codes == ["NOT_FOUND"]
+    pools = world.fakes.on_loop(lambda pve: set(pve.pools), world.fakes["zone-a"].pve)
+    assert "fp-access-down" not in pools
