@@ -22,6 +22,7 @@ from kubernetes_validate.utils import all_versions, major_minor
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "identity"
+TENANT = ROOT / "charts" / "flexplane"
 RELEASE, NAMESPACE = "idp", "identity"
 FULLNAME = f"{RELEASE}-identity"
 
@@ -35,6 +36,7 @@ VALUES = {
     "given-masterkey": MINIMAL | {"masterkey": {"value": MASTERKEY}},
     "example": yaml.safe_load((CHART / "ci" / "example-values.yaml").read_text()),
     "external-database": yaml.safe_load((CHART / "ci" / "external-database-values.yaml").read_text()),
+    "k3s": yaml.safe_load((CHART / "ci" / "k3s-values.yaml").read_text()),  # the README's install
 }
 HOOKS = ("helm.sh/hook", "helm.sh/hook-weight")
 SECRET_NAMES = re.compile(r"PASSWORD|MASTERKEY|SECRET|TOKEN|_KEY\b|KEY$")
@@ -324,7 +326,7 @@ def test_postgresql_runs_as_a_statefulset_on_a_persistent_volume_claim(
     assert env_of(container)["POSTGRES_PASSWORD"]["secretKeyRef"]["name"] == f"{FULLNAME}-postgresql"
 
 
-@pytest.mark.parametrize("values", ["minimal", "given-masterkey", "example"])  # the in-chart database
+@pytest.mark.parametrize("values", ["minimal", "given-masterkey", "example", "k3s"])  # the in-chart database
 def test_the_database_is_reachable_from_zitadel_and_its_init_and_setup_only(
     renders: dict[str, list[Manifest]], values: str
 ) -> None:
@@ -540,12 +542,24 @@ def test_every_container_is_locked_down(rendered: list[Manifest]) -> None:
             assert context["capabilities"] == {"drop": ["ALL"]}
 
 
-def test_the_tenant_chart_mounts_the_secret_the_identity_chart_hands_over(
-    renders: dict[str, list[Manifest]],
+@pytest.mark.parametrize("values", ["example", "k3s"])
+def test_the_tenant_chart_mounts_the_secrets_the_identity_chart_hands_over(
+    renders: dict[str, list[Manifest]], values: str
 ) -> None:
-    tenant = yaml.safe_load((ROOT / "charts" / "flexplane" / "ci" / "example-values.yaml").read_text())
-    settings = bootstrap_settings(renders["example"])
+    tenant = yaml.safe_load((TENANT / "ci" / f"{values}-values.yaml").read_text())
+    settings = bootstrap_settings(renders[values])
     assert tenant["zitadelServiceUser"]["secretName"] == settings["serviceUserSecret"]
     assert tenant["zitadelServiceUser"]["key"] == settings["keyKey"]
     assert tenant["config"]["namespace"] == settings["serviceUserNamespace"]
     assert tenant["config"]["portal"]["clientSecret"]["secretName"] == settings["portal"]["secret"]
+    assert tenant["config"]["oidc"]["issuer"] == settings["issuer"]
+    assert tenant["ingress"]["hosts"][0] == settings["portal"]["url"].removeprefix("https://")
+
+
+def test_the_readmes_k3s_install_of_the_tenant_chart_renders_valid_manifests() -> None:
+    # The identity chart's k3s values are among VALUES above; the tenant chart's are rendered here.
+    values = yaml.safe_load((TENANT / "ci" / "k3s-values.yaml").read_text())
+    with helm_python.Chart.load(TENANT) as tenant:
+        rendered = manifests(tenant.render(values, name="flextenant", namespace="flexplane", is_install=True))
+    assert invalid(rendered) == []
+    assert {"Deployment", "Ingress", "Secret"} <= kinds(rendered)
