@@ -167,7 +167,11 @@ class EdgeGateway(graphene.ObjectType):
         state = found.state
         if state is None:
             return GatewayStatus(
-                answered=False, healthy=None, generation=None, detail=found.problem or "", counters=[]
+                answered=found.answered,
+                healthy=None,
+                generation=None,
+                detail=found.problem or "",
+                counters=[],
             )
         return GatewayStatus(
             answered=True,

@@ -109,7 +109,7 @@ def _api_field(spec_field: str) -> str:
     return _API_FIELDS.get(last, last)
 
 
-def _offline(ctx: Context, zone: str) -> set[str]:
+def offline(ctx: Context, zone: str) -> set[str]:
     """The zone's nodes Proxmox reports offline (none known when the zone does not answer)."""
     try:
         nodes = inventory.zone_api(ctx, zone).resources("node").nodes
@@ -151,7 +151,7 @@ def push(ctx: Context, zone: Zone, gateway: Gateway) -> Pushed:
     """Send the gateway's desired state to the host it runs on (placed or moved as the module says),
     remove it from hosts it left, and store where it is; the caller holds the VDC's lock."""
     hosts = catalog.hosts(ctx)
-    target = choose(zone, hosts, gateway.node, _offline(ctx, zone.id), _load(zone.id))
+    target = choose(zone, hosts, gateway.node, offline(ctx, zone.id), _load(zone.id))
     if target is None:
         return Pushed(
             gateway,
@@ -210,10 +210,12 @@ def remove_everywhere(ctx: Context, gateway: Gateway) -> list[str]:
 
 @dataclass(frozen=True)
 class Live:
-    """What the gateway's host says of it now: its state (None: it has none), or why it could not say."""
+    """What the gateway's host says of it now: its state (None: it runs none), and what is wrong (it
+    did not answer: ``answered`` False)."""
 
     state: GatewayState | None
     problem: str | None = None
+    answered: bool = False
 
 
 def live(ctx: Context, gateway: Gateway) -> Live:
@@ -230,5 +232,5 @@ def live(ctx: Context, gateway: Gateway) -> Live:
     except AgentError as exc:
         return Live(None, f"{where(gateway.zone, gateway.node)} did not answer: {exc}")
     if state is None:
-        return Live(None, f"{where(gateway.zone, gateway.node)} does not run it")
-    return Live(state)
+        return Live(None, f"{where(gateway.zone, gateway.node)} does not run it", answered=True)
+    return Live(state, answered=True)

@@ -1,0 +1,376 @@
+"""Edge gateways through the whole stack: the GraphQL API, the orchestrator, the management cluster
+(each gateway's ConfigMap) and the world's agents, which run the gateways a node is sent.
+
+zone-a gets an external network for the module (its pool 203.0.113.10-203.0.113.60, gateways on pve1 and
+pve2) and loses it afterwards; each test acts in VDCs of its own (scratch VDCs of zone-a, admin acting).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from kubernetes import config
+
+from devstack import seed
+from devstack.world import World
+from orchestrator.models.gateways import GATEWAY_KIND, gateway_id
+from orchestrator.sources.kube import KubeSource
+from tests.support import GraphQL, eventually
+from tests.vmkit import payload, scratch_vdcs
+
+ZONE = "zone-a"
+POOL = "203.0.113.10-203.0.113.60"
+EXTERNAL = {
+    "externalBridge": "",  # the module's own, made on this machine (see ``external``)
+    "externalCidr": "203.0.113.0/24",
+    "externalGateway": "203.0.113.1",
+    "externalPool": POOL,
+    "gatewayNodes": "pve1, pve2",
+}
+NO_EXTERNAL = {
+    "externalBridge": "",
+    "externalCidr": "",
+    "externalGateway": "",
+    "externalPool": "",
+    "gatewayNodes": "",
+}
+ERRORS = "errors { field message code }"
+GATEWAY_FIELDS = """id vdc zone node generation appliedGeneration applied uplinkAddress networks
+  publicIps { address natTo portForwards { port } } portForwards { publicIp protocol port toAddress toPort }
+  firewallRules { position direction action protocol source destination portFrom portTo }"""
+UPDATE_ZONE = f"""mutation($id: ID!, $input: ZoneUpdateInput!) {{ updateZone(id: $id, input: $input) {{
+  zone {{ id externalNetwork {{ bridge cidr gateway pool nodes }} }} {ERRORS} }} }}"""
+ALLOCATE = f"""mutation($zone: String) {{ allocatePublicIp(zone: $zone) {{
+  publicIp {{ address zone vdc natTo }} {ERRORS} }} }}"""
+RELEASE = f"""mutation($address: String!) {{ releasePublicIp(address: $address) {{
+  publicIp {{ address }} {ERRORS} }} }}"""
+ATTACH = f"""mutation($address: String!, $to: String!) {{ attachPublicIp(address: $address, toAddress: $to) {{
+  publicIp {{ address natTo }} {ERRORS} }} }}"""
+FORWARD = f"""mutation($input: PortForwardInput!) {{ addPortForward(input: $input) {{
+  publicIp {{ address portForwards {{ protocol port toAddress toPort }} }} {ERRORS} }} }}"""
+UNFORWARD = f"""mutation($ip: String!, $protocol: String!, $port: Int!) {{
+  removePortForward(publicIp: $ip, protocol: $protocol, port: $port) {{
+    publicIp {{ address }} {ERRORS} }} }}"""
+RULE = f"""mutation($zone: String, $input: GatewayFirewallRuleInput!) {{
+  addGatewayFirewallRule(zone: $zone, input: $input) {{ edgeGateway {{ {GATEWAY_FIELDS} }} {ERRORS} }} }}"""
+GATEWAY = f"""query($zone: String) {{ edgeGateway(zone: $zone) {{ {GATEWAY_FIELDS}
+  status {{ answered healthy generation detail counters {{ name value }} }} }} }}"""
+CREATE = f"""mutation($zone: String) {{ createEdgeGateway(zone: $zone) {{
+  edgeGateway {{ applied node }} {ERRORS} }} }}"""
+PUBLIC_IPS = "{ publicIps { address zone vdc } }"
+USAGE = "query($id: ID!) { vdc(id: $id) { quota { publicIps } usage { publicIps } } }"
+
+
+def bridge(name: str) -> None:
+    """A bridge on this machine, where the world's agents (as root) look for a node's bridges."""
+    subprocess.run(["ip", "link", "add", "name", name, "type", "bridge"], check=True, capture_output=True)
+    subprocess.run(["ip", "link", "set", name, "up"], check=True, capture_output=True)
+
+
+def unbridge(name: str) -> None:
+    subprocess.run(["ip", "link", "del", name], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def external(api: GraphQL, world: World) -> Iterator[str]:
+    """zone-a with an external network for the module's tests, on a bridge of the module's own."""
+    name = f"fpx{world.cfg.subnet}"
+    unbridge(name)
+    bridge(name)
+    values = {**EXTERNAL, "externalBridge": name}
+    answer = payload(api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": values}), "updateZone")
+    assert answer["errors"] == []
+    try:
+        yield name
+    finally:
+        api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": NO_EXTERNAL})
+        unbridge(name)
+
+
+@pytest.fixture
+def vdc(api: GraphQL, world: World, external: str) -> Iterator[Callable[..., str]]:
+    """Scratch VDCs of zone-a (admin acts in them), their default network's VNet a bridge on this
+    machine as on a node; their gateways go with them."""
+    made: list[str] = []
+    vnets: list[str] = []
+    with scratch_vdcs(api, world) as make:
+
+        def scratch(**quota: int) -> str:
+            ident = make(**quota)
+            made.append(ident)
+            for network in api("{ networks { vnet } }", user="admin", vdc=ident).data["networks"]:
+                vnets.append(network["vnet"])
+                bridge(network["vnet"])
+            return ident
+
+        try:
+            yield scratch
+        finally:
+            for ident in made:
+                for ip in api(PUBLIC_IPS, user="admin", vdc=ident).data["publicIps"]:
+                    api(RELEASE, user="admin", vdc=ident, variables={"address": ip["address"]})
+                api(
+                    f"mutation {{ deleteEdgeGateway(zone: {json.dumps(ZONE)}) {{ {ERRORS} }} }}",
+                    user="admin",
+                    vdc=ident,
+                )
+            for vnet in vnets:
+                unbridge(vnet)
+
+
+def stored(world: World, vdc: str) -> dict[str, Any] | None:
+    """The gateway's ConfigMap spec as the management cluster holds it."""
+    source = KubeSource(config.new_client_from_config(config_file=str(world.kubeconfig)), seed.NAMESPACE, 5.0)
+    entry = source.get_catalog(GATEWAY_KIND, gateway_id(vdc, ZONE))
+    return None if entry is None else entry.spec
+
+
+def allocate(api: GraphQL, vdc: str) -> dict[str, Any]:
+    return payload(api(ALLOCATE, user="admin", vdc=vdc, variables={"zone": ZONE}), "allocatePublicIp")
+
+
+def gateway_of(api: GraphQL, vdc: str) -> dict[str, Any]:
+    answer = api(GATEWAY, user="admin", vdc=vdc, variables={"zone": ZONE})
+    assert answer.errors == [], answer.errors
+    found: dict[str, Any] = answer.data["edgeGateway"]
+    return found
+
+
+def codes(result: dict[str, Any]) -> list[tuple[str | None, str]]:
+    return [(e["field"], e["code"]) for e in result["errors"]]
+
+
+# ------------------------------------------------------------------------------------------ the zone
+
+
+def test_a_zones_external_network_that_does_not_hold_together_is_invalid_naming_the_field(
+    api: GraphQL, external: str
+) -> None:
+    bad = {**EXTERNAL, "externalBridge": external, "externalPool": "198.51.100.10-198.51.100.20"}
+    answer = payload(api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": bad}), "updateZone")
+    assert [(e["field"], e["code"]) for e in answer["errors"]] == [("externalPool", "INVALID")]
+    now = api("{ zones { id externalNetwork { pool nodes } } }", user="admin").data["zones"]
+    assert {"pool": [POOL], "nodes": ["pve1", "pve2"]} in [
+        z["externalNetwork"] for z in now if z["id"] == ZONE
+    ]
+
+
+# ------------------------------------------------------------------------------------------ public IPs
+
+
+def test_the_first_public_ip_makes_the_gateway_records_it_and_runs_it_on_an_allowed_host(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc()
+    made = allocate(api, ident)
+    assert made["errors"] == []
+    address = made["publicIp"]["address"]
+    assert ipaddress.IPv4Address(address) in ipaddress.IPv4Network("203.0.113.0/24")
+    spec = stored(world, ident)
+    assert spec is not None
+    assert [p["address"] for p in spec["publicIps"]] == [address]
+    assert spec["uplinkAddress"] != address
+    gateway = gateway_of(api, ident)
+    assert gateway["node"] in ("pve1", "pve2")
+    assert gateway["generation"] == spec["generation"]
+    assert [n.split("/")[0] for n in gateway["networks"]] == [ZONE]  # its default network's leg
+    assert gateway["applied"] is True, gateway
+    assert spec["appliedGeneration"] == spec["generation"]
+
+
+def test_public_ips_are_counted_in_the_vdcs_quota_and_refused_past_it(
+    api: GraphQL, vdc: Callable[..., str]
+) -> None:
+    ident = vdc(publicIps=2)
+    for _ in range(2):
+        assert allocate(api, ident)["errors"] == []
+    refused = allocate(api, ident)
+    assert codes(refused) == [(None, "QUOTA_EXCEEDED")], refused
+    assert "public IPs" in refused["errors"][0]["message"]
+    answer = api(USAGE, user="admin", vdc=ident, variables={"id": ident}).data["vdc"]
+    assert answer == {"quota": {"publicIps": 2}, "usage": {"publicIps": 2}}
+
+
+def test_twenty_concurrent_allocations_in_two_vdcs_never_hand_out_an_address_twice(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    first, second = vdc(publicIps=10), vdc(publicIps=10)
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(lambda i: allocate(api, first if i % 2 else second), range(20)))
+    assert [r["errors"] for r in results] == [[]] * 20, [r["errors"] for r in results if r["errors"]]
+    addresses = [r["publicIp"]["address"] for r in results]
+    uplinks = [stored(world, v)["uplinkAddress"] for v in (first, second)]  # type: ignore[index]
+    assert len(set(addresses + uplinks)) == 22
+    held = {v: [p["address"] for p in stored(world, v)["publicIps"]] for v in (first, second)}  # type: ignore[index]
+    assert sorted(held[first] + held[second]) == sorted(addresses)
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+def test_bad_port_forwards_are_invalid_naming_the_field_and_change_nothing(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    mine, theirs = vdc(), vdc()
+    address = allocate(api, mine)["publicIp"]["address"]
+    foreign = allocate(api, theirs)["publicIp"]["address"]
+    good = {"publicIp": address, "protocol": "tcp", "port": 8080, "toAddress": "10.0.0.20", "toPort": 80}
+    assert (
+        payload(api(FORWARD, user="admin", vdc=mine, variables={"input": good}), "addPortForward")["errors"]
+        == []
+    )
+    before = stored(world, mine)
+    for changes, field in (
+        ({}, "port"),  # already forwarded
+        ({"port": 70000}, "port"),
+        ({"port": 8081, "toPort": 0}, "toPort"),
+        ({"port": 8081, "publicIp": foreign}, "publicIp"),  # another VDC's
+        ({"port": 8081, "publicIp": "203.0.113.250"}, "publicIp"),  # nobody's: alike
+        ({"port": 8081, "toAddress": "10.99.0.5"}, "toAddress"),  # not on the VDC's networks
+        ({"port": 8081, "protocol": "sctp"}, "protocol"),
+    ):
+        answer = payload(
+            api(FORWARD, user="admin", vdc=mine, variables={"input": {**good, **changes}}), "addPortForward"
+        )
+        assert codes(answer) == [(field, "INVALID")], (changes, answer)
+    assert stored(world, mine) == before
+
+
+def test_a_port_forward_a_one_to_one_nat_and_a_firewall_rule_reach_the_host_in_one_generation_each(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc()
+    first = allocate(api, ident)["publicIp"]["address"]
+    second = allocate(api, ident)["publicIp"]["address"]
+    start = gateway_of(api, ident)["generation"]
+    forward = {"publicIp": first, "protocol": "tcp", "port": 8080, "toAddress": "10.0.0.20", "toPort": 80}
+    answer = payload(api(FORWARD, user="admin", vdc=ident, variables={"input": forward}), "addPortForward")
+    assert answer["errors"] == []
+    assert answer["publicIp"]["portForwards"] == [
+        {"protocol": "tcp", "port": 8080, "toAddress": "10.0.0.20", "toPort": 80}
+    ]
+    nat = payload(
+        api(ATTACH, user="admin", vdc=ident, variables={"address": second, "to": "10.0.0.21"}),
+        "attachPublicIp",
+    )
+    assert nat["errors"] == []
+    assert nat["publicIp"]["natTo"] == "10.0.0.21"
+    rule = {
+        "direction": "in",
+        "action": "allow",
+        "protocol": "tcp",
+        "destination": "10.0.0.20/32",
+        "portFrom": 80,
+    }
+    ruled = payload(
+        api(RULE, user="admin", vdc=ident, variables={"zone": ZONE, "input": rule}), "addGatewayFirewallRule"
+    )
+    assert ruled["errors"] == []
+    gateway = gateway_of(api, ident)
+    assert gateway["generation"] == start + 3
+    assert gateway["firewallRules"] == [
+        {
+            "position": 0,
+            "direction": "in",
+            "action": "allow",
+            "protocol": "tcp",
+            "source": "0.0.0.0/0",
+            "destination": "10.0.0.20/32",
+            "portFrom": 80,
+            "portTo": 80,
+        }
+    ]
+    assert gateway["applied"] is True
+    status = gateway_of(api, ident)
+    removed = payload(
+        api(UNFORWARD, user="admin", vdc=ident, variables={"ip": first, "protocol": "tcp", "port": 8080}),
+        "removePortForward",
+    )
+    assert removed["errors"] == []
+    assert gateway_of(api, ident)["portForwards"] == []
+    assert status["applied"] is True
+
+
+# ------------------------------------------------------------------------------------------ isolation
+
+
+def test_another_vdcs_gateway_and_public_ips_are_as_missing_as_none(
+    api: GraphQL, vdc: Callable[..., str]
+) -> None:
+    ident = vdc()
+    address = allocate(api, ident)["publicIp"]["address"]
+    theirs = api(GATEWAY, user="bob", vdc="other", variables={"zone": ZONE})
+    assert [e["extensions"]["code"] for e in theirs.errors] == ["NOT_FOUND"]
+    assert address not in [p["address"] for p in api(PUBLIC_IPS, user="bob", vdc="other").data["publicIps"]]
+    assert address not in [p["address"] for p in api(PUBLIC_IPS, user="alice").data["publicIps"]]
+    released = payload(
+        api(RELEASE, user="bob", vdc="other", variables={"address": address}), "releasePublicIp"
+    )
+    assert codes(released) == [("address", "INVALID")]
+    nobodys = payload(
+        api(RELEASE, user="bob", vdc="other", variables={"address": "203.0.113.250"}), "releasePublicIp"
+    )
+    assert released["errors"][0]["message"].replace(address, "X") == nobodys["errors"][0]["message"].replace(
+        "203.0.113.250", "X"
+    )
+
+
+# ------------------------------------------------------------------------------------------ faults and moves
+
+
+def test_an_agent_that_does_not_answer_is_unavailable_naming_its_host_and_the_change_is_applied_later(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc()
+    address = allocate(api, ident)["publicIp"]["address"]
+    host = gateway_of(api, ident)["node"]
+    world.stop_agent(ZONE, host)
+    try:
+        forward = {"publicIp": address, "protocol": "udp", "port": 5353, "toAddress": "10.0.0.20"}
+        answer = payload(
+            api(FORWARD, user="admin", vdc=ident, variables={"input": forward}), "addPortForward"
+        )
+        assert codes(answer) == [(None, "UNAVAILABLE")], answer
+        assert host in answer["errors"][0]["message"]
+        spec = stored(world, ident)
+        assert spec is not None
+        assert [f["port"] for f in spec["forwards"]] == [5353]  # recorded
+        assert spec["appliedGeneration"] < spec["generation"]
+    finally:
+        world.start_agent(ZONE, host)
+    # The next change of the gateway (here: asking for it again) sends what was recorded, once the
+    # orchestrator's channel to the agent is back (gRPC reconnects with a backoff).
+
+    def resent() -> dict[str, Any] | None:
+        answer = payload(api(CREATE, user="admin", vdc=ident, variables={"zone": ZONE}), "createEdgeGateway")
+        return answer if answer["errors"] == [] else None
+
+    again = eventually(resent, 30, "a resend once the agent is back", interval=0.5)
+    assert again["edgeGateway"] == {"applied": True, "node": host}
+
+
+def test_draining_the_gateways_host_moves_it_to_the_other_allowed_host(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc()
+    allocate(api, ident)
+    host = gateway_of(api, ident)["node"]
+    other = "pve2" if host == "pve1" else "pve1"
+    drain = f"""mutation {{ drainHost(zone: "{ZONE}", host: "{host}") {{ errors {{ message }} }} }}"""
+    undo = f"""mutation {{ uncordonHost(zone: "{ZONE}", host: "{host}") {{ errors {{ message }} }} }}"""
+    try:
+        assert payload(api(drain, user="admin"), "drainHost")["errors"] == []
+        moved = eventually(
+            lambda: (s := stored(world, ident)) is not None and s["node"] == other and s, 30, "the move"
+        )
+        assert isinstance(moved, dict)
+        assert moved["appliedGeneration"] == moved["generation"]
+        assert moved["leftOn"] == []  # removed from the drained host, which answers
+    finally:
+        api(undo, user="admin")
