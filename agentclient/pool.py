@@ -16,9 +16,10 @@ burst beyond it would only queue there, past the callers' deadlines.
 from __future__ import annotations
 
 import http
+import ipaddress
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,7 +193,13 @@ class AgentPool:
     """
 
     def __init__(
-        self, tls: ClientTLS, timeout: float = DEFAULT_TIMEOUT, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+        self,
+        tls: ClientTLS,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        *,
+        proxy: str = "",
+        proxy_networks: Sequence[str] = (),
     ) -> None:
         if timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
@@ -201,6 +208,12 @@ class AgentPool:
         self.tls = tls
         self.timeout = timeout
         self.max_in_flight = max_in_flight
+        # The mesh hub's CONNECT proxy (http://host:port), for agents at addresses in proxy_networks
+        # (all of them when none are given): TLS runs through the tunnel, end to end.
+        self.proxy = proxy.strip()
+        self.proxy_networks = tuple(
+            ipaddress.ip_network(n.strip(), strict=False) for n in proxy_networks if n.strip()
+        )
         self._credentials = tls.credentials()
         self._connections: dict[AgentTarget, _Connection] = {}
         self._slots: dict[AgentTarget, threading.BoundedSemaphore] = {}
@@ -407,6 +420,17 @@ class AgentPool:
 
     # --------------------------------------------------------------- plumbing
 
+    def proxy_for(self, target: AgentTarget) -> str:
+        """The proxy a channel to target goes through ("": dialled directly)."""
+        if not self.proxy or not self.proxy_networks:
+            return self.proxy
+        host = target.address.rpartition(":")[0].strip("[]")
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return ""
+        return self.proxy if any(address in network for network in self.proxy_networks) else ""
+
     def channel(self, target: AgentTarget) -> grpc.Channel:
         """The pooled channel to target, created on first use (for stubs of other services)."""
         return self._connection(target).channel
@@ -418,7 +442,7 @@ class AgentPool:
             connection = self._connections.get(target)
             if connection is None:
                 channel = grpc.secure_channel(
-                    target.address, self._credentials, options=channel_options(target)
+                    target.address, self._credentials, options=channel_options(target, self.proxy_for(target))
                 )
                 connection = _Connection(
                     channel=channel,
@@ -517,13 +541,15 @@ def template_progress(message: Any) -> TemplateProgress | None:
     )
 
 
-def channel_options(target: AgentTarget) -> list[tuple[str, Any]]:
+def channel_options(target: AgentTarget, proxy: str = "") -> list[tuple[str, Any]]:
     """Channel arguments for one agent.
 
     The TLS target name is the agent's identity, whatever address is dialled: the
-    handshake fails unless the agent's certificate names the host we meant.
+    handshake fails unless the agent's certificate names the host we meant. With ``proxy``
+    (the mesh hub's, ``http://host:port``) the channel is an HTTP CONNECT tunnel through it.
     """
     return [
+        *([("grpc.http_proxy", proxy)] if proxy else []),
         ("grpc.ssl_target_name_override", target.identity),
         ("grpc.max_receive_message_length", MAX_RECEIVE_MESSAGE_BYTES),
         ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),

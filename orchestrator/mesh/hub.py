@@ -9,7 +9,9 @@ the range's first address and listens on its UDP port. Then, every ``interval`` 
 - every other peer on the interface is removed: a host removed (``removeHost`` deletes its peer),
   a key rotated away, a key nobody recorded. Its packets are dropped from then on;
 - a peer's handshake that moved on, or its new endpoint, is written back to its record (the
-  hosts query shows the handshake).
+  hosts query shows the handshake);
+- with a proxy (``proxy_listen``), the agents' endpoints of the configured peers are what its
+  tunnels may reach (:mod:`orchestrator.mesh.proxy`): the orchestrator's pods dial through it.
 
 The hub keeps nothing itself: restarted, it rebuilds the interface from the cluster, and the nodes,
 keeping alive every FLEXPLANE_MESH_KEEPALIVE seconds, handshake again within that interval.
@@ -26,6 +28,7 @@ from django.conf import settings
 
 from agentclient.wireguard import Interface, Peer, WireGuardError
 from orchestrator.errors import FlexPlaneError
+from orchestrator.mesh.proxy import MeshProxy
 from orchestrator.services import mesh
 from orchestrator.sources.kube import KubeSource, kube
 
@@ -46,7 +49,8 @@ class PassResult:
 
 
 class MeshHub:
-    """The hub's interface ``interface`` (in ``netns`` if given), listening on UDP ``port``."""
+    """The hub's interface ``interface`` (in ``netns`` if given), listening on UDP ``port``; with
+    ``proxy_listen`` (host:port) its CONNECT proxy too, in the same namespace."""
 
     def __init__(
         self,
@@ -56,9 +60,12 @@ class MeshHub:
         netns: str | None = None,
         source: KubeSource | None = None,
         interval: float = DEFAULT_INTERVAL,
+        proxy_listen: str | None = None,
     ) -> None:
         self.interface = Interface(interface, netns)
         self.port = port
+        self.proxy_listen = proxy_listen
+        self.proxy: MeshProxy | None = None
         self.source = source
         self.interval = interval
         self._stop = threading.Event()
@@ -75,6 +82,10 @@ class MeshHub:
         self.interface.create()
         self.interface.configure(private, self.port)
         self.interface.set_address(f"{mesh.hub_address(net)}/{net.prefixlen}")
+        if self.proxy_listen and self.proxy is None:
+            proxy = MeshProxy(self.proxy_listen, net, netns=self.interface.netns)
+            proxy.start()
+            self.proxy = proxy
         logger.info("mesh hub %s up: %s on UDP %d, key %s", self.interface, net, self.port, public)
         return public
 
@@ -85,6 +96,9 @@ class MeshHub:
         wanted = {p.public_key: p for p in mesh.peers(source) if p.host_key in present}
         configured = self.interface.peers()
         result = PassResult()
+        if self.proxy is not None:
+            endpoints = (mesh.agent_endpoint(p, present[p.host_key]) for p in wanted.values())
+            self.proxy.allow(e for e in endpoints if e is not None)
         for key in configured.keys() - wanted.keys():
             self.interface.remove_peer(key)
             result.removed.append(key)
@@ -131,5 +145,8 @@ class MeshHub:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self.proxy is not None:
+            self.proxy.stop()
+            self.proxy = None
         if remove_interface:
             self.interface.delete()

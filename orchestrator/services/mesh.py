@@ -336,14 +336,27 @@ def record_handshake(peer: MeshPeer, at: int, endpoint: str | None, source: Kube
         return
 
 
-def hosts_present(source: KubeSource | None = None) -> set[str]:
-    """The ``zone/node`` of every host in the catalog."""
-    found = set()
+def hosts_present(source: KubeSource | None = None) -> dict[str, str]:
+    """The ``zone/node`` of every host in the catalog, and its endpoint (where its agent is dialled)."""
+    found = {}
     for entry in (source or kube()).list_catalog([HOST]):
         zone, node = entry.spec.get("zone"), entry.spec.get("node")
         if isinstance(zone, str) and isinstance(node, str) and entry.ident == host_ident(zone, node):
-            found.add(f"{zone}/{node}")
+            found[f"{zone}/{node}"] = str(entry.spec.get("endpoint") or "")
     return found
+
+
+def agent_endpoint(peer: MeshPeer, endpoint: str) -> tuple[str, int] | None:
+    """The (address, port) a host's agent serves on at its mesh address; None when its catalog
+    endpoint is elsewhere (an admin changed it, or it is not a mesh address)."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    return (str(ip), int(port)) if ip == ipaddress.ip_address(peer.address) else None
 
 
 def peer_of_host(ctx: Context, zone: str, node: str) -> MeshPeer | None:

@@ -97,6 +97,8 @@ def proxmox() -> ProxmoxSource:
                     tls,
                     timeout=settings.FLEXPLANE_AGENT_TIMEOUT,
                     max_in_flight=settings.FLEXPLANE_AGENT_MAX_IN_FLIGHT,
+                    proxy=settings.FLEXPLANE_MESH_PROXY,
+                    proxy_networks=[settings.FLEXPLANE_MESH_RANGE],
                 ),
                 call_timeout=settings.FLEXPLANE_AGENT_TIMEOUT,
                 deadline=settings.FLEXPLANE_ZONE_DEADLINE,
