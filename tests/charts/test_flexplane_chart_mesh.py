@@ -1,5 +1,6 @@
 """The flexplane chart's mesh: the mesh control server's Deployment, its UDP Service and NetworkPolicy,
-off by default; the orchestrator and the hub given the same mesh settings."""
+off by default; the orchestrator and the hub given the same mesh settings; the hub's CONNECT proxy,
+which the orchestrator's pods (no route to the mesh's range) reach the agents through."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from typing import Any
 import helm_python
 import pytest
 
-from tests.charts.test_flexplane_chart import CHART, RELEASE, Manifest, invalid, manifests, named, render
+from tests.charts.test_flexplane_chart import (
+    CHART,
+    NAMESPACE,
+    RELEASE,
+    Manifest,
+    invalid,
+    manifests,
+    named,
+    render,
+)
 
 MESH = {
     "mesh": {"enabled": True, "hubEndpoint": "203.0.113.7:51820", "range": "10.99.0.0/22", "keepalive": 20},
@@ -24,6 +34,8 @@ MESH = {
     },
 }
 HUB = f"{RELEASE}-flexplane-mesh"
+PROXY = f"{RELEASE}-flexplane-mesh-proxy"
+ORCHESTRATOR = f"{RELEASE}-flexplane"
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +61,8 @@ def test_the_mesh_is_off_by_default_and_the_orchestrator_then_enrolls_nodes_off_
     assert not [m for m in default if m["metadata"]["name"] == HUB]
     orchestrator = named(default, "Deployment", f"{RELEASE}-flexplane")
     assert env_of(orchestrator)["FLEXPLANE_MESH_RANGE"] == ""
+    assert env_of(orchestrator)["FLEXPLANE_MESH_PROXY"] == ""
+    assert not [m for m in default if m["metadata"]["name"] == PROXY]
 
 
 def test_the_mesh_renders_valid_manifests(meshed: list[Manifest]) -> None:
@@ -63,7 +77,10 @@ def test_the_hub_is_one_replica_recreated_with_net_admin_only(meshed: list[Manif
     assert container["command"][-1] == "mesh_hub"
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN"]}
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
-    assert container["ports"] == [{"name": "wireguard", "containerPort": 51820, "protocol": "UDP"}]
+    assert container["ports"] == [
+        {"name": "wireguard", "containerPort": 51820, "protocol": "UDP"},
+        {"name": "proxy", "containerPort": 3128, "protocol": "TCP"},
+    ]
 
 
 def test_the_orchestrator_and_the_hub_share_the_mesh_settings(meshed: list[Manifest]) -> None:
@@ -86,11 +103,79 @@ def test_nodes_reach_the_hub_on_udp_only(meshed: list[Manifest]) -> None:
     ]
     policy = named(meshed, "NetworkPolicy", HUB)
     assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "mesh"
-    (ingress,) = policy["spec"]["ingress"]
-    assert ingress == {"ports": [{"port": "wireguard", "protocol": "UDP"}]}
+    udp, _ = policy["spec"]["ingress"]
+    assert udp == {"ports": [{"port": "wireguard", "protocol": "UDP"}]}
     assert "TCP" not in {port["protocol"] for rule in policy["spec"]["egress"][2:] for port in rule["ports"]}
 
 
 def test_a_mesh_without_the_hubs_public_endpoint_is_refused(chart: helm_python.Chart) -> None:
     with pytest.raises(Exception, match=r"mesh\.hubEndpoint is required"):
         render(chart, {"mesh": {"enabled": True}})
+
+
+def test_the_orchestrator_dials_the_agents_through_the_hubs_proxy_inside_the_cluster(
+    meshed: list[Manifest],
+) -> None:
+    assert env_of(named(meshed, "Deployment", ORCHESTRATOR))["FLEXPLANE_MESH_PROXY"] == (
+        f"http://{PROXY}.{NAMESPACE}.svc:3128"
+    )
+    service = named(meshed, "Service", PROXY)
+    assert service["spec"]["type"] == "ClusterIP"
+    assert service["spec"]["selector"]["app.kubernetes.io/component"] == "mesh"
+    assert service["spec"]["ports"] == [
+        {"name": "proxy", "port": 3128, "targetPort": "proxy", "protocol": "TCP"}
+    ]
+    hub = named(meshed, "Deployment", HUB)
+    (container,) = hub["spec"]["template"]["spec"]["containers"]
+    # On the pod's own address: not on the mesh's side, where nodes could use it.
+    assert "--proxy-listen=$(POD_IP):3128" in container["args"]
+    assert env_of(hub)["POD_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert container["readinessProbe"]["tcpSocket"] == {"port": "proxy"}
+    # The orchestrator's pods need nothing of the mesh: no capability, no route.
+    (orchestrator,) = named(meshed, "Deployment", ORCHESTRATOR)["spec"]["template"]["spec"]["containers"]
+    assert "add" not in orchestrator["securityContext"].get("capabilities", {})
+
+
+def test_only_the_orchestrators_pods_reach_the_proxy(meshed: list[Manifest]) -> None:
+    orchestrator_pods = {
+        "app.kubernetes.io/name": "flexplane",
+        "app.kubernetes.io/instance": RELEASE,
+        "app.kubernetes.io/component": "orchestrator",
+    }
+    _, proxy = named(meshed, "NetworkPolicy", HUB)["spec"]["ingress"]
+    assert proxy == {
+        "ports": [{"port": "proxy", "protocol": "TCP"}],
+        "from": [{"podSelector": {"matchLabels": orchestrator_pods}}],
+    }
+    # With egress restricted, the orchestrator's pods may reach the proxy too (policies add up).
+    egress = named(meshed, "NetworkPolicy", PROXY)["spec"]
+    assert egress["podSelector"]["matchLabels"] == orchestrator_pods
+    assert egress["policyTypes"] == ["Egress"]
+    (rule,) = egress["egress"]
+    assert rule["ports"] == [{"port": 3128, "protocol": "TCP"}]
+    assert rule["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "mesh"
+
+
+def test_the_orchestrators_egress_is_not_narrowed_when_the_chart_does_not_restrict_it(
+    chart: helm_python.Chart,
+) -> None:
+    values = {**MESH, "networkPolicy": {"enabled": True}}
+    rendered = manifests(render(chart, values))
+    assert not [m for m in rendered if m["kind"] == "NetworkPolicy" and m["metadata"]["name"] == PROXY]
+    _, proxy = named(rendered, "NetworkPolicy", HUB)["spec"]["ingress"]
+    assert proxy["ports"] == [{"port": "proxy", "protocol": "TCP"}]
+
+
+def test_the_proxy_can_be_turned_off_for_orchestrators_that_route_the_mesh_themselves(
+    chart: helm_python.Chart,
+) -> None:
+    values = {**MESH, "mesh": {**MESH["mesh"], "proxy": {"enabled": False}}}
+    rendered = manifests(render(chart, values))
+    assert invalid(rendered) == []
+    assert not [m for m in rendered if m["metadata"]["name"] == PROXY]
+    assert env_of(named(rendered, "Deployment", ORCHESTRATOR))["FLEXPLANE_MESH_PROXY"] == ""
+    (container,) = named(rendered, "Deployment", HUB)["spec"]["template"]["spec"]["containers"]
+    assert not [arg for arg in container["args"] if arg.startswith("--proxy-listen")]
+    assert named(rendered, "NetworkPolicy", HUB)["spec"]["ingress"] == [
+        {"ports": [{"port": "wireguard", "protocol": "UDP"}]}
+    ]

@@ -3,6 +3,17 @@
 {{- printf "%s-mesh" (include "flexplane.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The Service of the hub's CONNECT proxy, which the orchestrator's pods dial the agents through. */}}
+{{- define "flexplane.meshProxyName" -}}
+{{- printf "%s-mesh-proxy" (include "flexplane.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Whether the hub serves its CONNECT proxy (the mesh on, and its proxy not turned off). */}}
+{{- define "flexplane.meshProxy" -}}
+{{- $mesh := .Values.mesh | default dict }}
+{{- if and (eq $mesh.enabled true) (ne (($mesh.proxy | default dict).enabled) false) }}true{{ end }}
+{{- end }}
+
 {{- define "flexplane.meshSelectorLabels" -}}
 app.kubernetes.io/name: {{ include "flexplane.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -29,4 +40,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   value: {{ $mesh.hubSecretName | default "flexplane-mesh-hub" | quote }}
 - name: FLEXPLANE_MESH_KEEPALIVE
   value: {{ $mesh.keepalive | default 15 | quote }}
+# The orchestrator's pods have no route to the mesh's range: they dial the agents through the hub's proxy.
+- name: FLEXPLANE_MESH_PROXY
+  {{- if include "flexplane.meshProxy" . }}
+  value: {{ printf "http://%s.%s.svc:%v" (include "flexplane.meshProxyName" .) .Release.Namespace ($mesh.proxy | default dict).port | quote }}
+  {{- else }}
+  value: ""
+  {{- end }}
 {{- end }}
