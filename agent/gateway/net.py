@@ -13,12 +13,14 @@ tests give each simulated node a namespace of its own.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import json
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agent.gateway.rules import TABLE, UPLINK
@@ -34,13 +36,34 @@ class NetError(Exception):
     """A command that builds or reads the gateway failed; the message says which and why."""
 
 
+@functools.cache
+def _in_host_mounts() -> tuple[str, ...]:
+    """The prefix that runs a tool in the host's mount namespace, when the agent has one of its own.
+
+    ``ip netns add`` pins a namespace with a bind mount in /run/netns. A service with a private mount
+    namespace (systemd's PrivateTmp=yes) would pin it there only, and the gateway would go when the
+    agent stops; so the tools run in PID 1's mount namespace then (nsenter, util-linux).
+    """
+    try:
+        if Path("/proc/self/ns/mnt").readlink() != Path("/proc/1/ns/mnt").readlink():
+            return ("nsenter", "--mount=/proc/1/ns/mnt", "--")
+    except OSError:
+        pass  # PID 1's namespaces cannot be read: the agent runs in a container, as PID 1 sees it
+    return ()
+
+
 def run(
     argv: Sequence[str], *, stdin: str | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    """Run one tool; NetError with its own message when it fails."""
+    """Run one tool (in the host's mount namespace); NetError with its own message when it fails."""
     try:
         done = subprocess.run(  # noqa: S603 - ip, nft and sysctl with checked arguments, no shell
-            list(argv), input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
+            [*_in_host_mounts(), *argv],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise NetError(f"{argv[0]} could not run: {exc}") from None

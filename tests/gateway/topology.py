@@ -156,9 +156,9 @@ class Net:
         if gateway:
             sh("ip", "-n", ns, "route", "add", "default", "via", gateway)
 
-    def add_vm(self, name: str, node: int, vnet: str, address: str) -> Vm:
+    def add_vm(self, name: str, node: int, vnet: str, address: str, gateway: str | None = "10.20.0.1") -> Vm:
         vm = Vm(self.ns(f"vm{name}"), address, node, vnet)
-        self._attach(vm.ns, node, vnet, f"{address}/24", "10.20.0.1")
+        self._attach(vm.ns, node, vnet, f"{address}/24", gateway)
         self.vms[name] = vm
         return vm
 
