@@ -355,6 +355,42 @@ def test_the_database_opens_no_connection(renders: dict[str, list[Manifest]]) ->
     assert policy["egress"] == []
 
 
+def test_the_in_chart_database_serves_tls_that_zitadel_verifies(renders: dict[str, list[Manifest]]) -> None:
+    rendered = renders["example"]
+    database = named(rendered, "StatefulSet", f"{FULLNAME}-postgresql")["spec"]["template"]["spec"]
+    (container,) = database["containers"]
+    tls = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["tls"]
+    assert container["args"] == [
+        "-c", "ssl=on", "-c", f"ssl_cert_file={tls}/tls.crt", "-c", f"ssl_key_file={tls}/tls.key",
+    ]  # fmt: skip
+    (volume,) = [v for v in database["volumes"] if v["name"] == "tls"]
+    assert volume["secret"]["secretName"] == "zitadel-postgresql-tls"
+    assert volume["secret"]["defaultMode"] == 0o440  # root's, read by the postgres group: PostgreSQL takes it
+    config = yaml.safe_load(named(rendered, "ConfigMap", f"{FULLNAME}-config")["data"]["config.yaml"])
+    ssl = {"Mode": "verify-full", "RootCert": "/etc/zitadel/database-ca/ca.crt"}
+    assert (
+        config["Database"]["postgres"]["User"]["SSL"] == config["Database"]["postgres"]["Admin"]["SSL"] == ssl
+    )
+    for workload in (f"Deployment/{FULLNAME}", f"Job/{FULLNAME}-init"):
+        (ca,) = [v for v in pod_specs(rendered)[workload]["volumes"] if v["name"] == "database-ca"]
+        assert ca["secret"]["secretName"] == "zitadel-postgresql-tls"
+
+
+def test_without_a_certificate_the_database_speaks_plain_inside_its_fence(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    config = yaml.safe_load(
+        named(renders["minimal"], "ConfigMap", f"{FULLNAME}-config")["data"]["config.yaml"]
+    )
+    assert config["Database"]["postgres"]["User"]["SSL"] == {"Mode": "disable"}
+    assert (
+        "args"
+        not in named(renders["minimal"], "StatefulSet", f"{FULLNAME}-postgresql")["spec"]["template"]["spec"][
+            "containers"
+        ][0]
+    )
+
+
 def test_an_external_database_replaces_the_statefulset_and_is_verified(
     renders: dict[str, list[Manifest]],
 ) -> None:

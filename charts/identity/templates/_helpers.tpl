@@ -138,11 +138,25 @@ identity.flexplane.io/database-client: {{ include "identity.fullname" . | quote 
 {{- end }}
 {{- end }}
 
+{{/* The Secret holding the CA of the database's certificate (key ca.crt), or "" for none. */}}
+{{- define "identity.databaseCASecret" -}}
+{{- if .Values.database.external.enabled }}
+{{- .Values.database.external.caSecret }}
+{{- else }}
+{{- .Values.database.postgresql.tls.secretName }}
+{{- end }}
+{{- end }}
+
 {{/* Zitadel's runtime configuration (no secret in it: those come as environment variables). */}}
 {{- define "identity.zitadelConfig" -}}
-{{- $sslMode := ternary .Values.database.external.sslMode "disable" .Values.database.external.enabled }}
+{{- $sslMode := "disable" }}
+{{- if .Values.database.external.enabled }}
+{{- $sslMode = .Values.database.external.sslMode }}
+{{- else if .Values.database.postgresql.tls.secretName }}
+{{- $sslMode = "verify-full" }}
+{{- end }}
 {{- $ssl := dict "Mode" $sslMode }}
-{{- if and .Values.database.external.enabled .Values.database.external.caSecret }}
+{{- if include "identity.databaseCASecret" . }}
 {{- $_ := set $ssl "RootCert" "/etc/zitadel/database-ca/ca.crt" }}
 {{- end }}
 {{- $config := dict
@@ -229,7 +243,7 @@ seccompProfile:
   mountPath: /etc/zitadel/tls
   readOnly: true
 {{- end }}
-{{- if and .Values.database.external.enabled .Values.database.external.caSecret }}
+{{- if include "identity.databaseCASecret" . }}
 - name: database-ca
   mountPath: /etc/zitadel/database-ca
   readOnly: true
@@ -248,10 +262,10 @@ seccompProfile:
     secretName: {{ include "identity.tlsSecretName" $root }}
     defaultMode: 0440
 {{- end }}
-{{- if and $root.Values.database.external.enabled $root.Values.database.external.caSecret }}
+{{- with include "identity.databaseCASecret" $root }}
 - name: database-ca
   secret:
-    secretName: {{ $root.Values.database.external.caSecret }}
+    secretName: {{ . }}
     defaultMode: 0444
     items:
       - key: ca.crt
