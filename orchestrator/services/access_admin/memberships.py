@@ -30,6 +30,17 @@ from orchestrator.sources.zitadel import User, ZitadelSource, require_zitadel
 USER_LEASE_PREFIX = "fp-lock-user-"
 
 
+def manageable_vdcs(ctx: Context) -> list[Vdc]:
+    """The VDCs whose members the caller manages: every one for ADMIN, their organizations' for an
+    ORG_OWNER (no Zitadel call: the catalog and the token)."""
+    access.require_access_manager(ctx)
+    return [
+        vdc
+        for vdc in catalog.objects(ctx, catalog.VDC, Vdc.from_spec)
+        if access.manages_organization(ctx, vdc.organization)
+    ]
+
+
 def _vdc(ctx: Context, vdc_id: object) -> Vdc:
     """A VDC the caller manages; ``NotFound`` for one that does not exist or belongs to another org."""
     if not isinstance(vdc_id, str) or not catalog.is_slug(vdc_id):

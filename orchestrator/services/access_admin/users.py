@@ -98,3 +98,11 @@ def get_user(ctx: Context, source: ZitadelSource, user_id: str) -> User:
         if user.id == ident and access.manages_organization(ctx, user.organization_id):
             return user
     raise NotFound("user", ident)
+
+
+def user_access(ctx: Context, user_id: str) -> UserAccess:
+    """One user with their roles and VDCs (ADMIN, or ORG_OWNER for their users; others NOT_FOUND)."""
+    access.require_access_manager(ctx)
+    source = require_zitadel()
+    user = get_user(ctx, source, user_id)
+    return access_of(user, source.authorizations(user_ids=[user.id]))

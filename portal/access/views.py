@@ -1,0 +1,150 @@
+"""The Access pages: find users, see and change their VDC memberships and platform roles, a VDC's members.
+
+For ADMIN (every user and VDC) and ORG_OWNERs (their organizations' users and VDCs); anyone else gets
+the 404 page, as for a page that does not exist. The views call the same services as the GraphQL
+mutations (``portal.access.actions`` names which) and say what went wrong in words, in place. Every
+page says that a change takes effect with the user's next token.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotAllowed
+from django.shortcuts import redirect, render
+
+from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
+from orchestrator.services.access_admin import memberships, users
+from orchestrator.services.context import Context
+from portal.access.actions import action
+from portal.access.forms import GrantForm, RolesForm, SearchForm
+from portal.activity import trail as activity
+from portal.context import View, Wrapped, portal_view
+
+TAKES_EFFECT = (
+    "Changes take effect with the user's next token: when they sign in again, or when their session is "
+    "renewed. Tokens already issued keep the roles they carry until they expire."
+)
+# Errors that are pages of their own; the rest are said in place.
+_PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
+
+
+def access_view(view: View[Any]) -> Wrapped:
+    """A page of the Access section: ADMIN or ORG_OWNER; anyone else gets the 404 page."""
+
+    @functools.wraps(view)
+    def guarded(request: HttpRequest, ctx: Context, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not (ctx.principal.is_admin or ctx.principal.is_org_owner):
+            raise NotFound("page", request.path)
+        return view(request, ctx, *args, **kwargs)
+
+    return portal_view(guarded)
+
+
+def _attempt(call: Any) -> FlexPlaneError | None:
+    try:
+        with activity.action():
+            call()
+    except _PAGE_ERRORS:
+        raise
+    except FlexPlaneError as exc:
+        return exc
+    return None
+
+
+@access_view
+def users_page(request: HttpRequest, ctx: Context) -> HttpResponse:
+    """GET: the search form and, once searched, the users found with their roles and VDCs."""
+    form = SearchForm(request.GET if "search" in request.GET else None)
+    found: list[users.UserAccess] | None = None
+    failure = None
+    if form.is_bound and form.is_valid():
+        try:
+            found = users.search_users(ctx, form.cleaned_data["search"])
+        except _PAGE_ERRORS:
+            raise
+        except FlexPlaneError as exc:
+            failure = exc
+    context = {"form": form, "found": found, "failure": failure, "takes_effect": TAKES_EFFECT}
+    return render(request, "portal/access/users.html", context, status=400 if form.errors else 200)
+
+
+@access_view
+def user_page(request: HttpRequest, ctx: Context, user: str) -> HttpResponse:
+    """GET: one user's roles and VDCs, with the forms that change them."""
+    shown = users.user_access(ctx, user)  # NotFound (another organization's user too): the 404 page
+    managed = [v.id for v in memberships.manageable_vdcs(ctx) if v.id not in shown.vdcs]
+    context = {
+        "shown": shown,
+        "grant_form": GrantForm(vdcs=managed) if managed else None,
+        "roles_form": RolesForm(initial={"roles": list(shown.roles)}) if ctx.principal.is_admin else None,
+        "manageable": {v.id for v in memberships.manageable_vdcs(ctx)},
+        "grant_action": action("access.grant"),
+        "revoke_action": action("access.revoke"),
+        "roles_action": action("access.roles"),
+        "takes_effect": TAKES_EFFECT,
+    }
+    return render(request, "portal/access/user.html", context)
+
+
+def _post_only(request: HttpRequest) -> HttpResponseNotAllowed | None:
+    return None if request.method == "POST" else HttpResponseNotAllowed(["POST"])
+
+
+def _done(request: HttpRequest, failure: FlexPlaneError | None, success: str, user: str) -> HttpResponseBase:
+    if failure is None:
+        messages.success(request, f"{success} {TAKES_EFFECT}")
+    else:
+        messages.error(request, failure.message)
+    return redirect("portal-access:user", user=user)
+
+
+@access_view
+def grant(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
+    """POST: make the user a member of the VDC chosen."""
+    if refused := _post_only(request):
+        return refused
+    vdc = str(request.POST.get("vdc", ""))
+    failure = _attempt(lambda: memberships.grant_vdc_membership(ctx, user, vdc))
+    return _done(request, failure, f"The user is now a member of VDC {vdc}.", user)
+
+
+@access_view
+def revoke(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
+    """POST: end the user's membership of the VDC named."""
+    if refused := _post_only(request):
+        return refused
+    vdc = str(request.POST.get("vdc", ""))
+    failure = _attempt(lambda: memberships.revoke_vdc_membership(ctx, user, vdc))
+    return _done(request, failure, f"The user is no longer a member of VDC {vdc}.", user)
+
+
+@access_view
+def set_roles(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
+    """POST: give the user exactly the platform roles ticked (ADMIN only: the service refuses others)."""
+    if refused := _post_only(request):
+        return refused
+    roles = [str(r) for r in request.POST.getlist("roles")]
+    failure = _attempt(lambda: memberships.set_platform_roles(ctx, user, roles))
+    label = ", ".join(roles) or "none"
+    return _done(request, failure, f"The user's platform roles are now: {label}.", user)
+
+
+@access_view
+def vdc_members(request: HttpRequest, ctx: Context, vdc: str) -> HttpResponse:
+    """GET: a VDC's members (a fragment for the VDC's admin page, or a page of its own)."""
+    failure = None
+    members: list[users.UserAccess] = []
+    try:
+        members = memberships.vdc_members(ctx, vdc)
+    except _PAGE_ERRORS:
+        raise
+    except FlexPlaneError as exc:
+        failure = exc
+    template = (
+        "portal/access/_members.html" if getattr(request, "htmx", False) else "portal/access/members.html"
+    )
+    context = {"vdc": vdc, "members": members, "failure": failure, "takes_effect": TAKES_EFFECT}
+    return render(request, template, context)

@@ -1,0 +1,87 @@
+"""The portal's Access section, end to end: signed in through the world's identity provider, changes written
+to its Zitadel-shaped API, checked through the GraphQL API as any client would see them."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from devstack.world import World
+from tests.portal.support import csrf_token, login
+from tests.support import GraphQL
+
+ACCESS = "/admin/access/"
+USERS = "query($s: String!) { users(search: $s) { id username vdcs } }"
+
+
+@pytest.fixture(scope="module")
+def admin(world: World) -> requests.Session:
+    session, _ = login(world, "admin", ACCESS)
+    return session
+
+
+def bob_of(api: GraphQL) -> dict[str, object]:
+    (bob,) = [
+        u for u in api(USERS, user="admin", variables={"s": "bob"}).data["users"] if u["username"] == "bob"
+    ]
+    return dict(bob)
+
+
+def _post(session: requests.Session, world: World, path: str, data: dict[str, object]) -> requests.Response:
+    return session.post(
+        f"{world.url}{path}",
+        data={"csrfmiddlewaretoken": csrf_token(session, world), **data},
+        headers={"Referer": f"{world.url}{path}"},
+        timeout=30,
+    )
+
+
+def test_the_access_page_finds_users_with_their_roles_and_vdcs_and_says_when_changes_apply(
+    admin: requests.Session, world: World
+) -> None:
+    page = admin.get(f"{world.url}{ACCESS}", params={"search": "alice"}, timeout=30)
+    assert page.status_code == 200
+    assert "alice@example.com" in page.text
+    assert "demo" in page.text
+    assert "next token" in page.text
+    assert 'href="/admin/access/"' in page.text  # the Access link of the navigation
+
+
+def test_an_empty_search_is_said_next_to_the_field(admin: requests.Session, world: World) -> None:
+    page = admin.get(f"{world.url}{ACCESS}", params={"search": ""}, timeout=30)
+    assert page.status_code == 400
+    assert 'role="alert"' in page.text
+
+
+def test_admin_grants_and_revokes_a_membership_from_the_users_page(
+    admin: requests.Session, world: World, api: GraphQL
+) -> None:
+    bob = bob_of(api)
+    page = admin.get(f"{world.url}{ACCESS}users/{bob['id']}/", timeout=30)
+    assert page.status_code == 200
+    assert 'data-action="access.grant"' in page.text
+    try:
+        granted = _post(admin, world, f"{ACCESS}users/{bob['id']}/grant/", {"vdc": "demo"})
+        assert granted.status_code == 200
+        assert "member of VDC demo" in granted.text
+        assert "next token" in granted.text
+        assert bob_of(api)["vdcs"] == ["demo", "other"]
+    finally:
+        revoked = _post(admin, world, f"{ACCESS}users/{bob['id']}/revoke/", {"vdc": "demo"})
+    assert revoked.status_code == 200
+    assert bob_of(api)["vdcs"] == ["other"]
+
+
+def test_a_vdcs_admin_page_shows_its_members(admin: requests.Session, world: World) -> None:
+    page = admin.get(f"{world.url}/admin/vdcs/demo/edit/", timeout=30)
+    assert 'hx-get="/admin/access/vdcs/demo/members/"' in page.text
+    fragment = admin.get(f"{world.url}{ACCESS}vdcs/demo/members/", headers={"HX-Request": "true"}, timeout=30)
+    assert fragment.status_code == 200
+    assert "Alice Example" in fragment.text
+    assert "<html" not in fragment.text
+
+
+def test_a_user_without_access_rights_gets_the_404_page(world: World) -> None:
+    alice, _ = login(world, "alice")
+    assert alice.get(f"{world.url}{ACCESS}", timeout=30).status_code == 404
+    assert alice.get(f"{world.url}{ACCESS}vdcs/demo/members/", timeout=30).status_code == 404
