@@ -11,6 +11,10 @@ devstack's, removed whole afterwards.
                                                 | 10.<s>.3.0/30 (LAN)
                                                n3 (behind NAT)
 
+With ``pod``, one more namespace hangs off the hub on 10.<s>.251.0/30 and nothing else: an
+orchestrator's pod, which has no route to the mesh's range and reaches the agents only through the
+hub's CONNECT proxy (on the hub's side of that link, :attr:`Topology.proxy_address`).
+
 Every name carries the run's random id (interface names are at most 15 characters, and WireGuard's
 userspace sockets are shared by all namespaces); every address is in 10.<s>.0.0/16, where ``s`` is
 the caller's (a test worker's subnet, the devstack's). The root namespace gets one veth and two
@@ -28,7 +32,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,8 +41,10 @@ from devstack.processes import Process, spawn, wait_for_line
 COMMAND_TIMEOUT = 15.0
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
-# The third octet of the link between the hub and the customer's router (node n's link is n).
+# The third octet of the link between the hub and the customer's router (node n's link is n), and
+# of the orchestrator's pod's link to the hub.
 WAN = 200
+POD = 251
 
 
 def run(
@@ -64,6 +70,7 @@ class Topology:
     octet: int = 10
     nodes: int = 3
     behind_nat: tuple[int, ...] = (3,)
+    pod: bool = False
     made_ns: list[str] = field(default_factory=list)
     root_links: list[str] = field(default_factory=list)
     routes: list[list[str]] = field(default_factory=list)
@@ -95,6 +102,16 @@ class Topology:
 
     def node(self, n: int) -> str:
         return self.ns(f"n{n}")
+
+    @property
+    def pod_ns(self) -> str:
+        """The orchestrator's pod (with ``pod``): linked to the hub only, no route to the mesh."""
+        return self.ns("pod")
+
+    @property
+    def proxy_address(self) -> str:
+        """The hub's address on the pod's link: where its CONNECT proxy listens."""
+        return self.ip(POD, 1)
 
     def node_direct(self, n: int) -> str:
         return self.ip(n, 2)
@@ -150,6 +167,12 @@ class Topology:
         if natted:
             self._router(natted)
             hub_links.append((WAN, "hw"))
+        if self.pod:
+            # As a pod's network: its own link to the hub's pod, no default route, no mesh route.
+            self.add_ns(self.pod_ns)
+            self.veth(
+                self.hub, self.link("hp"), self.ip(POD, 1), self.pod_ns, self.link("pp"), self.ip(POD, 2)
+            )
         for third, link in hub_links:
             network = f"{self.ip(third, 0)}/30"
             run(
@@ -248,9 +271,11 @@ table ip fphub {{
 
 
 @contextlib.contextmanager
-def topology(octet: int, nodes: int = 3, behind_nat: tuple[int, ...] = (3,)) -> Iterator[Topology]:
+def topology(
+    octet: int, nodes: int = 3, behind_nat: tuple[int, ...] = (3,), *, pod: bool = False
+) -> Iterator[Topology]:
     """The topology on 10.<octet>.0.0/16, removed afterwards (also when the block fails)."""
-    built = Topology(octet=octet, nodes=nodes, behind_nat=behind_nat)
+    built = Topology(octet=octet, nodes=nodes, behind_nat=behind_nat, pod=pod)
     try:
         yield built.build()
     finally:
@@ -267,6 +292,15 @@ def _setns(fd: int) -> None:
 
 def listen_in(ns: str, host: str, port: int) -> socket.socket:
     """A listening socket inside namespace ``ns`` (made from a thread that visits it, then returns)."""
+    return _socket_in(ns, lambda: socket.create_server((host, port)))
+
+
+def connect_in(ns: str, host: str, port: int, timeout: float = 5.0) -> socket.socket:
+    """A TCP connection made from inside namespace ``ns`` (it stays there, used from anywhere)."""
+    return _socket_in(ns, lambda: socket.create_connection((host, port), timeout=timeout))
+
+
+def _socket_in(ns: str, make: Callable[[], socket.socket]) -> socket.socket:
     made: dict[str, socket.socket | BaseException] = {}
 
     def visit() -> None:
@@ -275,7 +309,7 @@ def listen_in(ns: str, host: str, port: int) -> socket.socket:
         try:
             _setns(other)
             try:
-                made["socket"] = socket.create_server((host, port))
+                made["socket"] = make()
             finally:
                 _setns(own)
         except BaseException as exc:

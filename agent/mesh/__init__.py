@@ -207,14 +207,17 @@ def apply_rotation(path: Path, private_key: str) -> None:
     config = load(path)
     write_atomically(config.private_key_file, (private_key + "\n").encode("ascii"), 0o600)
     interface = Interface(config.interface)
+    hub = Peer(config.hub_public_key, (config.network,), config.hub_endpoint, config.keepalive)
     since = int(time.time())
     interface.configure(private_key)
     # The hub takes the new key on its next pass (every second): until then the handshake this
-    # started is refused, and WireGuard would wait 5 s to try again. Try again sooner.
+    # started is refused, and WireGuard would wait 5 s to try again (setting the same key again
+    # starts none). The hub's peer set anew does: a fresh peer with a keepalive handshakes at once.
     deadline = time.monotonic() + ROTATION_WAIT
     while time.monotonic() < deadline:
         time.sleep(ROTATION_RETRY)
         state = interface.peers().get(config.hub_public_key)
         if state is not None and state.latest_handshake >= since:
             return
-        interface.configure(private_key)  # a new key set: a new handshake now
+        interface.remove_peer(config.hub_public_key)
+        interface.set_peer(hub)

@@ -4,14 +4,19 @@ The hub runs in this process (``orchestrator.mesh.hub``, its interface in the hu
 the session world's management cluster; three nodes enroll through the enrollment service (their
 WireGuard keys made on the node's side, only the public key sent) and run the real agent in their
 namespaces, serving on their mesh address only. This process is the orchestrator's side: it reaches
-the mesh through the hub, and none of the nodes' own addresses (see :mod:`devstack.meshnet`).
+the mesh through the hub, and none of the nodes' own addresses (see :mod:`devstack.meshnet`). One
+more namespace stands for an orchestrator's pod on Kubernetes: no route to the mesh at all, only the
+hub's CONNECT proxy (:mod:`orchestrator.mesh.proxy`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -20,20 +25,21 @@ from pathlib import Path
 
 import pytest
 import requests
+from cryptography import x509
 from django.test import override_settings
 
 from agent.certs import key_pem, make_csr, new_key
-from agent.mesh import apply_rotation, config_beside, settings_values
+from agent.mesh import config_beside, settings_values
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from agentclient.errors import AgentDeadlineExceeded, AgentError, AgentUnavailable
 from agentclient.wireguard import Interface, Peer, new_private_key, public_key
-from devstack.meshnet import Topology, in_ns, run, topology
+from devstack.meshnet import Topology, connect_in, in_ns, relay, run, topology
 from devstack.net import free_port
 from devstack.processes import Process, spawn, wait_for_line
 from devstack.world import AGENT_PORT, World
 from orchestrator.auth import ADMIN, Principal
 from orchestrator.mesh.hub import MeshHub
-from orchestrator.services import enrollment, mesh
+from orchestrator.services import enrollment, mesh, platform_ca
 from orchestrator.services.context import Context
 from orchestrator.services.hosts import lifecycle
 from orchestrator.sources.kube import KubeSource
@@ -42,8 +48,12 @@ from tests.enrollkit import remove_host
 
 ZONE = "zone-b"
 HUB_PORT = 51820
+PROXY_PORT = 3128
 KEEPALIVE = 1
 CALL_TIMEOUT = 1.5
+# The life of the certificate a node renews in the rotation test: renewed at two thirds of it, by then
+# the agent restarted with it and the test counting its calls.
+RENEW_LIFE = 9
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -85,6 +95,20 @@ class Mesh:
     nodes: dict[int, MeshNode]
     pool: AgentPool
     kube: KubeSource
+    logs: Path
+
+    @property
+    def proxy(self) -> str:
+        return f"http://{self.net.proxy_address}:{PROXY_PORT}"
+
+    def env(self) -> dict[str, str]:
+        """The mesh's settings, for an orchestrator's process."""
+        return {
+            "FLEXPLANE_MESH_RANGE": self.net.mesh_range,
+            "FLEXPLANE_MESH_HUB_ENDPOINT": f"{self.net.hub_public}:{HUB_PORT}",
+            "FLEXPLANE_MESH_HUB_SECRET": f"mesh-hub-{self.net.rid}",
+            "FLEXPLANE_MESH_KEEPALIVE": str(KEEPALIVE),
+        }
 
     def answers(self, node: MeshNode) -> bool:
         return self.pool.check_health(node.target, timeout=CALL_TIMEOUT)
@@ -165,6 +189,18 @@ def start_agent(node: MeshNode, logs: Path) -> None:
     wait_for_line(node.agent, "flexplane-agent listening", 30)
 
 
+def new_hub(net: Topology, source: KubeSource) -> MeshHub:
+    """The hub in its namespace, its CONNECT proxy on its side of the pod's link."""
+    return MeshHub(
+        f"fpm{net.rid}hub",
+        HUB_PORT,
+        netns=net.hub,
+        source=source,
+        interval=0.3,
+        proxy_listen=f"{net.proxy_address}:{PROXY_PORT}",
+    )
+
+
 @pytest.fixture(scope="module")
 def meshed_world(world: World, wired: KubeSource, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
     scratch = tmp_path_factory.mktemp("mesh")
@@ -175,12 +211,12 @@ def meshed_world(world: World, wired: KubeSource, tmp_path_factory: pytest.TempP
         ),
         timeout=CALL_TIMEOUT,
     )
-    with topology(addresses.WORLD) as net:
+    with topology(addresses.WORLD, pod=True) as net:
         rid = net.rid
         nodes = {
             n: MeshNode(n, f"m{rid}n{n}", net.node(n), scratch / f"n{n}", f"fpm{rid}w{n}") for n in (1, 2, 3)
         }
-        hub = MeshHub(f"fpm{rid}hub", HUB_PORT, netns=net.hub, source=wired, interval=0.3)
+        hub = new_hub(net, wired)
         with override_settings(
             FLEXPLANE_MESH_RANGE=net.mesh_range,
             FLEXPLANE_MESH_HUB_ENDPOINT=f"{net.hub_public}:{HUB_PORT}",
@@ -194,7 +230,7 @@ def meshed_world(world: World, wired: KubeSource, tmp_path_factory: pytest.TempP
                 for node in nodes.values():
                     enroll(node, world.https_url)
                     start_agent(node, scratch)
-                running = Mesh(net, hub, nodes, pool, wired)
+                running = Mesh(net, hub, nodes, pool, wired, scratch)
                 yield running
             finally:
                 hub = running.hub if running is not None else hub  # a test may have restarted it
@@ -210,6 +246,33 @@ def meshed_world(world: World, wired: KubeSource, tmp_path_factory: pytest.TempP
                 if secret is not None:
                     wired.delete_secret(secret)
                 (running.pool if running is not None else pool).close()
+
+
+@dataclass
+class Replica:
+    """An orchestrator process beside the world's, with the mesh's settings."""
+
+    process: Process
+    host: str
+    port: int
+    https_port: int
+
+    @property
+    def https_url(self) -> str:
+        return f"https://{self.host}:{self.https_port}"
+
+
+@pytest.fixture(scope="module")
+def replica(meshed_world: Mesh, world: World) -> Iterator[Replica]:
+    host = world.cfg.orchestrator_host
+    port, https_port = free_port(host), free_port(host)
+    process = world.spawn_orchestrator(
+        f"orchestrator-mesh-{meshed_world.net.rid}", port, https_port, meshed_world.env()
+    )
+    try:
+        yield Replica(process, host, port, https_port)
+    finally:
+        process.stop()
 
 
 def test_the_orchestrator_reaches_every_node_over_the_mesh_and_none_directly(meshed_world: Mesh) -> None:
@@ -233,7 +296,7 @@ def test_the_orchestrator_reaches_every_node_over_the_mesh_and_none_directly(mes
 
 
 def test_the_hosts_query_shows_each_nodes_mesh_address_and_last_handshake(
-    meshed_world: Mesh, world: World
+    meshed_world: Mesh, world: World, replica: Replica
 ) -> None:
     for node in meshed_world.nodes.values():
         meshed_world.eventually_answers(node)
@@ -242,38 +305,23 @@ def test_the_hosts_query_shows_each_nodes_mesh_address_and_last_handshake(
         assert time.monotonic() < deadline, "the hub did not record the nodes' handshakes"
         time.sleep(0.2)
     # A replica of the orchestrator with the mesh's settings, beside the world's.
-    host = world.cfg.orchestrator_host
-    port = free_port(host)
-    replica = world.spawn_orchestrator(
-        f"orchestrator-mesh-{meshed_world.net.rid}",
-        port,
-        free_port(host),
-        {
-            "FLEXPLANE_MESH_RANGE": meshed_world.net.mesh_range,
-            "FLEXPLANE_MESH_HUB_ENDPOINT": f"{meshed_world.net.hub_public}:{HUB_PORT}",
-            "FLEXPLANE_MESH_HUB_SECRET": f"mesh-hub-{meshed_world.net.rid}",
-        },
-    )
-    try:
-        query = "query ($zone: String) { hosts(zone: $zone) { id meshAddress meshLastHandshake } }"
-        for token, sees in ((world.token("admin"), True), (world.token("alice"), False)):
-            answer = requests.post(
-                f"http://{host}:{port}/graphql",
-                json={"query": query, "variables": {"zone": ZONE}},
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=30,
-            ).json()
-            rows = {h["id"]: h for h in answer["data"]["hosts"]}
-            for node in meshed_world.nodes.values():
-                row = rows[f"{ZONE}/{node.name}"]
-                if sees:
-                    assert row["meshAddress"] == node.address
-                    assert row["meshLastHandshake"] is not None
-                else:
-                    assert row["meshAddress"] is None
-                    assert row["meshLastHandshake"] is None
-    finally:
-        replica.stop()
+    query = "query ($zone: String) { hosts(zone: $zone) { id meshAddress meshLastHandshake } }"
+    for token, sees in ((world.token("admin"), True), (world.token("alice"), False)):
+        answer = requests.post(
+            f"http://{replica.host}:{replica.port}/graphql",
+            json={"query": query, "variables": {"zone": ZONE}},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        ).json()
+        rows = {h["id"]: h for h in answer["data"]["hosts"]}
+        for node in meshed_world.nodes.values():
+            row = rows[f"{ZONE}/{node.name}"]
+            if sees:
+                assert row["meshAddress"] == node.address
+                assert row["meshLastHandshake"] is not None
+            else:
+                assert row["meshAddress"] is None
+                assert row["meshLastHandshake"] is None
 
 
 def test_a_cut_node_fails_fast_naming_itself_while_the_others_answer_and_comes_back_without_restart(
@@ -303,26 +351,162 @@ def test_a_cut_node_fails_fast_naming_itself_while_the_others_answer_and_comes_b
     assert n2.agent.popen.poll() is None
 
 
-def test_a_rotated_key_works_at_once_and_the_old_one_is_refused(meshed_world: Mesh) -> None:
-    n1 = meshed_world.nodes[1]
-    meshed_world.eventually_answers(n1)
-    old = n1.key_file.read_text().strip()
-    new = new_private_key()
-    # What a renewal carrying the node's new key does: the orchestrator records it, the node uses it.
-    mesh.rotate(ZONE, n1.name, public_key(new))
-    started = time.monotonic()
-    apply_rotation(n1.mesh_config, new)
-    meshed_world.eventually_answers(n1, within=5)
-    assert time.monotonic() - started < 3.5  # about one pass of the hub, not WireGuard's 5 s retry
-    assert n1.key_file.read_text().strip() == new
-    assert public_key(old) not in meshed_world.hub.interface.peers()
-    wg = Interface(n1.wg, n1.ns)
+def short_lived_certificate(node: MeshNode, lifetime: int) -> None:
+    """The node's certificate replaced by one of the platform CA living ``lifetime`` seconds."""
+    identity = host_identity(ZONE, node.name)
+    key = new_key()
+    csr = platform_ca.check_csr(make_csr(key, identity), identity)
+    with override_settings(FLEXPLANE_AGENT_CERT_LIFETIME=float(lifetime)):
+        pem = platform_ca.sign(platform_ca.platform_ca(), csr, identity, [ipaddress.ip_address(node.address)])
+    (node.directory / "agent.crt").write_text(pem)
+    (node.directory / "agent.key").write_bytes(key_pem(key))
+
+
+def renewing_at(node: MeshNode, url: str, ca: Path) -> None:
+    """The node's agent configured to renew at ``url`` (trusting ``ca``), as its bootstrap writes it."""
+    config = node.directory / "agent.toml"
+    lines = [line for line in config.read_text().splitlines() if not line.startswith("orchestrator_")]
+    lines += [f"orchestrator_url = {_toml(url)}", f"orchestrator_ca = {_toml(str(ca))}"]
+    config.write_text("\n".join(lines) + "\n")
+
+
+def test_a_node_rotates_its_key_with_its_certificate_renewal_and_loses_at_most_one_call(
+    meshed_world: Mesh, world: World, replica: Replica
+) -> None:
+    n3 = meshed_world.nodes[3]  # behind NAT: the hub cannot dial it, the node's renewal brings it back
+    meshed_world.eventually_answers(n3)
+    old = n3.key_file.read_text().strip()
+    assert mesh.peer_of(ZONE, n3.name).public_key == public_key(old)  # type: ignore[union-attr]
+    assert world.ca is not None
+    # The agent renews at the orchestrator's HTTPS endpoint, relayed into its namespace (its way out).
+    relayed = relay(n3.ns, replica.host, replica.https_port)
     try:
-        wg.configure(old)  # the node presents its old key again
-        meshed_world.eventually_fails(n1)
+        short_lived_certificate(n3, RENEW_LIFE)
+        renewing_at(n3, replica.https_url, world.ca.cert_path)
+        assert n3.agent is not None
+        n3.agent.stop()
+        start_agent(n3, meshed_world.logs)
+        meshed_world.eventually_answers(n3)
+        assert n3.key_file.read_text().strip() == old, "the renewal came before the calls were counted"
+        # Calls one after another while the agent renews: its new key made on the node, sent with
+        # the renewal, taken by the hub; the calls go on.
+        failed: list[str] = []
+        after = 0
+        deadline = time.monotonic() + RENEW_LIFE + 10
+        while after < 5:
+            assert time.monotonic() < deadline, f"no renewal:\n{n3.agent.output()[-2000:]}"
+            try:
+                assert meshed_world.answers(n3)
+                if n3.key_file.read_text().strip() != old:
+                    after += 1
+            except (AgentUnavailable, AgentDeadlineExceeded) as exc:
+                failed.append(str(exc))
+            time.sleep(0.05)
+        assert len(failed) <= 1, failed
+    finally:
+        relayed.close()
+    new = n3.key_file.read_text().strip()
+    peer = mesh.peer_of(ZONE, n3.name)
+    assert peer is not None
+    assert (peer.public_key, peer.address) == (public_key(new), n3.address)
+    assert "renewed the certificate" in n3.agent.output()
+    renewed = x509.load_pem_x509_certificate((n3.directory / "agent.crt").read_bytes())
+    life = renewed.not_valid_after_utc - renewed.not_valid_before_utc
+    assert life.total_seconds() > RENEW_LIFE * 2
+    # The hub holds the new key only; the node presenting its old key again gets nothing.
+    configured = meshed_world.hub.interface.peers()
+    assert public_key(new) in configured
+    assert public_key(old) not in configured
+    wg = Interface(n3.wg, n3.ns)
+    try:
+        wg.configure(old)
+        meshed_world.eventually_fails(n3)
     finally:
         wg.configure(new)
+    meshed_world.eventually_answers(n3)
+
+
+def ask_proxy(net: Topology, request: bytes) -> str:
+    """What the hub's proxy answers a request made from the orchestrator's pod: its head, or all of it."""
+    with connect_in(net.pod_ns, net.proxy_address, PROXY_PORT) as conn:
+        conn.settimeout(5)
+        conn.sendall(request)
+        answer = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in answer or not answer.startswith(b"HTTP/1.1 200"):
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        return answer.decode("utf-8", "replace")
+
+
+def connect_to(target: str) -> bytes:
+    return f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode()
+
+
+def test_an_orchestrator_pod_with_no_route_to_the_mesh_reaches_every_agent_through_the_hubs_proxy(
+    meshed_world: Mesh, world: World
+) -> None:
+    net = meshed_world.net
+    nodes = list(meshed_world.nodes.values())
+    for node in nodes:
+        meshed_world.eventually_answers(node)
+    # The pod has no route to the mesh (the NAT'd node's address too), nor to the nodes themselves.
+    for node in nodes:
+        assert "unreachable" in net.connect(net.pod_ns, node.address, AGENT_PORT)
+        assert "unreachable" in net.connect(net.pod_ns, net.node_direct(node.n), AGENT_PORT)
+    assert meshed_world.hub.proxy is not None
+    opened = meshed_world.hub.proxy.opened
+    # The orchestrator's own pool, built from its settings, in the pod: every agent answers.
+    argv = in_ns(
+        net.pod_ns,
+        sys.executable,
+        "-m",
+        "tests.mesh.pod_client",
+        *(f"{n.target.identity}={n.target.address}" for n in nodes),
+    )
+    env = {
+        **os.environ,
+        **world.orchestrator_env(),
+        **meshed_world.env(),
+        "FLEXPLANE_MESH_PROXY": meshed_world.proxy,
+    }
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {row["identity"]: row for row in map(json.loads, done.stdout.splitlines())}
+    for node in nodes:
+        assert results[node.target.identity] == {
+            "identity": node.target.identity,
+            "proxy": meshed_world.proxy,
+            "serving": True,
+        }
+    assert meshed_world.hub.proxy.opened >= opened + len(nodes)
+
+
+def test_the_hubs_proxy_forwards_only_to_agents_and_only_on_the_clusters_side(meshed_world: Mesh) -> None:
+    net = meshed_world.net
+    n1 = meshed_world.nodes[1]
     meshed_world.eventually_answers(n1)
+    hub_mesh = mesh.hub().address
+    unused = str(ipaddress.ip_network(net.mesh_range).network_address + 200)
+    assert ask_proxy(net, connect_to(f"{n1.address}:{AGENT_PORT}")).startswith("HTTP/1.1 200")
+    for target, says in (
+        (f"{net.hub_public}:{AGENT_PORT}", f"outside the mesh range {net.mesh_range}"),
+        (f"{net.node_direct(1)}:{AGENT_PORT}", f"outside the mesh range {net.mesh_range}"),
+        (f"{n1.address}:22", "not the endpoint of an agent"),
+        (f"{n1.address}:{HUB_PORT}", "not the endpoint of an agent"),
+        (f"{hub_mesh}:{AGENT_PORT}", "not the endpoint of an agent"),
+        (f"{unused}:{AGENT_PORT}", "not the endpoint of an agent"),
+        (f"agent.example:{AGENT_PORT}", "resolves no names"),
+    ):
+        answer = ask_proxy(net, connect_to(target))
+        assert answer.startswith("HTTP/1.1 403 Forbidden"), (target, answer)
+        assert says in answer, (target, answer)
+    answer = ask_proxy(net, f"GET http://{n1.address}:{AGENT_PORT}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    assert answer.startswith("HTTP/1.1 405")
+    # The nodes' side has no proxy: the hub's mesh address does not serve it.
+    assert "ConnectionRefused" in net.connect(n1.ns, hub_mesh, PROXY_PORT)
 
 
 def test_a_key_recorded_for_no_host_gets_nothing(meshed_world: Mesh) -> None:
@@ -354,9 +538,7 @@ def test_a_restarted_hub_is_found_again_and_calls_meanwhile_fail_within_their_de
     with pytest.raises((AgentUnavailable, AgentDeadlineExceeded)):
         meshed_world.answers(n3)
     assert time.monotonic() - started < CALL_TIMEOUT + 1.0
-    meshed_world.hub = MeshHub(
-        hub.interface.name, HUB_PORT, netns=hub.interface.netns, source=wired, interval=0.3
-    )
+    meshed_world.hub = new_hub(meshed_world.net, wired)
     meshed_world.hub.start()
     meshed_world.eventually_answers(n3, within=KEEPALIVE + 10)
 
