@@ -12,9 +12,11 @@ host's network is what lets the image's process reach them as the pods reach the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -262,6 +264,7 @@ def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "USERSPEC": USER},
+        start_new_session=True,  # its own process group: stopping it stops daphne too, not only unshare
     )
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -279,16 +282,22 @@ def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
         assert ready.json()["checks"]["management-cluster"]["ok"]
         assert ready.json()["checks"]["identity"]["ok"]
     finally:
-        process.terminate()
+        _signal_group(process, signal.SIGTERM)
         try:
             process.wait(15)
         except subprocess.TimeoutExpired:
-            process.kill()
+            _signal_group(process, signal.SIGKILL)
             process.wait()
+        _signal_group(process, signal.SIGKILL)  # whatever of the group outlived unshare
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the whole group has ended
+        os.killpg(process.pid, signum)
 
 
 def _output(process: subprocess.Popen[bytes]) -> str:
     if process.poll() is None:
-        process.kill()
+        _signal_group(process, signal.SIGKILL)
     out, _ = process.communicate(timeout=10)
     return out.decode(errors="replace")[-4000:]
