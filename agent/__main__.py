@@ -6,6 +6,7 @@
     flexplane-agent bootstrap --orchestrator URL --token TOKEN   # enroll this node (agent.bootstrap)
     flexplane-agent release keygen|build|install ...   # signed releases (agent.release)
     flexplane-agent update-apply --plan PATH # self-update's detached apply step (agent.update)
+    flexplane-agent update now               # check the release channel now (agent.update.now)
     flexplane-agent mesh up|down|status      # this node's WireGuard mesh interface (agent.mesh)
 
 Exit status: 0 after a clean shutdown, 2 for a configuration or startup problem.
@@ -26,7 +27,7 @@ from agent.bootstrap import add_bootstrap
 from agent.config import ConfigError, load_config
 from agent.mesh import MeshConfigError, add_mesh, config_beside, up
 from agent.mesh import load as load_mesh
-from agent.release import add_release
+from agent.release import add_release, add_update_now
 from agentclient.wireguard import WireGuardError
 
 DEFAULT_CONFIG = "/etc/flexplane/agent.toml"
@@ -106,6 +107,7 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_bootstrap,
     add_release,
     add_update_apply,
+    add_update_now,
     lambda commands: add_mesh(commands, os.environ.get("FLEXPLANE_AGENT_CONFIG", DEFAULT_CONFIG)),
 )
 

@@ -42,6 +42,8 @@ Example (``/etc/flexplane/agent.toml``)::
     service_restart_command = ["systemctl", "restart", "flexplane-agent"]
     update_apply_launcher = ["systemd-run", "--collect", "--quiet", "--unit=flexplane-agent-update"]
     update_state_file = "/opt/flexplane-agent/update-state.json"   # default: in install_dir
+    update_registry_credentials = "/etc/flexplane/registry.json"   # read-only pulls from the site's
+                                           # registry (agent.update.registry); enrollment writes it
 
 Every key can be overridden by an environment variable of its name in upper case,
 e.g. ``FLEXPLANE_AGENT_LISTEN``; ``FLEXPLANE_AGENT_ALLOWED_CLIENTS``,
@@ -124,6 +126,7 @@ _STRING_KEYS = (
     "release_public_key",
     "install_dir",
     "update_state_file",
+    "update_registry_credentials",
     "metrics_listen",
     "gateway_dir",
 )
@@ -149,6 +152,7 @@ class UpdateConfig:
     health_deadline: float = DEFAULT_HEALTH_DEADLINE
     restart_command: tuple[str, ...] = DEFAULT_RESTART_COMMAND
     apply_launcher: tuple[str, ...] = DEFAULT_APPLY_LAUNCHER
+    registry_credentials: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -408,7 +412,14 @@ def _update(check: _Checker, listen: str) -> UpdateConfig | None:
         health_deadline=deadline,
         restart_command=_command(check, "service_restart_command", DEFAULT_RESTART_COMMAND, empty=False),
         apply_launcher=_command(check, "update_apply_launcher", DEFAULT_APPLY_LAUNCHER, empty=True),
+        registry_credentials=_optional_path(check, "update_registry_credentials"),
     )
+
+
+def _optional_path(check: _Checker, key: str) -> Path | None:
+    """A path that may not exist yet (a file the renewal rewrites), relative to the configuration."""
+    value = check.raw.get(key)
+    return check.base / Path(check.string(key)).expanduser() if value else None
 
 
 def _seconds(check: _Checker, key: str, default: float, *, lowest: float, highest: float) -> float:

@@ -24,7 +24,8 @@ On a node, under ``install_dir``::
     previous -> versions/<version>             what a rollback returns to
 
 Commands (``flexplane-agent release ...``): ``keygen``, ``build``, ``install`` (the first
-installation on a node; later ones are self-updates, :mod:`agent.update`).
+installation on a node; later ones are self-updates, :mod:`agent.update`), ``push`` (to an OCI
+registry, :mod:`agent.update.registry`, where nodes then pull it from).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 # A signed manifest file is a few hundred bytes; anything much larger is not one.
 MAX_ENVELOPE_BYTES = 64 * 1024
 PACKAGES = ("agent", "agentclient")
+# ``release push --username``: the password, never on the command line.
+PASSWORD_VARIABLE = "FLEXPLANE_REGISTRY_PASSWORD"  # noqa: S105 - a variable's name
 # Fixed zip timestamps: the same sources build the same bytes.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -465,6 +468,63 @@ def _install(args: argparse.Namespace) -> None:
     print(f"installed {manifest.version}: {installation.root / CURRENT} -> {VERSIONS}/{manifest.version}")
 
 
+def _push(args: argparse.Namespace) -> None:
+    """Check the files are a release (signed by --public-key, when given), then push them."""
+    import asyncio
+
+    from agent.update.registry import Access, RegistryUnavailable, Repository, push_files
+
+    try:
+        repository = Repository.parse(args.registry)
+    except ValueError as exc:
+        raise ReleaseError(str(exc)) from None
+    envelope = read_envelope(Path(args.manifest).read_bytes())
+    if args.public_key:
+        manifest = verify(envelope, load_public_key(Path(args.public_key)))
+    else:
+        encoded = envelope.get("manifest")
+        try:
+            manifest = Manifest.from_bytes(base64.b64decode(str(encoded), validate=True))
+        except binascii.Error:
+            raise ReleaseRefused("the signed manifest's manifest is not base64") from None
+    check_artifact(Path(args.artifact), manifest)
+    access = Access(repository.host)
+    if args.credentials:
+        access = Access.read(Path(args.credentials))
+    elif args.username:
+        access = Access(repository.host, args.username, os.environ.get(PASSWORD_VARIABLE, ""))
+    if args.ca:
+        access = Access(access.registry, access.username, access.password, Path(args.ca).read_text())
+    try:
+        digest = asyncio.run(
+            push_files(repository, access, Path(args.artifact), Path(args.manifest), manifest)
+        )
+    except RegistryUnavailable as exc:
+        raise ReleaseError(str(exc)) from None
+    print(f"pushed {manifest.version} to {repository}:{manifest.version} ({repository}@{digest})")
+
+
+def _run_update_now(args: argparse.Namespace) -> int:
+    from agent.update.now import run_update_now  # aiohttp and the updater load only for this command
+
+    return run_update_now(args)
+
+
+def add_update_now(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``flexplane-agent update now [--config PATH] [--no-wait]`` (agent.update.now)."""
+    parser = commands.add_parser("update", help="self-update: ask for it now")
+    actions = parser.add_subparsers(dest="update_command", metavar="ACTION", required=True)
+    now = actions.add_parser("now", help="check the release channel now; update if it offers another version")
+    now.add_argument(
+        "--config",
+        type=Path,
+        default=Path(os.environ.get("FLEXPLANE_AGENT_CONFIG", "/etc/flexplane/agent.toml")),
+        help="the agent's configuration (default: /etc/flexplane/agent.toml)",
+    )
+    now.add_argument("--no-wait", dest="wait", action="store_false", help="do not wait for the apply step")
+    now.set_defaults(handler=_run_update_now)
+
+
 def run_release(args: argparse.Namespace) -> int:
     try:
         args.action(args)
@@ -500,3 +560,15 @@ def add_release(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     install.add_argument("--public-key", required=True, help="the release public key (PEM)")
     install.add_argument("--install-dir", required=True, help="the agent's install_dir")
     install.set_defaults(action=_install)
+
+    push = actions.add_parser("push", help="push a release to an OCI registry, tagged with its version")
+    push.add_argument("--artifact", required=True, help="flexplane-agent-<version>.pyz")
+    push.add_argument("--manifest", required=True, help="flexplane-agent-<version>.release.json")
+    push.add_argument(
+        "--registry", required=True, help="the repository: host[:port]/path, e.g. reg:5000/flexplane/agent"
+    )
+    push.add_argument("--public-key", help="check the release's signature before pushing (PEM)")
+    push.add_argument("--credentials", help='a JSON file {"registry", "username", "password", "ca"}')
+    push.add_argument("--username", help=f"the registry account (its password in ${PASSWORD_VARIABLE})")
+    push.add_argument("--ca", help="the CA the registry's certificate is of (default: the system's)")
+    push.set_defaults(action=_push)

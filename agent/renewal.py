@@ -42,7 +42,9 @@ from agent.certs import (
 )
 from agent.config import AgentConfig
 from agent.mesh import MeshConfigError, apply_rotation, rotation_for
+from agent.release import ReleaseError
 from agent.status import AgentStatus
+from agent.update.registry import store_renewed
 from agentclient.enrollment import RENEW_PATH, SigningKey, renewal_message, sign_proof
 from agentclient.wireguard import WireGuardError, public_key
 
@@ -234,6 +236,11 @@ class Renewer:
                 raise RenewalFailed(
                     f"the new certificate serves, but the new mesh key is not in use: {exc}"
                 ) from None
+        if config.update is not None:  # the registry's read-only credentials renew with the certificate
+            try:
+                store_renewed(config.update.registry_credentials, answer.get("settings"))
+            except (ReleaseError, OSError) as exc:
+                raise RenewalFailed(f"the new certificate serves, not the registry access: {exc}") from None
         renewal = self.status.renewal
         renewal.failures, renewal.last_error, renewal.last_success = 0, "", self.clock()
         self.status.certificate_not_after = certificate.not_valid_after_utc.timestamp()

@@ -25,9 +25,9 @@ from agent.release import (
     ReleaseRefused,
     file_sha256,
     public_key_from_pem,
-    verify,
 )
 from agent.update.channel import NoRelease, UpdateFailed, fetch_channel, install_release, refuses
+from agent.update.registry import REGISTRY_SETTING, Access
 from agent.update.state import LOCK_WAIT, StateFile, update_lock
 
 
@@ -37,6 +37,8 @@ class Updates:
 
     channel_url: str
     public_key_pem: bytes
+    # Read-only access to the site's registry, when the channel's releases are there.
+    registry: Access | None = None
 
     @property
     def public_key(self) -> Ed25519PublicKey:
@@ -60,7 +62,13 @@ def offered_updates(settings: dict[str, Any]) -> Updates | None:
         raise BootstrapError(
             "the orchestrator's answer offers self-update without an https:// channel URL and a release key"
         )
-    updates = Updates(url, pem.encode("ascii", "replace"))
+    registry = None
+    if settings.get(REGISTRY_SETTING) is not None:
+        try:
+            registry = Access.from_settings(settings[REGISTRY_SETTING])
+        except ValueError as exc:
+            raise BootstrapError(f"the orchestrator's answer: {exc}") from None
+    updates = Updates(url, pem.encode("ascii", "replace"), registry)
     try:
         _ = updates.public_key
     except ReleaseError as exc:
@@ -97,17 +105,15 @@ async def _install_channel_release(opts: Options, updates: Updates) -> Installed
     cafile = str(opts.ca_file) if opts.ca_file else None
     connector = aiohttp.TCPConnector(ssl=ssl.create_default_context(cafile=cafile))
     async with aiohttp.ClientSession(connector=connector) as session:
-        offered = await fetch_channel(session, updates.channel_url)
-        manifest = verify(offered.envelope, updates.public_key)
+        offered = await fetch_channel(session, updates.channel_url, updates.registry)
+        manifest = offered.verify(updates.public_key)
         running = installation.pointed(CURRENT)
         if running and (kept := _keeps(opts, running, manifest, offered.pinned)):
             return Installed(running, kept)
         artifact = installation.artifact(manifest.version)
         fetched = not artifact.is_file() or file_sha256(artifact) != manifest.sha256
         if fetched:
-            await install_release(
-                session, updates.channel_url, manifest, offered.envelope_bytes, installation
-            )
+            await install_release(session, offered, manifest, installation)
     if running != manifest.version:
         installation.make_current(manifest.version)
         return Installed(manifest.version, Change.WRITTEN)
@@ -148,5 +154,6 @@ def report_release(opts: Options, updates: Updates | None, installed: Installed 
             "run this again once the channel publishes one",
         )
         return None
-    say("self-update", f"on, from {updates.channel_url}")
+    where = f" (releases from the registry {updates.registry.registry})" if updates.registry else ""
+    say("self-update", f"on, from {updates.channel_url}{where}")
     return updates

@@ -8,7 +8,15 @@ from contextlib import suppress
 
 from agent.bootstrap.channel import install_channel_release, offered_updates, report_release
 from agent.bootstrap.enroll import enroll, issued, setup_proxmox
-from agent.bootstrap.files import Planned, config_text, config_values, exec_start, install, mesh_files
+from agent.bootstrap.files import (
+    Planned,
+    config_text,
+    config_values,
+    exec_start,
+    install,
+    mesh_files,
+    registry_file,
+)
 from agent.bootstrap.options import (
     DEFAULT_PORT,
     EXIT_FAILED,
@@ -79,6 +87,8 @@ def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> No
                 0o644,
             )
         )
+        if self_update.registry is not None:
+            files.append(registry_file(opts, self_update.registry))
     mesh = settings.get("mesh")
     if isinstance(mesh, dict):  # the platform reaches this node over its WireGuard mesh
         files += mesh_files(opts, mesh, mesh_key)

@@ -22,6 +22,7 @@ from agent.mesh import MeshConfigError
 from agent.mesh import settings_values as mesh_values
 from agent.pveadmin import Change, token_id
 from agent.release import ARTIFACT, CURRENT
+from agent.update.registry import CREDENTIALS_NAME, Access
 
 # Where an enrolled agent serves its metrics (loopback only; agent.config refuses anything else).
 METRICS_LISTEN = "127.0.0.1:9464"
@@ -62,7 +63,20 @@ def config_values(opts: Options, settings: dict[str, Any], updates: Updates | No
             values["update_channel_ca"] = values["orchestrator_ca"]
         values["release_public_key"] = str(opts.release_key_path)
         values["install_dir"] = str(opts.install_dir)
+        if updates.registry is not None:
+            values["update_registry_credentials"] = str(opts.etc / CREDENTIALS_NAME)
     return values
+
+
+def registry_file(opts: Options, access: Access) -> Planned:
+    """The registry's read-only credentials (renewed with the certificate, agent.renewal)."""
+    return Planned(
+        f"registry credentials /etc/flexplane/{CREDENTIALS_NAME} ({access.registry})",
+        opts.etc / CREDENTIALS_NAME,
+        json.dumps(access.to_settings(), indent=2).encode() + b"\n",
+        0o600,
+        Change.RENEWED,
+    )
 
 
 def mesh_files(opts: Options, mesh: dict[str, Any], private_key: str) -> list[Planned]:

@@ -1,12 +1,14 @@
-"""The release channel: what it offers, the artifact downloaded and installed beside, and whether
-a release may replace the running version."""
+"""The release channel: what it offers (its artifact beside it, or in the site's registry), the
+artifact downloaded and installed beside the running version, and whether it may replace it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
+import ssl
 import tempfile
 import urllib.parse
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from packaging.version import Version
 
 from agent.release import (
@@ -23,6 +26,16 @@ from agent.release import (
     ReleaseRefused,
     check_artifact,
     read_envelope,
+    verify,
+)
+from agent.update.registry import (
+    Access,
+    Client,
+    RegistryUnavailable,
+    Repository,
+    Timeouts,
+    check_layer,
+    read_at_most,
 )
 
 DOWNLOAD_PREFIX = ".download-"
@@ -44,18 +57,56 @@ class NoRelease(UpdateFailed):
 
 @dataclass(frozen=True)
 class ChannelRelease:
-    """What the channel offers: a signed manifest, and whether an admin pinned its version."""
+    """What the channel offers: a signed manifest, whether an admin pinned its version, and where its
+    artifact is: beside the channel (the orchestrator serves it), or in the site's registry."""
 
     envelope: dict[str, Any]
     envelope_bytes: bytes
     pinned: bool
+    channel_url: str = ""
+    # The version the channel names; the signed manifest must say the same.
+    version: str = ""
+    registry: RegistryRelease | None = None
+
+    def verify(self, key: Ed25519PublicKey) -> Manifest:
+        """The signed manifest, if the release key signed it and the registry's artifact is the one it
+        names; ReleaseRefused otherwise. Every release an agent installs passes here."""
+        manifest = verify(self.envelope, key)
+        if self.version and manifest.version != self.version:
+            raise ReleaseRefused(
+                f"the channel names version {self.version}, its signed manifest says {manifest.version}"
+            )
+        if self.registry is not None:
+            check_layer(self.registry.oci, manifest, self.registry.where)
+        return manifest
 
 
-async def fetch_channel(session: aiohttp.ClientSession, url: str) -> ChannelRelease:
-    """Read the channel document; UpdateFailed when the channel does not answer with one."""
+@dataclass(frozen=True)
+class RegistryRelease:
+    """A release the channel resolved to a registry digest, its OCI manifest pulled and checked."""
+
+    client: Client
+    digest: str
+    oci: dict[str, Any]
+
+    @property
+    def where(self) -> str:
+        return f"{self.client.repository}@{self.digest}"
+
+
+async def fetch_channel(
+    session: aiohttp.ClientSession,
+    url: str,
+    access: Access | None = None,
+    *,
+    timeouts: Timeouts | None = None,
+    fallback_ssl: ssl.SSLContext | None = None,
+) -> ChannelRelease:
+    """Read the channel document, and for a registry release its OCI manifest and signed manifest
+    (pulled by digest with ``access``); UpdateFailed when either does not answer with one."""
     try:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=CHANNEL_TIMEOUT)) as response:
-            body = await response.content.read(MAX_CHANNEL_BYTES + 1)
+            body = await read_at_most(response.content, MAX_CHANNEL_BYTES)
             if response.status == 404:
                 raise NoRelease(f"the release channel {url} publishes no release: {_reason(body)}")
             if response.status != 200:
@@ -68,11 +119,34 @@ async def fetch_channel(session: aiohttp.ClientSession, url: str) -> ChannelRele
         document = json.loads(body)
     except ValueError:
         raise UpdateFailed(f"the release channel {url} did not answer JSON") from None
-    release = document.get("release") if isinstance(document, dict) else None
+    if not isinstance(document, dict):
+        raise UpdateFailed(f"the release channel {url} names no release")
+    pinned, version = document.get("pinned") is True, str(document.get("version") or "")
+    located = document.get("registry")
+    if isinstance(located, dict):
+        try:
+            repository = Repository.parse(str(located.get("repository")))
+        except ValueError as exc:
+            raise UpdateFailed(f"the release channel {url}: {exc}") from None
+        client = Client(session, repository, access, timeouts=timeouts, fallback_ssl=fallback_ssl)
+        digest = str(located.get("digest"))
+        try:
+            oci, envelope_bytes = await client.pull_envelope(digest)
+        except RegistryUnavailable as exc:
+            raise UpdateFailed(f"{exc}; the running version stays") from None
+        return ChannelRelease(
+            read_envelope(envelope_bytes),
+            envelope_bytes,
+            pinned,
+            url,
+            version,
+            RegistryRelease(client, digest, oci),
+        )
+    release = document.get("release")
     if not isinstance(release, dict):
         raise UpdateFailed(f"the release channel {url} names no release")
     envelope_bytes = json.dumps(release, indent=2).encode() + b"\n"
-    return ChannelRelease(read_envelope(envelope_bytes), envelope_bytes, document.get("pinned") is True)
+    return ChannelRelease(read_envelope(envelope_bytes), envelope_bytes, pinned, url, version)
 
 
 def _reason(body: bytes) -> str:
@@ -99,13 +173,27 @@ def artifact_url(channel_url: str, manifest: Manifest) -> str:
     return url
 
 
-async def download(session: aiohttp.ClientSession, url: str, manifest: Manifest, into: Path) -> None:
-    """Stream the artifact into ``into``: at most the manifest's size, all of it, or ReleaseRefused."""
+async def download(
+    session: aiohttp.ClientSession,
+    url: str,
+    manifest: Manifest,
+    into: Path,
+    *,
+    client: Client | None = None,
+) -> None:
+    """Stream the artifact into ``into``: at most the manifest's size, all of it, or ReleaseRefused.
+    With a registry ``client``, as it authenticates and with its TLS and timeouts."""
     received = 0
     digest = hashlib.sha256()
-    timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+    timeouts = client.timeouts if client is not None else Timeouts(CONNECT_TIMEOUT, READ_TIMEOUT)
+    timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_read=timeouts.read)
     try:
-        async with session.get(url, timeout=timeout) as response:
+        async with contextlib.AsyncExitStack() as stack:
+            if client is not None:
+                response = await client.request("GET", url)
+                stack.push_async_callback(_release, response)
+            else:
+                response = await stack.enter_async_context(session.get(url, timeout=timeout))
             if response.status != 200:
                 raise UpdateFailed(f"{url} answered {response.status}")
             with into.open("wb") as out:
@@ -117,6 +205,8 @@ async def download(session: aiohttp.ClientSession, url: str, manifest: Manifest,
                         )
                     digest.update(chunk)
                     await asyncio.to_thread(out.write, chunk)
+    except RegistryUnavailable as exc:
+        raise UpdateFailed(f"cannot download {url}: {exc}") from None
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
         raise ReleaseRefused(
             f"partial download of {url}: the transfer broke off after {received} of {manifest.size} bytes "
@@ -132,24 +222,32 @@ async def download(session: aiohttp.ClientSession, url: str, manifest: Manifest,
         raise ReleaseRefused(f"partial download of {url}: got {received} of {manifest.size} bytes")
 
 
+async def _release(response: aiohttp.ClientResponse) -> None:
+    response.release()
+
+
 async def install_release(
     session: aiohttp.ClientSession,
-    channel_url: str,
+    offered: ChannelRelease,
     manifest: Manifest,
-    envelope: bytes,
     installation: Installation,
 ) -> None:
-    """Download a verified manifest's artifact beside the channel, check it, and install it into
-    versions/<version> (``current`` is left alone); ReleaseRefused if it is not the manifest's."""
-    url = artifact_url(channel_url, manifest)
+    """Download a verified manifest's artifact (from the registry, or beside the channel), check it,
+    and install it into versions/<version> (``current`` is left alone); ReleaseRefused if it is not
+    the manifest's."""
+    registry = offered.registry
+    if registry is not None:
+        url, client = registry.client.blob_url(manifest), registry.client
+    else:
+        url, client = artifact_url(offered.channel_url, manifest), None
     installation.versions.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=installation.versions, prefix=DOWNLOAD_PREFIX)
     os.close(fd)
     part = Path(name)
     try:
-        await download(session, url, manifest, part)
+        await download(session, url, manifest, part, client=client)
         await asyncio.to_thread(check_artifact, part, manifest)
-        installation.install(manifest, part, envelope)
+        installation.install(manifest, part, offered.envelope_bytes)
     finally:
         part.unlink(missing_ok=True)
 

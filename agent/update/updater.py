@@ -25,11 +25,11 @@ from agent.release import (
     ReleaseError,
     ReleaseRefused,
     load_public_key,
-    verify,
 )
 from agent.status import AgentStatus
 from agent.update.apply import RESTART_TIMEOUT
 from agent.update.channel import DOWNLOAD_PREFIX, UpdateFailed, fetch_channel, install_release, refuses
+from agent.update.registry import Access, Timeouts
 from agent.update.state import LOCK_WAIT, PLAN_FILE, Plan, Result, StateFile, outcome, update_lock
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,10 @@ class Updater:
     installation: Installation = field(init=False)
     # The version the channel offers, once its signature verified ("" before).
     offered: str = ""
+    # The registry's connect and read timeouts (a test shortens them).
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    # The version the last check handed over to the apply step ("" if none).
+    handed_over: str = ""
 
     def __post_init__(self) -> None:
         self.installation = Installation(self.settings.install_dir)
@@ -92,42 +96,48 @@ class Updater:
             await self.check()
             await asyncio.sleep(self.settings.interval * random.uniform(0.9, 1.1))  # noqa: S311
 
-    async def check(self) -> None:
-        """One check; every outcome but "nothing to do" is logged and recorded, nothing is raised."""
+    async def check(self) -> str:
+        """One check; every outcome but "nothing to do" is logged and recorded, nothing is raised.
+
+        What happened, in words (``flexplane-agent update now`` prints it).
+        """
         with update_lock(self.installation.root) as locked:
             if not locked or self._applying():
                 log.info("self-update: an update is being applied; not checking now")
-                return
-            self.offered = ""
+                return "an update is being applied; not checking now"
+            self.offered, self.handed_over = "", ""
             try:
-                await self._check()
+                return await self._check()
             except ReleaseRefused as exc:
                 log.warning("self-update refused: %s; %s keeps serving", exc, self.running)
                 self.state.record(outcome(Result.RESULT_REFUSED, self.running, self.offered, str(exc)))
+                return f"refused: {exc}; {self.running} keeps serving"
             except (UpdateFailed, ReleaseError, OSError) as exc:
                 log.warning("self-update failed: %s", exc)
                 self.state.record(outcome(Result.RESULT_FAILED, self.running, self.offered, str(exc)))
+                return f"failed: {exc}"
 
-    async def _check(self) -> None:
+    async def _check(self) -> str:
         settings = self.settings
         connector = aiohttp.TCPConnector(ssl=_ssl_context(settings.channel_ca))
+        access = Access.read(settings.registry_credentials) if settings.registry_credentials else None
         async with aiohttp.ClientSession(connector=connector) as session:
-            offered = await fetch_channel(session, settings.channel_url)
-            manifest = verify(offered.envelope, load_public_key(settings.public_key))
+            offered = await fetch_channel(session, settings.channel_url, access, timeouts=self.timeouts)
+            manifest = offered.verify(load_public_key(settings.public_key))
             self.offered = manifest.version
             if manifest.version == self.running:
                 log.debug("self-update: %s is the channel's version", self.running)
-                return
+                return f"{self.running} is the channel's version: nothing to do"
             if self.state.rolled_back().get(manifest.version) == manifest.sha256:
                 log.info("self-update: not trying %s again: it failed its health check", manifest.version)
-                return
+                return f"not trying {manifest.version} again: it failed its health check on this node"
             if reason := refuses(self.running, manifest, offered.pinned):
                 raise ReleaseRefused(reason)
             log.info("self-update: %s -> %s%s", self.running, manifest.version, " (pinned)" * offered.pinned)
-            await install_release(
-                session, settings.channel_url, manifest, offered.envelope_bytes, self.installation
-            )
+            await install_release(session, offered, manifest, self.installation)
         self._hand_over(manifest)
+        self.handed_over = manifest.version
+        return f"{manifest.version} installed beside {self.running}; the apply step restarts the agent"
 
     def _hand_over(self, manifest: Manifest) -> None:
         """Start the apply step, detached: it must outlive this process's restart."""
