@@ -15,12 +15,16 @@ is issued by hand, from the same CA.
 
 Self-update works as on a node. At start the world signs a release of this checkout
 (``flexplane-agent release build``, version ``agent.__version__``, with a release key of its
-scratch folder: ``pki/release``) into ``releases/``, the orchestrator's channel; the agents run
-it from their install_dir and check the channel every ``agent_update_interval``. To try an
-update, build a newer version into ``releases/`` with that key. The devstack has no systemd:
-an agent's service_restart_command touches ``run/flexplane-agent.restart`` in its root, and the
-world, its stand-in for systemd, restarts that agent (the apply step, started without
-systemd-run, then checks the new version answers, as on a node).
+scratch folder: ``pki/release``) and pushes it to the world's own OCI registry (Debian's
+docker-registry on 127.<subnet>.0.5:5000, TLS of the world's CA, basic auth: devstack/registry.py),
+where the orchestrator's channel names it and nodes pull it with the read-only account enrollment
+gave them (``releases/`` keeps the files: the channel's fallback, which a mesh world uses); the
+agents run it from their install_dir and check the channel every ``agent_update_interval``. To try
+an update, build a newer version with that key and push it (``flexplane-agent release push``).
+The devstack has no systemd: an agent's service_restart_command touches
+``run/flexplane-agent.restart`` in its root, and the world, its stand-in for systemd, restarts
+that agent (the apply step, started without systemd-run, then checks the new version answers,
+as on a node).
 """
 
 from __future__ import annotations
@@ -53,11 +57,14 @@ from devstack.meshnet import DevMesh
 from devstack.net import free_port
 from devstack.pki import CertificateAuthority
 from devstack.processes import Process, spawn, wait_for_line
+from devstack.registry import Registry
 from orchestrator.sources.kube import config_map, secret_body
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_PORT = 7443
+# The world's registry listens on an address of its own: the same port for every world.
+REGISTRY_PORT = 5000
 ORCHESTRATOR_CLIENT_CN = "flexplane-orchestrator"
 # The platform CA Secret's name: the orchestrator's default (FLEXPLANE_AGENT_CA_SECRET).
 AGENT_CA_SECRET = "flexplane-agent-ca"
@@ -99,6 +106,9 @@ class WorldConfig:
     agent_update_interval: float = 60.0
     # Every node in a network namespace of its own, reached over the WireGuard mesh (root only).
     mesh: bool = False
+    # Agent releases published to an OCI registry of the world's own (devstack/registry.py), as a site
+    # does; False, or a mesh world (its nodes reach the orchestrator only): the channel's folder serves.
+    release_registry: bool = True
 
     def node_address(self, zone_index: int, node_index: int) -> str:
         return f"127.{self.subnet}.{zone_index + 1}.{node_index + 1}"
@@ -114,6 +124,10 @@ class WorldConfig:
     @property
     def images_host(self) -> str:
         return f"127.{self.subnet}.0.4"
+
+    @property
+    def registry_host(self) -> str:
+        return f"127.{self.subnet}.0.5"
 
 
 @dataclass
@@ -162,6 +176,7 @@ class World:
     _images: ImageServer | None = None
     _processes: list[Process] = field(default_factory=list)
     release: BuiltRelease | None = None
+    registry: Registry | None = None
     # The stand-in for systemd: agents start, stop and restart under this lock, restarts in a thread.
     _agents_lock: threading.RLock = field(default_factory=threading.RLock)
     _stopping: threading.Event = field(default_factory=threading.Event)
@@ -248,6 +263,10 @@ class World:
         if cfg.mesh:
             self.mesh = DevMesh(cfg.subnet, [(z, n) for z, nodes in zones.items() for n in nodes])
             self.mesh.start(self.orchestrator_env(), cfg.scratch / "logs" / "mesh-hub.log")
+        if cfg.release_registry and not cfg.mesh:
+            self.registry = Registry.start(
+                cfg.scratch / "registry", self.ca, host=cfg.registry_host, port=REGISTRY_PORT
+            )
         self.release = self.publish_release()
         self.start_orchestrator()
         self._restarter = threading.Thread(target=self._serve_restarts, name="world-restarts", daemon=True)
@@ -265,7 +284,10 @@ class World:
         self.releases.mkdir(parents=True, exist_ok=True)
         for stale in self.releases.glob("flexplane-agent-*"):
             stale.unlink()
-        return build(__version__, load_private_key(private), self.releases)
+        built = build(__version__, load_private_key(private), self.releases)
+        if self.registry is not None:  # the channel then names it there, and serves no bytes
+            self.registry.publish(built)
+        return built
 
     def _enroll_nodes(self, zones: dict[str, dict[str, str]]) -> None:
         """Every node joins in parallel, as an operator would enroll them: token, bootstrap, start."""
@@ -505,6 +527,7 @@ class World:
             # The release channel agents install from at enrollment and update from afterwards.
             "FLEXPLANE_AGENT_RELEASES_DIR": str(self.releases),
             "FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY": str(self.release_keys[1]),
+            **(self.registry.orchestrator_env() if self.registry is not None else {}),
             "FLEXPLANE_IMAGE_ALLOW_HOSTS": self.images.netloc,
             **{f"FLEXPLANE_{name}": value for name, value in self.cfg.orchestrator_settings},
             **(self.mesh.env() if self.mesh is not None else {}),
@@ -590,6 +613,9 @@ class World:
         if self._images is not None:
             self._images.stop()
             self._images = None
+        if self.registry is not None:
+            self.registry.stop()
+            self.registry = None
         if self.mesh is not None:
             self.mesh.stop()
             self.mesh = None

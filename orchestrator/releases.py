@@ -6,6 +6,11 @@ pinned it::
     {"release": {"manifest": "...", "signature": "..."}, "version": "1.4.0", "pinned": false}
 
 The manifest's ``url`` is relative to the channel, so the artifact is fetched from beside it.
+When releases come from the site's registry, the channel names where to pull instead::
+
+    {"registry": {"repository": "reg:5000/flexplane/agent", "digest": "sha256:..."}, "version": "1.4.0",
+     "pinned": false}
+
 No bearer token: agents are not OIDC clients, the files are not secret, and the signature, not
 this endpoint, is what an agent trusts (``agent.update``). What to serve is decided in
 ``orchestrator.services.releases``; failures answer ``{"error": {code, message}}``.
@@ -35,12 +40,10 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 @require_safe
 def channel(request: HttpRequest) -> HttpResponse:
     try:
-        release, pinned = releases.serve_channel()
+        document = releases.channel_document()
     except FlexPlaneError as exc:
         return _no_store(_error(exc))
-    return _no_store(
-        JsonResponse({"release": release.envelope, "version": release.version, "pinned": pinned})
-    )
+    return _no_store(JsonResponse(document))
 
 
 @require_safe

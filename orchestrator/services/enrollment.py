@@ -57,7 +57,7 @@ from orchestrator.errors import (
 )
 from orchestrator.models import Host
 from orchestrator.models.zones import host_ident
-from orchestrator.services import access, mesh
+from orchestrator.services import access, mesh, releases
 from orchestrator.services.catalog import HOST, MAX_NAME_LENGTH, ZONE, ZONE_LABEL, is_slug
 from orchestrator.services.context import Context
 from orchestrator.services.platform_ca import (
@@ -330,11 +330,25 @@ def update_settings(origin: str) -> dict[str, str]:
     """Where an enrolled node updates itself from and the key releases must verify with; none (and
     said so in the log) when the platform has no release key or serves no channel."""
     key = release_public_key()
-    if key is None or not settings.FLEXPLANE_AGENT_RELEASES_DIR:
-        missing = "FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY" if key is None else "FLEXPLANE_AGENT_RELEASES_DIR"
+    if key is None or not releases.configured():
+        missing = (
+            "FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY"
+            if key is None
+            else "FLEXPLANE_AGENT_REGISTRY or FLEXPLANE_AGENT_RELEASES_DIR"
+        )
         logger.info("enrolled nodes get no self-update: %s is not set", missing)
         return {}
-    return {"update_channel_url": enrollment_url(origin) + CHANNEL_PATH, "release_public_key": key}
+    return {
+        "update_channel_url": enrollment_url(origin) + CHANNEL_PATH,
+        "release_public_key": key,
+        **registry_settings(),
+    }
+
+
+def registry_settings() -> dict[str, Any]:
+    """The registry's read-only access, when releases come from one: with every join and renewal."""
+    site = releases.registry()
+    return {"update_registry": site.node_access()} if site is not None else {}
 
 
 def _settings(zone: str, node: str, endpoint: str, origin: str) -> dict[str, Any]:
@@ -452,7 +466,7 @@ def renew(
     except ValidationFailed:  # an admin gave it a DNS name: keep the addresses it had
         address = endpoint
         ips = ip_names(current)
-    node_settings = _settings(zone, node, address, origin)
+    node_settings = {**_settings(zone, node, address, origin), **registry_settings()}
     if mesh_key is not None and mesh.enabled():
         hub = mesh.hub()
         node_settings["mesh"] = hub.settings(mesh.rotate(zone, node, mesh_key))

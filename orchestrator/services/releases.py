@@ -1,9 +1,16 @@
 """Agent releases: the channel the agents update from, and the admin's pin.
 
-The releases are the files ``flexplane-agent release build`` writes (``flexplane-agent-<version>.pyz``
-and its signed manifest ``flexplane-agent-<version>.release.json``), in FLEXPLANE_AGENT_RELEASES_DIR:
-a read-only volume, read again on every request (the stateless rule). The channel serves the
-version an admin pinned, else the highest one published.
+The releases are where the operator publishes them, read again on every request (the stateless rule):
+
+- in the site's OCI registry (FLEXPLANE_AGENT_REGISTRY, ``flexplane-agent release push``): the
+  repository's tags that are versions. The channel names the served version's manifest digest, and
+  agents pull it from the registry with the read-only account they got at enrollment
+  (:mod:`agent.update.registry`); the orchestrator serves no bytes;
+- else, the fallback, the files ``flexplane-agent release build`` writes (``flexplane-agent-<version>.pyz``
+  and its signed manifest ``flexplane-agent-<version>.release.json``) in FLEXPLANE_AGENT_RELEASES_DIR,
+  a read-only volume, which the channel serves itself.
+
+The channel serves the version an admin pinned, else the highest one published.
 
 The orchestrator never verifies a signature (it does not hold the release key, and need not be
 trusted with it): each agent verifies the manifest against its release public key, and the
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import datetime
 import json
 import logging
@@ -24,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import requests
 from django.conf import settings
 from packaging.version import InvalidVersion, Version
 
@@ -42,6 +51,13 @@ MANIFEST_SUFFIX = ".release.json"
 RELEASE_FILE = re.compile(r"flexplane-agent-[0-9A-Za-z.+-]{1,64}\.(?:pyz|release\.json)")
 # A signed manifest is a few hundred bytes.
 MAX_MANIFEST_BYTES = 64 * 1024
+REGISTRY_WHERE = "agent registry"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+TIMEOUT = 10.0
+# Tags listed per request (the registry may page with a Link header), and pages at most.
+TAGS_PAGE, MAX_PAGES = 1000, 20
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,8 @@ class PublishedRelease:
     version: str
     envelope: dict[str, Any]
     artifact: str
+    # From a registry: its manifest's digest, once resolved (the envelope is the registry's then).
+    digest: str = ""
 
     @property
     def sort_key(self) -> Version:
@@ -108,8 +126,136 @@ def _read_release(path: Path) -> PublishedRelease:
     return PublishedRelease(version, envelope, artifact)
 
 
+@dataclass(frozen=True)
+class Registry:
+    """The site's registry repository for agent releases, and the read-only account nodes pull with."""
+
+    repository: str
+    username: str
+    password: str
+    ca: str
+
+    @property
+    def host(self) -> str:
+        return self.repository.partition("/")[0]
+
+    def url(self, kind: str, name: str) -> str:
+        host, _, path = self.repository.partition("/")
+        return f"https://{host}/v2/{path}/{kind}/{name}"
+
+    def ca_pem(self) -> str:
+        if not self.ca:
+            return ""
+        try:
+            return Path(self.ca).read_text(encoding="ascii")
+        except (OSError, ValueError) as exc:
+            raise Unavailable(
+                REGISTRY_WHERE, f"cannot read FLEXPLANE_AGENT_REGISTRY_CA {self.ca}: {exc}"
+            ) from None
+
+    def node_access(self) -> dict[str, str]:
+        """What nodes get with enrollment and renewal (agent.update.registry.Access)."""
+        access = {"registry": self.host, "username": self.username, "password": self.password}
+        pem = self.ca_pem()
+        return {**access, "ca": pem} if pem else access
+
+    def get(self, url: str, *, method: str = "GET", accept: str = "") -> requests.Response:
+        """A request as the read-only account: basic auth, or the bearer token a 401 asks for."""
+        headers = {"Accept": accept} if accept else {}
+        auth = (self.username, self.password) if self.username else None
+        verify: str | bool = self.ca or True
+        try:
+            response = requests.request(
+                method, url, headers=headers, auth=auth, verify=verify, timeout=TIMEOUT
+            )
+            challenge = response.headers.get("WWW-Authenticate", "")
+            if response.status_code == 401 and challenge.lower().startswith("bearer "):
+                headers["Authorization"] = f"Bearer {self._token(challenge, auth, verify)}"
+                response = requests.request(method, url, headers=headers, verify=verify, timeout=TIMEOUT)
+        except (requests.RequestException, ValueError) as exc:
+            raise Unavailable(
+                REGISTRY_WHERE, f"the agent registry {self.host} did not answer: {exc}"
+            ) from None
+        if response.status_code in (401, 403) or response.status_code >= 500:
+            raise Unavailable(
+                REGISTRY_WHERE,
+                f"the agent registry {self.host} answered {response.status_code} to {method} "
+                f"{url.split(self.host, 1)[-1]}: check FLEXPLANE_AGENT_REGISTRY_USERNAME and _PASSWORD",
+            )
+        return response
+
+    def _token(self, challenge: str, auth: tuple[str, str] | None, verify: str | bool) -> str:
+        params = dict(_CHALLENGE.findall(challenge))
+        realm = params.pop("realm", "")
+        answer = requests.get(realm, params=params, auth=auth, verify=verify, timeout=TIMEOUT)
+        body = answer.json() if answer.ok else {}
+        token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(token, str):
+            raise Unavailable(REGISTRY_WHERE, f"the registry's token service answered {answer.status_code}")
+        return token
+
+    def tags(self) -> list[str]:
+        """Every tag of the repository (none if the registry does not know it yet)."""
+        tags: list[str] = []
+        url = self.url("tags", f"list?n={TAGS_PAGE}")
+        for _ in range(MAX_PAGES):
+            response = self.get(url)
+            if response.status_code == 404:
+                return tags
+            try:
+                listed = response.json().get("tags") or []
+            except (ValueError, AttributeError):
+                raise Unavailable(REGISTRY_WHERE, f"the agent registry {self.host} listed no tags") from None
+            tags += [str(tag) for tag in listed]
+            following = response.links.get("next", {}).get("url")
+            if not following:
+                return tags
+            url = f"https://{self.host}{following}" if following.startswith("/") else following
+        return tags
+
+    def digest(self, tag: str) -> str:
+        """The digest of the manifest a tag names now."""
+        response = self.get(self.url("manifests", tag), method="HEAD", accept=OCI_MANIFEST)
+        digest = response.headers.get("Docker-Content-Digest", "")
+        if response.status_code != 200 or not _DIGEST.fullmatch(digest):
+            raise Unavailable(
+                REGISTRY_WHERE,
+                f"the agent registry {self.host} answered {response.status_code} for {self.repository}:{tag}",
+            )
+        return digest
+
+
+def registry() -> Registry | None:
+    """The site's registry for agent releases (FLEXPLANE_AGENT_REGISTRY), or None: the folder is used."""
+    repository = settings.FLEXPLANE_AGENT_REGISTRY.strip()
+    if not repository:
+        return None
+    return Registry(
+        repository,
+        settings.FLEXPLANE_AGENT_REGISTRY_USERNAME,
+        settings.FLEXPLANE_AGENT_REGISTRY_PASSWORD,
+        settings.FLEXPLANE_AGENT_REGISTRY_CA,
+    )
+
+
+def configured() -> bool:
+    """Whether releases are published somewhere: a registry, or the folder."""
+    return bool(settings.FLEXPLANE_AGENT_REGISTRY.strip() or settings.FLEXPLANE_AGENT_RELEASES_DIR)
+
+
 def published() -> list[PublishedRelease]:
-    """Every readable release in the folder, oldest first; unreadable manifests are skipped and logged."""
+    """Every release published, oldest first: the registry's version tags, else the folder's readable
+    releases (unreadable manifests are skipped and logged)."""
+    site = registry()
+    if site is not None:
+        found = []
+        for tag in site.tags():
+            try:
+                if str(Version(tag)) == tag:
+                    found.append(PublishedRelease(tag, {}, ""))
+            except InvalidVersion:
+                continue  # not a release's tag (e.g. latest)
+        return sorted(found, key=lambda release: release.sort_key)
     releases = []
     for path in sorted(_folder().glob(f"*{MANIFEST_SUFFIX}")):
         try:
@@ -147,18 +293,39 @@ def _channel() -> Channel:
 def serve_channel() -> tuple[PublishedRelease, bool]:
     """The release the agents are to run and whether it is pinned (no authorization: agents ask).
 
-    ``NotFound`` when there is none to serve: nothing published, or the pinned version gone.
+    ``NotFound`` when there is none to serve: nothing published, or the pinned version gone. From a
+    registry, with the digest its tag names now: every node pulls those bytes, whatever the tag
+    says later.
     """
     channel = _channel()
     if channel.served is None:
         if channel.pin is not None:
             raise NotFound("pinned agent release", channel.pin.version)
         raise NotFound("agent release", "latest")
-    return channel.served, channel.pin is not None
+    served, site = channel.served, registry()
+    if site is not None:
+        served = dataclasses.replace(served, digest=site.digest(served.version))
+    return served, channel.pin is not None
+
+
+def channel_document() -> dict[str, Any]:
+    """``channel.json``: the release to run and whether it is pinned; from a registry, where to pull
+    it (the agents' own registry access says how), else its signed manifest (the files beside)."""
+    release, pinned = serve_channel()
+    document: dict[str, Any] = {"version": release.version, "pinned": pinned}
+    site = registry()
+    if site is not None:
+        document["registry"] = {"repository": site.repository, "digest": release.digest}
+    else:
+        document["release"] = release.envelope
+    return document
 
 
 def release_file(name: str) -> Path:
-    """A file of the release folder the channel serves (an artifact or a signed manifest)."""
+    """A file of the release folder the channel serves (an artifact or a signed manifest); none when
+    releases come from a registry (the orchestrator serves no release bytes then)."""
+    if registry() is not None:
+        raise NotFound("release file", name)
     path = _folder() / name
     if not RELEASE_FILE.fullmatch(name) or not path.is_file():
         raise NotFound("release file", name)
