@@ -1,22 +1,29 @@
 """The agent release tests' kit: signed releases, and a platform that serves their channel over HTTPS.
 
 :class:`ReleasePlatform` runs the real orchestrator under daphne's TLS endpoint (certificate of
-the tests' dev CA), with FLEXPLANE_AGENT_RELEASES_DIR pointing at a folder the tests fill, the
-Kubernetes emulator holding the pin, and the dev identity provider for admin tokens. Agents
-fetch ``/agent/releases/channel.json`` from it exactly as from a real deployment.
+the tests' dev CA), with FLEXPLANE_AGENT_RELEASES_DIR pointing at a folder the tests fill (or
+FLEXPLANE_AGENT_REGISTRY at a real registry, devstack/registry.py), the Kubernetes emulator
+holding the pin, and the dev identity provider for admin tokens. Agents fetch
+``/agent/releases/channel.json`` from it exactly as from a real deployment.
+
+:class:`Proxy` stands between agents and the registry: a TCP relay (TLS passes through) the tests
+make slow, stall or cut mid-transfer.
 
 Addresses are 127.<the worker's world subnet>.60.x (tests/addresses.py), away from the world's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,12 +34,14 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from kubernetes import client, config
 
 from agent.release import BuiltRelease, build, generate_keys, load_private_key
+from agent.update.registry import MANIFEST_MEDIA_TYPE, Access, Client, Repository, push_release
 from devstack import seed
 from devstack.identity.client import password_token
 from devstack.identity.process import IdentityProvider
 from devstack.kube import KubeServer
 from devstack.net import free_port
 from devstack.pki import CertificateAuthority, generate_key, write_certificate, write_key
+from devstack.registry import NODES, PUBLISHER, Registry
 from tests import addresses
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,6 +127,8 @@ class ReleasePlatform:
     kube: KubeServer | None = None
     identity: IdentityProvider | None = None
     orchestrator: subprocess.Popen[bytes] | None = None
+    # More of the orchestrator's environment (e.g. FLEXPLANE_AGENT_REGISTRY).
+    env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.releases = self.scratch / "releases"
@@ -174,6 +185,7 @@ class ReleasePlatform:
             "FLEXPLANE_OIDC_AUDIENCE": seed.PROJECT_ID,
             "FLEXPLANE_OIDC_PROJECT_ID": seed.PROJECT_ID,
             "FLEXPLANE_AGENT_RELEASES_DIR": str(self.releases),
+            **self.env,
         }
         endpoint = f"ssl:port={self.port}:interface={self.host}:privateKey={key_path}:certKey={cert_path}"
         with self.log.open("wb") as log:
@@ -252,3 +264,183 @@ class ReleasePlatform:
         )
         body: dict[str, Any] = response.json()
         return body
+
+
+# ------------------------------------------------------------------------------------- registry
+
+
+def registry_env(repository: str, registry: Registry) -> dict[str, str]:
+    """The orchestrator's settings for releases from ``repository`` (of ``registry``, maybe proxied)."""
+    return {
+        "FLEXPLANE_AGENT_REGISTRY": repository,
+        "FLEXPLANE_AGENT_REGISTRY_USERNAME": NODES,
+        "FLEXPLANE_AGENT_REGISTRY_PASSWORD": registry.passwords[NODES],
+        "FLEXPLANE_AGENT_REGISTRY_CA": str(registry.ca.cert_path),
+    }
+
+
+def node_access(registry: Registry, host: str | None = None) -> Access:
+    """The read-only access a node gets with enrollment (for ``host``, when it pulls through a proxy)."""
+    return Access(host or registry.address, NODES, registry.passwords[NODES], registry.ca.cert_pem.decode())
+
+
+def publisher(registry: Registry) -> Access:
+    return Access(registry.address, PUBLISHER, registry.passwords[PUBLISHER], registry.ca.cert_pem.decode())
+
+
+def push(registry: Registry, release: BuiltRelease, tag: str | None = None) -> str:
+    """Push a built release as the publisher, under its version (or ``tag``); the manifest's digest."""
+
+    async def pushing() -> str:
+        import aiohttp
+
+        async with aiohttp.ClientSession() as session:
+            client = Client(session, Repository.parse(registry.repository), publisher(registry))
+            envelope = release.envelope.read_bytes()
+            return await push_release(
+                client, release.artifact, envelope, release.manifest, tag or release.manifest.version
+            )
+
+    # A thread of its own: the caller may be a coroutine test, whose loop runs in this thread.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, pushing()).result()
+
+
+def put_manifest(registry: Registry, tag: str, body: bytes) -> str:
+    """PUT raw manifest bytes under a tag, as the publisher (a tampered or foreign artifact)."""
+    response = requests.put(
+        f"{registry.url}/v2/{registry.repository.partition('/')[2]}/manifests/{tag}",
+        data=body,
+        headers={"Content-Type": MANIFEST_MEDIA_TYPE},
+        auth=(PUBLISHER, registry.passwords[PUBLISHER]),
+        verify=str(registry.ca.cert_path),
+        timeout=10,
+    )
+    assert response.status_code == 201, response.text
+    return str(response.headers["Docker-Content-Digest"])
+
+
+def get_manifest(registry: Registry, reference: str) -> bytes:
+    response = requests.get(
+        f"{registry.url}/v2/{registry.repository.partition('/')[2]}/manifests/{reference}",
+        headers={"Accept": MANIFEST_MEDIA_TYPE},
+        auth=(PUBLISHER, registry.passwords[PUBLISHER]),
+        verify=str(registry.ca.cert_path),
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+    return response.content
+
+
+def clear(registry: Registry) -> None:
+    """Remove every tag's manifest from the repository (the blobs stay: content-addressed)."""
+    path = registry.repository.partition("/")[2]
+    session = requests.Session()
+    session.auth = (PUBLISHER, registry.passwords[PUBLISHER])
+    verify = str(registry.ca.cert_path)
+    listed = session.get(f"{registry.url}/v2/{path}/tags/list", verify=verify, timeout=10)
+    if listed.status_code == 404:
+        return
+    for tag in listed.json().get("tags") or []:
+        head = session.head(
+            f"{registry.url}/v2/{path}/manifests/{tag}",
+            headers={"Accept": MANIFEST_MEDIA_TYPE},
+            verify=verify,
+            timeout=10,
+        )
+        if head.status_code == 200:
+            digest = head.headers["Docker-Content-Digest"]
+            deleted = session.delete(
+                f"{registry.url}/v2/{path}/manifests/{digest}", verify=verify, timeout=10
+            )
+            assert deleted.status_code in (202, 404), deleted.text
+
+
+class Proxy:
+    """A TCP relay to the registry, in a thread of its own, whose answers the test shapes.
+
+    Per connection, the bytes from the registry may be delayed (``delay`` seconds before each chunk),
+    stalled (nothing more after ``stall_after`` bytes, until the client gives up), or cut (the
+    connection reset after ``cut_after`` bytes). TLS passes through untouched: the registry's
+    certificate names the host, which the proxy shares.
+    """
+
+    def __init__(self, host: str, target: tuple[str, int]) -> None:
+        self.host = host
+        self.target = target
+        self.port = 0
+        self.delay = 0.0
+        self.stall_after: int | None = None
+        self.cut_after: int | None = None
+        self.connections = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="registry-proxy", daemon=True)
+        self._server: asyncio.Server | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> Proxy:
+        self._thread.start()
+        started = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._relay, self.host, 0), self._loop
+        )
+        self._server = started.result(10)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    def normal(self) -> None:
+        self.delay, self.stall_after, self.cut_after = 0.0, None, None
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        current = asyncio.current_task()
+        relays = [task for task in asyncio.all_tasks() if task is not current]
+        for task in relays:
+            task.cancel()
+        await asyncio.gather(*relays, return_exceptions=True)
+
+    async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            client_writer.close()
+            return
+        upward = asyncio.ensure_future(self._pump(client_reader, upstream_writer, shaped=False))
+        downward = asyncio.ensure_future(self._pump(upstream_reader, client_writer, shaped=True))
+        await asyncio.wait([upward, downward], return_when=asyncio.FIRST_COMPLETED)
+        for task in (upward, downward):
+            task.cancel()
+        for writer in (client_writer, upstream_writer):
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _pump(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, shaped: bool
+    ) -> None:
+        sent = 0
+        while chunk := await reader.read(16 * 1024):
+            if shaped:
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                if self.cut_after is not None and sent + len(chunk) > self.cut_after:
+                    writer.write(chunk[: max(0, self.cut_after - sent)])
+                    await writer.drain()
+                    writer.transport.abort()
+                    return
+                if self.stall_after is not None and sent + len(chunk) > self.stall_after:
+                    writer.write(chunk[: max(0, self.stall_after - sent)])
+                    await writer.drain()
+                    await asyncio.Event().wait()  # until the client gives up (or the test ends)
+            writer.write(chunk)
+            await writer.drain()
+            sent += len(chunk)
