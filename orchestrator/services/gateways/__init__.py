@@ -51,6 +51,7 @@ __all__ = [
     "delete_edge_gateway",
     "detach_public_ip",
     "edge_gateway",
+    "gateway_zones",
     "list_edge_gateways",
     "list_public_ips",
     "public_ips_used",
@@ -137,6 +138,11 @@ def public_ips_used(ctx: Context, vdc_ids: Sequence[str] | None = None) -> dict[
         if vdc_ids is None or gateway.vdc in vdc_ids:
             counts[gateway.vdc] = counts.get(gateway.vdc, 0) + len(gateway.public_ips)
     return counts
+
+
+def gateway_zones(ctx: Context, vdc: Vdc) -> list[str]:
+    """The zones of the VDC where it may have an edge gateway (those with an external network)."""
+    return [z.id for z in catalog.zones(ctx) if vdc.allows_zone(z.id) and z.has_external_network]
 
 
 def live(ctx: Context, gateway: Gateway) -> node.Live:

@@ -8,8 +8,6 @@ pve2) and loses it afterwards; each test acts in VDCs of its own (scratch VDCs o
 from __future__ import annotations
 
 import ipaddress
-import json
-import subprocess
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,31 +19,25 @@ from devstack import seed
 from devstack.world import World
 from orchestrator.models.gateways import GATEWAY_KIND, gateway_id
 from orchestrator.sources.kube import KubeSource
+from tests.gatewaykit import (
+    POOL,
+    UPDATE_ZONE,
+    bridge,
+    clean_gateway,
+    external_network,
+    external_settings,
+    unbridge,
+    vnets_of,
+)
 from tests.support import GraphQL, eventually
 from tests.vmkit import payload, scratch_vdcs
 
 ZONE = "zone-a"
-POOL = "203.0.113.10-203.0.113.60"
-EXTERNAL = {
-    "externalBridge": "",  # the module's own, made on this machine (see ``external``)
-    "externalCidr": "203.0.113.0/24",
-    "externalGateway": "203.0.113.1",
-    "externalPool": POOL,
-    "gatewayNodes": "pve1, pve2",
-}
-NO_EXTERNAL = {
-    "externalBridge": "",
-    "externalCidr": "",
-    "externalGateway": "",
-    "externalPool": "",
-    "gatewayNodes": "",
-}
+EXTERNAL = external_settings("")  # the module's bridge is named in each use
 ERRORS = "errors { field message code }"
 GATEWAY_FIELDS = """id vdc zone node generation appliedGeneration applied uplinkAddress networks
   publicIps { address natTo portForwards { port } } portForwards { publicIp protocol port toAddress toPort }
   firewallRules { position direction action protocol source destination portFrom portTo }"""
-UPDATE_ZONE = f"""mutation($id: ID!, $input: ZoneUpdateInput!) {{ updateZone(id: $id, input: $input) {{
-  zone {{ id externalNetwork {{ bridge cidr gateway pool nodes }} }} {ERRORS} }} }}"""
 ALLOCATE = f"""mutation($zone: String) {{ allocatePublicIp(zone: $zone) {{
   publicIp {{ address zone vdc natTo }} {ERRORS} }} }}"""
 RELEASE = f"""mutation($address: String!) {{ releasePublicIp(address: $address) {{
@@ -67,30 +59,11 @@ PUBLIC_IPS = "{ publicIps { address zone vdc } }"
 USAGE = "query($id: ID!) { vdc(id: $id) { quota { publicIps } usage { publicIps } } }"
 
 
-def bridge(name: str) -> None:
-    """A bridge on this machine, where the world's agents (as root) look for a node's bridges."""
-    subprocess.run(["ip", "link", "add", "name", name, "type", "bridge"], check=True, capture_output=True)
-    subprocess.run(["ip", "link", "set", name, "up"], check=True, capture_output=True)
-
-
-def unbridge(name: str) -> None:
-    subprocess.run(["ip", "link", "del", name], check=False, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def external(api: GraphQL, world: World) -> Iterator[str]:
     """zone-a with an external network for the module's tests, on a bridge of the module's own."""
-    name = f"fpx{world.cfg.subnet}"
-    unbridge(name)
-    bridge(name)
-    values = {**EXTERNAL, "externalBridge": name}
-    answer = payload(api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": values}), "updateZone")
-    assert answer["errors"] == []
-    try:
+    with external_network(api, world, "x") as name:
         yield name
-    finally:
-        api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": NO_EXTERNAL})
-        unbridge(name)
 
 
 @pytest.fixture
@@ -104,22 +77,16 @@ def vdc(api: GraphQL, world: World, external: str) -> Iterator[Callable[..., str
         def scratch(**quota: int) -> str:
             ident = make(**quota)
             made.append(ident)
-            for network in api("{ networks { vnet } }", user="admin", vdc=ident).data["networks"]:
-                vnets.append(network["vnet"])
-                bridge(network["vnet"])
+            for vnet in vnets_of(api, ident):
+                vnets.append(vnet)
+                bridge(vnet)
             return ident
 
         try:
             yield scratch
         finally:
             for ident in made:
-                for ip in api(PUBLIC_IPS, user="admin", vdc=ident).data["publicIps"]:
-                    api(RELEASE, user="admin", vdc=ident, variables={"address": ip["address"]})
-                api(
-                    f"mutation {{ deleteEdgeGateway(zone: {json.dumps(ZONE)}) {{ {ERRORS} }} }}",
-                    user="admin",
-                    vdc=ident,
-                )
+                clean_gateway(api, ident)
             for vnet in vnets:
                 unbridge(vnet)
 
