@@ -34,6 +34,23 @@ USERS: list[dict[str, Any]] = [
         "email": "bob@example.com",
         "roles": ["USER", "vdc:other"],
     },
+    # A tenant organization: its owner creates its VDCs within the allowance an admin gives it.
+    {
+        "username": "olivia",
+        "password": "olivia",
+        "name": "Olivia Owner",
+        "email": "olivia@acme.example",
+        "roles": ["USER", "ORG_OWNER"],
+        "organization": "acme",
+    },
+    {
+        "username": "oscar",
+        "password": "oscar",
+        "name": "Oscar Acme",
+        "email": "oscar@acme.example",
+        "roles": ["USER"],
+        "organization": "acme",
+    },
 ]
 
 # (vmid, name, node, status, vdc or None for a VM flex.plane does not manage)

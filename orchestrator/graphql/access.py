@@ -13,8 +13,12 @@ import graphene
 
 from orchestrator.graphql.core import ADMIN, Role, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.vdcs import VdcResources
+from orchestrator.models import Usage
+from orchestrator.services import organizations
 from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.access_admin.users import UserAccess as UserAccessModel
+from orchestrator.services.organizations import Allowance, AllowanceUsage
 
 ACCESS_MANAGER = Role(
     "ACCESS_MANAGER",
@@ -22,7 +26,7 @@ ACCESS_MANAGER = Role(
 )
 TAKES_EFFECT = "It takes effect with the user's next token."
 
-AccessErrorCode = error_code_enum("AccessErrorCode")
+AccessErrorCode = error_code_enum("AccessErrorCode", "QUOTA_EXCEEDED")
 AccessError = error_type("AccessError", AccessErrorCode)
 
 
@@ -82,7 +86,126 @@ class SetPlatformRoles(ServiceMutation):
     user = graphene.Field(UserAccess, description="The user, as Zitadel now holds them.")
 
 
+class AllowanceQuota(graphene.ObjectType):
+    """Totals the quotas of an organization's VDCs may add up to; null: not bounded."""
+
+    vcpus = graphene.Int(required=True)
+    memory_mib = graphene.Int(required=True, description="MiB.")
+    disk_gb = graphene.Int(required=True, description="GiB.")
+    vms = graphene.Int(required=True)
+    networks = graphene.Int()
+    public_ips = graphene.Int()
+
+
+class OrganizationAllowance(graphene.ObjectType):
+    """What an organization's VDCs may use together; its ORG_OWNERs create VDCs within it."""
+
+    organization = graphene.ID(required=True, description="The organization's id in Zitadel.")
+    name = graphene.String(required=True)
+    zones = graphene.List(graphene.NonNull(graphene.String), required=True)
+    compute_profiles = graphene.List(graphene.NonNull(graphene.String), required=True)
+    storage_profiles = graphene.List(graphene.NonNull(graphene.String), required=True)
+    images = graphene.List(graphene.NonNull(graphene.String), required=True)
+    quota = graphene.Field(AllowanceQuota, required=True)
+    vdcs = graphene.List(graphene.NonNull(graphene.String), required=True, description="Its VDCs.")
+    allotted = graphene.Field(
+        VdcResources,
+        required=True,
+        description="The sum of its VDCs' quotas: what they take of the allowance.",
+    )
+
+    @staticmethod
+    def resolve_organization(item: AllowanceUsage, info: graphene.ResolveInfo) -> str:
+        return item.allowance.organization
+
+    @staticmethod
+    def resolve_name(item: AllowanceUsage, info: graphene.ResolveInfo) -> str:
+        return item.allowance.name
+
+    @staticmethod
+    def resolve_zones(item: AllowanceUsage, info: graphene.ResolveInfo) -> list[str]:
+        return list(item.allowance.zones)
+
+    @staticmethod
+    def resolve_compute_profiles(item: AllowanceUsage, info: graphene.ResolveInfo) -> list[str]:
+        return list(item.allowance.compute_profiles)
+
+    @staticmethod
+    def resolve_storage_profiles(item: AllowanceUsage, info: graphene.ResolveInfo) -> list[str]:
+        return list(item.allowance.storage_profiles)
+
+    @staticmethod
+    def resolve_images(item: AllowanceUsage, info: graphene.ResolveInfo) -> list[str]:
+        return list(item.allowance.images)
+
+    @staticmethod
+    def resolve_quota(item: AllowanceUsage, info: graphene.ResolveInfo) -> dict[str, int | None]:
+        allowance: Allowance = item.allowance
+        return {
+            attr: getattr(allowance.quota, attr) if attr in allowance.bounded else None
+            for attr in ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
+        }
+
+    @staticmethod
+    def resolve_allotted(item: AllowanceUsage, info: graphene.ResolveInfo) -> Usage:
+        return item.allotted
+
+
+class AllowanceQuotaInput(graphene.InputObjectType):
+    vcpus = graphene.Int(required=True)
+    memory_mib = graphene.Int(required=True, description="MiB.")
+    disk_gb = graphene.Int(required=True, description="GiB.")
+    vms = graphene.Int(required=True)
+    networks = graphene.Int(description="Left out: not bounded.")
+    public_ips = graphene.Int(description="Left out: not bounded.")
+
+
+class OrganizationAllowanceInput(graphene.InputObjectType):
+    zones = graphene.List(graphene.NonNull(graphene.String), description="Zones its VDCs may use.")
+    compute_profiles = graphene.List(graphene.NonNull(graphene.String))
+    storage_profiles = graphene.List(graphene.NonNull(graphene.String))
+    images = graphene.List(graphene.NonNull(graphene.String))
+    quota = AllowanceQuotaInput(required=True, description="Totals its VDCs' quotas may add up to.")
+
+
+class SetOrganizationAllowance(ServiceMutation):
+    class Meta:
+        role, service, result, error = ADMIN, organizations.set_allowance, "allowance", AccessError
+        description = (
+            "Give an organization (of Zitadel) its allowance, or change it; refused below what its VDCs "
+            "already have (QUOTA_EXCEEDED naming the resources)."
+        )
+
+    class Arguments:
+        organization = graphene.ID(required=True)
+        input = OrganizationAllowanceInput(required=True)
+
+    allowance = graphene.Field(OrganizationAllowance)
+
+
+class DeleteOrganizationAllowance(ServiceMutation):
+    class Meta:
+        role, service, result, error = ADMIN, organizations.delete_allowance, "organization", AccessError
+        description = "Take an organization's allowance away; refused (CONFLICT) while it has VDCs."
+
+    class Arguments:
+        organization = graphene.ID(required=True)
+
+    organization = graphene.ID(description="The organization whose allowance was taken away.")
+
+    @classmethod
+    def answer(cls, result: Allowance) -> dict[str, str]:
+        return {"organization": result.organization}
+
+
 class Query(graphene.ObjectType):
+    organizations = graphene.List(
+        graphene.NonNull(OrganizationAllowance),
+        required=True,
+        description="The organizations with an allowance, and what their VDCs take of it. Needs ADMIN, or "
+        "ORG_OWNER (their organizations only).",
+    )
+
     users = graphene.List(
         graphene.NonNull(UserAccess),
         required=True,
@@ -104,6 +227,11 @@ class Query(graphene.ObjectType):
 
     @staticmethod
     @domain_errors
+    def resolve_organizations(root: None, info: graphene.ResolveInfo) -> list[AllowanceUsage]:
+        return organizations.list_allowances(flexplane(info))
+
+    @staticmethod
+    @domain_errors
     def resolve_vdc_members(root: None, info: graphene.ResolveInfo, vdc: str) -> list[UserAccessModel]:
         return memberships.vdc_members(flexplane(info), vdc)
 
@@ -112,3 +240,5 @@ class Mutation(graphene.ObjectType):
     grant_vdc_membership = GrantVdcMembership.Field()
     revoke_vdc_membership = RevokeVdcMembership.Field()
     set_platform_roles = SetPlatformRoles.Field()
+    set_organization_allowance = SetOrganizationAllowance.Field()
+    delete_organization_allowance = DeleteOrganizationAllowance.Field()

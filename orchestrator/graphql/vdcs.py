@@ -1,21 +1,27 @@
 """VDCs: what each tenant may use, how much of it, and how much it uses now.
 
 Members see their VDCs (ADMIN: every VDC); another VDC is reported exactly as one that does not
-exist. Creating, changing and deleting VDCs needs ADMIN.
+exist. Creating, changing and deleting VDCs needs ADMIN, or ORG_OWNER of the VDC's organization
+(within its allowance).
 """
 
 from __future__ import annotations
 
 import graphene
 
-from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
+from orchestrator.graphql.core import Role, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Usage as UsageModel
 from orchestrator.models import Vdc as VdcModel
 from orchestrator.services import vdcs
 
-VdcErrorCode = error_code_enum("VdcErrorCode")
+VDC_WRITER = Role(
+    "VDC_WRITER",
+    "Needs ADMIN, or ORG_OWNER of the VDC's organization (within its allowance; others are NOT_FOUND).",
+)
+
+VdcErrorCode = error_code_enum("VdcErrorCode", "QUOTA_EXCEEDED")
 VdcError = error_type("VdcError", VdcErrorCode)
 
 
@@ -53,6 +59,10 @@ class Vdc(graphene.ObjectType):
     quota = graphene.Field(VdcResources, required=True, description="The most its VMs may use together.")
     snapshots_per_vm = graphene.Int(
         required=True, description="The most snapshots each of its VMs may have (quota.snapshotsPerVm)."
+    )
+    organization = graphene.String(
+        required=True,
+        description="The id of the organization (tenant) it belongs to; empty for the platform's.",
     )
     usage = graphene.Field(
         VdcResources,
@@ -96,6 +106,10 @@ class VdcInput(graphene.InputObjectType):
     storage_profiles = graphene.List(graphene.NonNull(graphene.String))
     images = graphene.List(graphene.NonNull(graphene.String))
     quota = VdcQuotaInput(required=True, description="All four limits.")
+    organization = graphene.ID(
+        description="The organization it belongs to, within whose allowance it must fit (ADMIN: none for a "
+        "VDC of the platform's own; ORG_OWNER: theirs, the default when they own one). Never changes."
+    )
 
 
 class VdcUpdateInput(graphene.InputObjectType):
@@ -115,7 +129,7 @@ class VdcUpdateInput(graphene.InputObjectType):
 
 class CreateVdc(ServiceMutation):
     class Meta:
-        role, service, result, error = ADMIN, vdcs.create_vdc, "vdc", VdcError
+        role, service, result, error = VDC_WRITER, vdcs.create_vdc, "vdc", VdcError
         description = (
             "Create a VDC and its Proxmox pool fp-<id> in each of its zones: all of them, or nothing."
         )
@@ -128,7 +142,7 @@ class CreateVdc(ServiceMutation):
 
 class UpdateVdc(ServiceMutation):
     class Meta:
-        role, service, result, error = ADMIN, vdcs.update_vdc, "vdc", VdcError
+        role, service, result, error = VDC_WRITER, vdcs.update_vdc, "vdc", VdcError
         description = "Change a VDC: its allow-lists, zones and quota."
 
     class Arguments:
@@ -140,7 +154,7 @@ class UpdateVdc(ServiceMutation):
 
 class DeleteVdc(ServiceMutation):
     class Meta:
-        role, service, result, error = ADMIN, vdcs.delete_vdc, "vdc", VdcError
+        role, service, result, error = VDC_WRITER, vdcs.delete_vdc, "vdc", VdcError
         description = "Delete a VDC and its pools; refused (CONFLICT) while it has VMs."
 
     class Arguments:

@@ -8,8 +8,9 @@ at their live sizes (the pool read has no tags). Shown fleet-wide (ADMIN without
 a decision (the quota, under the VDC's lock): ``/cluster/resources`` read now, whose tags hold the size
 each create or resize asked for (``fp-req``), so that a VM being made counts at that size.
 
-Who may do what: ADMIN creates, updates and deletes VDCs and sees every VDC; a USER sees the VDCs
-they are a member of, and any other VDC is reported exactly as one that does not exist.
+Who may do what: ADMIN creates, updates and deletes VDCs and sees every VDC; an ORG_OWNER does so for
+the VDCs of the organizations they own, within each one's allowance (``services.organizations``); a USER
+sees the VDCs they are a member of. Any other VDC is reported exactly as one that does not exist.
 
 Writes to a VDC hold its lock (``services.locks.vdc_lock``), as VM creates do: a VDC is not
 deleted, nor a zone taken from it, while a create in it checks its quota.
@@ -41,7 +42,7 @@ from orchestrator.models.vdcs import (
     DEFAULT_SNAPSHOTS_PER_VM,
 )
 from orchestrator.models.vms import vdc_in
-from orchestrator.services import access, catalog, inventory, locks, networks
+from orchestrator.services import access, catalog, inventory, locks, networks, organizations
 from orchestrator.services.access_admin import roles
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import kube
@@ -49,7 +50,17 @@ from orchestrator.sources.proxmox import Guest, ZoneApi, ZoneTargets, proxmox
 
 logger = logging.getLogger(__name__)
 
-FIELDS = ("id", "name", "description", "zones", "compute_profiles", "storage_profiles", "images", "quota")
+FIELDS = (
+    "id",
+    "name",
+    "description",
+    "zones",
+    "compute_profiles",
+    "storage_profiles",
+    "images",
+    "quota",
+    "organization",
+)
 QUOTA_FIELDS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
 # Quotas a VDC's input may leave out (the VDC then has the default).
 _OPTIONAL_QUOTAS = {"networks": DEFAULT_NETWORKS_QUOTA, "public_ips": DEFAULT_PUBLIC_IPS_QUOTA}
@@ -87,8 +98,9 @@ class VdcUsage:
 # ------------------------------------------------------------------------------------- reading
 
 
-def _may_see(ctx: Context, vdc_id: str) -> bool:
-    return ctx.principal.is_admin or vdc_id in ctx.principal.vdcs
+def _may_see(ctx: Context, vdc: Vdc) -> bool:
+    """ADMIN, a member, or an ORG_OWNER of the VDC's organization."""
+    return vdc.id in ctx.principal.vdcs or access.manages_organization(ctx, vdc.organization)
 
 
 def _definitions(ctx: Context) -> list[Vdc]:
@@ -98,16 +110,15 @@ def _definitions(ctx: Context) -> list[Vdc]:
 def visible_vdcs(ctx: Context) -> list[Vdc]:
     """The VDCs the caller may see, by id (no Proxmox call). USER: their own; ADMIN: all."""
     access.require_self_service(ctx)
-    return [vdc for vdc in _definitions(ctx) if _may_see(ctx, vdc.id)]
+    return [vdc for vdc in _definitions(ctx) if _may_see(ctx, vdc)]
 
 
 def get_vdc(ctx: Context, vdc_id: str) -> Vdc:
     """One VDC; ``NotFound`` if there is none, or if the caller is not a member (indistinguishable)."""
     access.require_self_service(ctx)
-    if _may_see(ctx, vdc_id):
-        for vdc in _definitions(ctx):
-            if vdc.id == vdc_id:
-                return vdc
+    for vdc in _definitions(ctx):
+        if vdc.id == vdc_id and _may_see(ctx, vdc):
+            return vdc
     raise NotFound("VDC", vdc_id)
 
 
@@ -313,6 +324,7 @@ def _validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vd
         if optional["public_ips"] is None
         else optional["public_ips"],
         quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else snapshots,
+        organization=str(values.get("organization") or ""),
     )
 
 
@@ -326,6 +338,7 @@ def _values(vdc: Vdc) -> dict[str, Any]:
         "compute_profiles": list(vdc.compute_profiles),
         "storage_profiles": list(vdc.storage_profiles),
         "images": list(vdc.images),
+        "organization": vdc.organization,
         "quota": {q: getattr(quota, q) for q in QUOTA_FIELDS} | {"snapshots_per_vm": vdc.snapshots_per_vm},
     }
 
@@ -446,10 +459,10 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
 
     All of them, or nothing: if a zone fails, what was made so far is removed and no VDC is stored.
     """
-    access.require_admin(ctx)
+    org = organizations.vdc_organization(ctx, data)  # ADMIN, or ORG_OWNER within their organization
     catalog.check_fields(data, FIELDS)
-    vdc = _validate(ctx, {k: v for k, v in data.items() if v is not None}, None)
-    with locks.vdc_lock(ctx, vdc.id):
+    vdc = _validate(ctx, {k: v for k, v in data.items() if v is not None} | {"organization": org}, None)
+    with organizations.within_allowance(ctx, vdc), locks.vdc_lock(ctx, vdc.id):
         if kube().get_catalog(catalog.VDC, vdc.id) is not None:
             raise Conflict(f"VDC {vdc.id!r} already exists")
         # Its role in Zitadel first: a VDC whose role could not be added is not made at all.
@@ -483,11 +496,14 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
 
     ``quota`` may name only the limits that change.
     """
-    access.require_admin(ctx)
+    access.require_access_manager(ctx)
     catalog.check_fields(changes, FIELDS)
     if "id" in changes and changes["id"] != vdc_id:
         raise ValidationFailed("id", "a VDC's id cannot change")
-    with locks.vdc_lock(ctx, vdc_id):
+    org = organizations.organization_of_vdc(ctx, vdc_id)
+    if changes.get("organization") not in (None, org):
+        raise ValidationFailed("organization", "a VDC's organization cannot change")
+    with organizations.guard(ctx, org), locks.vdc_lock(ctx, vdc_id):
         entry = kube().get_catalog(catalog.VDC, vdc_id)
         if entry is None:
             raise NotFound("VDC", vdc_id)
@@ -500,6 +516,7 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
                 raise ValidationFailed("quota", "quota must be an object")
             values["quota"] = values["quota"] | {k: v for k, v in changes["quota"].items() if v is not None}
         vdc = _validate(ctx, values, before)
+        organizations.check_within(vdc, replacing=vdc_id)
         added = [z for z in vdc.zones if z not in before.zones]
         removed = [z for z in before.zones if z not in vdc.zones]
         if removed:
@@ -536,12 +553,14 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
 
 def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
     """Delete a VDC and its pools (ADMIN); refused (``Conflict``) while it has VMs, saying how many."""
-    access.require_admin(ctx)
+    access.require_access_manager(ctx)
     with locks.vdc_lock(ctx, vdc_id):
         entry = kube().get_catalog(catalog.VDC, vdc_id)
         if entry is None:
             raise NotFound("VDC", vdc_id)
         vdc = Vdc.from_spec(entry.spec)
+        if not access.manages_organization(ctx, vdc.organization):
+            raise NotFound("VDC", vdc_id)  # another organization's VDC: as one that does not exist
         vms = _vms_by_zone(_fresh(ctx, f"check that VDC {vdc_id!r} has no VMs"), vdc_id)
         if vms:
             where = ", ".join(f"{n} in {zone}" for zone, n in sorted(vms.items()))

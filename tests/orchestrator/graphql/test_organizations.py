@@ -1,0 +1,262 @@
+"""Organizations over the API, against the world: ADMIN gives organization acme an allowance; its ORG_OWNER
+(olivia) creates VDCs within it and manages their members among acme's users (oscar); nothing of another
+organization is hers to see or touch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from tests.support import GraphQL
+
+OWNER, MEMBER_OF_ACME = "olivia", "oscar"
+ALLOWANCE = (
+    "mutation($o: ID!, $input: OrganizationAllowanceInput!) { setOrganizationAllowance(organization: $o, "
+    "input: $input) { allowance { organization vdcs allotted { vcpus } quota { vcpus networks } } "
+    "errors { field code message } } }"
+)
+DELETE_ALLOWANCE = (
+    "mutation($o: ID!) { deleteOrganizationAllowance(organization: $o) "
+    "{ organization errors { code message } } }"
+)
+ORGANIZATIONS = "{ organizations { organization name vdcs allotted { vcpus vms } quota { vcpus } } }"
+CREATE = (
+    "mutation($input: VdcInput!) { createVdc(input: $input) { vdc { id organization } "
+    "errors { field code message } } }"
+)
+UPDATE = (
+    "mutation($id: ID!, $input: VdcUpdateInput!) { updateVdc(id: $id, input: $input) { vdc { id } "
+    "errors { field code message } } }"
+)
+DELETE = "mutation($id: ID!) { deleteVdc(id: $id) { errors { code message } } }"
+USERS = "query($s: String!) { users(search: $s) { id username organization vdcs } }"
+GRANT = (
+    "mutation($u: ID!, $v: ID!) { grantVdcMembership(user: $u, vdc: $v) { user { vdcs } "
+    "errors { field code message } } }"
+)
+MEMBERS = "query($v: ID!) { vdcMembers(vdc: $v) { username } }"
+
+
+def vdc(ident: str, vcpus: int = 2, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "zones": ["zone-a"],
+        "computeProfiles": ["small"],
+        "storageProfiles": ["standard"],
+        "images": ["debian-12"],
+        "quota": {"vcpus": vcpus, "memoryMib": 2048, "diskGb": 20, "vms": 1},
+        **extra,
+    }
+
+
+def user(api: GraphQL, username: str) -> dict[str, Any]:
+    (found,) = [
+        u
+        for u in api(USERS, user="admin", variables={"s": username}).data["users"]
+        if u["username"] == username
+    ]
+    return dict(found)
+
+
+def payload(answer: Any, name: str) -> dict[str, Any]:
+    assert answer.errors == [], answer.body
+    return dict(answer.data[name])
+
+
+@pytest.fixture(scope="module")
+def acme(api: GraphQL) -> Iterator[str]:
+    """Organization acme's id, with an allowance of 5 vCPUs and 3 VMs in zone-a; its VDCs removed after."""
+    org = str(user(api, OWNER)["organization"])
+    given = {
+        "zones": ["zone-a"],
+        "computeProfiles": ["small"],
+        "storageProfiles": ["standard"],
+        "images": ["debian-12"],
+        "quota": {"vcpus": 5, "memoryMib": 8192, "diskGb": 100, "vms": 3},
+    }
+    assert (
+        payload(
+            api(ALLOWANCE, user="admin", variables={"o": org, "input": given}), "setOrganizationAllowance"
+        )["errors"]
+        == []
+    )
+    yield org
+    for listed in api(ORGANIZATIONS, user="admin").data["organizations"]:
+        for ident in listed["vdcs"] if listed["organization"] == org else []:
+            api(DELETE, user="admin", variables={"id": ident})
+    api(DELETE_ALLOWANCE, user="admin", variables={"o": org})
+
+
+def test_an_org_owner_creates_a_vdc_within_the_allowance_and_a_second_over_it_is_refused_naming_the_resource(
+    api: GraphQL, acme: str
+) -> None:
+    made = payload(api(CREATE, user=OWNER, variables={"input": vdc("acme-web", vcpus=3)}), "createVdc")
+    assert made["errors"] == []
+    assert made["vdc"] == {"id": "acme-web", "organization": acme}
+    try:
+        over = payload(api(CREATE, user=OWNER, variables={"input": vdc("acme-db", vcpus=3)}), "createVdc")
+        assert [e["code"] for e in over["errors"]] == ["QUOTA_EXCEEDED"]
+        assert "vCPUs (6 > 5 allowed)" in over["errors"][0]["message"]
+        assert api('{ vdc(id: "acme-db") { id } }', user="admin").codes == ["NOT_FOUND"]
+        assert [v["id"] for v in api("{ vdcs { id } }", user=OWNER).data["vdcs"]] == ["acme-web"]
+        (mine,) = api(ORGANIZATIONS, user=OWNER).data["organizations"]
+        assert (mine["vdcs"], mine["allotted"]["vcpus"]) == (["acme-web"], 3)
+        grown = payload(
+            api(UPDATE, user=OWNER, variables={"id": "acme-web", "input": {"quota": {"vcpus": 6}}}),
+            "updateVdc",
+        )
+        assert [e["code"] for e in grown["errors"]] == ["QUOTA_EXCEEDED"]
+    finally:
+        assert payload(api(DELETE, user=OWNER, variables={"id": "acme-web"}), "deleteVdc")["errors"] == []
+
+
+def test_concurrent_creates_never_take_an_organization_past_its_allowance(api: GraphQL, acme: str) -> None:
+    names = [f"acme-race-{n}" for n in range(4)]
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        answers = list(
+            pool.map(lambda n: api(CREATE, user=OWNER, variables={"input": vdc(n, vcpus=2)}), names)
+        )
+    made = [n for n, a in zip(names, answers, strict=True) if a.data["createVdc"]["errors"] == []]
+    refused = [e["code"] for a in answers for e in a.data["createVdc"]["errors"]]
+    assert 1 <= len(made) <= 2  # 2 vCPUs each of 5: two fit, never three
+    assert set(refused) <= {"QUOTA_EXCEEDED", "CONFLICT"}
+    (mine,) = api(ORGANIZATIONS, user=OWNER).data["organizations"]
+    assert sorted(mine["vdcs"]) == sorted(made)
+    assert mine["allotted"]["vcpus"] <= mine["quota"]["vcpus"]
+    for ident in made:
+        api(DELETE, user=OWNER, variables={"id": ident})
+
+
+def test_an_org_owner_manages_members_among_the_organizations_users_only(api: GraphQL, acme: str) -> None:
+    assert (
+        payload(api(CREATE, user=OWNER, variables={"input": vdc("acme-team", vcpus=1)}), "createVdc")[
+            "errors"
+        ]
+        == []
+    )
+    try:
+        oscar, bob = user(api, MEMBER_OF_ACME), user(api, "bob")
+        granted = payload(
+            api(GRANT, user=OWNER, variables={"u": oscar["id"], "v": "acme-team"}), "grantVdcMembership"
+        )
+        assert granted["user"] == {"vdcs": ["acme-team"]}
+        assert granted["errors"] == []
+        assert [
+            m["username"] for m in api(MEMBERS, user=OWNER, variables={"v": "acme-team"}).data["vdcMembers"]
+        ] == [MEMBER_OF_ACME]
+        # bob is of another organization: to olivia, as one that does not exist.
+        theirs = payload(
+            api(GRANT, user=OWNER, variables={"u": bob["id"], "v": "acme-team"}), "grantVdcMembership"
+        )
+        assert [e["code"] for e in theirs["errors"]] == ["NOT_FOUND"]
+        # An admin may not make bob a member either: the VDC is acme's.
+        mixed = payload(
+            api(GRANT, user="admin", variables={"u": bob["id"], "v": "acme-team"}), "grantVdcMembership"
+        )
+        assert [(e["code"], e["field"]) for e in mixed["errors"]] == [("INVALID", "user")]
+        found = api(USERS, user=OWNER, variables={"s": "o"}).data["users"]
+        assert {u["organization"] for u in found} == {acme}
+    finally:
+        api(DELETE, user=OWNER, variables={"id": "acme-team"})
+
+
+def test_another_organizations_vdcs_are_to_an_org_owner_as_missing_ones(api: GraphQL, acme: str) -> None:
+    assert api('{ vdc(id: "demo") { id } }', user=OWNER).codes == ["NOT_FOUND"]
+    for document, variables, name in (
+        (DELETE, {"id": "demo"}, "deleteVdc"),
+        (UPDATE, {"id": "demo", "input": {"name": "mine"}}, "updateVdc"),
+        (GRANT, {"u": user(api, MEMBER_OF_ACME)["id"], "v": "demo"}, "grantVdcMembership"),
+    ):
+        errors = payload(api(document, user=OWNER, variables=variables), name)["errors"]
+        missing = payload(
+            api(document, user=OWNER, variables={**variables, "id": "no-such", "v": "no-such"}), name
+        )
+        assert [e["code"] for e in errors] == ["NOT_FOUND"]
+        assert errors[0]["message"].replace("demo", "no-such") == missing["errors"][0]["message"]
+    other_org = payload(
+        api(CREATE, user=OWNER, variables={"input": vdc("acme-x", organization="100000001")}), "createVdc"
+    )
+    assert [e["code"] for e in other_org["errors"]] == ["NOT_FOUND"]
+    assert api(MEMBERS, user=OWNER, variables={"v": "demo"}).codes == ["NOT_FOUND"]
+
+
+@pytest.mark.parametrize(
+    ("who", "document", "variables", "expected"),
+    [
+        (
+            "admin",
+            ALLOWANCE,
+            {"o": "404404404", "input": {"quota": {"vcpus": 1, "memoryMib": 1, "diskGb": 1, "vms": 1}}},
+            ("NOT_FOUND", None),
+        ),
+        (
+            "admin",
+            ALLOWANCE,
+            {"o": "bad id!", "input": {"quota": {"vcpus": 1, "memoryMib": 1, "diskGb": 1, "vms": 1}}},
+            ("INVALID", "organization"),
+        ),
+        (
+            "admin",
+            ALLOWANCE,
+            {
+                "o": "ACME",
+                "input": {"zones": ["nowhere"], "quota": {"vcpus": 1, "memoryMib": 1, "diskGb": 1, "vms": 1}},
+            },
+            ("INVALID", "zones"),
+        ),
+        (OWNER, CREATE, {"input": vdc("acme-far", zones=["zone-b"])}, ("INVALID", "zones")),
+    ],
+    ids=["unknown organization", "malformed organization", "unknown zone", "zone outside the allowance"],
+)
+def test_bad_input_is_invalid_naming_the_field_or_not_found(
+    api: GraphQL,
+    acme: str,
+    who: str,
+    document: str,
+    variables: dict[str, Any],
+    expected: tuple[str, str | None],
+) -> None:
+    if variables.get("o") == "ACME":
+        variables = {**variables, "o": acme}
+    (result,) = api(document, user=who, variables=variables).data.values()
+    assert [(e["code"], e["field"]) for e in result["errors"]] == [expected]
+
+
+def test_an_allowance_is_not_lowered_below_what_its_vdcs_have(api: GraphQL, acme: str) -> None:
+    assert (
+        payload(api(CREATE, user=OWNER, variables={"input": vdc("acme-keep", vcpus=2)}), "createVdc")[
+            "errors"
+        ]
+        == []
+    )
+    try:
+        lower = {
+            "zones": ["zone-a"],
+            "computeProfiles": ["small"],
+            "storageProfiles": ["standard"],
+            "images": ["debian-12"],
+            "quota": {"vcpus": 1, "memoryMib": 8192, "diskGb": 100, "vms": 3},
+        }
+        refused = payload(
+            api(ALLOWANCE, user="admin", variables={"o": acme, "input": lower}), "setOrganizationAllowance"
+        )
+        assert [e["code"] for e in refused["errors"]] == ["QUOTA_EXCEEDED"]
+        assert "vCPUs" in refused["errors"][0]["message"]
+        busy = payload(
+            api(DELETE_ALLOWANCE, user="admin", variables={"o": acme}), "deleteOrganizationAllowance"
+        )
+        assert [e["code"] for e in busy["errors"]] == ["CONFLICT"]
+    finally:
+        api(DELETE, user=OWNER, variables={"id": "acme-keep"})
+
+
+def test_a_user_sees_no_allowance_and_sets_none(api: GraphQL, acme: str) -> None:
+    assert api(ORGANIZATIONS, user="alice").codes == ["FORBIDDEN"]
+    assert api(
+        ALLOWANCE,
+        user=OWNER,
+        variables={"o": acme, "input": {"quota": {"vcpus": 9, "memoryMib": 1, "diskGb": 1, "vms": 1}}},
+    ).codes == ["FORBIDDEN"]
