@@ -168,6 +168,7 @@ class _Runner:
             raise _Stop from None
 
     def run(self) -> None:
+        self.move_gateways()
         try:
             while self.step(self.record()):
                 pass
@@ -180,6 +181,19 @@ class _Runner:
             self.fail(
                 "the drain stopped on an internal error (see the orchestrator's log); drain the host again"
             )
+
+    def move_gateways(self) -> None:
+        """Best effort, first: the host's edge gateways move to other allowed hosts (it is cordoned)."""
+        from orchestrator.services.gateways.reconcile import evacuate
+
+        try:
+            for item in evacuate(Context(principal=self.principal), self.zone, self.node):
+                if item.error:
+                    logger.warning(
+                        "drain of %s/%s: gateway %s: %s", self.zone, self.node, item.gateway, item.error
+                    )
+        except FlexPlaneError as exc:
+            logger.warning("drain of %s/%s: its gateways did not move: %s", self.zone, self.node, exc.message)
 
     def fail(self, message: str) -> None:
         try:
