@@ -52,6 +52,7 @@ def up() -> int:
             f"  a token:  .venv/bin/python -m devstack token alice\n"
             f"  logs:     {SCRATCH / 'logs'}\n"
             f"  mesh:     {mesh_line(world, no_mesh)}\n"
+            f"  gateways: {gateways_line(world, no_mesh)}\n"
             "Press Ctrl-C to stop.",
             flush=True,
         )
@@ -61,6 +62,19 @@ def up() -> int:
         world.stop()
         STATE.unlink(missing_ok=True)
     return 0
+
+
+def gateways_line(world: World, no_mesh: str | None) -> str:
+    """The banner's word on edge gateways: run in namespaces on each node, or skipped, and why."""
+    if world.gateway_bridges is None:
+        return (
+            f"SKIPPED ({no_mesh}): the agents cannot make namespaces, so applying an edge gateway "
+            "fails on the node (run `make dev` as root to run them)"
+        )
+    return (
+        "on: each node's agent runs its edge gateways in namespaces fpgw-<vdc>.<zone>, their legs on "
+        "bridges of the node's namespace (vmbr0 and the zone's applied VNets)"
+    )
 
 
 def mesh_line(world: World, no_mesh: str | None) -> str:

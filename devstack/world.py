@@ -49,6 +49,7 @@ from agent.service import UNIT_DIR, UNIT_NAME, exec_start
 from agentclient import host_identity
 from devstack import seed
 from devstack.fakezones import FakeZones
+from devstack.gatewaynet import GatewayBridges
 from devstack.identity.client import password_token
 from devstack.identity.process import IdentityProvider
 from devstack.images import ImageServer
@@ -182,6 +183,7 @@ class World:
     _stopping: threading.Event = field(default_factory=threading.Event)
     _restarter: threading.Thread | None = None
     mesh: DevMesh | None = None
+    gateway_bridges: GatewayBridges | None = None
     # The orchestrator's SECRET_KEY, new for each world (it signs the portal's sessions and the task ids).
     secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(50))
 
@@ -263,6 +265,12 @@ class World:
         if cfg.mesh:
             self.mesh = DevMesh(cfg.subnet, [(z, n) for z, nodes in zones.items() for n in nodes])
             self.mesh.start(self.orchestrator_env(), cfg.scratch / "logs" / "mesh-hub.log")
+            # Edge gateways plug into the node's bridges: vmbr0 and the applied VNets, in its namespace.
+            mesh, fakes = self.mesh, self.fakes
+            self.gateway_bridges = GatewayBridges(
+                {key: mesh.namespace(*key) for key in mesh.index}, lambda zone: fakes[zone].sdn.bridges()
+            )
+            self.gateway_bridges.start()
         if cfg.release_registry and not cfg.mesh:
             self.registry = Registry.start(
                 cfg.scratch / "registry", self.ca, host=cfg.registry_host, port=REGISTRY_PORT
@@ -435,6 +443,8 @@ class World:
             # No systemd-run: the apply step is the agent's child, in a session of its own.
             "FLEXPLANE_AGENT_UPDATE_APPLY_LAUNCHER": "",
             "FLEXPLANE_AGENT_UPDATE_INTERVAL": str(self.cfg.agent_update_interval),
+            # Each node keeps (and restores on start) its own edge gateways' specs.
+            "FLEXPLANE_AGENT_GATEWAY_DIR": str(agent.root / "var" / "lib" / "flexplane" / "gateways"),
             **agent.env,
         }
 
@@ -616,6 +626,9 @@ class World:
         if self.registry is not None:
             self.registry.stop()
             self.registry = None
+        if self.gateway_bridges is not None:
+            self.gateway_bridges.stop()
+            self.gateway_bridges = None
         if self.mesh is not None:
             self.mesh.stop()
             self.mesh = None

@@ -152,6 +152,13 @@ class Node:
         done = run(["ip", "-j", "netns", "list"])
         return {entry["name"] for entry in json.loads(done.stdout or "[]")}
 
+    def has_namespace(self, ns: str) -> bool:
+        """Whether namespace ns is there and usable (its name may outlive it: a file left in /run/netns)."""
+        return (
+            ns in self.namespaces()
+            and run(["ip", "-n", ns, "link", "show", "lo"], check=False).returncode == 0
+        )
+
     def missing_bridges(self, spec: GatewaySpec) -> list[str]:
         """The bridges spec names that the node does not have (as bridges)."""
         links = self._links(None)
@@ -165,7 +172,7 @@ class Node:
     def problems(self, spec: GatewaySpec) -> list[str]:
         """What is not as spec says (empty: all in place), for a person to read."""
         ns = namespace(spec.id)
-        if ns not in self.namespaces():
+        if not self.has_namespace(ns):
             return [f"namespace {ns} is missing"]
         found: list[str] = []
         inside = self._links(ns)
@@ -233,7 +240,8 @@ class Node:
         them (gratuitous ARP), so the bridges and neighbours learn at once where the gateway now is.
         """
         ns = namespace(spec.id)
-        if ns not in self.namespaces():
+        if not self.has_namespace(ns):
+            run(["ip", "netns", "delete", ns], check=False)  # a name left behind by a namespace gone
             run(["ip", "netns", "add", ns])
             run(["ip", "-n", ns, "link", "set", "lo", "up"])
         run(

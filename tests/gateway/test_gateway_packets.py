@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -206,6 +207,8 @@ def test_an_apply_after_the_namespace_vanished_rebuilds_it(
     net: Net, nodes: dict[int, GatewayManager], gateway_a: GatewaySpec
 ) -> None:
     sh("ip", "netns", "delete", namespace(gateway_a.id))
+    # Its name left behind, as when the agent that pinned it had a mount namespace of its own.
+    Path("/run/netns", namespace(gateway_a.id)).touch()
     gone = nodes[1].state(gateway_a.id)
     assert gone is not None
     assert not gone.healthy
