@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from agentclient import AgentPool, AgentTarget, ClientTLS
+from agentclient.pool import channel_options
 from orchestrator.mesh.proxy import MeshProxy, ProxyRefused, check_request, parse_listen
 
 NET = ipaddress.ip_network("10.99.0.0/24")
@@ -105,3 +106,11 @@ def test_the_pool_tunnels_only_mesh_addresses_through_the_proxy() -> None:
         assert pool.proxy_for(AgentTarget("c", "pve.example:7443")) == ""
     with AgentPool(tls, proxy="", proxy_networks=["10.99.0.0/24"]) as pool:
         assert pool.proxy_for(AgentTarget("a", "10.99.0.2:7443")) == ""
+
+
+def test_a_channel_through_the_proxy_still_checks_the_agents_identity() -> None:
+    target = AgentTarget("pve1.zone-a.agents.flexplane", "10.99.0.2:7443")
+    options = dict(channel_options(target, "http://10.244.0.5:3128"))
+    assert options["grpc.http_proxy"] == "http://10.244.0.5:3128"
+    assert options["grpc.ssl_target_name_override"] == target.identity
+    assert "grpc.http_proxy" not in dict(channel_options(target))
