@@ -82,13 +82,16 @@ class ConsoleStream:
 
 
 async def open_console(
-    tls: ClientTLS, target: AgentTarget, vmid: int, *, timeout: float = OPEN_TIMEOUT
+    tls: ClientTLS, target: AgentTarget, vmid: int, *, timeout: float = OPEN_TIMEOUT, proxy: str = ""
 ) -> ConsoleStream:
     """Open VM vmid's console through target's agent; its greeting is the stream's first bytes.
+    ``proxy``: the mesh hub's CONNECT proxy the channel tunnels through (``AgentPool.proxy_for``).
 
     Raises ConsoleRefused, ClientNotAllowed, ProxmoxUnreachable and the other AgentErrors.
     """
-    channel = grpc.aio.secure_channel(target.address, tls.credentials(), options=channel_options(target))
+    channel = grpc.aio.secure_channel(
+        target.address, tls.credentials(), options=channel_options(target, proxy)
+    )
     call = agent_pb2_grpc.ConsoleStub(channel).Open()
     try:
         await call.write(agent_pb2.ConsoleInput(vmid=vmid))

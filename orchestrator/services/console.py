@@ -49,6 +49,7 @@ class ConsoleTarget:
     vm: VirtualMachine
     agent: AgentTarget
     tls: ClientTLS = field(repr=False)
+    proxy: str = ""  # the mesh hub's CONNECT proxy, when the agent is reached through it
 
 
 @dataclass
@@ -139,4 +140,4 @@ def open_console(ctx: Context, ident: str) -> tuple[ConsoleTarget, ConsoleSlots]
     if agent is None:
         slots.release()
         raise NotFound(VM, ident)  # the VM's host is not one the catalog lists: nothing to open it on
-    return ConsoleTarget(vm, agent, api.source.pool.tls), slots
+    return ConsoleTarget(vm, agent, api.source.pool.tls, api.source.pool.proxy_for(agent)), slots

@@ -80,7 +80,7 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             await self._refuse(exc)
             return
         try:
-            self.stream = await open_console(target.tls, target.agent, target.vm.vmid)
+            self.stream = await open_console(target.tls, target.agent, target.vm.vmid, proxy=target.proxy)
         except AgentError as exc:
             logger.warning("console of %s: %s", ident, exc)
             await self._end(REFUSED, f"the console could not open: {exc.detail}", "agent")
