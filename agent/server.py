@@ -38,7 +38,7 @@ from agent.proxy import ALLOWED, REFUSED, NotAllowed, Policy, Route, authorize
 from agent.renewal import ServingCertificate, start_renewal
 from agent.snippets import SnippetRefused, SnippetStore, SnippetStoreError
 from agent.status import AgentStatus
-from agent.update import Updates
+from agent.update import UpdateOff, Updates
 from agentclient.errors import (
     CHECKSUM_MISMATCH,
     ERROR_METADATA_KEY,
@@ -318,6 +318,22 @@ class AgentServicer(agent_pb2_grpc.AgentServicer):
             self.status.proxmox_version = await proxmox_version(self.proxmox)
         return self.status.to_proto(
             version=__version__, node=config.node, zone=config.zone, identity=config.identity
+        )
+
+    async def UpdateNow(self, request: Any, context: Context) -> Any:
+        """The release channel checked now, by the same updater as every update_interval."""
+        if self.updates is None:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "self-update is off")
+        assert self.updates is not None
+        try:
+            said, updater = await self.updates.update_now()
+        except UpdateOff as exc:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        return agent_pb2.UpdateNowReply(
+            outcome=said,
+            offered_version=updater.offered,
+            applying=bool(updater.handed_over),
+            running_version=updater.running,
         )
 
 

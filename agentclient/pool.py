@@ -130,6 +130,18 @@ _UPDATE_RESULTS = {
 
 
 @dataclass(frozen=True)
+class UpdateNowResult:
+    """What an agent's check of its release channel did, asked now (:meth:`AgentPool.update_now`)."""
+
+    outcome: str
+    # The version the channel offers ("": the check did not get that far).
+    offered_version: str
+    # Whether that release was installed and handed to the apply step (which restarts the agent).
+    applying: bool
+    running_version: str
+
+
+@dataclass(frozen=True)
 class AgentInfo:
     """What an agent says about itself."""
 
@@ -271,6 +283,15 @@ class AgentPool:
             bounded=True,  # it asks Proxmox its version
         )
         return AgentInfo.from_proto(reply)
+
+    def update_now(self, target: AgentTarget, *, timeout: float | None = None) -> UpdateNowResult:
+        """Have the agent check its release channel now, as its own check every update_interval does
+        (a download may take a while: give it a timeout). FAILED_PRECONDITION (an AgentError) when
+        the agent does not update itself."""
+        reply = self._call(
+            target, timeout, lambda conn, t: conn.agent.UpdateNow(agent_pb2.UpdateNowRequest(), timeout=t)
+        )
+        return UpdateNowResult(reply.outcome, reply.offered_version, reply.applying, reply.running_version)
 
     def ensure_template(
         self,

@@ -41,7 +41,7 @@ from agent.update.channel import (
     refuses,
 )
 from agent.update.state import LOCK_WAIT, RESULT_NAMES, RESULTS, Plan, Result, StateFile, outcome, update_lock
-from agent.update.updater import Updater, Updates, dial_address
+from agent.update.updater import UpdateOff, Updater, Updates, dial_address
 
 __all__ = [
     "AGENT_SERVICE",
@@ -54,6 +54,7 @@ __all__ = [
     "Result",
     "StateFile",
     "UpdateFailed",
+    "UpdateOff",
     "Updater",
     "Updates",
     "apply",

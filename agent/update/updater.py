@@ -56,6 +56,10 @@ def dial_address(listen: str) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+class UpdateOff(Exception):
+    """This agent does not update itself: the message says why."""
+
+
 @dataclass
 class Updater:
     """The serving agent's side: check, verify, install, hand over."""
@@ -243,6 +247,22 @@ class Updates:
         """Bring status.update up to date with the state file (the apply step writes it too)."""
         if self.state is not None:
             self.state.refresh(self.status)
+
+    async def update_now(self) -> tuple[str, Updater]:
+        """Check the channel now (an admin's or the node's request): what happened, and the updater
+        (its offered and handed_over say more). UpdateOff when this agent does not update itself."""
+        updater = self.updater
+        if updater is None:
+            raise UpdateOff("self-update is off: this agent's configuration has no update_channel_url")
+        current = updater.installation.pointed(CURRENT)
+        if current != updater.running:
+            raise UpdateOff(
+                f"self-update is off: this agent runs {updater.running}, not the installed release "
+                f"{current or '(none)'}: install one with `flexplane-agent release install`"
+            )
+        said = await updater.check()
+        self.refresh()
+        return said, updater
 
     def start(self) -> None:
         if self.updater is None:

@@ -276,6 +276,22 @@ class RenewalStatus(_message.Message):
     next_attempt: int
     def __init__(self, last_success: _Optional[int] = ..., last_error: _Optional[str] = ..., failures: _Optional[int] = ..., next_attempt: _Optional[int] = ...) -> None: ...
 
+class UpdateNowRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class UpdateNowReply(_message.Message):
+    __slots__ = ("outcome", "offered_version", "applying", "running_version")
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    OFFERED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    APPLYING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_VERSION_FIELD_NUMBER: _ClassVar[int]
+    outcome: str
+    offered_version: str
+    applying: bool
+    running_version: str
+    def __init__(self, outcome: _Optional[str] = ..., offered_version: _Optional[str] = ..., applying: _Optional[bool] = ..., running_version: _Optional[str] = ...) -> None: ...
+
 class UpdateStatus(_message.Message):
     __slots__ = ("result", "from_version", "to_version", "message", "at")
     class Result(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -121,6 +121,11 @@ class AgentStub:
                 request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GetInfoRequest.SerializeToString,
                 response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.AgentInfo.FromString,
                 _registered_method=True)
+        self.UpdateNow = channel.unary_unary(
+                '/flexplane.agent.v1.Agent/UpdateNow',
+                request_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.UpdateNowRequest.SerializeToString,
+                response_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.UpdateNowReply.FromString,
+                _registered_method=True)
 
 
 class AgentServicer:
@@ -134,6 +139,19 @@ class AgentServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateNow(self, request, context):
+        """Check the release channel now, as the agent's own check every
+        update_interval does (the same updater: signature, downgrade and rollback
+        rules, the same apply step). Answers once the check is done; a release it
+        installed is then applied in the background (restart, health check,
+        rollback), and GetInfo reports how that went. FAILED_PRECONDITION when
+        this agent does not update itself (no update_channel_url, or it does not
+        run an installed release).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -141,6 +159,11 @@ def add_AgentServicer_to_server(servicer, server):
                     servicer.GetInfo,
                     request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GetInfoRequest.FromString,
                     response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.AgentInfo.SerializeToString,
+            ),
+            'UpdateNow': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateNow,
+                    request_deserializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.UpdateNowRequest.FromString,
+                    response_serializer=agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.UpdateNowReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -171,6 +194,33 @@ class Agent:
             '/flexplane.agent.v1.Agent/GetInfo',
             agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.GetInfoRequest.SerializeToString,
             agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.AgentInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateNow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexplane.agent.v1.Agent/UpdateNow',
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.UpdateNowRequest.SerializeToString,
+            agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2.UpdateNowReply.FromString,
             options,
             channel_credentials,
             insecure,
