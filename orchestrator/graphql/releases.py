@@ -1,4 +1,5 @@
-"""Agent releases (ADMIN): what the channel serves, and the pin that holds every agent at a version.
+"""Agent releases (ADMIN): what the channel serves, the pin that holds every agent at a version, and a
+host's agent asked to update now.
 
 Pinning a version makes the channel serve it, and lets agents accept it even when it is older
 than the one they run (a downgrade, refused otherwise). Unpinning lets the channel serve the
@@ -11,6 +12,7 @@ import graphene
 
 from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
 from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.hosts import Host
 from orchestrator.services import releases
 from orchestrator.services.releases import Channel, PublishedRelease
 
@@ -65,6 +67,37 @@ class UnpinAgentVersion(ServiceMutation):
     pin = graphene.Field(AgentVersionPin, description="The pin removed; null if there was none.")
 
 
+class HostUpdateNow(graphene.ObjectType):
+    """What a host's agent did when asked to check the release channel now."""
+
+    host = graphene.Field(Host, required=True)
+    outcome = graphene.String(required=True, description="What the check did, in words.")
+    offered_version = graphene.String(
+        description="The version the channel offers; null when the check did not get that far."
+    )
+    applying = graphene.Boolean(
+        required=True,
+        description="Whether that release was installed and is being applied: the agent restarts into "
+        "it, and rolls back if it does not answer; the host's lastUpdate says how it went.",
+    )
+    running_version = graphene.String(required=True, description="The version the agent ran when asked.")
+
+
+class UpdateHostNow(ServiceMutation):
+    class Meta:
+        role, service, result, error = ADMIN, releases.update_host_now, "update", AgentReleaseError
+        description = (
+            "Have a host's agent check the release channel now, as it does every update interval (the "
+            "same rules: signature, downgrade, rollback). CONFLICT when the host does not update itself."
+        )
+
+    class Arguments:
+        zone = graphene.String(required=True)
+        host = graphene.String(required=True, description="The host's name (its Proxmox node).")
+
+    update = graphene.Field(HostUpdateNow)
+
+
 class Query(graphene.ObjectType):
     agent_release_channel = graphene.Field(
         AgentReleaseChannel,
@@ -81,3 +114,4 @@ class Query(graphene.ObjectType):
 class Mutation(graphene.ObjectType):
     pin_agent_version = PinAgentVersion.Field()
     unpin_agent_version = UnpinAgentVersion.Field()
+    update_host_now = UpdateHostNow.Field()

@@ -36,10 +36,13 @@ import requests
 from django.conf import settings
 from packaging.version import InvalidVersion, Version
 
-from orchestrator.errors import NotFound, Unavailable, ValidationFailed
-from orchestrator.services import access
+from agentclient.errors import AgentError
+from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFailed
+from orchestrator.models import Host
+from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import kube
+from orchestrator.sources.proxmox import proxmox
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +57,8 @@ MAX_MANIFEST_BYTES = 64 * 1024
 REGISTRY_WHERE = "agent registry"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 TIMEOUT = 10.0
+# An agent's check now: the channel, the registry, a download of the release.
+UPDATE_NOW_TIMEOUT = 120.0
 # Tags listed per request (the registry may page with a Link header), and pages at most.
 TAGS_PAGE, MAX_PAGES = 1000, 20
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -376,3 +381,40 @@ def unpin_version(ctx: Context) -> Pin | None:
     if kube().delete_catalog(PIN_KIND, PIN_ID):
         logger.info("agent releases: %s removed the pin", ctx.principal.subject)
     return pin
+
+
+# ------------------------------------------------------------------------- update a host now
+
+
+@dataclass(frozen=True)
+class HostUpdateNow:
+    """What a host's agent did when asked to check the release channel now."""
+
+    host: Host
+    outcome: str
+    offered_version: str | None
+    applying: bool
+    running_version: str
+
+
+def update_host_now(ctx: Context, zone: str, host: str) -> HostUpdateNow:
+    """Have a host's agent check the release channel now, through the updater it runs every
+    update_interval (same rules, same apply step). ADMIN only.
+
+    Answers once the check is done: a release it installed is applied in the background (restart,
+    health check, rollback), and the host's last update says how that went.
+    """
+    access.require_admin(ctx)
+    entry = catalog.host(ctx, zone, host)
+    try:
+        answer = proxmox().pool.update_now(entry.target, timeout=UPDATE_NOW_TIMEOUT)
+    except AgentError as exc:
+        if "FAILED_PRECONDITION" in str(exc):
+            raise Conflict(f"host {entry.key} does not update itself: {exc}") from None
+        raise Unavailable(entry.key, str(exc)) from exc
+    logger.info(
+        "agent releases: %s asked %s to update now: %s", ctx.principal.subject, entry.key, answer.outcome
+    )
+    return HostUpdateNow(
+        entry, answer.outcome, answer.offered_version or None, answer.applying, answer.running_version
+    )

@@ -29,6 +29,7 @@ MUTATIONS: dict[str, str] = {
     "host.cordon": "cordonHost",
     "host.uncordon": "uncordonHost",
     "host.drain": "drainHost",
+    "host.update-now": "updateHostNow",
     "host.remove": "removeHost",
     "host.join-token": "createHostJoinToken",
 }

@@ -30,6 +30,7 @@ urlpatterns = [
     path("hosts/<slug:zone>/<slug:host>/cordon/", views.host_cordon, name="host-cordon"),
     path("hosts/<slug:zone>/<slug:host>/uncordon/", views.host_uncordon, name="host-uncordon"),
     path("hosts/<slug:zone>/<slug:host>/drain/", views.host_drain, name="host-drain"),
+    path("hosts/<slug:zone>/<slug:host>/update-now/", views.host_update_now, name="host-update-now"),
     path("hosts/<slug:zone>/<slug:host>/remove/", views.host_remove, name="host-remove"),
     *(pattern for section in views.SECTIONS.values() for pattern in _section(section)),
 ]

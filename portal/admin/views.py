@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated, ValidationFailed
 from orchestrator.models import StorageProfile
-from orchestrator.services import catalog, enrollment, hosts, mesh, vdcs
+from orchestrator.services import catalog, enrollment, hosts, mesh, releases, vdcs
 from orchestrator.services.context import Context
 from portal.activity import trail as activity
 from portal.admin.actions import action
@@ -497,6 +497,7 @@ def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
             "tokens": enrollment.list_join_tokens(ctx),
             "cordon": action("host.cordon"),
             "uncordon": action("host.uncordon"),
+            "update_now": action("host.update-now"),
             "polling": any(c.running for c in cells.values()),
             "poll": DRAIN_POLL,
         },
@@ -529,6 +530,25 @@ def host_uncordon(request: HttpRequest, ctx: Context, zone: str, host: str) -> H
         messages.success(request, f"Host {_host_label(zone, host)} takes new VMs again.")
     else:
         messages.error(request, failure.message)
+    return redirect("portal-admin:hosts")
+
+
+@admin_view
+def host_update_now(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
+    """POST: the host's agent checks the release channel now (its own updater, its own rules)."""
+    if refused := _post_only(request):
+        return refused
+    update, failure = _attempt(lambda: releases.update_host_now(ctx, zone, host))
+    if failure is not None:
+        messages.error(request, failure.message)
+    elif update.applying:
+        messages.success(
+            request,
+            f"Host {_host_label(zone, host)}: {update.outcome}. Its agent restarts into "
+            f"{update.offered_version}, and rolls back if that does not answer.",
+        )
+    else:
+        messages.info(request, f"Host {_host_label(zone, host)}: {update.outcome}.")
     return redirect("portal-admin:hosts")
 
 
