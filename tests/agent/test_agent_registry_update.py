@@ -24,6 +24,7 @@ from agent.config import load_config
 from agent.release import BuiltRelease, Installation, install_file
 from agent.update import StateFile, Updater
 from agent.update.registry import ARTIFACT_TYPE, Timeouts
+from agentclient import AgentPool
 from devstack.net import free_port
 from devstack.registry import Registry
 from tests.agent.conftest import Pki, write_config
@@ -49,6 +50,7 @@ from tests.releasekit import (
     put_manifest,
     registry_env,
 )
+from tests.support import eventually
 
 # The broken release never answers: a rollback waits this long for it.
 HEALTH_DEADLINE = 6
@@ -394,25 +396,39 @@ def node(
 
 
 @pytest.mark.parametrize("node_settings", [{"update_interval": 3600}])
-def test_update_now_on_the_node_pulls_the_registrys_release_and_restarts_into_it(
+def test_update_now_from_the_orchestrator_and_on_the_node_go_through_the_agents_own_updater(
     node: Node,
+    pki: Pki,
     channel: ReleasePlatform,
     registry: Registry,
     releases: Releases,
     run_agent: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
+    """The agent checks only hourly: each update here is asked for, first by the orchestrator (the
+    admin's "update this host now"), then on the node (``flexplane-agent update now``)."""
     push(registry, releases.newer)
-    done = run_agent("update", "now", "--config", str(node.directory / "agent.toml"), timeout=90)
-    assert done.returncode == 0, done.stdout + done.stderr + node.output()
-    assert "1.1.0 installed beside 1.0.0" in done.stdout
-    assert "updated: 1.1.0 answered after" in done.stdout
-    info = node.wait_for(lambda i: i.version == "1.1.0", timeout=30)
-    assert (info.update.from_version, info.update.to_version) == ("1.0.0", "1.1.0")
+    with AgentPool(pki.client_tls(), timeout=60.0) as pool:
+        asked = pool.update_now(node.target, timeout=60.0)
+    assert (asked.offered_version, asked.applying, asked.running_version) == ("1.1.0", True, "1.0.0")
+    assert asked.outcome.startswith("1.1.0 installed beside 1.0.0")
+    info = wait_for_result(node, "updated", to_version="1.1.0")
+    assert info.version == "1.1.0"
     assert (node.pointed("current"), node.pointed("previous")) == ("1.1.0", "1.0.0")
+    eventually(lambda: not (node.install / "update-plan.json").exists(), 30, "the apply step's end")
 
-    again = run_agent("update", "now", "--config", str(node.directory / "agent.toml"))
+    push(registry, releases.older)
+    answer = channel.graphql(PIN_VERSION, user="admin", variables={"version": "0.9.0"})
+    assert answer["data"]["pinAgentVersion"]["errors"] == []
+    configuration = str(node.directory / "agent.toml")
+    done = run_agent("update", "now", "--config", configuration, timeout=90)
+    assert done.returncode == 0, done.stdout + done.stderr + node.output()
+    assert "0.9.0 installed beside 1.1.0" in done.stdout
+    assert "updated: 0.9.0 answered after" in done.stdout
+    assert node.wait_for(lambda i: i.version == "0.9.0", timeout=30).update.from_version == "1.1.0"
+
+    again = run_agent("update", "now", "--config", configuration)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "1.1.0 is the channel's version: nothing to do" in again.stdout
+    assert "0.9.0 is the channel's version: nothing to do" in again.stdout
 
 
 def test_a_registry_release_that_fails_its_health_check_is_rolled_back(

@@ -1,6 +1,7 @@
 """The world's agent releases come from its own OCI registry (devstack/registry.py): the channel names
 the digest, the nodes enrolled with the registry's read-only access and pulled the release with it,
-and a renewal hands the access again, with the certificate."""
+and a renewal hands the access again, with the certificate. An admin has a host's agent check the
+channel now, through the API and the portal's hosts page."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from agentclient.enrollment import RENEW_PATH, renewal_message, sign_proof
 from devstack.registry import NODES
 from devstack.world import World
 from tests.enrollkit import csr, join, join_token, post, remove_host
+from tests.portal.support import csrf_token, login
 from tests.releasekit import get_manifest
 from tests.support import GraphQL
 
@@ -104,3 +106,43 @@ def test_a_join_and_a_renewal_both_hand_the_registrys_read_only_access(
     renewed = post(world, RENEW_PATH, body)
     assert renewed.status_code == 200, renewed.text
     assert renewed.json()["settings"]["update_registry"] == expected
+
+
+# ------------------------------------------------------------------------------ update a host now
+
+UPDATE_NOW = """mutation($zone: String!, $host: String!) {
+  updateHostNow(zone: $zone, host: $host) {
+    update { host { zone name } outcome offeredVersion applying runningVersion }
+    errors { field message code } } }"""
+
+
+def test_an_admin_has_a_hosts_agent_check_the_channel_now_through_its_own_updater(
+    world: World, api: GraphQL
+) -> None:
+    answer = api(UPDATE_NOW, user="admin", variables={"zone": "zone-a", "host": "pve2"})
+    assert answer.data["updateHostNow"]["errors"] == []
+    assert answer.data["updateHostNow"]["update"] == {
+        "host": {"zone": "zone-a", "name": "pve2"},
+        "outcome": f"{__version__} is the channel's version: nothing to do",
+        "offeredVersion": __version__,
+        "applying": False,
+        "runningVersion": __version__,
+    }
+    missing = api(UPDATE_NOW, user="admin", variables={"zone": "zone-a", "host": "pve99"})
+    assert [e["code"] for e in missing.data["updateHostNow"]["errors"]] == ["NOT_FOUND"]
+    refused = api(UPDATE_NOW, user="alice", variables={"zone": "zone-a", "host": "pve2"})
+    assert [e["extensions"]["code"] for e in refused.errors] == ["FORBIDDEN"]
+
+
+def test_update_now_on_the_hosts_page_says_what_the_agent_did(world: World) -> None:
+    admin, _ = login(world, "admin", "/admin/")
+    page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+    assert 'action="/admin/hosts/zone-a/pve3/update-now/" data-action="host.update-now"' in page.text
+    done = admin.post(
+        f"{world.url}/admin/hosts/zone-a/pve3/update-now/",
+        data={"csrfmiddlewaretoken": csrf_token(admin, world)},
+        headers={"Referer": f"{world.url}/admin/hosts/"},
+        timeout=60,
+    )
+    assert done.status_code == 200
+    assert f"Host zone-a/pve3: {__version__} is the channel&#x27;s version: nothing to do." in done.text
