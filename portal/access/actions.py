@@ -6,6 +6,10 @@ MUTATIONS: dict[str, str] = {
     "access.grant": "grantVdcMembership",
     "access.revoke": "revokeVdcMembership",
     "access.roles": "setPlatformRoles",
+    "access.allowance": "setOrganizationAllowance",
+    "access.allowance-delete": "deleteOrganizationAllowance",
+    "access.vdc-create": "createVdc",
+    "access.vdc-delete": "deleteVdc",
 }
 
 

@@ -3,7 +3,7 @@ admin pages', need a freshly renewed session (``portal.oidc``)."""
 
 from django.urls import URLPattern, path
 
-from portal.access import views
+from portal.access import organizations, views
 
 app_name = "portal-access"
 
@@ -14,4 +14,10 @@ urlpatterns: list[URLPattern] = [
     path("users/<str:user>/revoke/", views.revoke, name="revoke"),
     path("users/<str:user>/roles/", views.set_roles, name="roles"),
     path("vdcs/<str:vdc>/members/", views.vdc_members, name="vdc-members"),
+    path("organizations/", organizations.organizations_page, name="organizations"),
+    path("organizations/new/", organizations.allowance_page, name="allowance-create"),
+    path("organizations/<str:org>/allowance/", organizations.allowance_page, name="allowance"),
+    path("organizations/<str:org>/delete/", organizations.allowance_delete, name="allowance-delete"),
+    path("organizations/<str:org>/vdcs/new/", organizations.vdc_create, name="vdc-create"),
+    path("organizations/<str:org>/vdcs/<str:vdc>/delete/", organizations.vdc_delete, name="vdc-delete"),
 ]

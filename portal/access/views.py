@@ -28,7 +28,7 @@ TAKES_EFFECT = (
     "renewed. Tokens already issued keep the roles they carry until they expire."
 )
 # Errors that are pages of their own; the rest are said in place.
-_PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
+PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 
 
 def access_view(view: View[Any]) -> Wrapped:
@@ -47,7 +47,7 @@ def _attempt(call: Any) -> FlexPlaneError | None:
     try:
         with activity.action():
             call()
-    except _PAGE_ERRORS:
+    except PAGE_ERRORS:
         raise
     except FlexPlaneError as exc:
         return exc
@@ -63,7 +63,7 @@ def users_page(request: HttpRequest, ctx: Context) -> HttpResponse:
     if form.is_bound and form.is_valid():
         try:
             found = users.search_users(ctx, form.cleaned_data["search"])
-        except _PAGE_ERRORS:
+        except PAGE_ERRORS:
             raise
         except FlexPlaneError as exc:
             failure = exc
@@ -89,7 +89,7 @@ def user_page(request: HttpRequest, ctx: Context, user: str) -> HttpResponse:
     return render(request, "portal/access/user.html", context)
 
 
-def _post_only(request: HttpRequest) -> HttpResponseNotAllowed | None:
+def post_only(request: HttpRequest) -> HttpResponseNotAllowed | None:
     return None if request.method == "POST" else HttpResponseNotAllowed(["POST"])
 
 
@@ -104,7 +104,7 @@ def _done(request: HttpRequest, failure: FlexPlaneError | None, success: str, us
 @access_view
 def grant(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
     """POST: make the user a member of the VDC chosen."""
-    if refused := _post_only(request):
+    if refused := post_only(request):
         return refused
     vdc = str(request.POST.get("vdc", ""))
     failure = _attempt(lambda: memberships.grant_vdc_membership(ctx, user, vdc))
@@ -114,7 +114,7 @@ def grant(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
 @access_view
 def revoke(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
     """POST: end the user's membership of the VDC named."""
-    if refused := _post_only(request):
+    if refused := post_only(request):
         return refused
     vdc = str(request.POST.get("vdc", ""))
     failure = _attempt(lambda: memberships.revoke_vdc_membership(ctx, user, vdc))
@@ -124,7 +124,7 @@ def revoke(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
 @access_view
 def set_roles(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
     """POST: give the user exactly the platform roles ticked (ADMIN only: the service refuses others)."""
-    if refused := _post_only(request):
+    if refused := post_only(request):
         return refused
     roles = [str(r) for r in request.POST.getlist("roles")]
     failure = _attempt(lambda: memberships.set_platform_roles(ctx, user, roles))
@@ -139,7 +139,7 @@ def vdc_members(request: HttpRequest, ctx: Context, vdc: str) -> HttpResponse:
     members: list[users.UserAccess] = []
     try:
         members = memberships.vdc_members(ctx, vdc)
-    except _PAGE_ERRORS:
+    except PAGE_ERRORS:
         raise
     except FlexPlaneError as exc:
         failure = exc

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import requests
 
+from devstack.identity.claims import organisation_of
 from devstack.world import World
 from tests.portal.support import csrf_token, login
 from tests.support import GraphQL
@@ -85,3 +86,54 @@ def test_a_user_without_access_rights_gets_the_404_page(world: World) -> None:
     alice, _ = login(world, "alice")
     assert alice.get(f"{world.url}{ACCESS}", timeout=30).status_code == 404
     assert alice.get(f"{world.url}{ACCESS}vdcs/demo/members/", timeout=30).status_code == 404
+
+
+def test_admin_gives_acme_an_allowance_and_its_owner_makes_and_deletes_a_vdc_within_it(
+    admin: requests.Session, world: World, api: GraphQL
+) -> None:
+    acme = organisation_of("acme")[0]
+    allowance = {
+        "organization": acme,
+        "zones": ["zone-a"],
+        "compute_profiles": ["small"],
+        "storage_profiles": ["standard"],
+        "images": ["debian-12"],
+        "quota_vcpus": 2,
+        "quota_memory_mib": 4096,
+        "quota_disk_gb": 50,
+        "quota_vms": 2,
+    }
+    admin.get(f"{world.url}{ACCESS}organizations/new/", timeout=30)
+    given = _post(admin, world, f"{ACCESS}organizations/new/", allowance)
+    assert given.status_code == 200
+    assert f"Organization {acme} has its allowance." in given.text
+    olivia, page = login(world, "olivia", f"{ACCESS}organizations/")
+    try:
+        assert "New VDC" in page.text
+        assert 'href="/admin/access/"' in page.text  # an ORG_OWNER has the Access section too
+        form = olivia.get(f"{world.url}{ACCESS}organizations/{acme}/vdcs/new/", timeout=30)
+        assert 'value="zone-b"' not in form.text  # only what the allowance allows is offered
+        vdc = {
+            "id": "acme-portal",
+            "zones": ["zone-a"],
+            "compute_profiles": ["small"],
+            "storage_profiles": ["standard"],
+            "images": ["debian-12"],
+            "quota_memory_mib": 1024,
+            "quota_disk_gb": 10,
+            "quota_vms": 1,
+        }
+        over = _post(olivia, world, f"{ACCESS}organizations/{acme}/vdcs/new/", {**vdc, "quota_vcpus": 3})
+        assert over.status_code >= 400
+        assert "past its allowance" in over.text
+        made = _post(olivia, world, f"{ACCESS}organizations/{acme}/vdcs/new/", {**vdc, "quota_vcpus": 2})
+        assert "VDC acme-portal was made" in made.text
+        assert api('{ vdc(id: "acme-portal") { organization } }', user="admin").data["vdc"] == {
+            "organization": acme
+        }
+        gone = _post(olivia, world, f"{ACCESS}organizations/{acme}/vdcs/acme-portal/delete/", {})
+        assert "VDC acme-portal was deleted" in gone.text
+    finally:
+        api('mutation { deleteVdc(id: "acme-portal") { errors { code } } }', user="admin")
+        _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {})
+    assert api("{ organizations { organization } }", user="admin").data["organizations"] == []
