@@ -18,7 +18,7 @@ Self-update works as on a node. At start the world signs a release of this check
 scratch folder: ``pki/release``) and pushes it to the world's own OCI registry (Debian's
 docker-registry on 127.<subnet>.0.5:5000, TLS of the world's CA, basic auth: devstack/registry.py),
 where the orchestrator's channel names it and nodes pull it with the read-only account enrollment
-gave them (``releases/`` keeps the files: the channel's fallback, which a mesh world uses); the
+gave them (``releases/`` keeps the files: the channel's fallback, without a registry); the
 agents run it from their install_dir and check the channel every ``agent_update_interval``. To try
 an update, build a newer version with that key and push it (``flexplane-agent release push``).
 The devstack has no systemd: an agent's service_restart_command touches
@@ -108,7 +108,7 @@ class WorldConfig:
     # Every node in a network namespace of its own, reached over the WireGuard mesh (root only).
     mesh: bool = False
     # Agent releases published to an OCI registry of the world's own (devstack/registry.py), as a site
-    # does; False, or a mesh world (its nodes reach the orchestrator only): the channel's folder serves.
+    # does (relayed into a mesh world's node namespaces); False: the channel's folder serves them.
     release_registry: bool = True
 
     def node_address(self, zone_index: int, node_index: int) -> str:
@@ -271,7 +271,7 @@ class World:
                 {key: mesh.namespace(*key) for key in mesh.index}, lambda zone: fakes[zone].sdn.bridges()
             )
             self.gateway_bridges.start()
-        if cfg.release_registry and not cfg.mesh:
+        if cfg.release_registry:
             self.registry = Registry.start(
                 cfg.scratch / "registry", self.ca, host=cfg.registry_host, port=REGISTRY_PORT
             )
@@ -337,7 +337,8 @@ class World:
         argv = self.bootstrap_argv(zone, node, address, token, root, orchestrator_url=url)
         if self.mesh is not None:  # the node reaches its Proxmox, the orchestrator and images locally
             fake = self.fakes[zone].url(node).removeprefix("https://")
-            self.mesh.relay(zone, node, [url.removeprefix("https://"), fake, self.images.netloc])
+            registry = [self.registry.address] if self.registry is not None else []
+            self.mesh.relay(zone, node, [url.removeprefix("https://"), fake, self.images.netloc, *registry])
             argv = self.mesh.wrap(zone, node, [*argv, "--mesh-interface", self.mesh.interface(zone, node)])
         done = subprocess.run(
             argv,
