@@ -45,6 +45,7 @@ from orchestrator.services.hosts import lifecycle
 from orchestrator.sources.kube import KubeSource
 from tests import addresses
 from tests.enrollkit import remove_host
+from tests.portal.support import login
 
 ZONE = "zone-b"
 HUB_PORT = 51820
@@ -295,7 +296,7 @@ def test_the_orchestrator_reaches_every_node_over_the_mesh_and_none_directly(mes
     assert "never" not in status.stdout
 
 
-def test_the_hosts_query_shows_each_nodes_mesh_address_and_last_handshake(
+def test_the_hosts_query_and_the_admin_hosts_page_show_each_nodes_mesh_address_and_last_handshake(
     meshed_world: Mesh, world: World, replica: Replica
 ) -> None:
     for node in meshed_world.nodes.values():
@@ -322,6 +323,13 @@ def test_the_hosts_query_shows_each_nodes_mesh_address_and_last_handshake(
             else:
                 assert row["meshAddress"] is None
                 assert row["meshLastHandshake"] is None
+    # The admin hosts page of the same replica (the portal's session cookie is the host's, any port).
+    admin, _ = login(world, "admin", "/admin/")
+    page = admin.get(f"http://{replica.host}:{replica.port}/admin/hosts/", timeout=60)
+    assert page.status_code == 200
+    for node in meshed_world.nodes.values():
+        assert f"data-mesh>mesh {node.address}, handshake " in page.text
+        assert f"data-mesh>mesh {node.address}, handshake never" not in page.text
 
 
 def test_a_cut_node_fails_fast_naming_itself_while_the_others_answer_and_comes_back_without_restart(
@@ -409,7 +417,7 @@ def test_a_node_rotates_its_key_with_its_certificate_renewal_and_loses_at_most_o
     peer = mesh.peer_of(ZONE, n3.name)
     assert peer is not None
     assert (peer.public_key, peer.address) == (public_key(new), n3.address)
-    assert "renewed the certificate" in n3.agent.output()
+    wait_for_line(n3.agent, "renewed the certificate", 10)  # logged once the new key is in use
     renewed = x509.load_pem_x509_certificate((n3.directory / "agent.crt").read_bytes())
     life = renewed.not_valid_after_utc - renewed.not_valid_before_utc
     assert life.total_seconds() > RENEW_LIFE * 2
@@ -458,13 +466,15 @@ def test_an_orchestrator_pod_with_no_route_to_the_mesh_reaches_every_agent_throu
         assert "unreachable" in net.connect(net.pod_ns, net.node_direct(node.n), AGENT_PORT)
     assert meshed_world.hub.proxy is not None
     opened = meshed_world.hub.proxy.opened
-    # The orchestrator's own pool, built from its settings, in the pod: every agent answers.
+    # The orchestrator's own pool, built from its settings, in the pod: every agent answers; and
+    # the TLS inside the tunnel is still checked end to end (n1's name at n2's address: refused).
+    impostor = AgentTarget(nodes[0].target.identity, nodes[1].target.address)
     argv = in_ns(
         net.pod_ns,
         sys.executable,
         "-m",
         "tests.mesh.pod_client",
-        *(f"{n.target.identity}={n.target.address}" for n in nodes),
+        *(f"{t.identity}={t.address}" for t in [*(n.target for n in nodes), impostor]),
     )
     env = {
         **os.environ,
@@ -474,7 +484,10 @@ def test_an_orchestrator_pod_with_no_route_to_the_mesh_reaches_every_agent_throu
     }
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = {row["identity"]: row for row in map(json.loads, done.stdout.splitlines())}
+    *rows, refused = map(json.loads, done.stdout.splitlines())
+    results = {row["identity"]: row for row in rows}
+    assert "serving" not in refused, refused
+    assert refused["proxy"] == meshed_world.proxy
     for node in nodes:
         assert results[node.target.identity] == {
             "identity": node.target.identity,

@@ -21,6 +21,7 @@ from django.test import override_settings
 from agentclient import host_identity
 from agentclient.enrollment import JOIN_PATH
 from devstack import seed
+from devstack.__main__ import mesh_line
 from devstack.meshnet import mesh_possible
 from devstack.world import AGENT_PORT, World
 from tests import addresses
@@ -75,6 +76,8 @@ def test_every_node_enrolled_on_the_mesh_the_one_behind_nat_too(meshed: World, a
     # The nodes' own addresses: unreachable from the orchestrator's namespace.
     for n in range(1, len(NODES) + 1):
         assert "connected" not in net.connect(None, net.node_direct(n), AGENT_PORT)
+    # What `make dev`'s banner says of it.
+    assert mesh_line(meshed, None).startswith(f"on: hub {net.hub_public}:51820 (namespace {net.hub})")
 
 
 def test_the_orchestrator_lists_and_creates_vms_on_every_node_over_the_mesh(
