@@ -2,6 +2,10 @@
 
 ADMIN sees every user; an ORG_OWNER the users of the organizations they own, and no other (a user of
 another organization is reported exactly as one that does not exist).
+
+Calls to Zitadel: a search is one ListUsers (one per organization owned) and one ListAuthorizations of the
+project (per organization owned), whatever the number of users found: never a call per user. Zitadel
+answers at most 1000 of each (its largest page); a search names up to 50 users.
 """
 
 from __future__ import annotations
