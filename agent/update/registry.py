@@ -51,6 +51,7 @@ _REPOSITORY = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:
 _HOST = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?")
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 class RegistryUnavailable(Exception):
@@ -119,8 +120,12 @@ class Access:
         return {**values, "ca": self.ca_pem} if self.ca_pem else values
 
     def ssl_context(self, fallback: ssl.SSLContext | None = None) -> ssl.SSLContext:
+        """The system's trust, plus the registry's own CA when it has one (its storage, which blobs
+        may redirect to, may have either)."""
         if self.ca_pem:
-            return ssl.create_default_context(cadata=self.ca_pem)
+            context = ssl.create_default_context()
+            context.load_verify_locations(cadata=self.ca_pem)
+            return context
         return fallback or ssl.create_default_context()
 
 
@@ -186,8 +191,16 @@ class Client:
                 sent["Authorization"] = self._authorization
             try:
                 response = await self.session.request(
-                    method, url, headers=sent, data=data, ssl=self.ssl, timeout=self._timeout()
+                    method,
+                    url,
+                    headers=sent,
+                    data=data,
+                    ssl=self.ssl,
+                    timeout=self._timeout(),
+                    allow_redirects=False,
                 )
+                if response.status in REDIRECTS and method in ("GET", "HEAD"):
+                    response = await self._follow(method, response)
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 raise RegistryUnavailable(
                     f"the registry {self.repository.host} did not answer: {_say(exc)}"
@@ -206,6 +219,15 @@ class Client:
                 )
             return response
         raise AssertionError("unreachable")
+
+    async def _follow(self, method: str, response: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
+        """A blob's redirect (to the registry's storage, e.g. a presigned URL) followed without the
+        registry's credentials, which belong to the registry alone (the digest still checks the bytes)."""
+        response.release()
+        location = urllib.parse.urljoin(str(response.url), response.headers.get("Location", ""))
+        if urllib.parse.urlsplit(location).scheme != "https":
+            raise RegistryUnavailable(f"the registry {self.repository.host} redirected to {location!r}")
+        return await self.session.request(method, location, ssl=self.ssl, timeout=self._timeout())
 
     async def _token(self, challenge: str) -> str:
         """A bearer token from the challenge's realm, for its service and scope (basic auth to ask)."""

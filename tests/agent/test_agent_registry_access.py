@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import ssl
 from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from agent.release import ReleaseError
 from agent.update.registry import Access, Client, Repository, store_renewed
+from devstack.pki import CertificateAuthority
+from tests import addresses
 
 ACCESS = {"registry": "registry.example.com:5000", "username": "nodes", "password": "pull-only"}
 
@@ -48,3 +53,46 @@ def test_a_renewal_replaces_the_access_file_atomically_and_private(tmp_path: Pat
     with pytest.raises(ReleaseError, match="names no registry"):
         store_renewed(path, {"update_registry": {"username": "x"}})
     assert json.loads(path.read_text()) == ACCESS
+
+
+async def test_a_blob_redirected_to_storage_is_fetched_there_without_the_registrys_credentials(
+    tmp_path: Path,
+) -> None:
+    """As registries on object storage answer blobs: a 307 to a presigned URL of another host."""
+    ca = CertificateAuthority.create(tmp_path / "ca")
+    host = addresses.address(addresses.AGENT_SUITE, 240)
+    seen: dict[str, str | None] = {}
+
+    async def storage(request: web.Request) -> web.Response:
+        seen["storage"] = request.headers.get("Authorization")
+        return web.Response(body=b"the blob")
+
+    async def registry(request: web.Request) -> web.Response:
+        seen["registry"] = request.headers.get("Authorization")
+        raise web.HTTPTemporaryRedirect(f"https://{host}:{ports[1]}/bucket/blob?X-Signature=s")
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*ca.issue_server([host], tmp_path, "server"))
+    runners, ports = [], []
+    for handler in (registry, storage):
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, host, 0, ssl_context=context)
+        await site.start()
+        runners.append(runner)
+        ports.append(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+    try:
+        access = Access(f"{host}:{ports[0]}", "nodes", "pull-only", ca.cert_pem.decode())
+        async with aiohttp.ClientSession() as session:
+            client = Client(session, Repository.parse(f"{host}:{ports[0]}/flexplane/agent"), access)
+            response = await client.request("GET", client.repository.url("blobs", "sha256:" + "0" * 64))
+            body = await response.read()
+            response.release()
+    finally:
+        for runner in runners:
+            await runner.cleanup()
+    assert (response.status, body) == (200, b"the blob")
+    assert seen["registry"] == "Basic " + base64.b64encode(b"nodes:pull-only").decode()
+    assert seen["storage"] is None
