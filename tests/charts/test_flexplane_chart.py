@@ -409,6 +409,23 @@ def test_the_agent_releases_are_mounted_read_only_where_the_channel_reads_them(
     assert type(key).__name__ == "Ed25519PublicKey"
 
 
+def test_agent_releases_from_a_registry_take_its_account_from_a_secret_and_its_ca_mounted(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    rendered = renders["example"]
+    variables = env(rendered)
+    assert variables["FLEXPLANE_AGENT_REGISTRY"] == "registry.acme.example/flexplane/agent-releases"
+    for part, key in (("USERNAME", "username"), ("PASSWORD", "password")):
+        reference = {"secretKeyRef": {"name": "flexplane-agent-registry", "key": key}}
+        assert variables[f"FLEXPLANE_AGENT_REGISTRY_{part}"] == reference
+    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "agent-registry-ca"]
+    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "agent-registry-ca"]
+    assert mount["readOnly"] is True
+    assert volume["secret"]["secretName"] == "acme-internal-ca"
+    (item,) = volume["secret"]["items"]
+    assert variables["FLEXPLANE_AGENT_REGISTRY_CA"] == f"{mount['mountPath']}/{item['path']}"
+
+
 def test_without_agent_releases_nodes_get_no_channel(renders: dict[str, list[Manifest]]) -> None:
     variables = env(renders["default"])
     assert "FLEXPLANE_AGENT_RELEASES_DIR" not in variables
