@@ -22,6 +22,16 @@ SCRATCH = ROOT / ".devstack"
 STATE = SCRATCH / "state.json"
 
 
+def releases_line(world: World) -> str:
+    """Where the agents' releases are published: the devstack's registry (or, without one, the folder)."""
+    if world.registry is None:
+        return f"the folder {world.releases}"
+    return (
+        f"registry {world.registry.repository} (publisher's password in "
+        f"{world.registry.data_dir / 'accounts.json'})"
+    )
+
+
 def up() -> int:
     stop = threading.Event()
     # Both, explicitly: a devstack started in the background inherits an ignored SIGINT.
@@ -50,6 +60,7 @@ def up() -> int:
             f"  identity: {world.describe()['issuer']}\n"
             f"  users:\n{users}\n"
             f"  a token:  .venv/bin/python -m devstack token alice\n"
+            f"  releases: {releases_line(world)}\n"
             f"  logs:     {SCRATCH / 'logs'}\n"
             f"  mesh:     {mesh_line(world, no_mesh)}\n"
             f"  gateways: {gateways_line(world, no_mesh)}\n"
