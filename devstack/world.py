@@ -16,7 +16,7 @@ is issued by hand, from the same CA.
 Self-update works as on a node. At start the world signs a release of this checkout
 (``flexplane-agent release build``, version ``agent.__version__``, with a release key of its
 scratch folder: ``pki/release``) and pushes it to the world's own OCI registry (Debian's
-docker-registry on 127.<subnet>.0.5:5000, TLS of the world's CA, basic auth: devstack/registry.py),
+docker-registry on 127.<subnet>.0.5:5443, TLS of the world's CA, basic auth: devstack/registry.py),
 where the orchestrator's channel names it and nodes pull it with the read-only account enrollment
 gave them (``releases/`` keeps the files: the channel's fallback, without a registry); the
 agents run it from their install_dir and check the channel every ``agent_update_interval``. To try
@@ -64,8 +64,9 @@ from orchestrator.sources.kube import config_map, secret_body
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_PORT = 7443
-# The world's registry listens on an address of its own: the same port for every world.
-REGISTRY_PORT = 5000
+# The world's registry listens on an address of its own: the same port for every world (not the
+# package's 5000, which its service, where systemd starts it, holds on every address).
+REGISTRY_PORT = 5443
 ORCHESTRATOR_CLIENT_CN = "flexplane-orchestrator"
 # The platform CA Secret's name: the orchestrator's default (FLEXPLANE_AGENT_CA_SECRET).
 AGENT_CA_SECRET = "flexplane-agent-ca"
