@@ -110,6 +110,12 @@ class Zone(models.Model):
         return _items(self.gateway_nodes)
 
     def to_spec(self) -> dict[str, Any]:
+        spec = self._spec()
+        if not (self.external_bridge or self.external_cidr or self.external_gateway or self.external_pool):
+            del spec["external"]  # a zone without one is stored as zones were before gateways
+        return spec
+
+    def _spec(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "name": self.name,

@@ -117,7 +117,7 @@ def test_another_vdc_is_reported_exactly_as_a_missing_one(make_context: MakeCont
 def test_the_seeded_vdcs_read_back_with_their_quota_and_allow_lists(make_context: MakeContext) -> None:
     demo = vdcs.get_vdc(make_context("USER", "vdc:demo"), "demo")
     assert demo.zones == ["zone-a", "zone-b"]
-    assert demo.quota == Usage(vcpus=16, memory_mib=32768, disk_gb=500, vms=10, networks=10)
+    assert demo.quota == Usage(vcpus=16, memory_mib=32768, disk_gb=500, vms=10, networks=10, public_ips=4)
     assert demo.allows_image("ubuntu-24.04")
     assert demo.allows_compute_profile("large")
     assert (demo.pool, demo.tag) == ("fp-demo", "fp-vdc-demo")
@@ -229,7 +229,7 @@ def test_creating_a_vdc_makes_its_pool_in_each_zone_and_its_config_map(
     world: World, wired: KubeSource, make_context: MakeContext, new_vdc: str
 ) -> None:
     made = vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
-    assert made.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=2, networks=10)
+    assert made.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=2, networks=10, public_ips=4)
     for zone in ZONES:
         assert pools(world, zone)[f"fp-{new_vdc}"] == f"flex.plane VDC {new_vdc}"
     stored = wired.get_catalog("vdc", new_vdc)
@@ -241,6 +241,7 @@ def test_creating_a_vdc_makes_its_pool_in_each_zone_and_its_config_map(
         "diskGb": 100,
         "vms": 2,
         "networks": 10,
+        "publicIps": 4,
         "snapshotsPerVm": 10,
     }
     raw = wired.core.read_namespaced_config_map(f"vdc-{new_vdc}", seed.NAMESPACE)
@@ -319,7 +320,7 @@ def test_a_zone_added_gets_the_pool_and_a_zone_with_vms_cannot_be_removed(
 def test_a_quota_update_may_name_only_what_changes(make_context: MakeContext, new_vdc: str) -> None:
     vdcs.create_vdc(make_context("ADMIN"), vdc_input(new_vdc))
     changed = vdcs.update_vdc(make_context("ADMIN"), new_vdc, {"quota": {"vms": 7}, "name": "Renamed"})
-    assert changed.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=7, networks=10)
+    assert changed.quota == Usage(vcpus=4, memory_mib=8192, disk_gb=100, vms=7, networks=10, public_ips=4)
     assert changed.name == "Renamed"
     assert vdcs.get_vdc(make_context("ADMIN"), new_vdc).quota.vms == 7
 
