@@ -232,10 +232,21 @@ def test_a_restart_on_the_same_data_dir_seeds_nothing_twice(restart: Restart) ->
     with closing(sqlite3.connect(restart.provider.data_dir / "identity.sqlite3")) as database:
         rows = {
             table: database.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608  # fixed names
-            for table in ("auth_user", "auth_group", "oauth2_provider_application")
+            for table in (
+                "auth_user",
+                "auth_group",
+                "oauth2_provider_application",
+                "zitadel_api_authorization",
+            )
         }
 
-    assert rows == {"auth_user": 3, "auth_group": 4, "oauth2_provider_application": 2}
+    roles = {role for user in USERS for role in user["roles"]}
+    assert rows == {
+        "auth_user": len(USERS),
+        "auth_group": len(roles),
+        "oauth2_provider_application": 2,
+        "zitadel_api_authorization": len(USERS),  # one per user: their roles within their organization
+    }
 
 
 def test_a_restart_keeps_the_generated_portal_client_secret(restart: Restart) -> None:
