@@ -2,14 +2,18 @@
 
 The serving agent (:class:`Updater`, a task of ``agent.server.serve``), every update_interval:
 
-1. asks the channel (update_channel_url, over HTTPS) for its release: a signed manifest
-   (:mod:`agent.release`) and whether an admin pinned it;
-2. verifies the manifest's signature against release_public_key and decides: a newer version,
-   or the pinned one even if older. A downgrade without a pin is refused; a version that was
-   rolled back is not tried again (until the channel serves other bytes for it);
-3. downloads the artifact to a temporary file in install_dir, never more than the manifest's
-   size, and checks its size, sha256 and the version stamped inside: a partial, tampered or
-   mislabelled file is refused;
+1. asks the channel (update_channel_url, over HTTPS) for its release and whether an admin pinned
+   it: where the site publishes to a registry, the release's digest there, whose OCI manifest
+   and signed manifest it pulls by that digest with the node's read-only access
+   (update_registry_credentials, :mod:`~agent.update.registry`); else the signed manifest itself
+   (:mod:`agent.release`), its artifact served beside the channel;
+2. verifies the manifest's signature against release_public_key (and that the registry's zipapp
+   layer is the artifact it names) and decides: a newer version, or the pinned one even if older.
+   A downgrade without a pin is refused; a version that was rolled back is not tried again (until
+   the channel serves other bytes for it);
+3. downloads the artifact (from the registry by its digest, or beside the channel) to a temporary
+   file in install_dir, never more than the manifest's size, and checks its size, sha256 and the
+   version stamped inside: a partial, tampered or mislabelled file is refused;
 4. installs it beside the running version (versions/<version>) and hands over to
    ``flexplane-agent update-apply``: a detached process (in a transient systemd unit on a node,
    update_apply_launcher) that outlives the agent's restart.
@@ -20,6 +24,9 @@ health_deadline for the agent on ``listen`` to answer the health check and GetIn
 version, over mTLS with the node's own certificate (agent.auth lets it ask just those). If it
 does not, ``current`` goes back, the service restarts again, and the rollback is recorded.
 
+``flexplane-agent update now`` on the node and the orchestrator's ``Agent.UpdateNow`` (an admin's
+"update this host now") run the same check at once (:mod:`~agent.update.now`).
+
 Every outcome lands in the state file (update_state_file): GetInfo reports it and it survives
 restarts. Refusals leave the running agent alone. A lock file keeps one update at a time.
 
@@ -27,8 +34,9 @@ restarts. Refusals leave the running agent alone. A lock file keeps one update a
 (:func:`fetch_channel`, ``verify``, :func:`install_release`), so it refuses what an update would.
 
 The package's modules: :mod:`~agent.update.state` (the state file, the lock, the plan),
-:mod:`~agent.update.channel` (steps 1 to 3), :mod:`~agent.update.updater` (the serving agent's
-loop, step 4) and :mod:`~agent.update.apply` (the apply step).
+:mod:`~agent.update.channel` (steps 1 to 3), :mod:`~agent.update.registry` (the OCI registry:
+push, pull by digest), :mod:`~agent.update.updater` (the serving agent's loop, step 4),
+:mod:`~agent.update.now` (the node's command) and :mod:`~agent.update.apply` (the apply step).
 """
 
 from agent.update.apply import AGENT_SERVICE, apply, apply_plan
