@@ -23,6 +23,7 @@ from agentclient.gateways import (
     FIELD_METADATA_KEY,
     GATEWAY_REFUSED,
     GatewayFailed,
+    GatewayRefused,
     GatewaySpec,
     Leg,
     PortForward,
@@ -170,6 +171,19 @@ def test_a_bad_spec_is_refused_with_the_field_named_and_nothing_half_applied(
     state = pool.gateway_state(target_of(node), running.id, timeout=TIMEOUT)
     assert state is not None
     assert state.generation == 1
+
+
+def test_a_refusal_reaches_the_pools_caller_typed_with_its_field(
+    rootnet: RootNet,
+    node: list[AgentProcess],
+    pool: AgentPool,  # noqa: F811
+) -> None:
+    wanted = spec(rootnet)
+    object.__setattr__(wanted.forwards[0], "port", 0)  # past the client's own checks
+    with pytest.raises(GatewayRefused) as refused:
+        pool.apply_gateway(target_of(node), wanted, timeout=TIMEOUT)
+    assert refused.value.field == "forwards[0].port"
+    assert refused.value.gateway == wanted.id
 
 
 def test_a_spec_the_node_cannot_carry_out_fails_typed_and_the_previous_state_runs(
