@@ -418,6 +418,9 @@ def test_a_node_rotates_its_key_with_its_certificate_renewal_and_loses_at_most_o
     assert peer is not None
     assert (peer.public_key, peer.address) == (public_key(new), n3.address)
     wait_for_line(n3.agent, "renewed the certificate", 10)  # logged once the new key is in use
+    # Made on the node, it never left it: the orchestrator saw and recorded the public key only.
+    assert new not in replica.process.output()
+    assert new not in json.dumps(peer.to_spec())
     renewed = x509.load_pem_x509_certificate((n3.directory / "agent.crt").read_bytes())
     life = renewed.not_valid_after_utc - renewed.not_valid_before_utc
     assert life.total_seconds() > RENEW_LIFE * 2
