@@ -146,6 +146,13 @@ FLEXPLANE_OIDC_TIMEOUT = env_float("OIDC_TIMEOUT", 5.0)
 # How long the issuer's discovery document and JWKS are kept in memory (seconds).
 FLEXPLANE_JWKS_TTL = env_float("JWKS_TTL", 300.0)
 FLEXPLANE_OIDC_LEEWAY = env_float("OIDC_LEEWAY", 30.0)
+# Zitadel's management API (orchestrator.sources.zitadel): the service user's JSON key file (mounted
+# from a Secret); without one, access management answers UNAVAILABLE and VDC roles are not kept.
+FLEXPLANE_ZITADEL_KEY_FILE = env("ZITADEL_KEY_FILE", "")
+# The API's base URL (default: the issuer's origin) and the assertion's audience (default: that URL).
+FLEXPLANE_ZITADEL_URL = env("ZITADEL_URL", re.sub(r"^(https?://[^/]+).*$", r"\1", FLEXPLANE_OIDC_ISSUER))
+FLEXPLANE_ZITADEL_AUDIENCE = env("ZITADEL_AUDIENCE", "")
+FLEXPLANE_ZITADEL_TIMEOUT = env_float("ZITADEL_TIMEOUT", 5.0)
 
 # --- the portal: login (OIDC code flow with PKCE, mozilla-django-oidc), session, security headers ---
 # The user lives in the signed session, built from the claims (portal.models, portal.auth); the
@@ -225,6 +232,9 @@ FLEXPLANE_MESH_HUB_ENDPOINT = env("MESH_HUB_ENDPOINT", "")
 FLEXPLANE_MESH_HUB_SECRET = env("MESH_HUB_SECRET", "flexplane-mesh-hub")
 # Seconds between a node's keepalives to the hub: NAT mappings stay open, a restarted hub is found again.
 FLEXPLANE_MESH_KEEPALIVE = int(env_float("MESH_KEEPALIVE", 15))
+# The hub's CONNECT proxy (http://host:port, `mesh_hub --proxy-listen`): the agent pool dials mesh
+# addresses through it, mTLS end to end; "": mesh addresses are dialled directly (a route to the hub).
+FLEXPLANE_MESH_PROXY = env("MESH_PROXY", "")
 
 # --- agent releases (orchestrator.releases: the channel agents update from) ---
 # The folder of signed releases (`flexplane-agent release build` output), read-only: in a real
@@ -234,6 +244,14 @@ FLEXPLANE_AGENT_RELEASES_DIR = env("AGENT_RELEASES_DIR", "")
 # enrollment): nodes enroll with it and the channel's URL, and update themselves. "": enrolled
 # nodes get no self-update (the bootstrap says so).
 FLEXPLANE_AGENT_RELEASE_PUBLIC_KEY = env("AGENT_RELEASE_PUBLIC_KEY", "")
+# The OCI repository agent releases are pushed to (`flexplane-agent release push`), host[:port]/path:
+# when set, the channel lists its tags and names digests there, agents pull from it, and the folder
+# above is not read. Its read-only account, handed to nodes at enrollment and renewal, and the CA of
+# its certificate (a PEM file's path; "": the system's).
+FLEXPLANE_AGENT_REGISTRY = env("AGENT_REGISTRY", "")
+FLEXPLANE_AGENT_REGISTRY_USERNAME = env("AGENT_REGISTRY_USERNAME", "")
+FLEXPLANE_AGENT_REGISTRY_PASSWORD = env("AGENT_REGISTRY_PASSWORD", "")
+FLEXPLANE_AGENT_REGISTRY_CA = env("AGENT_REGISTRY_CA", "")
 
 # Image sources exempt from the address checks (loopback, private, link-local targets refused
 # otherwise): hosts as written in URLs, or host:port, comma-separated.
