@@ -237,3 +237,21 @@ def test_without_zitadel_no_vdc_is_left_behind(api: GraphQL, world: World, witho
     assert api('{ vdc(id: "access-down") { id } }', user="admin").codes == ["NOT_FOUND"]
     pools = world.fakes.on_loop(lambda pve: set(pve.pools), world.fakes["zone-a"].pve)
     assert "fp-access-down" not in pools
+
+
+def test_without_zitadel_a_vdc_is_not_deleted_and_stays_whole(
+    api: GraphQL, world: World, without_zitadel: str
+) -> None:
+    made = api(CREATE_VDC, user="admin", variables={"input": vdc_input("access-keep")})
+    assert made.data["createVdc"]["errors"] == []
+    try:
+        refused = fresh(world, without_zitadel, "admin", DELETE_VDC, id="access-keep")
+        (error,) = refused.data["deleteVdc"]["errors"]
+        assert error["code"] == "UNAVAILABLE"
+        assert "Zitadel" in error["message"]
+        assert api('{ vdc(id: "access-keep") { id } }', user="admin").data["vdc"] == {"id": "access-keep"}
+        pools = world.fakes.on_loop(lambda pve: set(pve.pools), world.fakes["zone-a"].pve)
+        assert "fp-access-keep" in pools
+    finally:
+        deleted = api(DELETE_VDC, user="admin", variables={"id": "access-keep"})
+    assert deleted.data["deleteVdc"]["errors"] == []
