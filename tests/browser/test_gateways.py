@@ -50,7 +50,10 @@ def test_alice_allocates_a_public_ip_forwards_port_8080_to_her_vm_and_sees_it_li
             page.get_by_label("Public IP").select_option(address)
             page.get_by_label("Protocol").select_option("tcp")
             page.get_by_label("Public port").fill("8080")
-            page.get_by_label("To VM").select_option(label=re.compile(f"^{re.escape(vm_name)} "))
+            to_vm = page.get_by_label("To VM")
+            target = to_vm.locator("option", has_text=f"{vm_name} (").first.get_attribute("value")
+            assert target is not None
+            to_vm.select_option(target)
             page.get_by_label("VM port (optional)").fill("80")
             page.get_by_role("button", name="Forward port").click()
             expect(page.locator("#messages")).to_contain_text(f"Port 8080/tcp of {address} now reaches")

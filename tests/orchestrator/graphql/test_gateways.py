@@ -319,6 +319,7 @@ def test_an_agent_that_does_not_answer_is_unavailable_naming_its_host_and_the_ch
         return answer if answer["errors"] == [] else None
 
     again = eventually(resent, 30, "a resend once the agent is back", interval=0.5)
+    assert again is not None
     assert again["edgeGateway"] == {"applied": True, "node": host}
 
 
