@@ -566,6 +566,9 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
             where = ", ".join(f"{n} in {zone}" for zone, n in sorted(vms.items()))
             raise Conflict(f"VDC {vdc_id!r} still has {sum(vms.values())} VM(s) ({where}): delete them first")
         roles.check_reachable(vdc_id)  # its role goes with it: not while Zitadel does not answer
+        from orchestrator.services import gateways
+
+        gateways.delete_vdc_gateways(ctx, vdc_id)  # its public IPs go back to the zones' pools
         try:
             networks.delete_vdc_networks(ctx, vdc)
         except FlexPlaneError as exc:

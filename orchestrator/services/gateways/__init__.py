@@ -49,6 +49,7 @@ __all__ = [
     "attach_public_ip",
     "create_edge_gateway",
     "delete_edge_gateway",
+    "delete_vdc_gateways",
     "detach_public_ip",
     "edge_gateway",
     "gateway_zones",
@@ -277,6 +278,19 @@ def delete_edge_gateway(ctx: Context, zone: str | None = None) -> EdgeGateway:
     if left:
         logger.warning("gateway %s deleted; hosts %s did not answer and may still run it", gateway.id, left)
     return EdgeGateway(gateway)
+
+
+def delete_vdc_gateways(ctx: Context, vdc_id: str) -> None:
+    """Remove every gateway of a VDC being deleted (the caller holds its lock): from its hosts (best
+    effort: a host that does not answer is logged), and from the platform, its addresses back in the
+    pools."""
+    for gateway in store.everything():
+        if gateway.vdc != vdc_id:
+            continue
+        left = node.remove_everywhere(ctx, gateway)
+        if left:
+            logger.warning("gateway %s of deleted VDC %s may still run on %s", gateway.id, vdc_id, left)
+        store.delete(gateway)
 
 
 def allocate_public_ip(ctx: Context, zone: str | None = None) -> PublicAddress:

@@ -8,6 +8,7 @@ pve2) and loses it afterwards; each test acts in VDCs of its own (scratch VDCs o
 from __future__ import annotations
 
 import ipaddress
+import subprocess
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -342,3 +343,20 @@ def test_draining_the_gateways_host_moves_it_to_the_other_allowed_host(
         assert moved["leftOn"] == []  # removed from the drained host, which answers
     finally:
         api(undo, user="admin")
+
+
+def test_deleting_a_vdc_removes_its_gateway_from_its_host_and_gives_its_addresses_back(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc()
+    assert allocate(api, ident)["errors"] == []
+    assert stored(world, ident) is not None
+    gone = api(
+        "mutation($id: ID!) { deleteVdc(id: $id) { errors { message } } }",
+        user="admin",
+        variables={"id": ident},
+    )
+    assert gone.data["deleteVdc"]["errors"] == []
+    assert stored(world, ident) is None
+    namespaces = subprocess.run(["ip", "netns", "list"], check=True, capture_output=True, text=True).stdout
+    assert f"fpgw-{ident}.{ZONE}" not in namespaces
