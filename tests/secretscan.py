@@ -21,13 +21,16 @@ LOGS = ("orchestrator", "agent", "bootstrap")
 
 def world_secrets(world: World) -> dict[str, str]:
     """The secrets the world itself holds: the secret key, the portal's OIDC client secret, the
-    Proxmox API token secrets of the agents."""
+    Proxmox API token secrets of the agents, the release registry's passwords."""
     found = {"the secret key": world.secret_key}
     found["the portal's OIDC client secret"] = world.identity.portal_client.client_secret
     for zone, fake in world.fakes.zones.items():
         tokens = world.fakes.on_loop(lambda fake=fake: dict(fake.pve.apitokens))
         for token_id, secret in tokens.items():
             found[f"Proxmox API token {token_id} of {zone}"] = str(secret)
+    if world.registry is not None:  # the release registry's accounts (the nodes' one is on every node)
+        for account, password in world.registry.passwords.items():
+            found[f"the release registry's {account} password"] = password
     return found
 
 

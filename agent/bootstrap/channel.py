@@ -154,6 +154,5 @@ def report_release(opts: Options, updates: Updates | None, installed: Installed 
             "run this again once the channel publishes one",
         )
         return None
-    where = f" (releases from the registry {updates.registry.registry})" if updates.registry else ""
-    say("self-update", f"on, from {updates.channel_url}{where}")
+    say("self-update", f"on, from {updates.channel_url}")
     return updates

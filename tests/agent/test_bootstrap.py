@@ -226,7 +226,12 @@ def channel(world: World) -> Iterator[Channel]:
         "orchestrator-own-channel",
         port,
         https_port,
-        {"FLEXPLANE_AGENT_RELEASES_DIR": str(folder), "FLEXPLANE_ENROLLMENT_URL": url},
+        # The folder, the channel's fallback: not the world's registry.
+        {
+            "FLEXPLANE_AGENT_RELEASES_DIR": str(folder),
+            "FLEXPLANE_AGENT_REGISTRY": "",
+            "FLEXPLANE_ENROLLMENT_URL": url,
+        },
     )
     try:
         yield Channel(url, folder, replica)
