@@ -8,6 +8,7 @@ starts, finishing the swap or discarding it.
 from __future__ import annotations
 
 import datetime
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -82,6 +83,10 @@ def test_an_agent_renews_its_certificate_and_serves_the_new_one_without_restarti
     first = peer_certificate(world, node.endpoint)
     lifetime = first.not_valid_after_utc - first.not_valid_before_utc
     assert lifetime.total_seconds() <= LIFETIME * 1.1
+    # The release registry's read-only access renews with the certificate (say its password changed).
+    access = node.root / "etc/flexplane/registry.json"
+    enrolled = json.loads(access.read_text())
+    access.write_text(json.dumps({**enrolled, "password": "a-password-since-changed"}))
 
     renewed = until(
         lambda: (i := info(world, ZONE, "pve4", node.endpoint)).renewal.last_success and i,
@@ -100,6 +105,8 @@ def test_an_agent_renews_its_certificate_and_serves_the_new_one_without_restarti
     assert on_disk == second
     assert sorted(p.name for p in (node.root / "etc/flexplane").glob("*.new")) == []
     assert node.agent.popen.poll() is None  # the same process all along
+    assert json.loads(access.read_text()) == enrolled
+    assert access.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_renewal_that_cannot_reach_the_orchestrator_is_retried_and_reported_while_the_old_one_serves(
