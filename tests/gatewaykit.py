@@ -7,10 +7,13 @@ ids) and are removed afterwards, also when a test fails."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from devstack.world import World
 from tests.support import GraphQL
@@ -40,28 +43,43 @@ def unbridge(name: str) -> None:
     subprocess.run(["ip", "link", "del", name], check=False, capture_output=True)
 
 
-def external_settings(bridge_name: str) -> dict[str, str]:
+def external_settings(bridge_name: str, nodes: str = "pve1, pve2") -> dict[str, str]:
     return {
         "externalBridge": bridge_name,
         "externalCidr": CIDR,
         "externalGateway": ROUTER,
         "externalPool": POOL,
-        "gatewayNodes": "pve1, pve2",
+        "gatewayNodes": nodes,
     }
 
 
 @contextmanager
-def external_network(api: GraphQL, world: World, letter: str) -> Iterator[str]:
-    """zone-a with an external network on a bridge of the caller's own; yields the bridge's name."""
+def external_network(api: GraphQL, world: World, letter: str, nodes: str = "pve1, pve2") -> Iterator[str]:
+    """zone-a with an external network on a bridge of the caller's own, its gateways on ``nodes``;
+    yields the bridge's name."""
     name = f"fp{letter}{world.cfg.subnet}"
     bridge(name)
-    answer = api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": external_settings(name)})
+    settings = external_settings(name, nodes)
+    answer = api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": settings})
     assert answer.data["updateZone"]["errors"] == [], answer.body
     try:
         yield name
     finally:
         api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": NO_EXTERNAL})
         unbridge(name)
+
+
+@contextmanager
+def demo_gateway() -> Iterator[None]:
+    """Hold this machine's lock on VDC demo's gateway: its id (``demo.zone-a``), so its namespace and
+    links, are the same in every world, and the worlds of parallel test workers share this machine."""
+    path = Path(tempfile.gettempdir()) / "flexplane-tests-demo-gateway.lock"
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def vnets_of(api: GraphQL, vdc: str, zone: str = ZONE) -> list[str]:

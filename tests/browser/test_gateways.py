@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from devstack.world import World
 from tests.browser.conftest import LoginFn
-from tests.gatewaykit import ZONE, bridge, clean_gateway, external_network, unbridge, vnets_of
+from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
 from tests.support import GraphQL
 from tests.vmkit import create, vm_names
 
@@ -24,7 +24,7 @@ PUBLIC = re.compile(r"Public IP (203\.0\.113\.\d+) is yours in zone zone-a\.")
 def test_alice_allocates_a_public_ip_forwards_port_8080_to_her_vm_and_sees_it_listed(
     page: Page, login: LoginFn, world: World, api: GraphQL, screenshots: Path
 ) -> None:
-    with external_network(api, world, "b"), vm_names(api, world) as names:
+    with demo_gateway(), external_network(api, world, "b"), vm_names(api, world) as names:
         vm_name = names("site")
         made = create(api, "alice", "demo", name=vm_name)
         assert made["errors"] == [], made["errors"]

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from devstack.world import World
-from tests.gatewaykit import ZONE, bridge, clean_gateway, external_network, unbridge, vnets_of
+from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
 from tests.portal.support import login
 from tests.portal.test_vm_pages import field_error, get, post
 from tests.support import GraphQL
@@ -44,7 +44,7 @@ def bob(world: World) -> requests.Session:
 def vm(api: GraphQL, world: World) -> Iterator[dict[str, Any]]:
     """zone-a with an external network, and a VM of alice's in it (its id, page path and address); the
     bridges of demo's VNets in zone-a on this machine; demo's gateway cleaned up afterwards."""
-    with external_network(api, world, "p"), vm_names(api, world) as names:
+    with demo_gateway(), external_network(api, world, "p"), vm_names(api, world) as names:
         made = create(api, "alice", "demo", name=names("web"))
         assert made["errors"] == [], made["errors"]
         ident = made["virtualMachine"]["id"]
