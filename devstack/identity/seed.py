@@ -23,8 +23,16 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from oauth2_provider.models import Application
 
-from devstack.identity.api.models import Account, Authorization, MachineKey, Organization, ProjectRole, new_id
-from devstack.identity.claims import organisation_of, subject_of
+from devstack.identity.api.models import (
+    Account,
+    Authorization,
+    MachineKey,
+    Organization,
+    ProjectGrant,
+    ProjectRole,
+    new_id,
+)
+from devstack.identity.claims import ORGANISATION_ID, organisation_of, subject_of
 from devstack.identity.keys import write_private_file
 from devstack.identity.users import SeedUser
 
@@ -96,6 +104,13 @@ def ensure_grants(seed_user: SeedUser, project_id: str) -> None:
     wanted = set(seed_user.roles)
     for role in sorted(wanted):
         ProjectRole.objects.get_or_create(project_id=project_id, key=role, defaults={"display_name": role})
+    if (
+        org.id != ORGANISATION_ID and wanted
+    ):  # another organization: the project granted to it, with the roles
+        granted, _ = ProjectGrant.objects.get_or_create(project_id=project_id, organization=org)
+        if missing := sorted(wanted - set(granted.role_keys)):
+            granted.role_keys = [*granted.role_keys, *missing]
+            granted.save()
     grant, _ = Authorization.objects.get_or_create(account=account, project_id=project_id, organization=org)
     keys = [k for k in grant.role_keys if k not in before - wanted]
     keys += [k for k in sorted(wanted - before) if k not in keys]

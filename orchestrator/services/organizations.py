@@ -4,7 +4,10 @@ An organization is a Zitadel organization; its id is in the roles claim of its u
 gives an organization an *allowance*: the zones, compute and storage profiles and images its VDCs may
 use, and total quotas that the sum of its VDCs' quotas never exceeds. Its ORG_OWNERs then create,
 change and delete VDCs of the organization within it (``services.vdcs``), and manage their members
-(``services.access_admin``). ADMIN keeps full control, within the allowance too.
+(``services.access_admin``). ADMIN keeps full control, within the allowance too. Giving an allowance
+also grants Zitadel's project to the organization, with the roles USER, ORG_OWNER and those of its
+VDCs (each VDC made in it adds its own), so that these roles can be given to its users within it, as
+Zitadel requires of an organization that does not own the project.
 
 Where the allowance lives: a catalog ConfigMap per organization (kind ``organization``, id the
 organization's id), beside the VDC definitions whose quotas it bounds. The check runs where VDCs are
@@ -24,14 +27,16 @@ exactly as one that does not exist.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.auth import ORG_OWNER, USER
 from orchestrator.errors import Conflict, NotFound, QuotaExceeded, ValidationFailed
 from orchestrator.models import Usage, Vdc
 from orchestrator.services import access, catalog, locks
+from orchestrator.services.access_admin.roles import role_of
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import kube
 from orchestrator.sources.zitadel import require_zitadel
@@ -105,6 +110,18 @@ class AllowanceUsage:
 
 
 # ------------------------------------------------------------------------------------- reading
+
+
+def granted_roles(vdc_ids: Iterable[str]) -> list[str]:
+    """The roles the project is granted to an organization with: its users', its owners', its VDCs'."""
+    return [USER, ORG_OWNER, *(role_of(v) for v in sorted(vdc_ids))]
+
+
+def project_grant(vdc: Vdc) -> tuple[str, list[str]] | None:
+    """For a new VDC of an organization (under its lock): the project grant it needs, its role added."""
+    if not vdc.organization:
+        return None
+    return vdc.organization, granted_roles({*(v.id for v in _vdcs_of(vdc.organization)), vdc.id})
 
 
 def organization_id(value: object, field_name: str = "organization") -> str:
@@ -217,7 +234,8 @@ def set_allowance(ctx: Context, organization: str, data: Mapping[str, Any]) -> A
     access.require_admin(ctx)
     catalog.check_fields({**data, "organization": organization}, FIELDS)
     org = organization_id(organization)
-    known = require_zitadel().organization(org)  # a write: the organization must exist in Zitadel
+    source = require_zitadel()
+    known = source.organization(org)  # a write: the organization must exist in Zitadel
     if known is None:
         raise NotFound("organization", org)
     allowance = _validate(ctx, org, known.name, data)
@@ -230,6 +248,8 @@ def set_allowance(ctx: Context, organization: str, data: Mapping[str, Any]) -> A
             )
         for vdc in mine:
             _check_offerings(vdc, allowance)
+        # The project granted to the organization, so that its users can be given its roles within it.
+        source.grant_project(org, granted_roles(v.id for v in mine))
         entry = kube().get_catalog(KIND, org)
         if entry is None:
             kube().create_catalog(KIND, org, allowance.to_spec())

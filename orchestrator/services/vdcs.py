@@ -466,7 +466,7 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
         if kube().get_catalog(catalog.VDC, vdc.id) is not None:
             raise Conflict(f"VDC {vdc.id!r} already exists")
         # Its role in Zitadel first: a VDC whose role could not be added is not made at all.
-        roles.add_vdc_role(vdc.id, vdc.name)
+        roles.add_vdc_role(vdc.id, vdc.name, organizations.project_grant(vdc))
         try:
             created = _ensure_pools(ctx, vdc, vdc.zones)
         except FlexPlaneError:

@@ -8,7 +8,8 @@ management API is used:
 
 =================================  ==========================================================
 ``zitadel.user.v2.UserService``    ``ListUsers`` (search, and the users of an organization)
-``zitadel.project.v2...``          ``ProjectService/AddProjectRole``, ``RemoveProjectRole``
+``zitadel.project.v2...``          ``ProjectService/AddProjectRole``, ``RemoveProjectRole``,
+                                   ``GetProject``, ``CreateProjectGrant``, ``UpdateProjectGrant``
 ``zitadel.authorization.v2...``    ``AuthorizationService/ListAuthorizations``,
                                    ``CreateAuthorization``, ``UpdateAuthorization``,
                                    ``DeleteAuthorization`` (v1's user grants)
@@ -351,6 +352,26 @@ class ZitadelSource:
                 return False
             raise
         return True
+
+    def project_organization(self) -> str:
+        """The id of the organization that owns the project (its roles may be given there without a grant)."""
+        answer = self.call(PROJECTS, "GetProject", {"projectId": self.project_id})
+        return _text((answer.get("project") or {}).get("organizationId"))
+
+    def grant_project(self, organization_id: str, role_keys: Sequence[str]) -> None:
+        """Grant the project to another organization with exactly these roles (created, else updated), so
+        that roles can be given to its users within it. Roles taken away leave its users' grants too."""
+        body = {
+            "projectId": self.project_id,
+            "grantedOrganizationId": organization_id,
+            "roleKeys": list(role_keys),
+        }
+        try:
+            self.call(PROJECTS, "CreateProjectGrant", body)
+        except ZitadelRefused as exc:
+            if exc.status != "already_exists":
+                raise
+            self.call(PROJECTS, "UpdateProjectGrant", body)
 
     def remove_project_role(self, role_key: str) -> None:
         """Remove a role from the project and from every authorization that has it (none: fine)."""

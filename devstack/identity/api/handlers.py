@@ -16,8 +16,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from devstack.identity.api.errors import ConnectError
-from devstack.identity.api.models import Account, Authorization, Organization, ProjectRole
+from devstack.identity.api.models import Account, Authorization, Organization, ProjectGrant, ProjectRole
+from devstack.identity.claims import ORGANISATION_ID
 from devstack.identity.config import current_config
+
+# The organization that owns the project: roles are given there without a grant.
+OWNER = ORGANISATION_ID
 
 Body = dict[str, Any]
 _MAX_LIMIT = 1000
@@ -247,21 +251,84 @@ def remove_project_role(body: Body) -> Body:
     key = _string(values, "role_key", where)
     with transaction.atomic():
         deleted, _ = ProjectRole.objects.filter(project_id=project, key=key).delete()
-        for grant in Authorization.objects.filter(project_id=project):
-            if key in grant.role_keys:
-                grant.role_keys = [k for k in grant.role_keys if k != key]
-                grant.save()
+        holders: list[Authorization | ProjectGrant] = [
+            *Authorization.objects.filter(project_id=project),
+            *ProjectGrant.objects.filter(project_id=project),
+        ]
+        for holder in holders:
+            if key in holder.role_keys:
+                holder.role_keys = [k for k in holder.role_keys if k != key]
+                holder.save()
     return {"removalDate": _now()} if deleted else {}
+
+
+def get_project(body: Body) -> Body:
+    where = "GetProjectRequest"
+    project = _project(fields(body, ("project_id",), where), where)
+    return {
+        "project": {
+            "projectId": project,
+            "organizationId": OWNER,
+            "name": "flex.plane",
+            "state": "PROJECT_STATE_ACTIVE",
+            "projectRoleAssertion": True,
+            "authorizationRequired": True,
+        }
+    }
+
+
+def _project_grant(body: Body, where: str) -> tuple[str, Organization, list[str]]:
+    values = fields(body, ("project_id", "granted_organization_id", "role_keys"), where)
+    project = _project(values, where)
+    org = Organization.objects.filter(id=_string(values, "granted_organization_id", where)).first()
+    if org is None:
+        raise ConnectError("not_found", "Errors.Org.NotFound (PROJECT-3M9fs)")
+    if org.id == OWNER:
+        raise ConnectError("invalid_argument", "Errors.Project.Grant.SameOrganization (PROJECT-3m9FS)")
+    keys = _strings(values, "role_keys", where)
+    _role_keys(project, keys)
+    return project, org, keys
+
+
+def create_project_grant(body: Body) -> Body:
+    project, org, keys = _project_grant(body, "CreateProjectGrantRequest")
+    try:
+        with transaction.atomic():
+            grant = ProjectGrant.objects.create(project_id=project, organization=org, role_keys=keys)
+    except IntegrityError as exc:
+        raise ConnectError("already_exists", "Errors.Project.Grant.AlreadyExists (PROJECT-8kf9s)") from exc
+    return {"creationDate": _timestamp(grant.created)}
+
+
+def update_project_grant(body: Body) -> Body:
+    project, org, keys = _project_grant(body, "UpdateProjectGrantRequest")
+    with transaction.atomic():
+        grant = ProjectGrant.objects.filter(project_id=project, organization=org).first()
+        if grant is None:
+            raise ConnectError("not_found", "Errors.Project.Grant.NotFound (PROJECT-D8JxR)")
+        taken = set(grant.role_keys) - set(keys)
+        grant.role_keys = keys
+        grant.save()
+        for holder in Authorization.objects.filter(project_id=project, organization=org):
+            if taken & set(holder.role_keys):
+                holder.role_keys = [k for k in holder.role_keys if k not in taken]
+                holder.save()
+    return {"changeDate": _timestamp(grant.changed)}
 
 
 # ------------------------------------------------------------------------------ authorizations
 
 
-def _role_keys(project: str, keys: list[str]) -> None:
+def _role_keys(project: str, keys: list[str], org: Organization | None = None) -> None:
+    """The roles exist, and (in an organization that does not own the project) its grant has them."""
     known = set(ProjectRole.objects.filter(project_id=project, key__in=keys).values_list("key", flat=True))
     missing = [k for k in keys if k not in known]
     if missing:
         raise ConnectError("failed_precondition", "Errors.Project.Role.NotFound (COMMAND-m9Fs2)")
+    if org is not None and org.id != OWNER:
+        grant = ProjectGrant.objects.filter(project_id=project, organization=org).first()
+        if grant is None or not set(keys) <= set(grant.role_keys):
+            raise ConnectError("failed_precondition", "Errors.Project.Grant.Role.NotFound (COMMAND-4fm9s)")
 
 
 def _authorization_json(grant: Authorization) -> Body:
@@ -369,7 +436,7 @@ def create_authorization(body: Body) -> Body:
     org = Organization.objects.filter(id=org_id).first()
     if org is None:
         raise ConnectError("not_found", "Errors.Org.NotFound (COMMAND-2M0fs)")
-    _role_keys(project, keys)
+    _role_keys(project, keys, org)
     try:
         with transaction.atomic():
             grant = Authorization.objects.create(
@@ -389,7 +456,7 @@ def update_authorization(body: Body) -> Body:
         grant = Authorization.objects.filter(id=ident).first()
         if grant is None:
             raise ConnectError("not_found", "Errors.UserGrant.NotFound (COMMAND-5m9sd)")
-        _role_keys(grant.project_id, keys)
+        _role_keys(grant.project_id, keys, grant.organization)
         grant.role_keys = keys
         grant.save()
     return {"changeDate": _timestamp(grant.changed)}

@@ -60,6 +60,25 @@ class ProjectRole(models.Model):
         return self.key
 
 
+class ProjectGrant(models.Model):
+    """The project granted to another organization: the roles its users may be given within it."""
+
+    project_id = models.CharField(max_length=200)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="project_grants")
+    role_keys = models.JSONField(default=list)
+    created = models.DateTimeField(auto_now_add=True)
+    changed = models.DateTimeField(auto_now=True)
+    objects: ClassVar[models.Manager[ProjectGrant]] = models.Manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project_id", "organization"], name="one_grant_per_project_org")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}@{self.organization.pk}"
+
+
 class Authorization(models.Model):
     """A user grant: role keys of a project for a user, within an organization."""
 

@@ -1,9 +1,11 @@
 """Memberships and platform roles: written to Zitadel as the role keys of users' authorizations.
 
-A user's roles are kept in their authorization of the project within their own organization (one
-per user, project and organization, as Zitadel allows). A change reads that authorization and writes
-it back, under a lock per user (``services.locks``), so that two changes of one user's roles never
-lose each other. Who may: ADMIN for any user and VDC; an ORG_OWNER for the users and VDCs of the
+A user's roles are kept in their authorizations of the project (one per user, project and organization,
+as Zitadel allows): ADMIN, USER and memberships of the platform's own VDCs within the organization that
+owns the project; ORG_OWNER and memberships of an organization's VDCs within that organization (which
+the allowance granted the project, with those roles). A change reads the authorizations and writes them
+back, under a lock per user (``services.locks``), so that two changes of one user's roles never lose
+each other. Who may: ADMIN for any user and VDC; an ORG_OWNER for the users and VDCs of the
 organizations they own (others are NOT_FOUND, as missing ones). Platform roles are ADMIN's alone.
 A change takes effect with the user's next token.
 """
@@ -12,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from orchestrator.auth import VDC_ROLE_PREFIX
+from orchestrator.auth import ORG_OWNER, VDC_ROLE_PREFIX
 from orchestrator.errors import NotFound, ValidationFailed
 from orchestrator.models import Vdc
-from orchestrator.services import access, catalog, locks
+from orchestrator.services import access, catalog, locks, organizations
 from orchestrator.services.access_admin.users import (
     PLATFORM_ROLES,
     UserAccess,
@@ -62,33 +64,61 @@ def _same_organization(user: User, vdc: Vdc) -> None:
         )
 
 
+class _Home:
+    """The organization that owns the project, asked of Zitadel once per change, and only if needed."""
+
+    def __init__(self, source: ZitadelSource) -> None:
+        self.source = source
+        self.known: str | None = None
+
+    def __call__(self) -> str:
+        if self.known is None:
+            self.known = self.source.project_organization()
+        return self.known
+
+
 def _change(
-    ctx: Context, source: ZitadelSource, user: User, change: Callable[[list[str], bool], list[str]]
+    ctx: Context,
+    source: ZitadelSource,
+    user: User,
+    change: Callable[[set[str]], set[str]],
+    place: Callable[[str], str],
 ) -> UserAccess:
-    """Rewrite the role keys of the user's authorizations (``change(keys, own_org)``), under their lock."""
+    """Rewrite the user's role keys (``change(current)`` -> wanted) under their lock: keys taken away leave
+    whichever authorization holds them; a key added goes to the authorization within ``place(key)``'s
+    organization (made if the user has none there)."""
     with locks.lock(ctx, f"{USER_LEASE_PREFIX}{user.id}", f"the access of user {user.id}"):
         grants = source.authorizations(user_ids=[user.id])
-        own = [g for g in grants if g.organization_id == user.organization_id]
+        current = {key for grant in grants for key in grant.role_keys}
+        wanted = change(set(current))
+        kept = {grant.id: [k for k in grant.role_keys if k in wanted] for grant in grants}
+        new: dict[str, list[str]] = {}
+        for key in sorted(wanted - current):
+            org = place(key)
+            target = next((g for g in grants if g.organization_id == org), None)
+            (kept[target.id] if target is not None else new.setdefault(org, [])).append(key)
         for grant in grants:
-            keys = change(list(grant.role_keys), grant in own)
-            if keys != list(grant.role_keys):
-                source.update_authorization(grant.id, keys)
-        if not own:
-            keys = change([], True)
-            if keys:
-                source.create_authorization(user.id, user.organization_id, keys)
+            if kept[grant.id] != list(grant.role_keys):
+                source.update_authorization(grant.id, kept[grant.id])
+        for org, keys in new.items():
+            source.create_authorization(user.id, org, keys)
         return access_of(user, source.authorizations(user_ids=[user.id]))
 
 
 def grant_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess:
-    """Make the user a member of the VDC (ADMIN, or ORG_OWNER of the VDC's organization)."""
+    """Make the user a member of the VDC (ADMIN, or ORG_OWNER of the VDC's organization).
+
+    The membership is given within the VDC's organization (granted the project with the VDC's role), or
+    within the organization that owns the project for a VDC of the platform's own.
+    """
     access.require_access_manager(ctx)
     source = require_zitadel()
     vdc = _vdc(ctx, vdc_id)
     user = get_user(ctx, source, user_id)
     _same_organization(user, vdc)
     role = f"{VDC_ROLE_PREFIX}{vdc.id}"
-    return _change(ctx, source, user, lambda keys, own: [*keys, role] if own and role not in keys else keys)
+    home = _Home(source)
+    return _change(ctx, source, user, lambda keys: keys | {role}, lambda key: vdc.organization or home())
 
 
 def revoke_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess:
@@ -98,11 +128,15 @@ def revoke_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess
     vdc = _vdc(ctx, vdc_id)
     user = get_user(ctx, source, user_id)
     role = f"{VDC_ROLE_PREFIX}{vdc.id}"
-    return _change(ctx, source, user, lambda keys, own: [k for k in keys if k != role])
+    return _change(ctx, source, user, lambda keys: keys - {role}, lambda key: user.organization_id)
 
 
 def set_platform_roles(ctx: Context, user_id: str, roles: Sequence[str]) -> UserAccess:
-    """Give the user exactly these platform roles (ADMIN, USER, ORG_OWNER); their VDCs stay (ADMIN)."""
+    """Give the user exactly these platform roles (ADMIN, USER, ORG_OWNER); their VDCs stay (ADMIN).
+
+    ORG_OWNER is given within the user's organization (which must have an allowance, unless it owns the
+    project: the allowance grants it the project); ADMIN and USER within the project's own organization.
+    """
     access.require_admin(ctx)
     if not isinstance(roles, list | tuple) or not all(isinstance(r, str) for r in roles):
         raise ValidationFailed("roles", "roles must be a list of role names")
@@ -111,15 +145,25 @@ def set_platform_roles(ctx: Context, user_id: str, roles: Sequence[str]) -> User
         raise ValidationFailed(
             "roles", f"unknown role(s) {', '.join(unknown)}: one of {', '.join(PLATFORM_ROLES)}"
         )
-    wanted = [r for r in PLATFORM_ROLES if r in roles]
+    wanted = {r for r in PLATFORM_ROLES if r in roles}
     source = require_zitadel()
     user = get_user(ctx, source, user_id)
+    home = _Home(source)
+    if (
+        ORG_OWNER in wanted
+        and user.organization_id != home()
+        and kube().get_catalog(organizations.KIND, user.organization_id) is None
+    ):
+        raise ValidationFailed(
+            "roles",
+            f"organization {user.organization_id} of user {user.id} has no allowance: give it one before "
+            "it has an owner",
+        )
 
-    def change(keys: list[str], own: bool) -> list[str]:
-        rest = [k for k in keys if k not in PLATFORM_ROLES]
-        return wanted + rest if own else rest
+    def place(key: str) -> str:
+        return user.organization_id if key == ORG_OWNER else home()
 
-    return _change(ctx, source, user, change)
+    return _change(ctx, source, user, lambda keys: (keys - set(PLATFORM_ROLES)) | wanted, place)
 
 
 def vdc_members(ctx: Context, vdc_id: str) -> list[UserAccess]:

@@ -24,9 +24,11 @@ def role_of(vdc_id: str) -> str:
     return f"{VDC_ROLE_PREFIX}{vdc_id}"
 
 
-def add_vdc_role(vdc_id: str, name: str) -> bool:
+def add_vdc_role(vdc_id: str, name: str, grant: tuple[str, list[str]] | None = None) -> bool:
     """Give the project the VDC's role, with no member yet; False when Zitadel is not configured.
 
+    ``grant``: for a VDC of an organization, the organization and the roles the project is then granted
+    to it with (the VDC's among them), so that its users can be made members within it.
     Raises ``Unavailable`` (naming Zitadel) or ``ZitadelRefused``: the VDC must then not be made.
     """
     source = zitadel()
@@ -35,6 +37,12 @@ def add_vdc_role(vdc_id: str, name: str) -> bool:
         return False
     source.remove_project_role(role_of(vdc_id))  # a stale role of a deleted namesake: its members go too
     source.add_project_role(role_of(vdc_id), f"Member of VDC {name}"[:200], ROLE_GROUP)
+    if grant is not None:
+        try:
+            source.grant_project(*grant)
+        except FlexPlaneError:
+            remove_vdc_role(vdc_id)
+            raise
     return True
 
 

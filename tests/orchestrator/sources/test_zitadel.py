@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from devstack import seed
+from devstack.identity.claims import organisation_of
 from devstack.identity.client import password_token
 from devstack.identity.process import IdentityProvider
 from devstack.net import free_port
@@ -224,6 +225,9 @@ def test_every_request_the_client_sends_and_every_answer_fits_zitadels_published
     source.remove_project_role("vdc:contract")
     assert source.organization("100000001") is not None
     assert source.organization("999") is None
+    assert source.project_organization() == "100000001"
+    acme = organisation_of("acme")[0]
+    source.grant_project(acme, ["USER", "ORG_OWNER"])  # granted at seeding: updated, with the same roles
 
     problems: list[str] = []
     used = set()
@@ -248,6 +252,24 @@ def test_the_contract_names_the_source_and_commit_of_every_part(contract: Contra
         assert path.startswith("proto/zitadel/")
         assert "/v2/" in path
         assert re.fullmatch(r"[0-9a-f]{40}", commit)
+
+
+def test_a_role_is_given_in_another_organization_only_within_the_project_granted_to_it(
+    identity: IdentityProvider,
+) -> None:
+    source, _ = client(identity)
+    oscar = source.search_users("oscar")[0]
+    (grant,) = source.authorizations(user_ids=[oscar.id])
+    with pytest.raises(ZitadelRefused) as refused:
+        source.update_authorization(grant.id, [*grant.role_keys, "ADMIN"])  # acme was not granted ADMIN
+    assert refused.value.status == "failed_precondition"
+    source.add_project_role("vdc:acme-granted", "VDC acme-granted", "vdc")
+    source.grant_project(oscar.organization_id, ["USER", "ORG_OWNER", "vdc:acme-granted"])
+    source.update_authorization(grant.id, [*grant.role_keys, "vdc:acme-granted"])
+    assert roles_in_token(identity, "oscar") == {"USER", "vdc:acme-granted"}
+    source.grant_project(oscar.organization_id, ["USER", "ORG_OWNER"])  # taken from the grant: from oscar too
+    assert roles_in_token(identity, "oscar") == {"USER"}
+    source.remove_project_role("vdc:acme-granted")
 
 
 def test_a_grant_shows_in_the_users_next_token_and_a_revoke_takes_it_away(identity: IdentityProvider) -> None:
