@@ -25,9 +25,10 @@ from agent.release import BuiltRelease, Installation, install_file
 from agent.update import StateFile, Updater
 from agent.update.registry import ARTIFACT_TYPE, Timeouts
 from agentclient import AgentPool
+from agentclient.errors import AgentError, ClientNotAllowed
 from devstack.net import free_port
 from devstack.registry import Registry
-from tests.agent.conftest import Pki, write_config
+from tests.agent.conftest import AgentProcess, Pki, write_config
 from tests.agent.test_agent_update import (
     AGENT_HOST,
     PIN_VERSION,
@@ -52,6 +53,7 @@ from tests.releasekit import (
 )
 from tests.support import eventually
 
+CHANNEL = "{ agentReleaseChannel { versions servedVersion pin { version } } }"
 # The broken release never answers: a rollback waits this long for it.
 HEALTH_DEADLINE = 6
 # More than the TLS handshake and the small documents before the artifact, less than the artifact.
@@ -343,6 +345,8 @@ async def test_an_older_release_is_refused_until_an_admin_pins_it_then_pulled(
 
     answer = channel.graphql(PIN_VERSION, user="admin", variables={"version": "2.0.0"})
     assert "not published" in answer["data"]["pinAgentVersion"]["errors"][0]["message"]
+    listed = channel.graphql(CHANNEL, user="admin")["data"]["agentReleaseChannel"]
+    assert listed == {"versions": ["0.9.0"], "servedVersion": "0.9.0", "pin": {"version": "0.9.0"}}
 
 
 # ------------------------------------------------------------------------------ real agents
@@ -440,3 +444,15 @@ def test_a_registry_release_that_fails_its_health_check_is_rolled_back(
     assert "1.2.0 failed its health check" in info.update.message
     assert node.pointed("current") == "1.0.0"
     assert node.main_pid() != node.first_pid  # it did restart into 1.2.0, and back
+
+
+def test_an_agent_that_does_not_update_itself_says_so_when_asked_to_update_now(
+    agent: AgentProcess, pki: Pki
+) -> None:
+    with AgentPool(pki.client_tls(), timeout=10.0) as pool, pytest.raises(AgentError) as refused:
+        pool.update_now(agent.target())
+    assert "FAILED_PRECONDITION: self-update is off" in str(refused.value)
+    assert "no update_channel_url" in str(refused.value)
+    # The node's own certificate (the apply step's) may not ask it.
+    with AgentPool(pki.client_tls(pki.agent), timeout=10.0) as pool, pytest.raises(ClientNotAllowed):
+        pool.update_now(agent.target())
