@@ -60,17 +60,21 @@ class VmExposure:
 
 
 def of_vm(ctx: Context, vm: VirtualMachine) -> VmExposure:
-    """What reaches the VM from outside through its VDC's gateway in its zone."""
+    """What reaches the VM from outside through its VDC's gateway in its zone: one read of the gateways,
+    and only when there is one, one ``/cluster/resources`` of the VM's zone for its addresses."""
     try:
-        mine = {
-            a
-            for zone, vmid, _name, addresses in _guests(ctx, vm.vdc)
-            if (zone, vmid) == (vm.zone, vm.vmid)
-            for a in addresses
-        }
         gateways = [g for g in store.all_gateways(ctx) if g.vdc == vm.vdc and g.zone == vm.zone]
+        if not gateways:
+            return VmExposure([], [])
+        guests = inventory.zone_api(ctx, vm.zone).resources("vm").vms
     except FlexPlaneError as exc:
         return VmExposure([], [], exc.message)
+    mine = {
+        str(address)
+        for guest in guests
+        if guest.vmid == vm.vmid
+        for _vnet, address in addresses_in(guest.tag_list)
+    }
     ips = [PublicAddress(g, ip) for g in gateways for ip in g.public_ips if ip.nat_to in mine]
     forwards = [f for g in gateways for f in g.forwards if f.to_address in mine]
     return VmExposure(ips, forwards)
