@@ -134,7 +134,9 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
         return {"vdcs": [], "current_vdc": None, "is_admin": False, "user": user, "unavailable": []}
     ctx = service_context(request, getattr(getattr(request, _CTX, None), "vdc", None))
     try:
-        visible = vdcs.visible_vdcs(ctx)
+        # The VDCs the user may enter: an ORG_OWNER manages more (the Access pages), but enters as a member.
+        principal = ctx.principal
+        visible = [v for v in vdcs.visible_vdcs(ctx) if principal.is_admin or v.id in principal.vdcs]
     except FlexPlaneError:
         visible = []  # the page itself says what is wrong; the nav just has no VDCs to offer
     return {
