@@ -40,7 +40,8 @@ def errors(text: str) -> tuple[GraphQLError, ...]:
 
 def test_a_document_sent_again_is_the_same_parse_and_is_not_validated_again() -> None:
     first = documents.parsed("{ hello }")
-    assert first.ast is not None and first.error is None
+    assert first.ast is not None
+    assert first.error is None
     assert documents.parsed("{ hello }") is first
     assert errors("{ hello }") == ()
     assert errors("{ hello }") == ()
@@ -59,7 +60,8 @@ def test_the_operation_and_whether_it_is_a_query_follow_the_operation_name() -> 
 def test_a_document_that_does_not_parse_says_why_and_is_no_query() -> None:
     parsed = documents.parsed("{ hello ")
     assert parsed.ast is None
-    assert parsed.error is not None and "Syntax Error" in parsed.error.message
+    assert parsed.error is not None
+    assert "Syntax Error" in parsed.error.message
     assert not parsed.is_query(None)
 
 
@@ -67,7 +69,8 @@ def test_a_document_that_does_not_parse_says_why_and_is_no_query() -> None:
 def test_a_document_over_the_token_limit_is_refused_in_our_words() -> None:
     parsed = documents.parsed("{ " + "hello " * 30 + "}")
     assert parsed.ast is None
-    assert parsed.error is not None and parsed.error.message == "the query has more than 20 tokens"
+    assert parsed.error is not None
+    assert parsed.error.message == "the query has more than 20 tokens"
 
 
 def test_validation_errors_are_kept_under_the_limits_they_were_found_with() -> None:
