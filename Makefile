@@ -51,20 +51,30 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
-# The mesh's namespace tests (tests/mesh) and `make dev` as root bring up userspace WireGuard.
-WIREGUARD := /usr/bin/wg /usr/bin/wireguard-go
+# The mesh's namespace tests (tests/mesh) and `make dev` as root bring up userspace WireGuard; the edge
+# gateways' (tests/gateway) run nftables.
+WIREGUARD := /usr/bin/wg /usr/bin/wireguard-go /usr/sbin/nft
 
 $(WIREGUARD):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wireguard-tools wireguard-go nftables
 
+# Agent releases (tests/agent/*registry*, the devstack) go through a real OCI registry: the
+# CNCF distribution registry, started by the tests on loopback (never the package's service).
+REGISTRY := /usr/bin/docker-registry
+
+$(REGISTRY):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry
+	-$(SUDO) systemctl disable --now docker-registry.service 2>/dev/null
+
 $(ARTIFACT_TOOLS):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap lintian umoci binutils
 
-install: $(STAMP) $(CSS) $(CHROMIUM) $(WIREGUARD)
+install: $(STAMP) $(CSS) $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
 
-dev: $(STAMP) $(CSS)
+dev: $(STAMP) $(CSS) $(REGISTRY)
 	$(BIN)/python -m devstack
 
 lint: $(STAMP)
@@ -72,7 +82,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-test: lint $(CSS) $(CHROMIUM) $(WIREGUARD)
+test: lint $(CSS) $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
 	$(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=flexplane.settings.production FLEXPLANE_SECRET_KEY=check-deploy-$$RANDOM$$RANDOM$$RANDOM$$RANDOM-not-a-real-secret-key-just-long-enough \
 		FLEXPLANE_ALLOWED_HOSTS=flexplane.example.com $(BIN)/python manage.py check --deploy --fail-level WARNING
