@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFailed
+from orchestrator.errors import Conflict, FlexPlaneError, NotFound, Unavailable, ValidationFailed
 from orchestrator.models import Usage, Vdc, Zone
 from orchestrator.models.gateways import (
     FirewallRule,
@@ -52,6 +52,7 @@ __all__ = [
     "delete_vdc_gateways",
     "detach_public_ip",
     "edge_gateway",
+    "follow_networks",
     "gateway_zones",
     "list_edge_gateways",
     "list_public_ips",
@@ -278,6 +279,18 @@ def delete_edge_gateway(ctx: Context, zone: str | None = None) -> EdgeGateway:
     if left:
         logger.warning("gateway %s deleted; hosts %s did not answer and may still run it", gateway.id, left)
     return EdgeGateway(gateway)
+
+
+def follow_networks(ctx: Context, vdc: Vdc, zone: str) -> None:
+    """Best effort, after the VDC's networks in ``zone`` changed: its gateway there (if any) gets a leg on
+    each of them (a new generation, sent to its host); what fails now is done by the gateway's next
+    change."""
+    try:
+        if not any(g.vdc == vdc.id and g.zone == zone for g in store.everything()):
+            return
+        _change(ctx, zone, _unchanged, create=False)
+    except FlexPlaneError as exc:
+        logger.warning("gateway of VDC %s in zone %s after a network change: %s", vdc.id, zone, exc.message)
 
 
 def delete_vdc_gateways(ctx: Context, vdc_id: str) -> None:

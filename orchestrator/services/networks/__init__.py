@@ -171,6 +171,7 @@ def create_network(ctx: Context, spec: CreateNetwork) -> Network:
         vdcs.check_quota(ctx, vdc, Usage(networks=1), current=Usage(networks=len(existing)))
         [made] = make(ctx, zone, vdc, [planned])
     _follow_in_firewalls(ctx, vdc)
+    _follow_in_gateway(ctx, vdc, zone.id)
     return made
 
 
@@ -300,6 +301,7 @@ def delete_network(ctx: Context, network_id: str) -> Network:
             )
         remove(ctx, vdc, [network])
     _follow_in_firewalls(ctx, vdc)
+    _follow_in_gateway(ctx, vdc, network.zone)
     return network
 
 
@@ -316,6 +318,18 @@ def _follow_in_firewalls(ctx: Context, vdc: Vdc) -> None:
         return
     for failure in realised.failures:
         logger.warning("security groups of VDC %s after a network change: %s", vdc.id, failure.message)
+
+
+def _follow_in_gateway(ctx: Context, vdc: Vdc, zone: str) -> None:
+    """Best effort: the VDC's edge gateway in the zone routes its networks anew (``services.gateways``)."""
+    from orchestrator.services import gateways
+
+    gateways.follow_networks(_fresh_request(ctx), vdc, zone)
+
+
+def _fresh_request(ctx: Context) -> Context:
+    """The same caller with nothing memoised: the networks as they are after the change."""
+    return Context(principal=ctx.principal, vdc=ctx.vdc)
 
 
 def remove(ctx: Context, vdc: Vdc, networks: Sequence[Network], *, all_of_vdc: bool = False) -> None:

@@ -56,6 +56,8 @@ GATEWAY = f"""query($zone: String) {{ edgeGateway(zone: $zone) {{ {GATEWAY_FIELD
   status {{ answered healthy generation detail counters {{ name value }} }} }} }}"""
 CREATE = f"""mutation($zone: String) {{ createEdgeGateway(zone: $zone) {{
   edgeGateway {{ applied node }} {ERRORS} }} }}"""
+CREATE_NETWORK = f"""mutation($input: CreateNetworkInput!) {{ createNetwork(input: $input) {{
+  network {{ id vnet }} {ERRORS} }} }}"""
 PUBLIC_IPS = "{ publicIps { address zone vdc } }"
 USAGE = "query($id: ID!) { vdc(id: $id) { quota { publicIps } usage { publicIps } } }"
 
@@ -360,3 +362,38 @@ def test_deleting_a_vdc_removes_its_gateway_from_its_host_and_gives_its_addresse
     assert stored(world, ident) is None
     namespaces = subprocess.run(["ip", "netns", "list"], check=True, capture_output=True, text=True).stdout
     assert f"fpgw-{ident}.{ZONE}" not in namespaces
+
+
+def test_a_network_made_after_the_gateway_gets_a_leg_on_it_and_loses_it_when_deleted(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc()
+    assert allocate(api, ident)["errors"] == []
+    made = payload(
+        api(
+            CREATE_NETWORK,
+            user="admin",
+            vdc=ident,
+            variables={"input": {"name": "later", "zone": ZONE, "cidr": "10.77.0.0/24"}},
+        ),
+        "createNetwork",
+    )
+    assert made["errors"] == []
+    network = made["network"]
+    bridge(network["vnet"])
+    try:
+        assert network["id"] in gateway_of(api, ident)["networks"]
+        again = payload(api(CREATE, user="admin", vdc=ident, variables={"zone": ZONE}), "createEdgeGateway")
+        assert again["edgeGateway"]["applied"] is True, again
+        deleted = api(
+            f"mutation($id: ID!) {{ deleteNetwork(id: $id) {{ {ERRORS} }} }}",
+            user="admin",
+            vdc=ident,
+            variables={"id": network["id"]},
+        )
+        assert deleted.data["deleteNetwork"]["errors"] == []
+        after = gateway_of(api, ident)
+        assert network["id"] not in after["networks"]
+        assert after["applied"] is True
+    finally:
+        unbridge(network["vnet"])
