@@ -531,6 +531,9 @@ class World:
             # The portal's login: the confidential client the identity provider registered for it.
             "FLEXPLANE_OIDC_CLIENT_ID": self.identity.portal_client.client_id,
             "FLEXPLANE_OIDC_CLIENT_SECRET": self.identity.portal_client.client_secret,
+            # Zitadel's management API (the identity provider's stand-in of it) and the service user's key.
+            "FLEXPLANE_ZITADEL_URL": self.identity.api_url,
+            "FLEXPLANE_ZITADEL_KEY_FILE": str(self.identity.zitadel_key_path),
             "FLEXPLANE_AGENT_CA": str(self.ca.cert_path),
             "FLEXPLANE_AGENT_CERT": str(cert),
             "FLEXPLANE_AGENT_KEY": str(key),

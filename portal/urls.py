@@ -16,9 +16,12 @@ urlpatterns = [
     path("vdc/<str:vdc>/", dashboard.dashboard, name="vdc-dashboard"),
     path("vdc/<str:vdc>/tasks/<str:task_id>/", tasks.task_page, name="task"),
     path("admin/activity/", include("portal.activity.urls")),
+    # Access changes are admin actions: under admin/, they need a freshly renewed session (portal.oidc).
+    path("admin/access/", include("portal.access.urls")),
     path("admin/", include("portal.admin.urls")),
     path("vdc/<str:vdc>/vms/", include("portal.vms.urls")),
     path("vdc/<str:vdc>/", include("portal.networks.urls")),
     path("vdc/<str:vdc>/", include("portal.security_groups.urls")),
+    path("vdc/<str:vdc>/", include("portal.gateways.urls")),
     path("vdc/<str:vdc>/console/", include("portal.console.urls")),
 ]

@@ -3,9 +3,11 @@
 import graphene
 
 from orchestrator.graphql import (
+    access,
     audit,
     catalog,
     enrollment,
+    gateways,
     hosts,
     identity,
     networks,
@@ -28,6 +30,7 @@ class Query(
     vdcs.Query,
     vms.Query,
     networks.Query,
+    gateways.Query,
     snapshots.Query,
     security_groups.Query,
     tasks.Query,
@@ -35,6 +38,7 @@ class Query(
     enrollment.Query,
     releases.Query,
     audit.Query,
+    access.Query,
     graphene.ObjectType,
 ):
     pass
@@ -47,10 +51,12 @@ class Mutation(
     vdcs.Mutation,
     vms.Mutation,
     networks.Mutation,
+    gateways.Mutation,
     snapshots.Mutation,
     security_groups.Mutation,
     enrollment.Mutation,
     releases.Mutation,
+    access.Mutation,
     graphene.ObjectType,
 ):
     pass

@@ -39,6 +39,7 @@ from orchestrator.services.tasks import failed_task
 from orchestrator.services.vms import Outcome
 from portal.activity import trail as activity
 from portal.context import vdc_view
+from portal.gateways.views import vm_public
 from portal.networks.views import vm_networking
 from portal.tasks import live_context
 from portal.vms.actions import ACTIONS, CREATE_MUTATION, VmAction
@@ -252,6 +253,7 @@ def vm_detail(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpR
         history=tasks.recent_tasks(ctx, first=HISTORY, vm=vm.id),
         snapshots=snapshot_listing(ctx, vm),  # templates/portal/vms/_snapshots.html
         **vm_networking(ctx, vm),  # its NICs and security groups (templates/portal/vms/_nics.html)
+        **vm_public(ctx, vm),  # its public IPs and port forwards (templates/portal/gateways/_vm_public.html)
     )
     return render(request, "portal/vms/detail.html", context)
 
