@@ -50,9 +50,9 @@ DIRECTIONS = ("in", "out")
 ACTIONS = ("allow", "deny")
 MAX_ID = 48
 # A gateway's id: lowercase letters, digits, inner dots, hyphens and underscores.
-_ID = re.compile(r"^[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?$")
+_ID = re.compile(r"^[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?\Z")
 # A Linux interface name (at most 15 characters).
-_IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")
 
 T = TypeVar("T")
 

@@ -150,7 +150,7 @@ FLEXPLANE_OIDC_LEEWAY = env_float("OIDC_LEEWAY", 30.0)
 # from a Secret); without one, access management answers UNAVAILABLE and VDC roles are not kept.
 FLEXPLANE_ZITADEL_KEY_FILE = env("ZITADEL_KEY_FILE", "")
 # The API's base URL (default: the issuer's origin) and the assertion's audience (default: that URL).
-FLEXPLANE_ZITADEL_URL = env("ZITADEL_URL", re.sub(r"^(https?://[^/]+).*$", r"\1", FLEXPLANE_OIDC_ISSUER))
+FLEXPLANE_ZITADEL_URL = env("ZITADEL_URL", re.sub(r"^(https?://[^/]+).*\Z", r"\1", FLEXPLANE_OIDC_ISSUER))
 FLEXPLANE_ZITADEL_AUDIENCE = env("ZITADEL_AUDIENCE", "")
 FLEXPLANE_ZITADEL_TIMEOUT = env_float("ZITADEL_TIMEOUT", 5.0)
 

@@ -57,7 +57,7 @@ _SPEC_KEYS = {
     "public_ips": "publicIps",
 }
 # Zitadel's organization ids: digits (a snowflake); tolerate its other id forms.
-_ORG_ID = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
+_ORG_ID = re.compile(r"^[A-Za-z0-9_-]{1,63}\Z")
 
 
 @dataclass(frozen=True)

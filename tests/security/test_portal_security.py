@@ -52,6 +52,12 @@ NOTHING = {
     "name": "no-such-snapshot",
     "network": "no-such-network",
     "group": "no-such-group",
+    "user": "no-such-user",
+    "org": "no-such-org",
+    "address": "203.0.113.250",
+    "protocol": "tcp",
+    "port": 65000,
+    "position": 99,
 }
 # Values that name real objects of the world (devstack/seed.py): pages with something on them.
 REAL = {**NOTHING, "vdc": "demo", "vmid": 100, "host": "pve1", "ident": "small"}

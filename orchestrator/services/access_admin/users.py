@@ -23,7 +23,7 @@ from orchestrator.sources.zitadel import Authorization, User, ZitadelSource, req
 PLATFORM_ROLES = (ADMIN, USER, ORG_OWNER)
 SEARCH_MAX = 100
 # Zitadel's ids: digits (an 18-digit snowflake); tolerate its other id forms (letters, '-', '_').
-_USER_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
+_USER_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
