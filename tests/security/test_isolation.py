@@ -6,7 +6,9 @@ orchestrator over HTTP with the identity provider's own tokens:
 - anonymous: no token at all;
 - bob: USER of VDC other, which is not the VDC of the objects asked about;
 - alice: USER of VDC demo, the VDC of the objects asked about;
-- admin: ADMIN, member of no VDC.
+- admin: ADMIN, member of no VDC;
+- olivia: ORG_OWNER (and USER) of organization acme, which holds neither VDC: to her, demo and other
+  are another organization's, and the users of the default organization are not hers.
 
 ``ROWS`` holds each field's document and the outcome expected in each cell. The cells are made from
 the committed schema file when the suite is collected, so a field added to the API without a row
@@ -36,8 +38,8 @@ pytestmark = pytest.mark.promise("isolation")
 
 SUITE = "isolation"
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema.graphql"
-ANONYMOUS, OUTSIDER, MEMBER, ADMIN = "anonymous", "bob", "alice", "admin"
-CALLERS = (ANONYMOUS, OUTSIDER, MEMBER, ADMIN)
+ANONYMOUS, OUTSIDER, MEMBER, ADMIN, OWNER = "anonymous", "bob", "alice", "admin", "olivia"
+CALLERS = (ANONYMOUS, OUTSIDER, MEMBER, ADMIN, OWNER)
 # What the world holds (devstack/seed.py): alice's VDC, a zone and a host of it, and names nothing has.
 DEMO, OTHER, ZONE, NOTHING = "demo", "other", "zone-a", "no-such-thing"
 
@@ -113,16 +115,27 @@ class Answered:
 
 def everyone(outcome: Outcome) -> dict[str, Outcome]:
     """Any caller with a token gets ``outcome`` (USER or ADMIN suffices, the VDC does not matter)."""
-    return {ANONYMOUS: Unauthenticated(), OUTSIDER: outcome, MEMBER: outcome, ADMIN: outcome}
+    return {ANONYMOUS: Unauthenticated(), OUTSIDER: outcome, MEMBER: outcome, ADMIN: outcome, OWNER: outcome}
 
 
 def admin_only(outcome: Outcome) -> dict[str, Outcome]:
-    return {ANONYMOUS: Unauthenticated(), OUTSIDER: Forbidden(), MEMBER: Forbidden(), ADMIN: outcome}
+    return {
+        ANONYMOUS: Unauthenticated(),
+        OUTSIDER: Forbidden(),
+        MEMBER: Forbidden(),
+        ADMIN: outcome,
+        OWNER: Forbidden(),
+    }
+
+
+def access_managers(admin: Outcome, owner: Outcome) -> dict[str, Outcome]:
+    """ADMIN, and an ORG_OWNER within their organization; USERs are refused."""
+    return {**admin_only(admin), OWNER: owner}
 
 
 def members(member: Outcome, outsider: Outcome) -> dict[str, Outcome]:
-    """Alice's objects: she and ADMIN get ``member``, bob ``outsider``."""
-    return {ANONYMOUS: Unauthenticated(), OUTSIDER: outsider, MEMBER: member, ADMIN: member}
+    """Alice's objects: she and ADMIN get ``member``, bob and olivia (another organization's) ``outsider``."""
+    return {ANONYMOUS: Unauthenticated(), OUTSIDER: outsider, MEMBER: member, ADMIN: member, OWNER: outsider}
 
 
 # ------------------------------------------------------------------------------------------ the rows
@@ -254,6 +267,7 @@ QUERY_ROWS: dict[str, Row] = {
             OUTSIDER: Answered(lambda me: me["roles"] == ["USER"] and me["vdcs"] == [OTHER]),
             MEMBER: Answered(lambda me: me["roles"] == ["USER"] and me["vdcs"] == [DEMO]),
             ADMIN: Answered(lambda me: me["roles"] == ["ADMIN"] and me["vdcs"] == []),
+            OWNER: Answered(lambda me: me["roles"] == ["ORG_OWNER", "USER"] and me["vdcs"] == []),
         },
     ),
     "vdcs": Row(
@@ -263,6 +277,7 @@ QUERY_ROWS: dict[str, Row] = {
             OUTSIDER: Answered(lambda vdcs: ids(vdcs) == [OTHER]),
             MEMBER: Answered(lambda vdcs: ids(vdcs) == [DEMO]),
             ADMIN: Answered(lambda vdcs: {DEMO, OTHER} <= set(ids(vdcs))),
+            OWNER: Answered(lambda vdcs: not {DEMO, OTHER} & set(ids(vdcs))),
         },
     ),
     "vdc": Row(
@@ -319,6 +334,21 @@ QUERY_ROWS: dict[str, Row] = {
         members(Answered(lambda network: network["vdc"] == DEMO), Missing()),
         lambda stage, who: {"id": alices_network(stage)},
     ),
+    # ------------------------------------------------------------------ edge gateways of VDC demo
+    # (zone-a has no external network here: demo has no gateway, and none can be made)
+    "edgeGateways": Row(
+        "{ edgeGateways { id vdc } }",
+        members(Answered(lambda found: all(g["vdc"] == DEMO for g in found)), Forbidden()),
+        vdc=DEMO,
+    ),
+    "edgeGateway": Row(
+        f'{{ edgeGateway(zone: "{ZONE}") {{ id vdc }} }}', members(Missing(), Forbidden()), vdc=DEMO
+    ),
+    "publicIps": Row(
+        "{ publicIps { address vdc } }",
+        members(Answered(lambda found: all(p["vdc"] == DEMO for p in found)), Forbidden()),
+        vdc=DEMO,
+    ),
     "auditRecords": Row(
         "query($vdc: ID!) { auditRecords(vdc: $vdc, first: 5) { vdc operation } }",
         members(Answered(lambda found: all(r["vdc"] == DEMO for r in found)), Missing()),
@@ -332,6 +362,7 @@ QUERY_ROWS: dict[str, Row] = {
             OUTSIDER: Answered(seen_by_a_user),
             MEMBER: Answered(seen_by_a_user),
             ADMIN: Answered(lambda hosts: hosts and all(h["endpoint"] and h["usage"] for h in hosts)),
+            OWNER: Answered(seen_by_a_user),
         },
     ),
     "computeProfiles": Row("{ computeProfiles { name } }", everyone(Answered(bool))),
@@ -345,6 +376,22 @@ QUERY_ROWS: dict[str, Row] = {
     "agentReleaseChannel": Row(
         "{ agentReleaseChannel { versions servedVersion } }",
         admin_only(Answered(lambda channel: bool(channel["versions"]))),
+    ),
+    # ------------------------------------------------------------------ access (Zitadel)
+    "users": Row(
+        '{ users(search: "o") { username organization } }',
+        access_managers(
+            Answered(lambda found: {"bob", "olivia"} <= {u["username"] for u in found}),
+            Answered(lambda found: found and all(u["username"] in ("olivia", "oscar") for u in found)),
+        ),
+    ),
+    "vdcMembers": Row(
+        f'{{ vdcMembers(vdc: "{DEMO}") {{ username }} }}',
+        access_managers(Answered(lambda found: "alice" in {u["username"] for u in found}), Missing()),
+    ),
+    "organizations": Row(
+        "{ organizations { organization vdcs } }",
+        access_managers(Answered(lambda found: isinstance(found, list)), Answered(lambda found: not found)),
     ),
 }
 
@@ -415,6 +462,64 @@ MUTATION_ROWS: dict[str, Row] = {
         members(Refused("INVALID"), Refused("NOT_FOUND")),
         lambda stage, who: {"vm": stage.vms.running},
     ),
+    # ------------------------------------------------------------------ edge gateways of VDC demo
+    # zone-a has no external network here (INVALID naming the zone), and nobody's address is anybody's.
+    "createEdgeGateway": Row(
+        f'mutation {{ createEdgeGateway(zone: "{ZONE}") {{ errors {{ code }} }} }}',
+        members(Refused("INVALID"), Forbidden()),
+        vdc=DEMO,
+    ),
+    "deleteEdgeGateway": Row(
+        f'mutation {{ deleteEdgeGateway(zone: "{ZONE}") {{ errors {{ code }} }} }}',
+        members(Refused("NOT_FOUND"), Forbidden()),
+        vdc=DEMO,
+    ),
+    "allocatePublicIp": Row(
+        f'mutation {{ allocatePublicIp(zone: "{ZONE}") {{ publicIp {{ address }} errors {{ code }} }} }}',
+        members(Refused("INVALID"), Forbidden()),
+        vdc=DEMO,
+    ),
+    "releasePublicIp": Row(
+        'mutation { releasePublicIp(address: "203.0.113.250") { errors { code } } }',
+        members(Refused("INVALID"), Forbidden()),
+        vdc=DEMO,
+    ),
+    "attachPublicIp": Row(
+        'mutation { attachPublicIp(address: "203.0.113.250", toAddress: "10.0.0.9") { errors { code } } }',
+        members(Refused("INVALID"), Forbidden()),
+        vdc=DEMO,
+    ),
+    "detachPublicIp": Row(
+        'mutation { detachPublicIp(address: "203.0.113.250") { errors { code } } }',
+        members(Refused("INVALID"), Forbidden()),
+        vdc=DEMO,
+    ),
+    "addPortForward": Row(
+        "mutation($input: PortForwardInput!) { addPortForward(input: $input) { errors { code } } }",
+        members(Refused("INVALID"), Forbidden()),
+        lambda stage, who: {
+            "input": {"publicIp": "203.0.113.250", "protocol": "tcp", "port": 8080, "toAddress": "10.0.0.9"}
+        },
+        vdc=DEMO,
+    ),
+    "removePortForward": Row(
+        'mutation { removePortForward(publicIp: "203.0.113.250", protocol: "tcp", port: 8080) '
+        "{ errors { code } } }",
+        members(Refused("INVALID"), Forbidden()),
+        vdc=DEMO,
+    ),
+    "addGatewayFirewallRule": Row(
+        "mutation($input: GatewayFirewallRuleInput!) "
+        f'{{ addGatewayFirewallRule(zone: "{ZONE}", input: $input) {{ errors {{ code }} }} }}',
+        members(Refused("INVALID"), Forbidden()),
+        lambda stage, who: {"input": {"direction": "in", "action": "allow"}},
+        vdc=DEMO,
+    ),
+    "removeGatewayFirewallRule": Row(
+        f'mutation {{ removeGatewayFirewallRule(zone: "{ZONE}", position: 0) {{ errors {{ code }} }} }}',
+        members(Refused("INVALID"), Forbidden()),
+        vdc=DEMO,
+    ),
     "createSnapshot": Row(
         "mutation($vm: ID!, $name: String!) { createSnapshot(vm: $vm, name: $name) "
         "{ snapshot { vm name } errors { code message } } }",
@@ -460,10 +565,11 @@ MUTATION_ROWS: dict[str, Row] = {
         members(Answered(lambda done: done["securityGroups"] == ["default"]), Refused("NOT_FOUND")),
         lambda stage, who: {"vm": stage.vms.running},
     ),
-    # ------------------------------------------------------------------ VDCs: ADMIN only
+    # ------------------------------------------------------------------ VDCs: ADMIN, ORG_OWNER within theirs
     "createVdc": Row(
         "mutation($input: VdcInput!) { createVdc(input: $input) { vdc { id } errors { code } } }",
-        admin_only(Answered(lambda made: made["vdc"] is not None)),
+        # olivia's organization has no allowance here: nothing may be made in it.
+        access_managers(Answered(lambda made: made["vdc"] is not None), Refused("QUOTA_EXCEEDED")),
         lambda stage, who: {
             "input": {
                 "id": stage.name(who, "vdc"),
@@ -477,13 +583,36 @@ MUTATION_ROWS: dict[str, Row] = {
         # alice asks for the quota her VDC has already: harmless, were it allowed.
         "mutation($id: ID!) { updateVdc(id: $id, input: {quota: {vcpus: 16}}) "
         "{ vdc { id } errors { code } } }",
-        admin_only(Refused("NOT_FOUND")),
+        access_managers(Refused("NOT_FOUND"), Refused("NOT_FOUND")),  # olivia: demo is not acme's
         lambda stage, who: {"id": own_vdc(who)},
     ),
     "deleteVdc": Row(
         "mutation($id: ID!) { deleteVdc(id: $id) { vdc { id } errors { code } } }",
-        admin_only(Refused("NOT_FOUND")),
+        access_managers(Refused("NOT_FOUND"), Refused("NOT_FOUND")),
         lambda stage, who: {"id": own_vdc(who)},  # demo holds VMs: refused even were alice allowed
+    ),
+    # ------------------------------------------------------------------ access: ADMIN, ORG_OWNER in theirs
+    # A user that does not exist, in VDC demo: NOT_FOUND for ADMIN (the user), for olivia (the VDC).
+    "grantVdcMembership": Row(
+        f'mutation {{ grantVdcMembership(user: "404404404", vdc: "{DEMO}") {CATALOG_ERRORS} }}',
+        access_managers(Refused("NOT_FOUND"), Refused("NOT_FOUND")),
+    ),
+    "revokeVdcMembership": Row(
+        f'mutation {{ revokeVdcMembership(user: "404404404", vdc: "{DEMO}") {CATALOG_ERRORS} }}',
+        access_managers(Refused("NOT_FOUND"), Refused("NOT_FOUND")),
+    ),
+    "setPlatformRoles": Row(
+        f'mutation {{ setPlatformRoles(user: "404404404", roles: ["USER"]) {CATALOG_ERRORS} }}',
+        admin_only(Refused("NOT_FOUND")),
+    ),
+    "setOrganizationAllowance": Row(
+        'mutation { setOrganizationAllowance(organization: "404404404", '
+        f"input: {{quota: {{vcpus: 1, memoryMib: 1, diskGb: 1, vms: 1}}}}) {CATALOG_ERRORS} }}",
+        admin_only(Refused("NOT_FOUND")),
+    ),
+    "deleteOrganizationAllowance": Row(
+        f'mutation {{ deleteOrganizationAllowance(organization: "404404404") {CATALOG_ERRORS} }}',
+        admin_only(Refused("NOT_FOUND")),
     ),
     # ------------------------------------------------------------------ hosts and enrollment: ADMIN only
     "createHostJoinToken": Row(
@@ -524,6 +653,10 @@ MUTATION_ROWS: dict[str, Row] = {
     "unpinAgentVersion": Row(
         "mutation { unpinAgentVersion { pin { version } errors { code } } }",
         admin_only(Answered(lambda unpinned: unpinned["pin"] is None)),  # nothing was pinned
+    ),
+    "updateHostNow": Row(
+        'mutation { updateHostNow(zone: "zone-a", host: "pve99") { update { outcome } errors { code } } }',
+        admin_only(Refused("NOT_FOUND")),  # no such host: no agent is asked
     ),
     # ------------------------------------------------------------------ the catalog: ADMIN only
     "createComputeProfile": Row(

@@ -189,6 +189,13 @@ PROBES: dict[str, Probe] = {
     ),
     # ------------------------------------------------------------------ a VDC's id
     "vdc": vdc_probe("query($id: ID!) { vdc(id: $id) { id name usage { vms } } }"),
+    "vdcMembers": vdc_probe("query($id: ID!) { vdcMembers(vdc: $id) { id } }"),
+    "grantVdcMembership": vdc_probe(
+        'mutation($id: ID!) { grantVdcMembership(user: "404404404", vdc: $id) { errors { code message } } }'
+    ),
+    "revokeVdcMembership": vdc_probe(
+        'mutation($id: ID!) { revokeVdcMembership(user: "404404404", vdc: $id) { errors { code message } } }'
+    ),
     "vdc in an alias batch": vdc_probe(
         'query($id: ID!) { mine: vdc(id: "other") { id } a: vdc(id: $id) { id } '
         "b: vdc(id: $id) { quota { vms } } }"
@@ -252,7 +259,15 @@ HEADER_OF_ITS_OWN = {
 }
 
 # Fields taking an id of something no VDC owns: zones are the platform's.
-NOT_OWNED_BY_A_VDC = {"createZone", "updateZone", "deleteZone"}
+# Ids of what no VDC owns: zones; users and organizations (Zitadel's; tests/security/test_isolation.py).
+NOT_OWNED_BY_A_VDC = {
+    "createZone",
+    "updateZone",
+    "deleteZone",
+    "setPlatformRoles",
+    "setOrganizationAllowance",
+    "deleteOrganizationAllowance",
+}
 # Fields scoped by the FlexPlane-VDC-ID header rather than an id argument.
 SCOPED_BY_THE_HEADER = {
     "virtualMachines",

@@ -29,10 +29,12 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
+from devstack.identity.claims import organisation_of, subject_of
 from devstack.world import World
 from orchestrator.services.tasks import decode_task_id, encode_task_id
 from portal.vms.actions import ACTIONS
 from portal.vms.snapshots import ACTIONS as SNAPSHOT_ACTIONS
+from tests.gatewaykit import clean_gateway, external_network
 from tests.portal.support import COOKIE, csrf_token, login
 from tests.promises import RecordFigure
 from tests.security.conftest import (
@@ -67,9 +69,14 @@ TASK = "alice's task under bob's VDC"
 FOLLOWED = "alice's task followed on bob's page"
 NETWORK = "alice's network under bob's VDC"
 GROUP = "alice's security group under bob's VDC"
+PUBLIC_IP = "alice's public IP under bob's VDC"
 # Pages that follow the task named in their query string (``?task=``).
 FOLLOWING = {"vm-list"}
 KNOWN_PARAMS = {"vdc", "zone", "vmid", "task_id", "action", "name", "network", "group"}
+KNOWN_PARAMS |= {"address", "protocol", "port", "position"}  # the edge gateway pages
+# A public IP nobody holds (alice's is allocated for the module, tests.gatewaykit's pool).
+NO_PUBLIC_IP = "203.0.113.250"
+PUBLIC_IPS = "{ publicIps { address } }"
 # alice's network (of zone-a) and security group in VDC demo, by names bob's VDC has none of.
 ALICES_NETWORK, ALICES_GROUP, NO_NETWORK, NO_GROUP = "alices-net", "alices-sg", "no-such-net", "no-such-sg"
 # A snapshot name for the snapshot pages (alice's VMs have none of that name: NOT_FOUND, as for bob's).
@@ -77,7 +84,10 @@ SNAPSHOT = "before-upgrade"
 
 
 def vdc_routes() -> list[Route]:
-    return [route for route in portal_routes() if "vdc" in route.params]
+    """The pages of a VDC (the admin area's, the access pages' among them, are refused whole: below)."""
+    return [
+        route for route in portal_routes() if "vdc" in route.params and not route.path.startswith("admin/")
+    ]
 
 
 def admin_routes() -> list[Route]:
@@ -92,6 +102,7 @@ def cases() -> list[tuple[str, str, str]]:
         variants += [FOLLOWED] * (route.name in FOLLOWING)
         variants += [NETWORK] * ("network" in route.params and "vmid" not in route.params)
         variants += [GROUP] * ("group" in route.params)
+        variants += [PUBLIC_IP] * ("address" in route.params)
         actions = list(ACTIONS) if "action" in route.params else [""]
         if route.name == "vm-snapshot-action":
             actions = list(SNAPSHOT_ACTIONS)
@@ -109,10 +120,16 @@ class Pair:
     missing_id: str
 
 
-def pairs(route: Route, variant: str, action: str, vms: AlicesVms) -> list[Pair]:
+def pairs(
+    route: Route, variant: str, action: str, vms: AlicesVms, public_ip: str = NO_PUBLIC_IP
+) -> list[Pair]:
     zone, vmid = vms.stopped.split("/")
     own = {"zone": zone, "vmid": vmid, "task_id": vms.task, "action": action, "name": SNAPSHOT}
     own |= {"network": ALICES_NETWORK, "group": ALICES_GROUP}
+    own |= {"address": public_ip, "protocol": "tcp", "port": "8080", "position": "0"}
+    if variant == PUBLIC_IP:
+        no = route.url(**{**own, "address": NO_PUBLIC_IP}, vdc=BOBS_VDC)
+        return [Pair(route.url(**own, vdc=BOBS_VDC), public_ip, no, NO_PUBLIC_IP)]
     if variant in (NETWORK, GROUP):
         key, foreign, absent = ("network", ALICES_NETWORK, NO_NETWORK)
         if variant == GROUP:
@@ -188,6 +205,23 @@ def alices_network_and_group(api: GraphQL) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
+def alices_public_ip(api: GraphQL, world: World) -> Iterator[str]:
+    """A public IP of alice's VDC demo in zone-a, recorded in its gateway's desired state: the zone's
+    gateways may run on no host of this world (UNAVAILABLE, the state kept), so that no host builds
+    demo's gateway, whose name the worlds of parallel workers share."""
+    with external_network(api, world, "i", nodes="no-such-host"):
+        made = api(
+            'mutation { allocatePublicIp(zone: "zone-a") { errors { code } } }', user="alice", vdc=ALICES_VDC
+        )
+        assert made.data["allocatePublicIp"]["errors"] == [{"code": "UNAVAILABLE"}], made.body
+        [address] = [p["address"] for p in api(PUBLIC_IPS, user="alice", vdc=ALICES_VDC).data["publicIps"]]
+        try:
+            yield str(address)
+        finally:
+            clean_gateway(api, ALICES_VDC)
+
+
+@pytest.fixture(scope="module")
 def ratios(record_figure: RecordFigure) -> Iterator[list[float]]:
     found: list[float] = []
     yield found
@@ -243,6 +277,7 @@ def test_bob_gets_the_same_page_for_alices_ids_as_for_ids_that_do_not_exist(
     bob: requests.Session,
     alices_vms: AlicesVms,
     alices_network_and_group: None,
+    alices_public_ip: str,
     proxmox_calls: ProxmoxCalls,
     ratios: list[float],
     timing_full: bool,
@@ -254,7 +289,7 @@ def test_bob_gets_the_same_page_for_alices_ids_as_for_ids_that_do_not_exist(
     unknown = set(route.params) - KNOWN_PARAMS
     assert not unknown, f"{route.path}: give the parameters {unknown} values in {__name__}.pairs"
     ask = Asker(world, bob)
-    for pair in pairs(route, variant, action, alices_vms):
+    for pair in pairs(route, variant, action, alices_vms, alices_public_ip):
         for method in ("GET", "HTMX", "POST"):
             timings = Timings(partial(ask, method), pair.foreign_url, pair.missing_url)
             answers = timings.take(ROUNDS if timing_full else 1).answers
@@ -314,7 +349,15 @@ def test_bobs_websocket_on_alices_task_ends_as_on_a_task_that_does_not_exist(
 
 
 # Real objects of the world for the pages an admin sees (devstack/seed.py), by the section of the route.
-REAL = {"zone": "zone-a", "host": "pve1"}
+# The access pages (admin/access/) name a user (Zitadel's id: bob's, the same in every world) and a VDC.
+# The organization pages name an organization: acme's (the same in every world).
+REAL = {
+    "zone": "zone-a",
+    "host": "pve1",
+    "user": subject_of("bob"),
+    "vdc": "demo",
+    "org": organisation_of("acme")[0],
+}
 REAL_IDENT = {
     "compute-profile": "small",
     "storage-profile": "standard",
@@ -324,7 +367,14 @@ REAL_IDENT = {
 }
 # What alice POSTs to: objects that do not exist, so that were she let through, nothing would change
 # (and the page would say the object is missing, not that the page is).
-NOTHING = {"zone": "zone-a", "host": "no-such-host", "ident": "no-such-thing"}
+NOTHING = {
+    "zone": "zone-a",
+    "host": "no-such-host",
+    "ident": "no-such-thing",
+    "user": "404404404",
+    "vdc": "no-such-thing",
+    "org": "404404404",
+}
 
 
 def admin_url(route: Route, values: dict[str, str]) -> str:
