@@ -66,7 +66,7 @@ def test_a_user_in_no_vdc_is_told_so(world: World) -> None:
 
 def test_the_dashboard_shows_usage_against_each_quota_as_the_api_does(world: World, api: GraphQL) -> None:
     page = dashboard(world)
-    amounts = "{ vcpus memoryMib diskGb vms networks }"
+    amounts = "{ vcpus memoryMib diskGb vms networks publicIps }"
     query = f'{{ vdc(id: "demo") {{ quota {amounts} usage {amounts} }} }}'
     vdc = payload(api(query, user="alice"), "vdc")
     shown = {label: (int(used), int(limit)) for label, used, limit in QUOTA.findall(page)}
@@ -78,9 +78,10 @@ def test_the_dashboard_shows_usage_against_each_quota_as_the_api_does(world: Wor
             ("disk", "diskGb"),
             ("VMs", "vms"),
             ("networks", "networks"),
+            ("public IPs", "publicIps"),
         )
     }
-    assert page.count("<meter") == 5
+    assert page.count("<meter") == 6
 
 
 def test_the_dashboard_counts_the_vms_by_status_as_the_api_lists_them(world: World, api: GraphQL) -> None:
