@@ -95,8 +95,19 @@ def kinds(rendered: list[Manifest]) -> set[str]:
     return {m["kind"] for m in rendered}
 
 
-def pod_spec(rendered: list[Manifest]) -> dict[str, Any]:
-    spec: dict[str, Any] = only(rendered, "Deployment")["spec"]["template"]["spec"]
+def component(rendered: list[Manifest], kind: str, name: str) -> Manifest:
+    """The one manifest of ``kind`` whose ``app.kubernetes.io/component`` label is ``name``."""
+    found = [
+        m
+        for m in rendered
+        if m["kind"] == kind and m["metadata"]["labels"].get("app.kubernetes.io/component") == name
+    ]
+    assert len(found) == 1, f"expected one {kind} of component {name}, found {len(found)}"
+    return found[0]
+
+
+def pod_spec(rendered: list[Manifest], name: str = "orchestrator") -> dict[str, Any]:
+    spec: dict[str, Any] = component(rendered, "Deployment", name)["spec"]["template"]["spec"]
     return spec
 
 
@@ -439,10 +450,41 @@ def test_agent_releases_without_a_public_key_are_refused(chart: helm_python.Char
 
 
 def test_autoscaling_leaves_the_replica_count_to_the_autoscaler(renders: dict[str, list[Manifest]]) -> None:
-    deployment = only(renders["example"], "Deployment")
+    deployment = component(renders["example"], "Deployment", "orchestrator")
     autoscaler = only(renders["example"], "HorizontalPodAutoscaler")
     assert "replicas" not in deployment["spec"]
     assert autoscaler["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+
+
+def test_the_gateway_reconciler_runs_with_the_orchestrators_settings_files_and_hardening(
+    rendered: list[Manifest],
+) -> None:
+    reconciler = component(rendered, "Deployment", "gateways")
+    assert reconciler["spec"]["replicas"] == 1  # its changes are locked per VDC: more would repeat them
+    spec, orchestrator = pod_spec(rendered, "gateways"), pod_spec(rendered)
+    (container,) = spec["containers"]
+    (app,) = [c for c in orchestrator["containers"] if c["name"] == "orchestrator"]
+    assert container["command"] == ["python", "-m", "django", "reconcile_gateways"]
+    assert container["args"] == ["--every=15"]
+    assert container["image"] == app["image"]
+    assert container["env"] == app["env"]
+    assert container["volumeMounts"] == app["volumeMounts"]
+    assert spec["volumes"] == orchestrator["volumes"]
+    assert container["securityContext"] == app["securityContext"]
+    assert spec["serviceAccountName"] == orchestrator["serviceAccountName"]
+    assert "ports" not in container  # it serves nothing
+
+
+def test_the_gateway_reconciler_can_be_left_out(chart: helm_python.Chart) -> None:
+    rendered = manifests(render(chart, {"gatewayReconciler": {"enabled": False}}))
+    labels = [m["metadata"]["labels"].get("app.kubernetes.io/component") for m in rendered]
+    assert "gateways" not in labels
+    assert "orchestrator" in labels
+
+
+def test_a_reconciler_interval_that_is_not_positive_is_refused(chart: helm_python.Chart) -> None:
+    with pytest.raises(helm_python.HelmValuesError, match="every"):
+        render(chart, {"gatewayReconciler": {"every": 0}})
 
 
 # --- refusals ---------------------------------------------------------------------------------

@@ -46,9 +46,16 @@ def test_the_rendered_deployment_runs_the_image_make_image_builds() -> None:
         for doc in yaml.safe_load_all(text)
         if doc
     ]
-    (deployment,) = [doc for doc in documents if doc["kind"] == "Deployment"]
+    deployments = [doc for doc in documents if doc["kind"] == "Deployment"]
+    (deployment,) = [
+        d for d in deployments if d["metadata"]["labels"]["app.kubernetes.io/component"] == "orchestrator"
+    ]
 
     containers = deployment["spec"]["template"]["spec"]["containers"]
     (container,) = [c for c in containers if c["name"] == "orchestrator"]
     assert container["image"] == built_image()
+    # Every process of the chart runs that image (the gateway reconciler too).
+    assert {c["image"] for d in deployments for c in d["spec"]["template"]["spec"]["containers"]} == {
+        built_image()
+    }
     assert container["command"] == ["daphne"]

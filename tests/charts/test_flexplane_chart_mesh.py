@@ -137,15 +137,22 @@ def test_the_orchestrator_dials_the_agents_through_the_hubs_proxy_inside_the_clu
 
 
 def test_only_the_orchestrators_pods_reach_the_proxy(meshed: list[Manifest]) -> None:
-    orchestrator_pods = {
-        "app.kubernetes.io/name": "flexplane",
-        "app.kubernetes.io/instance": RELEASE,
-        "app.kubernetes.io/component": "orchestrator",
-    }
+    def pods(component: str) -> dict[str, str]:
+        return {
+            "app.kubernetes.io/name": "flexplane",
+            "app.kubernetes.io/instance": RELEASE,
+            "app.kubernetes.io/component": component,
+        }
+
+    orchestrator_pods = pods("orchestrator")
     _, proxy = named(meshed, "NetworkPolicy", HUB)["spec"]["ingress"]
+    # The orchestrator's, and the gateway reconciler's, which calls the agents as the orchestrator does.
     assert proxy == {
         "ports": [{"port": "proxy", "protocol": "TCP"}],
-        "from": [{"podSelector": {"matchLabels": orchestrator_pods}}],
+        "from": [
+            {"podSelector": {"matchLabels": orchestrator_pods}},
+            {"podSelector": {"matchLabels": pods("gateways")}},
+        ],
     }
     # With egress restricted, the orchestrator's pods may reach the proxy too (policies add up).
     egress = named(meshed, "NetworkPolicy", PROXY)["spec"]
