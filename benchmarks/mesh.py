@@ -35,11 +35,12 @@ from contextlib import contextmanager
 
 import requests
 
+from agent.service import UNIT_DIR, UNIT_NAME, exec_start
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from benchmarks.kit import bench_world, interleaved, percentile, seed_vms
 from devstack.meshnet import Topology, in_ns, relay, topology
 from devstack.processes import Process, spawn, wait_for_line
-from devstack.world import UNIT_DIR, UNIT_NAME, World, exec_start
+from devstack.world import World
 
 DIRECT, MESHED = "zone-d", "zone-m"
 NODE = "pve1"

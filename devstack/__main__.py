@@ -16,7 +16,8 @@ from pathlib import Path
 from devstack import seed
 from devstack.identity.client import password_token
 from devstack.meshnet import mesh_possible
-from devstack.world import ROOT, World, WorldConfig
+from devstack.world import World, WorldConfig
+from devstack.world.config import ROOT
 
 SCRATCH = ROOT / ".devstack"
 STATE = SCRATCH / "state.json"

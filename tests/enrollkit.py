@@ -29,7 +29,8 @@ from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from agentclient.enrollment import JOIN_PATH
 from devstack import seed
 from devstack.processes import Process
-from devstack.world import AGENT_PORT, World
+from devstack.world import World
+from devstack.world.config import AGENT_PORT
 from tests.support import GraphQL
 
 CREATE_TOKEN = """mutation($zone: String!, $host: String!) {

@@ -17,7 +17,8 @@ from agentclient.enrollment import JOIN_PATH
 from agentclient.wireguard import new_private_key, public_key
 from devstack.net import free_port
 from devstack.processes import Process
-from devstack.world import AGENT_PORT, World
+from devstack.world import World
+from devstack.world.config import AGENT_PORT
 from orchestrator.auth import ADMIN, Principal
 from orchestrator.services import enrollment, mesh
 from orchestrator.services.context import Context

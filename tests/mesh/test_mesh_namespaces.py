@@ -36,7 +36,8 @@ from agentclient.wireguard import Interface, Peer, new_private_key, public_key
 from devstack.meshnet import Topology, connect_in, in_ns, relay, run, topology
 from devstack.net import free_port
 from devstack.processes import Process, spawn, wait_for_line
-from devstack.world import AGENT_PORT, World
+from devstack.world import World
+from devstack.world.config import AGENT_PORT
 from orchestrator.auth import ADMIN, Principal
 from orchestrator.mesh.hub import MeshHub
 from orchestrator.services import enrollment, mesh, platform_ca

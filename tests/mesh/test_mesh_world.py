@@ -23,7 +23,8 @@ from agentclient.enrollment import JOIN_PATH
 from devstack import seed
 from devstack.__main__ import mesh_line
 from devstack.meshnet import mesh_possible
-from devstack.world import AGENT_PORT, World
+from devstack.world import World
+from devstack.world.config import AGENT_PORT
 from tests import addresses
 from tests.conftest import world_config
 from tests.enrollkit import core, csr, host_spec, join_token, post

@@ -26,7 +26,8 @@ import requests
 from agentclient import AgentBusy, AgentPool, AgentTarget, ClientTLS
 from agentclient.pool import DEFAULT_MAX_IN_FLIGHT
 from devstack.net import free_port
-from devstack.world import ORCHESTRATOR_CLIENT_CN, World
+from devstack.world import World
+from devstack.world.config import ORCHESTRATOR_CLIENT_CN
 from tests import addresses
 from tests.conftest import world_config
 from tests.promises import RecordFigure

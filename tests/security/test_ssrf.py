@@ -23,7 +23,8 @@ import pytest
 
 from agentclient import AgentPool, AgentTarget, ClientTLS, ImageRefused
 from devstack.images import ImageServer
-from devstack.world import ORCHESTRATOR_CLIENT_CN, World
+from devstack.world import World
+from devstack.world.config import ORCHESTRATOR_CLIENT_CN
 from tests.promises import RecordFigure
 from tests.security.conftest import ProxmoxCalls
 from tests.support import GraphQL

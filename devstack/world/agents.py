@@ -1,0 +1,228 @@
+"""The nodes' side of a world: each node enrolls as on a real platform, and the world runs its agent.
+
+Enrollment is an admin's join token from the GraphQL API, then ``flexplane-agent bootstrap`` against
+the node's scratch root (``nodes/<zone>-<node>``), which leaves the agent's files and its systemd
+unit; the world then runs the unit's ExecStart (:meth:`WorldAgents.start_agent`), standing in for
+systemd, and restarts an agent whose service_restart_command asked for it (self-update).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+
+from agent.service import UNIT_DIR, UNIT_NAME, exec_start
+from agentclient import host_identity
+from devstack.processes import spawn, wait_for_line
+from devstack.world.config import AGENT_PORT, ROOT
+from devstack.world.parts import Agent, WorldParts
+
+# How often the world looks for an agent's restart request (its service_restart_command's file).
+RESTART_POLL = 0.2
+JOIN_TOKEN_MUTATION = """
+mutation ($zone: String!, $host: String!) {
+  createHostJoinToken(zone: $zone, host: $host) {
+    joinToken { token expiresAt command }
+    errors { field message code }
+  }
+}
+"""
+
+
+class WorldAgents(WorldParts):
+    """Enrolling nodes (join token, bootstrap) and running their agents as systemd would."""
+
+    def _enroll_nodes(self, zones: dict[str, dict[str, str]]) -> None:
+        """Every node joins in parallel, as an operator would enroll them: token, bootstrap, start."""
+        admin = self.token("admin")
+        nodes = [
+            (zone, node, address) for zone, addresses in zones.items() for node, address in addresses.items()
+        ]
+        with ThreadPoolExecutor(max_workers=len(nodes) or 1, thread_name_prefix="enroll") as pool:
+            list(pool.map(lambda n: self.bootstrap_node(*n, admin_token=admin), nodes))
+        # Started from this thread: a child is signalled when the thread that started it ends.
+        for zone, node, _ in nodes:
+            self.start_agent(zone, node, wait=False)
+        for agent in self.agents.values():
+            assert agent.process is not None
+            wait_for_line(agent.process, "flexplane-agent listening", 30)
+
+    def enroll(self, zone: str, node: str, address: str, *, orchestrator_url: str | None = None) -> Agent:
+        """Enroll a node of a fake zone and start its agent (see :meth:`bootstrap_node`)."""
+        agent = self.bootstrap_node(zone, node, address, orchestrator_url=orchestrator_url)
+        self.start_agent(zone, node)
+        return agent
+
+    def bootstrap_node(
+        self,
+        zone: str,
+        node: str,
+        address: str,
+        *,
+        admin_token: str | None = None,
+        orchestrator_url: str | None = None,
+    ) -> Agent:
+        """A join token and ``flexplane-agent bootstrap`` for a node; its agent is ready to start.
+
+        ``orchestrator_url`` is where the node enrolls and renews (default: this world's HTTPS URL).
+        """
+        url = orchestrator_url or self.https_url
+        token = self.join_token(zone, node, admin_token=admin_token)
+        root = self.cfg.scratch / "nodes" / f"{zone}-{node}"
+        argv = self.bootstrap_argv(zone, node, address, token, root, orchestrator_url=url)
+        if self.mesh is not None:  # the node reaches its Proxmox, the orchestrator and images locally
+            fake = self.fakes[zone].url(node).removeprefix("https://")
+            registry = [self.registry.address] if self.registry is not None else []
+            self.mesh.relay(zone, node, [url.removeprefix("https://"), fake, self.images.netloc, *registry])
+            argv = self.mesh.wrap(zone, node, [*argv, "--mesh-interface", self.mesh.interface(zone, node)])
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+        log = self.cfg.scratch / "logs" / f"bootstrap-{zone}-{node}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(done.stdout + done.stderr)
+        if done.returncode != 0:
+            raise RuntimeError(f"the bootstrap of {zone}/{node} failed:\n{done.stdout}{done.stderr}")
+        return self.add_agent(zone, node, address, root)
+
+    def add_agent(
+        self, zone: str, node: str, address: str, root: Path, env: dict[str, str] | None = None
+    ) -> Agent:
+        """A bootstrapped node's agent (its unit under root), for the world to run; not started yet."""
+        command = exec_start((root / UNIT_DIR / UNIT_NAME).read_text())
+        if self.mesh is not None:
+            command = self.mesh.wrap(zone, node, command)
+        agent = Agent(zone, node, address, host_identity(zone, node), root, command, env=dict(env or {}))
+        with self._agents_lock:
+            self.agents[(zone, node)] = agent
+        return agent
+
+    def forget_agent(self, zone: str, node: str) -> None:
+        """Stop a node's agent and run it no more (a node a test added leaves)."""
+        with self._agents_lock:
+            self.stop_agent(zone, node)
+            del self.agents[(zone, node)]
+
+    def join_token(self, zone: str, node: str, *, admin_token: str | None = None) -> str:
+        """A join token for this host, from the GraphQL API as the devstack's admin."""
+        response = requests.post(
+            f"{self.url}/graphql",
+            json={"query": JOIN_TOKEN_MUTATION, "variables": {"zone": zone, "host": node}},
+            headers={"Authorization": f"Bearer {admin_token or self.token('admin')}"},
+            timeout=30,
+        )
+        answer = response.json()["data"]["createHostJoinToken"]
+        if answer["errors"]:
+            raise RuntimeError(f"no join token for {zone}/{node}: {answer['errors']}")
+        token: str = answer["joinToken"]["token"]
+        return token
+
+    def bootstrap_argv(
+        self,
+        zone: str,
+        node: str,
+        address: str,
+        token: str,
+        root: Path,
+        *,
+        orchestrator_url: str | None = None,
+    ) -> list[str]:
+        """``flexplane-agent bootstrap`` for a fake zone's node: its scratch root, the fake's API as root."""
+        fake = self.fakes[zone]
+        password = self.pki / "fakepve" / f"root-password-{zone}"
+        if not password.exists():
+            password.write_text(fake.pve.password)
+            password.chmod(0o600)
+        # Any node's API answers for the whole cluster: a node added to the fake uses the first's.
+        proxmox_node = node if node in fake.node_addresses else next(iter(fake.node_addresses))
+        assert self.ca is not None
+        return [
+            sys.executable,
+            "-m",
+            "agent",
+            "bootstrap",
+            "--orchestrator",
+            orchestrator_url or self.https_url,
+            "--token",
+            token,
+            "--root",
+            str(root),
+            "--no-start",
+            "--address",
+            f"{address}:{AGENT_PORT}",
+            "--ca-file",
+            str(self.ca.cert_path),
+            "--proxmox-admin",
+            "api",
+            "--proxmox-url",
+            fake.url(proxmox_node),
+            "--proxmox-password-file",
+            str(password),
+            "--proxmox-ca",
+            self.fakes.certfile,
+            # Beside the configuration, where the suites look for a node's snippets.
+            "--snippets-dir",
+            str(root / "etc" / "flexplane" / "snippets"),
+        ]
+
+    def agent_env(self, agent: Agent) -> dict[str, str]:
+        """The unit's environment in the devstack: self-update's settings for a world without systemd."""
+        agent.restart_request.parent.mkdir(parents=True, exist_ok=True)
+        return {
+            # Restarting is asking the world (see _serve_restarts); list items are comma-separated.
+            "FLEXPLANE_AGENT_SERVICE_RESTART_COMMAND": f"touch,{agent.restart_request}",
+            # No systemd-run: the apply step is the agent's child, in a session of its own.
+            "FLEXPLANE_AGENT_UPDATE_APPLY_LAUNCHER": "",
+            "FLEXPLANE_AGENT_UPDATE_INTERVAL": str(self.cfg.agent_update_interval),
+            # Each node keeps (and restores on start) its own edge gateways' specs.
+            "FLEXPLANE_AGENT_GATEWAY_DIR": str(agent.root / "var" / "lib" / "flexplane" / "gateways"),
+            **agent.env,
+        }
+
+    def start_agent(self, zone: str, node: str, *, wait: bool = True) -> None:
+        """Run the agent as its systemd unit would (ExecStart), its output appended to its log file."""
+        with self._agents_lock:
+            agent = self.agents[(zone, node)]
+            agent.process = spawn(
+                f"agent {zone}/{node}",
+                agent.command,
+                self.cfg.scratch / "logs" / f"agent-{zone}-{node}.log",
+                self.agent_env(agent),
+                append=True,
+            )
+            self._processes.append(agent.process)
+        if wait:
+            wait_for_line(agent.process, "flexplane-agent listening", 30)
+
+    def stop_agent(self, zone: str, node: str) -> None:
+        with self._agents_lock:
+            agent = self.agents[(zone, node)]
+            if agent.process is not None:
+                agent.process.stop()
+
+    def _serve_restarts(self) -> None:
+        """systemd's part in self-update: restart each agent whose service_restart_command asked.
+
+        The request is taken (its file removed) before the agent stops, so that one asked for while
+        it restarts is served too. Runs from the start to the stop of the world, in one thread: the
+        agents it starts are signalled when the thread that started them ends.
+        """
+        while not self._stopping.wait(RESTART_POLL):
+            with self._agents_lock:
+                asked = [key for key, agent in self.agents.items() if agent.restart_request.exists()]
+                for zone, node in asked:
+                    self.agents[(zone, node)].restart_request.unlink(missing_ok=True)
+                    try:
+                        self.stop_agent(zone, node)
+                        self.start_agent(zone, node, wait=False)
+                    except OSError as exc:  # as systemd would, report it and keep serving the others
+                        print(f"devstack: cannot restart the agent of {zone}/{node}: {exc}", file=sys.stderr)
