@@ -17,7 +17,7 @@ from orchestrator.errors import Unavailable, UpstreamFailure
 from orchestrator.services import audit
 from orchestrator.services.audit import AuditRecord
 from orchestrator.services.context import Context
-from portal.admin.views import _page
+from portal.admin.pages import admin_page
 from portal.context import admin_view
 
 # How many records the Activity page and a dashboard show.
@@ -89,7 +89,7 @@ def activity_page(request: HttpRequest, ctx: Context) -> HttpResponse:
         if not form.is_bound or form.is_valid()
         else Activity([])
     )
-    return _page(
+    return admin_page(
         request,
         "portal/activity/admin.html",
         {"form": form, "activity": activity, "limit": PAGE_SIZE},

@@ -1,0 +1,224 @@
+"""The admin's hosts pages: every host by zone, cordon, uncordon, update now, drain, remove, join tokens.
+
+Each is an ``admin_view`` (anyone but ADMIN gets the 404 page) calling the services the GraphQL
+mutations call (``portal.admin.actions`` names which). A drain runs in the background: the hosts
+page follows it (:class:`DrainCell`, an htmx poll of its drains while any runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotAllowed
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from orchestrator.services import catalog, enrollment, hosts, mesh, releases
+from orchestrator.services.context import Context
+from portal.activity import trail as activity
+from portal.admin.actions import action
+from portal.admin.forms import JoinTokenForm
+from portal.admin.pages import admin_page, attempt, confirm, page_status
+from portal.context import admin_view
+
+
+def _post_only(request: HttpRequest) -> HttpResponseNotAllowed | None:
+    return None if request.method == "POST" else HttpResponseNotAllowed(["POST"])
+
+
+@dataclass(frozen=True)
+class DrainCell:
+    """A host's drain as the hosts page shows it, and follows it while it runs."""
+
+    zone: str
+    node: str
+    status: str
+    moved: int
+    failed: int
+    total: int
+    message: str
+
+    @property
+    def running(self) -> bool:
+        return self.status == hosts.RUNNING
+
+    @classmethod
+    def of(cls, drain: hosts.HostDrain) -> DrainCell:
+        states = [vm.state for vm in drain.vms]
+        return cls(
+            drain.zone,
+            drain.node,
+            drain.status,
+            states.count(hosts.MOVED),
+            states.count(hosts.VM_FAILED),
+            len(states),
+            drain.message,
+        )
+
+
+# While a drain runs, the hosts page reads its drains again this often (an htmx poll of the fragment
+# ``_drains.html``, which stops once none runs).
+DRAIN_POLL = "every 2s"
+
+
+@admin_view
+def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
+    """Every host by zone: online, agent and Proxmox versions, certificate expiry, cordon and drain.
+
+    As the ``drains`` fragment (htmx, target ``drains``): only the drains, each swapped into its host's
+    cell, and the poll that asks again while any runs."""
+    if getattr(request, "htmx", False) and request.htmx.target == "drains":  # type: ignore[attr-defined]  # django-htmx
+        followed = [DrainCell.of(d) for d in hosts.drains(ctx)]
+        context = {"drains": followed, "polling": any(c.running for c in followed), "poll": DRAIN_POLL}
+        return render(request, "portal/admin/_drains.html", context)
+    details = hosts.host_details(ctx)
+    cells = {d.host.key: DrainCell.of(d.drain) for d in details if d.drain is not None}
+    by_zone = [
+        (
+            zone,
+            [
+                (d, cells.get(d.host.key), mesh.peer_of_host(ctx, d.host.zone, d.host.node))
+                for d in details
+                if d.host.zone == zone.id
+            ],
+        )
+        for zone in catalog.list_zones(ctx)
+    ]
+    return admin_page(
+        request,
+        "portal/admin/hosts.html",
+        {
+            "zones": by_zone,
+            "tokens": enrollment.list_join_tokens(ctx),
+            "cordon": action("host.cordon"),
+            "uncordon": action("host.uncordon"),
+            "update_now": action("host.update-now"),
+            "polling": any(c.running for c in cells.values()),
+            "poll": DRAIN_POLL,
+        },
+        active="host",
+    )
+
+
+def _host_label(zone: str, host: str) -> str:
+    return f"{zone}/{host}"
+
+
+@admin_view
+def host_cordon(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
+    """POST: keep new VMs off the host (its VMs keep running)."""
+    if refused := _post_only(request):
+        return refused
+    with activity.action(ctx):
+        hosts.cordon_host(ctx, zone, host)
+    messages.success(request, f"Host {_host_label(zone, host)} is cordoned: it takes no new VMs.")
+    return redirect("portal-admin:hosts")
+
+
+@admin_view
+def host_uncordon(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
+    """POST: let placement use the host again (refused while a drain of it runs: said in words)."""
+    if refused := _post_only(request):
+        return refused
+    _, failure = attempt(lambda: hosts.uncordon_host(ctx, zone, host))
+    if failure is None:
+        messages.success(request, f"Host {_host_label(zone, host)} takes new VMs again.")
+    else:
+        messages.error(request, failure.message)
+    return redirect("portal-admin:hosts")
+
+
+@admin_view
+def host_update_now(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
+    """POST: the host's agent checks the release channel now (its own updater, its own rules)."""
+    if refused := _post_only(request):
+        return refused
+    update, failure = attempt(lambda: releases.update_host_now(ctx, zone, host))
+    if failure is not None:
+        messages.error(request, failure.message)
+    elif update.applying:
+        messages.success(
+            request,
+            f"Host {_host_label(zone, host)}: {update.outcome}. Its agent restarts into "
+            f"{update.offered_version}, and rolls back if that does not answer.",
+        )
+    else:
+        messages.info(request, f"Host {_host_label(zone, host)}: {update.outcome}.")
+    return redirect("portal-admin:hosts")
+
+
+@admin_view
+def host_drain(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
+    """GET: what a drain does, and a confirmation; POST: start it (it runs in the background)."""
+    hosts.drain_status(ctx, zone, host)  # NotFound: the 404 page
+    failure = None
+    if request.method == "POST":
+        drain, failure = attempt(lambda: hosts.drain_host(ctx, zone, host))
+        if failure is None:
+            messages.success(
+                request,
+                f"Draining host {_host_label(zone, host)}: {len(drain.vms)} VM(s) to move. "
+                "This page shows how it goes.",
+            )
+            return redirect("portal-admin:hosts")
+    return confirm(
+        request,
+        active="host",
+        heading=f"Drain host {_host_label(zone, host)}?",
+        consequence="The host is cordoned, then its VMs are migrated one after another (live when they "
+        "run) to other hosts of the zone that have room. A VM that cannot move stays, with the reason.",
+        action=action("host.drain"),
+        submit="Drain host",
+        cancel=reverse("portal-admin:hosts"),
+        failure=failure,
+    )
+
+
+@admin_view
+def host_remove(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
+    """GET: what removing means, and a confirmation; POST: remove it (refused while VMs are on it)."""
+    hosts.drain_status(ctx, zone, host)  # NotFound: the 404 page
+    failure = None
+    if request.method == "POST":
+        _, failure = attempt(lambda: hosts.remove_host(ctx, zone, host))
+        if failure is None:
+            messages.success(request, f"Host {_host_label(zone, host)} was removed from flex.plane.")
+            return redirect("portal-admin:hosts")
+    return confirm(
+        request,
+        active="host",
+        heading=f"Remove host {_host_label(zone, host)}?",
+        consequence="flex.plane stops using the host and no longer dials its agent; Proxmox and the node "
+        "are untouched. It is refused while VMs are on the host: drain it first.",
+        action=action("host.remove"),
+        submit="Remove host",
+        cancel=reverse("portal-admin:hosts"),
+        failure=failure,
+    )
+
+
+@admin_view
+def join_token(request: HttpRequest, ctx: Context) -> HttpResponse:
+    """A join token for a new host: shown once, with the command to run on its Proxmox node."""
+    form = JoinTokenForm(
+        request.POST if request.method == "POST" else None,
+        ctx=ctx,
+        initial={"zone": request.GET.get("zone")},
+    )
+    created, failure = None, None
+    if form.is_bound and form.is_valid():
+        origin = request.build_absolute_uri("/")
+        created, failure = attempt(
+            lambda: enrollment.create_join_token(
+                ctx, form.cleaned_data["zone"], form.cleaned_data["host"], origin
+            ),
+            form,
+        )
+    return admin_page(
+        request,
+        "portal/admin/join_token.html",
+        {"form": form, "created": created, "action": action("host.join-token")},
+        active="host",
+        status=page_status(failure, form),
+    )

@@ -1,0 +1,208 @@
+"""The admin's sections: each kind of thing the admin area lists, adds, edits and deletes.
+
+The catalog's kinds (compute and storage profiles, images, zones) and VDCs, each a :class:`Section`
+that names its form, the services that read and change it, and the columns of its list. The views
+of :mod:`portal.admin.views` serve every section alike; the URLs follow :data:`SECTIONS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.urls import reverse
+
+from orchestrator.models import StorageProfile
+from orchestrator.services import catalog, vdcs
+from orchestrator.services.context import Context
+from portal.admin.actions import action
+from portal.admin.forms import (
+    AdminForm,
+    ComputeProfileForm,
+    ImageForm,
+    StorageProfileForm,
+    VdcForm,
+    ZoneForm,
+)
+from portal.templatetags.sizes import size
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    value: Callable[[Any], object]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One kind of thing the admin lists, adds, edits and deletes, and the services that do it."""
+
+    kind: str  # names its URLs and its actions: "compute-profile" -> compute-profile.create, ...
+    slug: str  # its URL segment under admin/
+    title: str
+    noun: str
+    form: type[AdminForm]
+    read: Callable[[Context], Sequence[Any]]
+    get: Callable[[Context, str], Any]
+    create: Callable[[Context, Mapping[str, Any]], Any]
+    update: Callable[[Context, str, Mapping[str, Any]], Any]
+    delete: Callable[[Context, str], Any]
+    ident: Callable[[Any], str]  # the id of a listed object
+    columns: tuple[Column, ...]
+    # What deleting one means, said on the confirmation page.
+    on_delete: str
+    # An offering VDCs allow (a profile, an image): its deletion removes it from them, and says so.
+    offering: bool = False
+
+    def url(self, what: str, *args: str) -> str:
+        return reverse(f"portal-admin:{self.kind}-{what}", args=args)
+
+    def action(self, what: str) -> str:
+        return action(f"{self.kind}.{what}")
+
+
+def _limits(p: StorageProfile) -> str:
+    parts = [
+        f"{label} {value}"
+        for label, value in (
+            ("read MiB/s", p.read_mbps),
+            ("write MiB/s", p.write_mbps),
+            ("read IOPS", p.read_iops),
+            ("write IOPS", p.write_iops),
+        )
+        if value is not None
+    ]
+    return ", ".join(parts) or "none"
+
+
+def _of(used: int, allowed: int, unit: str = "") -> str:
+    """Used of allowed: sizes (``unit`` MiB or GiB) in binary units, counts as they are."""
+    if unit:
+        return f"{size(used, unit)} of {size(allowed, unit)}"
+    return f"{used} of {allowed}"
+
+
+SECTIONS: dict[str, Section] = {
+    s.kind: s
+    for s in (
+        Section(
+            kind="compute-profile",
+            slug="compute-profiles",
+            title="Compute profiles",
+            noun="compute profile",
+            form=ComputeProfileForm,
+            read=catalog.list_compute_profiles,
+            get=catalog.compute_profile,
+            create=catalog.create_compute_profile,
+            update=catalog.update_compute_profile,
+            delete=catalog.delete_compute_profile,
+            ident=lambda p: p.name,
+            columns=(
+                Column("Name", lambda p: p.name),
+                Column("vCPUs", lambda p: p.vcpus),
+                Column("Memory", lambda p: size(p.memory_mib, "MiB")),
+                Column("CPU type", lambda p: p.cpu_type),
+                Column("Description", lambda p: p.description),
+            ),
+            on_delete="It leaves the catalog: no new VM can use it. VMs made from it keep running, "
+            "with their size.",
+            offering=True,
+        ),
+        Section(
+            kind="storage-profile",
+            slug="storage-profiles",
+            title="Storage profiles",
+            noun="storage profile",
+            form=StorageProfileForm,
+            read=catalog.list_storage_profiles,
+            get=catalog.storage_profile,
+            create=catalog.create_storage_profile,
+            update=catalog.update_storage_profile,
+            delete=catalog.delete_storage_profile,
+            ident=lambda p: p.name,
+            columns=(
+                Column("Name", lambda p: p.name),
+                Column("Storages", lambda p: ", ".join(f"{z}: {s}" for z, s in p.storages.items())),
+                Column(
+                    "Disk sizes",
+                    lambda p: (
+                        f"{size(p.min_gb, 'GiB')} to {size(p.max_gb, 'GiB')} "
+                        f"(default {size(p.default_gb, 'GiB')})"
+                    ),
+                ),
+                Column("Bus / format", lambda p: f"{p.bus} / {p.format}"),
+                Column("I/O limits", _limits),
+            ),
+            on_delete="It leaves the catalog: no new disk can use it. Existing disks are untouched.",
+            offering=True,
+        ),
+        Section(
+            kind="image",
+            slug="images",
+            title="Images",
+            noun="image",
+            form=ImageForm,
+            read=catalog.list_images,
+            get=catalog.image,
+            create=catalog.create_image,
+            update=catalog.update_image,
+            delete=catalog.delete_image,
+            ident=lambda i: i.name,
+            columns=(
+                Column("Name", lambda i: i.name),
+                Column("OS", lambda i: i.os_family),
+                Column("User", lambda i: i.default_user),
+                Column("Smallest disk", lambda i: size(i.min_disk_gb, "GiB")),
+                Column("Source", lambda i: i.source_url),
+            ),
+            on_delete="It leaves the catalog: no new VM can use it. VMs made from it keep running, and "
+            "templates already on hosts stay there.",
+            offering=True,
+        ),
+        Section(
+            kind="zone",
+            slug="zones",
+            title="Zones",
+            noun="zone",
+            form=ZoneForm,
+            read=catalog.list_zones,
+            get=catalog.zone,
+            create=catalog.create_zone,
+            update=catalog.update_zone,
+            delete=catalog.delete_zone,
+            ident=lambda z: z.id,
+            columns=(
+                Column("Id", lambda z: z.id),
+                Column("Name", lambda z: z.name),
+                Column("Description", lambda z: z.description),
+            ),
+            on_delete="flex.plane stops using this Proxmox cluster. It is refused while the zone has "
+            "hosts, or VDCs or storage profiles name it.",
+        ),
+        Section(
+            kind="vdc",
+            slug="vdcs",
+            title="VDCs",
+            noun="VDC",
+            form=VdcForm,
+            read=vdcs.list_vdcs,
+            get=vdcs.get_vdc,
+            create=vdcs.create_vdc,
+            update=vdcs.update_vdc,
+            delete=vdcs.delete_vdc,
+            ident=lambda u: u.vdc.id,
+            columns=(
+                Column("Id", lambda u: u.vdc.id),
+                Column("Name", lambda u: u.vdc.name),
+                Column("Zones", lambda u: ", ".join(u.vdc.zones) or "none"),
+                Column("VMs", lambda u: _of(u.usage.vms, u.vdc.quota_vms)),
+                Column("vCPUs", lambda u: _of(u.usage.vcpus, u.vdc.quota_vcpus)),
+                Column("Memory", lambda u: _of(u.usage.memory_mib, u.vdc.quota_memory_mib, "MiB")),
+                Column("Disk", lambda u: _of(u.usage.disk_gb, u.vdc.quota_disk_gb, "GiB")),
+            ),
+            on_delete="Its Proxmox pool is deleted in each of its zones. It is refused while the VDC "
+            "has VMs.",
+        ),
+    )
+}
