@@ -9,7 +9,8 @@ management API is used:
 =================================  ==========================================================
 ``zitadel.user.v2.UserService``    ``ListUsers`` (search, and the users of an organization)
 ``zitadel.project.v2...``          ``ProjectService/AddProjectRole``, ``RemoveProjectRole``,
-                                   ``GetProject``, ``CreateProjectGrant``, ``UpdateProjectGrant``
+                                   ``GetProject``, ``CreateProjectGrant``, ``UpdateProjectGrant``,
+                                   ``DeleteProjectGrant``
 ``zitadel.authorization.v2...``    ``AuthorizationService/ListAuthorizations``,
                                    ``CreateAuthorization``, ``UpdateAuthorization``,
                                    ``DeleteAuthorization`` (v1's user grants)
@@ -372,6 +373,23 @@ class ZitadelSource:
             if exc.status != "already_exists":
                 raise
             self.call(PROJECTS, "UpdateProjectGrant", body)
+
+    def revoke_project(self, organization_id: str) -> bool:
+        """Take the project's grant away from another organization; False when it had none.
+
+        Zitadel deletes with it the organization's authorizations of the project: its users lose the
+        project's roles given within it (USER, ORG_OWNER, its VDCs')."""
+        try:
+            answer = self.call(
+                PROJECTS,
+                "DeleteProjectGrant",
+                {"projectId": self.project_id, "grantedOrganizationId": organization_id},
+            )
+        except ZitadelRefused as exc:
+            if exc.status == "not_found":
+                return False
+            raise
+        return bool(answer.get("deletionDate"))
 
     def remove_project_role(self, role_key: str) -> None:
         """Remove a role from the project and from every authorization that has it (none: fine)."""

@@ -316,6 +316,20 @@ def update_project_grant(body: Body) -> Body:
     return {"changeDate": _timestamp(grant.changed)}
 
 
+def delete_project_grant(body: Body) -> Body:
+    """The grant removed, and with it the organization's authorizations of the project (as Zitadel does);
+    none to remove is no error (no deletion date)."""
+    where = "DeleteProjectGrantRequest"
+    values = fields(body, ("project_id", "granted_organization_id"), where)
+    project = _project(values, where)
+    org = _string(values, "granted_organization_id", where)
+    with transaction.atomic():
+        deleted, _ = ProjectGrant.objects.filter(project_id=project, organization_id=org).delete()
+        if deleted:
+            Authorization.objects.filter(project_id=project, organization_id=org).delete()
+    return {"deletionDate": _now()} if deleted else {}
+
+
 # ------------------------------------------------------------------------------ authorizations
 
 

@@ -41,6 +41,7 @@ ROUTES: dict[str, Handler] = {
     "zitadel.project.v2.ProjectService/GetProject": handlers.get_project,
     "zitadel.project.v2.ProjectService/CreateProjectGrant": handlers.create_project_grant,
     "zitadel.project.v2.ProjectService/UpdateProjectGrant": handlers.update_project_grant,
+    "zitadel.project.v2.ProjectService/DeleteProjectGrant": handlers.delete_project_grant,
     "zitadel.authorization.v2.AuthorizationService/ListAuthorizations": handlers.list_authorizations,
     "zitadel.authorization.v2.AuthorizationService/CreateAuthorization": handlers.create_authorization,
     "zitadel.authorization.v2.AuthorizationService/UpdateAuthorization": handlers.update_authorization,

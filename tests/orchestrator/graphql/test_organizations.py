@@ -8,9 +8,16 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import jwt
 import pytest
 
+from devstack import seed
+from devstack.world import World
+from tests.orchestrator.graphql.test_access import fresh, without_zitadel, zitadel
+from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
 from tests.support import GraphQL
+
+__all__ = ["without_zitadel"]  # a fixture of this module's too
 
 OWNER, MEMBER_OF_ACME = "olivia", "oscar"
 ALLOWANCE = (
@@ -66,9 +73,16 @@ def payload(answer: Any, name: str) -> dict[str, Any]:
     return dict(answer.data[name])
 
 
+def roles_now(world: World, username: str) -> set[str]:
+    """The roles in a token issued to the user now."""
+    claims = jwt.decode(world.token(username), options={"verify_signature": False})
+    return set(claims.get(f"urn:zitadel:iam:org:project:{seed.PROJECT_ID}:roles") or {})
+
+
 @pytest.fixture(scope="module")
-def acme(api: GraphQL) -> Iterator[str]:
-    """Organization acme's id, with an allowance of 5 vCPUs and 3 VMs in zone-a; its VDCs removed after."""
+def acme(api: GraphQL, world: World) -> Iterator[str]:
+    """Organization acme's id, with an allowance of 5 vCPUs and 3 VMs in zone-a; its VDCs removed after, its
+    allowance too, and acme then as seeding left it (the allowance's end takes its users' roles away)."""
     org = str(user(api, OWNER)["organization"])
     given = {
         "zones": ["zone-a"],
@@ -88,6 +102,7 @@ def acme(api: GraphQL) -> Iterator[str]:
         for ident in listed["vdcs"] if listed["organization"] == org else []:
             api(DELETE, user="admin", variables={"id": ident})
     api(DELETE_ALLOWANCE, user="admin", variables={"o": org})
+    restore_seeded_organization(zitadel(world), "acme")
 
 
 def test_an_org_owner_creates_a_vdc_within_the_allowance_and_a_second_over_it_is_refused_naming_the_resource(
@@ -260,3 +275,31 @@ def test_a_user_sees_no_allowance_and_sets_none(api: GraphQL, acme: str) -> None
         user=OWNER,
         variables={"o": acme, "input": {"quota": {"vcpus": 9, "memoryMib": 1, "diskGb": 1, "vms": 1}}},
     ).codes == ["FORBIDDEN"]
+
+
+def test_without_zitadel_an_allowance_is_not_taken_away_and_the_delete_is_unavailable_naming_zitadel(
+    api: GraphQL, world: World, acme: str, without_zitadel: str
+) -> None:
+    refused = fresh(world, without_zitadel, "admin", DELETE_ALLOWANCE, o=acme)
+    (error,) = refused.data["deleteOrganizationAllowance"]["errors"]
+    assert error["code"] == "UNAVAILABLE"
+    assert "Zitadel" in error["message"]
+    assert [o["organization"] for o in api(ORGANIZATIONS, user="admin").data["organizations"]] == [acme]
+    assert roles_now(world, OWNER) == {"USER", "ORG_OWNER"}
+
+
+def test_taking_the_allowance_away_takes_the_project_grant_away_and_its_users_roles_in_acme(
+    api: GraphQL, world: World, acme: str
+) -> None:
+    assert roles_now(world, MEMBER_OF_ACME) == {"USER"}
+    try:
+        taken = payload(
+            api(DELETE_ALLOWANCE, user="admin", variables={"o": acme}), "deleteOrganizationAllowance"
+        )
+        assert taken == {"organization": acme, "errors": []}
+        assert zitadel(world).authorizations(organization_id=acme) == []
+        assert roles_now(world, OWNER) == set()
+        assert roles_now(world, MEMBER_OF_ACME) == set()
+    finally:
+        restore_seeded_organization(zitadel(world), "acme")
+    assert roles_now(world, OWNER) == {"USER", "ORG_OWNER"}

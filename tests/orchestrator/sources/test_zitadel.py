@@ -198,6 +198,22 @@ def client(identity: IdentityProvider, **options: Any) -> tuple[ZitadelSource, R
     return source, session
 
 
+def restore_seeded_organization(source: ZitadelSource, name: str) -> None:
+    """A seeded organization as seeding left it, after a test took its grant away (and Zitadel, with it,
+    its users' authorizations): the project granted to it again, each seeded user's roles given again."""
+    org = organisation_of(name)[0]
+    users = [u for u in seed.USERS if u.get("organization") == name]
+    source.grant_project(org, ["USER", "ORG_OWNER"])
+    for seeded in users:
+        (found,) = [u for u in source.search_users(seeded["username"]) if u.username == seeded["username"]]
+        roles = list(seeded["roles"])
+        existing = source.authorizations(user_ids=[found.id], organization_id=org)
+        if existing:
+            source.update_authorization(existing[0].id, roles)
+        else:
+            source.create_authorization(found.id, org, roles)
+
+
 def roles_in_token(identity: IdentityProvider, username: str) -> set[str]:
     token = password_token(identity.issuer, username, username)
     claims = jwt.decode(token, options={"verify_signature": False})
@@ -228,6 +244,9 @@ def test_every_request_the_client_sends_and_every_answer_fits_zitadels_published
     assert source.project_organization() == "100000001"
     acme = organisation_of("acme")[0]
     source.grant_project(acme, ["USER", "ORG_OWNER"])  # granted at seeding: updated, with the same roles
+    assert source.revoke_project(acme) is True
+    assert source.revoke_project(acme) is False  # none left: no error
+    restore_seeded_organization(source, "acme")
 
     problems: list[str] = []
     used = set()
@@ -270,6 +289,22 @@ def test_a_role_is_given_in_another_organization_only_within_the_project_granted
     source.grant_project(oscar.organization_id, ["USER", "ORG_OWNER"])  # taken from the grant: from oscar too
     assert roles_in_token(identity, "oscar") == {"USER"}
     source.remove_project_role("vdc:acme-granted")
+
+
+def test_taking_the_project_away_from_an_organization_takes_its_users_roles_there_too(
+    identity: IdentityProvider,
+) -> None:
+    source, _ = client(identity)
+    acme = organisation_of("acme")[0]
+    assert roles_in_token(identity, "olivia") == {"USER", "ORG_OWNER"}
+    try:
+        assert source.revoke_project(acme) is True
+        assert roles_in_token(identity, "olivia") == set()
+        assert source.authorizations(organization_id=acme) == []
+    finally:
+        restore_seeded_organization(source, "acme")
+    assert roles_in_token(identity, "olivia") == {"USER", "ORG_OWNER"}
+    assert roles_in_token(identity, "oscar") == {"USER"}
 
 
 def test_a_grant_shows_in_the_users_next_token_and_a_revoke_takes_it_away(identity: IdentityProvider) -> None:
