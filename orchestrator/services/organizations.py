@@ -7,7 +7,8 @@ change and delete VDCs of the organization within it (``services.vdcs``), and ma
 (``services.access_admin``). ADMIN keeps full control, within the allowance too. Giving an allowance
 also grants Zitadel's project to the organization, with the roles USER, ORG_OWNER and those of its
 VDCs (each VDC made in it adds its own), so that these roles can be given to its users within it, as
-Zitadel requires of an organization that does not own the project.
+Zitadel requires of an organization that does not own the project; taking the allowance away takes the
+grant away too (and with it, in Zitadel, the roles its users were given within it).
 
 Where the allowance lives: a catalog ConfigMap per organization (kind ``organization``, id the
 organization's id), beside the VDC definitions whose quotas it bounds. The check runs where VDCs are
@@ -164,6 +165,29 @@ def list_allowances(ctx: Context) -> list[AllowanceUsage]:
     return shown
 
 
+@dataclass(frozen=True)
+class OrganizationVdc:
+    """A VDC of an organization, with the organization's allowance and what its VDCs take of it."""
+
+    vdc: Vdc
+    usage: AllowanceUsage
+
+
+def organization_vdc(ctx: Context, org: str, vdc_id: str) -> OrganizationVdc:
+    """A VDC of ``org`` the caller manages, for its edit page; ``NotFound`` for one of another organization,
+    of the platform or none at all, alike."""
+    allowance = get_allowance(ctx, org)
+    mine = [
+        v
+        for v in catalog.objects(ctx, catalog.VDC, Vdc.from_spec)
+        if v.organization == allowance.organization
+    ]
+    found = next((v for v in mine if v.id == vdc_id), None)
+    if found is None:
+        raise NotFound("VDC", vdc_id)
+    return OrganizationVdc(found, AllowanceUsage(allowance, tuple(v.id for v in mine), _sum(mine)))
+
+
 def get_allowance(ctx: Context, org: str) -> Allowance:
     """One organization's allowance; ``NotFound`` if it has none or the caller does not manage it."""
     access.require_access_manager(ctx)
@@ -211,14 +235,22 @@ def _validate(ctx: Context, org: str, name: str, values: Mapping[str, Any]) -> A
     )
 
 
-def _over(allotted: Usage, allowance: Allowance) -> list[str]:
-    """What of ``allotted`` exceeds the allowance's quotas, each resource named with both figures."""
+def _over(allotted: Usage, allowance: Allowance) -> dict[str, str]:
+    """What of ``allotted`` exceeds the allowance's quotas: by quota, the resource named with both figures."""
     allowed = allowance.quota
-    return [
-        f"{label} ({getattr(allotted, attr)}{unit} > {getattr(allowed, attr)}{unit} allowed)"
+    return {
+        attr: f"{label} ({getattr(allotted, attr)}{unit} > {getattr(allowed, attr)}{unit} allowed)"
         for attr, label, unit in Usage.RESOURCES
         if attr in allowance.bounded and getattr(allotted, attr) > getattr(allowed, attr)
-    ]
+    }
+
+
+def _exceeded(message: str, over: Mapping[str, str]) -> QuotaExceeded:
+    """``QuotaExceeded`` naming the resources over; ``fields`` says which quotas (``quota.vcpus``), so that a
+    form can show it next to them."""
+    exc = QuotaExceeded(f"{message}: {'; '.join(over.values())}")
+    exc.fields = tuple(f"quota.{attr}" for attr in over)  # type: ignore[attr-defined]  # an extra, read by forms
+    return exc
 
 
 @contextmanager
@@ -243,9 +275,7 @@ def set_allowance(ctx: Context, organization: str, data: Mapping[str, Any]) -> A
         mine = _vdcs_of(org)
         allotted = _sum(mine)
         if over := _over(allotted, allowance):
-            raise QuotaExceeded(
-                f"organization {org}'s VDCs already have more than this allowance: {'; '.join(over)}"
-            )
+            raise _exceeded(f"organization {org}'s VDCs already have more than this allowance", over)
         for vdc in mine:
             _check_offerings(vdc, allowance)
         # The project granted to the organization, so that its users can be given its roles within it.
@@ -259,7 +289,18 @@ def set_allowance(ctx: Context, organization: str, data: Mapping[str, Any]) -> A
 
 
 def delete_allowance(ctx: Context, organization: str) -> Allowance:
-    """Take an organization's allowance away (ADMIN); refused (``Conflict``) while it has VDCs."""
+    """Take an organization's allowance away (ADMIN), and the project's grant to it in Zitadel; refused
+    (``Conflict``) while it has VDCs.
+
+    Zitadel deletes with the grant the organization's authorizations of the project: its users lose the
+    roles given within it (ORG_OWNER, USER; it has no VDC left), as an organization without an allowance
+    has no owner (``access_admin.memberships.set_platform_roles``).
+
+    The order, under the organization's lock: the grant first, then the allowance. If Zitadel does not
+    answer (or none is configured), ``Unavailable`` names it and the allowance stays. If the cluster then
+    fails, the allowance stays without its grant: deleting it again finishes (a grant already gone is no
+    error), and giving it again grants the project again.
+    """
     access.require_admin(ctx)
     org = organization_id(organization)
     with org_lock(ctx, org):
@@ -270,6 +311,7 @@ def delete_allowance(ctx: Context, organization: str) -> Allowance:
             raise Conflict(
                 f"organization {org} still has VDC(s) {', '.join(v.id for v in mine)}: delete them first"
             )
+        require_zitadel().revoke_project(org)
         kube().delete_catalog(KIND, org, entry.resource_version)
     return Allowance.from_spec(entry.spec)
 
@@ -355,9 +397,8 @@ def check_within(vdc: Vdc, replacing: str | None = None) -> None:
     _check_offerings(vdc, allowance)
     others = [v for v in _vdcs_of(vdc.organization) if v.id not in (vdc.id, replacing)]
     if over := _over(_sum(others) + vdc.quota, allowance):
-        raise QuotaExceeded(
-            f"VDC {vdc.id!r} would take organization {vdc.organization}'s VDCs past its allowance: "
-            + "; ".join(over)
+        raise _exceeded(
+            f"VDC {vdc.id!r} would take organization {vdc.organization}'s VDCs past its allowance", over
         )
 
 

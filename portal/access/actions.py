@@ -9,6 +9,7 @@ MUTATIONS: dict[str, str] = {
     "access.allowance": "setOrganizationAllowance",
     "access.allowance-delete": "deleteOrganizationAllowance",
     "access.vdc-create": "createVdc",
+    "access.vdc-update": "updateVdc",
     "access.vdc-delete": "deleteVdc",
 }
 

@@ -7,11 +7,20 @@ from typing import Any
 
 from django import forms
 
+from orchestrator.errors import QuotaExceeded
+from orchestrator.models import Usage
 from orchestrator.services.access_admin.users import PLATFORM_ROLES, SEARCH_MAX
-from orchestrator.services.organizations import Allowance
-from portal.admin.forms import VdcForm
+from orchestrator.services.organizations import Allowance, AllowanceUsage
+from portal.admin.forms import AdminForm, VdcForm
 
 ALLOWANCE_QUOTAS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
+
+
+def show_quota_error(form: AdminForm, exc: QuotaExceeded) -> None:
+    """``QuotaExceeded`` next to each quota it names (``fields``: ``quota.vcpus``), else above the form."""
+    named = {form.form_field(f) for f in getattr(exc, "fields", ())} or {None}
+    for name in sorted(named, key=lambda n: n or ""):
+        form.add_error(name, exc.message)
 
 
 class SearchForm(forms.Form):
@@ -79,11 +88,28 @@ class AllowanceForm(VdcForm):
 
 
 class OrganizationVdcForm(VdcForm):
-    """A VDC of an organization: its offerings chosen among the organization's allowance."""
+    """A VDC of an organization: its offerings chosen among the organization's allowance. Given ``usage``
+    (an edit), each quota the allowance bounds says its limit and what the organization's VDCs have."""
 
-    def __init__(self, *args: Any, allowance: Allowance, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, allowance: Allowance, usage: AllowanceUsage | None = None, **kwargs: Any
+    ) -> None:
         self.allowance = allowance
         super().__init__(*args, **kwargs)
+        if usage is not None:
+            self.show_limits(usage)
+
+    def show_limits(self, usage: AllowanceUsage) -> None:
+        allowance = usage.allowance
+        for attr, label, unit in Usage.RESOURCES:
+            field = self.fields.get(f"quota_{attr}")
+            if field is None or attr not in allowance.bounded:
+                continue
+            limit, given = getattr(allowance.quota, attr), getattr(usage.allotted, attr)
+            field.help_text = (
+                f"Organization {allowance.name}'s allowance: {limit}{unit} {label} in all; "
+                f"its VDCs have {given}{unit}, this one's included."
+            )
 
     def add_fields(self) -> None:
         super().add_fields()

@@ -1,5 +1,5 @@
 """The Access section's organization pages: allowances (ADMIN gives them), and an organization's VDCs (its
-ORG_OWNERs create and delete them within the allowance). The same services as the GraphQL mutations;
+ORG_OWNERs create, change and delete them within the allowance). The same services as the GraphQL mutations;
 what went wrong is said in place."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 
-from orchestrator.errors import FlexPlaneError, NotFound, ValidationFailed
+from orchestrator.errors import FlexPlaneError, NotFound, QuotaExceeded, ValidationFailed
 from orchestrator.models import Vdc
 from orchestrator.services import access, catalog, organizations, vdcs
 from orchestrator.services.context import Context
 from orchestrator.services.organizations import Allowance
 from portal.access.actions import action
-from portal.access.forms import AllowanceForm, OrganizationVdcForm
+from portal.access.forms import AllowanceForm, OrganizationVdcForm, show_quota_error
 from portal.access.views import PAGE_ERRORS, access_view, post_only
 from portal.activity import trail as activity
 from portal.admin.forms import AdminForm
@@ -32,6 +32,8 @@ def _attempt(call: Any, form: AdminForm | None = None) -> FlexPlaneError | None:
     except FlexPlaneError as exc:
         if form is not None and isinstance(exc, ValidationFailed):
             form.show_error(exc)
+        elif form is not None and isinstance(exc, QuotaExceeded):
+            show_quota_error(form, exc)
         elif form is not None:
             form.add_error(None, exc.message)
         return exc
@@ -122,6 +124,30 @@ def vdc_create(request: HttpRequest, ctx: Context, org: str) -> HttpResponseBase
         "form": form,
         "heading": f"New VDC of organization {org}",
         "action": action("access.vdc-create"),
+    }
+    return render(request, "portal/access/form.html", context, status=_status(failure, form))
+
+
+@access_view
+def vdc_edit(request: HttpRequest, ctx: Context, org: str, vdc: str) -> HttpResponseBase:
+    """GET: a VDC of the organization's form, each quota with the allowance's limit; POST: change it within
+    the allowance, as ``updateVdc`` does. Another organization's VDC: the 404 page, as a missing one's."""
+    found = organizations.organization_vdc(ctx, org, vdc)
+    data = request.POST if request.method == "POST" else None
+    initial = OrganizationVdcForm.initial_from(found.vdc)
+    form = OrganizationVdcForm(
+        data, ctx=ctx, allowance=found.usage.allowance, usage=found.usage, editing=True, initial=initial
+    )
+    failure = None
+    if form.is_bound and form.is_valid():
+        failure = _attempt(lambda: vdcs.update_vdc(ctx, vdc, form.to_data()), form)
+        if failure is None:
+            messages.success(request, f"VDC {vdc} of organization {org} was changed.")
+            return redirect("portal-access:organizations")
+    context = {
+        "form": form,
+        "heading": f"VDC {vdc} of organization {org}",
+        "action": action("access.vdc-update"),
     }
     return render(request, "portal/access/form.html", context, status=_status(failure, form))
 

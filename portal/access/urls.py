@@ -19,5 +19,6 @@ urlpatterns: list[URLPattern] = [
     path("organizations/<str:org>/allowance/", organizations.allowance_page, name="allowance"),
     path("organizations/<str:org>/delete/", organizations.allowance_delete, name="allowance-delete"),
     path("organizations/<str:org>/vdcs/new/", organizations.vdc_create, name="vdc-create"),
+    path("organizations/<str:org>/vdcs/<str:vdc>/edit/", organizations.vdc_edit, name="vdc-edit"),
     path("organizations/<str:org>/vdcs/<str:vdc>/delete/", organizations.vdc_delete, name="vdc-delete"),
 ]

@@ -8,6 +8,8 @@ import requests
 
 from devstack.identity.claims import organisation_of
 from devstack.world import World
+from tests.orchestrator.graphql.test_access import zitadel
+from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
 from tests.portal.support import csrf_token, login
 from tests.support import GraphQL
 
@@ -26,6 +28,11 @@ def bob_of(api: GraphQL) -> dict[str, object]:
         u for u in api(USERS, user="admin", variables={"s": "bob"}).data["users"] if u["username"] == "bob"
     ]
     return dict(bob)
+
+
+def main_of(page: str) -> str:
+    """A page's main content (its header carries a CSRF token of its own)."""
+    return page[page.index("<main") : page.index("</main>")]
 
 
 def _post(session: requests.Session, world: World, path: str, data: dict[str, object]) -> requests.Response:
@@ -136,4 +143,66 @@ def test_admin_gives_acme_an_allowance_and_its_owner_makes_and_deletes_a_vdc_wit
     finally:
         api('mutation { deleteVdc(id: "acme-portal") { errors { code } } }', user="admin")
         _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {})
+        restore_seeded_organization(zitadel(world), "acme")  # the allowance's end took acme's roles away
     assert api("{ organizations { organization } }", user="admin").data["organizations"] == []
+
+
+VDC_OF_ACME = {
+    "zones": ["zone-a"],
+    "compute_profiles": ["small"],
+    "storage_profiles": ["standard"],
+    "images": ["debian-12"],
+    "quota_vcpus": 1,
+    "quota_memory_mib": 1024,
+    "quota_disk_gb": 10,
+    "quota_vms": 1,
+}
+
+
+def test_an_org_owner_changes_her_vdcs_quota_within_the_allowance_not_past_it_and_no_other_organizations(
+    admin: requests.Session, world: World, api: GraphQL
+) -> None:
+    acme = organisation_of("acme")[0]
+    allowance = {**VDC_OF_ACME, "organization": acme, "quota_vcpus": 3, "quota_memory_mib": 4096}
+    admin.get(f"{world.url}{ACCESS}organizations/new/", timeout=30)
+    assert _post(admin, world, f"{ACCESS}organizations/new/", allowance).status_code == 200
+    olivia, _ = login(world, "olivia", f"{ACCESS}organizations/")
+    edit = f"{ACCESS}organizations/{acme}/vdcs/acme-edit/edit/"
+    try:
+        made = _post(
+            olivia, world, f"{ACCESS}organizations/{acme}/vdcs/new/", {**VDC_OF_ACME, "id": "acme-edit"}
+        )
+        assert "VDC acme-edit was made" in made.text
+        listed = olivia.get(f"{world.url}{ACCESS}organizations/", timeout=30)
+        assert f'href="{edit}"' in listed.text
+        form = olivia.get(f"{world.url}{edit}", timeout=30)
+        assert form.status_code == 200
+        assert 'data-action="access.vdc-update"' in form.text
+        assert "allowance: 3 vCPUs in all; its VDCs have 1" in form.text  # the allowance's limits, shown
+        assert 'value="zone-b"' not in form.text  # only what the allowance allows is offered
+        changed = _post(olivia, world, edit, {**VDC_OF_ACME, "quota_vcpus": 3, "name": "Acme's"})
+        assert "VDC acme-edit of organization" in changed.text
+        assert api('{ vdc(id: "acme-edit") { name quota { vcpus } } }', user="admin").data["vdc"] == {
+            "name": "Acme's",
+            "quota": {"vcpus": 3},
+        }
+        over = _post(olivia, world, edit, {**VDC_OF_ACME, "quota_vcpus": 4})
+        assert over.status_code >= 400
+        assert 'id="id_quota_vcpus_error"' in over.text  # next to the field it is about
+        assert "vCPUs (4 &gt; 3 allowed)" in over.text
+        assert api('{ vdc(id: "acme-edit") { quota { vcpus } } }', user="admin").data["vdc"] == {
+            "quota": {"vcpus": 3}
+        }
+        invalid = _post(olivia, world, edit, {**VDC_OF_ACME, "quota_vcpus": -1})
+        assert invalid.status_code == 400
+        assert 'id="id_quota_vcpus_error"' in invalid.text
+        # Another organization's VDC (demo is the platform's), under hers or another's: as a missing one.
+        other = olivia.get(f"{world.url}{ACCESS}organizations/{acme}/vdcs/demo/edit/", timeout=30)
+        missing = olivia.get(f"{world.url}{ACCESS}organizations/{acme}/vdcs/no-such/edit/", timeout=30)
+        foreign = olivia.get(f"{world.url}{ACCESS}organizations/100000001/vdcs/demo/edit/", timeout=30)
+        assert other.status_code == missing.status_code == foreign.status_code == 404
+        assert main_of(other.text).replace("demo", "no-such") == main_of(missing.text)
+    finally:
+        api('mutation { deleteVdc(id: "acme-edit") { errors { code } } }', user="admin")
+        _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {})
+        restore_seeded_organization(zitadel(world), "acme")
