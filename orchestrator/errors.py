@@ -58,7 +58,14 @@ class ValidationFailed(FlexPlaneError):
 
 
 class QuotaExceeded(FlexPlaneError):
+    """A quota would be exceeded; ``fields`` names the quotas over (``quota.vcpus``) where the caller knows
+    them, so that a form can say it next to each."""
+
     code = "QUOTA_EXCEEDED"
+
+    def __init__(self, message: str, fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.fields = fields
 
 
 class Conflict(FlexPlaneError):

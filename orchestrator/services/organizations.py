@@ -248,9 +248,7 @@ def _over(allotted: Usage, allowance: Allowance) -> dict[str, str]:
 def _exceeded(message: str, over: Mapping[str, str]) -> QuotaExceeded:
     """``QuotaExceeded`` naming the resources over; ``fields`` says which quotas (``quota.vcpus``), so that a
     form can show it next to them."""
-    exc = QuotaExceeded(f"{message}: {'; '.join(over.values())}")
-    exc.fields = tuple(f"quota.{attr}" for attr in over)  # type: ignore[attr-defined]  # an extra, read by forms
-    return exc
+    return QuotaExceeded(f"{message}: {'; '.join(over.values())}", tuple(f"quota.{attr}" for attr in over))
 
 
 @contextmanager

@@ -18,7 +18,7 @@ ALLOWANCE_QUOTAS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public
 
 def show_quota_error(form: AdminForm, exc: QuotaExceeded) -> None:
     """``QuotaExceeded`` next to each quota it names (``fields``: ``quota.vcpus``), else above the form."""
-    named = {form.form_field(f) for f in getattr(exc, "fields", ())} or {None}
+    named = {form.form_field(f) for f in exc.fields} or {None}
     for name in sorted(named, key=lambda n: n or ""):
         form.add_error(name, exc.message)
 

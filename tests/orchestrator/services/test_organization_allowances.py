@@ -26,7 +26,7 @@ def test_an_allowance_reads_back_as_stored_with_only_the_quotas_it_bounds() -> N
 def test_only_the_bounded_resources_go_past_an_allowance_each_named_with_both_figures() -> None:
     allowance = Allowance("2001", "acme", quota=Usage(vcpus=4, memory_mib=4096, disk_gb=50, vms=2))
     asked = Usage(vcpus=6, memory_mib=4096, disk_gb=50, vms=2, networks=40, public_ips=9)
-    assert _over(asked, allowance) == ["vCPUs (6 > 4 allowed)"]
+    assert _over(asked, allowance) == {"vcpus": "vCPUs (6 > 4 allowed)"}
 
 
 def test_an_org_owner_owns_the_organizations_that_granted_the_role() -> None:
