@@ -4,7 +4,14 @@ It proxies an allowlist of requests to the node's own Proxmox API with the node'
 token, which never leaves the node. See :mod:`agent.config` for its configuration.
 """
 
+import os
 from importlib import metadata, resources
+
+# The agent forks only to exec (ip, nft, wg, qemu-img...), never to run gRPC in a child, so gRPC's fork
+# handlers serve it nothing, and with them a child forked while the server polls can restart gRPC's
+# poller on descriptors being closed for the exec, which aborts (grpc/grpc#43055, grpcio 1.80 and
+# later). Read when gRPC initialises: set before any module of the agent imports it.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 # The distributions that install the agent: its own (distributions/flexplane-agent, on a node),
 # and the whole project's.
