@@ -1,7 +1,7 @@
 """The identity chart (Zitadel, its own PostgreSQL) lints, renders valid manifests and keeps its promises.
 
 Rendered offline (helm-python-sdk) once per set of values for the whole module, every manifest checked
-against Kubernetes' own schemas (kubernetes-validate), as the flexplane chart is. Offline, ``lookup``
+against Kubernetes' own schemas (kubernetes-validate), as the flextenant chart is. Offline, ``lookup``
 finds nothing: what an upgrade keeps (the masterkey, the passwords) renders as on a first install.
 """
 
@@ -22,7 +22,7 @@ from kubernetes_validate.utils import all_versions, major_minor
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "identity"
-TENANT = ROOT / "charts" / "flexplane"
+TENANT = ROOT / "charts" / "flextenant"
 RELEASE, NAMESPACE = "idp", "identity"
 FULLNAME = f"{RELEASE}-identity"
 

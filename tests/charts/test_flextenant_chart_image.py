@@ -15,7 +15,7 @@ import helm_python
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "flexplane"
+CHART = ROOT / "charts" / "flextenant"
 CONTAINERFILE = ROOT / "packaging" / "image" / "orchestrator" / "Containerfile"
 
 

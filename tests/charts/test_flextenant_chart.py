@@ -1,4 +1,4 @@
-"""The flexplane chart: it lints, renders valid manifests, and keeps the stateless, least-privilege promises.
+"""The flextenant chart: it lints, renders valid manifests, and keeps the stateless, least-privilege promises.
 
 The chart is rendered offline (helm-python-sdk, no cluster, no helm binary) once per set of values
 per module, and every manifest is checked against Kubernetes' own schemas (kubernetes-validate).
@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from kubernetes_validate.utils import all_versions, major_minor
 
 ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "flexplane"
+CHART = ROOT / "charts" / "flextenant"
 EXAMPLE_VALUES = CHART / "ci" / "example-values.yaml"
 SETTINGS = (ROOT / "flexplane" / "settings" / "base.py", ROOT / "flexplane" / "settings" / "production.py")
 
@@ -376,7 +376,7 @@ def test_the_chart_creates_the_platform_ca_the_orchestrator_signs_with(rendered:
 
 def test_a_platform_ca_of_ones_own_is_not_generated(chart: helm_python.Chart) -> None:
     rendered = manifests(render(chart, {"agentCA": {"create": False, "secretName": "our-ca"}}))
-    assert [m["metadata"]["name"] for m in rendered if m["kind"] == "Secret"] == ["fp-flexplane-secret-key"]
+    assert [m["metadata"]["name"] for m in rendered if m["kind"] == "Secret"] == ["fp-flextenant-secret-key"]
     assert env(rendered)["FLEXPLANE_AGENT_CA_SECRET"] == "our-ca"
 
 

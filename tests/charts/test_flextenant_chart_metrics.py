@@ -1,4 +1,4 @@
-"""The flexplane chart's metrics: a port of their own, in the cluster only, and an optional ServiceMonitor."""
+"""The flextenant chart's metrics: a port of their own, in the cluster only, an optional ServiceMonitor."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import helm_python
 import pytest
 
-from tests.charts.test_flexplane_chart import (
+from tests.charts.test_flextenant_chart import (
     CHART,
     Manifest,
     container,

@@ -1,4 +1,4 @@
-"""The flexplane chart's mesh: the mesh control server's Deployment, its UDP Service and NetworkPolicy,
+"""The flextenant chart's mesh: the mesh control server's Deployment, its UDP Service and NetworkPolicy,
 off by default; the orchestrator and the hub given the same mesh settings; the hub's CONNECT proxy,
 which the orchestrator's pods (no route to the mesh's range) reach the agents through."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import helm_python
 import pytest
 
-from tests.charts.test_flexplane_chart import (
+from tests.charts.test_flextenant_chart import (
     CHART,
     NAMESPACE,
     RELEASE,
@@ -33,9 +33,9 @@ MESH = {
         },
     },
 }
-HUB = f"{RELEASE}-flexplane-mesh"
-PROXY = f"{RELEASE}-flexplane-mesh-proxy"
-ORCHESTRATOR = f"{RELEASE}-flexplane"
+HUB = f"{RELEASE}-flextenant-mesh"
+PROXY = f"{RELEASE}-flextenant-mesh-proxy"
+ORCHESTRATOR = f"{RELEASE}-flextenant"
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_the_mesh_is_off_by_default_and_the_orchestrator_then_enrolls_nodes_off_
 ) -> None:
     default = manifests(render(chart, {}))
     assert not [m for m in default if m["metadata"]["name"] == HUB]
-    orchestrator = named(default, "Deployment", f"{RELEASE}-flexplane")
+    orchestrator = named(default, "Deployment", f"{RELEASE}-flextenant")
     assert env_of(orchestrator)["FLEXPLANE_MESH_RANGE"] == ""
     assert env_of(orchestrator)["FLEXPLANE_MESH_PROXY"] == ""
     assert not [m for m in default if m["metadata"]["name"] == PROXY]
@@ -85,7 +85,7 @@ def test_the_hub_is_one_replica_recreated_with_net_admin_only(meshed: list[Manif
 
 def test_the_orchestrator_and_the_hub_share_the_mesh_settings(meshed: list[Manifest]) -> None:
     hub = env_of(named(meshed, "Deployment", HUB))
-    orchestrator = env_of(named(meshed, "Deployment", f"{RELEASE}-flexplane"))
+    orchestrator = env_of(named(meshed, "Deployment", f"{RELEASE}-flextenant"))
     for name in ("FLEXPLANE_MESH_RANGE", "FLEXPLANE_MESH_HUB_ENDPOINT", "FLEXPLANE_MESH_HUB_SECRET"):
         assert hub[name] == orchestrator[name]
     assert (hub["FLEXPLANE_MESH_RANGE"], hub["FLEXPLANE_MESH_HUB_ENDPOINT"]) == (
@@ -139,7 +139,7 @@ def test_the_orchestrator_dials_the_agents_through_the_hubs_proxy_inside_the_clu
 def test_only_the_orchestrators_pods_reach_the_proxy(meshed: list[Manifest]) -> None:
     def pods(component: str) -> dict[str, str]:
         return {
-            "app.kubernetes.io/name": "flexplane",
+            "app.kubernetes.io/name": "flextenant",
             "app.kubernetes.io/instance": RELEASE,
             "app.kubernetes.io/component": component,
         }

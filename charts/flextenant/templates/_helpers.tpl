@@ -1,5 +1,5 @@
 {{/*
-Helpers of the flexplane chart. Every name is namespaced "flexplane." so that a parent chart's
+Helpers of the flextenant chart (formerly "flexplane"). Every name is namespaced "flexplane." so that a parent chart's
 helpers never collide with these.
 */}}
 
