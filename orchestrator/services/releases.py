@@ -36,8 +36,7 @@ import requests
 from django.conf import settings
 from packaging.version import InvalidVersion, Version
 
-from agentclient.errors import AgentError
-from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFailed
+from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
 from orchestrator.models import Host
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
@@ -407,11 +406,11 @@ def update_host_now(ctx: Context, zone: str, host: str) -> HostUpdateNow:
     access.require_admin(ctx)
     entry = catalog.host(ctx, zone, host)
     try:
-        answer = proxmox().pool.update_now(entry.target, timeout=UPDATE_NOW_TIMEOUT)
-    except AgentError as exc:
-        if "FAILED_PRECONDITION" in str(exc):
-            raise Conflict(f"host {entry.key} does not update itself: {exc}") from None
-        raise Unavailable(entry.key, str(exc)) from exc
+        answer = proxmox().agents.update_now(entry.target, where=entry.key, timeout=UPDATE_NOW_TIMEOUT)
+    except Conflict as exc:
+        raise Conflict(f"host {entry.key} does not update itself: {exc.message}") from None
+    except (Unavailable, UpstreamFailure) as exc:
+        raise Unavailable(entry.key, exc.message) from exc
     logger.info(
         "agent releases: %s asked %s to update now: %s", ctx.principal.subject, entry.key, answer.outcome
     )

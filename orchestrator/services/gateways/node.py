@@ -18,9 +18,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from agentclient import AgentDeadlineExceeded, AgentError, AgentUnavailable
 from agentclient.gateways import FirewallRule as SpecRule
-from agentclient.gateways import GatewayRefused, GatewaySpec, GatewaySpecError, GatewayState, Uplink
+from agentclient.gateways import GatewaySpec, GatewaySpecError, GatewayState, Uplink
 from agentclient.gateways import Leg as SpecLeg
 from agentclient.gateways import PortForward as SpecForward
 from agentclient.gateways import PublicIp as SpecPublicIp
@@ -109,13 +108,18 @@ def _api_field(spec_field: str) -> str:
     return _API_FIELDS.get(last, last)
 
 
-def offline(ctx: Context, zone: str) -> set[str]:
-    """The zone's nodes Proxmox reports offline (none known when the zone does not answer)."""
-    try:
-        nodes = inventory.zone_api(ctx, zone).resources("node").nodes
-    except FlexPlaneError:
-        return set()
-    return {n.node for n in nodes if not n.online}
+def offline(ctx: Context, zone: str) -> frozenset[str]:
+    """The zone's nodes Proxmox reports offline (none known when the zone does not answer): read once per
+    request, which a reconcile pass is too, not once per gateway."""
+
+    def read() -> frozenset[str]:
+        try:
+            nodes = inventory.zone_api(ctx, zone).resources("node").nodes
+        except FlexPlaneError:
+            return frozenset()
+        return frozenset(n.node for n in nodes if not n.online)
+
+    return ctx.memoize(("gateways", "offline", zone), read)
 
 
 def _load(zone: str) -> dict[str, int]:
@@ -126,17 +130,18 @@ def _load(zone: str) -> dict[str, int]:
     return counts
 
 
-def _agent_failure(zone: str, node: str, exc: AgentError, doing: str) -> FlexPlaneError:
+def _failure(zone: str, node: str, exc: FlexPlaneError, doing: str) -> FlexPlaneError:
+    """The error a caller hears for the host's refusal or silence (``sources.proxmox.agents``)."""
     place = where(zone, node)
-    if isinstance(exc, AgentUnavailable | AgentDeadlineExceeded):
+    if isinstance(exc, Unavailable):
         return Unavailable(
             node,
-            f"{doing} on {place}: its agent did not answer ({exc}); the desired state is "
+            f"{doing} on {place}: its agent did not answer ({exc.message}); the desired state is "
             "recorded and is sent again with the gateway's next change or reconcile",
         )
-    if isinstance(exc, GatewayRefused):
-        return ValidationFailed(_api_field(exc.field or "gateway"), f"{place} refused it: {exc.detail}")
-    return UpstreamFailure(place, f"{doing} on {place}: {exc}")
+    if isinstance(exc, ValidationFailed):
+        return ValidationFailed(_api_field(exc.field), f"{place} refused it: {exc.message}")
+    return UpstreamFailure(place, f"{doing} on {place}: {exc.message}")
 
 
 @dataclass(frozen=True)
@@ -168,10 +173,10 @@ def push(ctx: Context, zone: Zone, gateway: Gateway) -> Pushed:
     error: FlexPlaneError | None = None
     spec = spec_of(zone, gateway)
     try:
-        proxmox().pool.apply_gateway(target.target, spec, timeout=APPLY_TIMEOUT)
+        proxmox().agents.apply_gateway(target.target, spec, where=target.node, timeout=APPLY_TIMEOUT)
         applied = gateway.generation
-    except AgentError as exc:
-        error = _agent_failure(zone.id, target.node, exc, f"applying gateway {gateway.id}")
+    except FlexPlaneError as exc:
+        error = _failure(zone.id, target.node, exc, f"applying gateway {gateway.id}")
         logger.warning("gateway %s: %s", gateway.id, error.message)
     if applied == gateway.generation:
         left = _remove_from(zone, hosts, gateway, [n for n in left if n != target.node])
@@ -190,11 +195,13 @@ def _remove_from(zone: Zone, hosts: Sequence[Host], gateway: Gateway, nodes: Seq
         if host is None:
             continue  # gone from the catalog: flex.plane no longer reaches it
         try:
-            proxmox().pool.remove_gateway(
-                host.target, node_id(gateway.vdc, gateway.zone), timeout=REMOVE_TIMEOUT
+            proxmox().agents.remove_gateway(
+                host.target, node_id(gateway.vdc, gateway.zone), where=node, timeout=REMOVE_TIMEOUT
             )
-        except AgentError as exc:
-            logger.info("gateway %s: not yet removed from %s: %s", gateway.id, where(zone.id, node), exc)
+        except FlexPlaneError as exc:
+            logger.info(
+                "gateway %s: not yet removed from %s: %s", gateway.id, where(zone.id, node), exc.message
+            )
             still.append(node)
     return still
 
@@ -226,11 +233,11 @@ def live(ctx: Context, gateway: Gateway) -> Live:
     if host is None:
         return Live(None, f"host {gateway.node} is no longer in the catalog")
     try:
-        state = proxmox().pool.gateway_state(
-            host.target, node_id(gateway.vdc, gateway.zone), timeout=STATE_TIMEOUT
+        state = proxmox().agents.gateway_state(
+            host.target, node_id(gateway.vdc, gateway.zone), where=gateway.node, timeout=STATE_TIMEOUT
         )
-    except AgentError as exc:
-        return Live(None, f"{where(gateway.zone, gateway.node)} did not answer: {exc}")
+    except FlexPlaneError as exc:
+        return Live(None, f"{where(gateway.zone, gateway.node)} did not answer: {exc.message}")
     if state is None:
         return Live(None, f"{where(gateway.zone, gateway.node)} does not run it", answered=True)
     return Live(state, answered=True)

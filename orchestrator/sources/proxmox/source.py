@@ -28,6 +28,7 @@ from agentclient import (
     ProxmoxUnreachable,
 )
 from orchestrator.errors import Unavailable, UpstreamFailure
+from orchestrator.sources.proxmox.agents import HostAgents
 from orchestrator.sources.proxmox.sdn import PENDING, VNETS_PATH, VNet, parse_vnets
 from orchestrator.sources.proxmox.values import AgentReport, ClusterResources, Guest, parse_pool_vms
 
@@ -77,6 +78,8 @@ class ProxmoxSource:
 
     def __init__(self, pool: AgentPool, *, call_timeout: float, deadline: float, workers: int = 32) -> None:
         self.pool = pool
+        # Its agents' services beyond the proxy (edge gateways, update now), errors made domain errors.
+        self.agents = HostAgents(pool)
         self.call_timeout = call_timeout
         self.deadline = deadline
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zone-fanout")
