@@ -6,7 +6,7 @@ saying what is wrong; the check names the parameter. Validators are pure and sma
 forwarded write.
 
 References are checked against the request itself: a disk's volume must belong to the VM of the path,
-a cloud-init snippet must be that VM's own vendor snippet on the node's snippets storage, a NIC is a
+a cloud-init snippet must be one of that VM's own snippets on the node's snippets storage, a NIC is a
 firewalled virtio NIC on an SDN VNet (never the node's own bridges), a pool must be ``fp-<slug>``,
 tags must be flex.plane's (``fp-<kind>-...``) or plain labels.
 """
@@ -371,19 +371,27 @@ def ssh_keys(value: str, where: Where) -> None:
             raise ValueError(f"line {number} is not a public SSH key")
 
 
+CICUSTOM_PARTS = ("user", "meta", "vendor")
+
+
 def cicustom(value: str, where: Where) -> None:
-    """The VM's own vendor-data snippet on the node's snippets storage, and nothing else:
-    ``vendor=<storage>:snippets/fp-<vdc>-<vmid>-vendor.yaml``."""
+    """The VM's own cloud-init snippets on the node's snippets storage, and nothing else: a comma-separated
+    list of ``<part>=<storage>:snippets/fp-<vdc>-<vmid>-<part>.yaml``, part ``user``, ``meta`` or
+    ``vendor``, each at most once (never ``network``: the NICs' addresses are Proxmox's to generate)."""
     storage = where.policy.snippets_storage
     owner = where.path.get("vmid", "")
     if storage is None:
         raise ValueError("this node keeps no snippets")
-    own = rf"vendor={re.escape(storage)}:snippets/fp-[a-z0-9](?:[a-z0-9-]*[a-z0-9])?-{owner}-vendor\.yaml"
-    if not re.fullmatch(own, value, re.ASCII):
-        raise ValueError(
-            f"{value[:120]!r} is not VM {owner}'s own vendor snippet "
-            f"(vendor={storage}:snippets/fp-<vdc>-{owner}-vendor.yaml)"
-        )
+    seen: set[str] = set()
+    for item in value.split(","):
+        part = item.partition("=")[0]
+        own = rf"{part}={re.escape(storage)}:snippets/fp-[a-z0-9](?:[a-z0-9-]*[a-z0-9])?-{owner}-{part}\.yaml"
+        if part not in CICUSTOM_PARTS or part in seen or not re.fullmatch(own, item, re.ASCII):
+            raise ValueError(
+                f"{item[:120]!r} is not one of VM {owner}'s own snippets, each once "
+                f"(<user|meta|vendor>={storage}:snippets/fp-<vdc>-{owner}-<user|meta|vendor>.yaml)"
+            )
+        seen.add(part)
 
 
 # ------------------------------------------------------------------------------------ tags

@@ -296,6 +296,8 @@ class QemuConfig:
     tags: tuple[str, ...] = ()
     # Every key the config has, drives and the rest (a free slot is one not among them).
     keys: frozenset[str] = field(default_factory=frozenset)
+    # The guest's SMBIOS uuid (``smbios1: uuid=...``; Proxmox gives every new VM and clone its own).
+    smbios_uuid: str | None = None
 
     def ipconfig(self, index: int) -> IpConfig | None:
         """The cloud-init addresses of NIC ``index`` (None: it has none)."""
@@ -347,6 +349,19 @@ def _boot_order(value: str) -> tuple[str, ...]:
     return ()
 
 
+_SMBIOS_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+
+
+def parse_smbios_uuid(value: str) -> str | None:
+    """The ``uuid`` of an ``smbios1`` value (``uuid=<uuid>[,manufacturer=...]``), lowercase; None without
+    one."""
+    for part in value.split(","):
+        key, sep, setting = part.partition("=")
+        if sep and key == "uuid" and _SMBIOS_UUID.fullmatch(setting):
+            return setting.lower()
+    return None
+
+
 def parse_config(config: Mapping[str, Any]) -> QemuConfig:
     """The config as Proxmox answered it; values that do not parse are left out (never a failed read)."""
     drives: list[Drive] = []
@@ -371,6 +386,7 @@ def parse_config(config: Mapping[str, Any]) -> QemuConfig:
         ipconfigs=tuple(sorted(ipconfigs, key=lambda n: n[0])),
         tags=tuple(parse_tags(str(config.get("tags") or ""))),
         keys=frozenset(config),
+        smbios_uuid=parse_smbios_uuid(str(config.get("smbios1") or "")),
     )
 
 

@@ -18,7 +18,6 @@ from agent.proxy import ALLOWED, NotAllowed, Policy, authorize
 from agent.proxy.params import DISK_OPTIONS, owned_volume_name
 from agentclient import AgentTarget, host_identity
 from agentclient.pool import encode_params
-from orchestrator.services.vms.lifecycle import vendor_snippet_name
 from orchestrator.sources.proxmox import snapshots
 from orchestrator.sources.proxmox.firewall import FirewallOptions, FirewallRule, VmFirewall
 from orchestrator.sources.proxmox.source import ZoneTargets
@@ -120,7 +119,9 @@ def orchestrator_calls() -> list[tuple[str, str, dict[str, str]]]:
     )
     api.clone("pve1", 100, 4243, name="web-2", pool="fp-demo", description="x", target="pve2")
     api.set_config("pve1", 4242, ConfigChange(tags=tags))
-    vendor = f"vendor=local:snippets/{vendor_snippet_name('demo', 4242)}"
+    vendor = ",".join(
+        f"{part}=local:snippets/fp-demo-4242-{part}.yaml" for part in ("user", "meta", "vendor")
+    )
     api.set_config(
         "pve1",
         4242,
@@ -273,6 +274,9 @@ def test_every_call_the_orchestrator_renders_is_allowed() -> None:
         ({"cicustom": "user=local:snippets/fp-demo-4242-vendor.yaml"}, "cicustom"),
         ({"cicustom": "vendor=nfs:snippets/fp-demo-4242-vendor.yaml"}, "cicustom"),
         ({"cicustom": "vendor=local:snippets/admin.yaml"}, "cicustom"),
+        ({"cicustom": "network=local:snippets/fp-demo-4242-network.yaml"}, "cicustom"),
+        ({"cicustom": ",".join(["meta=local:snippets/fp-demo-4242-meta.yaml"] * 2)}, "cicustom"),
+        ({"cicustom": "user=local:snippets/fp-demo-4243-user.yaml"}, "cicustom"),
         ({"net0": "virtio,bridge=vmbr0"}, "net0"),
         ({"net0": "virtio,bridge=vmbr0,firewall=1"}, "net0"),
         ({"net1": "virtio=BC:24:11:00:00:01,bridge=vmbr1,firewall=0"}, "net1"),

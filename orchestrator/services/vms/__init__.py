@@ -11,7 +11,13 @@ VDC named by the request (the ``FlexPlane-VDC-ID`` header).
 - ``lifecycle``: power, resize, delete.
 """
 
-from orchestrator.services.vms.create import CLONE_TIMEOUT, TEMPLATE_TIMEOUT, VMID_ATTEMPTS, create_vm
+from orchestrator.services.vms.create import (
+    CLONE_TIMEOUT,
+    TEMPLATE_TIMEOUT,
+    VMID_ATTEMPTS,
+    create_vm,
+    meta_data,
+)
 from orchestrator.services.vms.inputs import (
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_SSH_KEY_LENGTH,
@@ -36,6 +42,7 @@ from orchestrator.services.vms.lifecycle import (
     reboot_vm,
     resize_vm,
     shutdown_vm,
+    snippet_name,
     start_vm,
     stop_vm,
     vendor_snippet_name,
@@ -51,9 +58,10 @@ from orchestrator.services.vms.listing import (
     get_vm,
     list_vms,
 )
-from orchestrator.services.vms.plan import LOCK_TTL, LOCK_WAIT, Created, CreateVm
+from orchestrator.services.vms.plan import BOOTSTRAP_TAG, LOCK_TTL, LOCK_WAIT, Bootstrap, Created, CreateVm
 
 __all__ = [
+    "BOOTSTRAP_TAG",
     "CLONE_TIMEOUT",
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_SHUTDOWN_TIMEOUT",
@@ -72,6 +80,7 @@ __all__ = [
     "USER_DATA_HEADERS",
     "VM",
     "VMID_ATTEMPTS",
+    "Bootstrap",
     "CreateVm",
     "Created",
     "Outcome",
@@ -84,11 +93,13 @@ __all__ = [
     "encode_cursor",
     "get_vm",
     "list_vms",
+    "meta_data",
     "parse_ssh_key",
     "parse_ssh_keys",
     "reboot_vm",
     "resize_vm",
     "shutdown_vm",
+    "snippet_name",
     "start_vm",
     "stop_vm",
     "validate_idempotency_key",

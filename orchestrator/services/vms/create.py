@@ -12,6 +12,11 @@ custom cloud-init only from a snippet file on the node, so the node's agent writ
 ``fp-<vdc>-<vmid>-vendor.yaml`` and the VM's ``cicustom`` names it. Proxmox keeps generating the user
 data (user, SSH keys, network), and cloud-init merges the tenant's cloud-config in. The snippet goes
 with the VM: a failed create and a delete remove it.
+
+A VM another system configures (a Cluster API machine: ``bootstrap``) gets its user data and its meta
+data as snippets too (``fp-<vdc>-<vmid>-user.yaml``, ``-meta.yaml``; ``cicustom`` ``user=...,meta=...``):
+Proxmox then generates only the network configuration. The meta data's ``instance-id`` is the clone's
+SMBIOS uuid, which the machine's provider ID names. They go with the VM as the vendor snippet does.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from orchestrator.services.vms.lifecycle import (
     destroy,
     grow,
     power,
-    remove_vendor_data,
+    remove_snippets,
+    snippet_name,
     vendor_snippet_name,
 )
 from orchestrator.services.vms.listing import reread
@@ -212,12 +218,28 @@ def discard(api: ZoneApi, plan: Plan, vmid: int, error: FlexPlaneError, *, tagge
     error.args = (error.message,)
 
 
-def _write_vendor_data(api: ZoneApi, plan: Plan, node: str, vmid: int) -> str | None:
-    """Write the plan's user data as the VM's vendor-data snippet; the VM's ``cicustom`` (None without)."""
-    if plan.user_data is None:
-        return None
-    volume = api.write_snippet(node, vendor_snippet_name(plan.vdc.id, vmid), plan.user_data.encode("utf-8"))
-    return f"vendor={volume}"
+def meta_data(instance_id: str, hostname: str) -> str:
+    """A ``Bootstrap``'s cloud-init meta data (the ``meta=`` snippet): YAML of two plain scalars (a uuid and
+    a DNS label need no quoting)."""
+    return f"instance-id: {instance_id}\nlocal-hostname: {hostname}\n"
+
+
+def _write_cloud_init(api: ZoneApi, plan: Plan, node: str, vmid: int) -> str | None:
+    """Write the VM's cloud-init snippets: the plan's user data as vendor data, and a ``Bootstrap``'s user and
+    meta data (instance-id: the clone's SMBIOS uuid); the VM's ``cicustom`` (None without any)."""
+    parts: list[str] = []
+    if plan.bootstrap is not None:
+        uuid = api.config(node, vmid).smbios_uuid
+        if uuid is None:
+            raise UpstreamFailure(api.zone, f"the clone {api.zone}/{vmid} has no SMBIOS uuid (smbios1)")
+        user = plan.bootstrap.user_data.encode("utf-8")
+        meta = meta_data(uuid, plan.bootstrap.hostname).encode("utf-8")
+        parts.append(f"user={api.write_snippet(node, snippet_name(plan.vdc.id, vmid, 'user'), user)}")
+        parts.append(f"meta={api.write_snippet(node, snippet_name(plan.vdc.id, vmid, 'meta'), meta)}")
+    if plan.user_data is not None:
+        vendor = plan.user_data.encode("utf-8")
+        parts.append(f"vendor={api.write_snippet(node, vendor_snippet_name(plan.vdc.id, vmid), vendor)}")
+    return ",".join(parts) or None
 
 
 def leftovers(zones: Mapping[str, ClusterResources], vdc: Vdc) -> list[tuple[str, Guest]]:
@@ -306,7 +328,7 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
             raise
 
     try:
-        cicustom = _write_vendor_data(api, planned, node, vmid)
+        cicustom = _write_cloud_init(api, planned, node, vmid)
         disk = configure(api, planned, node, vmid, cicustom)
         grow(api, planned.vdc.id, node, vmid, disk.key, disk.size, planned.disk_gb)
         # Its firewall as its security groups say, before it first runs.
@@ -316,7 +338,9 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
     except FlexPlaneError as exc:
         discard(api, planned, vmid, exc, tagged=True)
         # Also when the write itself failed: one that timed out may have written the file.
-        if planned.user_data is not None and (problem := remove_vendor_data(api, planned.vdc.id, node, vmid)):
+        parts = [*(("user", "meta") if planned.bootstrap else ())]
+        parts += ["vendor"] if planned.user_data is not None else []
+        if parts and (problem := remove_snippets(api, planned.vdc.id, node, vmid, parts)):
             exc.message = f"{exc.message}; {problem}"
             exc.args = (exc.message,)
         raise

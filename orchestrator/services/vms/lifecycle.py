@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, UpstreamFailure, ValidationFailed
@@ -25,7 +26,7 @@ from orchestrator.services import catalog, security_groups, tasks, vdcs
 from orchestrator.services.context import Context
 from orchestrator.services.vms.inputs import catalog_choice
 from orchestrator.services.vms.listing import VM, locate, reread
-from orchestrator.services.vms.plan import everything_now, still_held, usage, vdc_lock
+from orchestrator.services.vms.plan import BOOTSTRAP_TAG, everything_now, still_held, usage, vdc_lock
 from orchestrator.sources.proxmox import ConfigChange, ZoneApi
 
 logger = logging.getLogger(__name__)
@@ -76,20 +77,41 @@ def destroy(api: ZoneApi, vm: VirtualMachine) -> Task:
     return tasks.run(api, answer, vm.vdc, f"deleting VM {vm.name}", TASK_TIMEOUT)
 
 
+def snippet_name(vdc: str, vmid: int, part: str) -> str:
+    """The cloud-init snippet holding one part of a VM's cloud-init data (``vendor``: its tenant's user
+    data; ``user`` and ``meta``: a ``Bootstrap``'s), on the VM's node."""
+    return f"fp-{vdc}-{vmid}-{part}.yaml"
+
+
 def vendor_snippet_name(vdc: str, vmid: int) -> str:
     """The cloud-init snippet holding a VM's vendor data (its tenant's user data), on the VM's node."""
-    return f"fp-{vdc}-{vmid}-vendor.yaml"
+    return snippet_name(vdc, vmid, "vendor")
+
+
+def remove_snippets(api: ZoneApi, vdc: str, node: str, vmid: int, parts: Iterable[str]) -> str | None:
+    """Remove a VM's cloud-init snippets of those parts (there may be none); a problem to report, or None."""
+    problems: list[str] = []
+    for part in parts:
+        name = snippet_name(vdc, vmid, part)
+        try:
+            api.delete_snippet(node, name)
+        except FlexPlaneError as exc:
+            logger.warning("snippet %s on %s/%s not removed: %s", name, api.zone, node, exc.message)
+            problems.append(
+                f"its cloud-init snippet {name} on host {node} could not be removed ({exc.message})"
+            )
+    return "; ".join(problems) or None
 
 
 def remove_vendor_data(api: ZoneApi, vdc: str, node: str, vmid: int) -> str | None:
     """Remove a VM's vendor-data snippet (there may be none); a problem to report, or None."""
-    name = vendor_snippet_name(vdc, vmid)
-    try:
-        api.delete_snippet(node, name)
-    except FlexPlaneError as exc:
-        logger.warning("snippet %s on %s/%s not removed: %s", name, api.zone, node, exc.message)
-        return f"its cloud-init snippet {name} on host {node} could not be removed ({exc.message})"
-    return None
+    return remove_snippets(api, vdc, node, vmid, ("vendor",))
+
+
+def snippet_parts(tags: Iterable[str]) -> tuple[str, ...]:
+    """The parts of cloud-init data a VM of these tags may have in snippets: vendor data (any VM), user and
+    meta data (a VM made with a ``Bootstrap``)."""
+    return ("vendor", "user", "meta") if BOOTSTRAP_TAG in tags else ("vendor",)
 
 
 # ------------------------------------------------------------------------------------------ power
@@ -145,7 +167,7 @@ def delete_vm(ctx: Context, ident: str) -> Outcome:
     api, vm = locate(ctx, ident)
     task = destroy(api, vm)
     if not task.running:  # while the destroy may still fail, the VM keeps its cloud-init data
-        remove_vendor_data(api, vm.vdc, vm.host, vm.vmid)
+        remove_snippets(api, vm.vdc, vm.host, vm.vmid, snippet_parts(vm.tags))
         _forget_addresses(ctx, vm)
     vm.status = "deleted"
     return Outcome(vm, task)

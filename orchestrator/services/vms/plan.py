@@ -40,9 +40,22 @@ from orchestrator.services.vms.inputs import (
 from orchestrator.sources.proxmox import ClusterResources, proxmox
 from orchestrator.sources.qemu_config import MAX_NICS
 
+# The tag of a VM with cloud-init user and meta snippets of its own (``Bootstrap``): its delete removes them.
+BOOTSTRAP_TAG = "fp-ci-bootstrap"
 # The VDC's lock: held from the idempotency check until the new VM is tagged.
 LOCK_TTL = 120.0
 LOCK_WAIT = 120.0
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Cloud-init data that replaces what Proxmox generates, for a VM another system configures (a Cluster
+    API machine): its user data (``user=`` snippet, instead of the user and SSH keys Proxmox writes) and
+    its meta data (``meta=`` snippet): ``instance-id`` the VM's SMBIOS uuid, ``local-hostname``
+    ``hostname``. The network configuration stays Proxmox's (the NICs' addresses)."""
+
+    user_data: str
+    hostname: str
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,8 @@ class CreateVm:
     networks: tuple[NicRequest, ...] | None = None
     # The VDC's security groups it is in (None: ``default``).
     security_groups: tuple[str, ...] | None = None
+    # Cloud-init user and meta data of its own (None: Proxmox generates them; ``user_data`` is vendor data).
+    bootstrap: Bootstrap | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,7 @@ class Plan:
     networks: tuple[NicRequest, ...] | None = None
     # The VDC's security groups its firewall follows (checked; ``default`` unless the create names any).
     security_groups: tuple[str, ...] = (DEFAULT_GROUP,)
+    bootstrap: Bootstrap | None = None
 
     @property
     def usage(self) -> Usage:
@@ -158,6 +174,8 @@ class Plan:
             asked["networks"] = [[n.network, n.address] for n in self.networks]
         if self.security_groups != (DEFAULT_GROUP,):
             asked["security_groups"] = list(self.security_groups)
+        if self.bootstrap is not None:
+            asked["bootstrap"] = [self.bootstrap.user_data, self.bootstrap.hostname]
         digest = hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
         return SPEC_TAG_PREFIX + digest[:16]
 
@@ -180,6 +198,8 @@ class Plan:
             if is_tag(prefix + name):
                 tags.append(prefix + name)
         tags.extend(group_tag(group) for group in self.security_groups)
+        if self.bootstrap is not None:
+            tags.append(BOOTSTRAP_TAG)
         tags.append(request_tag(self.compute.vcpus, self.compute.memory_mib, self.disk_gb))
         tags.append(self.spec_tag)
         return tuple(dict.fromkeys(tags))
@@ -279,6 +299,7 @@ def plan(ctx: Context, spec: CreateVm) -> Plan:
         )
     ssh_keys = parse_ssh_keys(spec.ssh_keys)
     user_data = validate_user_data(spec.user_data)
+    bootstrap = _bootstrap(spec.bootstrap)
     key = validate_idempotency_key(spec.idempotency_key)
     principal = ctx.principal
     return Plan(
@@ -295,8 +316,28 @@ def plan(ctx: Context, spec: CreateVm) -> Plan:
         idempotency_key=key,
         networks=requests,
         security_groups=tuple(security_groups.check_membership(ctx, vdc, spec.security_groups)),
+        bootstrap=bootstrap,
         requested_by=f"{principal.name or principal.subject} ({principal.email or principal.subject})",
     )
+
+
+def _bootstrap(bootstrap: Bootstrap | None) -> Bootstrap | None:
+    """The bootstrap data checked: user data cloud-init uses, a hostname that is a DNS label."""
+    if bootstrap is None:
+        return None
+    try:
+        user_data = validate_user_data(bootstrap.user_data)
+    except ValidationFailed as exc:
+        raise ValidationFailed("bootstrap.user_data", exc.message) from None
+    if user_data is None:
+        raise ValidationFailed("bootstrap.user_data", "bootstrap user data must not be empty")
+    try:
+        hostname = validate_name(bootstrap.hostname)
+    except ValidationFailed:
+        raise ValidationFailed(
+            "bootstrap.hostname", f"{bootstrap.hostname!r} is not a hostname (one lowercase DNS label)"
+        ) from None
+    return Bootstrap(user_data, hostname)
 
 
 # ------------------------------------------------------------------------------------------ the VDC now
