@@ -69,7 +69,11 @@ from agentclient.templates import check_storage_id
 from agentclient.urlpolicy import normalize_allow_host
 
 ENV_PREFIX = "FLEXPLANE_AGENT_"
-DEFAULT_ALLOWED_CLIENTS = ("flexplane-orchestrator",)
+# The orchestrator, and the Cluster API infrastructure provider (providers/: it creates and deletes its
+# machines' VMs through the proxy and snippets).
+DEFAULT_ALLOWED_CLIENTS = ("flexplane-orchestrator", "flexplane-capi")
+# Consoles and edge gateways: the orchestrator's alone.
+DEFAULT_ORCHESTRATOR_CLIENTS = ("flexplane-orchestrator",)
 DEFAULT_PROXMOX_URL = "https://127.0.0.1:8006"
 DEFAULT_TOKEN_ID = "root@pam!flexplane"  # noqa: S105 - a token id, not its secret
 DEFAULT_PROXMOX_TIMEOUT = 10.0
@@ -182,9 +186,9 @@ class AgentConfig:
     snippets_dir: Path = DEFAULT_SNIPPETS_DIR
     snippets_storage: str = DEFAULT_SNIPPETS_STORAGE
     update: UpdateConfig | None = None
-    console_clients: frozenset[str] = frozenset(DEFAULT_ALLOWED_CLIENTS)
+    console_clients: frozenset[str] = frozenset(DEFAULT_ORCHESTRATOR_CLIENTS)
     metrics_listen: str | None = None
-    gateway_clients: frozenset[str] = frozenset(DEFAULT_ALLOWED_CLIENTS)
+    gateway_clients: frozenset[str] = frozenset(DEFAULT_ORCHESTRATOR_CLIENTS)
     gateway_dir: Path = DEFAULT_GATEWAY_DIR
 
     @property
@@ -332,14 +336,14 @@ def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the con
         except ValueError as exc:
             check.problem("snippets_storage", str(exc))
     update = _update(check, listen)
-    console_clients = raw.get("console_clients", list(DEFAULT_ALLOWED_CLIENTS))
+    console_clients = raw.get("console_clients", list(DEFAULT_ORCHESTRATOR_CLIENTS))
     if not isinstance(console_clients, list) or not all(isinstance(n, str) and n for n in console_clients):
         check.problem("console_clients", "must be a list of client certificate common names")
         console_clients = []
     metrics_listen = check.string("metrics_listen") if "metrics_listen" in raw else None
     if metrics_listen is not None and (problem := _metrics_listen_problem(metrics_listen)):
         check.problem("metrics_listen", problem)
-    gateway_clients = raw.get("gateway_clients", list(DEFAULT_ALLOWED_CLIENTS))
+    gateway_clients = raw.get("gateway_clients", list(DEFAULT_ORCHESTRATOR_CLIENTS))
     if not isinstance(gateway_clients, list) or not all(isinstance(n, str) and n for n in gateway_clients):
         check.problem("gateway_clients", "must be a list of client certificate common names")
         gateway_clients = []
