@@ -1,0 +1,77 @@
+"""``python -m providers``: both Cluster API providers, for as long as this replica leads.
+
+Configures Django with the orchestrator's settings (as ``manage.py`` does), so that the orchestrator's
+services (the VM create path, the catalog, the agents' channel) work here as in the orchestrator; the
+settings it reads: ``FLEXPLANE_KUBECONFIG`` (else the in-cluster service account),
+``FLEXPLANE_NAMESPACE`` (the platform namespace: the catalog, the VDCs' locks, and the providers'
+leader Lease), ``FLEXPLANE_AGENT_CA``/``CERT``/``KEY`` (the ``flexplane-capi`` client certificate).
+Then it takes the leader Lease and runs the providers' kopf operators until SIGTERM (or SIGINT), and
+releases the Lease on the way out so that another replica takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from types import FrameType
+
+logger = logging.getLogger("providers")
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexplane.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from orchestrator.sources.kube import kube as platform_kube
+    from providers import leader
+    from providers.common import kube as kube_module
+    from providers.common.operator import run
+    from providers.controlplane.handlers import PROVIDER as CONTROL_PLANE
+    from providers.infrastructure.handlers import PROVIDER as INFRASTRUCTURE
+
+    stop = threading.Event()
+
+    def on_signal(number: int, _frame: FrameType | None) -> None:
+        logger.info("%s received: stopping", signal.Signals(number).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    configuration = kube_module.load_configuration(settings.FLEXPLANE_KUBECONFIG or None)
+    kube_module.configure(kube_module.Kube.from_configuration(configuration))
+    identity = os.environ.get("POD_NAME") or socket.gethostname()
+    with leader.leadership(platform_kube(), identity, stop) as held:
+        if held is None:
+            return 0
+        leader.watch(held, stop)
+        failure: list[BaseException] = []
+
+        def operate() -> None:
+            try:
+                asyncio.run(run([INFRASTRUCTURE, CONTROL_PLANE], configuration, stop))
+            except BaseException as exc:  # reported by the main thread
+                failure.append(exc)
+                stop.set()
+
+        thread = threading.Thread(target=operate, name="operators")
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.5)  # the main thread stays free to take signals
+    if failure:
+        logger.error("the providers stopped on an error", exc_info=failure[0])
+        return 1
+    logger.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

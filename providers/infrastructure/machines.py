@@ -1,0 +1,216 @@
+"""``ensure_machine`` and ``ensure_machine_deleted``: a ProxmoxMachine's VM, made and unmade.
+
+A machine is a VM of its VDC, made by the orchestrator's own create path (``create_vm``) as the service
+identity ``flexplane-capi``, so it gets everything a tenant's VM gets: the VDC's catalog choices, quota,
+placement, networks and security groups. Its name is the Machine's; its idempotency key is the
+ProxmoxMachine's uid (tagged on the VM), so a provider restarted mid-create finds the VM it made instead
+of making a second one. The bootstrap data goes in as cloud-init user data, with meta data whose
+``instance-id`` is the VM's SMBIOS uuid: the provider ID ``proxmox://<uuid>`` is what the kubelet reports.
+
+A create that fails removes what it made (the create path's discard). One that could not (its host went
+away mid-create) leaves a tagged VM that was never started: the next attempt finds it, deletes it, and
+tries again, so no half-made VM stays behind.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from orchestrator.errors import (
+    FlexPlaneError,
+    NotFound,
+    PermissionDenied,
+    QuotaExceeded,
+    ValidationFailed,
+)
+from orchestrator.models.networks import addresses_in
+from orchestrator.models.vms import VirtualMachine, idempotency_tag
+from orchestrator.services import inventory
+from orchestrator.services.context import Context
+from orchestrator.services.networks.nics import NicRequest
+from orchestrator.services.vms import Bootstrap, CreateVm, create_vm, delete_vm
+from providers.common import conditions
+from providers.common import status as common_status
+from providers.common.errors import Retry
+from providers.common.identity import service_context
+from providers.common.kube import Kube, KubeError
+from providers.common.objects import Body, meta, owner_reference
+from providers.common.resources import (
+    CLUSTER,
+    INFRASTRUCTURE_GROUP,
+    MACHINE,
+    PROXMOX_CLUSTER,
+    PROXMOX_MACHINE,
+    vdc_of_namespace,
+)
+from providers.infrastructure import spec as s
+
+logger = logging.getLogger(__name__)
+
+# How soon a machine waiting for its Machine, bootstrap data or cluster is looked at again (seconds).
+WAIT = 5.0
+# How soon after a create refused for what it asks (quota, catalog) it is tried again.
+REFUSED_RETRY = 60.0
+BOOTSTRAP_KEY = "value"
+# Refusals that only a change elsewhere (the VDC's quota, the catalog, the spec) can lift.
+_REFUSALS = (ValidationFailed, QuotaExceeded, NotFound, PermissionDenied)
+
+
+def _ready(obj: Body, value: bool, reason: str, message: str = "") -> conditions.Condition:
+    return conditions.condition(conditions.READY, value, reason, message, meta(obj).get("generation"))
+
+
+def _write(kube: Kube, obj: Body, changes: Mapping[str, Any], ready: conditions.Condition) -> Body:
+    return common_status.write_status(kube, PROXMOX_MACHINE, obj, changes, ready)
+
+
+def _wait(kube: Kube, obj: Body, reason: str, message: str, delay: float | None = WAIT) -> Retry:
+    """Say why the machine waits (its Ready condition) and answer the ``Retry`` to raise."""
+    _write(kube, obj, {}, _ready(obj, False, reason, message))
+    return Retry(message, delay)
+
+
+def owner_machine(kube: Kube, obj: Body) -> Body | None:
+    """The Cluster API Machine that owns this ProxmoxMachine (None until core has set the reference)."""
+    ref = owner_reference(obj, MACHINE)
+    if ref is None:
+        return None
+    return kube.get(MACHINE, str(meta(obj)["namespace"]), str(ref["name"]))
+
+
+def cluster_network(kube: Kube, namespace: str, cluster_name: str | None) -> str | None:
+    """The network of the machine's ProxmoxCluster (found through its Cluster's ``infrastructureRef``)."""
+    if cluster_name is None:
+        return None
+    cluster = kube.get(CLUSTER, namespace, cluster_name)
+    name = s.infrastructure_ref_name(cluster, PROXMOX_CLUSTER.kind, INFRASTRUCTURE_GROUP) if cluster else None
+    infra = kube.get(PROXMOX_CLUSTER, namespace, name) if name else None
+    if infra is None:
+        return None
+    try:
+        return s.ClusterSpec.parse(infra).network
+    except s.SpecError:
+        return None
+
+
+def create_request(obj: Body, machine: Body, wanted: s.MachineSpec, network: str, bootstrap: str) -> CreateVm:
+    """What ``create_vm`` is asked: the Machine's name and zone, the spec's profiles, image and network,
+    the bootstrap data as user data, and the ProxmoxMachine's uid as idempotency key."""
+    name = str(meta(machine)["name"])
+    return CreateVm(
+        name=name,
+        compute_profile=wanted.compute_profile,
+        storage_profile=wanted.storage_profile,
+        image=wanted.image,
+        disk_gb=wanted.disk_gb,
+        zone=s.owner_machine_failure_domain(machine),
+        idempotency_key=str(meta(obj)["uid"]),
+        networks=(NicRequest(network),),
+        bootstrap=Bootstrap(user_data=bootstrap, hostname=name),
+    )
+
+
+def ensure_machine(kube: Kube, obj: Body) -> Body:
+    """Make the ProxmoxMachine's VM exist and its spec and status say so; ``Retry`` while it waits
+    (for its Machine, its bootstrap data, its cluster) or a create failed. The object as it is now."""
+    namespace = str(meta(obj)["namespace"])
+    vdc = vdc_of_namespace(namespace)
+    if vdc is None:
+        raise _wait(kube, obj, s.PROVISIONING_FAILED, f"namespace {namespace} is no VDC's (vdc-<vdc>)", None)
+    try:
+        wanted = s.MachineSpec.parse(obj)
+    except s.SpecError as exc:
+        raise _wait(kube, obj, s.PROVISIONING_FAILED, str(exc), REFUSED_RETRY) from exc
+    if s.provisioned(obj) and wanted.provider_id:
+        return obj  # made, and said so: a resync costs no call to Proxmox
+    machine = owner_machine(kube, obj)
+    if machine is None:
+        raise _wait(kube, obj, s.WAITING_FOR_BOOTSTRAP_DATA, "waiting for its Machine (an owner reference)")
+    secret = s.bootstrap_secret_name(machine)
+    data = kube.secret_value(namespace, secret, BOOTSTRAP_KEY) if secret else None
+    if data is None:
+        raise _wait(
+            kube, obj, s.WAITING_FOR_BOOTSTRAP_DATA, "waiting for Machine.spec.bootstrap.dataSecretName"
+        )
+    network = wanted.network or cluster_network(kube, namespace, s.cluster_name(obj, machine))
+    if network is None:
+        raise _wait(kube, obj, s.WAITING_FOR_CLUSTER, "waiting for the ProxmoxCluster that names its network")
+
+    ctx = service_context(vdc)
+    request = create_request(obj, machine, wanted, network, data.decode("utf-8", "replace"))
+    if not s.provisioned(obj):
+        _write(kube, obj, {}, _ready(obj, False, s.PROVISIONING, f"creating VM {request.name} in VDC {vdc}"))
+    try:
+        created = create_vm(ctx, request)
+        vm = created.vm
+        if not created.created and not vm.running and not s.provisioned(obj):
+            # Left by a create that failed and could not remove it (its host was away): never started.
+            delete_vm(ctx, vm.id)
+            raise Retry(f"removed {vm.id}, left half-made by an earlier attempt; creating it again", 0)
+        uuid = inventory.zone_api(ctx, vm.zone).config(vm.host, vm.vmid).smbios_uuid
+    except _REFUSALS as exc:
+        raise _wait(kube, obj, s.PROVISIONING_FAILED, exc.message, REFUSED_RETRY) from exc
+    except FlexPlaneError as exc:
+        raise _wait(kube, obj, s.PROVISIONING_FAILED, exc.message, None) from exc
+    if uuid is None:
+        raise _wait(kube, obj, s.PROVISIONING_FAILED, f"VM {vm.id} has no SMBIOS uuid", None)
+    provider = s.provider_id(uuid)
+    if wanted.provider_id != provider:
+        obj = kube.patch(
+            PROXMOX_MACHINE, namespace, str(meta(obj)["name"]), {"spec": {"providerID": provider}}
+        )
+    addresses = [str(address) for _vnet, address in addresses_in(vm.tags)]
+    return _write(
+        kube,
+        obj,
+        {
+            "initialization": {"provisioned": True},
+            "addresses": s.machine_addresses(request.name, addresses),
+            "zone": vm.zone,
+            "node": vm.host,
+            "vmid": vm.vmid,
+        },
+        _ready(obj, True, s.PROVISIONED, f"VM {vm.id} ({vm.status})"),
+    )
+
+
+def machine_vm(ctx: Context, obj: Body) -> VirtualMachine | None:
+    """The VM this ProxmoxMachine made (by its uid's tag), in any zone; None when there is none. ``Retry``
+    when a zone did not answer and none of the others has it (it may be there)."""
+    tag = idempotency_tag(str(meta(obj)["uid"]))
+    resources = inventory.zone_resources(ctx)
+    for zone, guests in resources.guests.items():
+        for guest in guests:
+            if tag in guest.tag_list:
+                return VirtualMachine.from_guest(zone, guest)
+    if ctx.unavailable:
+        where = ", ".join(u.where for u in ctx.unavailable)
+        raise Retry(f"cannot tell whether its VM is gone: {where} did not answer")
+    return None
+
+
+def ensure_machine_deleted(kube: Kube, obj: Body) -> None:
+    """Stop and delete the machine's VM and its snippets (a VM already gone is fine); ``Retry`` until done."""
+    namespace = str(meta(obj)["namespace"])
+    vdc = vdc_of_namespace(namespace)
+    if vdc is None:
+        return
+    ctx = service_context(vdc)
+    try:
+        _write(kube, obj, {}, _ready(obj, False, s.DELETING, "deleting its VM"))
+    except KubeError as exc:  # the status is a courtesy here: the delete goes on
+        logger.info("%s/%s: status not written: %s", namespace, meta(obj).get("name"), exc.message)
+    try:
+        vm = machine_vm(ctx, obj)
+        if vm is None:
+            return
+        outcome = delete_vm(ctx, vm.id)
+    except NotFound:
+        return
+    except FlexPlaneError as exc:
+        raise Retry(f"deleting its VM: {exc.message}") from exc
+    if outcome.task is not None and outcome.task.running:
+        raise Retry(f"VM {vm.id} is still being deleted")
+    logger.info("%s/%s: deleted VM %s", namespace, meta(obj).get("name"), vm.id)
