@@ -1,7 +1,7 @@
 """What the cluster says about itself: ``/version``, API discovery, and the resources it knows.
 
-The built-in resources are kmock's bundled list (a recent cluster's); a custom resource becomes
-known, to discovery and to list kinds, when its first object is created, as if its CRD had been.
+The built-in resources are kmock's bundled list (a recent cluster's); a custom resource is known,
+to discovery and to requests, while a CustomResourceDefinition declares it (:mod:`devstack.kube.crds`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import warnings
 
 import attrs
 import kmock
+
+from devstack.kube.crds import Served
 
 # The /version document: the Kubernetes release that the kubernetes client in use (37.x) speaks.
 SERVER_VERSION = {
@@ -57,26 +59,34 @@ def load_builtin_resources(resources: kmock.ResourcesArray) -> frozenset[kmock.r
     return frozenset(kmock.resource(resource) for resource in bundled)
 
 
-def register_custom_resource(
-    resources: kmock.ResourcesArray, resource: kmock.resource, kind: str, *, namespaced: bool
-) -> None:
-    """Make a custom resource known, unless it already is: what installing its CRD would do."""
+def register(resources: kmock.ResourcesArray, served: Served) -> None:
+    """Make a custom resource known to discovery, as its CRD declares it."""
+    resources[served.resource] = kmock.ResourceInfo(
+        kind=served.kind,
+        singular=served.singular,
+        namespaced=served.namespaced,
+        verbs=set(CUSTOM_RESOURCE_VERBS),
+        shortnames=set(served.short_names),
+        categories=set(served.categories),
+        subresources=set(served.subresources),
+    )
+
+
+def unregister(resources: kmock.ResourcesArray, resource: kmock.resource) -> None:
+    """Forget a custom resource whose CRD went away (or stopped serving its version)."""
+    if resource in resources:
+        del resources[resource]
+
+
+def builtin(resources: kmock.ResourcesArray, resource: kmock.resource) -> Served:
+    """A built-in resource as served: kind, scope, and its ``status`` subresource if it has one."""
     info = resources[resource]
-    if info.kind is None:
-        info.kind = kind
-        info.singular = kind.lower()
-        info.namespaced = namespaced
-        info.verbs = set(CUSTOM_RESOURCE_VERBS)
-        info.subresources = {"status"}
-
-
-def kind_of(resources: kmock.ResourcesArray, resource: kmock.resource) -> str | None:
-    """The kind of a known resource's objects, or None while it is unknown."""
-    return resources[resource].kind if resource in resources else None
-
-
-def is_namespaced(resources: kmock.ResourcesArray, resource: kmock.resource) -> bool:
-    return resource in resources and bool(resources[resource].namespaced)
+    return Served(
+        resource=resource,
+        kind=str(info.kind),
+        namespaced=bool(info.namespaced),
+        subresources=frozenset(info.subresources) & {"status"},
+    )
 
 
 @functools.cache

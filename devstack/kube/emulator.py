@@ -11,7 +11,7 @@ import contextlib
 import copy
 import itertools
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import aiohttp.web
@@ -22,7 +22,8 @@ import kmock
 # after its headers went out; a handler that replaces kmock's, as this one does, must unwrap it.
 from kmock._internal.rendering import StreamingError
 
-from devstack.kube import discovery
+from devstack.kube import crds, discovery
+from devstack.kube.crds import CRDS, Served
 from devstack.kube.errors import ApiError, details
 from devstack.kube.objects import (
     NAMESPACES,
@@ -50,7 +51,7 @@ from devstack.kube.request import (
     object_body,
     parse_request,
 )
-from devstack.kube.selectors import selector_of
+from devstack.kube.selectors import Selector, selector_of
 from devstack.kube.store import ObjectStore, check_preconditions, check_resource_version
 from devstack.kube.watches import serve_watch
 
@@ -81,6 +82,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     _store: ObjectStore = attrs.field(init=False)
     _request_ids: Iterator[int] = attrs.field(factory=itertools.count, init=False)
     _builtins: frozenset[kmock.resource] = attrs.field(factory=frozenset, init=False)
+    # The custom resources that the stored CRDs declare, as served.
+    _custom: dict[kmock.resource, Served] = attrs.field(factory=dict, init=False)
     # How many reactions kmock holds once discovery's are in: more means a test added its own.
     _own_reactions: int = attrs.field(default=0, init=False)
 
@@ -103,6 +106,23 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     def close_watches(self) -> None:
         """End every open watch stream (call on the server's event loop, e.g. before it stops)."""
         self._store.close_watches()
+
+    def install_crds(self, definitions: Iterable[Mapping[str, Any]]) -> None:
+        """Create each CustomResourceDefinition, or replace its spec if it exists: ``kubectl apply``'s effect.
+
+        Call on the server's event loop (:meth:`KubeServer.install_crds` does), or before serving.
+        """
+        for definition in definitions:
+            name = definition["metadata"]["name"]
+            key = (CRDS, None, name)
+            current = self._store.get(key)
+            if current is None:
+                self._create_object(CRDS, None, dict(definition), dry_run=False)
+                continue
+            candidate = with_server_metadata(
+                {**copy.deepcopy(current), "spec": copy.deepcopy(definition["spec"])}, current
+            )
+            self._store_write(None, key, current, candidate, dry_run=False)
 
     # ------------------------------------------------------------------------------ dispatch
 
@@ -157,8 +177,13 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     async def _serve_objects(
         self, request: kmock.Request, resource: kmock.resource
     ) -> aiohttp.web.StreamResponse:
-        if request.subresource not in (None, "status"):
+        served = self._served(resource)
+        if request.namespace is not None and not served.namespaced:
+            raise ApiError.no_such_path()  # a cluster-wide resource has no namespaced path
+        if request.subresource is not None and request.subresource not in served.subresources:
             raise ApiError.no_such_path()
+        if request.subresource == "scale":
+            return self._serve_scale(request, served)
         if request.action == kmock.action.WATCH:
             return await serve_watch(self._store, request, resource)
         whole = request.subresource is None
@@ -201,7 +226,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         return aiohttp.web.json_response(self._list_body(resource, objects, metadata))
 
     def _list_body(self, resource: kmock.resource, objects: list[Body], metadata: Body) -> Body:
-        kind = discovery.kind_of(self.resources, resource)
+        kind = self._served(resource).kind
         return {
             "apiVersion": api_version(resource),
             "kind": f"{kind}List" if kind else "List",
@@ -213,8 +238,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
     def _create(self, request: kmock.Request, resource: kmock.resource) -> aiohttp.web.Response:
         body = object_body(request)
+        namespace = self._write_namespace(request, resource, body.get("metadata") or {})
+        created = self._create_object(resource, namespace, body, dry_run=is_dry_run(request))
+        return aiohttp.web.json_response(created, status=201)
+
+    def _create_object(
+        self, resource: kmock.resource, namespace: str | None, body: Body, *, dry_run: bool
+    ) -> Body:
         metadata = body.get("metadata") or {}
-        namespace = self._write_namespace(request, resource, metadata)
         if metadata.get("resourceVersion"):
             raise ApiError.bad_request("resourceVersion should not be set on objects to be created")
         name = metadata.get("name") or self._generate_name(resource, namespace, metadata.get("generateName"))
@@ -223,14 +254,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             raise ApiError.already_exists(resource, name)
 
         obj = self._new_object(resource, namespace, name, body)
-        dry_run = is_dry_run(request)
         if namespace is not None:
             self._ensure_namespace(namespace, dry_run=dry_run)
-        if not dry_run and resource not in self._builtins:
-            discovery.register_custom_resource(
-                self.resources, resource, obj["kind"], namespaced=namespace is not None
-            )
-        return aiohttp.web.json_response(self._store.insert(key, obj, dry_run=dry_run), status=201)
+        created = self._store.insert(key, obj, dry_run=dry_run)
+        if resource == CRDS and not dry_run:
+            self._sync_definitions()
+        return created
 
     def _replace(self, request: kmock.Request, key: ObjectKey) -> aiohttp.web.Response:
         resource, namespace, name = key
@@ -250,7 +279,11 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             candidate = with_status_of(current, body)
         else:
             version, kind = self._type_of(resource, body)
-            candidate = with_server_metadata({**body, "apiVersion": version, "kind": kind}, current)
+            candidate = self._keep_status(
+                resource,
+                current,
+                with_server_metadata({**body, "apiVersion": version, "kind": kind}, current),
+            )
         return self._write(request, key, current, candidate)
 
     def _patch(self, request: kmock.Request, key: ObjectKey) -> aiohttp.web.Response:
@@ -269,7 +302,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if request.subresource == "status":
             candidate = with_status_of(current, patched)
         else:
-            candidate = with_server_metadata(patched, current)
+            candidate = self._keep_status(resource, current, with_server_metadata(patched, current))
             candidate["apiVersion"], candidate["kind"] = current["apiVersion"], current["kind"]
         return self._write(request, key, current, candidate)
 
@@ -277,17 +310,27 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self, request: kmock.Request, key: ObjectKey, current: Body, candidate: Body
     ) -> aiohttp.web.Response:
         """Store a replaced or patched object unless nothing changed; drop it once its finalizers are gone."""
-        if request.subresource is None:
-            apply_type_rules(key[0], candidate)
-            if spec_of(candidate) != spec_of(current):
-                candidate["metadata"]["generation"] = current["metadata"].get("generation", 0) + 1
+        return aiohttp.web.json_response(
+            self._store_write(request.subresource, key, current, candidate, dry_run=is_dry_run(request))
+        )
+
+    def _store_write(
+        self, subresource: str | None, key: ObjectKey, current: Body, candidate: Body, *, dry_run: bool
+    ) -> Body:
+        if subresource is None:
+            self._apply_rules(key[0], candidate)
+        if subresource != "status" and spec_of(candidate) != spec_of(current):
+            candidate["metadata"]["generation"] = current["metadata"].get("generation", 0) + 1
         if candidate == current:
-            return aiohttp.web.json_response(current)
-        dry_run = is_dry_run(request)
+            return current
         metadata = candidate["metadata"]
         if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
-            return aiohttp.web.json_response(self._store.remove(key, current, candidate, dry_run=dry_run))
-        return aiohttp.web.json_response(self._store.update(key, current, candidate, dry_run=dry_run))
+            written = self._store.remove(key, current, candidate, dry_run=dry_run)
+        else:
+            written = self._store.update(key, current, candidate, dry_run=dry_run)
+        if key[0] == CRDS and not dry_run:
+            self._sync_definitions()
+        return written
 
     def _delete(self, request: kmock.Request, key: ObjectKey) -> aiohttp.web.Response:
         resource, _, name = key
@@ -327,7 +370,85 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             marked["metadata"]["deletionTimestamp"] = now()
             marked["metadata"]["generation"] = current["metadata"].get("generation", 0) + 1
             return self._store.update(key, current, marked, dry_run=dry_run)
-        return self._store.remove(key, current, current, dry_run=dry_run)
+        removed = self._store.remove(key, current, current, dry_run=dry_run)
+        if resource == CRDS and not dry_run:
+            self._sync_definitions()
+        return removed
+
+    # ------------------------------------------------------------------- custom resources
+
+    def _get_resources(self) -> list[kmock.resource]:
+        """The resources that discovery lists: built in, declared by a CRD, or named by a test's reaction.
+
+        Overrides kmock's protected hook, which adds the resource of every object ever stored, so
+        that a resource whose CRD was deleted would stay discoverable. KubernetesScaffold's is the
+        one without that (the declared resources and the reactions').
+        """
+        return kmock.KubernetesScaffold._get_resources(self)
+
+    def _served(self, resource: kmock.resource) -> Served:
+        """How the server serves ``resource``; 404 unless it is built in or a CRD declares it."""
+        if resource in self._builtins:
+            return discovery.builtin(self.resources, resource)
+        served = self._custom.get(resource)
+        if served is None:
+            raise ApiError.no_such_path()
+        return served
+
+    def _keep_status(self, resource: kmock.resource, current: Body, candidate: Body) -> Body:
+        """A write to a custom object with a status subresource leaves its status as stored."""
+        if resource in self._builtins or not self._served(resource).has_status:
+            return candidate
+        return with_status_of(candidate, current)
+
+    def _apply_rules(self, resource: kmock.resource, obj: Body) -> None:
+        apply_type_rules(resource, obj)
+        if resource == CRDS:
+            crds.check_definition(obj)
+            obj["status"] = crds.definition_status(obj, now())
+
+    def _sync_definitions(self) -> None:
+        """Serve what the stored CRDs declare: register new resources, forget (and empty) the gone ones."""
+        declared: dict[kmock.resource, Served] = {}
+        for _, definition in self._store.select(CRDS, None, Selector()):
+            declared.update((served.resource, served) for served in crds.served_resources(definition))
+        for resource in set(self._custom) - set(declared):
+            discovery.unregister(self.resources, resource)
+            for key, obj in self._store.select(resource, None, Selector()):
+                self._store.remove(key, obj, obj, dry_run=False)
+        for resource, served in declared.items():
+            if self._custom.get(resource) != served:
+                discovery.register(self.resources, served)
+        self._custom = declared
+
+    def _serve_scale(self, request: kmock.Request, served: Served) -> aiohttp.web.Response:
+        """The scale subresource: an ``autoscaling/v1`` Scale read from and written to the CRD's paths."""
+        assert served.scale is not None  # only resources whose CRD declares scale have the subresource
+        if request.name is None or request.action == kmock.action.WATCH:
+            raise ApiError.no_such_path()
+        key = (served.resource, request.namespace, request.name)
+        current = self._store.existing(key)
+        scale = crds.scale_of(current, served.scale)
+        match request.method:
+            case kmock.method.GET:
+                return aiohttp.web.json_response(scale)
+            case kmock.method.PUT:
+                wanted = object_body(request)
+            case kmock.method.PATCH:
+                wanted = apply_patch(
+                    scale,
+                    request.data,
+                    content_type(request),
+                    resource=served.resource,
+                    name=request.name,
+                    builtin=True,
+                )
+            case _:
+                raise ApiError.method_not_allowed()
+        check_resource_version(key, current, (wanted.get("metadata") or {}).get("resourceVersion"))
+        candidate = crds.with_scale(current, wanted, served.scale, name=request.name)
+        written = self._store_write("scale", key, current, candidate, dry_run=is_dry_run(request))
+        return aiohttp.web.json_response(crds.scale_of(written, served.scale))
 
     # ------------------------------------------------------------------------------- rules
 
@@ -342,7 +463,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             if key not in ("apiVersion", "kind", "metadata")
         }
         obj: Body = {"apiVersion": version, "kind": kind, "metadata": metadata, **rest}
-        apply_type_rules(resource, obj)
+        if resource not in self._builtins and self._served(resource).has_status:
+            obj.pop("status", None)  # as for a custom resource with a status subresource: /status sets it
+        self._apply_rules(resource, obj)
         return obj
 
     def _ensure_namespace(self, name: str, *, dry_run: bool = False) -> None:
@@ -358,7 +481,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 f"the API version in the data ({body['apiVersion']}) does not match the expected API version "
                 f"({version})"
             )
-        known = discovery.kind_of(self.resources, resource)
+        known = self._served(resource).kind
         kind = body.get("kind") or known
         if not kind:
             raise ApiError.bad_request(
@@ -375,7 +498,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     ) -> str | None:
         """The namespace of an object to create: the URL's; 400 if the body names another one."""
         if request.namespace is None:
-            if discovery.is_namespaced(self.resources, resource):
+            if self._served(resource).namespaced:
                 raise ApiError.method_not_allowed()  # a namespaced object, posted without a namespace
             return None
         if metadata.get("namespace") not in (None, request.namespace):

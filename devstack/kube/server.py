@@ -1,26 +1,39 @@
-"""The emulator served over HTTP on loopback, for synchronous code: tests and the devstack launcher."""
+"""The emulator served over HTTP or HTTPS on loopback, for synchronous code: tests and devstack."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ipaddress
+import ssl
+import tempfile
 import threading
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import aiohttp.web
 import yaml
 
 from devstack.kube.emulator import ClusterEmulator
 
+# A PEM document: its bytes, or the path of a file holding it.
+Pem = bytes | str | Path
+
 
 class KubeServer:
-    """A :class:`ClusterEmulator` served over plain HTTP on loopback, from its own thread and event loop.
+    """A :class:`ClusterEmulator` served on loopback, from its own thread and event loop.
 
     Synchronous code (tests, the devstack launcher) starts it, points the official client at
     :meth:`write_kubeconfig`, and stops it; ``with KubeServer.start() as kube: ...`` does both.
+
+    It serves plain HTTP, or HTTPS with a given certificate and key (``tls=(cert, key)``, each PEM
+    bytes or a path), e.g. a tenant cluster's API server with the serving certificate that its
+    control plane provider generated. Either way there is no authentication: client certificates
+    are neither asked for nor checked, and any bearer token is accepted, which is why it serves on
+    loopback only.
 
     It serves with aiohttp's low-level server rather than ``kmock.Server``: that one also swaps
     aiohttp's resolver process-wide and must be stopped in reverse order of starting, which
@@ -31,7 +44,12 @@ class KubeServer:
     SHUTDOWN_TIMEOUT = 10.0
 
     def __init__(
-        self, emulator: ClusterEmulator | None = None, *, host: str = "127.0.0.1", port: int = 0
+        self,
+        emulator: ClusterEmulator | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: tuple[Pem, Pem] | None = None,
     ) -> None:
         if not is_loopback(host):
             raise ValueError(
@@ -45,35 +63,71 @@ class KubeServer:
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
         self._failure: BaseException | None = None
+        self._ssl_context = None if tls is None else server_ssl_context(*tls)
 
     @classmethod
     def start(
-        cls, host: str = "127.0.0.1", port: int = 0, *, emulator: ClusterEmulator | None = None
+        cls,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        emulator: ClusterEmulator | None = None,
+        tls: tuple[Pem, Pem] | None = None,
     ) -> Self:
-        """Serve ``emulator`` (a new one by default) on ``host:port``; port 0 picks a free port."""
-        server = cls(emulator, host=host, port=port)
+        """Serve ``emulator`` (a new one by default) on ``host:port``; port 0 picks a free port.
+
+        With ``tls=(certificate, key)`` (PEM bytes or paths; the certificate file may carry its chain)
+        it serves HTTPS with them.
+        """
+        server = cls(emulator, host=host, port=port, tls=tls)
         server._start()
         return server
 
     @property
     def url(self) -> str:
-        """The API server's URL, e.g. ``http://127.0.0.1:40123``."""
+        """The API server's URL, e.g. ``http://127.0.0.1:40123`` (``https://`` when serving TLS)."""
         host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self._port}"
+        scheme = "http" if self._ssl_context is None else "https"
+        return f"{scheme}://{host}:{self._port}"
 
     @property
     def emulator(self) -> ClusterEmulator:
         """The served emulator: read its objects in tests (``emulator.objects[resource, ns, name]``)."""
         return self._emulator
 
-    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write a kubeconfig for this server (plain HTTP, no credentials) and return its path."""
+    def install_crds(self, definitions: Iterable[Mapping[str, Any]]) -> None:
+        """Create (or update) these CustomResourceDefinitions now, from any thread: as ``kubectl apply``."""
+        definitions = list(definitions)
+        if self._thread is None or self._loop is None:
+            self._emulator.install_crds(definitions)
+            return
+
+        async def install() -> None:
+            self._emulator.install_crds(definitions)
+
+        asyncio.run_coroutine_threadsafe(install(), self._loop).result(self.STARTUP_TIMEOUT)
+
+    def write_kubeconfig(
+        self, path: str | Path, *, namespace: str = "default", certificate_authority: Pem | None = None
+    ) -> Path:
+        """Write a kubeconfig for this server (no credentials) and return its path.
+
+        An HTTPS server's kubeconfig names the CA that its certificate chains to
+        (``certificate_authority``, PEM bytes or a path), which clients then verify it with.
+        """
         path = Path(path)
         name = "flexplane-devstack"
+        cluster: dict[str, str] = {"server": self.url}
+        if self._ssl_context is not None:
+            if certificate_authority is None:
+                raise ValueError("an HTTPS server's kubeconfig needs the CA that signed its certificate")
+            cluster["certificate-authority-data"] = base64.b64encode(
+                pem_bytes(certificate_authority)
+            ).decode()
         kubeconfig = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": self.url}}],
+            "clusters": [{"name": name, "cluster": cluster}],
             "users": [{"name": name, "user": {}}],
             "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}],
             "current-context": name,
@@ -144,7 +198,7 @@ class KubeServer:
                 runner = aiohttp.web.ServerRunner(server, shutdown_timeout=1.0)
                 await runner.setup()
                 try:
-                    site = aiohttp.web.TCPSite(runner, self._host, self._port)
+                    site = aiohttp.web.TCPSite(runner, self._host, self._port, ssl_context=self._ssl_context)
                     await site.start()
                     self._port = runner.addresses[0][1]
                     self._ready.set()
@@ -156,6 +210,28 @@ class KubeServer:
             self._failure = error
         finally:
             self._ready.set()
+
+
+def pem_bytes(pem: Pem) -> bytes:
+    """PEM given as bytes, or read from a path."""
+    return pem if isinstance(pem, bytes) else Path(pem).read_bytes()
+
+
+def server_ssl_context(certificate: Pem, key: Pem) -> ssl.SSLContext:
+    """A TLS server context with this certificate (and chain) and key; no client certificates asked."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if isinstance(certificate, bytes) or isinstance(key, bytes):
+        # The ssl module loads certificates and keys from files only: hand it owner-only copies.
+        with tempfile.TemporaryDirectory(prefix="kube-tls-") as directory:
+            cert_file, key_file = Path(directory, "tls.crt"), Path(directory, "tls.key")
+            cert_file.write_bytes(pem_bytes(certificate))
+            key_file.touch(mode=0o600)
+            key_file.write_bytes(pem_bytes(key))
+            context.load_cert_chain(cert_file, key_file)
+    else:
+        context.load_cert_chain(certificate, key)
+    return context
 
 
 def is_loopback(host: str) -> bool:

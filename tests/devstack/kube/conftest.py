@@ -10,6 +10,7 @@ from kubernetes import client, config
 from kubernetes.client import ApiClient
 
 from devstack.kube import KubeServer
+from tests.devstack.kube.support import CLUSTER_CRD
 
 
 @pytest.fixture
@@ -41,5 +42,7 @@ def leases(api: ApiClient) -> client.CoordinationV1Api:
 
 
 @pytest.fixture
-def custom(api: ApiClient) -> client.CustomObjectsApi:
+def custom(kube: KubeServer, api: ApiClient) -> client.CustomObjectsApi:
+    """The custom objects API, with Cluster API's Cluster CRD (v1beta1) installed."""
+    kube.install_crds([CLUSTER_CRD])
     return client.CustomObjectsApi(api)

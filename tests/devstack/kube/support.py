@@ -10,8 +10,11 @@ from typing import Any, Protocol
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from devstack.kube.crds import custom_resource_definition
+
 NAMESPACE = "flexplane"
 CAPI = ("cluster.x-k8s.io", "v1beta1")
+CLUSTER_CRD = custom_resource_definition("cluster.x-k8s.io", "Cluster", "clusters", versions=("v1beta1",))
 
 
 def config_map(

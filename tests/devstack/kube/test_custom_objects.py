@@ -1,4 +1,4 @@
-"""Custom objects (Cluster API's) without a CRD: created, listed, patched, their status, deleted."""
+"""Custom objects (Cluster API's, their CRD installed): created, listed, patched, their status, deleted."""
 
 from __future__ import annotations
 
