@@ -1,0 +1,295 @@
+"""A VDC's Kubernetes pages: its clusters, the create form, a cluster's page and its actions. Thin adapters
+over the services the GraphQL API's fields and mutations call (``services.clusters``:
+``kubernetesClusters``, ``kubernetesCluster``, ``kubeconfig``, and the mutations of
+:mod:`portal.clusters.actions`).
+
+A cluster's state is its Cluster API objects in the management cluster, read on every page (a bounded
+number of list calls, whatever the clusters). Live progress is htmx polling: the cluster page's status
+part (``_status.html``) and the list's table read themselves again every few seconds while a cluster is
+on its way somewhere (provisioning, scaling, upgrading, deleting), and stop once it is Ready or Failed.
+There is no Proxmox task to stream over the websocket: the providers work towards the objects' spec, and
+the objects are what says how far they got.
+
+A cluster of another VDC answers the same 404 page as one that does not exist (the services report it
+so). A delete asks for a confirmation first; the other refusals are said in place, next to their field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
+
+from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
+from orchestrator.models import Vdc
+from orchestrator.models.clusters import KubernetesCluster, version_key
+from orchestrator.services import catalog, clusters, networks, vdcs
+from orchestrator.services.context import Context
+from portal.activity import trail as activity
+from portal.clusters import actions
+from portal.clusters.forms import ClusterForm, Offer, ScaleForm, UpgradeForm, network_choices
+from portal.context import vdc_view
+from portal.errors import status_of
+
+_PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
+# Phases a cluster rests in: its page stops reading itself again.
+SETTLED = frozenset({"Ready", "Failed"})
+# How often a changing cluster's status is read again (htmx's hx-trigger).
+POLL = "every 3s"
+# The GraphQL field a kubeconfig download is (a query: the audit record names it).
+KUBECONFIG = "kubeconfig"
+
+
+def _vdc(ctx: Context) -> Vdc:
+    assert ctx.vdc is not None  # a vdc_view's context
+    return vdcs.get_vdc(ctx, ctx.vdc)
+
+
+def _posted(request: HttpRequest) -> Any:
+    return request.POST if request.method == "POST" else None
+
+
+def _detail_url(vdc: str, name: str) -> str:
+    return reverse("cluster-detail", args=[vdc, name])
+
+
+def _list_url(vdc: str) -> str:
+    return reverse("cluster-list", args=[vdc])
+
+
+def _redirect(request: HttpRequest, url: str) -> HttpResponseBase:
+    if getattr(request, "htmx", False):
+        return HttpResponseClientRedirect(url)
+    return HttpResponseRedirect(url, status=303)
+
+
+def settled(cluster: KubernetesCluster) -> bool:
+    return cluster.phase in SETTLED
+
+
+def nodes(cluster: KubernetesCluster) -> tuple[int, int]:
+    """(ready, wanted) worker nodes, over the cluster's pools."""
+    return sum(p.ready for p in cluster.node_pools), sum(p.count for p in cluster.node_pools)
+
+
+def newer_versions(ctx: Context, cluster: KubernetesCluster) -> list[str]:
+    """The catalog's versions newer than the cluster's (its control plane's), oldest first."""
+    current = version_key(cluster.version)
+    found = {v.version for v in clusters.kubernetes_versions(ctx) if version_key(v.version) > current}
+    return sorted(found, key=version_key)
+
+
+# ------------------------------------------------------------------------------------------ list
+
+
+def _rows(found: list[KubernetesCluster]) -> list[tuple[KubernetesCluster, tuple[int, int]]]:
+    return [(cluster, nodes(cluster)) for cluster in sorted(found, key=lambda c: c.name)]
+
+
+@vdc_view
+def cluster_list(request: HttpRequest, ctx: Context) -> HttpResponse:
+    """``/vdc/<vdc>/kubernetes/``: the VDC's clusters (name, version, phase, nodes, endpoint). For htmx (the
+    table reading itself again while a cluster changes): the table alone."""
+    found = clusters.list_clusters(ctx)
+    context = {
+        "vdc": _vdc(ctx),
+        "rows": _rows(found),
+        "changing": any(not settled(c) for c in found),
+        "poll": POLL,
+    }
+    if getattr(request, "htmx", False) and request.htmx.target == "cluster-table":  # type: ignore[attr-defined]  # django-htmx
+        return render(request, "portal/clusters/_table.html", context)
+    return render(request, "portal/clusters/list.html", context)
+
+
+# ------------------------------------------------------------------------------------------ create
+
+
+def _offer(ctx: Context, vdc: Vdc) -> Offer:
+    """The versions of the catalog (newest first), the profiles the VDC allows, its networks."""
+    versions = sorted({v.version for v in clusters.kubernetes_versions(ctx)}, key=version_key, reverse=True)
+    return Offer(
+        versions=[(v, v) for v in versions],
+        compute_profiles=[
+            (p.name, p.name) for p in catalog.list_compute_profiles(ctx) if vdc.allows_compute_profile(p.name)
+        ],
+        storage_profiles=[
+            (p.name, p.name) for p in catalog.list_storage_profiles(ctx) if vdc.allows_storage_profile(p.name)
+        ],
+        networks=network_choices(networks.list_networks(ctx)),
+    )
+
+
+@vdc_view
+def cluster_create(request: HttpRequest, ctx: Context) -> HttpResponseBase:
+    """``/vdc/<vdc>/kubernetes/new/``: ``createKubernetesCluster`` as a form; on success, the cluster's page
+    (which follows it until it is ready). Shown again with the service's errors next to their fields;
+    "Add a node pool" shows it again with one more pool, creating nothing."""
+    vdc = _vdc(ctx)
+    offer = _offer(ctx, vdc)
+    data = _posted(request)
+    if data is not None and "add_pool" in data:
+        form = ClusterForm.with_another_pool(offer, data)
+    else:
+        form = ClusterForm(offer, data)
+        if form.is_bound and form.is_valid():
+            try:
+                with activity.action(ctx, actions.MUTATIONS[actions.CREATE]):
+                    made = clusters.create_cluster(ctx, form.spec())
+            except _PAGE_ERRORS:
+                raise
+            except FlexPlaneError as exc:
+                form.show_error(exc)
+            else:
+                messages.success(
+                    request, f"Cluster {made.name} is being made: this page follows it until it is ready."
+                )
+                return _redirect(request, _detail_url(vdc.id, made.name))
+    context = {"vdc": vdc, "form": form, "offer": offer, "create": actions.CREATE}
+    return render(request, "portal/clusters/new.html", context)
+
+
+# ------------------------------------------------------------------------------------------ one cluster
+
+
+def _page(
+    request: HttpRequest,
+    ctx: Context,
+    cluster: KubernetesCluster,
+    scale: ScaleForm | None = None,
+    upgrade: UpgradeForm | None = None,
+) -> HttpResponse:
+    upgrades = newer_versions(ctx, cluster)
+    pools = [(p.name, p.count) for p in cluster.node_pools]
+    context = {
+        "vdc": _vdc(ctx),
+        "cluster": cluster,
+        "nodes": nodes(cluster),
+        "settled": settled(cluster),
+        "poll": POLL,
+        "scale_form": scale or ScaleForm(pools),
+        "upgrade_form": upgrade or UpgradeForm(upgrades),
+        "upgrades": upgrades,
+        "scale": actions.SCALE,
+        "upgrade": actions.UPGRADE,
+        "validity_hours": round(clusters.VALIDITY.total_seconds() / 3600),
+    }
+    return render(request, "portal/clusters/detail.html", context)
+
+
+@vdc_view
+def cluster_detail(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
+    """``/vdc/<vdc>/kubernetes/<cluster>/``: the cluster, its control plane and its node pools, with the
+    forms that scale, upgrade and delete it and its kubeconfig. For htmx (the status part reading itself
+    again while the cluster changes): the status part alone; once the cluster is gone (deleted), the list."""
+    polled = getattr(request, "htmx", False) and request.htmx.target == "cluster-status"  # type: ignore[attr-defined]  # django-htmx
+    try:
+        found = clusters.get_cluster(ctx, cluster)
+    except NotFound:
+        if not polled:
+            raise
+        messages.success(request, f"Cluster {cluster} is deleted.")
+        return HttpResponseClientRedirect(_list_url(_vdc(ctx).id))
+    if polled:
+        context = {"cluster": found, "nodes": nodes(found), "settled": settled(found), "poll": POLL}
+        return render(request, "portal/clusters/_status.html", context)
+    return _page(request, ctx, found)
+
+
+@vdc_view
+def cluster_scale(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
+    """``scaleNodePool`` as a form (the cluster page's): on success, the cluster's page following the
+    change; otherwise that page with the error next to its field."""
+    found = clusters.get_cluster(ctx, cluster)  # NotFound: the 404 page
+    form = ScaleForm([(p.name, p.count) for p in found.node_pools], _posted(request))
+    if not form.is_bound:
+        return HttpResponseRedirect(_detail_url(_vdc(ctx).id, found.name), status=303)
+    if form.is_valid():
+        pool, count = form.cleaned_data["pool"], form.cleaned_data["count"]
+        try:
+            with activity.action(ctx, actions.MUTATIONS[actions.SCALE], cluster=found.name, pool=pool):
+                clusters.scale_node_pool(ctx, found.name, pool, count)
+        except _PAGE_ERRORS:
+            raise
+        except FlexPlaneError as exc:
+            form.show_error(exc)
+        else:
+            messages.success(request, f"Node pool {pool} of cluster {found.name} is being scaled to {count}.")
+            return _redirect(request, _detail_url(_vdc(ctx).id, found.name))
+    return _page(request, ctx, found, scale=form)
+
+
+@vdc_view
+def cluster_upgrade(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
+    """``upgradeKubernetesCluster`` as a form (the cluster page's): the control plane, then each pool's
+    nodes, one at a time."""
+    found = clusters.get_cluster(ctx, cluster)
+    form = UpgradeForm(newer_versions(ctx, found), _posted(request))
+    if not form.is_bound:
+        return HttpResponseRedirect(_detail_url(_vdc(ctx).id, found.name), status=303)
+    if form.is_valid():
+        version = form.cleaned_data["version"]
+        try:
+            with activity.action(ctx, actions.MUTATIONS[actions.UPGRADE], cluster=found.name):
+                clusters.upgrade_cluster(ctx, found.name, version)
+        except _PAGE_ERRORS:
+            raise
+        except FlexPlaneError as exc:
+            form.show_error(exc)
+        else:
+            messages.success(request, f"Cluster {found.name} is being upgraded to {version}.")
+            return _redirect(request, _detail_url(_vdc(ctx).id, found.name))
+    return _page(request, ctx, found, upgrade=form)
+
+
+@vdc_view
+def cluster_delete(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
+    """GET: what deleting means, and a confirmation; POST (confirmed): ``deleteKubernetesCluster``, then the
+    list, where the cluster shows as deleting until it is gone. A refusal is said on the same page."""
+    vdc = _vdc(ctx)
+    found = clusters.get_cluster(ctx, cluster)  # NotFound: the 404 page
+    failure: FlexPlaneError | None = None
+    if request.method == "POST" and request.POST.get("confirm") == "yes":
+        try:
+            with activity.action(ctx, actions.MUTATIONS[actions.DELETE], cluster=found.name):
+                clusters.delete_cluster(ctx, found.name)
+        except _PAGE_ERRORS:
+            raise
+        except FlexPlaneError as exc:
+            failure = exc
+        else:
+            messages.success(
+                request, f"Cluster {found.name} is being deleted: its nodes, then its control plane."
+            )
+            return HttpResponseRedirect(_list_url(vdc.id), status=303)
+    context = {
+        "vdc": vdc,
+        "cluster": found,
+        "nodes": nodes(found),
+        "failure": failure,
+        "delete": actions.DELETE,
+    }
+    status = status_of(failure)[0] if failure is not None else 200
+    return render(request, "portal/clusters/delete.html", context, status=status)
+
+
+@vdc_view
+def cluster_kubeconfig(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponse:
+    """``/vdc/<vdc>/kubernetes/<cluster>/kubeconfig/``: the ``kubeconfig`` query's answer as a file,
+    ``<cluster>.kubeconfig``: the cluster's endpoint and CA, and a short-lived client certificate of the
+    caller (the file's first line says until when). Each download is an issuance, recorded as the
+    GraphQL field records it. A cluster without an endpoint yet: the page saying so (409)."""
+    with activity.action(ctx, KUBECONFIG, cluster=cluster):
+        issued = clusters.kubeconfig(ctx, cluster)
+    expires = issued.expires_at.strftime("%Y-%m-%d %H:%M UTC")
+    header = (
+        f"# Kubernetes cluster {issued.cluster} of VDC {ctx.vdc}: these credentials expire at {expires}.\n"
+    )
+    response = HttpResponse(header + issued.text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{issued.cluster}.kubeconfig"'
+    response["Cache-Control"] = "no-store"
+    return response
