@@ -1,0 +1,387 @@
+"""The control plane's reconcile, as small ``ensure_*`` steps that do nothing when the world matches.
+
+Each step reads what it needs and writes only what differs (see :meth:`.kube.Kube.ensure`), so a
+provider restarted mid-way resumes where it was: the PKI is read back from its Secret and only what
+is missing is made (:func:`.pki.ensure_pki`), never a second CA. The steps know nothing of kopf: the
+handlers call :func:`reconcile` and :func:`delete`, and turn :class:`Waiting` into a retry.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from providers.common import conditions
+from providers.controlplane import pki, render, tenant
+from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError
+
+log = logging.getLogger(__name__)
+
+CLUSTER_API = "cluster.x-k8s.io/v1beta2"
+PROXMOX_CLUSTER_API = "infrastructure.flexplane.io/v1alpha1"
+FCP_API = "controlplane.flexplane.io/v1alpha1"
+FINALIZER = "controlplane.flexplane.io/finalizer"
+# The hash of what was last installed in the tenant cluster: installs run again only when it changes.
+TENANT_HASH_ANNOTATION = "controlplane.flexplane.io/tenant-objects"
+AVAILABLE = "Available"
+# How soon a step that waits on another controller (Cluster API core, the LoadBalancer) looks again.
+RETRY_DELAY = 5.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The provider's settings that shape every control plane."""
+
+    nodeport_address: str = ""  # FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS
+    etcd_members: int = 1  # FLEXPLANE_PROVIDERS_ETCD_MEMBERS
+
+
+class Waiting(Exception):
+    """The control plane cannot go further yet (reason, message): retry later."""
+
+    def __init__(self, reason: str, message: str, *, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.delay = RETRY_DELAY if delay is None else delay
+
+
+@dataclass
+class Outcome:
+    """What a reconcile leaves to write on the FlexControlPlane itself."""
+
+    status: Body = field(default_factory=dict)
+    spec: Body = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ reading
+
+
+def vdc_of(namespace: str) -> str:
+    """The VDC of a namespace ``vdc-<vdc>``."""
+    if not namespace.startswith("vdc-"):
+        raise Waiting("NotInVdcNamespace", f"namespace {namespace!r} is no VDC's (vdc-<vdc>)", delay=60)
+    return namespace.removeprefix("vdc-")
+
+
+def owner_cluster(kube: Kube, fcp: Mapping[str, Any]) -> Body:
+    """The Cluster that owns this control plane (Cluster API sets the ownerReference)."""
+    meta = fcp["metadata"]
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == "Cluster" and str(ref.get("apiVersion", "")).startswith("cluster.x-k8s.io/"):
+            cluster = kube.get(CLUSTER_API, "Cluster", ref["name"], meta["namespace"])
+            if cluster is None:
+                raise Waiting("WaitingForCluster", f"the owner Cluster {ref['name']} is not there yet")
+            return cluster
+    raise Waiting("WaitingForCluster", "no owner Cluster yet")
+
+
+def _first_cidr(cluster: Mapping[str, Any], which: str, default: str) -> str:
+    blocks = (((cluster.get("spec") or {}).get("clusterNetwork") or {}).get(which) or {}).get(
+        "cidrBlocks"
+    ) or []
+    return str(blocks[0]) if blocks else default
+
+
+def control_plane(
+    fcp: Mapping[str, Any], cluster: Mapping[str, Any], settings: Settings
+) -> render.ControlPlane:
+    spec = fcp.get("spec") or {}
+    endpoint = spec.get("controlPlaneEndpoint") or {}
+    return render.ControlPlane(
+        vdc=vdc_of(fcp["metadata"]["namespace"]),
+        cluster=cluster["metadata"]["name"],
+        version=str(spec["version"]),
+        replicas=int(spec.get("replicas", 2)),
+        service_type=str(spec.get("serviceType") or "LoadBalancer"),
+        service_cidr=_first_cidr(cluster, "services", pki.DEFAULT_SERVICE_CIDR),
+        pod_cidr=_first_cidr(cluster, "pods", "10.244.0.0/16"),
+        endpoint_host=str(endpoint.get("host") or ""),
+        endpoint_port=int(endpoint.get("port") or render.APISERVER_PORT),
+        etcd_members=settings.etcd_members,
+    )
+
+
+def _decoded(secret: Mapping[str, Any] | None) -> dict[str, bytes]:
+    return {key: base64.b64decode(value) for key, value in ((secret or {}).get("data") or {}).items()}
+
+
+# ------------------------------------------------------------------------------------ steps
+
+
+def ensure_namespace(kube: Kube, cp: render.ControlPlane) -> None:
+    kube.ensure(render.render_namespace(cp))
+
+
+def ensure_service(kube: Kube, cp: render.ControlPlane) -> Body:
+    return kube.ensure(render.render_service(cp))
+
+
+def find_endpoint(service: Mapping[str, Any], cp: render.ControlPlane, settings: Settings) -> tuple[str, int]:
+    """Where nodes reach the API server: the LoadBalancer's address, or a node address and the nodePort."""
+    if cp.service_type == "NodePort":
+        if not settings.nodeport_address:
+            raise Waiting("NoNodePortAddress", "FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS is not set", delay=60)
+        for port in (service.get("spec") or {}).get("ports") or []:
+            if port.get("name") == "https" and port.get("nodePort"):
+                return settings.nodeport_address, int(port["nodePort"])
+        raise Waiting("WaitingForEndpoint", "the Service has no nodePort yet")
+    for ingress in ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []:
+        host = ingress.get("ip") or ingress.get("hostname")
+        if host:
+            return str(host), render.APISERVER_PORT
+    raise Waiting("WaitingForEndpoint", "the LoadBalancer has not given the Service an address yet")
+
+
+def ensure_pki(kube: Kube, cp: render.ControlPlane) -> dict[str, bytes]:
+    """The PKI's files: the Secret's, completed (made once; kept across restarts)."""
+    current = _decoded(kube.get("v1", "Secret", render.PKI_SECRET, cp.namespace))
+    files = pki.ensure_pki(current, cp.names)
+    if files != current:
+        kube.ensure(render.render_pki_secret(cp, files))
+    return files
+
+
+def ensure_control_plane_objects(kube: Kube, cp: render.ControlPlane, files: Mapping[str, bytes]) -> Body:
+    """Every other object of the namespace; returns the Deployment as the server has it."""
+    deployment: Body = {}
+    for manifest in render.management_manifests(cp, files)[1:]:  # the pki Secret is ensure_pki's
+        if manifest["kind"] == "Secret" and manifest["metadata"]["name"] == render.KUBECONFIG_SECRET:
+            existing = kube.get("v1", "Secret", render.KUBECONFIG_SECRET, cp.namespace)
+            if existing is not None and _same_credentials(existing, manifest):
+                continue
+        written = kube.ensure(manifest)
+        if manifest["kind"] == "Deployment":
+            deployment = written
+    return deployment
+
+
+def _same_credentials(existing: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
+    """Kubeconfigs are rendered anew each time (YAML of the same files): compare what they carry."""
+    have, want = _decoded(existing), _decoded(manifest)
+    return have.keys() == want.keys() and all(
+        yaml.safe_load(have[k]) == yaml.safe_load(want[k]) for k in want
+    )
+
+
+def ensure_vdc_secrets(
+    kube: Kube, cp: render.ControlPlane, files: Mapping[str, bytes], vdc_namespace: str
+) -> None:
+    for manifest in render.vdc_secrets(cp, files, vdc_namespace):
+        kube.ensure(manifest)
+
+
+def ensure_infrastructure_endpoint(kube: Kube, cluster: Mapping[str, Any], cp: render.ControlPlane) -> None:
+    """``ProxmoxCluster.spec.controlPlaneEndpoint``: the endpoint, once (patched only when it differs)."""
+    ref = (cluster.get("spec") or {}).get("infrastructureRef") or {}
+    if ref.get("kind") != "ProxmoxCluster" or not ref.get("name"):
+        return
+    namespace = cluster["metadata"]["namespace"]
+    infra = kube.get(PROXMOX_CLUSTER_API, "ProxmoxCluster", ref["name"], namespace)
+    if infra is None:
+        raise Waiting("WaitingForInfrastructure", f"ProxmoxCluster {ref['name']} is not there yet")
+    endpoint = {"host": cp.endpoint_host, "port": cp.endpoint_port}
+    if (infra.get("spec") or {}).get("controlPlaneEndpoint") != endpoint:
+        kube.patch(
+            PROXMOX_CLUSTER_API,
+            "ProxmoxCluster",
+            ref["name"],
+            namespace,
+            {"spec": {"controlPlaneEndpoint": endpoint}},
+        )
+
+
+def tenant_client(cp: render.ControlPlane, files: Mapping[str, bytes]) -> Kube:
+    server = pki.server_url(cp.endpoint_host, cp.endpoint_port)
+    return Kube.from_kubeconfig_dict(
+        yaml.safe_load(pki.admin_kubeconfig(files, cluster=cp.cluster, server=server))
+    )
+
+
+def tenant_hash(manifests: list[Body]) -> str:
+    return hashlib.sha256(json.dumps(manifests, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def ensure_tenant_objects(cp: render.ControlPlane, files: Mapping[str, bytes], installed: str) -> str | None:
+    """Install the tenant's objects when its API server answers over verified TLS; their hash, or None.
+
+    Nothing is sent when ``installed`` (the last install's hash) matches: a resync costs one /version.
+    """
+    manifests = tenant.tenant_manifests(cp, files["ca.crt"])
+    digest = tenant_hash(manifests)
+    tenant_kube = tenant_client(cp, files)
+    try:
+        tenant_kube.version()
+        if installed != digest:
+            for manifest in manifests:
+                tenant_kube.ensure(manifest)
+    except (*UNREACHABLE, KubeError) as error:
+        log.info("tenant API of %s/%s not ready: %s", cp.vdc, cp.cluster, error)
+        return None
+    finally:
+        tenant_kube.close()
+    return digest
+
+
+# ------------------------------------------------------------------------------------ status
+
+
+def deployment_status(
+    deployment: Mapping[str, Any], cp: render.ControlPlane, previous: Mapping[str, Any]
+) -> Body:
+    """The contract's replica counts from the Deployment; ``status.version`` follows its rollout."""
+    status = deployment.get("status") or {}
+    replicas = int(status.get("replicas") or 0)
+    ready = int(status.get("readyReplicas") or 0)
+    available = int(status.get("availableReplicas") or 0)
+    updated = int(status.get("updatedReplicas") or 0)
+    rolled_out = (
+        int(status.get("observedGeneration") or 0)
+        >= int(deployment.get("metadata", {}).get("generation") or 0)
+        and updated == cp.replicas
+        and replicas == cp.replicas
+        and available == cp.replicas
+    )
+    version = cp.version if rolled_out else previous.get("version")
+    result: Body = {
+        "replicas": replicas,
+        "readyReplicas": ready,
+        "availableReplicas": available,
+        "upToDateReplicas": updated,
+        "selector": render.selector_string(cp),
+        "externalManagedControlPlane": True,
+    }
+    if version:
+        result["version"] = version
+    return result
+
+
+def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome:
+    """Make the world match one FlexControlPlane; what to write on it. Raises :class:`Waiting`."""
+    cluster = owner_cluster(kube, fcp)
+    cp = control_plane(fcp, cluster, settings)
+    ensure_namespace(kube, cp)
+    host, port = find_endpoint(ensure_service(kube, cp), cp, settings)
+    outcome = Outcome()
+    if (cp.endpoint_host, cp.endpoint_port) != (host, port):
+        outcome.spec = {"controlPlaneEndpoint": {"host": host, "port": port}}
+        cp = render.ControlPlane(**{**cp.__dict__, "endpoint_host": host, "endpoint_port": port})
+    files = ensure_pki(kube, cp)
+    deployment = ensure_control_plane_objects(kube, cp, files)
+    ensure_vdc_secrets(kube, cp, files, fcp["metadata"]["namespace"])
+    ensure_infrastructure_endpoint(kube, cluster, cp)
+
+    previous = fcp.get("status") or {}
+    status = deployment_status(deployment, cp, previous)
+    installed = (fcp["metadata"].get("annotations") or {}).get(TENANT_HASH_ANNOTATION, "")
+    digest = ensure_tenant_objects(cp, files, installed) if status["readyReplicas"] > 0 else None
+    initialized = (
+        bool((previous.get("initialization") or {}).get("controlPlaneInitialized")) or digest is not None
+    )
+    if digest is not None and digest != installed:
+        outcome.annotations[TENANT_HASH_ANNOTATION] = digest
+    if initialized:
+        status["initialization"] = {"controlPlaneInitialized": True}
+    available = digest is not None and status["availableReplicas"] > 0
+    reason = "Available" if available else "APIServerUnreachable"
+    if not status["readyReplicas"]:
+        reason = "WaitingForReplicas"
+    status["conditions"] = conditions.set_condition(
+        previous.get("conditions"),
+        conditions.condition(
+            AVAILABLE,
+            available,
+            reason,
+            "the API server answers" if available else "the API server does not answer over its endpoint yet",
+            generation=int(fcp["metadata"].get("generation") or 0),
+        ),
+    )
+    status["observedGeneration"] = int(fcp["metadata"].get("generation") or 0)
+    outcome.status = status
+    return outcome
+
+
+def waiting_status(fcp: Mapping[str, Any], waiting: Waiting) -> Body:
+    """The status to show while a step waits: Available False with the step's reason."""
+    previous = fcp.get("status") or {}
+    return {
+        "externalManagedControlPlane": True,
+        "conditions": conditions.set_condition(
+            previous.get("conditions"),
+            conditions.condition(
+                AVAILABLE,
+                False,
+                waiting.reason,
+                str(waiting),
+                generation=int(fcp["metadata"].get("generation") or 0),
+            ),
+        ),
+    }
+
+
+def converged(fcp: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+    """Whether the control plane is all the spec asks: available, every replica ready at its version."""
+    spec = fcp.get("spec") or {}
+    replicas = int(spec.get("replicas", 2))
+    return (
+        conditions.is_true(status.get("conditions"), AVAILABLE)
+        and status.get("version") == spec.get("version")
+        and status.get("readyReplicas") == replicas
+        and status.get("upToDateReplicas") == replicas
+    )
+
+
+def write(kube: Kube, fcp: Mapping[str, Any], outcome: Outcome) -> None:
+    """Write an outcome on the FlexControlPlane: its spec's endpoint and annotations, then its status."""
+    meta = fcp["metadata"]
+    patch: Body = {}
+    if outcome.spec:
+        patch["spec"] = outcome.spec
+    if outcome.annotations:
+        patch["metadata"] = {"annotations": outcome.annotations}
+    if patch:
+        kube.patch(FCP_API, "FlexControlPlane", meta["name"], meta["namespace"], patch)
+    current = fcp.get("status") or {}
+    changed = any(current.get(key) != value for key, value in outcome.status.items() if key != "conditions")
+    if changed or not conditions.same(current.get("conditions"), outcome.status.get("conditions")):
+        kube.patch(
+            FCP_API,
+            "FlexControlPlane",
+            meta["name"],
+            meta["namespace"],
+            {"status": outcome.status},
+            subresource="status",
+        )
+
+
+# ------------------------------------------------------------------------------------ deletion
+
+
+def delete(kube: Kube, fcp: Mapping[str, Any]) -> bool:
+    """Delete the control plane's namespace and the VDC's two Secrets; True once all are gone."""
+    meta = fcp["metadata"]
+    namespace = meta["namespace"]
+    cluster = _cluster_name(fcp)
+    gone = True
+    if cluster is not None:
+        for name in (f"{cluster}-kubeconfig", f"{cluster}-ca"):
+            kube.delete("v1", "Secret", name, namespace)
+        target = render.namespace_name(vdc_of(namespace), cluster)
+        if kube.get("v1", "Namespace", target) is not None:
+            kube.delete("v1", "Namespace", target)
+            gone = kube.get("v1", "Namespace", target) is None
+    return gone
+
+
+def _cluster_name(fcp: Mapping[str, Any]) -> str | None:
+    for ref in fcp["metadata"].get("ownerReferences") or []:
+        if ref.get("kind") == "Cluster":
+            return str(ref["name"])
+    return None

@@ -1,0 +1,326 @@
+"""The control plane's reconcile against the devstack's Kubernetes emulator, one step of the flow per test.
+
+The management cluster is an emulator over HTTP; the tenant's API server is another, served over TLS
+with the serving certificate the provider generated, at the address the test hands the Service as
+a LoadBalancer controller would. Nothing runs the pods: the test writes the Deployment's status
+as its controller would. The tests run in order, each from where the previous one left the world.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import kmock
+import pytest
+import yaml
+from kubernetes import client
+
+from devstack.kube import KubeServer
+from devstack.kube.crds import CLUSTER_API_CORE_CRDS, ScalePaths, custom_resource_definition
+from providers.common.crds import load_crds
+from providers.controlplane import pki, render, steps
+from providers.controlplane.kube import Kube
+from tests import addresses
+
+VDC_NS = "vdc-demo"
+CP_NS = "fpcp-demo-web"
+# The tenant API server's address: the world subnet's, at a third octet of this suite's own.
+LB_ADDRESS = f"127.{addresses.WORLD}.205.1"
+IMPOSTOR_ADDRESS = f"127.{addresses.WORLD}.205.3"
+SETTINGS = steps.Settings()
+
+
+def our_crds() -> list[dict[str, Any]]:
+    """The providers' CRDs from the chart; permissive ones of the same names until the chart has them."""
+    crds = load_crds()
+    if crds:
+        return crds
+    label = {"cluster.x-k8s.io/v1beta2": "v1alpha1"}
+    return [
+        custom_resource_definition(
+            "infrastructure.flexplane.io",
+            "ProxmoxCluster",
+            "proxmoxclusters",
+            versions=("v1alpha1",),
+            labels=label,
+        ),
+        custom_resource_definition(
+            "controlplane.flexplane.io",
+            "FlexControlPlane",
+            "flexcontrolplanes",
+            versions=("v1alpha1",),
+            labels=label,
+            scale=ScalePaths(".spec.replicas", ".status.replicas", ".status.selector"),
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[KubeServer]:
+    with KubeServer.start() as kube:
+        kube.install_crds([*CLUSTER_API_CORE_CRDS, *our_crds()])
+        yield kube
+
+
+@pytest.fixture(scope="module")
+def kube(server: KubeServer) -> Iterator[Kube]:
+    configuration = client.Configuration()
+    configuration.host = server.url
+    api_client = client.ApiClient(configuration)
+    yield Kube(api_client)
+    api_client.close()
+
+
+@pytest.fixture(scope="module")
+def tenant_server(kube: Kube) -> Iterator[KubeServer]:
+    """The tenant's API server, started once the provider made its serving certificate."""
+    files = secret_files(kube, CP_NS, "pki")
+    with KubeServer.start(LB_ADDRESS, 6443, tls=(files["apiserver.crt"], files["apiserver.key"])) as tenant:
+        yield tenant
+
+
+def secret_files(kube: Kube, namespace: str, name: str) -> dict[str, bytes]:
+    secret = kube.get("v1", "Secret", name, namespace)
+    assert secret is not None, f"Secret {namespace}/{name}"
+    return {key: base64.b64decode(value) for key, value in secret["data"].items()}
+
+
+def fcp(kube: Kube) -> dict[str, Any]:
+    found = kube.get(steps.FCP_API, "FlexControlPlane", "web", VDC_NS)
+    assert found is not None
+    return found
+
+
+def reconcile(kube: Kube) -> steps.Outcome:
+    current = fcp(kube)
+    outcome = steps.reconcile(kube, current, SETTINGS)
+    steps.write(kube, current, outcome)
+    return outcome
+
+
+def deployment(kube: Kube) -> dict[str, Any]:
+    found = kube.get("apps/v1", "Deployment", render.DEPLOYMENT, CP_NS)
+    assert found is not None
+    return found
+
+
+def roll_out(kube: Kube, *, ready: int) -> None:
+    """What the Deployment controller would write once the pods of its current spec are ready."""
+    current = deployment(kube)
+    replicas = current["spec"]["replicas"]
+    status = {
+        "observedGeneration": current["metadata"]["generation"],
+        "replicas": replicas,
+        "updatedReplicas": replicas,
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+    }
+    kube.patch("apps/v1", "Deployment", render.DEPLOYMENT, CP_NS, {"status": status}, subresource="status")
+
+
+def set_spec(kube: Kube, **spec: Any) -> None:
+    kube.patch(steps.FCP_API, "FlexControlPlane", "web", VDC_NS, {"spec": spec})
+
+
+def test_nothing_happens_before_the_owner_cluster_is_there(kube: Kube) -> None:
+    kube.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": VDC_NS}})
+    created = kube.ensure(
+        {
+            "apiVersion": steps.FCP_API,
+            "kind": "FlexControlPlane",
+            "metadata": {"name": "web", "namespace": VDC_NS, "labels": {"flexplane.io/vdc": "demo"}},
+            "spec": {"replicas": 2, "version": "v1.34.2", "serviceType": "LoadBalancer"},
+        }
+    )
+    with pytest.raises(steps.Waiting) as waiting:
+        steps.reconcile(kube, created, SETTINGS)
+    assert waiting.value.reason == "WaitingForCluster"
+    assert kube.get("v1", "Namespace", CP_NS) is None
+
+
+def test_with_its_cluster_it_waits_for_the_load_balancers_address(kube: Kube) -> None:
+    labels = {"flexplane.io/vdc": "demo", "cluster.x-k8s.io/cluster-name": "web"}
+    kube.ensure(
+        {
+            "apiVersion": steps.PROXMOX_CLUSTER_API,
+            "kind": "ProxmoxCluster",
+            "metadata": {"name": "web", "namespace": VDC_NS, "labels": labels},
+            "spec": {"vdc": "demo", "network": "net-1"},
+        }
+    )
+    cluster = kube.ensure(
+        {
+            "apiVersion": steps.CLUSTER_API,
+            "kind": "Cluster",
+            "metadata": {"name": "web", "namespace": VDC_NS, "labels": labels},
+            "spec": {
+                "clusterNetwork": {
+                    "pods": {"cidrBlocks": ["10.244.0.0/16"]},
+                    "services": {"cidrBlocks": ["10.96.0.0/12"]},
+                },
+                "infrastructureRef": {
+                    "apiGroup": "infrastructure.flexplane.io",
+                    "kind": "ProxmoxCluster",
+                    "name": "web",
+                },
+                "controlPlaneRef": {
+                    "apiGroup": "controlplane.flexplane.io",
+                    "kind": "FlexControlPlane",
+                    "name": "web",
+                },
+            },
+        }
+    )
+    owner = {
+        "apiVersion": steps.CLUSTER_API,
+        "kind": "Cluster",
+        "name": "web",
+        "uid": cluster["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    kube.patch(steps.FCP_API, "FlexControlPlane", "web", VDC_NS, {"metadata": {"ownerReferences": [owner]}})
+    with pytest.raises(steps.Waiting) as waiting:
+        steps.reconcile(kube, fcp(kube), SETTINGS)
+    assert waiting.value.reason == "WaitingForEndpoint"
+    namespace = kube.get("v1", "Namespace", CP_NS)
+    assert namespace is not None
+    assert namespace["metadata"]["labels"]["flexplane.io/control-plane"] == "web"
+    service = kube.get("v1", "Service", "kube-apiserver", CP_NS)
+    assert service is not None
+    assert service["spec"]["type"] == "LoadBalancer"
+
+
+def test_once_the_service_has_an_address_the_control_plane_is_rendered_around_it(kube: Kube) -> None:
+    ingress = {"loadBalancer": {"ingress": [{"ip": LB_ADDRESS}]}}
+    kube.patch("v1", "Service", "kube-apiserver", CP_NS, {"status": ingress}, subresource="status")
+    outcome = reconcile(kube)
+    assert outcome.spec == {"controlPlaneEndpoint": {"host": LB_ADDRESS, "port": 6443}}
+    assert fcp(kube)["spec"]["controlPlaneEndpoint"] == {"host": LB_ADDRESS, "port": 6443}
+    for kind, name in [
+        ("Secret", "pki"),
+        ("Secret", "kubeconfigs"),
+        ("ConfigMap", "konnectivity"),
+        ("Service", "etcd"),
+    ]:
+        assert kube.get("v1", kind, name, CP_NS) is not None, (kind, name)
+    assert kube.get("apps/v1", "StatefulSet", "etcd", CP_NS) is not None
+    assert kube.get("policy/v1", "PodDisruptionBudget", render.DEPLOYMENT, CP_NS) is not None
+    assert deployment(kube)["spec"]["replicas"] == 2
+    _, ips = pki.san_names(
+        pki.x509.load_pem_x509_certificate(secret_files(kube, CP_NS, "pki")["apiserver.crt"])
+    )
+    assert LB_ADDRESS in ips
+
+
+def test_the_endpoint_reaches_the_proxmox_cluster_and_the_vdc_gets_cluster_apis_secrets(kube: Kube) -> None:
+    infra = kube.get(steps.PROXMOX_CLUSTER_API, "ProxmoxCluster", "web", VDC_NS)
+    assert infra is not None
+    assert infra["spec"]["controlPlaneEndpoint"] == {"host": LB_ADDRESS, "port": 6443}
+    pki_files = secret_files(kube, CP_NS, "pki")
+    assert secret_files(kube, VDC_NS, "web-ca") == {
+        "tls.crt": pki_files["ca.crt"],
+        "tls.key": pki_files["ca.key"],
+    }
+    kubeconfig = yaml.safe_load(secret_files(kube, VDC_NS, "web-kubeconfig")["value"])
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == f"https://{LB_ADDRESS}:6443"
+    secret = kube.get("v1", "Secret", "web-kubeconfig", VDC_NS)
+    assert secret is not None
+    assert secret["type"] == "cluster.x-k8s.io/secret"
+    assert secret["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "web"
+
+
+def test_without_ready_replicas_the_control_plane_is_not_available(kube: Kube) -> None:
+    status = fcp(kube)["status"]
+    assert status["externalManagedControlPlane"] is True
+    assert status["readyReplicas"] == 0
+    assert status["selector"] == render.selector_string(render.ControlPlane("demo", "web", "v1.34.2"))
+    assert "initialization" not in status
+    (available,) = status["conditions"]
+    assert (available["type"], available["status"], available["reason"]) == (
+        "Available",
+        "False",
+        "WaitingForReplicas",
+    )
+
+
+def test_when_the_api_server_answers_the_tenant_gets_what_joins_and_konnectivity_need(
+    kube: Kube, tenant_server: KubeServer
+) -> None:
+    roll_out(kube, ready=2)
+    reconcile(kube)
+    objects = tenant_server.emulator.objects
+    cluster_info = objects[kmock.resource("", "v1", "configmaps"), "kube-public", "cluster-info"]
+    assert cluster_info is not None
+    rbac = "rbac.authorization.k8s.io"
+    assert (
+        objects[kmock.resource(rbac, "v1", "clusterrolebindings"), None, "flexplane:vdc-admins"] is not None
+    )
+    assert (
+        objects[kmock.resource("apps", "v1", "daemonsets"), "kube-system", "konnectivity-agent"] is not None
+    )
+    status = fcp(kube)["status"]
+    assert status["initialization"] == {"controlPlaneInitialized": True}
+    assert status["version"] == "v1.34.2"
+    assert (status["replicas"], status["readyReplicas"], status["availableReplicas"]) == (2, 2, 2)
+    assert status["conditions"][0]["status"] == "True"
+    assert steps.converged(fcp(kube), status)
+
+
+def test_a_second_reconcile_writes_nothing_anywhere(
+    server: KubeServer, kube: Kube, tenant_server: KubeServer
+) -> None:
+    before = (server.emulator.revision, tenant_server.emulator.revision)
+    reconcile(kube)
+    assert (server.emulator.revision, tenant_server.emulator.revision) == before
+
+
+def test_an_api_server_whose_certificate_another_ca_signed_is_not_trusted(kube: Kube) -> None:
+    files = secret_files(kube, CP_NS, "pki")
+    cp = render.ControlPlane("demo", "web", "v1.34.2", endpoint_host=IMPOSTOR_ADDRESS)
+    impostor = pki.ensure_pki({}, cp.names)
+    with KubeServer.start(
+        IMPOSTOR_ADDRESS, 6443, tls=(impostor["apiserver.crt"], impostor["apiserver.key"])
+    ) as other:
+        assert steps.ensure_tenant_objects(cp, files, installed="") is None
+        with pytest.raises(KeyError):  # nothing was installed there
+            other.emulator.objects[kmock.resource("", "v1", "configmaps"), "kube-public", "cluster-info"]
+
+
+def test_a_restarted_provider_keeps_the_pki(kube: Kube) -> None:
+    before = secret_files(kube, CP_NS, "pki")
+    reconcile(kube)
+    assert secret_files(kube, CP_NS, "pki") == before
+
+
+def test_an_upgrade_rolls_the_images_and_the_status_version_follows_the_rollout(kube: Kube) -> None:
+    set_spec(kube, version="v1.35.0")
+    reconcile(kube)
+    images = {c["name"]: c["image"] for c in deployment(kube)["spec"]["template"]["spec"]["containers"]}
+    assert images["kube-apiserver"] == "registry.k8s.io/kube-apiserver:v1.35.0"
+    assert images["kube-scheduler"] == "registry.k8s.io/kube-scheduler:v1.35.0"
+    assert fcp(kube)["status"]["version"] == "v1.34.2"  # the Deployment has not rolled yet
+    roll_out(kube, ready=2)
+    reconcile(kube)
+    assert fcp(kube)["status"]["version"] == "v1.35.0"
+
+
+def test_scaling_changes_the_deployments_replicas(kube: Kube) -> None:
+    set_spec(kube, replicas=3)
+    reconcile(kube)
+    assert deployment(kube)["spec"]["replicas"] == 3
+    assert not steps.converged(fcp(kube), fcp(kube)["status"])
+    roll_out(kube, ready=3)
+    reconcile(kube)
+    assert fcp(kube)["status"]["readyReplicas"] == 3
+
+
+def test_deleting_leaves_nothing_of_the_control_plane(kube: Kube) -> None:
+    assert steps.delete(kube, fcp(kube))
+    assert kube.get("v1", "Namespace", CP_NS) is None
+    assert kube.get("apps/v1", "Deployment", render.DEPLOYMENT, CP_NS) is None
+    assert kube.get("v1", "Secret", "pki", CP_NS) is None
+    assert kube.get("v1", "Secret", "web-kubeconfig", VDC_NS) is None
+    assert kube.get("v1", "Secret", "web-ca", VDC_NS) is None
