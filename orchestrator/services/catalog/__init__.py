@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from orchestrator.errors import Conflict, NotFound, ValidationFailed
 from orchestrator.models import ComputeProfile, Host, Image, StorageProfile, Zone
 from orchestrator.models.catalog import MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, MAX_TITLE_LENGTH
+from orchestrator.models.clusters import KubernetesVersion, version_key
 from orchestrator.models.zones import host_ident
 from orchestrator.services import access
 from orchestrator.services.catalog.fields import (
@@ -35,6 +36,7 @@ from orchestrator.services.catalog.kinds import (
     COMPUTE_PROFILE_KIND,
     HOST_KIND,
     IMAGE_KIND,
+    KUBERNETES_VERSION_KIND,
     STORAGE_PROFILE_KIND,
     ZONE_KIND,
     CatalogKind,
@@ -297,6 +299,30 @@ def delete_image(ctx: Context, name: str) -> Withdrawn[Image]:
     """Remove an image from the catalog and from the VDCs that allowed it; VMs made from it (and
     templates on hosts) are untouched."""
     return _withdraw(ctx, IMAGE_KIND, name)
+
+
+# --- Kubernetes versions (reading: USER or ADMIN; writes: ADMIN) -----------------------------------
+
+
+def list_kubernetes_versions(ctx: Context) -> list[KubernetesVersion]:
+    """The Kubernetes versions tenant clusters may run, newest first."""
+    access.require_self_service(ctx)
+    return sorted(_all(ctx, KUBERNETES_VERSION_KIND), key=lambda v: version_key(v.version), reverse=True)
+
+
+def create_kubernetes_version(ctx: Context, data: Mapping[str, Any]) -> KubernetesVersion:
+    """Offer a Kubernetes version: ``version`` (v1.34.2) and ``image``, the catalog image of its nodes."""
+    return _create(ctx, KUBERNETES_VERSION_KIND, data)
+
+
+def update_kubernetes_version(ctx: Context, version: str, changes: Mapping[str, Any]) -> KubernetesVersion:
+    """Change a version's node image (clusters' nodes made from now on boot from it)."""
+    return _update(ctx, KUBERNETES_VERSION_KIND, version, changes)
+
+
+def delete_kubernetes_version(ctx: Context, version: str) -> KubernetesVersion:
+    """Stop offering a version: clusters running it keep running, and new ones cannot choose it."""
+    return _delete(ctx, KUBERNETES_VERSION_KIND, version)
 
 
 # --- zones and hosts (ADMIN) ------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from orchestrator.models.catalog import (
     ZONE_INPUTS,
     Kind,
 )
+from orchestrator.models.clusters import KUBERNETES_VERSION, KUBERNETES_VERSION_INPUTS, KubernetesVersion
 from orchestrator.models.gateways import pool_problem
 from orchestrator.models.zones import MAX_VLAN_TAG, MAX_VXLAN_ID, host_ident
 from orchestrator.services.catalog.fields import (
@@ -32,7 +33,7 @@ from orchestrator.services.catalog.fields import (
     label,
     source_url,
 )
-from orchestrator.services.catalog.snapshot import ZONE, ZONE_LABEL, entries
+from orchestrator.services.catalog.snapshot import IMAGE, ZONE, ZONE_LABEL, entries
 from orchestrator.services.context import Context
 
 M = TypeVar("M")
@@ -249,6 +250,17 @@ def _host(ctx: Context, values: Mapping[str, Any]) -> Host:
     )
 
 
+def _kubernetes_version(ctx: Context, values: Mapping[str, Any]) -> KubernetesVersion:
+    f, d = Fields(values), KUBERNETES_VERSION_INPUTS
+    version = f.declared(d["version"])
+    if not KUBERNETES_VERSION.fullmatch(version):
+        raise f.fail("version", f"version {version[:20]!r} is not a Kubernetes release like v1.34.2")
+    image = f.declared(d["image"])
+    if image not in entries(ctx, IMAGE):
+        raise f.fail("image", f"there is no image {image[:70]!r} in the catalog")
+    return KubernetesVersion(version=version, image=image)
+
+
 @dataclass(frozen=True)
 class CatalogKind(Generic[M]):
     """How the generic create/update/delete handle one kind: its declaration, and its model."""
@@ -315,4 +327,12 @@ HOST_KIND = CatalogKind[Host](
     spec=lambda h: h.to_spec(),
     values=_attributes(HOST_INPUTS),
     labels=lambda h: {ZONE_LABEL: h.zone},
+)
+KUBERNETES_VERSION_KIND = CatalogKind[KubernetesVersion](
+    declared=KUBERNETES_VERSION_INPUTS,
+    build=KubernetesVersion.from_spec,
+    validate=_kubernetes_version,
+    ident=lambda v: v.version,
+    spec=lambda v: v.to_spec(),
+    values=_attributes(KUBERNETES_VERSION_INPUTS),
 )

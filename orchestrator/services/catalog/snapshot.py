@@ -18,6 +18,7 @@ from orchestrator.models.catalog import (
     STORAGE_PROFILE_INPUTS,
     ZONE_INPUTS,
 )
+from orchestrator.models.clusters import KUBERNETES_VERSION_INPUTS
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import CatalogEntry, kube
 from orchestrator.sources.proxmox import ZoneTargets
@@ -30,7 +31,8 @@ IMAGE = IMAGE_INPUTS.kind
 ZONE = ZONE_INPUTS.kind
 HOST = HOST_INPUTS.kind
 VDC = "vdc"
-KINDS = (COMPUTE_PROFILE, STORAGE_PROFILE, IMAGE, ZONE, HOST, VDC)
+KUBERNETES_VERSION = KUBERNETES_VERSION_INPUTS.kind
+KINDS = (COMPUTE_PROFILE, STORAGE_PROFILE, IMAGE, ZONE, HOST, VDC, KUBERNETES_VERSION)
 ZONE_LABEL = "flexplane.io/zone"
 
 M = TypeVar("M")

@@ -1,0 +1,361 @@
+"""Tenant Kubernetes clusters as the orchestrator shows them, built from their Cluster API objects.
+
+A tenant cluster is nothing but Cluster API objects in its VDC's namespace ``vdc-<vdc>`` of the
+management cluster (/work/notes/k8s_contract.md, "the tenant side"): a ``Cluster``, its
+``FlexControlPlane`` and ``ProxmoxCluster``, and per node pool a ``MachineDeployment`` with its
+``ProxmoxMachineTemplate`` and ``KubeadmConfigTemplate``. :meth:`KubernetesCluster.of` reads what it
+shows from those objects' specs, statuses and conditions, and nothing else.
+
+The Kubernetes versions a tenant may choose are a catalog kind (``kubernetesversion``, ADMIN-managed
+like images): a version and the catalog image its nodes boot from.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import models
+
+from orchestrator.models.catalog import MAX_CATALOG_NAME_LENGTH, Input, Kind
+
+# ----------------------------------------------------------------------------------- Cluster API
+
+CAPI_GROUP = "cluster.x-k8s.io"
+BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
+INFRASTRUCTURE_GROUP = "infrastructure.flexplane.io"
+CONTROL_PLANE_GROUP = "controlplane.flexplane.io"
+CAPI_VERSION = "v1beta2"
+OUR_VERSION = "v1alpha1"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A kind of the management cluster: its group, version, plural and kind."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+CLUSTER = Resource(CAPI_GROUP, CAPI_VERSION, "clusters", "Cluster")
+MACHINE_DEPLOYMENT = Resource(CAPI_GROUP, CAPI_VERSION, "machinedeployments", "MachineDeployment")
+MACHINE = Resource(CAPI_GROUP, CAPI_VERSION, "machines", "Machine")
+KUBEADM_CONFIG_TEMPLATE = Resource(
+    BOOTSTRAP_GROUP, CAPI_VERSION, "kubeadmconfigtemplates", "KubeadmConfigTemplate"
+)
+PROXMOX_CLUSTER = Resource(INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxclusters", "ProxmoxCluster")
+PROXMOX_MACHINE = Resource(INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxmachines", "ProxmoxMachine")
+PROXMOX_MACHINE_TEMPLATE = Resource(
+    INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxmachinetemplates", "ProxmoxMachineTemplate"
+)
+FLEX_CONTROL_PLANE = Resource(CONTROL_PLANE_GROUP, OUR_VERSION, "flexcontrolplanes", "FlexControlPlane")
+
+# What a listing reads: one list per kind in the VDC's namespace, whatever the number of clusters.
+LISTED = (CLUSTER, FLEX_CONTROL_PLANE, PROXMOX_CLUSTER, MACHINE_DEPLOYMENT, PROXMOX_MACHINE_TEMPLATE)
+
+VDC_LABEL = "flexplane.io/vdc"
+CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
+DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
+NODE_POOL_LABEL = "flexplane.io/node-pool"
+NAMESPACE_PREFIX = "vdc-"
+
+POD_CIDR = "10.244.0.0/16"
+SERVICE_CIDR = "10.96.0.0/12"
+API_SERVER_PORT = 6443
+
+# Phases, as the contract names them.
+PROVISIONING, READY, UPGRADING, SCALING, DELETING, FAILED = (
+    "Provisioning",
+    "Ready",
+    "Upgrading",
+    "Scaling",
+    "Deleting",
+    "Failed",
+)
+PHASES = (PROVISIONING, READY, UPGRADING, SCALING, DELETING, FAILED)
+
+
+def namespace_of(vdc: str) -> str:
+    """The VDC's namespace of the management cluster, where its clusters' objects live."""
+    return f"{NAMESPACE_PREFIX}{vdc}"
+
+
+def vdc_of(namespace: str) -> str | None:
+    return namespace[len(NAMESPACE_PREFIX) :] if namespace.startswith(NAMESPACE_PREFIX) else None
+
+
+# ------------------------------------------------------------------------ Kubernetes versions
+
+KUBERNETES_VERSION = re.compile(r"v(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})")
+
+KUBERNETES_VERSION_INPUTS = Kind(
+    "kubernetesversion",
+    "Kubernetes version",
+    (
+        Input(
+            "version",
+            str,
+            "Version",
+            "A Kubernetes release, v<major>.<minor>.<patch> (e.g. v1.34.2); it cannot change later.",
+            max_length=16,
+            key=True,
+        ),
+        Input(
+            "image",
+            str,
+            "Node image",
+            "The catalog image its worker nodes boot from (with kubeadm and the kubelet of this version).",
+            max_length=MAX_CATALOG_NAME_LENGTH,
+        ),
+    ),
+)
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``v1.34.2`` -> (1, 34, 2), for ordering (an unparsable one sorts first)."""
+    match = KUBERNETES_VERSION.fullmatch(version)
+    return tuple(int(part) for part in match.groups()) if match else (-1,)
+
+
+class KubernetesVersion(models.Model):
+    """A Kubernetes version tenants may choose, and the node image of its workers."""
+
+    version = models.CharField(primary_key=True, max_length=16)
+    image = models.CharField(max_length=MAX_CATALOG_NAME_LENGTH)
+
+    class Meta:
+        managed = False
+
+    def __str__(self) -> str:
+        return self.version
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> KubernetesVersion:
+        return cls(version=str(spec["version"]), image=str(spec["image"]))
+
+    def to_spec(self) -> dict[str, Any]:
+        return {"version": self.version, "image": self.image}
+
+
+# ------------------------------------------------------------------------------ the objects
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    """One object of the management cluster as the source reads it: its metadata, spec and status."""
+
+    kind: str
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    spec: Mapping[str, Any]
+    status: Mapping[str, Any]
+    uid: str = ""
+    resource_version: str = ""
+    created: datetime.datetime | None = None
+    deleting: bool = False
+    owners: tuple[tuple[str, str], ...] = ()  # (kind, name) of its ownerReferences
+
+    @property
+    def cluster(self) -> str:
+        return self.labels.get(CLUSTER_NAME_LABEL, "")
+
+
+def _get(data: Mapping[str, Any] | None, *path: str) -> Any:
+    value: Any = data
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A metav1 condition of one of the cluster's objects (``object``: its kind)."""
+
+    object: str
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_transition: str
+
+    @classmethod
+    def all_of(cls, obj: KubeObject | None) -> list[Condition]:
+        if obj is None:
+            return []
+        found = obj.status.get("conditions")
+        return [
+            cls(
+                obj.kind,
+                str(c.get("type") or ""),
+                str(c.get("status") or "Unknown"),
+                str(c.get("reason") or ""),
+                str(c.get("message") or ""),
+                str(c.get("lastTransitionTime") or ""),
+            )
+            for c in (found if isinstance(found, list) else [])
+            if isinstance(c, Mapping) and c.get("type")
+        ]
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "False" and (self.reason.endswith("Failed") or self.reason == "VdcMismatch")
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    replicas: int
+    ready_replicas: int
+    version: str  # what it runs (status), else what it is asked to run
+    desired_version: str
+    initialized: bool
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    compute_profile: str
+    storage_profile: str
+    network: str
+    count: int  # asked for
+    ready: int
+    version: str
+    up_to_date: int
+    replicas: int  # there now
+
+
+def endpoint_of(*objects: KubeObject | None) -> str | None:
+    """``https://host:port`` from the first object whose spec has a ``controlPlaneEndpoint``."""
+    for obj in objects:
+        host = _get(obj.spec if obj else None, "controlPlaneEndpoint", "host")
+        if host:
+            port = _int(_get(obj.spec if obj else None, "controlPlaneEndpoint", "port")) or API_SERVER_PORT
+            return f"https://{host}:{port}"
+    return None
+
+
+@dataclass(frozen=True)
+class KubernetesCluster:
+    """A tenant cluster: what its Cluster API objects say of it."""
+
+    name: str
+    vdc: str
+    version: str
+    phase: str
+    endpoint: str | None
+    control_plane: ControlPlane
+    node_pools: tuple[NodePool, ...]
+    network: str
+    created_at: datetime.datetime | None
+    conditions: tuple[Condition, ...]
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+    @classmethod
+    def of(
+        cls,
+        cluster: KubeObject,
+        control_plane: KubeObject | None,
+        infrastructure: KubeObject | None,
+        deployments: Sequence[KubeObject],
+        templates: Mapping[str, KubeObject],
+    ) -> KubernetesCluster:
+        """Built from the Cluster, its FlexControlPlane and ProxmoxCluster (None while missing), its
+        MachineDeployments and the ProxmoxMachineTemplates by name."""
+        cp_spec = control_plane.spec if control_plane else {}
+        cp_status = control_plane.status if control_plane else {}
+        desired = str(cp_spec.get("version") or "")
+        plane = ControlPlane(
+            replicas=_int(cp_spec.get("replicas")),
+            ready_replicas=_int(cp_status.get("readyReplicas")),
+            version=str(cp_status.get("version") or desired),
+            desired_version=desired,
+            initialized=bool(_get(cp_status, "initialization", "controlPlaneInitialized")),
+        )
+        network = str((infrastructure.spec if infrastructure else {}).get("network") or "")
+        pools = tuple(sorted((_pool(md, templates, network) for md in deployments), key=lambda p: p.name))
+        conditions = tuple(
+            c for obj in (cluster, control_plane, infrastructure) for c in Condition.all_of(obj)
+        )
+        vdc = vdc_of(cluster.namespace) or ""
+        return cls(
+            name=cluster.name,
+            vdc=vdc,
+            version=desired,
+            phase=_phase(cluster, plane, pools, conditions),
+            endpoint=endpoint_of(cluster, infrastructure, control_plane),
+            control_plane=plane,
+            node_pools=pools,
+            network=network,
+            created_at=cluster.created,
+            conditions=conditions,
+        )
+
+
+def _pool(md: KubeObject, templates: Mapping[str, KubeObject], default_network: str) -> NodePool:
+    template_spec = _get(md.spec, "template", "spec") or {}
+    infra = templates.get(str(_get(template_spec, "infrastructureRef", "name") or ""))
+    machine = _get(infra.spec if infra else None, "template", "spec") or {}
+    return NodePool(
+        name=md.labels.get(NODE_POOL_LABEL, md.name),
+        compute_profile=str(machine.get("computeProfile") or ""),
+        storage_profile=str(machine.get("storageProfile") or ""),
+        network=str(machine.get("network") or default_network),
+        count=_int(md.spec.get("replicas")),
+        ready=_int(md.status.get("readyReplicas")),
+        version=str(template_spec.get("version") or ""),
+        up_to_date=_int(md.status.get("upToDateReplicas")),
+        replicas=_int(md.status.get("replicas")),
+    )
+
+
+def _phase(
+    cluster: KubeObject, plane: ControlPlane, pools: Iterable[NodePool], conditions: Iterable[Condition]
+) -> str:
+    """Deleting, Failed, Provisioning (no control plane yet, or no worker ready yet), Upgrading (a
+    version not reached everywhere), Scaling (a pool's replicas not as asked), else Ready."""
+    if cluster.deleting:
+        return DELETING
+    if str(cluster.status.get("phase") or "") == FAILED or any(c.failed for c in conditions):
+        return FAILED
+    pools = list(pools)
+    if not plane.initialized or plane.ready_replicas == 0:
+        return PROVISIONING
+    if any(p.count > 0 and p.ready == 0 and p.up_to_date == 0 for p in pools):
+        return PROVISIONING
+    if plane.version != plane.desired_version or any(
+        p.version != plane.desired_version or p.up_to_date < min(p.replicas, p.count) for p in pools
+    ):
+        return UPGRADING
+    if plane.ready_replicas != plane.replicas or any(
+        p.replicas != p.count or p.ready != p.count for p in pools
+    ):
+        return SCALING
+    return READY
+
+
+@dataclass(frozen=True)
+class Kubeconfig:
+    """A kubeconfig for one user of a tenant cluster, and when its credentials expire."""
+
+    text: str
+    expires_at: datetime.datetime
+    cluster: str
+    endpoint: str

@@ -1,0 +1,65 @@
+"""Tenant Kubernetes clusters: listing and reading them, creating them, their changes, kubeconfigs.
+
+Stateless: a cluster is its Cluster API objects in its VDC's namespace ``vdc-<vdc>`` of the management
+cluster (``orchestrator.sources.clusterapi``); the providers and Cluster API core make them real.
+Authorization: USER of the cluster's VDC, or ADMIN; a cluster is named within the VDC the request names
+(``FlexPlane-VDC-ID``), so another VDC's cluster is reported exactly like one that does not exist.
+
+- ``reads``: ``list_clusters`` (five lists per VDC namespace, whatever the number of clusters),
+  ``get_cluster``;
+- ``inputs``: what a create is given, and the limits;
+- ``objects``: the objects a cluster is made of (pure);
+- ``quota``: workers counted as the VMs they become, before they are made;
+- ``create``: ``create_cluster``;
+- ``changes``: ``scale_node_pool``, ``upgrade_cluster``, ``delete_cluster``;
+- ``kubeconfig``: a short-lived client certificate of the caller (why: see that module).
+"""
+
+from __future__ import annotations
+
+from orchestrator.models.clusters import KubernetesVersion
+from orchestrator.services import catalog
+from orchestrator.services.clusters.changes import delete_cluster, scale_node_pool, upgrade_cluster
+from orchestrator.services.clusters.create import create_cluster
+from orchestrator.services.clusters.inputs import (
+    DEFAULT_CONTROL_PLANE,
+    MAX_CLUSTER_NAME,
+    MAX_CONTROL_PLANE,
+    MAX_NODE_POOLS,
+    MAX_NODES,
+    MAX_POOL_NAME,
+    MIN_CONTROL_PLANE,
+    MIN_NODES,
+    CreateCluster,
+    NodePoolSpec,
+)
+from orchestrator.services.clusters.kubeconfig import VALIDITY, kubeconfig
+from orchestrator.services.clusters.reads import get_cluster, list_clusters
+from orchestrator.services.context import Context
+
+__all__ = [
+    "DEFAULT_CONTROL_PLANE",
+    "MAX_CLUSTER_NAME",
+    "MAX_CONTROL_PLANE",
+    "MAX_NODES",
+    "MAX_NODE_POOLS",
+    "MAX_POOL_NAME",
+    "MIN_CONTROL_PLANE",
+    "MIN_NODES",
+    "VALIDITY",
+    "CreateCluster",
+    "NodePoolSpec",
+    "create_cluster",
+    "delete_cluster",
+    "get_cluster",
+    "kubeconfig",
+    "kubernetes_versions",
+    "list_clusters",
+    "scale_node_pool",
+    "upgrade_cluster",
+]
+
+
+def kubernetes_versions(ctx: Context) -> list[KubernetesVersion]:
+    """The Kubernetes versions a cluster may run (USER or ADMIN), newest first."""
+    return catalog.list_kubernetes_versions(ctx)

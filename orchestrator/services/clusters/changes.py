@@ -1,0 +1,195 @@
+"""A tenant cluster's changes: scaling a node pool, upgrading, deleting. USER of its VDC, or ADMIN.
+
+- Scale: a pool's MachineDeployment's ``replicas``, checked against the quota as a create is (a scale
+  down always fits); core makes or removes the Machines, the infrastructure provider their VMs.
+- Upgrade: one minor version at a time, never down. The ``FlexControlPlane``'s version (the control
+  plane rolls its pods first: it is a Deployment, seconds, where a worker is minutes of clone, boot and
+  join), and each pool's MachineDeployment to the version with a new ``ProxmoxMachineTemplate`` of the
+  version's node image (templates are immutable): core rolls the workers, a new one up before an old
+  one goes, so a roll needs one worker's room in the quota per pool.
+- Delete: the MachineDeployments (their workers go first), the ``Cluster`` (core then deletes the
+  control plane and the ProxmoxCluster it owns; the providers' finalizers remove the hosted control
+  plane and the VMs), and the templates. A control plane or ProxmoxCluster core never adopted (no owner)
+  is deleted directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any
+
+from orchestrator.errors import Conflict, FlexPlaneError, NotFound, ValidationFailed
+from orchestrator.models import ComputeProfile
+from orchestrator.models.clusters import (
+    CLUSTER,
+    DELETING,
+    FLEX_CONTROL_PLANE,
+    KUBEADM_CONFIG_TEMPLATE,
+    MACHINE_DEPLOYMENT,
+    NODE_POOL_LABEL,
+    PROXMOX_CLUSTER,
+    PROXMOX_MACHINE_TEMPLATE,
+    KubeObject,
+    KubernetesCluster,
+    namespace_of,
+    version_key,
+)
+from orchestrator.models.vdcs import Vdc
+from orchestrator.services import catalog, vdcs
+from orchestrator.services.clusters import inputs, objects
+from orchestrator.services.clusters.create import offered_version
+from orchestrator.services.clusters.quota import size_of, vdc_usage_now
+from orchestrator.services.clusters.reads import VdcObjects, acting_vdc, assemble, read, templates_by_name
+from orchestrator.services.context import Context
+from orchestrator.services.vms.plan import still_held, vdc_lock
+from orchestrator.sources.clusterapi import clusterapi
+
+_ALL = (
+    CLUSTER,
+    FLEX_CONTROL_PLANE,
+    PROXMOX_CLUSTER,
+    MACHINE_DEPLOYMENT,
+    PROXMOX_MACHINE_TEMPLATE,
+    KUBEADM_CONFIG_TEMPLATE,
+)
+
+
+def _objects(vdc: Vdc, cluster: str, kinds: tuple[Any, ...] = _ALL) -> tuple[VdcObjects, KubernetesCluster]:
+    """The cluster's objects read now, and the cluster; ``NotFound`` if it has no ``Cluster`` object."""
+    if not isinstance(cluster, str) or not inputs.is_label(cluster):
+        raise NotFound("Kubernetes cluster", str(cluster)[:63])
+    found = read([namespace_of(vdc.id)], cluster, kinds)
+    made = [c for c in assemble(found) if c.name == cluster]
+    if not made:
+        raise NotFound("Kubernetes cluster", cluster)
+    return found, made[0]
+
+
+def _changeable(cluster: KubernetesCluster) -> None:
+    if cluster.phase == DELETING:
+        raise Conflict(f"Kubernetes cluster {cluster.name} is being deleted")
+
+
+def _reread(ctx: Context, vdc: Vdc, cluster: str) -> KubernetesCluster:
+    return _objects(vdc, cluster)[1]
+
+
+def scale_node_pool(ctx: Context, cluster: str, pool: str, count: int) -> KubernetesCluster:
+    """Set a node pool's node count (1 to 100); growing it must fit the VDC's quota."""
+    vdc = acting_vdc(ctx)
+    inputs.validate_count(count, "count")
+    with vdc_lock(ctx, vdc) as held:
+        found, current = _objects(vdc, cluster)
+        _changeable(current)
+        deployment = next(
+            (md for md in found.of(MACHINE_DEPLOYMENT) if md.labels.get(NODE_POOL_LABEL) == pool), None
+        )
+        if deployment is None:
+            raise ValidationFailed(
+                "pool", f"Kubernetes cluster {cluster} has no node pool {str(pool)[:40]!r}"
+            )
+        before = deployment.spec.get("replicas")
+        grow = count - (before if isinstance(before, int) else 0)
+        if grow > 0:
+            template = templates_by_name(found).get(_infrastructure_ref(deployment))
+            profiles = {
+                p.name: p for p in catalog.objects(ctx, catalog.COMPUTE_PROFILE, ComputeProfile.from_spec)
+            }
+            size = size_of(template, profiles)
+            add = dataclasses.replace(
+                size,
+                vcpus=size.vcpus * grow,
+                memory_mib=size.memory_mib * grow,
+                disk_gb=size.disk_gb * grow,
+                vms=grow,
+            )
+            vdcs.check_quota(ctx, vdc, add, current=vdc_usage_now(ctx, vdc))
+        still_held(held, vdc)
+        clusterapi().patch(
+            MACHINE_DEPLOYMENT, namespace_of(vdc.id), deployment.name, {"spec": {"replicas": count}}
+        )
+    return _reread(ctx, vdc, cluster)
+
+
+def _infrastructure_ref(md: KubeObject) -> str:
+    spec = (md.spec.get("template") or {}).get("spec") or {}
+    return str((spec.get("infrastructureRef") or {}).get("name") or "")
+
+
+def _check_step(current: str, target: str) -> None:
+    now, then = version_key(current), version_key(target)
+    if then < now:
+        raise ValidationFailed("version", f"a cluster is never downgraded: it runs {current}, not {target}")
+    if len(now) == 3 and (then[0] != now[0] or then[1] > now[1] + 1):
+        raise ValidationFailed(
+            "version",
+            f"upgrade one minor version at a time: from {current}, to v{now[0]}.{now[1] + 1}.x at most",
+        )
+
+
+def upgrade_cluster(ctx: Context, cluster: str, version: str) -> KubernetesCluster:
+    """Upgrade the control plane and every node pool to ``version`` (offered, one minor step)."""
+    vdc = acting_vdc(ctx)
+    target = offered_version(ctx, vdc, version)
+    namespace = namespace_of(vdc.id)
+    source = clusterapi()
+    with vdc_lock(ctx, vdc) as held:
+        found, current = _objects(vdc, cluster)
+        _changeable(current)
+        _check_step(current.version, target.version)
+        templates = templates_by_name(found)
+        still_held(held, vdc)
+        source.patch(FLEX_CONTROL_PLANE, namespace, cluster, {"spec": {"version": target.version}})
+        for md in found.of(MACHINE_DEPLOYMENT):
+            old = templates.get(_infrastructure_ref(md))
+            spec = dict(((old.spec.get("template") or {}).get("spec") or {}) if old else {})
+            spec["image"] = target.image
+            pool = md.labels.get(NODE_POOL_LABEL, md.name)
+            body = objects.machine_template(vdc.id, cluster, pool, spec)
+            name = body["metadata"]["name"]
+            if name not in templates:
+                with contextlib.suppress(Conflict):  # the same content, written by an earlier attempt
+                    source.create(PROXMOX_MACHINE_TEMPLATE, namespace, body)
+            patch = {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "version": target.version,
+                            "infrastructureRef": objects.ref(PROXMOX_MACHINE_TEMPLATE, name),
+                        }
+                    }
+                }
+            }
+            source.patch(MACHINE_DEPLOYMENT, namespace, md.name, patch)
+    return _reread(ctx, vdc, cluster)
+
+
+def delete_cluster(ctx: Context, cluster: str) -> KubernetesCluster:
+    """Delete a cluster and everything of it (see the module's docstring); answers it as it was."""
+    vdc = acting_vdc(ctx)
+    namespace = namespace_of(vdc.id)
+    source = clusterapi()
+    found, current = _objects(vdc, cluster)
+    failures: list[str] = []
+
+    def delete(obj: KubeObject, resource: Any) -> None:
+        try:
+            source.delete(resource, namespace, obj.name)
+        except FlexPlaneError as exc:
+            failures.append(f"{resource.kind} {obj.name}: {exc.message}")
+
+    for md in found.of(MACHINE_DEPLOYMENT):
+        delete(md, MACHINE_DEPLOYMENT)
+    for obj in found.of(CLUSTER):
+        delete(obj, CLUSTER)
+    for resource in (FLEX_CONTROL_PLANE, PROXMOX_CLUSTER):
+        for obj in found.of(resource):
+            if not any(kind == CLUSTER.kind for kind, _ in obj.owners):
+                delete(obj, resource)
+    for resource in (PROXMOX_MACHINE_TEMPLATE, KUBEADM_CONFIG_TEMPLATE):
+        for obj in found.of(resource):
+            delete(obj, resource)
+    if failures:
+        raise Conflict(f"Kubernetes cluster {cluster} was not wholly deleted, retry: {'; '.join(failures)}")
+    return dataclasses.replace(current, phase=DELETING)

@@ -1,0 +1,204 @@
+"""Creating a tenant cluster: every value checked first, then its objects written under the VDC's lock.
+
+Checked before anything is written: the name, the version (offered in the catalog, its node image
+allowed in the VDC), the network (the VDC's own: another VDC's is reported as one that does not
+exist), each pool's profiles (allowed in the VDC, the storage profile with storage in the network's
+zone), counts and replicas. Then, under the VDC's lock (the one VM creates take): the name must be
+free, and the workers must fit the quota with everything the VDC uses and has planned
+(``clusters.quota``). The objects are written in ``objects.all_objects``' order, the ``Cluster``
+last; a write that fails takes back what was written before it, so nothing half-made is left (the
+error says if that could not be done).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from orchestrator.errors import FlexPlaneError, NotFound, Unavailable, ValidationFailed
+from orchestrator.models import Usage
+from orchestrator.models.clusters import (
+    CLUSTER,
+    CLUSTER_NAME_LABEL,
+    FLEX_CONTROL_PLANE,
+    MACHINE_DEPLOYMENT,
+    PROXMOX_CLUSTER,
+    PROXMOX_MACHINE_TEMPLATE,
+    VDC_LABEL,
+    KubeObject,
+    KubernetesCluster,
+    KubernetesVersion,
+    Resource,
+    namespace_of,
+)
+from orchestrator.models.networks import Network
+from orchestrator.models.vdcs import Vdc
+from orchestrator.services import catalog, networks, vdcs
+from orchestrator.services.clusters import inputs, objects
+from orchestrator.services.clusters.inputs import CreateCluster
+from orchestrator.services.clusters.quota import vdc_usage_now, worker
+from orchestrator.services.clusters.reads import acting_vdc
+from orchestrator.services.context import Context
+from orchestrator.services.vms.inputs import catalog_choice
+from orchestrator.services.vms.plan import still_held, vdc_lock
+from orchestrator.sources.clusterapi import ClusterApiSource, clusterapi
+
+logger = logging.getLogger(__name__)
+
+
+def offered_version(ctx: Context, vdc: Vdc, version: str, field: str = "version") -> KubernetesVersion:
+    """A version of the catalog whose node image the VDC allows, or ``ValidationFailed`` on ``field``."""
+    offered = {v.version: v for v in catalog.list_kubernetes_versions(ctx)}
+    found = offered.get(version)
+    if found is None:
+        choices = ", ".join(offered) or "none"
+        raise ValidationFailed(
+            field, f"Kubernetes version {str(version)[:20]!r} is not offered (offered: {choices})"
+        )
+    if not vdc.allows_image(found.image):
+        raise ValidationFailed(
+            field, f"Kubernetes {version}'s node image {found.image!r} is not allowed in VDC {vdc.id}"
+        )
+    try:
+        catalog.image(ctx, found.image)
+    except NotFound:
+        raise ValidationFailed(field, f"Kubernetes {version}'s node image {found.image!r} is gone") from None
+    return found
+
+
+def _network(ctx: Context, vdc: Vdc, ref: str, field: str) -> Network:
+    """A network of the VDC by id (or ``<zone>/<name>``); any other is as one that does not exist."""
+    if not isinstance(ref, str) or not ref:
+        raise ValidationFailed(field, "name one of the VDC's networks")
+    for network in networks.vdc_networks(ctx, vdc):
+        if network.named(ref) or (len(vdc.zones) == 1 and network.named(ref, vdc.zones[0])):
+            return network
+    if ctx.unavailable:
+        failure = ctx.unavailable[0]
+        raise Unavailable(
+            failure.where, f"the networks of VDC {vdc.id} cannot be read now: {failure.message}"
+        )
+    raise ValidationFailed(field, f"VDC {vdc.id} has no network {ref[:80]!r}")
+
+
+def _pool(
+    ctx: Context, vdc: Vdc, index: int, pool: inputs.NodePoolSpec, cluster_network: Network, image_min: int
+) -> objects.PoolPlan:
+    at = f"node_pools[{index}]"
+    network = _network(ctx, vdc, pool.network, f"{at}.network") if pool.network else cluster_network
+    compute = catalog_choice(
+        f"{at}.compute_profile",
+        "compute profile",
+        vdc.allows_compute_profile(pool.compute_profile),
+        vdc,
+        pool.compute_profile,
+        lambda: catalog.compute_profile(ctx, pool.compute_profile),
+    )
+    storage = catalog_choice(
+        f"{at}.storage_profile",
+        "storage profile",
+        vdc.allows_storage_profile(pool.storage_profile),
+        vdc,
+        pool.storage_profile,
+        lambda: catalog.storage_profile(ctx, pool.storage_profile),
+    )
+    if storage.storage_in(network.zone) is None:
+        raise ValidationFailed(
+            f"{at}.storage_profile",
+            f"storage profile {storage.name!r} offers no storage in zone {network.zone} (the network's)",
+        )
+    return objects.PoolPlan(
+        name=pool.name,
+        compute_profile=compute.name,
+        storage_profile=storage.name,
+        count=pool.count,
+        disk_gb=max(storage.default_gb, image_min),
+        vcpus=compute.vcpus,
+        memory_mib=compute.memory_mib,
+        network=network.id if pool.network else None,
+    )
+
+
+def plan(ctx: Context, spec: CreateCluster) -> tuple[Vdc, objects.ClusterPlan]:
+    """The create checked, every value, before anything is written."""
+    vdc = acting_vdc(ctx)
+    name = inputs.validate_name(spec.name)
+    replicas = inputs.validate_control_plane(spec.control_plane_replicas)
+    inputs.validate_pools(tuple(spec.node_pools))
+    version = offered_version(ctx, vdc, spec.version)
+    image = catalog.image(ctx, version.image)
+    network = _network(ctx, vdc, spec.network, "network")
+    pools = tuple(_pool(ctx, vdc, i, p, network, image.min_disk_gb) for i, p in enumerate(spec.node_pools))
+    return vdc, objects.ClusterPlan(
+        vdc=vdc.id,
+        name=name,
+        version=version.version,
+        image=version.image,
+        network=network.id,
+        control_plane_replicas=replicas,
+        pools=pools,
+    )
+
+
+def asked(pools: Sequence[objects.PoolPlan]) -> Usage:
+    total = Usage()
+    for pool in pools:
+        total = total + worker(pool.vcpus, pool.memory_mib, pool.disk_gb, pool.count)
+    return total
+
+
+def take_back(
+    source: ClusterApiSource, namespace: str, written: Sequence[tuple[Resource, str]], error: FlexPlaneError
+) -> None:
+    """Delete what a failed write made (newest first), and say in ``error`` whether that worked."""
+    if not written:
+        return
+    try:
+        for resource, name in reversed(written):
+            source.delete(resource, namespace, name)
+        note = "nothing was left behind"
+    except FlexPlaneError as cleanup:
+        names = ", ".join(f"{r.kind} {n}" for r, n in written)
+        note = (
+            f"the objects written ({names}) could not all be removed ({cleanup.message}): delete the cluster"
+        )
+        logger.warning("cluster create in %s: %s", namespace, note)
+    error.message = f"{error.message}; {note}"
+    error.args = (error.message,)
+
+
+def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
+    """Create a cluster in the request's VDC (USER of it, or ADMIN), its workers within its quota."""
+    vdc, planned = plan(ctx, spec)
+    namespace = namespace_of(vdc.id)
+    source = clusterapi()
+    with vdc_lock(ctx, vdc) as held:
+        taken = source.list(CLUSTER, namespace, f"{VDC_LABEL},{CLUSTER_NAME_LABEL}={planned.name}")
+        if taken:
+            raise ValidationFailed(
+                "name", f"VDC {vdc.id} already has a Kubernetes cluster named {planned.name!r}"
+            )
+        vdcs.check_quota(ctx, vdc, asked(planned.pools), current=vdc_usage_now(ctx, vdc))
+        written: list[tuple[Resource, str]] = []
+        made: list[KubeObject] = []
+        try:
+            for resource, body in objects.all_objects(planned):
+                still_held(held, vdc)
+                made.append(source.create(resource, namespace, body))
+                written.append((resource, body["metadata"]["name"]))
+        except FlexPlaneError as exc:
+            take_back(source, namespace, written, exc)
+            raise
+    return _built(made)
+
+
+def _built(made: Sequence[KubeObject]) -> KubernetesCluster:
+    """The new cluster, from the objects as the management cluster answered them."""
+    by_kind = {o.kind: o for o in made}
+    return KubernetesCluster.of(
+        by_kind[CLUSTER.kind],
+        by_kind.get(FLEX_CONTROL_PLANE.kind),
+        by_kind.get(PROXMOX_CLUSTER.kind),
+        [o for o in made if o.kind == MACHINE_DEPLOYMENT.kind],
+        {o.name: o for o in made if o.kind == PROXMOX_MACHINE_TEMPLATE.kind},
+    )

@@ -1,0 +1,210 @@
+"""The Cluster API objects a tenant cluster is made of, as the management cluster takes them (pure).
+
+Per the contract (/work/notes/k8s_contract.md, "the tenant side"): a ``Cluster`` (no ``topology``)
+pointing at a ``ProxmoxCluster`` and a ``FlexControlPlane`` of the cluster's name, and per node pool a
+``MachineDeployment`` ``<cluster>-<pool>`` whose machines are made from a ``ProxmoxMachineTemplate`` and
+a ``KubeadmConfigTemplate`` named ``<cluster>-<pool>-<hash>``, the hash of the template's content:
+templates are immutable, so a change (an upgrade's node image) writes a new one and points the
+MachineDeployment at it. Every object carries the VDC's and the cluster's labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.models.clusters import (
+    CLUSTER,
+    CLUSTER_NAME_LABEL,
+    DEPLOYMENT_NAME_LABEL,
+    FLEX_CONTROL_PLANE,
+    KUBEADM_CONFIG_TEMPLATE,
+    MACHINE_DEPLOYMENT,
+    NODE_POOL_LABEL,
+    POD_CIDR,
+    PROXMOX_CLUSTER,
+    PROXMOX_MACHINE_TEMPLATE,
+    SERVICE_CIDR,
+    VDC_LABEL,
+    Resource,
+)
+
+# The kubelet learns its providerID from the metadata the infrastructure provider gives cloud-init.
+PROVIDER_ID = "proxmox://{{ ds.meta_data.instance_id }}"
+SERVICE_TYPE = "LoadBalancer"
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """A node pool, checked: what its machines are made of."""
+
+    name: str
+    compute_profile: str
+    storage_profile: str
+    count: int
+    disk_gb: int
+    vcpus: int
+    memory_mib: int
+    network: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """A cluster, checked: everything its objects are made from."""
+
+    vdc: str
+    name: str
+    version: str
+    image: str
+    network: str
+    control_plane_replicas: int
+    pools: tuple[PoolPlan, ...]
+
+
+def labels(vdc: str, cluster: str, **more: str) -> dict[str, str]:
+    return {VDC_LABEL: vdc, CLUSTER_NAME_LABEL: cluster, **more}
+
+
+def ref(resource: Resource, name: str) -> dict[str, str]:
+    """A v1beta2 reference: ``{apiGroup, kind, name}`` (same namespace)."""
+    return {"apiGroup": resource.group, "kind": resource.kind, "name": name}
+
+
+def _body(
+    resource: Resource, name: str, labelled: Mapping[str, str], spec: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": {"name": name, "labels": dict(labelled)},
+        "spec": dict(spec),
+    }
+
+
+def _digest(content: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def deployment_name(cluster: str, pool: str) -> str:
+    return f"{cluster}-{pool}"
+
+
+def machine_spec(pool: PoolPlan, image: str) -> dict[str, Any]:
+    """A worker's ProxmoxMachine spec (the contract's fields; ``providerID`` is the provider's)."""
+    spec: dict[str, Any] = {
+        "computeProfile": pool.compute_profile,
+        "storageProfile": pool.storage_profile,
+        "image": image,
+        "diskGb": pool.disk_gb,
+    }
+    if pool.network:
+        spec["network"] = pool.network
+    return spec
+
+
+def machine_template(vdc: str, cluster: str, pool: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A pool's ProxmoxMachineTemplate of a machine spec, named after its content."""
+    template = {"template": {"spec": dict(spec)}}
+    name = f"{deployment_name(cluster, pool)}-{_digest(template)}"
+    return _body(PROXMOX_MACHINE_TEMPLATE, name, labels(vdc, cluster, **{NODE_POOL_LABEL: pool}), template)
+
+
+def bootstrap_template(vdc: str, cluster: str, pool: PoolPlan) -> dict[str, Any]:
+    """The kubeadm join settings of the pool's nodes: the kubelet's providerID, the pool as a label."""
+    template = {
+        "template": {
+            "spec": {
+                "joinConfiguration": {
+                    "nodeRegistration": {
+                        "kubeletExtraArgs": [
+                            {"name": "provider-id", "value": PROVIDER_ID},
+                            {"name": "node-labels", "value": f"{NODE_POOL_LABEL}={pool.name}"},
+                        ]
+                    }
+                }
+            }
+        }
+    }
+    name = f"{deployment_name(cluster, pool.name)}-{_digest(template)}"
+    return _body(
+        KUBEADM_CONFIG_TEMPLATE, name, labels(vdc, cluster, **{NODE_POOL_LABEL: pool.name}), template
+    )
+
+
+def machine_deployment(
+    vdc: str, cluster: str, pool: PoolPlan, version: str, infrastructure: str, bootstrap: str
+) -> dict[str, Any]:
+    name = deployment_name(cluster, pool.name)
+    selector = {CLUSTER_NAME_LABEL: cluster, DEPLOYMENT_NAME_LABEL: name}
+    spec = {
+        "clusterName": cluster,
+        "replicas": pool.count,
+        "selector": {"matchLabels": selector},
+        "template": {
+            "metadata": {"labels": {**selector, VDC_LABEL: vdc, NODE_POOL_LABEL: pool.name}},
+            "spec": {
+                "clusterName": cluster,
+                "version": version,
+                "bootstrap": {"configRef": ref(KUBEADM_CONFIG_TEMPLATE, bootstrap)},
+                "infrastructureRef": ref(PROXMOX_MACHINE_TEMPLATE, infrastructure),
+            },
+        },
+    }
+    return _body(MACHINE_DEPLOYMENT, name, labels(vdc, cluster, **{NODE_POOL_LABEL: pool.name}), spec)
+
+
+def proxmox_cluster(plan: ClusterPlan) -> dict[str, Any]:
+    return _body(
+        PROXMOX_CLUSTER, plan.name, labels(plan.vdc, plan.name), {"vdc": plan.vdc, "network": plan.network}
+    )
+
+
+def control_plane(plan: ClusterPlan) -> dict[str, Any]:
+    spec = {"replicas": plan.control_plane_replicas, "version": plan.version, "serviceType": SERVICE_TYPE}
+    return _body(FLEX_CONTROL_PLANE, plan.name, labels(plan.vdc, plan.name), spec)
+
+
+def cluster(plan: ClusterPlan) -> dict[str, Any]:
+    spec = {
+        "clusterNetwork": {
+            "pods": {"cidrBlocks": [POD_CIDR]},
+            "services": {"cidrBlocks": [SERVICE_CIDR]},
+        },
+        "infrastructureRef": ref(PROXMOX_CLUSTER, plan.name),
+        "controlPlaneRef": ref(FLEX_CONTROL_PLANE, plan.name),
+    }
+    return _body(CLUSTER, plan.name, labels(plan.vdc, plan.name), spec)
+
+
+def pool_objects(plan: ClusterPlan, pool: PoolPlan) -> list[tuple[Resource, dict[str, Any]]]:
+    """A pool's templates, then its MachineDeployment (which names them)."""
+    infrastructure = machine_template(plan.vdc, plan.name, pool.name, machine_spec(pool, plan.image))
+    bootstrap = bootstrap_template(plan.vdc, plan.name, pool)
+    deployment = machine_deployment(
+        plan.vdc,
+        plan.name,
+        pool,
+        plan.version,
+        infrastructure["metadata"]["name"],
+        bootstrap["metadata"]["name"],
+    )
+    return [
+        (PROXMOX_MACHINE_TEMPLATE, infrastructure),
+        (KUBEADM_CONFIG_TEMPLATE, bootstrap),
+        (MACHINE_DEPLOYMENT, deployment),
+    ]
+
+
+def all_objects(plan: ClusterPlan) -> list[tuple[Resource, dict[str, Any]]]:
+    """Every object of a new cluster, in the order they are written: what others refer to first, the
+    ``Cluster`` last (the providers and core act on a cluster only once it exists, so a create that
+    fails half-way leaves nothing anyone acted on)."""
+    out: list[tuple[Resource, dict[str, Any]]] = []
+    for pool in plan.pools:
+        out += pool_objects(plan, pool)
+    out += [(PROXMOX_CLUSTER, proxmox_cluster(plan)), (FLEX_CONTROL_PLANE, control_plane(plan))]
+    out.append((CLUSTER, cluster(plan)))
+    return out

@@ -1,0 +1,93 @@
+"""Workers against the VDC's quota: counted as the VMs they become, before they are made.
+
+A cluster's workers become VMs of its VDC (the infrastructure provider makes them through the VM create
+path, tagged with the VDC), so once made they count as any VM does. Before that they count too: under
+the VDC's lock, what the VDC uses is its VMs now (every zone, read now, as a VM create reads them),
+plus, for every MachineDeployment of its namespace, its replicas not made into VMs yet at their
+profile's size. So two creates (or scales) racing for the last room never both get it, whatever the
+order in which the providers then make the VMs: the lock serialises the checks, and each check sees
+the MachineDeployments the other wrote.
+
+A worker VM is known as its Machine's by name (the contract: the VM's name is the Machine's).
+Reads, under the lock: the VDC's zones' ``/cluster/resources`` (one per zone) and three lists of its
+namespace (MachineDeployments, ProxmoxMachineTemplates, Machines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from orchestrator.models import ComputeProfile, Usage, Vdc
+from orchestrator.models.clusters import (
+    DEPLOYMENT_NAME_LABEL,
+    MACHINE,
+    MACHINE_DEPLOYMENT,
+    PROXMOX_MACHINE_TEMPLATE,
+    KubeObject,
+    namespace_of,
+)
+from orchestrator.models.vms import vdc_in
+from orchestrator.services import catalog
+from orchestrator.services.clusters.reads import read, templates_by_name
+from orchestrator.services.context import Context
+from orchestrator.services.vms.plan import everything_now, usage
+from orchestrator.sources.clusterapi import clusterapi
+
+
+def worker(vcpus: int, memory_mib: int, disk_gb: int, count: int = 1) -> Usage:
+    """What ``count`` workers of a size count for."""
+    return Usage(vcpus=vcpus * count, memory_mib=memory_mib * count, disk_gb=disk_gb * count, vms=count)
+
+
+def size_of(template: KubeObject | None, profiles: Mapping[str, ComputeProfile]) -> Usage:
+    spec = (template.spec.get("template") or {}).get("spec") or {} if template else {}
+    profile = profiles.get(str(spec.get("computeProfile") or ""))
+    disk = spec.get("diskGb")
+    if profile is None:
+        return Usage(vms=1)  # a profile gone from the catalog: no new VM can be made of it
+    return worker(profile.vcpus, profile.memory_mib, disk if isinstance(disk, int) else 0)
+
+
+def planned(
+    deployments: Iterable[KubeObject],
+    templates: Mapping[str, KubeObject],
+    machines: Iterable[KubeObject],
+    vm_names: set[str],
+    profiles: Mapping[str, ComputeProfile],
+) -> Usage:
+    """The workers the MachineDeployments ask for that are not VMs yet, at their sizes (pure)."""
+    made: dict[str, int] = {}
+    for machine in machines:
+        deployment = machine.labels.get(DEPLOYMENT_NAME_LABEL, "")
+        if machine.name in vm_names:
+            made[deployment] = made.get(deployment, 0) + 1
+    total = Usage()
+    for md in deployments:
+        if md.deleting:
+            continue
+        replicas = md.spec.get("replicas")
+        count = replicas if isinstance(replicas, int) else 0
+        missing = max(0, count - made.get(md.name, 0))
+        if missing:
+            template_name = str(
+                ((md.spec.get("template") or {}).get("spec") or {}).get("infrastructureRef", {}).get("name")
+                or ""
+            )
+            size = size_of(templates.get(template_name), profiles)
+            for _ in range(missing):
+                total = total + size
+    return total
+
+
+def vdc_usage_now(ctx: Context, vdc: Vdc) -> Usage:
+    """What the VDC uses now for a decision (call under its lock): its VMs and its planned workers."""
+    zones = everything_now(ctx, vdc)
+    names = {
+        guest.name for resources in zones.values() for guest in resources.vms if vdc_in(guest.tags) == vdc.id
+    }
+    namespace = namespace_of(vdc.id)
+    found = read([namespace], kinds=(MACHINE_DEPLOYMENT, PROXMOX_MACHINE_TEMPLATE))
+    machines = clusterapi().list(MACHINE, namespace, DEPLOYMENT_NAME_LABEL)
+    profiles = {p.name: p for p in catalog.objects(ctx, catalog.COMPUTE_PROFILE, ComputeProfile.from_spec)}
+    reserved = planned(found.of(MACHINE_DEPLOYMENT), templates_by_name(found), machines, names, profiles)
+    return usage(zones.values(), vdc) + reserved

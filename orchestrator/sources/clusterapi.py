@@ -1,0 +1,192 @@
+"""The management cluster's Cluster API objects in the VDCs' namespaces (tenant Kubernetes clusters).
+
+A typed surface over the official client's ``CustomObjectsApi``, beside ``sources.kube`` (whose client,
+timeout and error mapping it shares): list (by label, in one namespace or across all), create, merge
+patch and delete of one kind's objects, and reading a Secret of a VDC's namespace (a cluster's CA).
+Objects come back as :class:`~orchestrator.models.clusters.KubeObject`. Failures are domain errors
+naming the management cluster, as ``sources.kube``'s are.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from orchestrator.errors import Conflict, NotFound
+from orchestrator.models.clusters import KubeObject, Resource
+from orchestrator.sources import kube as kube_source
+from orchestrator.sources.kube import LIST_PAGE_SIZE, SecretEntry
+
+
+def _time(value: Any) -> datetime.datetime | None:
+    if isinstance(value, datetime.datetime):
+        return value
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _dict(answer: object) -> dict[str, Any]:
+    """A custom object answer (the client types it ``object``: it is the JSON, a dict)."""
+    return answer if isinstance(answer, dict) else {}
+
+
+def _object(resource: Resource, item: Mapping[str, Any]) -> KubeObject:
+    meta = item.get("metadata") or {}
+    spec, status = item.get("spec"), item.get("status")
+    owners = tuple(
+        (str(o.get("kind") or ""), str(o.get("name") or ""))
+        for o in meta.get("ownerReferences") or []
+        if isinstance(o, Mapping)
+    )
+    return KubeObject(
+        kind=str(item.get("kind") or resource.kind),
+        name=str(meta.get("name") or ""),
+        namespace=str(meta.get("namespace") or ""),
+        labels=dict(meta.get("labels") or {}),
+        spec=spec if isinstance(spec, dict) else {},
+        status=status if isinstance(status, dict) else {},
+        uid=str(meta.get("uid") or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        created=_time(meta.get("creationTimestamp")),
+        deleting=bool(meta.get("deletionTimestamp")),
+        owners=owners,
+    )
+
+
+class ClusterApiSource:
+    """Custom objects of the management cluster, each call under the kube source's timeout."""
+
+    def __init__(self, api_client: client.ApiClient, timeout: float) -> None:
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.timeout = timeout
+
+    def list(self, resource: Resource, namespace: str | None, label_selector: str) -> list[KubeObject]:
+        """The objects of one kind that match the selector, in ``namespace`` (None: every namespace),
+        in pages of ``LIST_PAGE_SIZE``: one call for any realistic VDC."""
+        out: list[KubeObject] = []
+        token: str | None = None
+        doing = f"list {resource.plural} ({label_selector})"
+        while True:
+            try:
+                if namespace is None:
+                    page = self.custom.list_cluster_custom_object(
+                        resource.group,
+                        resource.version,
+                        resource.plural,
+                        label_selector=label_selector,
+                        limit=LIST_PAGE_SIZE,
+                        _continue=token,
+                        _request_timeout=self.timeout,
+                    )
+                else:
+                    page = self.custom.list_namespaced_custom_object(
+                        resource.group,
+                        resource.version,
+                        namespace,
+                        resource.plural,
+                        label_selector=label_selector,
+                        limit=LIST_PAGE_SIZE,
+                        _continue=token,
+                        _request_timeout=self.timeout,
+                    )
+            except ApiException as exc:
+                if exc.status == 404:  # the kind is not installed: nothing of it exists
+                    return out
+                raise kube_source._failure(exc, doing) from exc
+            except (HTTPError, OSError) as exc:
+                raise kube_source._unreachable(exc) from exc
+            body = _dict(page)
+            out.extend(_object(resource, item) for item in body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return out
+
+    def create(self, resource: Resource, namespace: str, body: Mapping[str, Any]) -> KubeObject:
+        """Create one object; ``Conflict`` if one of that name exists."""
+        name = str((body.get("metadata") or {}).get("name"))
+        try:
+            item = self.custom.create_namespaced_custom_object(
+                resource.group,
+                resource.version,
+                namespace,
+                resource.plural,
+                dict(body),
+                _request_timeout=self.timeout,
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(f"{resource.kind} {name} already exists in namespace {namespace}") from exc
+            raise kube_source._failure(exc, f"create {resource.kind} {name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise kube_source._unreachable(exc) from exc
+        return _object(resource, _dict(item))
+
+    def patch(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject:
+        """A JSON merge patch of one object's spec or metadata; ``NotFound`` if it is gone."""
+        try:
+            item = self.custom.patch_namespaced_custom_object(
+                resource.group,
+                resource.version,
+                namespace,
+                resource.plural,
+                name,
+                dict(patch),
+                _request_timeout=self.timeout,
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                raise NotFound(resource.kind, name) from exc
+            if exc.status == 409:
+                raise Conflict(f"{resource.kind} {name} changed meanwhile, retry") from exc
+            raise kube_source._failure(exc, f"update {resource.kind} {name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise kube_source._unreachable(exc) from exc
+        return _object(resource, _dict(item))
+
+    def delete(self, resource: Resource, namespace: str, name: str) -> bool:
+        """Delete one object (its finalizers may keep it a while); False when it was already gone."""
+        try:
+            self.custom.delete_namespaced_custom_object(
+                resource.group,
+                resource.version,
+                namespace,
+                resource.plural,
+                name,
+                _request_timeout=self.timeout,
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise kube_source._failure(exc, f"delete {resource.kind} {name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise kube_source._unreachable(exc) from exc
+        return True
+
+    def secret(self, namespace: str, name: str) -> SecretEntry | None:
+        """One Secret of a VDC's namespace (its data decoded), or None when there is none."""
+        try:
+            item = self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise kube_source._failure(exc, f"read Secret {namespace}/{name}") from exc
+        except (HTTPError, OSError) as exc:
+            raise kube_source._unreachable(exc) from exc
+        return kube_source._secret(item)
+
+
+def clusterapi() -> ClusterApiSource:
+    """The Cluster API source over the process's kube source's client (built per call: it is cheap,
+    and follows the kube source wherever tests point it)."""
+    source = kube_source.kube()
+    return ClusterApiSource(source.core.api_client, source.timeout)
