@@ -1,0 +1,88 @@
+{{/*
+Helpers of the providers chart. Every name is namespaced "providers." so that a parent chart's helpers
+never collide with these.
+*/}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "providers.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The resource name prefix: fullnameOverride, else "<release>-<chart>" (just "<release>" when it contains the chart name). */}}
+{{- define "providers.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* "<chart>-<version>" for the helm.sh/chart label. */}}
+{{- define "providers.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The labels that select the providers' pods (never change them: selectors are immutable). */}}
+{{- define "providers.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "providers.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: providers
+{{- end }}
+
+{{/* The labels of every resource. */}}
+{{- define "providers.labels" -}}
+helm.sh/chart: {{ include "providers.chart" . }}
+{{ include "providers.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/part-of: flexplane
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The ServiceAccount the pods run as. */}}
+{{- define "providers.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "providers.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The platform namespace (FLEXPLANE_NAMESPACE): config.namespace, else the release namespace. */}}
+{{- define "providers.platformNamespace" -}}
+{{- default .Release.Namespace .Values.config.namespace }}
+{{- end }}
+
+{{/* The image reference: the digest when given, else the tag (default: the chart's appVersion). */}}
+{{- define "providers.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding FLEXPLANE_SECRET_KEY: the existing one, else the one the chart generates. */}}
+{{- define "providers.secretKeySecretName" -}}
+{{- .Values.secretKey.existingSecret | default (printf "%s-secret-key" (include "providers.fullname" .)) }}
+{{- end }}
+
+{{/* Checks that values.schema.json cannot express; each failure names the value to fix. */}}
+{{- define "providers.validate" -}}
+{{- if and .Values.networkPolicy.enabled .Values.networkPolicy.egress.enabled }}
+{{- $egress := .Values.networkPolicy.egress }}
+{{- if not $egress.kubeAPI.cidrs }}
+{{- fail "networkPolicy.egress.kubeAPI.cidrs: list the API server's addresses, or the restricted egress cuts the providers off the management cluster" }}
+{{- end }}
+{{- if and (not .Values.config.meshProxy) (not $egress.agents.cidrs) }}
+{{- fail "networkPolicy.egress.agents.cidrs: list the Proxmox nodes' addresses (or set config.meshProxy), or the restricted egress cuts the providers off the agents" }}
+{{- end }}
+{{- end }}
+{{- end }}
