@@ -58,6 +58,8 @@ def _reconcile(body: kopf.Body, *, converge: bool) -> None:
         if error.status in TRANSIENT:
             raise kopf.TemporaryError(str(error), delay=CONVERGING_DELAY) from error
         raise kopf.PermanentError(str(error)) from error
+    if outcome is None:
+        return  # paused: the timer looks again
     steps.write(kube, fcp, outcome)
     if converge and not steps.converged(fcp, outcome.status):
         raise kopf.TemporaryError("the control plane is converging", delay=CONVERGING_DELAY)

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from providers.common import conditions
-from providers.controlplane import pki, render, tenant
+from providers.controlplane import model, pki, render, tenant
 from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ FINALIZER = "controlplane.flexplane.io/finalizer"
 # The hash of what was last installed in the tenant cluster: installs run again only when it changes.
 TENANT_HASH_ANNOTATION = "controlplane.flexplane.io/tenant-objects"
 AVAILABLE = "Available"
+PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
 # How soon a step that waits on another controller (Cluster API core, the LoadBalancer) looks again.
 RETRY_DELAY = 5.0
 
@@ -83,6 +84,12 @@ def owner_cluster(kube: Kube, fcp: Mapping[str, Any]) -> Body:
     raise Waiting("WaitingForCluster", "no owner Cluster yet")
 
 
+def is_paused(fcp: Mapping[str, Any], cluster: Mapping[str, Any]) -> bool:
+    """Cluster API's pause: ``Cluster.spec.paused`` or the ``cluster.x-k8s.io/paused`` annotation."""
+    annotations = (fcp.get("metadata") or {}).get("annotations") or {}
+    return bool((cluster.get("spec") or {}).get("paused")) or PAUSED_ANNOTATION in annotations
+
+
 def _first_cidr(cluster: Mapping[str, Any], which: str, default: str) -> str:
     blocks = (((cluster.get("spec") or {}).get("clusterNetwork") or {}).get(which) or {}).get(
         "cidrBlocks"
@@ -92,10 +99,10 @@ def _first_cidr(cluster: Mapping[str, Any], which: str, default: str) -> str:
 
 def control_plane(
     fcp: Mapping[str, Any], cluster: Mapping[str, Any], settings: Settings
-) -> render.ControlPlane:
+) -> model.ControlPlane:
     spec = fcp.get("spec") or {}
     endpoint = spec.get("controlPlaneEndpoint") or {}
-    return render.ControlPlane(
+    return model.ControlPlane(
         vdc=vdc_of(fcp["metadata"]["namespace"]),
         cluster=cluster["metadata"]["name"],
         version=str(spec["version"]),
@@ -104,7 +111,7 @@ def control_plane(
         service_cidr=_first_cidr(cluster, "services", pki.DEFAULT_SERVICE_CIDR),
         pod_cidr=_first_cidr(cluster, "pods", "10.244.0.0/16"),
         endpoint_host=str(endpoint.get("host") or ""),
-        endpoint_port=int(endpoint.get("port") or render.APISERVER_PORT),
+        endpoint_port=int(endpoint.get("port") or model.APISERVER_PORT),
         etcd_members=settings.etcd_members,
     )
 
@@ -116,15 +123,15 @@ def _decoded(secret: Mapping[str, Any] | None) -> dict[str, bytes]:
 # ------------------------------------------------------------------------------------ steps
 
 
-def ensure_namespace(kube: Kube, cp: render.ControlPlane) -> None:
+def ensure_namespace(kube: Kube, cp: model.ControlPlane) -> None:
     kube.ensure(render.render_namespace(cp))
 
 
-def ensure_service(kube: Kube, cp: render.ControlPlane) -> Body:
+def ensure_service(kube: Kube, cp: model.ControlPlane) -> Body:
     return kube.ensure(render.render_service(cp))
 
 
-def find_endpoint(service: Mapping[str, Any], cp: render.ControlPlane, settings: Settings) -> tuple[str, int]:
+def find_endpoint(service: Mapping[str, Any], cp: model.ControlPlane, settings: Settings) -> tuple[str, int]:
     """Where nodes reach the API server: the LoadBalancer's address, or a node address and the nodePort."""
     if cp.service_type == "NodePort":
         if not settings.nodeport_address:
@@ -136,25 +143,25 @@ def find_endpoint(service: Mapping[str, Any], cp: render.ControlPlane, settings:
     for ingress in ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []:
         host = ingress.get("ip") or ingress.get("hostname")
         if host:
-            return str(host), render.APISERVER_PORT
+            return str(host), model.APISERVER_PORT
     raise Waiting("WaitingForEndpoint", "the LoadBalancer has not given the Service an address yet")
 
 
-def ensure_pki(kube: Kube, cp: render.ControlPlane) -> dict[str, bytes]:
+def ensure_pki(kube: Kube, cp: model.ControlPlane) -> dict[str, bytes]:
     """The PKI's files: the Secret's, completed (made once; kept across restarts)."""
-    current = _decoded(kube.get("v1", "Secret", render.PKI_SECRET, cp.namespace))
+    current = _decoded(kube.get("v1", "Secret", model.PKI_SECRET, cp.namespace))
     files = pki.ensure_pki(current, cp.names)
     if files != current:
         kube.ensure(render.render_pki_secret(cp, files))
     return files
 
 
-def ensure_control_plane_objects(kube: Kube, cp: render.ControlPlane, files: Mapping[str, bytes]) -> Body:
+def ensure_control_plane_objects(kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes]) -> Body:
     """Every other object of the namespace; returns the Deployment as the server has it."""
     deployment: Body = {}
     for manifest in render.management_manifests(cp, files)[1:]:  # the pki Secret is ensure_pki's
-        if manifest["kind"] == "Secret" and manifest["metadata"]["name"] == render.KUBECONFIG_SECRET:
-            existing = kube.get("v1", "Secret", render.KUBECONFIG_SECRET, cp.namespace)
+        if manifest["kind"] == "Secret" and manifest["metadata"]["name"] == model.KUBECONFIG_SECRET:
+            existing = kube.get("v1", "Secret", model.KUBECONFIG_SECRET, cp.namespace)
             if existing is not None and _same_credentials(existing, manifest):
                 continue
         written = kube.ensure(manifest)
@@ -172,13 +179,15 @@ def _same_credentials(existing: Mapping[str, Any], manifest: Mapping[str, Any]) 
 
 
 def ensure_vdc_secrets(
-    kube: Kube, cp: render.ControlPlane, files: Mapping[str, bytes], vdc_namespace: str
+    kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes], fcp: Mapping[str, Any]
 ) -> None:
-    for manifest in render.vdc_secrets(cp, files, vdc_namespace):
+    meta = fcp["metadata"]
+    owner = {"apiVersion": FCP_API, "kind": "FlexControlPlane", "name": meta["name"], "uid": meta["uid"]}
+    for manifest in render.vdc_secrets(cp, files, meta["namespace"], {**owner, "controller": True}):
         kube.ensure(manifest)
 
 
-def ensure_infrastructure_endpoint(kube: Kube, cluster: Mapping[str, Any], cp: render.ControlPlane) -> None:
+def ensure_infrastructure_endpoint(kube: Kube, cluster: Mapping[str, Any], cp: model.ControlPlane) -> None:
     """``ProxmoxCluster.spec.controlPlaneEndpoint``: the endpoint, once (patched only when it differs)."""
     ref = (cluster.get("spec") or {}).get("infrastructureRef") or {}
     if ref.get("kind") != "ProxmoxCluster" or not ref.get("name"):
@@ -198,7 +207,7 @@ def ensure_infrastructure_endpoint(kube: Kube, cluster: Mapping[str, Any], cp: r
         )
 
 
-def tenant_client(cp: render.ControlPlane, files: Mapping[str, bytes]) -> Kube:
+def tenant_client(cp: model.ControlPlane, files: Mapping[str, bytes]) -> Kube:
     server = pki.server_url(cp.endpoint_host, cp.endpoint_port)
     return Kube.from_kubeconfig_dict(
         yaml.safe_load(pki.admin_kubeconfig(files, cluster=cp.cluster, server=server))
@@ -209,7 +218,7 @@ def tenant_hash(manifests: list[Body]) -> str:
     return hashlib.sha256(json.dumps(manifests, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def ensure_tenant_objects(cp: render.ControlPlane, files: Mapping[str, bytes], installed: str) -> str | None:
+def ensure_tenant_objects(cp: model.ControlPlane, files: Mapping[str, bytes], installed: str) -> str | None:
     """Install the tenant's objects when its API server answers over verified TLS; their hash, or None.
 
     Nothing is sent when ``installed`` (the last install's hash) matches: a resync costs one /version.
@@ -234,7 +243,7 @@ def ensure_tenant_objects(cp: render.ControlPlane, files: Mapping[str, bytes], i
 
 
 def deployment_status(
-    deployment: Mapping[str, Any], cp: render.ControlPlane, previous: Mapping[str, Any]
+    deployment: Mapping[str, Any], cp: model.ControlPlane, previous: Mapping[str, Any]
 ) -> Body:
     """The contract's replica counts from the Deployment; ``status.version`` follows its rollout."""
     status = deployment.get("status") or {}
@@ -255,7 +264,7 @@ def deployment_status(
         "readyReplicas": ready,
         "availableReplicas": available,
         "upToDateReplicas": updated,
-        "selector": render.selector_string(cp),
+        "selector": model.selector_string(cp),
         "externalManagedControlPlane": True,
     }
     if version:
@@ -263,19 +272,24 @@ def deployment_status(
     return result
 
 
-def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome:
-    """Make the world match one FlexControlPlane; what to write on it. Raises :class:`Waiting`."""
+def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome | None:
+    """Make the world match one FlexControlPlane; what to write on it (None: paused, nothing done).
+
+    Raises :class:`Waiting` when it cannot go further yet.
+    """
     cluster = owner_cluster(kube, fcp)
+    if is_paused(fcp, cluster):
+        return None
     cp = control_plane(fcp, cluster, settings)
     ensure_namespace(kube, cp)
     host, port = find_endpoint(ensure_service(kube, cp), cp, settings)
     outcome = Outcome()
     if (cp.endpoint_host, cp.endpoint_port) != (host, port):
         outcome.spec = {"controlPlaneEndpoint": {"host": host, "port": port}}
-        cp = render.ControlPlane(**{**cp.__dict__, "endpoint_host": host, "endpoint_port": port})
+        cp = model.ControlPlane(**{**cp.__dict__, "endpoint_host": host, "endpoint_port": port})
     files = ensure_pki(kube, cp)
     deployment = ensure_control_plane_objects(kube, cp, files)
-    ensure_vdc_secrets(kube, cp, files, fcp["metadata"]["namespace"])
+    ensure_vdc_secrets(kube, cp, files, fcp)
     ensure_infrastructure_endpoint(kube, cluster, cp)
 
     previous = fcp.get("status") or {}
@@ -373,7 +387,7 @@ def delete(kube: Kube, fcp: Mapping[str, Any]) -> bool:
     if cluster is not None:
         for name in (f"{cluster}-kubeconfig", f"{cluster}-ca"):
             kube.delete("v1", "Secret", name, namespace)
-        target = render.namespace_name(vdc_of(namespace), cluster)
+        target = model.namespace_name(vdc_of(namespace), cluster)
         if kube.get("v1", "Namespace", target) is not None:
             kube.delete("v1", "Namespace", target)
             gone = kube.get("v1", "Namespace", target) is None

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from providers.controlplane import pki
-from providers.controlplane.render import (
+from providers.controlplane.model import (
     KONNECTIVITY_ADMIN_PORT,
     KONNECTIVITY_AGENT,
     KONNECTIVITY_AGENT_IMAGE,

@@ -22,7 +22,7 @@ from devstack.kube import KubeServer
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS
 from providers.common import kube as common_kube
 from providers.common.operator import run
-from providers.controlplane import handlers, render, steps
+from providers.controlplane import handlers, model, steps
 from providers.controlplane.kube import Kube
 from tests import addresses
 from tests.providers.controlplane.test_steps import our_crds
@@ -124,7 +124,7 @@ def test_the_provider_brings_a_control_plane_up_and_takes_it_down(
     ingress = {"loadBalancer": {"ingress": [{"ip": LB_ADDRESS}]}}
     kube.patch("v1", "Service", "kube-apiserver", CP_NS, {"status": ingress}, subresource="status")
     deployment: dict[str, Any] = eventually(
-        lambda: kube.get("apps/v1", "Deployment", render.DEPLOYMENT, CP_NS) or {}, TIMEOUT, "the Deployment"
+        lambda: kube.get("apps/v1", "Deployment", model.DEPLOYMENT, CP_NS) or {}, TIMEOUT, "the Deployment"
     )
     current = fcp(kube)
     assert current is not None
@@ -135,9 +135,7 @@ def test_the_provider_brings_a_control_plane_up_and_takes_it_down(
     with KubeServer.start(LB_ADDRESS, 6443, tls=tls) as tenant:
         rolled = {"observedGeneration": deployment["metadata"]["generation"], "replicas": 2}
         rolled |= {"updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2}
-        kube.patch(
-            "apps/v1", "Deployment", render.DEPLOYMENT, CP_NS, {"status": rolled}, subresource="status"
-        )
+        kube.patch("apps/v1", "Deployment", model.DEPLOYMENT, CP_NS, {"status": rolled}, subresource="status")
 
         def available() -> bool:
             status = (fcp(kube) or {}).get("status") or {}

@@ -10,10 +10,10 @@ import yaml
 from cryptography import x509
 from kubernetes_validate.utils import all_versions, major_minor
 
-from providers.controlplane import pki, render, tenant
+from providers.controlplane import etcd, model, pki, render, tenant
 
-CP = render.ControlPlane(vdc="demo", cluster="web", version="v1.34.2", replicas=2, endpoint_host="10.20.0.7")
-CP3 = render.ControlPlane(
+CP = model.ControlPlane(vdc="demo", cluster="web", version="v1.34.2", replicas=2, endpoint_host="10.20.0.7")
+CP3 = model.ControlPlane(
     vdc="demo",
     cluster="web",
     version="v1.34.2",
@@ -26,7 +26,7 @@ CP3 = render.ControlPlane(
 # apiserver-network-proxy's documented options (its README and Kubernetes' "Set up Konnectivity
 # service" task): the flag, the value it must have here, and what it is for.
 KONNECTIVITY_SERVER_FLAGS = {
-    "--uds-name": (render.UDS_NAME, "the Unix socket the API server dials (the egress selector's udsName)"),
+    "--uds-name": (model.UDS_NAME, "the Unix socket the API server dials (the egress selector's udsName)"),
     "--mode": ("grpc", "the protocol on that socket: the egress selector's proxyProtocol GRPC"),
     "--server-port": ("0", "0 with --uds-name: no TCP port for the API server"),
     "--agent-port": ("8132", "where agents connect (the Service's konnectivity port)"),
@@ -69,7 +69,7 @@ def files() -> dict[str, bytes]:
     return pki.ensure_pki({}, CP.names)
 
 
-def everything(cp: render.ControlPlane, files: dict[str, bytes]) -> list[dict[str, Any]]:
+def everything(cp: model.ControlPlane, files: dict[str, bytes]) -> list[dict[str, Any]]:
     return [
         render.render_namespace(cp),
         render.render_service(cp),
@@ -106,9 +106,7 @@ def test_every_manifest_validates_against_the_kubernetes_schema(files: dict[str,
 
 
 def test_the_node_port_service_and_a_three_member_etcd_validate_too() -> None:
-    assert (
-        invalid([render.render_service(CP3), *render.render_etcd(CP3), render.render_deployment(CP3)]) == []
-    )
+    assert invalid([render.render_service(CP3), *etcd.render_etcd(CP3), render.render_deployment(CP3)]) == []
 
 
 def test_everything_of_the_control_plane_lives_in_its_namespace_with_the_contracts_labels(
@@ -169,9 +167,9 @@ def test_the_agents_token_is_projected_for_the_servers_audience() -> None:
 def test_the_api_server_and_konnectivity_share_the_socket_directory() -> None:
     pods = containers(render.render_deployment(CP))
     for name in ("kube-apiserver", "konnectivity-server"):
-        assert {"name": "konnectivity-uds", "mountPath": render.UDS_DIR} in pods[name]["volumeMounts"]
+        assert {"name": "konnectivity-uds", "mountPath": model.UDS_DIR} in pods[name]["volumeMounts"]
     apiserver = flags(pods["kube-apiserver"]["command"])
-    assert apiserver["--egress-selector-config-file"] == render.EGRESS_SELECTOR_FILE
+    assert apiserver["--egress-selector-config-file"] == model.EGRESS_SELECTOR_FILE
 
 
 def test_the_api_server_takes_bootstrap_tokens_node_authorization_and_the_front_proxy() -> None:
@@ -186,8 +184,8 @@ def test_the_api_server_takes_bootstrap_tokens_node_authorization_and_the_front_
 
 def test_every_file_a_component_is_given_is_mounted_where_it_looks(files: dict[str, bytes]) -> None:
     deployment = render.render_deployment(CP)
-    etcd = render.render_etcd(CP)[1]
-    pods = [deployment["spec"]["template"]["spec"], etcd["spec"]["template"]["spec"]]
+    statefulset = etcd.render_etcd(CP)[1]
+    pods = [deployment["spec"]["template"]["spec"], statefulset["spec"]["template"]["spec"]]
     for pod in pods:
         volumes = {volume["name"]: volume for volume in pod["volumes"]}
         for container in pod["containers"]:
@@ -199,15 +197,13 @@ def test_every_file_a_component_is_given_is_mounted_where_it_looks(files: dict[s
                         mount["mountPath"] if "subPath" in mount else f"{mount['mountPath']}/{item['path']}"
                     )
                     mounted.add(path)
-                    source = (
-                        render.PKI_SECRET if volume["secret"]["secretName"] == render.PKI_SECRET else None
-                    )
+                    source = model.PKI_SECRET if volume["secret"]["secretName"] == model.PKI_SECRET else None
                     assert source is None or item["key"] in files
             wanted = {
                 value
                 for value in flags(container["command"]).values()
                 if value.startswith("/etc/kubernetes/")
-            } - {render.EGRESS_SELECTOR_FILE, render.UDS_NAME}
+            } - {model.EGRESS_SELECTOR_FILE, model.UDS_NAME}
             assert wanted <= mounted, (container["name"], wanted - mounted)
 
 
@@ -223,19 +219,19 @@ def test_only_the_controller_manager_holds_the_cluster_cas_key() -> None:
 
 def test_an_upgrade_changes_the_component_images_and_rolls_without_losing_a_replica() -> None:
     before = containers(render.render_deployment(CP))
-    after_deployment = render.render_deployment(render.ControlPlane(**{**CP.__dict__, "version": "v1.35.0"}))
+    after_deployment = render.render_deployment(model.ControlPlane(**{**CP.__dict__, "version": "v1.35.0"}))
     after = containers(after_deployment)
     for component in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
         assert before[component]["image"] == f"registry.k8s.io/{component}:v1.34.2"
         assert after[component]["image"] == f"registry.k8s.io/{component}:v1.35.0"
-    assert after["konnectivity-server"]["image"] == render.KONNECTIVITY_SERVER_IMAGE
+    assert after["konnectivity-server"]["image"] == model.KONNECTIVITY_SERVER_IMAGE
     assert after_deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
 
 
 def test_the_replicas_and_selector_follow_the_spec() -> None:
     deployment = render.render_deployment(CP3)
     assert deployment["spec"]["replicas"] == 3
-    assert render.selector_string(CP3) == (
+    assert model.selector_string(CP3) == (
         "app.kubernetes.io/component=control-plane,flexplane.io/control-plane=web"
     )
     labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -271,7 +267,7 @@ def test_the_service_exposes_the_api_and_konnectivity_as_a_load_balancer_or_node
 
 def test_a_three_member_etcd_knows_every_member_and_serves_their_names() -> None:
     files = pki.ensure_pki({}, CP3.names)
-    statefulset = render.render_etcd(CP3)[1]
+    statefulset = etcd.render_etcd(CP3)[1]
     args = flags(statefulset["spec"]["template"]["spec"]["containers"][0]["command"])
     assert args["--initial-cluster"].count("=https://") == 3
     assert statefulset["spec"]["replicas"] == 3

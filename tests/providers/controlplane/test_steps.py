@@ -20,7 +20,7 @@ from kubernetes import client
 from devstack.kube import KubeServer
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS, ScalePaths, custom_resource_definition
 from providers.common.crds import load_crds
-from providers.controlplane import pki, render, steps
+from providers.controlplane import model, pki, steps
 from providers.controlplane.kube import Kube
 from tests import addresses
 
@@ -96,12 +96,13 @@ def fcp(kube: Kube) -> dict[str, Any]:
 def reconcile(kube: Kube) -> steps.Outcome:
     current = fcp(kube)
     outcome = steps.reconcile(kube, current, SETTINGS)
+    assert outcome is not None, "paused"
     steps.write(kube, current, outcome)
     return outcome
 
 
 def deployment(kube: Kube) -> dict[str, Any]:
-    found = kube.get("apps/v1", "Deployment", render.DEPLOYMENT, CP_NS)
+    found = kube.get("apps/v1", "Deployment", model.DEPLOYMENT, CP_NS)
     assert found is not None
     return found
 
@@ -117,7 +118,7 @@ def roll_out(kube: Kube, *, ready: int) -> None:
         "readyReplicas": ready,
         "availableReplicas": ready,
     }
-    kube.patch("apps/v1", "Deployment", render.DEPLOYMENT, CP_NS, {"status": status}, subresource="status")
+    kube.patch("apps/v1", "Deployment", model.DEPLOYMENT, CP_NS, {"status": status}, subresource="status")
 
 
 def set_spec(kube: Kube, **spec: Any) -> None:
@@ -207,7 +208,7 @@ def test_once_the_service_has_an_address_the_control_plane_is_rendered_around_it
     ]:
         assert kube.get("v1", kind, name, CP_NS) is not None, (kind, name)
     assert kube.get("apps/v1", "StatefulSet", "etcd", CP_NS) is not None
-    assert kube.get("policy/v1", "PodDisruptionBudget", render.DEPLOYMENT, CP_NS) is not None
+    assert kube.get("policy/v1", "PodDisruptionBudget", model.DEPLOYMENT, CP_NS) is not None
     assert deployment(kube)["spec"]["replicas"] == 2
     _, ips = pki.san_names(
         pki.x509.load_pem_x509_certificate(secret_files(kube, CP_NS, "pki")["apiserver.crt"])
@@ -216,6 +217,7 @@ def test_once_the_service_has_an_address_the_control_plane_is_rendered_around_it
 
 
 def test_the_endpoint_reaches_the_proxmox_cluster_and_the_vdc_gets_cluster_apis_secrets(kube: Kube) -> None:
+    owner = fcp(kube)["metadata"]["uid"]
     infra = kube.get(steps.PROXMOX_CLUSTER_API, "ProxmoxCluster", "web", VDC_NS)
     assert infra is not None
     assert infra["spec"]["controlPlaneEndpoint"] == {"host": LB_ADDRESS, "port": 6443}
@@ -230,13 +232,14 @@ def test_the_endpoint_reaches_the_proxmox_cluster_and_the_vdc_gets_cluster_apis_
     assert secret is not None
     assert secret["type"] == "cluster.x-k8s.io/secret"
     assert secret["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "web"
+    assert [ref["uid"] for ref in secret["metadata"]["ownerReferences"]] == [owner]
 
 
 def test_without_ready_replicas_the_control_plane_is_not_available(kube: Kube) -> None:
     status = fcp(kube)["status"]
     assert status["externalManagedControlPlane"] is True
     assert status["readyReplicas"] == 0
-    assert status["selector"] == render.selector_string(render.ControlPlane("demo", "web", "v1.34.2"))
+    assert status["selector"] == model.selector_string(model.ControlPlane("demo", "web", "v1.34.2"))
     assert "initialization" not in status
     (available,) = status["conditions"]
     assert (available["type"], available["status"], available["reason"]) == (
@@ -279,7 +282,7 @@ def test_a_second_reconcile_writes_nothing_anywhere(
 
 def test_an_api_server_whose_certificate_another_ca_signed_is_not_trusted(kube: Kube) -> None:
     files = secret_files(kube, CP_NS, "pki")
-    cp = render.ControlPlane("demo", "web", "v1.34.2", endpoint_host=IMPOSTOR_ADDRESS)
+    cp = model.ControlPlane("demo", "web", "v1.34.2", endpoint_host=IMPOSTOR_ADDRESS)
     impostor = pki.ensure_pki({}, cp.names)
     with KubeServer.start(
         IMPOSTOR_ADDRESS, 6443, tls=(impostor["apiserver.crt"], impostor["apiserver.key"])
@@ -317,10 +320,60 @@ def test_scaling_changes_the_deployments_replicas(kube: Kube) -> None:
     assert fcp(kube)["status"]["readyReplicas"] == 3
 
 
+def test_a_paused_control_plane_is_left_alone(server: KubeServer, kube: Kube) -> None:
+    kube.patch(
+        steps.FCP_API,
+        "FlexControlPlane",
+        "web",
+        VDC_NS,
+        {"metadata": {"annotations": {steps.PAUSED_ANNOTATION: ""}}},
+    )
+    set_spec(kube, replicas=1)
+    before = server.emulator.revision
+    assert steps.reconcile(kube, fcp(kube), SETTINGS) is None
+    assert server.emulator.revision == before
+    assert deployment(kube)["spec"]["replicas"] == 3
+    kube.patch(
+        steps.FCP_API,
+        "FlexControlPlane",
+        "web",
+        VDC_NS,
+        {"metadata": {"annotations": {steps.PAUSED_ANNOTATION: None}}},
+    )
+    set_spec(kube, replicas=3)
+
+
 def test_deleting_leaves_nothing_of_the_control_plane(kube: Kube) -> None:
     assert steps.delete(kube, fcp(kube))
     assert kube.get("v1", "Namespace", CP_NS) is None
-    assert kube.get("apps/v1", "Deployment", render.DEPLOYMENT, CP_NS) is None
+    assert kube.get("apps/v1", "Deployment", model.DEPLOYMENT, CP_NS) is None
     assert kube.get("v1", "Secret", "pki", CP_NS) is None
     assert kube.get("v1", "Secret", "web-kubeconfig", VDC_NS) is None
     assert kube.get("v1", "Secret", "web-ca", VDC_NS) is None
+
+
+# ------------------------------------------------------------------------------------ the endpoint, pure
+
+
+def service(**fields: Any) -> dict[str, Any]:
+    ports = [{"name": "https", "port": 6443, "nodePort": 31443}, {"name": "konnectivity", "port": 8132}]
+    return {"spec": {"ports": ports}, **fields}
+
+
+def test_a_load_balancer_named_by_host_name_is_the_endpoint() -> None:
+    cp = model.ControlPlane("demo", "web", "v1.34.2")
+    ingress = {"loadBalancer": {"ingress": [{"hostname": "web.lb.example.net"}]}}
+    assert steps.find_endpoint(service(status=ingress), cp, SETTINGS) == ("web.lb.example.net", 6443)
+
+
+def test_a_node_port_service_is_reached_on_the_configured_address_and_its_node_port() -> None:
+    cp = model.ControlPlane("demo", "web", "v1.34.2", service_type="NodePort")
+    settings = steps.Settings(nodeport_address="192.0.2.10")
+    assert steps.find_endpoint(service(), cp, settings) == ("192.0.2.10", 31443)
+
+
+def test_a_node_port_service_without_the_address_setting_waits_and_says_so() -> None:
+    cp = model.ControlPlane("demo", "web", "v1.34.2", service_type="NodePort")
+    with pytest.raises(steps.Waiting) as waiting:
+        steps.find_endpoint(service(), cp, SETTINGS)
+    assert waiting.value.reason == "NoNodePortAddress"

@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 
-from providers.controlplane import pki, render, tenant
+from providers.controlplane import model, pki, tenant
 
-CP = render.ControlPlane(vdc="demo", cluster="web", version="v1.34.2", endpoint_host="10.20.0.7")
+CP = model.ControlPlane(vdc="demo", cluster="web", version="v1.34.2", endpoint_host="10.20.0.7")
 CA = pki.new_ca("kubernetes").cert_pem
 
 

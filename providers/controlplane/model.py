@@ -1,0 +1,198 @@
+"""What the control plane's renderers share: its names, ports, paths and images, the ControlPlane they
+render, its labels, and the pieces every pod of it is made of (security contexts, probes, volumes)."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from providers.controlplane import pki
+
+Manifest = dict[str, Any]
+
+APISERVER_PORT = 6443
+KONNECTIVITY_AGENT_PORT = 8132
+KONNECTIVITY_ADMIN_PORT = 8133
+KONNECTIVITY_HEALTH_PORT = 8134
+ETCD_CLIENT_PORT = 2379
+ETCD_PEER_PORT = 2380
+ETCD_METRICS_PORT = 2381
+
+REGISTRY = "registry.k8s.io"
+KONNECTIVITY_VERSION = "v0.33.0"
+ETCD_IMAGE = f"{REGISTRY}/etcd:3.6.5-0"
+KONNECTIVITY_SERVER_IMAGE = f"{REGISTRY}/kas-network-proxy/proxy-server:{KONNECTIVITY_VERSION}"
+KONNECTIVITY_AGENT_IMAGE = f"{REGISTRY}/kas-network-proxy/proxy-agent:{KONNECTIVITY_VERSION}"
+
+PKI_DIR = "/etc/kubernetes/pki"
+CONF_DIR = "/etc/kubernetes"
+KONNECTIVITY_CONFIG_DIR = "/etc/kubernetes/konnectivity"
+EGRESS_SELECTOR_FILE = f"{KONNECTIVITY_CONFIG_DIR}/egress-selector-configuration.yaml"
+UDS_DIR = "/etc/kubernetes/konnectivity-server"
+UDS_NAME = f"{UDS_DIR}/konnectivity-server.socket"
+KONNECTIVITY_AUDIENCE = "system:konnectivity-server"
+KONNECTIVITY_AGENT = "konnectivity-agent"
+
+DEPLOYMENT = "control-plane"
+SERVICE = "kube-apiserver"
+PKI_SECRET = "pki"  # noqa: S105 - a Secret's name
+KUBECONFIG_SECRET = "kubeconfigs"  # noqa: S105 - a Secret's name
+KONNECTIVITY_CONFIGMAP = "konnectivity"
+ETCD = "etcd"
+NONROOT = 65532  # the distroless images' nonroot user
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """One FlexControlPlane, as the renderers need it."""
+
+    vdc: str
+    cluster: str
+    version: str
+    replicas: int = 2
+    service_type: str = "LoadBalancer"
+    service_cidr: str = pki.DEFAULT_SERVICE_CIDR
+    pod_cidr: str = "10.244.0.0/16"
+    endpoint_host: str = ""
+    endpoint_port: int = APISERVER_PORT
+    etcd_members: int = 1
+
+    @property
+    def namespace(self) -> str:
+        return namespace_name(self.vdc, self.cluster)
+
+    @property
+    def names(self) -> pki.Names:
+        return pki.Names(
+            cluster=self.cluster,
+            namespace=self.namespace,
+            endpoint_host=self.endpoint_host,
+            service_cidr=self.service_cidr,
+            etcd_members=self.etcd_members,
+        )
+
+
+def namespace_name(vdc: str, cluster: str) -> str:
+    return f"fpcp-{vdc}-{cluster}"
+
+
+def labels(cp: ControlPlane) -> dict[str, str]:
+    """The labels of every object in the control plane's namespace (the contract's three)."""
+    return {
+        "flexplane.io/vdc": cp.vdc,
+        "cluster.x-k8s.io/cluster-name": cp.cluster,
+        "flexplane.io/control-plane": cp.cluster,
+    }
+
+
+def selector_labels(cp: ControlPlane) -> dict[str, str]:
+    return {"flexplane.io/control-plane": cp.cluster, "app.kubernetes.io/component": "control-plane"}
+
+
+def selector_string(cp: ControlPlane) -> str:
+    """The pods' label selector as ``status.selector`` and the scale subresource want it."""
+    return ",".join(f"{key}={value}" for key, value in sorted(selector_labels(cp).items()))
+
+
+def meta(cp: ControlPlane, name: str, **extra_labels: str) -> dict[str, Any]:
+    return {"name": name, "namespace": cp.namespace, "labels": {**labels(cp), **extra_labels}}
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def image(component: str, version: str) -> str:
+    return f"{REGISTRY}/{component}:{version}"
+
+
+def etcd_servers(cp: ControlPlane) -> str:
+    return ",".join(
+        f"https://{ETCD}-{member}.{ETCD}.{cp.namespace}.svc:{ETCD_CLIENT_PORT}"
+        for member in range(cp.etcd_members)
+    )
+
+
+# ------------------------------------------------------------------------------------ pods
+
+
+def security_context() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": NONROOT,
+        "runAsGroup": NONROOT,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def pki_volume(name: str, files: list[str]) -> dict[str, Any]:
+    """The ``pki`` Secret, only ``files`` of it: each container sees just the keys it needs."""
+    items = [{"key": file, "path": file} for file in files]
+    return {"name": name, "secret": {"secretName": PKI_SECRET, "items": items, "defaultMode": 0o440}}
+
+
+def conf_volume(name: str, file: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "secret": {
+            "secretName": KUBECONFIG_SECRET,
+            "items": [{"key": file, "path": file}],
+            "defaultMode": 0o440,
+        },
+    }
+
+
+def pair(*bases: str) -> list[str]:
+    return [f"{base}.{ext}" for base in bases for ext in ("crt", "key")]
+
+
+def probe(
+    path: str, port: int, scheme: str = "HTTPS", *, failures: int = 3, delay: int = 0
+) -> dict[str, Any]:
+    probe: dict[str, Any] = {
+        "httpGet": {"path": path, "port": port, "scheme": scheme},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": failures,
+    }
+    if delay:
+        probe["initialDelaySeconds"] = delay
+    return probe
+
+
+def resources(cpu: str, memory: str, memory_limit: str) -> dict[str, Any]:
+    return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory_limit}}
+
+
+def mount(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "mountPath": path, "readOnly": True}
+
+
+def pod_security() -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": NONROOT,
+        "runAsGroup": NONROOT,
+        "fsGroup": NONROOT,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def spread(match: dict[str, str]) -> dict[str, Any]:
+    """Replicas prefer different nodes (preferred: a small management cluster must still schedule them)."""
+    return {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": match},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    }
