@@ -25,7 +25,7 @@ from providers.common.resources import CONTROLPLANE_GROUP, FLEX_CONTROL_PLANE
 from providers.controlplane import steps
 from providers.controlplane.kube import Kube, KubeError
 
-PROVIDER = Provider("control-plane", steps.FINALIZER, CONTROLPLANE_GROUP)
+PROVIDER = Provider("controlplane", steps.FINALIZER, CONTROLPLANE_GROUP)
 registry = PROVIDER.registry
 _FCP = (FLEX_CONTROL_PLANE.group, FLEX_CONTROL_PLANE.version, FLEX_CONTROL_PLANE.plural)
 # How soon to look again while the control plane converges, and how often once it has.
