@@ -106,7 +106,8 @@ def render_etcd(cp: ControlPlane) -> list[Manifest]:
     container = {
         "name": "etcd",
         "image": ETCD_IMAGE,
-        "command": ["etcd", *etcd_args(cp)],
+        "command": ["etcd"],
+        "args": etcd_args(cp),
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
         "ports": [
             {"name": "client", "containerPort": ETCD_CLIENT_PORT, "protocol": "TCP"},

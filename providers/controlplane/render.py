@@ -207,7 +207,8 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
     apiserver = {
         "name": "kube-apiserver",
         "image": image("kube-apiserver", cp.version),
-        "command": ["kube-apiserver", *apiserver_args(cp)],
+        "command": ["kube-apiserver"],
+        "args": apiserver_args(cp),
         "ports": [{"name": "https", "containerPort": APISERVER_PORT, "protocol": "TCP"}],
         "startupProbe": probe("/livez", APISERVER_PORT, failures=24, delay=5),
         "livenessProbe": probe("/livez", APISERVER_PORT, failures=8),
@@ -223,7 +224,8 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
     controller_manager = {
         "name": "kube-controller-manager",
         "image": image("kube-controller-manager", cp.version),
-        "command": ["kube-controller-manager", *controller_manager_args(cp)],
+        "command": ["kube-controller-manager"],
+        "args": controller_manager_args(cp),
         "ports": [{"name": "cm-https", "containerPort": 10257, "protocol": "TCP"}],
         "startupProbe": probe("/healthz", 10257, failures=24, delay=5),
         "livenessProbe": probe("/healthz", 10257, failures=8),
@@ -240,7 +242,8 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
     scheduler = {
         "name": "kube-scheduler",
         "image": image("kube-scheduler", cp.version),
-        "command": ["kube-scheduler", *scheduler_args()],
+        "command": ["kube-scheduler"],
+        "args": scheduler_args(),
         "ports": [{"name": "sched-https", "containerPort": 10259, "protocol": "TCP"}],
         "startupProbe": probe("/healthz", 10259, failures=24, delay=5),
         "livenessProbe": probe("/healthz", 10259, failures=8),
@@ -253,7 +256,8 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
     konnectivity = {
         "name": "konnectivity-server",
         "image": KONNECTIVITY_SERVER_IMAGE,
-        "command": ["/proxy-server", *konnectivity_server_args(cp)],
+        "command": ["/proxy-server"],
+        "args": konnectivity_server_args(cp),
         "ports": [
             {"name": "konnectivity", "containerPort": KONNECTIVITY_AGENT_PORT, "protocol": "TCP"},
             {"name": "knp-admin", "containerPort": KONNECTIVITY_ADMIN_PORT, "protocol": "TCP"},

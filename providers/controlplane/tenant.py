@@ -245,7 +245,8 @@ def konnectivity(cp: ControlPlane) -> list[Manifest]:
                         {
                             "name": KONNECTIVITY_AGENT,
                             "image": KONNECTIVITY_AGENT_IMAGE,
-                            "command": ["/proxy-agent", *konnectivity_agent_args(cp)],
+                            "command": ["/proxy-agent"],
+                            "args": konnectivity_agent_args(cp),
                             "livenessProbe": {
                                 "httpGet": {
                                     "path": "/healthz",

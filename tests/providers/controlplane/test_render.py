@@ -79,9 +79,9 @@ def everything(cp: model.ControlPlane, files: dict[str, bytes]) -> list[dict[str
     ]
 
 
-def flags(command: list[str]) -> dict[str, str]:
+def flags(args: list[str]) -> dict[str, str]:
     result = {}
-    for arg in command[1:]:
+    for arg in args:
         name, _, value = arg.partition("=")
         result[name] = value
     return result
@@ -144,14 +144,14 @@ def test_the_egress_selector_sends_cluster_traffic_over_grpc_on_the_konnectivity
 @pytest.mark.parametrize("flag", sorted(KONNECTIVITY_SERVER_FLAGS))
 def test_the_konnectivity_server_runs_with_the_documented_flags(flag: str) -> None:
     server = containers(render.render_deployment(CP))["konnectivity-server"]
-    assert flags(server["command"])[flag] == KONNECTIVITY_SERVER_FLAGS[flag][0]
+    assert flags(server["args"])[flag] == KONNECTIVITY_SERVER_FLAGS[flag][0]
 
 
 @pytest.mark.parametrize("flag", sorted(KONNECTIVITY_AGENT_FLAGS))
 def test_the_konnectivity_agent_runs_with_the_documented_flags(flag: str) -> None:
     daemonset = next(m for m in tenant.konnectivity(CP) if m["kind"] == "DaemonSet")
     agent = daemonset["spec"]["template"]["spec"]["containers"][0]
-    assert flags(agent["command"])[flag] == KONNECTIVITY_AGENT_FLAGS[flag][0]
+    assert flags(agent["args"])[flag] == KONNECTIVITY_AGENT_FLAGS[flag][0]
 
 
 def test_the_agents_token_is_projected_for_the_servers_audience() -> None:
@@ -168,12 +168,12 @@ def test_the_api_server_and_konnectivity_share_the_socket_directory() -> None:
     pods = containers(render.render_deployment(CP))
     for name in ("kube-apiserver", "konnectivity-server"):
         assert {"name": "konnectivity-uds", "mountPath": model.UDS_DIR} in pods[name]["volumeMounts"]
-    apiserver = flags(pods["kube-apiserver"]["command"])
+    apiserver = flags(pods["kube-apiserver"]["args"])
     assert apiserver["--egress-selector-config-file"] == model.EGRESS_SELECTOR_FILE
 
 
 def test_the_api_server_takes_bootstrap_tokens_node_authorization_and_the_front_proxy() -> None:
-    apiserver = flags(containers(render.render_deployment(CP))["kube-apiserver"]["command"])
+    apiserver = flags(containers(render.render_deployment(CP))["kube-apiserver"]["args"])
     assert apiserver["--enable-bootstrap-token-auth"] == "true"
     assert apiserver["--authorization-mode"] == "Node,RBAC"
     assert apiserver["--requestheader-allowed-names"] == "front-proxy-client"
@@ -200,9 +200,7 @@ def test_every_file_a_component_is_given_is_mounted_where_it_looks(files: dict[s
                     source = model.PKI_SECRET if volume["secret"]["secretName"] == model.PKI_SECRET else None
                     assert source is None or item["key"] in files
             wanted = {
-                value
-                for value in flags(container["command"]).values()
-                if value.startswith("/etc/kubernetes/")
+                value for value in flags(container["args"]).values() if value.startswith("/etc/kubernetes/")
             } - {model.EGRESS_SELECTOR_FILE, model.UDS_NAME}
             assert wanted <= mounted, (container["name"], wanted - mounted)
 
@@ -268,7 +266,7 @@ def test_the_service_exposes_the_api_and_konnectivity_as_a_load_balancer_or_node
 def test_a_three_member_etcd_knows_every_member_and_serves_their_names() -> None:
     files = pki.ensure_pki({}, CP3.names)
     statefulset = etcd.render_etcd(CP3)[1]
-    args = flags(statefulset["spec"]["template"]["spec"]["containers"][0]["command"])
+    args = flags(statefulset["spec"]["template"]["spec"]["containers"][0]["args"])
     assert args["--initial-cluster"].count("=https://") == 3
     assert statefulset["spec"]["replicas"] == 3
     dns, _ = pki.san_names(x509.load_pem_x509_certificate(files["etcd-server.crt"]))
