@@ -7,15 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes import client, config
 
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS, ScalePaths, custom_resource_definition
 from devstack.world import World
 from orchestrator.models.clusters import (
+    CLUSTER,
     FLEX_CONTROL_PLANE,
+    KUBEADM_CONFIG_TEMPLATE,
+    MACHINE_DEPLOYMENT,
     PROXMOX_CLUSTER,
     PROXMOX_MACHINE,
     PROXMOX_MACHINE_TEMPLATE,
+    namespace_of,
 )
+from tests.support import GraphQL
 
 CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "providers" / "crds"
 
@@ -48,3 +54,82 @@ def our_crds() -> list[dict[str, Any]]:
 
 def install_crds(world: World) -> None:
     world.kube.install_crds([*CLUSTER_API_CORE_CRDS, *our_crds()])
+
+
+# ------------------------------------------------------------------------------- through the API
+
+VERSION, NEXT = "v1.33.4", "v1.34.2"
+VERSION_IMAGES = {VERSION: "debian-12", NEXT: "ubuntu-24.04"}
+CLUSTER_FIELDS = """name vdc version phase endpoint network createdAt
+  controlPlane { replicas readyReplicas version desiredVersion initialized }
+  nodePools { name computeProfile storageProfile network count ready version }
+  conditions { object type status reason message lastTransitionTime }"""
+CREATE_CLUSTER = f"""mutation($input: CreateKubernetesClusterInput!) {{
+  createKubernetesCluster(input: $input) {{ kubernetesCluster {{ {CLUSTER_FIELDS} }}
+  errors {{ field message code }} }} }}"""
+CREATE_VERSION = """mutation($input: KubernetesVersionInput!) { createKubernetesVersion(input: $input) {
+  kubernetesVersion { version image } errors { field message code } } }"""
+CREATE_NETWORK = """mutation($input: CreateNetworkInput!) { createNetwork(input: $input) {
+  network { id } errors { field message code } } }"""
+
+
+def ensure_versions(api: GraphQL) -> None:
+    """The test versions in the catalog (as ADMIN; one made already is fine)."""
+    for version, image in VERSION_IMAGES.items():
+        answer = api(CREATE_VERSION, user="admin", variables={"input": {"version": version, "image": image}})
+        errors = answer.data["createKubernetesVersion"]["errors"]
+        assert [e["code"] for e in errors] in ([], ["CONFLICT"]), errors
+
+
+def ensure_default_network(api: GraphQL, vdc: str, zone: str = "zone-a") -> str:
+    """The id of the VDC's default network in ``zone`` (made as a VM create would, if it has none)."""
+    values = {"name": "default", "zone": zone, "cidr": "10.0.0.0/24"}
+    answer = api(CREATE_NETWORK, user="admin", vdc=vdc, variables={"input": values})
+    payload = answer.data["createNetwork"]
+    assert payload["errors"] == [], payload
+    ident: str = payload["network"]["id"]
+    return ident
+
+
+def prepare(world: World, api: GraphQL) -> dict[str, str]:
+    """CRDs, versions and the default networks of VDCs demo and other: their network ids by VDC."""
+    install_crds(world)
+    ensure_versions(api)
+    return {vdc: ensure_default_network(api, vdc) for vdc in ("demo", "other")}
+
+
+def cluster_input(name: str, network: str, count: int = 2, **changes: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "name": name,
+        "version": VERSION,
+        "network": network,
+        "controlPlane": {"replicas": 2},
+        "nodePools": [
+            {"name": "workers", "computeProfile": "small", "storageProfile": "standard", "count": count}
+        ],
+    }
+    values.update(changes)
+    return values
+
+
+def delete_all(world: World, vdc: str) -> None:
+    """Every cluster object of the VDC's namespace gone (what a test made)."""
+    custom = client.CustomObjectsApi(config.new_client_from_config(config_file=str(world.kubeconfig)))
+    try:
+        for r in (
+            CLUSTER,
+            FLEX_CONTROL_PLANE,
+            PROXMOX_CLUSTER,
+            MACHINE_DEPLOYMENT,
+            PROXMOX_MACHINE_TEMPLATE,
+            KUBEADM_CONFIG_TEMPLATE,
+        ):
+            answer: Any = custom.list_namespaced_custom_object(
+                r.group, r.version, namespace_of(vdc), r.plural
+            )
+            for item in answer["items"]:
+                custom.delete_namespaced_custom_object(
+                    r.group, r.version, namespace_of(vdc), r.plural, item["metadata"]["name"]
+                )
+    finally:
+        custom.api_client.close()

@@ -1,0 +1,348 @@
+"""Tenant Kubernetes clusters: their reads, create, scale, upgrade, delete and kubeconfigs; and the
+Kubernetes versions of the catalog (ADMIN-managed, readable by every USER).
+
+A cluster is named within the VDC the FlexPlane-VDC-ID header names: another VDC's cluster is NOT_FOUND
+exactly like a missing one. A mutation's expected failures are data, ``errors { field message code }``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import graphene
+
+from orchestrator.graphql.catalog import CatalogError
+from orchestrator.graphql.core import ADMIN, VDC_MEMBER, ServiceMutation, flexplane
+from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.inputs import input_type
+from orchestrator.models.clusters import KUBERNETES_VERSION_INPUTS, PHASES
+from orchestrator.models.clusters import Kubeconfig as KubeconfigModel
+from orchestrator.models.clusters import KubernetesCluster as ClusterModel
+from orchestrator.models.clusters import KubernetesVersion as VersionModel
+from orchestrator.services import audit, catalog, clusters
+from orchestrator.services.clusters import CreateCluster, NodePoolSpec
+from orchestrator.services.context import Context
+
+KubernetesClusterErrorCode = error_code_enum("KubernetesClusterErrorCode", "QUOTA_EXCEEDED")
+KubernetesClusterError = error_type("KubernetesClusterError", KubernetesClusterErrorCode)
+
+
+# ------------------------------------------------------------------------------------------ types
+
+
+class KubernetesVersion(graphene.ObjectType):
+    """A Kubernetes version clusters may run, and the catalog image its worker nodes boot from."""
+
+    version = graphene.String(required=True, description="e.g. v1.34.2")
+    image = graphene.String(required=True, description="The catalog image of its worker nodes.")
+
+
+class KubernetesClusterCondition(graphene.ObjectType):
+    """A condition of one of the cluster's Cluster API objects, as its controller reports it."""
+
+    object = graphene.String(required=True, description="The object's kind: Cluster, FlexControlPlane, ...")
+    type = graphene.String(required=True)
+    status = graphene.String(required=True, description="True, False or Unknown.")
+    reason = graphene.String(required=True)
+    message = graphene.String(required=True)
+    last_transition_time = graphene.String(required=True)
+
+    @staticmethod
+    def resolve_last_transition_time(condition: Any, info: graphene.ResolveInfo) -> str:
+        return str(condition.last_transition)
+
+
+class KubernetesControlPlane(graphene.ObjectType):
+    """The hosted control plane (API server, controller manager, scheduler as pods)."""
+
+    replicas = graphene.Int(required=True, description="How many it is asked to run.")
+    ready_replicas = graphene.Int(required=True)
+    version = graphene.String(required=True, description="The version it runs (while upgrading: the old).")
+    desired_version = graphene.String(required=True)
+    initialized = graphene.Boolean(required=True, description="Its API server has answered once.")
+
+
+class KubernetesNodePool(graphene.ObjectType):
+    """A pool of worker nodes of one size (a MachineDeployment)."""
+
+    name = graphene.String(required=True)
+    compute_profile = graphene.String(required=True)
+    storage_profile = graphene.String(required=True)
+    network = graphene.String(required=True, description="The VDC network its nodes are on.")
+    count = graphene.Int(required=True, description="How many nodes it is asked to have.")
+    ready = graphene.Int(required=True, description="How many of them are ready.")
+    version = graphene.String(required=True, description="The Kubernetes version its nodes are made with.")
+
+
+class KubernetesCluster(graphene.ObjectType):
+    """A tenant Kubernetes cluster of a VDC: a hosted control plane and pools of worker VMs."""
+
+    name = graphene.String(required=True, description="Unique in its VDC.")
+    vdc = graphene.String(required=True)
+    version = graphene.String(required=True, description="The Kubernetes version it is asked to run.")
+    phase = graphene.String(required=True, description=f"One of {', '.join(PHASES)}.")
+    endpoint = graphene.String(description="Its API server's URL, once it has one.")
+    network = graphene.String(required=True, description="The VDC network its nodes join by default.")
+    control_plane = graphene.Field(KubernetesControlPlane, required=True)
+    node_pools = graphene.List(graphene.NonNull(KubernetesNodePool), required=True)
+    created_at = graphene.DateTime()
+    conditions = graphene.List(graphene.NonNull(KubernetesClusterCondition), required=True)
+
+
+class Kubeconfig(graphene.ObjectType):
+    """A kubeconfig of the caller for a cluster: a client certificate of theirs, signed by the cluster's
+    CA, in the group of the VDC's members (cluster-admin there), valid 8 hours."""
+
+    cluster = graphene.String(required=True)
+    endpoint = graphene.String(required=True)
+    kubeconfig = graphene.String(required=True, description="The file, YAML.")
+    expires_at = graphene.DateTime(required=True)
+
+    @staticmethod
+    def resolve_kubeconfig(issued: KubeconfigModel, info: graphene.ResolveInfo) -> str:
+        return issued.text
+
+
+# ------------------------------------------------------------------------------------------ reads
+
+
+class Query(graphene.ObjectType):
+    kubernetes_clusters = graphene.List(
+        graphene.NonNull(KubernetesCluster),
+        required=True,
+        description="The Kubernetes clusters of the VDC the FlexPlane-VDC-ID header names, else of all the "
+        "caller's VDCs (ADMIN: all). Five reads of the management cluster per VDC, whatever the number of "
+        "clusters. Needs USER (a member of the VDC named) or ADMIN.",
+    )
+    kubernetes_cluster = graphene.Field(
+        KubernetesCluster,
+        name=graphene.String(required=True),
+        description="One cluster of the VDC the FlexPlane-VDC-ID header names (another VDC's is NOT_FOUND).",
+    )
+    kubeconfig = graphene.Field(
+        Kubeconfig,
+        cluster=graphene.String(required=True),
+        description="A kubeconfig of the caller for a cluster of the VDC the header names, valid 8 hours (a "
+        "client certificate signed by the cluster's CA; each issuance is audited). CONFLICT while the "
+        "cluster has no endpoint or CA yet.",
+    )
+    kubernetes_versions = graphene.List(
+        graphene.NonNull(KubernetesVersion),
+        required=True,
+        description="The Kubernetes versions clusters may run, newest first. Needs USER or ADMIN.",
+    )
+
+    @staticmethod
+    @domain_errors
+    def resolve_kubernetes_clusters(root: Any, info: graphene.ResolveInfo) -> list[ClusterModel]:
+        return clusters.list_clusters(flexplane(info))
+
+    @staticmethod
+    @domain_errors
+    def resolve_kubernetes_cluster(root: Any, info: graphene.ResolveInfo, name: str) -> ClusterModel:
+        return clusters.get_cluster(flexplane(info), name)
+
+    @staticmethod
+    @domain_errors
+    def resolve_kubeconfig(root: Any, info: graphene.ResolveInfo, cluster: str) -> KubeconfigModel:
+        ctx = flexplane(info)
+        request = getattr(info.context, "request", None)
+        with audit.audited(
+            ctx,
+            "kubeconfig",
+            via=audit.API,
+            client=audit.client_of(request),
+            targets={"cluster": cluster[:200]},
+        ):
+            return clusters.kubeconfig(ctx, cluster)
+
+    @staticmethod
+    @domain_errors
+    def resolve_kubernetes_versions(root: Any, info: graphene.ResolveInfo) -> list[VersionModel]:
+        return clusters.kubernetes_versions(flexplane(info))
+
+
+# ----------------------------------------------------------------------------------------- inputs
+
+
+class KubernetesControlPlaneInput(graphene.InputObjectType):
+    replicas = graphene.Int(description="1 to 5 API server replicas. Default 2.")
+
+
+class KubernetesNodePoolInput(graphene.InputObjectType):
+    name = graphene.String(required=True, description="A DNS label of at most 12 characters.")
+    compute_profile = graphene.String(required=True, description="A compute profile the VDC allows.")
+    storage_profile = graphene.String(required=True, description="A storage profile the VDC allows.")
+    count = graphene.Int(required=True, description="1 to 100 nodes.")
+    network = graphene.String(description="A network of the VDC; default: the cluster's.")
+
+
+class CreateKubernetesClusterInput(graphene.InputObjectType):
+    name = graphene.String(
+        required=True, description="A DNS label of at most 40 characters, unique in the VDC."
+    )
+    version = graphene.String(required=True, description="One of kubernetesVersions.")
+    network = graphene.String(required=True, description="A network of the VDC (its id, or <zone>/<name>).")
+    control_plane = graphene.Field(KubernetesControlPlaneInput)
+    node_pools = graphene.List(
+        graphene.NonNull(KubernetesNodePoolInput), required=True, description="1 to 10 pools."
+    )
+
+
+def _create(ctx: Context, input: dict[str, Any]) -> ClusterModel:
+    pools = tuple(
+        NodePoolSpec(
+            name=p["name"],
+            compute_profile=p["compute_profile"],
+            storage_profile=p["storage_profile"],
+            count=p["count"],
+            network=p.get("network"),
+        )
+        for p in input.get("node_pools") or ()
+    )
+    plane = input.get("control_plane") or {}
+    spec = CreateCluster(
+        name=input["name"],
+        version=input["version"],
+        network=input["network"],
+        node_pools=pools,
+        control_plane_replicas=plane.get("replicas"),
+    )
+    return clusters.create_cluster(ctx, spec)
+
+
+KubernetesVersionInput = input_type("KubernetesVersionInput", KUBERNETES_VERSION_INPUTS)
+KubernetesVersionUpdateInput = input_type(
+    "KubernetesVersionUpdateInput", KUBERNETES_VERSION_INPUTS, update=True
+)
+
+
+# -------------------------------------------------------------------------------------- mutations
+
+
+class CreateKubernetesCluster(ServiceMutation):
+    class Meta:
+        role, service, result, error = VDC_MEMBER, _create, "kubernetes_cluster", KubernetesClusterError
+        description = (
+            "Create a Kubernetes cluster in the VDC: its Cluster API objects, which the providers make real "
+            "(follow its phase). Its workers count against the VDC's quota as the VMs they become, checked "
+            "before anything is written. Errors: INVALID (naming the field), QUOTA_EXCEEDED, UNAVAILABLE."
+        )
+
+    class Arguments:
+        input = CreateKubernetesClusterInput(required=True)
+
+    kubernetes_cluster = graphene.Field(KubernetesCluster)
+
+
+class ScaleNodePool(ServiceMutation):
+    class Meta:
+        role, service, result, error = (
+            VDC_MEMBER,
+            clusters.scale_node_pool,
+            "kubernetes_cluster",
+            KubernetesClusterError,
+        )
+        description = "Set a node pool's node count (1 to 100); growing it must fit the VDC's quota."
+
+    class Arguments:
+        cluster = graphene.String(required=True)
+        pool = graphene.String(required=True)
+        count = graphene.Int(required=True)
+
+    kubernetes_cluster = graphene.Field(KubernetesCluster)
+
+
+class UpgradeKubernetesCluster(ServiceMutation):
+    class Meta:
+        role, service, result, error = (
+            VDC_MEMBER,
+            clusters.upgrade_cluster,
+            "kubernetes_cluster",
+            KubernetesClusterError,
+        )
+        description = (
+            "Upgrade the control plane and every node pool to an offered version, one minor version at a "
+            "time, never down; the workers are replaced one by one with nodes of the version's image."
+        )
+
+    class Arguments:
+        cluster = graphene.String(required=True)
+        version = graphene.String(required=True)
+
+    kubernetes_cluster = graphene.Field(KubernetesCluster)
+
+
+class DeleteKubernetesCluster(ServiceMutation):
+    class Meta:
+        role, service, result, error = (
+            VDC_MEMBER,
+            clusters.delete_cluster,
+            "kubernetes_cluster",
+            KubernetesClusterError,
+        )
+        description = "Delete a cluster: its workers' VMs, its control plane, everything of it."
+
+    class Arguments:
+        cluster = graphene.String(required=True)
+
+    kubernetes_cluster = graphene.Field(KubernetesCluster, description="The cluster, being deleted.")
+
+
+class CreateKubernetesVersion(ServiceMutation):
+    class Meta:
+        role, service, result, error = (
+            ADMIN,
+            catalog.create_kubernetes_version,
+            "kubernetes_version",
+            CatalogError,
+        )
+        description = "Offer a Kubernetes version, with the catalog image its worker nodes boot from."
+
+    class Arguments:
+        input = KubernetesVersionInput(required=True)
+
+    kubernetes_version = graphene.Field(KubernetesVersion)
+
+
+class UpdateKubernetesVersion(ServiceMutation):
+    class Meta:
+        role, service, result, error = (
+            ADMIN,
+            catalog.update_kubernetes_version,
+            "kubernetes_version",
+            CatalogError,
+        )
+        description = "Change a version's node image (nodes made from now on boot from it)."
+
+    class Arguments:
+        version = graphene.String(required=True)
+        input = KubernetesVersionUpdateInput(required=True)
+
+    kubernetes_version = graphene.Field(KubernetesVersion)
+
+
+class DeleteKubernetesVersion(ServiceMutation):
+    class Meta:
+        role, service, result, error = (
+            ADMIN,
+            catalog.delete_kubernetes_version,
+            "kubernetes_version",
+            CatalogError,
+        )
+        description = "Stop offering a version; clusters running it keep running."
+
+    class Arguments:
+        version = graphene.String(required=True)
+
+    kubernetes_version = graphene.Field(KubernetesVersion, description="The version as it was.")
+
+
+class Mutation(graphene.ObjectType):
+    create_kubernetes_cluster = CreateKubernetesCluster.Field()
+    scale_node_pool = ScaleNodePool.Field()
+    upgrade_kubernetes_cluster = UpgradeKubernetesCluster.Field()
+    delete_kubernetes_cluster = DeleteKubernetesCluster.Field()
+    create_kubernetes_version = CreateKubernetesVersion.Field()
+    update_kubernetes_version = UpdateKubernetesVersion.Field()
+    delete_kubernetes_version = DeleteKubernetesVersion.Field()
