@@ -76,6 +76,14 @@ def nodes(cluster: KubernetesCluster) -> tuple[int, int]:
     return sum(p.ready for p in cluster.node_pools), sum(p.count for p in cluster.node_pools)
 
 
+def network_label(ctx: Context, ref: str) -> str:
+    """A network of the VDC as the create form names it (its name, addresses and zone), from its id."""
+    for network in networks.list_networks(ctx):
+        if network.named(ref):
+            return f"{network.name} ({network.cidr}, zone {network.zone})"
+    return ref or "none"
+
+
 def newer_versions(ctx: Context, cluster: KubernetesCluster) -> list[str]:
     """The catalog's versions newer than the cluster's (its control plane's), oldest first."""
     current = version_key(cluster.version)
@@ -177,6 +185,7 @@ def _page(
         "scale": actions.SCALE,
         "upgrade": actions.UPGRADE,
         "validity_hours": round(clusters.VALIDITY.total_seconds() / 3600),
+        "network": network_label(ctx, cluster.network),
     }
     return render(request, "portal/clusters/detail.html", context)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import requests
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -254,6 +255,40 @@ def vdc_network(api: GraphQL, vdc: str = "demo", zone: str = "zone-a") -> Iterat
         yield f"{zone}/{name}"
     finally:
         api(DELETE_NETWORK, user="alice", vdc=vdc, variables={"id": f"{zone}/{name}"})
+
+
+def create_form(name: str, network: str, fields: dict[str, str] | None = None) -> dict[str, str]:
+    """The create form as alice fills it in: one pool of 3 small nodes on the VDC's network."""
+    values = {
+        "name": name,
+        "version": VERSIONS[0],
+        "control_plane_replicas": "2",
+        "network": network,
+        "pools": "1",
+        "pools-0-name": "workers",
+        "pools-0-compute_profile": "small",
+        "pools-0-storage_profile": "standard",
+        "pools-0-count": "3",
+        "pools-0-network": "",
+    }
+    values.update(fields or {})
+    return values
+
+
+def create_in_portal(
+    world: World, session: requests.Session, name: str, network: str, vdc: str = "demo"
+) -> requests.Response:
+    """The create form sent as the browser sends it (after the page that sets the CSRF cookie)."""
+    page = f"{world.url}/vdc/{vdc}/kubernetes/new/"
+    session.get(page, timeout=60)
+    token = session.cookies.get("csrftoken", domain=world.cfg.orchestrator_host)
+    return session.post(
+        page,
+        data={"csrfmiddlewaretoken": token, **create_form(name, network)},
+        headers={"Referer": page},
+        allow_redirects=False,
+        timeout=60,
+    )
 
 
 @contextmanager

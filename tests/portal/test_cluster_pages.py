@@ -32,6 +32,8 @@ from tests.portal.clusterkit import (
     Management,
     cleaned,
     control_plane_up,
+    create_form,
+    create_in_portal,
     nodes_up,
     self_signed_ca,
     vdc_network,
@@ -47,24 +49,6 @@ ENDPOINT_HOST = "198.51.100.7"
 
 def cluster_name() -> str:
     return f"k{uuid.uuid4().hex[:8]}"
-
-
-def create_form(name: str, network: str, fields: dict[str, str] | None = None) -> dict[str, str]:
-    """The create form as alice fills it in: one pool of 3 small nodes on the VDC's network."""
-    values = {
-        "name": name,
-        "version": VERSIONS[0],
-        "control_plane_replicas": "2",
-        "network": network,
-        "pools": "1",
-        "pools-0-name": "workers",
-        "pools-0-compute_profile": "small",
-        "pools-0-storage_profile": "standard",
-        "pools-0-count": "3",
-        "pools-0-network": "",
-    }
-    values.update(fields or {})
-    return values
 
 
 def blanked(page: str, name: str) -> str:
@@ -107,8 +91,7 @@ def network(api: GraphQL) -> Iterator[str]:
 def made(alice: requests.Session, world: World, management: Management, network: str) -> Iterator[str]:
     """A cluster alice made through the create form (one pool of 3), deleted afterwards."""
     with cleaned(management, "demo", cluster_name()) as name:
-        get(alice, world, "/vdc/demo/kubernetes/new/")
-        answer = post(alice, world, "/vdc/demo/kubernetes/new/", create_form(name, network))
+        answer = create_in_portal(world, alice, name, network)
         assert answer.status_code == 303, text(answer.text)[:2000]
         assert answer.headers["Location"] == f"/vdc/demo/kubernetes/{name}/"
         yield name
@@ -210,7 +193,7 @@ def test_bad_input_is_said_next_to_its_field_and_nothing_is_written(
 
 
 def test_the_cluster_page_reads_its_status_again_until_the_cluster_is_ready(
-    alice: requests.Session, world: World, management: Management, made: str
+    alice: requests.Session, world: World, management: Management, network: str, made: str
 ) -> None:
     page = get(alice, world, f"/vdc/demo/kubernetes/{made}/")
     assert page.status_code == 200
@@ -219,6 +202,7 @@ def test_the_cluster_page_reads_its_status_again_until_the_cluster_is_ready(
     assert "hx-trigger=" in status.group(0)
     assert 'data-cluster-phase="Provisioning"' in page.text
     assert "Available once the control plane has an endpoint" in page.text
+    assert f"Its nodes join network {network.partition('/')[2]} (" in page.text
 
     ca, key = self_signed_ca(made)
     control_plane_up(management, "demo", made, ENDPOINT_HOST, ca, key)
