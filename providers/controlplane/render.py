@@ -264,7 +264,8 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
             {"name": "knp-health", "containerPort": KONNECTIVITY_HEALTH_PORT, "protocol": "TCP"},
         ],
         "livenessProbe": probe("/healthz", KONNECTIVITY_HEALTH_PORT, "HTTP", delay=10),
-        "readinessProbe": probe("/readyz", KONNECTIVITY_HEALTH_PORT, "HTTP"),
+        # No readiness probe: its /readyz is false until an agent connects, and agents come with
+        # nodes, which join only once this pod is ready: the pod would never be.
         "resources": resources("20m", "32Mi", "256Mi"),
         "securityContext": security_context(),
         "volumeMounts": [

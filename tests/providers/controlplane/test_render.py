@@ -154,6 +154,12 @@ def test_the_konnectivity_agent_runs_with_the_documented_flags(flag: str) -> Non
     assert flags(agent["args"])[flag] == KONNECTIVITY_AGENT_FLAGS[flag][0]
 
 
+def test_the_konnectivity_server_does_not_hold_the_pod_unready_until_an_agent_connects() -> None:
+    server = containers(render.render_deployment(CP))["konnectivity-server"]
+    assert "readinessProbe" not in server  # proxy-server's /readyz: "no connection to any proxy agent"
+    assert server["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+
 def test_the_agents_token_is_projected_for_the_servers_audience() -> None:
     daemonset = next(m for m in tenant.konnectivity(CP) if m["kind"] == "DaemonSet")
     pod = daemonset["spec"]["template"]["spec"]
