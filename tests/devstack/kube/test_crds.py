@@ -11,6 +11,7 @@ from kubernetes.client import ApiClient, ApiException
 
 from devstack.kube import KubeServer
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS, ScalePaths, custom_resource_definition
+from providers.common.crds import load_crds
 from tests.devstack.kube.support import NAMESPACE, as_dict, meta, raw
 
 GROUP, VERSION = "controlplane.flexplane.io", "v1alpha1"
@@ -241,3 +242,21 @@ def test_events_are_created_in_both_event_apis(api: ApiClient) -> None:
 
     assert len(client.CoreV1Api(api).list_namespaced_event(NAMESPACE).items) == 1
     assert len(client.EventsV1Api(api).list_namespaced_event(NAMESPACE).items) == 1
+
+
+def test_the_providers_crds_from_the_chart_serve_their_kinds(kube: KubeServer, api: ApiClient) -> None:
+    kube.install_crds(load_crds())
+
+    infrastructure = discovered(api, "/apis/infrastructure.flexplane.io/v1alpha1")["resources"]
+    control_planes = discovered(api, "/apis/controlplane.flexplane.io/v1alpha1")["resources"]
+
+    assert {item["name"] for item in infrastructure} == {
+        f"{plural}{sub}"
+        for plural in ("proxmoxclusters", "proxmoxmachines", "proxmoxmachinetemplates")
+        for sub in ("", "/status")
+    }
+    assert {item["name"] for item in control_planes} == {
+        "flexcontrolplanes",
+        "flexcontrolplanes/status",
+        "flexcontrolplanes/scale",
+    }
