@@ -4,7 +4,8 @@ Configures Django with the orchestrator's settings (as ``manage.py`` does), so t
 services (the VM create path, the catalog, the agents' channel) work here as in the orchestrator; the
 settings it reads: ``FLEXPLANE_KUBECONFIG`` (else the in-cluster service account),
 ``FLEXPLANE_NAMESPACE`` (the platform namespace: the catalog, the VDCs' locks, and the providers'
-leader Lease), ``FLEXPLANE_AGENT_CA``/``CERT``/``KEY`` (the ``flexplane-capi`` client certificate).
+leader Lease), ``FLEXPLANE_AGENT_CA``/``CERT``/``KEY`` (the ``flexplane-capi`` client certificate);
+and ``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15).
 Then it takes the leader Lease and runs the providers' kopf operators until SIGTERM (or SIGINT), and
 releases the Lease on the way out so that another replica takes over at once.
 """
@@ -23,12 +24,25 @@ from types import FrameType
 logger = logging.getLogger("providers")
 
 
+class KopfExtras(logging.Filter):
+    """Drops what kopf attaches to its records for its own formatters (its settings, a skip flag): the
+    orchestrator's JSON lines would try to serialise them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for attribute in ("settings", "k8s_skip"):
+            record.__dict__.pop(attribute, None)
+        return True
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexplane.settings")
     import django
 
     django.setup()
     from django.conf import settings
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(KopfExtras())
 
     from orchestrator.sources.kube import kube as platform_kube
     from providers import leader
@@ -49,7 +63,10 @@ def main() -> int:
     configuration = kube_module.load_configuration(settings.FLEXPLANE_KUBECONFIG or None)
     kube_module.configure(kube_module.Kube.from_configuration(configuration))
     identity = os.environ.get("POD_NAME") or socket.gethostname()
-    with leader.leadership(platform_kube(), identity, stop) as held:
+    ttl = float(os.environ.get("FLEXPLANE_PROVIDERS_LEADER_TTL") or leader.DEFAULT_TTL)
+    with leader.leadership(
+        platform_kube(), identity, stop, ttl=ttl, retry=min(leader.DEFAULT_RETRY, ttl / 3)
+    ) as held:
         if held is None:
             return 0
         leader.watch(held, stop)

@@ -49,8 +49,9 @@ from providers.infrastructure import spec as s
 
 logger = logging.getLogger(__name__)
 
-# How soon a machine waiting for its Machine, bootstrap data or cluster is looked at again (seconds).
-WAIT = 5.0
+# A machine waiting for its Machine, bootstrap data or cluster is looked at again with the handler's
+# backoff (1, 2, 4, ... seconds, at most a minute): the wait is usually short (CABPK writes the data soon).
+WAIT = None
 # How soon after a create refused for what it asks (quota, catalog) it is tried again.
 REFUSED_RETRY = 60.0
 BOOTSTRAP_KEY = "value"
