@@ -310,8 +310,16 @@ def test_an_upgrade_rolls_the_images_and_the_status_version_follows_the_rollout(
     assert fcp(kube)["status"]["version"] == "v1.35.0"
 
 
-def test_scaling_changes_the_deployments_replicas(kube: Kube) -> None:
-    set_spec(kube, replicas=3)
+def test_scaling_through_the_scale_subresource_changes_the_deployments_replicas(kube: Kube) -> None:
+    scale = kube.request("GET", f"/apis/{steps.FCP_API}/namespaces/{VDC_NS}/flexcontrolplanes/web/scale")
+    assert scale is not None
+    assert (
+        scale["status"]["selector"]
+        == "app.kubernetes.io/component=control-plane,flexplane.io/control-plane=web"
+    )
+    kube.patch(
+        steps.FCP_API, "FlexControlPlane", "web", VDC_NS, {"spec": {"replicas": 3}}, subresource="scale"
+    )
     reconcile(kube)
     assert deployment(kube)["spec"]["replicas"] == 3
     assert not steps.converged(fcp(kube), fcp(kube)["status"])
