@@ -159,23 +159,15 @@ def ensure_pki(kube: Kube, cp: model.ControlPlane) -> dict[str, bytes]:
 def ensure_control_plane_objects(kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes]) -> Body:
     """Every other object of the namespace; returns the Deployment as the server has it."""
     deployment: Body = {}
-    for manifest in render.management_manifests(cp, files)[1:]:  # the pki Secret is ensure_pki's
-        if manifest["kind"] == "Secret" and manifest["metadata"]["name"] == model.KUBECONFIG_SECRET:
-            existing = kube.get("v1", "Secret", model.KUBECONFIG_SECRET, cp.namespace)
-            if existing is not None and _same_credentials(existing, manifest):
-                continue
+    # The kubeconfigs are rendered from the kept files, the same bytes each time: they match unless
+    # a certificate was reissued.
+    for manifest in render.management_manifests(cp, files):
+        if manifest["kind"] == "Secret" and manifest["metadata"]["name"] == model.PKI_SECRET:
+            continue  # ensure_pki's
         written = kube.ensure(manifest)
         if manifest["kind"] == "Deployment":
             deployment = written
     return deployment
-
-
-def _same_credentials(existing: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
-    """Kubeconfigs are rendered anew each time (YAML of the same files): compare what they carry."""
-    have, want = _decoded(existing), _decoded(manifest)
-    return have.keys() == want.keys() and all(
-        yaml.safe_load(have[k]) == yaml.safe_load(want[k]) for k in want
-    )
 
 
 def ensure_vdc_secrets(
