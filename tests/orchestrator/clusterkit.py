@@ -3,10 +3,17 @@ emulator as ``clusterctl init`` and the providers' chart would have (idempotent:
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from kubernetes import client, config
 
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS, ScalePaths, custom_resource_definition
@@ -133,3 +140,60 @@ def delete_all(world: World, vdc: str) -> None:
                 )
     finally:
         custom.api_client.close()
+
+
+def staged_cluster(world: World, vdc: str, name: str) -> str:
+    """A cluster of ``vdc`` as a create and the providers would have left it, without node pools (so it
+    holds none of the VDC's quota): its Cluster, FlexControlPlane and ProxmoxCluster, an endpoint, and
+    its CA Secret. Idempotent; answers its name."""
+    from orchestrator.services.clusters import objects
+
+    install_crds(world)
+    plan = objects.ClusterPlan(vdc, name, VERSION, "debian-12", "zone-a/none", 1, ())
+    api_client = config.new_client_from_config(config_file=str(world.kubeconfig))
+    custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
+    namespace = namespace_of(vdc)
+    try:
+        plane = objects.proxmox_cluster(plan)
+        plane["spec"]["controlPlaneEndpoint"] = {"host": "192.0.2.10", "port": 6443}
+        for resource, body in (
+            (PROXMOX_CLUSTER, plane),
+            (FLEX_CONTROL_PLANE, objects.control_plane(plan)),
+            (CLUSTER, objects.cluster(plan)),
+        ):
+            with contextlib.suppress(client.ApiException):  # made already
+                custom.create_namespaced_custom_object(
+                    resource.group, resource.version, namespace, resource.plural, body
+                )
+        with contextlib.suppress(client.ApiException):
+            core.create_namespaced_secret(namespace, ca_secret(name))
+    finally:
+        api_client.close()
+    return name
+
+
+def ca_secret(cluster: str) -> client.V1Secret:
+    """A ``<cluster>-ca`` Secret as the control-plane provider writes it, of a new CA."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = datetime.datetime.now(datetime.UTC)
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=365))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    pem = ca.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return client.V1Secret(
+        metadata=client.V1ObjectMeta(name=f"{cluster}-ca", labels={"cluster.x-k8s.io/cluster-name": cluster}),
+        type="cluster.x-k8s.io/secret",
+        data={"tls.crt": base64.b64encode(pem).decode(), "tls.key": base64.b64encode(key_pem).decode()},
+    )
