@@ -243,7 +243,9 @@ def cluster_upgrade(request: HttpRequest, ctx: Context, cluster: str) -> HttpRes
     if form.is_valid():
         version = form.cleaned_data["version"]
         try:
-            with activity.action(ctx, actions.MUTATIONS[actions.UPGRADE], cluster=found.name):
+            with activity.action(
+                ctx, actions.MUTATIONS[actions.UPGRADE], cluster=found.name, version=version
+            ):
                 clusters.upgrade_cluster(ctx, found.name, version)
         except _PAGE_ERRORS:
             raise
