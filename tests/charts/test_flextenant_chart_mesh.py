@@ -163,6 +163,18 @@ def test_only_the_orchestrators_pods_reach_the_proxy(meshed: list[Manifest]) -> 
     assert rule["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "mesh"
 
 
+def test_the_cluster_api_providers_pods_are_admitted_to_the_proxy_when_named(
+    chart: helm_python.Chart,
+) -> None:
+    providers = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "providers"}}}
+    values = {**MESH, "mesh": {**MESH["mesh"], "proxy": {"clients": [providers]}}}
+    rendered = manifests(render(chart, values))
+    assert invalid(rendered) == []
+    _, proxy = named(rendered, "NetworkPolicy", HUB)["spec"]["ingress"]
+    assert proxy["from"][-1] == providers
+    assert len(proxy["from"]) == 3
+
+
 def test_the_orchestrators_egress_is_not_narrowed_when_the_chart_does_not_restrict_it(
     chart: helm_python.Chart,
 ) -> None:
