@@ -40,6 +40,8 @@ PKI_SECRET = "pki"  # noqa: S105 - a Secret's name
 KUBECONFIG_SECRET = "kubeconfigs"  # noqa: S105 - a Secret's name
 KONNECTIVITY_CONFIGMAP = "konnectivity"
 ETCD = "etcd"
+# On the control plane's pod template: the PKI's digest, so a reissued certificate rolls the pods.
+PKI_DIGEST_ANNOTATION = "controlplane.flexplane.io/pki-digest"
 NONROOT = 65532  # the distroless images' nonroot user
 
 

@@ -10,8 +10,9 @@ the Service is created, and a new LoadBalancer address would otherwise leave it 
 Keys are ECDSA P-256 (kubeadm's ``encryptionAlgorithm: ECDSA-P256``): every component, Konnectivity
 and the service-account token signer accept them, and one takes microseconds to make where an RSA
 key takes tens of milliseconds, which counts at a hundred clusters. Validity is kubeadm's: CAs ten
-years, leaves one year. Renewal before expiry is not done here (a leaf removed from the Secret is
-reissued on the next reconcile, which is the manual renewal path).
+years, leaves one year; a leaf is reissued 60 days before it expires (the Deployment's pods carry the
+PKI's digest, so they roll onto it). The CAs are not renewed: a CA's rotation (every node's trust
+changes) is out of scope.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from typing import Any
 
 import yaml
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_VALIDITY = datetime.timedelta(days=3650)
 LEAF_VALIDITY = datetime.timedelta(days=365)
+# A leaf this close to its expiry is reissued on the next reconcile (and the pods roll to it).
+RENEW_BEFORE = datetime.timedelta(days=60)
 # Certificates are valid from a little before they are made: clocks of the nodes drift.
 BACKDATE = datetime.timedelta(minutes=5)
 
@@ -331,35 +335,45 @@ def _load(files: Mapping[str, bytes], base: str) -> Pair | None:
     return Pair(x509.load_pem_x509_certificate(cert_pem), key)
 
 
-def _covers(pair: Pair, ca: Pair, dns: Sequence[str], ips: Sequence[str]) -> bool:
-    """Whether a kept leaf still fits: signed by this CA and naming at least what it must."""
-    if pair.cert.issuer != ca.cert.subject:
+def _covers(pair: Pair, ca: Pair, dns: Sequence[str], ips: Sequence[str], at: datetime.datetime) -> bool:
+    """Whether a kept leaf still fits: signed by this CA, not about to expire, naming what it must."""
+    try:
+        pair.cert.verify_directly_issued_by(ca.cert)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    if pair.cert.not_valid_after_utc - at < RENEW_BEFORE:
         return False
     have_dns, have_ips = san_names(pair.cert)
     return set(dns) <= have_dns and set(ips) <= have_ips
 
 
-def ensure_pki(files: Mapping[str, bytes], names: Names) -> dict[str, bytes]:
+def ensure_pki(
+    files: Mapping[str, bytes], names: Names, *, at: datetime.datetime | None = None
+) -> dict[str, bytes]:
     """The PKI's files: ``files`` (what the Secret holds) kept, anything missing or unfit made.
 
     A CA is never replaced while its key is there. A leaf is made again only when it is missing, its
-    CA changed, or (for serving certificates) it does not name the endpoint or the in-cluster names.
+    CA changed, it expires within :data:`RENEW_BEFORE`, or (for serving certificates) it does not
+    name the endpoint or the in-cluster names.
     """
+    at = at or now()
     result = dict(files)
     cas: dict[str, Pair] = {}
     for base, cn in zip(CAS, ("kubernetes", "front-proxy-ca", "etcd-ca"), strict=True):
         pair = _load(result, base)
         if pair is None:
-            pair = new_ca(cn)
+            pair = new_ca(cn, at=at)
             result[f"{base}.crt"], result[f"{base}.key"] = pair.cert_pem, pair.key_pem
         cas[base] = pair
     for leaf in LEAVES:
         ca_name, cn, orgs, usage = _leaf_spec(leaf)
         dns, ips = _wanted_names(leaf, names)
         kept = _load(result, leaf)
-        if kept is not None and _covers(kept, cas[ca_name], dns, ips):
+        if kept is not None and _covers(kept, cas[ca_name], dns, ips, at):
             continue
-        pair = issue(cas[ca_name], cn, usage=usage, organizations=orgs, dns_names=dns, ip_addresses=ips)
+        pair = issue(
+            cas[ca_name], cn, usage=usage, organizations=orgs, dns_names=dns, ip_addresses=ips, at=at
+        )
         result[f"{leaf}.crt"], result[f"{leaf}.key"] = pair.cert_pem, pair.key_pem
     if not result.get("sa.key"):
         key = new_key()
@@ -368,6 +382,14 @@ def ensure_pki(files: Mapping[str, bytes], names: Names) -> dict[str, bytes]:
 
 
 # ------------------------------------------------------------------------------------ kubeconfigs
+
+
+def digest(files: Mapping[str, bytes]) -> str:
+    """A short digest of the PKI's files: it changes whenever a key or certificate does."""
+    hashed = hashlib.sha256()
+    for name in sorted(files):
+        hashed.update(name.encode() + b"\0" + files[name] + b"\0")
+    return hashed.hexdigest()[:16]
 
 
 def kubeconfig(

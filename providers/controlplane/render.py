@@ -33,6 +33,7 @@ from providers.controlplane.model import (
     KONNECTIVITY_HEALTH_PORT,
     KONNECTIVITY_SERVER_IMAGE,
     KUBECONFIG_SECRET,
+    PKI_DIGEST_ANNOTATION,
     PKI_DIR,
     PKI_SECRET,
     SERVICE,
@@ -303,8 +304,11 @@ def _volumes() -> list[dict[str, Any]]:
     ]
 
 
-def render_deployment(cp: ControlPlane) -> Manifest:
+def render_deployment(cp: ControlPlane, pki_digest: str = "") -> Manifest:
+    """The control plane's pods; ``pki_digest`` on their template rolls them when a certificate changes
+    (the kubeconfigs are mounted by subPath, which a Secret's update does not reach)."""
     match = selector_labels(cp)
+    annotations = {PKI_DIGEST_ANNOTATION: pki_digest} if pki_digest else {}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -315,7 +319,7 @@ def render_deployment(cp: ControlPlane) -> Manifest:
             # Control plane first and never below its replicas: a new pod is ready before an old one goes.
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "template": {
-                "metadata": {"labels": {**labels(cp), **match}},
+                "metadata": {"labels": {**labels(cp), **match}, "annotations": annotations},
                 "spec": {
                     "automountServiceAccountToken": False,  # nothing here talks to the management cluster
                     "enableServiceLinks": False,
@@ -369,7 +373,7 @@ def management_manifests(cp: ControlPlane, files: Mapping[str, bytes]) -> list[M
         render_kubeconfig_secret(cp, files),
         render_konnectivity_configmap(cp),
         *etcd.render_etcd(cp),
-        render_deployment(cp),
+        render_deployment(cp, pki.digest(files)),
         render_pdb(cp),
     ]
 

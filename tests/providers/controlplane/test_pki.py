@@ -210,6 +210,30 @@ def test_a_new_endpoint_reissues_only_the_certificates_that_serve_it(files: dict
     assert changed == {"apiserver.crt", "apiserver.key", "konnectivity-server.crt", "konnectivity-server.key"}
 
 
+def test_a_leaf_near_its_expiry_is_reissued_and_a_fresh_one_kept(files: dict[str, bytes]) -> None:
+    expiry = cert(files, "admin").not_valid_after_utc
+    assert pki.ensure_pki(files, NAMES, at=expiry - datetime.timedelta(days=90)) == files
+    renewed = pki.ensure_pki(files, NAMES, at=expiry - datetime.timedelta(days=30))
+    assert renewed["admin.crt"] != files["admin.crt"]
+    assert renewed["ca.crt"] == files["ca.crt"]
+    assert cert(renewed, "admin").not_valid_after_utc > expiry
+
+
+def test_leaves_of_a_ca_made_anew_are_reissued_even_with_the_same_name(files: dict[str, bytes]) -> None:
+    without_ca_key = {name: data for name, data in files.items() if not name.startswith("ca.")}
+    again = pki.ensure_pki(without_ca_key, NAMES)
+    assert again["ca.crt"] != files["ca.crt"]
+    for leaf in ("apiserver", "admin", "konnectivity-server"):
+        assert again[f"{leaf}.crt"] != files[f"{leaf}.crt"]
+        cert(again, leaf).verify_directly_issued_by(cert(again, "ca"))
+    assert again["front-proxy-client.crt"] == files["front-proxy-client.crt"]  # another CA's
+
+
+def test_the_digest_changes_with_any_file(files: dict[str, bytes]) -> None:
+    assert pki.digest(files) == pki.digest(dict(files))
+    assert pki.digest({**files, "sa.pub": b"x"}) != pki.digest(files)
+
+
 def load(kubeconfig: bytes) -> client.ApiClient:
     return config.new_client_from_config_dict(yaml.safe_load(kubeconfig))
 

@@ -298,6 +298,18 @@ def test_a_restarted_provider_keeps_the_pki(kube: Kube) -> None:
     assert secret_files(kube, CP_NS, "pki") == before
 
 
+def test_a_certificate_taken_out_is_reissued_and_the_pods_roll_onto_it(kube: Kube) -> None:
+    template = deployment(kube)["spec"]["template"]["metadata"]["annotations"]
+    kube.patch("v1", "Secret", "pki", CP_NS, {"data": {"scheduler.crt": None, "scheduler.key": None}})
+    reconcile(kube)
+    files = secret_files(kube, CP_NS, "pki")
+    assert "scheduler.crt" in files
+    after = deployment(kube)["spec"]["template"]["metadata"]["annotations"]
+    assert after[model.PKI_DIGEST_ANNOTATION] != template[model.PKI_DIGEST_ANNOTATION]
+    roll_out(kube, ready=2)
+    reconcile(kube)
+
+
 def test_an_upgrade_rolls_the_images_and_the_status_version_follows_the_rollout(kube: Kube) -> None:
     set_spec(kube, version="v1.35.0")
     reconcile(kube)
