@@ -10,6 +10,7 @@ its cloud-init snippets on the node.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import uuid
@@ -40,10 +41,10 @@ from tests.support import GraphQL, eventually
 from tests.vmkit import fake_vms, named, requests_to
 
 NAMESPACE = "vdc-demo"
-CLUSTER_NAME = "k1"
+CLUSTER_NAME = "infra-test"
 # The cluster's network in VDC demo (made by the module, through the API, as a tenant would).
 NETWORK = "zone-a/k8s-nodes"
-CIDR = "10.77.0.0/24"
+CIDR = "10.123.45.0/24"
 ZONE = "zone-a"
 USER_DATA = (
     "## template: jinja\n#cloud-config\nruncmd:\n  - [kubeadm, join, --config, /run/kubeadm/join.yaml]\n"
@@ -135,7 +136,7 @@ def network(api: GraphQL) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def providers(world: World, kube: Kube, network: str) -> Iterator[Providers]:
-    """The providers running, with the cluster k1 of VDC demo (Cluster and ProxmoxCluster) provisioned."""
+    """The providers running, with a cluster of VDC demo (its Cluster and ProxmoxCluster) provisioned."""
     kube.objects.create_namespaced_custom_object(
         CLUSTER.group,
         CLUSTER.version,
@@ -168,6 +169,8 @@ def providers(world: World, kube: Kube, network: str) -> Iterator[Providers]:
     finally:
         code = running.stop()
         log = running.output()
+        for resource in (PROXMOX_CLUSTER, CLUSTER):
+            delete(kube, resource, CLUSTER_NAME)
     assert code == 0, f"the providers did not stop cleanly on SIGTERM ({code}):\n{log[-3000:]}"
     assert "Traceback" not in log, log[-5000:]
 
@@ -295,6 +298,9 @@ def machine_name(kube: Kube, world: World) -> Iterator[Callable[[str], str]]:
             delete(kube, PROXMOX_MACHINE, each)
     for each in made:
         eventually(partial(_gone, kube, each), TIMEOUT, f"{each} gone")
+        delete(kube, MACHINE, each)
+        with contextlib.suppress(client.ApiException):  # a machine made without its bootstrap Secret
+            kube.core.delete_namespaced_secret(each, NAMESPACE)
 
 
 def _gone(kube: Kube, name: str) -> bool:
