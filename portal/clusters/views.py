@@ -39,7 +39,7 @@ _PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 # Phases a cluster rests in: its page stops reading itself again.
 SETTLED = frozenset({"Ready", "Failed"})
 # How often a changing cluster's status is read again (htmx's hx-trigger).
-POLL = "every 3s"
+POLL = "every 2s"
 # The GraphQL field a kubeconfig download is (a query: the audit record names it).
 KUBECONFIG = "kubeconfig"
 

@@ -36,7 +36,7 @@ DESKTOP: ViewportSize = {"width": 1280, "height": 860}
 NARROW: ViewportSize = {"width": 390, "height": 844}
 SIDEWAYS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 ENDPOINT_HOST = "198.51.100.8"
-# The status part reads itself again every 3 s: a change shows within two reads.
+# The status part reads itself again every 2 s: a change shows within two reads.
 LIVE_MS = 10_000
 
 
