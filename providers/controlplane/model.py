@@ -58,7 +58,19 @@ class ControlPlane:
     pod_cidr: str = "10.244.0.0/16"
     endpoint_host: str = ""
     endpoint_port: int = APISERVER_PORT
+    konnectivity_port: int = KONNECTIVITY_AGENT_PORT  # where agents reach the server: 8132, or its nodePort
     etcd_members: int = 1
+
+    @property
+    def secure_port(self) -> int:
+        """The port the API server listens on: 6443; behind a NodePort, the nodePort itself.
+
+        The API server advertises its address and this port as the tenant's ``kubernetes`` Service's
+        endpoint; behind a NodePort, only (node address, nodePort) is one that nodes and pods reach.
+        """
+        if self.service_type == "NodePort" and self.endpoint_host:
+            return self.endpoint_port
+        return APISERVER_PORT
 
     @property
     def namespace(self) -> str:

@@ -76,7 +76,7 @@ def render_pki_secret(cp: ControlPlane, files: Mapping[str, bytes]) -> Manifest:
 
 
 def render_kubeconfig_secret(cp: ControlPlane, files: Mapping[str, bytes]) -> Manifest:
-    confs = pki.kubeconfig_files(files, cluster=cp.cluster)
+    confs = pki.kubeconfig_files(files, cluster=cp.cluster, server=f"https://127.0.0.1:{cp.secure_port}")
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -136,7 +136,7 @@ def apiserver_args(cp: ControlPlane) -> list[str]:
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         "--requestheader-group-headers=X-Remote-Group",
         "--requestheader-username-headers=X-Remote-User",
-        f"--secure-port={APISERVER_PORT}",
+        f"--secure-port={cp.secure_port}",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={PKI_DIR}/sa.pub",
         f"--service-account-signing-key-file={PKI_DIR}/sa.key",
@@ -210,10 +210,10 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
         "image": image("kube-apiserver", cp.version),
         "command": ["kube-apiserver"],
         "args": apiserver_args(cp),
-        "ports": [{"name": "https", "containerPort": APISERVER_PORT, "protocol": "TCP"}],
-        "startupProbe": probe("/livez", APISERVER_PORT, failures=24, delay=5),
-        "livenessProbe": probe("/livez", APISERVER_PORT, failures=8),
-        "readinessProbe": probe("/readyz", APISERVER_PORT),
+        "ports": [{"name": "https", "containerPort": cp.secure_port, "protocol": "TCP"}],
+        "startupProbe": probe("/livez", cp.secure_port, failures=24, delay=5),
+        "livenessProbe": probe("/livez", cp.secure_port, failures=8),
+        "readinessProbe": probe("/readyz", cp.secure_port),
         "resources": resources("250m", "512Mi", "2Gi"),
         "securityContext": security_context(),
         "volumeMounts": [
@@ -344,17 +344,23 @@ def render_service(cp: ControlPlane) -> Manifest:
         "spec": {
             "type": cp.service_type,
             "selector": selector_labels(cp),
-            "ports": [
-                {"name": "https", "port": APISERVER_PORT, "targetPort": APISERVER_PORT, "protocol": "TCP"},
-                {
-                    "name": "konnectivity",
-                    "port": KONNECTIVITY_AGENT_PORT,
-                    "targetPort": KONNECTIVITY_AGENT_PORT,
-                    "protocol": "TCP",
-                },
-            ],
+            "ports": _service_ports(cp),
         },
     }
+
+
+def _service_ports(cp: ControlPlane) -> list[dict[str, Any]]:
+    """6443 and 8132; behind a NodePort, once known, its nodePorts stated (a patch keeps them allocated)."""
+    https = {"name": "https", "port": APISERVER_PORT, "targetPort": cp.secure_port, "protocol": "TCP"}
+    agents = {
+        "name": "konnectivity",
+        "port": KONNECTIVITY_AGENT_PORT,
+        "targetPort": KONNECTIVITY_AGENT_PORT,
+        "protocol": "TCP",
+    }
+    if cp.service_type == "NodePort" and cp.endpoint_host:
+        https["nodePort"], agents["nodePort"] = cp.endpoint_port, cp.konnectivity_port
+    return [https, agents]
 
 
 def render_pdb(cp: ControlPlane) -> Manifest:

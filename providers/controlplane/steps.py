@@ -9,6 +9,7 @@ handlers call :func:`reconcile` and :func:`delete`, and turn :class:`Waiting` in
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import logging
@@ -127,23 +128,40 @@ def ensure_namespace(kube: Kube, cp: model.ControlPlane) -> None:
     kube.ensure(render.render_namespace(cp))
 
 
-def ensure_service(kube: Kube, cp: model.ControlPlane) -> Body:
-    return kube.ensure(render.render_service(cp))
+def ensure_service(kube: Kube, cp: model.ControlPlane, settings: Settings) -> model.ControlPlane:
+    """The ``kube-apiserver`` Service, and ``cp`` with the endpoint it gives (:class:`Waiting` until it does).
+
+    The endpoint is read from the Service as it is before it is rendered again: behind a NodePort the
+    rendered Service states its allocated nodePorts, which are known only from the server.
+    """
+    current = kube.get("v1", "Service", model.SERVICE, cp.namespace)
+    if current is None:
+        current = kube.ensure(render.render_service(cp))
+    host, port, agents_port = find_endpoint(current, cp, settings)
+    cp = dataclasses.replace(cp, endpoint_host=host, endpoint_port=port, konnectivity_port=agents_port)
+    kube.ensure(render.render_service(cp))
+    return cp
 
 
-def find_endpoint(service: Mapping[str, Any], cp: model.ControlPlane, settings: Settings) -> tuple[str, int]:
-    """Where nodes reach the API server: the LoadBalancer's address, or a node address and the nodePort."""
+def find_endpoint(
+    service: Mapping[str, Any], cp: model.ControlPlane, settings: Settings
+) -> tuple[str, int, int]:
+    """Where nodes reach the control plane: (host, API server port, Konnectivity agents' port).
+
+    A LoadBalancer's address and the Service's ports, or a node address and the nodePorts.
+    """
     if cp.service_type == "NodePort":
         if not settings.nodeport_address:
             raise Waiting("NoNodePortAddress", "FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS is not set", delay=60)
-        for port in (service.get("spec") or {}).get("ports") or []:
-            if port.get("name") == "https" and port.get("nodePort"):
-                return settings.nodeport_address, int(port["nodePort"])
-        raise Waiting("WaitingForEndpoint", "the Service has no nodePort yet")
+        ports = (service.get("spec") or {}).get("ports") or []
+        node_ports = {port.get("name"): port.get("nodePort") for port in ports}
+        if node_ports.get("https") and node_ports.get("konnectivity"):
+            return settings.nodeport_address, int(node_ports["https"]), int(node_ports["konnectivity"])
+        raise Waiting("WaitingForEndpoint", "the Service has no nodePorts yet")
     for ingress in ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []:
         host = ingress.get("ip") or ingress.get("hostname")
         if host:
-            return str(host), model.APISERVER_PORT
+            return str(host), model.APISERVER_PORT, model.KONNECTIVITY_AGENT_PORT
     raise Waiting("WaitingForEndpoint", "the LoadBalancer has not given the Service an address yet")
 
 
@@ -274,11 +292,11 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
         return None
     cp = control_plane(fcp, cluster, settings)
     ensure_namespace(kube, cp)
-    host, port = find_endpoint(ensure_service(kube, cp), cp, settings)
+    known = (cp.endpoint_host, cp.endpoint_port)
+    cp = ensure_service(kube, cp, settings)
     outcome = Outcome()
-    if (cp.endpoint_host, cp.endpoint_port) != (host, port):
-        outcome.spec = {"controlPlaneEndpoint": {"host": host, "port": port}}
-        cp = model.ControlPlane(**{**cp.__dict__, "endpoint_host": host, "endpoint_port": port})
+    if known != (cp.endpoint_host, cp.endpoint_port):
+        outcome.spec = {"controlPlaneEndpoint": {"host": cp.endpoint_host, "port": cp.endpoint_port}}
     files = ensure_pki(kube, cp)
     deployment = ensure_control_plane_objects(kube, cp, files)
     ensure_vdc_secrets(kube, cp, files, fcp)

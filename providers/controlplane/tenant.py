@@ -32,7 +32,6 @@ from providers.controlplane.model import (
     KONNECTIVITY_ADMIN_PORT,
     KONNECTIVITY_AGENT,
     KONNECTIVITY_AGENT_IMAGE,
-    KONNECTIVITY_AGENT_PORT,
     KONNECTIVITY_AUDIENCE,
     KONNECTIVITY_HEALTH_PORT,
     REGISTRY,
@@ -214,7 +213,7 @@ def konnectivity_agent_args(cp: ControlPlane) -> list[str]:
     return [
         "--ca-cert=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
         f"--proxy-server-host={cp.endpoint_host}",
-        f"--proxy-server-port={KONNECTIVITY_AGENT_PORT}",
+        f"--proxy-server-port={cp.konnectivity_port}",
         f"--admin-server-port={KONNECTIVITY_ADMIN_PORT}",
         f"--health-server-port={KONNECTIVITY_HEALTH_PORT}",
         f"--service-account-token-path={TOKEN_DIR}/{TOKEN_FILE}",

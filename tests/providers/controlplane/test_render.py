@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import kubernetes_validate
@@ -21,6 +22,8 @@ CP3 = model.ControlPlane(
     endpoint_host="api.example.net",
     etcd_members=3,
     service_type="NodePort",
+    endpoint_port=31443,
+    konnectivity_port=31132,
 )
 
 # apiserver-network-proxy's documented options (its README and Kubernetes' "Set up Konnectivity
@@ -267,6 +270,37 @@ def test_the_service_exposes_the_api_and_konnectivity_as_a_load_balancer_or_node
             ("https", 6443),
             ("konnectivity", 8132),
         }
+
+
+def test_behind_a_node_port_the_api_server_listens_on_it_and_agents_dial_the_konnectivity_node_port() -> None:
+    cp = model.ControlPlane(
+        "demo",
+        "web",
+        "v1.34.2",
+        service_type="NodePort",
+        endpoint_host="192.0.2.10",
+        endpoint_port=31443,
+        konnectivity_port=31132,
+    )
+    apiserver = containers(render.render_deployment(cp))["kube-apiserver"]
+    assert flags(apiserver["args"])["--secure-port"] == "31443"
+    assert flags(apiserver["args"])["--advertise-address"] == "192.0.2.10"
+    assert apiserver["readinessProbe"]["httpGet"]["port"] == 31443
+    ports = {p["name"]: p for p in render.render_service(cp)["spec"]["ports"]}
+    assert (ports["https"]["port"], ports["https"]["targetPort"], ports["https"]["nodePort"]) == (
+        6443,
+        31443,
+        31443,
+    )
+    assert (ports["konnectivity"]["targetPort"], ports["konnectivity"]["nodePort"]) == (8132, 31132)
+    agent = next(m for m in tenant.konnectivity(cp) if m["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+    assert flags(agent["containers"][0]["args"])["--proxy-server-port"] == "31132"
+    files = pki.ensure_pki({}, cp.names)
+    scheduler = yaml.safe_load(
+        pki.kubeconfig_files(files, cluster="web", server="https://127.0.0.1:31443")["scheduler.conf"]
+    )
+    conf = base64.b64decode(render.render_kubeconfig_secret(cp, files)["data"]["scheduler.conf"])
+    assert yaml.safe_load(conf)["clusters"] == scheduler["clusters"]
 
 
 def test_a_three_member_etcd_knows_every_member_and_serves_their_names() -> None:

@@ -376,20 +376,23 @@ def test_deleting_leaves_nothing_of_the_control_plane(kube: Kube) -> None:
 
 
 def service(**fields: Any) -> dict[str, Any]:
-    ports = [{"name": "https", "port": 6443, "nodePort": 31443}, {"name": "konnectivity", "port": 8132}]
+    ports = [
+        {"name": "https", "port": 6443, "nodePort": 31443},
+        {"name": "konnectivity", "port": 8132, "nodePort": 31132},
+    ]
     return {"spec": {"ports": ports}, **fields}
 
 
 def test_a_load_balancer_named_by_host_name_is_the_endpoint() -> None:
     cp = model.ControlPlane("demo", "web", "v1.34.2")
     ingress = {"loadBalancer": {"ingress": [{"hostname": "web.lb.example.net"}]}}
-    assert steps.find_endpoint(service(status=ingress), cp, SETTINGS) == ("web.lb.example.net", 6443)
+    assert steps.find_endpoint(service(status=ingress), cp, SETTINGS) == ("web.lb.example.net", 6443, 8132)
 
 
-def test_a_node_port_service_is_reached_on_the_configured_address_and_its_node_port() -> None:
+def test_a_node_port_service_is_reached_on_the_configured_address_and_its_node_ports() -> None:
     cp = model.ControlPlane("demo", "web", "v1.34.2", service_type="NodePort")
     settings = steps.Settings(nodeport_address="192.0.2.10")
-    assert steps.find_endpoint(service(), cp, settings) == ("192.0.2.10", 31443)
+    assert steps.find_endpoint(service(), cp, settings) == ("192.0.2.10", 31443, 31132)
 
 
 def test_a_node_port_service_without_the_address_setting_waits_and_says_so() -> None:
