@@ -137,9 +137,13 @@ class Kube:
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Body | None:
         return self.request("GET", path_of(api_version, kind, name, namespace))
 
-    def ensure(self, manifest: Mapping[str, Any]) -> Body:
-        """Make the object hold ``manifest``: create it, patch it, or leave it as it is."""
-        current = self.request("GET", manifest_path(manifest))
+    def ensure(self, manifest: Mapping[str, Any], current: Body | None = None) -> Body:
+        """Make the object hold ``manifest``: create it, patch it, or leave it as it is.
+
+        ``current``: the object as just read, if the caller has it (saves reading it again).
+        """
+        if current is None:
+            current = self.request("GET", manifest_path(manifest))
         if current is None:
             try:
                 created = self.request("POST", manifest_path(manifest, collection=True), dict(manifest))

@@ -139,7 +139,7 @@ def ensure_service(kube: Kube, cp: model.ControlPlane, settings: Settings) -> mo
         current = kube.ensure(render.render_service(cp))
     host, port, agents_port = find_endpoint(current, cp, settings)
     cp = dataclasses.replace(cp, endpoint_host=host, endpoint_port=port, konnectivity_port=agents_port)
-    kube.ensure(render.render_service(cp))
+    kube.ensure(render.render_service(cp), current)
     return cp
 
 
