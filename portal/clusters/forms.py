@@ -96,8 +96,10 @@ class NodePoolForm(forms.Form):
         """Whether the user left this pool's name empty (a pool other than the first is then left out)."""
         return not str(self.data.get(self.add_prefix("name"), "")).strip()
 
-    def typed(self) -> dict[str, str]:
-        """What was typed, as the initial values of an unbound copy."""
+    def typed(self) -> dict[str, Any]:
+        """What was typed (an unbound form: what it shows), as the initial values of an unbound copy."""
+        if not self.is_bound:
+            return dict(self.initial)
         return {name: str(self.data.get(self.add_prefix(name), "")) for name in self.fields}
 
     def spec(self) -> NodePoolSpec:
@@ -137,10 +139,18 @@ class ClusterForm(forms.Form):
         replicas = self.fields["control_plane_replicas"]
         replicas.widget.attrs.update(min=MIN_CONTROL_PLANE, max=MAX_CONTROL_PLANE, inputmode="numeric")
         styled(self)
-        rows = _posted_rows(data) if data is not None else pools
-        self.pools = [NodePoolForm(offer, data, index=i) for i in range(rows)]
-        if data is None and pools == 1 and initial is None:
-            self.pools = [NodePoolForm(offer, index=0, initial={"name": FIRST_POOL, "count": DEFAULT_COUNT})]
+        if data is None:
+            first = {"name": FIRST_POOL, "count": DEFAULT_COUNT} if initial is None else None
+            self.pools = [NodePoolForm(offer, index=i, initial=first) for i in range(pools)]
+        else:
+            sent = [NodePoolForm(offer, data, index=i) for i in range(_posted_rows(data))]
+            # A pool left out is shown as typed, unchecked: it says nothing about fields it does not ask.
+            self.pools = [
+                p
+                if p.index == 0 or not p.left_empty()
+                else NodePoolForm(offer, index=p.index, initial=p.typed())
+                for p in sent
+            ]
 
     @classmethod
     def with_another_pool(cls, offer: Offer, data: Mapping[str, Any]) -> ClusterForm:
@@ -162,8 +172,8 @@ class ClusterForm(forms.Form):
         return len(self.pools) < MAX_POOLS
 
     def chosen_pools(self) -> list[NodePoolForm]:
-        """The pools the create asks for: the first, and every other whose name was typed."""
-        return [p for p in self.pools if p.index == 0 or not p.left_empty()]
+        """The pools the create asks for: the first, and every other whose name was typed (bound)."""
+        return [p for p in self.pools if p.is_bound]
 
     def is_valid(self) -> bool:
         valid = super().is_valid()

@@ -157,7 +157,7 @@ def cluster_create(request: HttpRequest, ctx: Context) -> HttpResponseBase:
                     request, f"Cluster {made.name} is being made: this page follows it until it is ready."
                 )
                 return _redirect(request, _detail_url(vdc.id, made.name))
-    context = {"vdc": vdc, "form": form, "offer": offer, "create": actions.CREATE}
+    context = {"vdc": vdc, "form": form, "offer": offer}
     return render(request, "portal/clusters/new.html", context)
 
 
@@ -182,8 +182,6 @@ def _page(
         "scale_form": scale or ScaleForm(pools),
         "upgrade_form": upgrade or UpgradeForm(upgrades),
         "upgrades": upgrades,
-        "scale": actions.SCALE,
-        "upgrade": actions.UPGRADE,
         "validity_hours": round(clusters.VALIDITY.total_seconds() / 3600),
         "network": network_label(ctx, cluster.network),
     }
@@ -282,7 +280,6 @@ def cluster_delete(request: HttpRequest, ctx: Context, cluster: str) -> HttpResp
         "cluster": found,
         "nodes": nodes(found),
         "failure": failure,
-        "delete": actions.DELETE,
     }
     status = status_of(failure)[0] if failure is not None else 200
     return render(request, "portal/clusters/delete.html", context, status=status)

@@ -151,6 +151,45 @@ def test_adding_a_node_pool_shows_the_form_again_with_two_and_creates_nothing(
     assert management.objects(CLUSTER, "demo", name) == []
 
 
+def test_a_cluster_with_two_pools_gets_a_machine_deployment_each_and_a_pool_left_empty_is_left_out(
+    alice: requests.Session, world: World, management: Management, network: str
+) -> None:
+    second = {"pools-1-name": "big", "pools-1-compute_profile": "medium", "pools-1-count": "1"}
+    second |= {"pools-1-storage_profile": "standard", "pools-1-network": ""}
+    blank = {"pools-2-name": "", "pools-2-count": "3", "pools-2-compute_profile": "small"}
+    with cleaned(management, "demo", cluster_name()) as name:
+        get(alice, world, "/vdc/demo/kubernetes/new/")
+
+        answer = post(
+            alice,
+            world,
+            "/vdc/demo/kubernetes/new/",
+            create_form(name, network, {"pools": "3"} | second | blank),
+        )
+
+        assert answer.status_code == 303, text(answer.text)[:2000]
+        deployments = management.objects(MACHINE_DEPLOYMENT, "demo", name)
+        assert sorted((d["metadata"]["name"], d["spec"]["replicas"]) for d in deployments) == [
+            (f"{name}-big", 1),
+            (f"{name}-workers", 3),
+        ]
+
+
+def test_a_pool_left_empty_says_nothing_when_another_field_is_wrong(
+    alice: requests.Session, world: World, management: Management, network: str
+) -> None:
+    name = cluster_name()
+    get(alice, world, "/vdc/demo/kubernetes/new/")
+    fields = {"pools": "2", "pools-0-count": "0", "pools-1-name": "", "pools-1-count": ""}
+
+    answer = post(alice, world, "/vdc/demo/kubernetes/new/", create_form(name, network, fields))
+
+    assert "1 to 100 nodes" in field_error(answer.text, "pools-0-count")
+    assert 'data-error-for="' not in answer.text.split('data-pool="1"')[1]
+    assert 'name="pools-1-name"' in answer.text  # still shown, to be filled in or left
+    assert management.objects(CLUSTER, "demo", name) == []
+
+
 @pytest.mark.parametrize(
     ("fields", "field", "words"),
     [
