@@ -272,12 +272,17 @@ def test_when_the_api_server_answers_the_tenant_gets_what_joins_and_konnectivity
     assert steps.converged(fcp(kube), status)
 
 
-def test_a_second_reconcile_writes_nothing_anywhere(
+def test_a_second_reconcile_reads_each_object_once_and_writes_nothing_anywhere(
     server: KubeServer, kube: Kube, tenant_server: KubeServer
 ) -> None:
     before = (server.emulator.revision, tenant_server.emulator.revision)
+    requests = (len(list(server.emulator)), len(list(tenant_server.emulator)))
     reconcile(kube)
     assert (server.emulator.revision, tenant_server.emulator.revision) == before
+    made = (len(list(server.emulator)) - requests[0], len(list(tenant_server.emulator)) - requests[1])
+    # One read per object it keeps (the Cluster, the ProxmoxCluster, the namespace and its nine
+    # objects, the VDC's two Secrets), and the tenant's /version.
+    assert made == (14, 1)
 
 
 def test_an_api_server_whose_certificate_another_ca_signed_is_not_trusted(kube: Kube) -> None:
