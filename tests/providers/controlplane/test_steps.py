@@ -280,8 +280,8 @@ def test_a_second_reconcile_reads_each_object_once_and_writes_nothing_anywhere(
     reconcile(kube)
     assert (server.emulator.revision, tenant_server.emulator.revision) == before
     made = (len(list(server.emulator)) - requests[0], len(list(tenant_server.emulator)) - requests[1])
-    # One read per object it keeps (the Cluster, the ProxmoxCluster, the namespace and its nine
-    # objects, the VDC's two Secrets), and the tenant's /version.
+    # One read per object: the FlexControlPlane (the test's), the Cluster, the ProxmoxCluster, the
+    # namespace and its eight objects, the VDC's two Secrets; and the tenant's /version.
     assert made == (14, 1)
 
 
