@@ -300,6 +300,30 @@ def test_concurrent_creates_never_exceed_the_quota(
     assert vdc_usage_now(ctx, demo).vms <= demo.quota.vms
 
 
+def test_a_write_that_fails_half_way_takes_back_what_was_written(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    """The Cluster, written last, is refused (an object of that name, not flex.plane's, is in the way):
+    the templates, MachineDeployment, ProxmoxCluster and FlexControlPlane written before it go again."""
+    ctx = alice(make_context)
+    foreign = {
+        "apiVersion": CLUSTER.api_version,
+        "kind": "Cluster",
+        "metadata": {"name": "blocked"},
+        "spec": {},
+    }
+    custom.create_namespaced_custom_object(
+        CLUSTER.group, CLUSTER.version, namespace_of("demo"), CLUSTER.plural, foreign
+    )
+
+    with pytest.raises(Conflict) as refused:
+        clusters.create_cluster(ctx, spec(ctx, "blocked"))
+
+    assert "nothing was left behind" in refused.value.message
+    assert all(not items for items in objects_in(custom, "demo", "blocked").values())
+    assert clusters.list_clusters(alice(make_context)) == []
+
+
 def test_a_second_cluster_of_the_same_name_is_invalid(make_context: MakeContext, clean: None) -> None:
     ctx = alice(make_context)
     clusters.create_cluster(ctx, spec(ctx, "twice"))
