@@ -405,7 +405,9 @@ def delete(kube: Kube, fcp: Mapping[str, Any]) -> bool:
 
 
 def _cluster_name(fcp: Mapping[str, Any]) -> str | None:
+    """The cluster's name: its owner Cluster's, or Cluster API's label if the reference is gone."""
     for ref in fcp["metadata"].get("ownerReferences") or []:
         if ref.get("kind") == "Cluster":
             return str(ref["name"])
-    return None
+    label = (fcp["metadata"].get("labels") or {}).get("cluster.x-k8s.io/cluster-name")
+    return str(label) if label else None

@@ -368,8 +368,13 @@ def test_a_paused_control_plane_is_left_alone(server: KubeServer, kube: Kube) ->
     set_spec(kube, replicas=3)
 
 
-def test_deleting_leaves_nothing_of_the_control_plane(kube: Kube) -> None:
-    assert steps.delete(kube, fcp(kube))
+def test_deleting_leaves_nothing_of_the_control_plane_even_once_its_owner_reference_is_gone(
+    kube: Kube,
+) -> None:
+    current = fcp(kube)
+    current["metadata"]["ownerReferences"] = []
+    current["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] = "web"
+    assert steps.delete(kube, current)
     assert kube.get("v1", "Namespace", CP_NS) is None
     assert kube.get("apps/v1", "Deployment", model.DEPLOYMENT, CP_NS) is None
     assert kube.get("v1", "Secret", "pki", CP_NS) is None
