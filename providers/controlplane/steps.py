@@ -135,8 +135,8 @@ def ensure_service(kube: Kube, cp: model.ControlPlane, settings: Settings) -> mo
     rendered Service states its allocated nodePorts, which are known only from the server.
     """
     current = kube.get("v1", "Service", model.SERVICE, cp.namespace)
-    if current is None:
-        current = kube.ensure(render.render_service(cp))
+    if current is None:  # made as new: no nodePorts stated, the server allocates them
+        current = kube.ensure(render.render_service(dataclasses.replace(cp, endpoint_host="")))
     host, port, agents_port = find_endpoint(current, cp, settings)
     cp = dataclasses.replace(cp, endpoint_host=host, endpoint_port=port, konnectivity_port=agents_port)
     kube.ensure(render.render_service(cp), current)
