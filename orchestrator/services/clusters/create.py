@@ -116,6 +116,7 @@ def _pool(
         vcpus=compute.vcpus,
         memory_mib=compute.memory_mib,
         network=network.id if pool.network else None,
+        zone=network.zone,
     )
 
 

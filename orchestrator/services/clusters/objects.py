@@ -49,6 +49,8 @@ class PoolPlan:
     vcpus: int
     memory_mib: int
     network: str | None = None
+    # The zone of its network: its machines' failure domain (a VM sits in its network's zone).
+    zone: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,18 +141,21 @@ def machine_deployment(
 ) -> dict[str, Any]:
     name = deployment_name(cluster, pool.name)
     selector = {CLUSTER_NAME_LABEL: cluster, DEPLOYMENT_NAME_LABEL: name}
+    machine: dict[str, Any] = {
+        "clusterName": cluster,
+        "version": version,
+        "bootstrap": {"configRef": ref(KUBEADM_CONFIG_TEMPLATE, bootstrap)},
+        "infrastructureRef": ref(PROXMOX_MACHINE_TEMPLATE, infrastructure),
+    }
+    if pool.zone:
+        machine["failureDomain"] = pool.zone
     spec = {
         "clusterName": cluster,
         "replicas": pool.count,
         "selector": {"matchLabels": selector},
         "template": {
             "metadata": {"labels": {**selector, VDC_LABEL: vdc, NODE_POOL_LABEL: pool.name}},
-            "spec": {
-                "clusterName": cluster,
-                "version": version,
-                "bootstrap": {"configRef": ref(KUBEADM_CONFIG_TEMPLATE, bootstrap)},
-                "infrastructureRef": ref(PROXMOX_MACHINE_TEMPLATE, infrastructure),
-            },
+            "spec": machine,
         },
     }
     return _body(MACHINE_DEPLOYMENT, name, labels(vdc, cluster, **{NODE_POOL_LABEL: pool.name}), spec)

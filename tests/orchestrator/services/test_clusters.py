@@ -194,6 +194,7 @@ def test_a_create_writes_the_contracts_objects_labelled_with_the_vdc(
     assert md["spec"]["replicas"] == 2
     template = md["spec"]["template"]["spec"]
     assert template["version"] == VERSION
+    assert template["failureDomain"] == "zone-a"  # its network's zone
     assert template["infrastructureRef"]["name"] == found["ProxmoxMachineTemplate"][0]["metadata"]["name"]
     assert template["bootstrap"]["configRef"]["name"] == found["KubeadmConfigTemplate"][0]["metadata"]["name"]
     assert found["ProxmoxMachineTemplate"][0]["spec"]["template"]["spec"] == {
