@@ -66,6 +66,6 @@ def ensure_cluster(kube: Kube, obj: Body) -> None:
     write_status(
         kube,
         obj,
-        {"initialization": {"provisioned": True}, "failureDomains": s.failure_domains(zones)},
+        s.cluster_status(zones),
         ready(True, s.PROVISIONED, f"VDC {vdc.id}, network {network.id}"),
     )

@@ -166,13 +166,7 @@ def ensure_machine(kube: Kube, obj: Body) -> Body:
     return _write(
         kube,
         obj,
-        {
-            "initialization": {"provisioned": True},
-            "addresses": s.machine_addresses(request.name, addresses),
-            "zone": vm.zone,
-            "node": vm.host,
-            "vmid": vm.vmid,
-        },
+        s.machine_status(request.name, addresses, vm.zone, vm.host, vm.vmid),
         _ready(obj, True, s.PROVISIONED, f"VM {vm.id} ({vm.status})"),
     )
 

@@ -109,6 +109,24 @@ def failure_domains(zones: Iterable[str]) -> list[dict[str, Any]]:
     return [{"name": zone, "controlPlane": False} for zone in zones]
 
 
+def machine_status(
+    hostname: str, addresses: Iterable[str], zone: str, node: str, vmid: int
+) -> dict[str, Any]:
+    """A provisioned ProxmoxMachine's status fields (its conditions aside)."""
+    return {
+        "initialization": {"provisioned": True},
+        "addresses": machine_addresses(hostname, addresses),
+        "zone": zone,
+        "node": node,
+        "vmid": vmid,
+    }
+
+
+def cluster_status(zones: Iterable[str]) -> dict[str, Any]:
+    """A provisioned ProxmoxCluster's status fields (its conditions aside)."""
+    return {"initialization": {"provisioned": True}, "failureDomains": failure_domains(zones)}
+
+
 def owner_machine_failure_domain(machine: Body) -> str | None:
     """The zone a Cluster API Machine asks for (``spec.failureDomain``), if any."""
     value = spec(machine).get("failureDomain")

@@ -3,11 +3,16 @@ cloud-init meta data and SMBIOS uuid the create path gives a machine."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import jsonschema
 import pytest
 
 from orchestrator.services.networks.nics import NicRequest
 from orchestrator.services.vms import Bootstrap, meta_data
 from orchestrator.sources.qemu_config import parse_config, parse_smbios_uuid
+from providers.common import conditions
+from providers.common.crds import load_crds
 from providers.infrastructure import spec as s
 from providers.infrastructure.machines import create_request
 
@@ -122,3 +127,38 @@ def test_the_smbios_uuid_is_read_from_the_vms_config() -> None:
     assert parse_config({"smbios1": f"manufacturer=x,uuid={UUID.upper()}"}).smbios_uuid == UUID
     assert parse_config({}).smbios_uuid is None
     assert parse_smbios_uuid("uuid=nope") is None
+
+
+# ------------------------------------------------------------------------------------------ the CRDs' schemas
+
+
+def _schema(plural: str) -> dict[str, Any]:
+    """The OpenAPI v3 schema of our CRD (charts/providers/crds), as JSON Schema (Kubernetes' extensions are
+    annotations a validator ignores)."""
+    [crd] = [c for c in load_crds() if c["metadata"]["name"] == f"{plural}.infrastructure.flexplane.io"]
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def test_a_provisioned_machine_as_the_provider_writes_it_fits_its_crds_schema() -> None:
+    obj = machine_object(providerID=s.provider_id(UUID), network="zone-a/k8s")
+    obj["apiVersion"], obj["kind"] = "infrastructure.flexplane.io/v1alpha1", "ProxmoxMachine"
+    ready = conditions.condition("Ready", True, s.PROVISIONED, "VM zone-a/105 (running)", 2)
+    obj["status"] = {**s.machine_status("w-abc", ["10.0.0.5"], "zone-a", "pve1", 105), "conditions": [ready]}
+    jsonschema.validate(obj, _schema("proxmoxmachines"))
+
+
+def test_a_provisioned_cluster_as_the_provider_writes_it_fits_its_crds_schema() -> None:
+    obj: dict[str, Any] = {
+        "apiVersion": "infrastructure.flexplane.io/v1alpha1",
+        "kind": "ProxmoxCluster",
+        "metadata": {"name": "k1", "namespace": "vdc-demo"},
+        "spec": {
+            "vdc": "demo",
+            "network": "zone-a/k8s",
+            "controlPlaneEndpoint": {"host": "10.1.2.3", "port": 6443},
+        },
+    }
+    ready = conditions.condition("Ready", False, s.VDC_MISMATCH, "spec.vdc is 'other'", 1)
+    obj["status"] = {**s.cluster_status(["zone-a", "zone-b"]), "conditions": [ready]}
+    jsonschema.validate(obj, _schema("proxmoxclusters"))
