@@ -21,7 +21,7 @@ import yaml
 
 from providers.common import conditions
 from providers.controlplane import model, pki, render, tenant
-from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError
+from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError, path_of
 
 log = logging.getLogger(__name__)
 
@@ -167,11 +167,35 @@ def find_endpoint(
 
 def ensure_pki(kube: Kube, cp: model.ControlPlane) -> dict[str, bytes]:
     """The PKI's files: the Secret's, completed (made once; kept across restarts)."""
-    current = _decoded(kube.get("v1", "Secret", model.PKI_SECRET, cp.namespace))
+    secret = kube.get("v1", "Secret", model.PKI_SECRET, cp.namespace)
+    current = _decoded(secret)
     files = pki.ensure_pki(current, cp.names)
     if files != current:
-        kube.ensure(render.render_pki_secret(cp, files))
+        write_pki(kube, cp, secret, files)
     return files
+
+
+def write_pki(
+    kube: Kube, cp: model.ControlPlane, read: Mapping[str, Any] | None, files: Mapping[str, bytes]
+) -> None:
+    """Write the PKI's files over the Secret as it was ``read`` (None: it was not there), or not at all.
+
+    A create, or a patch naming the resourceVersion it read: two reconciles at once (a retry and the
+    drift timer) cannot each make a CA and leave the last one written.
+    """
+    manifest = render.render_pki_secret(cp, files)
+    try:
+        if read is None:
+            kube.request("POST", path_of("v1", "Secret", None, cp.namespace), manifest)
+        else:
+            manifest["metadata"]["resourceVersion"] = read["metadata"]["resourceVersion"]
+            kube.patch("v1", "Secret", model.PKI_SECRET, cp.namespace, manifest)
+    except KubeError as error:
+        if error.status == 409:
+            raise Waiting(
+                "PKIChanged", "the PKI's Secret changed meanwhile: read it again", delay=0.5
+            ) from error
+        raise
 
 
 def ensure_control_plane_objects(kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes]) -> Body:

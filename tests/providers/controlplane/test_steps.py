@@ -303,6 +303,22 @@ def test_a_restarted_provider_keeps_the_pki(kube: Kube) -> None:
     assert secret_files(kube, CP_NS, "pki") == before
 
 
+def test_a_pki_written_meanwhile_by_another_reconcile_is_not_overwritten(kube: Kube) -> None:
+    cluster = kube.get(steps.CLUSTER_API, "Cluster", "web", VDC_NS) or {}
+    cp = steps.control_plane(fcp(kube), cluster, SETTINGS)
+    read = kube.get("v1", "Secret", "pki", CP_NS)
+    assert read is not None
+    kube.patch("v1", "Secret", "pki", CP_NS, {"metadata": {"labels": {"touched": "meanwhile"}}})
+    before = secret_files(kube, CP_NS, "pki")
+    with pytest.raises(steps.Waiting) as waiting:
+        steps.write_pki(kube, cp, read, pki.ensure_pki({}, cp.names))
+    assert waiting.value.reason == "PKIChanged"
+    assert secret_files(kube, CP_NS, "pki") == before
+    with pytest.raises(steps.Waiting):
+        steps.write_pki(kube, cp, None, pki.ensure_pki({}, cp.names))  # made meanwhile
+    assert secret_files(kube, CP_NS, "pki") == before
+
+
 def test_a_certificate_taken_out_is_reissued_and_the_pods_roll_onto_it(kube: Kube) -> None:
     template = deployment(kube)["spec"]["template"]["metadata"]["annotations"]
     kube.patch("v1", "Secret", "pki", CP_NS, {"data": {"scheduler.crt": None, "scheduler.key": None}})
