@@ -26,7 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
 from orchestrator.models import Vdc
-from orchestrator.models.clusters import KubernetesCluster, version_key
+from orchestrator.models.clusters import FAILED, READY, KubernetesCluster, version_key
 from orchestrator.services import catalog, clusters, networks, vdcs
 from orchestrator.services.context import Context
 from portal.activity import trail as activity
@@ -37,7 +37,7 @@ from portal.errors import status_of
 
 _PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 # Phases a cluster rests in: its page stops reading itself again.
-SETTLED = frozenset({"Ready", "Failed"})
+SETTLED = frozenset({READY, FAILED})
 # How often a changing cluster's status is read again (htmx's hx-trigger).
 POLL = "every 2s"
 # The GraphQL field a kubeconfig download is (a query: the audit record names it).
