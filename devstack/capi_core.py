@@ -25,6 +25,7 @@ a kubeconfig), following Cluster API's v1beta2 contracts field by field:
   ``failureDomain``; ``phase`` Pending, Provisioning, Provisioned, Deleting. Deleting a Machine deletes
   its KubeadmConfig and infrastructure machine and waits until they are gone (the infrastructure
   provider's finalizer removes the VM first).
+- Templates: the Cluster becomes an owner of the templates its MachineDeployments use, as core does.
 - Garbage collection, which the emulator lacks: an object whose owners (ownerReferences) are all gone is
   deleted, as Kubernetes' garbage collector does.
 - CABPK (:mod:`devstack.capi_bootstrap`): a worker's bootstrap Secret once the control plane is initialized.
@@ -250,6 +251,12 @@ class Namespace:
 
     def reconcile_deployment(self, cluster: Body, deployment: Body) -> None:
         md = meta(deployment)["name"]
+        # Core makes the Cluster an owner of the templates a MachineDeployment uses: they go with it.
+        template_spec = deployment["spec"]["template"]["spec"]
+        for ref in (template_spec["infrastructureRef"], template_spec["bootstrap"]["configRef"]):
+            template = self.kube.get_ref(self.ns, ref)
+            if template is not None:
+                self.kube.ensure_owner(template, ref, cluster)
         desired = _replicas(deployment)
         template_hash = _template_hash(deployment)
         mine = [m for m in self.machines if _owned_by(m, deployment)]
@@ -463,6 +470,8 @@ class Namespace:
         """
         candidates: list[Body] = [*self.machines, *self.configs, *self.deployments]
         for group, plural in (
+            (BOOTSTRAP_GROUP, "kubeadmconfigtemplates"),
+            ("infrastructure.flexplane.io", "proxmoxmachinetemplates"),
             ("infrastructure.flexplane.io", "proxmoxmachines"),
             ("infrastructure.flexplane.io", "proxmoxclusters"),
             ("controlplane.flexplane.io", "flexcontrolplanes"),

@@ -36,14 +36,15 @@ class Watched:
 
     def call(self, api: client.ApiClient) -> Callable[..., Any]:
         """The list call of this resource, answering raw JSON (a watch's events then carry plain dicts)."""
-        if self.group:
+        if (self.group, self.plural) not in BUILTIN_LISTS:
             custom = client.CustomObjectsApi(api)
 
             def list_custom(**kwargs: Any) -> Any:
                 return custom.list_cluster_custom_object(self.group, self.version, self.plural, **kwargs)
 
             return list_custom
-        method = getattr(client.CoreV1Api(api), f"list_{_singular_snake(self.plural)}_for_all_namespaces")
+        api_class, name = BUILTIN_LISTS[(self.group, self.plural)]
+        method = getattr(api_class(api), name)
 
         def list_core(**kwargs: Any) -> Any:
             kwargs.setdefault("_preload_content", False)
@@ -58,13 +59,13 @@ class Watched:
         return data["items"], data["metadata"]["resourceVersion"]
 
 
-def _singular_snake(plural: str) -> str:
-    return {
-        "secrets": "secret",
-        "services": "service",
-        "namespaces": "namespace",
-        "configmaps": "config_map",
-    }[plural]
+# The built-in resources a loop may watch: the client's API class and its cluster-wide list call.
+BUILTIN_LISTS: dict[tuple[str, str], tuple[Any, str]] = {
+    ("", "secrets"): (client.CoreV1Api, "list_secret_for_all_namespaces"),
+    ("", "services"): (client.CoreV1Api, "list_service_for_all_namespaces"),
+    ("", "namespaces"): (client.CoreV1Api, "list_namespace"),
+    ("apps", "deployments"): (client.AppsV1Api, "list_deployment_for_all_namespaces"),
+}
 
 
 class ControllerLoop:

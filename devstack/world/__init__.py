@@ -29,7 +29,9 @@ as on a node).
 The parts: :mod:`~devstack.world.config` (what a world is asked to be, and its fixed names),
 :mod:`~devstack.world.parts` (what it holds: its running parts, agents, folders and URLs),
 :mod:`~devstack.world.agents` (enrollment, and systemd's part: running and restarting agents),
-:mod:`~devstack.world.orchestrator` (the orchestrator's environment and processes); :class:`World`
+:mod:`~devstack.world.orchestrator` (the orchestrator's environment and processes),
+:mod:`~devstack.world.providers` (with ``providers=True``: the Cluster API providers and the stand-ins
+of Cluster API core and the hosted control planes' runtime); :class:`World`
 here brings them up in order and tears them down.
 """
 
@@ -56,14 +58,14 @@ from devstack.pki import CertificateAuthority
 from devstack.registry import Registry
 from devstack.world.agents import WorldAgents
 from devstack.world.config import AGENT_CA_SECRET, REGISTRY_PORT, WorldConfig
-from devstack.world.orchestrator import WorldOrchestrator
 from devstack.world.parts import Agent
+from devstack.world.providers import WorldProviders
 from orchestrator.sources.kube import config_map, secret_body
 
 __all__ = ["Agent", "World", "WorldConfig"]
 
 
-class World(WorldAgents, WorldOrchestrator):
+class World(WorldAgents, WorldProviders):
     """Everything the orchestrator talks to, plus the orchestrator itself: brought up, and torn down."""
 
     # ------------------------------------------------------------------ bring up
@@ -126,6 +128,8 @@ class World(WorldAgents, WorldOrchestrator):
         self._restarter = threading.Thread(target=self._serve_restarts, name="world-restarts", daemon=True)
         self._restarter.start()
         self._enroll_nodes(zones)
+        if cfg.providers:
+            self.start_cluster_api()
 
     def publish_release(self) -> BuiltRelease:
         """This checkout's agent, signed with the world's release key: the only release the channel serves.
@@ -162,6 +166,7 @@ class World(WorldAgents, WorldOrchestrator):
         if self._restarter is not None:
             self._restarter.join()
             self._restarter = None
+        self.stop_cluster_api()
         for process in reversed(self._processes):
             process.stop()
         self._processes.clear()

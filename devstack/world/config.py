@@ -16,6 +16,10 @@ AGENT_PORT = 7443
 # package's 5000, which its service, where systemd starts it, holds on every address).
 REGISTRY_PORT = 5443
 ORCHESTRATOR_CLIENT_CN = "flexplane-orchestrator"
+# The Cluster API providers' client certificate for the agents (the agents accept it by default).
+PROVIDERS_CLIENT_CN = "flexplane-capi"
+# The third octet of the addresses the LoadBalancer stand-in gives hosted control planes: 127.<subnet>.90.x.
+PROVIDERS_LB_OCTET = 90
 # The platform CA Secret's name: the orchestrator's default (FLEXPLANE_AGENT_CA_SECRET).
 AGENT_CA_SECRET = "flexplane-agent-ca"
 
@@ -43,6 +47,12 @@ class WorldConfig:
     # Agent releases published to an OCI registry of the world's own (devstack/registry.py), as a site
     # does (relayed into a mesh world's node namespaces); False: the channel's folder serves them.
     release_registry: bool = True
+    # The Cluster API providers (python -m providers) and the stand-ins they need: Cluster API core and
+    # CABPK (devstack/capi_core.py), the LoadBalancer controller and the hosted control planes' pods
+    # (devstack/hosted_control_plane.py). See devstack/world/providers.py.
+    providers: bool = False
+    # Extra FLEXPLANE_PROVIDERS_* settings for the providers (without the prefix).
+    providers_settings: tuple[tuple[str, str], ...] = ()
 
     def node_address(self, zone_index: int, node_index: int) -> str:
         return f"127.{self.subnet}.{zone_index + 1}.{node_index + 1}"

@@ -1,0 +1,298 @@
+"""Test-only stand-ins for what runs a hosted control plane on a real management cluster: the LoadBalancer
+controller, and the control plane's pods (their kubelet, and the Deployment controller's status).
+
+Never shipped. In a namespace ``fpcp-*`` (the control-plane provider's, one per tenant cluster):
+
+- a Service of type LoadBalancer gets ``status.loadBalancer.ingress[0].ip``: a loopback address of the
+  world's own (``address_prefix`` + 1..254), free when given, kept for the namespace's life;
+- a Deployment with a ``kube-apiserver`` container is "run": the tenant cluster's API server is a
+  devstack Kubernetes emulator (:class:`devstack.kube.KubeServer`) served over HTTPS on that address,
+  port 6443, with the serving certificate and key the container would read (its ``--tls-cert-file`` and
+  ``--tls-private-key-file`` flags, followed through its volume mounts to the Secret and keys that hold
+  them, as the kubelet mounts them). It answers what the provider checks and installs (``/version``,
+  ``kube-public/cluster-info``, RBAC, the konnectivity-agent DaemonSet...) as real HTTPS calls. It has no
+  authentication (client certificates are not checked): a stand-in on loopback only;
+- the Deployment's status is what the Deployment controller would report once the pods are ready:
+  ``observedGeneration``, ``replicas``, ``readyReplicas``, ``updatedReplicas``, ``availableReplicas``.
+  A changed pod template (an upgrade's new images) rolls: one pod more (maxSurge 1), then one updated
+  replica after another, a step per pass, the tenant's API server (and its objects, as its etcd would
+  keep them) staying up throughout;
+- the namespace deleted, its API server stops and its address goes back to the pool.
+
+What it does NOT do: run any container (no controller-manager, scheduler, Konnectivity or etcd: the
+StatefulSet of the datastore gets no status), NodePort Services (only LoadBalancer ones get an address),
+pod readiness probes, or authentication and authorization in the tenant's API server.
+
+It runs as threads of the process that starts it (:class:`devstack.controller_loop.ControllerLoop`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import socket
+import threading
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes.config import new_client_from_config
+
+from devstack.controller_loop import ControllerLoop, Watched
+from devstack.kube import KubeServer
+
+log = logging.getLogger(__name__)
+
+Body = dict[str, Any]
+
+NAMESPACE_PREFIX = "fpcp-"
+APISERVER_PORT = 6443
+APISERVER_CONTAINER = "kube-apiserver"
+ROLL_STEP = 0.2  # seconds between two steps of a rollout's status
+
+WATCHED = [
+    Watched("", "v1", "namespaces"),
+    Watched("", "v1", "services"),
+    Watched("apps", "v1", "deployments"),
+]
+
+
+class HostedControlPlanes:
+    """The LoadBalancer controller and the control planes' pods, for every ``fpcp-*`` namespace."""
+
+    def __init__(self, kubeconfig: Path | str, address_prefix: str, *, resync: float = 5.0) -> None:
+        self._api = new_client_from_config(config_file=str(kubeconfig))
+        self._core: Any = client.CoreV1Api(self._api)
+        self._apps: Any = client.AppsV1Api(self._api)
+        self._prefix = address_prefix  # e.g. "127.30.9.": addresses prefix + 1..254
+        self._addresses: dict[str, str] = {}  # namespace -> its LoadBalancer address
+        self._servers: dict[str, tuple[KubeServer, str]] = {}  # namespace -> (its API server, cert digest)
+        self._rolled: dict[tuple[str, str], str] = {}  # (namespace, deployment) -> pod template digest
+        self._lock = threading.Lock()
+        self.loop = ControllerLoop(
+            "hosted-cp", self._api, WATCHED, _namespace_key, self._reconcile, resync=resync
+        )
+
+    def start(self) -> HostedControlPlanes:
+        self.loop.start()
+        return self
+
+    def stop(self) -> None:
+        self.loop.stop()
+        with self._lock:
+            servers = [server for server, _ in self._servers.values()]
+            self._servers.clear()
+        for server in servers:
+            with contextlib.suppress(Exception):
+                server.stop()
+        self._api.close()
+
+    def server(self, namespace: str) -> KubeServer | None:
+        """The tenant cluster's API server of a control plane's namespace, while it runs."""
+        with self._lock:
+            entry = self._servers.get(namespace)
+        return entry[0] if entry else None
+
+    @property
+    def servers(self) -> dict[str, KubeServer]:
+        with self._lock:
+            return {namespace: server for namespace, (server, _) in self._servers.items()}
+
+    # ------------------------------------------------------------------ reconcile
+
+    def _reconcile(self, key: Hashable) -> None:
+        assert isinstance(key, str)
+        namespace = key
+        try:
+            ns = self._core.read_namespace(namespace)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
+            ns = None
+        if ns is None or ns.metadata.deletion_timestamp is not None:
+            self._release(namespace)
+            self.loop.forget(namespace)
+            return
+        for service in self._list(self._core.list_namespaced_service, namespace):
+            self._ensure_load_balancer(namespace, service)
+        for deployment in self._list(self._apps.list_namespaced_deployment, namespace):
+            self._run(namespace, deployment)
+
+    @staticmethod
+    def _list(call: Any, namespace: str) -> list[Body]:
+        items: list[Body] = json.loads(call(namespace, _preload_content=False).data)["items"]
+        return items
+
+    def _ensure_load_balancer(self, namespace: str, service: Body) -> None:
+        if service.get("spec", {}).get("type") != "LoadBalancer":
+            return
+        address = self._address(namespace)
+        ingress = service.get("status", {}).get("loadBalancer", {}).get("ingress") or []
+        if ingress and ingress[0].get("ip") == address:
+            return
+        self._core.patch_namespaced_service_status(
+            service["metadata"]["name"],
+            namespace,
+            {"status": {"loadBalancer": {"ingress": [{"ip": address}]}}},
+        )
+        log.info("LoadBalancer %s/%s: %s", namespace, service["metadata"]["name"], address)
+
+    def _address(self, namespace: str) -> str:
+        with self._lock:
+            if namespace in self._addresses:
+                return self._addresses[namespace]
+            taken = set(self._addresses.values())
+        for host in range(1, 255):
+            address = f"{self._prefix}{host}"
+            if address not in taken and _free(address, APISERVER_PORT):
+                with self._lock:
+                    self._addresses[namespace] = address
+                return address
+        raise RuntimeError(f"no free address left in {self._prefix}0/24")
+
+    def _run(self, namespace: str, deployment: Body) -> None:
+        """The Deployment's pods: the tenant's API server (if it has one), and the status they make."""
+        containers = deployment.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or []
+        apiserver = next((c for c in containers if c.get("name") == APISERVER_CONTAINER), None)
+        if apiserver is not None and not self._serve(namespace, deployment, apiserver):
+            return  # its certificate is not there yet: no pod would start
+        self._report(namespace, deployment)
+
+    def _serve(self, namespace: str, deployment: Body, container: Body) -> bool:
+        pems = self._serving_pair(namespace, deployment, container)
+        if pems is None:
+            return False
+        digest = hashlib.sha256(pems[0] + pems[1]).hexdigest()
+        with self._lock:
+            running = self._servers.get(namespace)
+        if running is not None and running[1] == digest:
+            return True
+        if running is not None:  # a new certificate: the pods restart with it, the data stays
+            emulator = running[0].emulator
+            running[0].stop()
+        else:
+            emulator = None
+        server = KubeServer.start(self._address(namespace), APISERVER_PORT, emulator=emulator, tls=pems)
+        with self._lock:
+            self._servers[namespace] = (server, digest)
+        log.info("tenant API server of %s: %s", namespace, server.url)
+        return True
+
+    def _serving_pair(self, namespace: str, deployment: Body, container: Body) -> tuple[bytes, bytes] | None:
+        """The serving certificate and key, as the container would find them in its mounted Secrets."""
+        flags = dict(
+            arg.removeprefix("--").split("=", 1)
+            for arg in container.get("args") or []
+            if arg.startswith("--")
+        )
+        volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"].get("volumes") or []}
+        found = []
+        for flag in ("tls-cert-file", "tls-private-key-file"):
+            path = flags.get(flag)
+            if path is None:
+                return None
+            data = self._mounted_file(namespace, container, volumes, path)
+            if data is None:
+                return None
+            found.append(data)
+        return found[0], found[1]
+
+    def _mounted_file(
+        self, namespace: str, container: Body, volumes: dict[str, Body], path: str
+    ) -> bytes | None:
+        for mount in container.get("volumeMounts") or []:
+            directory = mount["mountPath"].rstrip("/") + "/"
+            if not path.startswith(directory):
+                continue
+            source = volumes.get(mount["name"], {}).get("secret")
+            if source is None:
+                continue
+            relative = path[len(directory) :]
+            items = source.get("items")
+            key = next((i["key"] for i in items if i["path"] == relative), None) if items else relative
+            if key is None:
+                continue
+            try:
+                secret = self._core.read_namespaced_secret(source["secretName"], namespace)
+            except client.ApiException as error:
+                if error.status == 404:
+                    return None
+                raise
+            value = (secret.data or {}).get(key)
+            return base64.b64decode(value) if value else None
+        return None
+
+    def _report(self, namespace: str, deployment: Body) -> None:
+        """The Deployment controller's status once pods are ready; a new pod template rolls, a step a pass."""
+        name = deployment["metadata"]["name"]
+        replicas = int(deployment.get("spec", {}).get("replicas", 1))
+        generation = deployment["metadata"].get("generation", 1)
+        template = hashlib.sha256(
+            json.dumps(deployment["spec"].get("template", {}), sort_keys=True).encode()
+        ).hexdigest()
+        status = deployment.get("status") or {}
+        rolled = self._rolled.get((namespace, name))
+        if rolled is None or status.get("observedGeneration") is None:
+            updated = replicas  # the first pods: all of the current template
+        elif rolled != template:
+            updated = 0  # a new template: the rollout starts
+        else:
+            updated = min(replicas, int(status.get("updatedReplicas") or 0) + 1)
+        self._rolled[(namespace, name)] = template
+        surge = 1 if updated < replicas else 0
+        wanted = {
+            "observedGeneration": generation,
+            "replicas": replicas + surge,
+            "updatedReplicas": updated,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+            "unavailableReplicas": 0,
+            "conditions": [
+                {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                {
+                    "type": "Progressing",
+                    "status": "True",
+                    "reason": "NewReplicaSetAvailable" if not surge else "ReplicaSetUpdated",
+                },
+            ],
+        }
+        if all(status.get(k) == v for k, v in wanted.items()):
+            return
+        self._apps.patch_namespaced_deployment_status(name, namespace, {"status": wanted})
+        if surge:
+            self.loop.enqueue(namespace, ROLL_STEP)
+
+    def _release(self, namespace: str) -> None:
+        with self._lock:
+            entry = self._servers.pop(namespace, None)
+            self._addresses.pop(namespace, None)
+            for key in [k for k in self._rolled if k[0] == namespace]:
+                del self._rolled[key]
+        if entry is not None:
+            entry[0].stop()
+            log.info("tenant API server of %s stopped", namespace)
+
+
+def _namespace_key(obj: Body) -> Hashable | None:
+    metadata = obj.get("metadata", {})
+    namespace = metadata.get("namespace") or (
+        metadata.get("name") if obj.get("kind") == "Namespace" else None
+    )
+    if namespace is None and "namespace" not in metadata:
+        namespace = metadata.get("name")  # a Namespace's events carry no kind in some lists
+    if isinstance(namespace, str) and namespace.startswith(NAMESPACE_PREFIX):
+        return namespace
+    return None
+
+
+def _free(address: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+    return True
