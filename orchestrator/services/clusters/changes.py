@@ -137,7 +137,10 @@ def upgrade_cluster(ctx: Context, cluster: str, version: str) -> KubernetesClust
     with vdc_lock(ctx, vdc) as held:
         found, current = _objects(vdc, cluster)
         _changeable(current)
+        # Never below what it is asked to run; one minor step above what its control plane runs now (an
+        # upgrade under way finishes before the next minor one).
         _check_step(current.version, target.version)
+        _check_step(current.control_plane.version, target.version)
         templates = templates_by_name(found)
         still_held(held, vdc)
         source.patch(FLEX_CONTROL_PLANE, namespace, cluster, {"spec": {"version": target.version}})
