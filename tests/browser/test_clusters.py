@@ -27,6 +27,7 @@ from tests.portal.clusterkit import (
     cleaned,
     control_plane_up,
     nodes_up,
+    prepare,
     self_signed_ca,
     vdc_network,
 )
@@ -42,7 +43,7 @@ LIVE_MS = 10_000
 
 @pytest.fixture(scope="module")
 def network(world: World, api: GraphQL) -> Iterator[str]:
-    Management(world).install()
+    prepare(world, api)
     with vdc_network(api) as made:
         yield made
 

@@ -23,8 +23,6 @@ from cryptography.x509.oid import NameOID
 from kubernetes import client
 from kubernetes.config import new_client_from_config
 
-from devstack import seed
-from devstack.kube.crds import CLUSTER_API_CORE_CRDS, custom_resource_definition
 from devstack.world import World
 from orchestrator.models.clusters import (
     CLUSTER,
@@ -33,38 +31,20 @@ from orchestrator.models.clusters import (
     LISTED,
     MACHINE_DEPLOYMENT,
     PROXMOX_CLUSTER,
-    PROXMOX_MACHINE_TEMPLATE,
     VDC_LABEL,
     Resource,
     namespace_of,
 )
-from orchestrator.sources.kube import config_map_body
-from providers.common.crds import load_crds
+from tests.orchestrator.clusterkit import NEXT, VERSION, ensure_versions, install_crds
 from tests.support import GraphQL
 
-# The Kubernetes versions the tests offer (the catalog's kind ``kubernetesversion``), oldest first.
-VERSIONS = ("v1.33.5", "v1.34.2")
-NODE_IMAGE = "debian-12"
-VERSION_KIND = "kubernetesversion"
+# The Kubernetes versions the tests offer, oldest first: the service's tests' (tests.orchestrator.clusterkit),
+# so that a world's catalog holds one set whichever module runs first.
+VERSIONS = (VERSION, NEXT)
 CREATE_NETWORK = (
     "mutation($input: CreateNetworkInput!) { createNetwork(input: $input) { errors { message } } }"
 )
 DELETE_NETWORK = "mutation($id: ID!) { deleteNetwork(id: $id) { errors { message } } }"
-
-
-def our_crds() -> list[dict[str, Any]]:
-    """Our kinds' CRDs from their source of truth (charts/providers/crds/); a permissive one for a kind
-    not there yet."""
-    found = load_crds()
-    names = {crd["metadata"]["name"] for crd in found}
-    for resource in (PROXMOX_CLUSTER, PROXMOX_MACHINE_TEMPLATE, FLEX_CONTROL_PLANE):
-        if f"{resource.plural}.{resource.group}" not in names:
-            found.append(
-                custom_resource_definition(
-                    resource.group, resource.kind, resource.plural, versions=(resource.version,)
-                )
-            )
-    return found
 
 
 class Management:
@@ -74,16 +54,6 @@ class Management:
         api = new_client_from_config(config_file=str(world.kubeconfig))
         self.custom = client.CustomObjectsApi(api)
         self.core = client.CoreV1Api(api)
-        self.extensions = client.ApiextensionsV1Api(api)
-
-    def install(self) -> None:
-        """Cluster API core's CRDs and ours, as on a management cluster with the providers installed (those
-        already there are kept), and the catalog's Kubernetes versions."""
-        for crd in [*CLUSTER_API_CORE_CRDS, *our_crds()]:
-            created(lambda body=crd: self.extensions.create_custom_resource_definition(dict(body)))  # type: ignore[arg-type]  # the client sends a dict body as it is
-        for version in VERSIONS:
-            body = config_map_body(VERSION_KIND, version, {"version": version, "image": NODE_IMAGE})
-            created(lambda body=body: self.core.create_namespaced_config_map(seed.NAMESPACE, body))
 
     def objects(self, resource: Resource, vdc: str, cluster: str) -> list[dict[str, Any]]:
         """The cluster's objects of one kind in the VDC's namespace (none of a kind not installed)."""
@@ -234,13 +204,12 @@ def nodes_up(management: Management, vdc: str, cluster: str) -> None:
         management.patch_status(MACHINE_DEPLOYMENT, vdc, deployment["metadata"]["name"], status)
 
 
-def created(call: Any) -> None:
-    """Create something unless it exists."""
-    try:
-        call()
-    except client.ApiException as exc:
-        if exc.status != 409:
-            raise
+def prepare(world: World, api: GraphQL) -> Management:
+    """The management cluster as the pages need it: Cluster API core's CRDs and ours (as on a management
+    cluster with the providers installed), and the catalog's Kubernetes versions."""
+    install_crds(world)
+    ensure_versions(api)
+    return Management(world)
 
 
 @contextmanager

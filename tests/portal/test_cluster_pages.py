@@ -37,6 +37,7 @@ from tests.portal.clusterkit import (
     create_form,
     create_in_portal,
     nodes_up,
+    prepare,
     self_signed_ca,
     vdc_network,
 )
@@ -76,11 +77,9 @@ def bob(world: World) -> requests.Session:
 
 
 @pytest.fixture(scope="module")
-def management(world: World) -> Management:
+def management(world: World, api: GraphQL) -> Management:
     """The management cluster, with the Cluster API CRDs and the catalog's Kubernetes versions."""
-    found = Management(world)
-    found.install()
-    return found
+    return prepare(world, api)
 
 
 @pytest.fixture(scope="module")
