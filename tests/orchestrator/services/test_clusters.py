@@ -246,6 +246,24 @@ def test_bad_input_is_invalid_naming_the_field_and_writes_nothing(
     assert all(not items for items in objects_in(custom, "demo").values())
 
 
+def test_a_profile_or_a_node_image_the_vdc_does_not_allow_is_invalid(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    """VDC other allows compute profiles small and medium, and the image debian-12 only."""
+    bob = make_context("USER", "vdc:other")
+    bob.vdc = "other"
+    large = (NodePoolSpec("w", "large", "standard", 1),)
+    with pytest.raises(ValidationFailed) as profile:
+        clusters.create_cluster(bob, spec(bob, "bobs", node_pools=large))
+    with pytest.raises(ValidationFailed) as image:
+        clusters.create_cluster(bob, spec(bob, "bobs", version=NEXT))  # its node image is ubuntu-24.04
+
+    assert (profile.value.field, image.value.field) == ("node_pools[0].compute_profile", "version")
+    assert "does not allow" in profile.value.message
+    assert "ubuntu-24.04" in image.value.message
+    assert all(not items for items in objects_in(custom, "other").values())
+
+
 def test_a_network_of_another_vdc_is_invalid_as_one_that_does_not_exist(
     make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
 ) -> None:
