@@ -179,9 +179,6 @@ class ClusterForm(forms.Form):
         valid = super().is_valid()
         return all([p.is_valid() for p in self.chosen_pools()]) and valid
 
-    def has_errors(self) -> bool:
-        return bool(self.errors) or any(p.errors for p in self.chosen_pools())
-
     def spec(self) -> CreateCluster:
         """The create's input, as the service takes it."""
         data = self.cleaned_data
@@ -237,9 +234,8 @@ class ScaleForm(forms.Form):
         styled(self)
 
     def show_error(self, exc: FlexPlaneError) -> None:
-        field = "count" if isinstance(exc, QuotaExceeded) else None
-        if isinstance(exc, ValidationFailed):
-            field = "pool" if exc.field in ("pool", "node_pool", "name") else "count"
+        """The service's error next to ``pool`` or ``count`` (a quota: what to ask less of), else above."""
+        field = "count" if isinstance(exc, QuotaExceeded) else getattr(exc, "field", None)
         self.add_error(field if field in self.fields else None, exc.message)
 
 
