@@ -23,5 +23,6 @@ urlpatterns = [
     path("vdc/<str:vdc>/", include("portal.networks.urls")),
     path("vdc/<str:vdc>/", include("portal.security_groups.urls")),
     path("vdc/<str:vdc>/", include("portal.gateways.urls")),
+    path("vdc/<str:vdc>/", include("portal.clusters.urls")),
     path("vdc/<str:vdc>/console/", include("portal.console.urls")),
 ]

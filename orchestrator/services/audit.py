@@ -55,7 +55,22 @@ CONTROLLER = "flexplane.io/orchestrator"
 SUCCEEDED, FAILED, REFUSED, ERROR = "succeeded", "failed", "refused", "error"
 API, PORTAL = "api", "portal"
 # The arguments (and input fields) that name what an operation acts on: what a record's targets hold.
-TARGET_KEYS = ("id", "vm", "name", "zone", "host", "vdc", "kind", "ident", "action", "network", "group")
+TARGET_KEYS = (
+    "id",
+    "vm",
+    "name",
+    "zone",
+    "host",
+    "vdc",
+    "kind",
+    "ident",
+    "action",
+    "network",
+    "group",
+    "cluster",
+    "pool",
+    "version",
+)
 _MAX_TARGET = 200
 # How many Events one listing reads at most (the newest are kept after sorting).
 MAX_READ = 1000

@@ -29,6 +29,7 @@ from graphql import GraphQLSchema, OperationDefinitionNode, build_schema, parse
 
 from devstack.world import World
 from orchestrator.graphql.schema import schema
+from tests.orchestrator.clusterkit import staged_cluster
 from tests.promises import RecordFigure
 from tests.security.conftest import AlicesVms
 from tests.support import Answer, GraphQL
@@ -223,6 +224,28 @@ def removed_snapshot(stage: Stage, who: str) -> None:
     stage.api(document, user=ADMIN, variables={"vm": stage.vms.stopped, "name": f"iso-{who}"})
 
 
+# A cluster of VDC demo, staged as its create and the providers would have left it (no node pools).
+ALICES_CLUSTER = "iso-k8s"
+# A Kubernetes version only ADMIN's cell makes (and its cleanup removes).
+PROBE_VERSION = "v0.99.0"
+
+
+def alices_cluster(stage: Stage) -> str:
+    return staged_cluster(stage.world, DEMO, ALICES_CLUSTER)
+
+
+def removed_version(stage: Stage, who: str) -> None:
+    """Cleanup: the probe's Kubernetes version deleted (as admin), if it was made."""
+    document = f'mutation {{ deleteKubernetesVersion(version: "{PROBE_VERSION}") {{ errors {{ code }} }} }}'
+    stage.api(document, user=ADMIN)
+
+
+def with_alices_cluster(stage: Stage, who: str) -> dict[str, Any]:
+    """No variables: alice's cluster staged for a listing to find."""
+    alices_cluster(stage)
+    return {}
+
+
 VM_PAYLOAD = "{ virtualMachine { id vdc status } task { id } errors { code message } }"
 CATALOG_ERRORS = "{ errors { code message field } }"
 
@@ -354,6 +377,35 @@ QUERY_ROWS: dict[str, Row] = {
         members(Answered(lambda found: all(r["vdc"] == DEMO for r in found)), Missing()),
         lambda stage, who: {"vdc": DEMO},
     ),
+    # ------------------------------------------------------------------ Kubernetes clusters of VDC demo
+    "kubernetesClusters": Row(
+        "{ kubernetesClusters { name vdc } }",
+        members(
+            Answered(
+                lambda found: (
+                    ALICES_CLUSTER in [c["name"] for c in found] and all(c["vdc"] == DEMO for c in found)
+                )
+            ),
+            Forbidden(),
+        ),
+        with_alices_cluster,
+        vdc=DEMO,
+    ),
+    "kubernetesCluster": Row(
+        "query($name: String!) { kubernetesCluster(name: $name) { name vdc } }",
+        members(Answered(lambda cluster: cluster["vdc"] == DEMO), Forbidden()),
+        lambda stage, who: {"name": alices_cluster(stage)},
+        vdc=DEMO,
+    ),
+    "kubeconfig": Row(
+        "query($cluster: String!) { kubeconfig(cluster: $cluster) { cluster kubeconfig } }",
+        members(Answered(lambda issued: "client-certificate-data" in issued["kubeconfig"]), Forbidden()),
+        lambda stage, who: {"cluster": alices_cluster(stage)},
+        vdc=DEMO,
+    ),
+    "kubernetesVersions": Row(
+        "{ kubernetesVersions { version image } }", everyone(Answered(lambda v: v is not None))
+    ),
     "zones": Row("{ zones { id hosts { id } } }", everyone(Answered(bool))),
     "hosts": Row(
         "{ hosts { id endpoint agentVersion usage { cpu { cores } } } }",
@@ -461,6 +513,41 @@ MUTATION_ROWS: dict[str, Row] = {
         'mutation($vm: ID!) { detachNetwork(vm: $vm, network: "no-such-thing") { errors { code } } }',
         members(Refused("INVALID"), Refused("NOT_FOUND")),
         lambda stage, who: {"vm": stage.vms.running},
+    ),
+    # ------------------------------------------------------------------ Kubernetes clusters of VDC demo
+    # A version not offered, a pool the cluster lacks: refused before anything is written.
+    "createKubernetesCluster": Row(
+        "mutation($input: CreateKubernetesClusterInput!) { createKubernetesCluster(input: $input) "
+        "{ kubernetesCluster { name } errors { code } } }",
+        members(Refused("INVALID"), Forbidden()),
+        lambda stage, who: {
+            "input": {
+                "name": stage.name(who, "k8s"),
+                "version": "v0.0.0",
+                "network": f"{ZONE}/default",
+                "nodePools": [{"name": "w", "computeProfile": SMALL, "storageProfile": STANDARD, "count": 1}],
+            }
+        },
+        vdc=DEMO,
+    ),
+    "scaleNodePool": Row(
+        'mutation($cluster: String!) { scaleNodePool(cluster: $cluster, pool: "nopool", count: 1) '
+        "{ errors { code } } }",
+        members(Refused("INVALID"), Forbidden()),
+        lambda stage, who: {"cluster": alices_cluster(stage)},
+        vdc=DEMO,
+    ),
+    "upgradeKubernetesCluster": Row(
+        'mutation($cluster: String!) { upgradeKubernetesCluster(cluster: $cluster, version: "v0.0.0") '
+        "{ errors { code } } }",
+        members(Refused("INVALID"), Forbidden()),
+        lambda stage, who: {"cluster": alices_cluster(stage)},
+        vdc=DEMO,
+    ),
+    "deleteKubernetesCluster": Row(
+        f'mutation {{ deleteKubernetesCluster(cluster: "{NOTHING}") {{ errors {{ code }} }} }}',
+        members(Refused("NOT_FOUND"), Forbidden()),
+        vdc=DEMO,
     ),
     # ------------------------------------------------------------------ edge gateways of VDC demo
     # zone-a has no external network here (INVALID naming the zone), and nobody's address is anybody's.
@@ -717,6 +804,22 @@ MUTATION_ROWS: dict[str, Row] = {
     ),
     "deleteImage": Row(
         f'mutation {{ deleteImage(name: "{NOTHING}") {CATALOG_ERRORS} }}', admin_only(Refused("NOT_FOUND"))
+    ),
+    "createKubernetesVersion": Row(
+        "mutation($input: KubernetesVersionInput!) { createKubernetesVersion(input: $input) "
+        "{ kubernetesVersion { version } errors { code } } }",
+        admin_only(Answered(lambda made: made["kubernetesVersion"] is not None)),
+        lambda stage, who: {"input": {"version": PROBE_VERSION, "image": DEBIAN}},
+        cleanup=removed_version,
+    ),
+    "updateKubernetesVersion": Row(
+        f'mutation {{ updateKubernetesVersion(version: "{NOTHING}", input: {{image: "{DEBIAN}"}}) '
+        f"{CATALOG_ERRORS} }}",
+        admin_only(Refused("NOT_FOUND")),
+    ),
+    "deleteKubernetesVersion": Row(
+        f'mutation {{ deleteKubernetesVersion(version: "{NOTHING}") {CATALOG_ERRORS} }}',
+        admin_only(Refused("NOT_FOUND")),
     ),
     "createZone": Row(
         "mutation($input: ZoneInput!) { createZone(input: $input) { zone { id } errors { code } } }",

@@ -24,6 +24,7 @@ from graphql import FieldNode, GraphQLInputObjectType, OperationDefinitionNode, 
 from devstack.world import World
 from orchestrator.graphql.schema import schema
 from orchestrator.services.tasks import decode_task_id, encode_task_id
+from tests.orchestrator.clusterkit import staged_cluster
 from tests.promises import RecordFigure
 from tests.security.conftest import AlicesVms, ProxmoxCalls, Timings
 from tests.support import Answer, GraphQL
@@ -39,6 +40,8 @@ ROUNDS = 5
 # "The same order of magnitude": neither answer takes ten times as long as the other.
 MAGNITUDE = 10.0
 VM_PAYLOAD = "{ virtualMachine { id status } task { id } errors { code message field } }"
+# A Kubernetes cluster of VDC demo's, staged for the module (no node pools: it holds no quota).
+ALICES_CLUSTER = "iso-k8s"
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,11 @@ def network_probe(document: str, **options: Any) -> Probe:
 def group_probe(document: str, **options: Any) -> Probe:
     """A probe whose foreign id is the name of a security group of VDC demo's."""
     return Probe("security group", document, foreign=lambda vms: vms.security_group, **options)
+
+
+def cluster_probe(document: str, **options: Any) -> Probe:
+    """A probe whose foreign id is the name of a Kubernetes cluster of VDC demo's (staged for the module)."""
+    return Probe("Kubernetes cluster", document, foreign=lambda vms: ALICES_CLUSTER, **options)
 
 
 def vdc_probe(document: str, **options: Any) -> Probe:
@@ -248,10 +256,50 @@ PROBES: dict[str, Probe] = {
         'checksum: "sha256:' + "0" * 64 + '", defaultUser: "debian", minDiskGb: 1, allowInVdcs: [$id]}) '
         "{ image { name } errors { code } } }"
     ),
+    # ------------------------------------------------------------------ a Kubernetes cluster's name
+    "kubernetesCluster, bob's VDC in the header": cluster_probe(
+        "query($id: String!) { kubernetesCluster(name: $id) { name vdc } }"
+    ),
+    "kubeconfig, bob's VDC in the header": cluster_probe(
+        "query($id: String!) { kubeconfig(cluster: $id) { cluster kubeconfig } }"
+    ),
+    "scaleNodePool, bob's VDC in the header": cluster_probe(
+        'mutation($id: String!) { scaleNodePool(cluster: $id, pool: "workers", count: 1) '
+        "{ kubernetesCluster { name } errors { code message } } }"
+    ),
+    "upgradeKubernetesCluster, bob's VDC in the header": cluster_probe(
+        'mutation($id: String!) { upgradeKubernetesCluster(cluster: $id, version: "v0.0.0") '
+        "{ kubernetesCluster { name } errors { code field } } }"
+    ),
+    "deleteKubernetesCluster, bob's VDC in the header": cluster_probe(
+        "mutation($id: String!) { deleteKubernetesCluster(cluster: $id) "
+        "{ kubernetesCluster { name } errors { code message } } }"
+    ),
+    "kubernetesClusters, the VDC in the header": vdc_probe(
+        "{ kubernetesClusters { name } }", in_header=True, variables=lambda ident: {}
+    ),
+    "createKubernetesCluster, the VDC in the header": vdc_probe(
+        "mutation($input: CreateKubernetesClusterInput!) { createKubernetesCluster(input: $input) "
+        "{ kubernetesCluster { name } errors { code } } }",
+        in_header=True,
+        variables=lambda ident: {
+            "input": {
+                "name": "bob-probe",
+                "version": "v0.0.0",
+                "network": "zone-a/default",
+                "nodePools": [{"name": "w", "computeProfile": SMALL, "storageProfile": STANDARD, "count": 1}],
+            }
+        },
+    ),
 }
 # The header variant above sends bob's own VDC in the header: not an id of the probe.
 HEADER_OF_ITS_OWN = {
     "virtualMachine, bob's VDC in the header": "other",
+    "kubernetesCluster, bob's VDC in the header": "other",
+    "kubeconfig, bob's VDC in the header": "other",
+    "scaleNodePool, bob's VDC in the header": "other",
+    "upgradeKubernetesCluster, bob's VDC in the header": "other",
+    "deleteKubernetesCluster, bob's VDC in the header": "other",
     "deleteNetwork, bob's VDC in the header": "other",
     "createVirtualMachine on alice's network": "other",
     "updateSecurityGroup, bob's VDC in the header": "other",
@@ -296,6 +344,8 @@ def missing_ids(probe: Probe, vms: AlicesVms) -> list[str]:
         return ["zone-a/fpnosuch"]
     if probe.kind == "security group":
         return ["no-such-group"]
+    if probe.kind == "Kubernetes cluster":
+        return ["no-such-cluster"]
     return ["nowhere"]
 
 
@@ -353,8 +403,14 @@ def alices_vms_as_they_were(world: World, vms: AlicesVms) -> None:
         assert (vm["status"], vm["lock"]) == (status, None), (ident, vm)
 
 
+@pytest.fixture(scope="module")
+def alices_cluster(world: World) -> str:
+    return staged_cluster(world, "demo", ALICES_CLUSTER)
+
+
 @pytest.mark.parametrize("name", list(PROBES))
 def test_another_vdcs_id_answers_as_one_that_does_not_exist(
+    alices_cluster: str,
     api: GraphQL,
     world: World,
     alices_vms: AlicesVms,

@@ -35,6 +35,7 @@ from orchestrator.services.tasks import decode_task_id, encode_task_id
 from portal.vms.actions import ACTIONS
 from portal.vms.snapshots import ACTIONS as SNAPSHOT_ACTIONS
 from tests.gatewaykit import clean_gateway, external_network
+from tests.portal.clusterkit import cleaned, create_in_portal, prepare, vdc_network
 from tests.portal.support import COOKIE, csrf_token, login
 from tests.promises import RecordFigure
 from tests.security.conftest import (
@@ -70,10 +71,14 @@ FOLLOWED = "alice's task followed on bob's page"
 NETWORK = "alice's network under bob's VDC"
 GROUP = "alice's security group under bob's VDC"
 PUBLIC_IP = "alice's public IP under bob's VDC"
+CLUSTER = "alice's Kubernetes cluster under bob's VDC"
 # Pages that follow the task named in their query string (``?task=``).
 FOLLOWING = {"vm-list"}
 KNOWN_PARAMS = {"vdc", "zone", "vmid", "task_id", "action", "name", "network", "group"}
 KNOWN_PARAMS |= {"address", "protocol", "port", "position"}  # the edge gateway pages
+KNOWN_PARAMS |= {"cluster"}  # the Kubernetes pages
+# alice's Kubernetes cluster in VDC demo (its objects: no provider runs here), a name bob's VDC has none of.
+ALICES_CLUSTER, NO_CLUSTER = "alices-k8s", "no-such-k8s"
 # A public IP nobody holds (alice's is allocated for the module, tests.gatewaykit's pool).
 NO_PUBLIC_IP = "203.0.113.250"
 PUBLIC_IPS = "{ publicIps { address } }"
@@ -103,6 +108,7 @@ def cases() -> list[tuple[str, str, str]]:
         variants += [NETWORK] * ("network" in route.params and "vmid" not in route.params)
         variants += [GROUP] * ("group" in route.params)
         variants += [PUBLIC_IP] * ("address" in route.params)
+        variants += [CLUSTER] * ("cluster" in route.params)
         actions = list(ACTIONS) if "action" in route.params else [""]
         if route.name == "vm-snapshot-action":
             actions = list(SNAPSHOT_ACTIONS)
@@ -127,6 +133,10 @@ def pairs(
     own = {"zone": zone, "vmid": vmid, "task_id": vms.task, "action": action, "name": SNAPSHOT}
     own |= {"network": ALICES_NETWORK, "group": ALICES_GROUP}
     own |= {"address": public_ip, "protocol": "tcp", "port": "8080", "position": "0"}
+    own |= {"cluster": ALICES_CLUSTER}
+    if variant == CLUSTER:
+        no = route.url(**{**own, "cluster": NO_CLUSTER}, vdc=BOBS_VDC)
+        return [Pair(route.url(**own, vdc=BOBS_VDC), ALICES_CLUSTER, no, NO_CLUSTER)]
     if variant == PUBLIC_IP:
         no = route.url(**{**own, "address": NO_PUBLIC_IP}, vdc=BOBS_VDC)
         return [Pair(route.url(**own, vdc=BOBS_VDC), public_ip, no, NO_PUBLIC_IP)]
@@ -222,6 +232,17 @@ def alices_public_ip(api: GraphQL, world: World) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def alices_cluster(world: World, api: GraphQL, alice: requests.Session) -> Iterator[None]:
+    """alice's Kubernetes cluster in VDC demo, made through the portal's create form, deleted after the
+    module."""
+    management = prepare(world, api)
+    with vdc_network(api) as network, cleaned(management, ALICES_VDC, ALICES_CLUSTER):
+        made = create_in_portal(world, alice, ALICES_CLUSTER, network)
+        assert made.status_code == 303, made.text[:2000]
+        yield
+
+
+@pytest.fixture(scope="module")
 def ratios(record_figure: RecordFigure) -> Iterator[list[float]]:
     found: list[float] = []
     yield found
@@ -278,6 +299,7 @@ def test_bob_gets_the_same_page_for_alices_ids_as_for_ids_that_do_not_exist(
     alices_vms: AlicesVms,
     alices_network_and_group: None,
     alices_public_ip: str,
+    alices_cluster: None,
     proxmox_calls: ProxmoxCalls,
     ratios: list[float],
     timing_full: bool,

@@ -58,6 +58,7 @@ NOTHING = {
     "protocol": "tcp",
     "port": 65000,
     "position": 99,
+    "cluster": "no-such-cluster",
 }
 # Values that name real objects of the world (devstack/seed.py): pages with something on them.
 REAL = {**NOTHING, "vdc": "demo", "vmid": 100, "host": "pve1", "ident": "small"}
