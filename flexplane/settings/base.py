@@ -217,8 +217,9 @@ FLEXPLANE_JOIN_TOKEN_TTL = env_float("JOIN_TOKEN_TTL", 3600.0)
 FLEXPLANE_AGENT_CERT_LIFETIME = env_float("AGENT_CERT_LIFETIME", 30 * 86400.0)
 # The HTTPS URL nodes reach this orchestrator at (bootstrap and renewal); "": the request's own origin.
 FLEXPLANE_ENROLLMENT_URL = env("ENROLLMENT_URL", "")
-# The client certificate common names an enrolled agent serves.
-FLEXPLANE_AGENT_ALLOWED_CLIENTS = env_list("AGENT_ALLOWED_CLIENTS", "flexplane-orchestrator")
+# The client certificate common names an enrolled agent serves: the orchestrator and the Cluster API
+# infrastructure provider (providers/).
+FLEXPLANE_AGENT_ALLOWED_CLIENTS = env_list("AGENT_ALLOWED_CLIENTS", "flexplane-orchestrator,flexplane-capi")
 # How far a renewal request's timestamp may be from the orchestrator's clock (seconds).
 FLEXPLANE_RENEWAL_MAX_SKEW = env_float("RENEWAL_MAX_SKEW", 300.0)
 

@@ -153,7 +153,7 @@ def test_a_node_joins_and_gets_a_short_lived_certificate_naming_it(
     assert body["settings"]["node"] == "pve22"
     assert body["settings"]["listen"] == endpoint
     assert body["settings"]["orchestrator_url"] == world.https_url
-    assert body["settings"]["allowed_clients"] == ["flexplane-orchestrator"]
+    assert body["settings"]["allowed_clients"] == ["flexplane-orchestrator", "flexplane-capi"]
     assert host_spec(world, ZONE, "pve22") == {
         "zone": ZONE,
         "node": "pve22",
