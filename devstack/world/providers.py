@@ -97,7 +97,7 @@ class WorldProviders(WorldOrchestrator):
 
     def stop_cluster_api(self) -> None:
         if self.providers is not None:
-            self.providers.stop()
+            self.providers.stop(grace=15.0)  # kopf ends its watches and handlers first
             if self.providers in self._processes:
                 self._processes.remove(self.providers)
             self.providers = None
