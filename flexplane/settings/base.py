@@ -135,6 +135,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 FLEXPLANE_KUBECONFIG = env("KUBECONFIG", "")
 FLEXPLANE_NAMESPACE = env("NAMESPACE", "flexplane")
 FLEXPLANE_KUBE_TIMEOUT = env_float("KUBE_TIMEOUT", 5.0)
+# Tenant Kubernetes clusters live in the VDCs' namespaces (vdc-<vdc>), made with a VDC's first cluster:
+# the ClusterRole the orchestrator's service account ("<namespace>/<name>") is bound to there, to read its
+# clusters' CA Secrets ("": bind nothing, as in the devstack, whose cluster has no RBAC).
+FLEXPLANE_VDC_ROLE = env("VDC_ROLE", "")
+FLEXPLANE_SERVICE_ACCOUNT = env("SERVICE_ACCOUNT", "")
 
 # The identity provider (Zitadel in production): bearer tokens are checked against its JWKS.
 FLEXPLANE_OIDC_ISSUER = env("OIDC_ISSUER", "")

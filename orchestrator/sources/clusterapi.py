@@ -10,9 +10,10 @@ naming the management cluster, as ``sources.kube``'s are.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from django.conf import settings
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -171,6 +172,45 @@ class ClusterApiSource:
         except (HTTPError, OSError) as exc:
             raise kube_source._unreachable(exc) from exc
         return True
+
+    def ensure_namespace(self, namespace: str, labels: Mapping[str, str]) -> None:
+        """The namespace exists, labelled (a VDC's is made with its first cluster); where the deployment
+        names a ClusterRole for it (``FLEXPLANE_VDC_ROLE``), the orchestrator's service account
+        (``FLEXPLANE_SERVICE_ACCOUNT``, ``<namespace>/<name>``) is bound to it there: it reads its
+        clusters' Secrets in the VDCs' namespaces, and no other namespace's."""
+        timeout = self.timeout
+        meta = client.V1ObjectMeta(name=namespace, labels=dict(labels))
+        self._made(
+            f"Namespace {namespace}",
+            lambda: self.core.create_namespace(client.V1Namespace(metadata=meta), _request_timeout=timeout),
+        )
+        role, account = settings.FLEXPLANE_VDC_ROLE, settings.FLEXPLANE_SERVICE_ACCOUNT
+        if not role or "/" not in account:
+            return
+        account_namespace, account_name = account.split("/", 1)
+        binding = client.V1RoleBinding(
+            metadata=client.V1ObjectMeta(name=role, namespace=namespace, labels=dict(labels)),
+            role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role),
+            subjects=[
+                client.RbacV1Subject(kind="ServiceAccount", name=account_name, namespace=account_namespace)
+            ],
+        )
+        rbac = client.RbacAuthorizationV1Api(self.core.api_client)
+        self._made(
+            f"RoleBinding {namespace}/{role}",
+            lambda: rbac.create_namespaced_role_binding(namespace, binding, _request_timeout=timeout),
+        )
+
+    @staticmethod
+    def _made(what: str, create: Callable[[], object]) -> None:
+        """``create()``, where an existing object of that name is as good as a new one."""
+        try:
+            create()
+        except ApiException as exc:
+            if exc.status != 409:
+                raise kube_source._failure(exc, f"create {what}") from exc
+        except (HTTPError, OSError) as exc:
+            raise kube_source._unreachable(exc) from exc
 
     def secret(self, namespace: str, name: str) -> SecretEntry | None:
         """One Secret of a VDC's namespace (its data decoded), or None when there is none."""

@@ -229,11 +229,43 @@ def test_the_only_empty_dir_is_a_small_tmp(rendered: list[Manifest]) -> None:
 # --- least privilege --------------------------------------------------------------------------
 
 
-def test_nothing_is_granted_cluster_wide(rendered: list[Manifest]) -> None:
-    assert not kinds(rendered) & {"ClusterRole", "ClusterRoleBinding"}
+def test_cluster_wide_grants_are_the_tenant_clusters_kinds_and_no_secrets(rendered: list[Manifest]) -> None:
     binding = only(rendered, "RoleBinding")
     assert binding["roleRef"]["kind"] == "Role"
     assert binding["metadata"]["namespace"] == only(rendered, "Role")["metadata"]["namespace"]
+    roles = {m["metadata"]["name"]: m["rules"] for m in rendered if m["kind"] == "ClusterRole"}
+    clusters, vdc = roles[f"{RELEASE}-flextenant-clusters"], roles[f"{RELEASE}-flextenant-vdc"]
+    granted = {
+        (group, resource)
+        for rule in clusters
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert {group for group, _ in granted} == {
+        "cluster.x-k8s.io",
+        "bootstrap.cluster.x-k8s.io",
+        "infrastructure.flexplane.io",
+        "controlplane.flexplane.io",
+        "",
+        "rbac.authorization.k8s.io",
+    }
+    assert ("", "secrets") not in granted
+    assert not any("*" in r["verbs"] + r["resources"] for r in clusters)
+    # It binds only the VDC role, which reads Secrets where it is bound (the VDCs' namespaces) and no more.
+    (bind,) = [r for r in clusters if "bind" in r["verbs"]]
+    assert bind["resourceNames"] == [f"{RELEASE}-flextenant-vdc"]
+    assert vdc == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    (cluster_binding,) = [m for m in rendered if m["kind"] == "ClusterRoleBinding"]
+    assert cluster_binding["roleRef"]["name"] == f"{RELEASE}-flextenant-clusters"
+    env = {e["name"]: e.get("value") for e in container(rendered)["env"]}
+    assert env["FLEXPLANE_VDC_ROLE"] == f"{RELEASE}-flextenant-vdc"
+    assert env["FLEXPLANE_SERVICE_ACCOUNT"].endswith(f"/{cluster_binding['subjects'][0]['name']}")
+
+
+def test_without_tenant_clusters_nothing_is_granted_cluster_wide(chart: helm_python.Chart) -> None:
+    rendered = manifests(render(chart, {"rbac": {"tenantClusters": False}}))
+    assert not kinds(rendered) & {"ClusterRole", "ClusterRoleBinding"}
+    assert "FLEXPLANE_VDC_ROLE" not in {e["name"] for e in container(rendered)["env"]}
 
 
 def test_the_role_manages_secrets_for_the_ca_and_join_tokens_and_nothing_more(

@@ -28,6 +28,12 @@ both run with the same configuration.
   value: {{ .Values.config.logFormat | quote }}
 - name: FLEXPLANE_NAMESPACE
   value: {{ include "flexplane.platformNamespace" . | quote }}
+{{- if and .Values.rbac.create .Values.rbac.tenantClusters }}
+- name: FLEXPLANE_VDC_ROLE
+  value: {{ printf "%s-vdc" (include "flexplane.fullname" .) | quote }}
+- name: FLEXPLANE_SERVICE_ACCOUNT
+  value: {{ printf "%s/%s" .Release.Namespace (include "flexplane.serviceAccountName" .) | quote }}
+{{- end }}
 - name: FLEXPLANE_KUBE_TIMEOUT
   value: {{ .Values.config.kube.timeout | quote }}
 - name: FLEXPLANE_OIDC_ISSUER

@@ -180,6 +180,7 @@ def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
                 "name", f"VDC {vdc.id} already has a Kubernetes cluster named {planned.name!r}"
             )
         vdcs.check_quota(ctx, vdc, asked(planned.pools), current=vdc_usage_now(ctx, vdc))
+        source.ensure_namespace(namespace, {VDC_LABEL: vdc.id})
         written: list[tuple[Resource, str]] = []
         made: list[KubeObject] = []
         try:

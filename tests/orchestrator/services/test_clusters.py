@@ -290,6 +290,31 @@ def test_a_quota_too_small_for_the_pool_is_refused_before_anything_is_written(
     assert all(not items for items in objects_in(custom, "demo").values())
 
 
+def test_a_vdcs_first_cluster_makes_its_namespace_and_binds_the_orchestrator_to_read_secrets_there(
+    make_context: MakeContext,
+    custom: client.CustomObjectsApi,
+    wired: KubeSource,
+    clean: None,
+    settings: Any,
+) -> None:
+    settings.FLEXPLANE_VDC_ROLE = "flexplane-vdc"
+    settings.FLEXPLANE_SERVICE_ACCOUNT = "flexplane-system/flexplane"
+    ctx = alice(make_context)
+    clusters.create_cluster(ctx, spec(ctx))
+    clusters.create_cluster(ctx, spec(ctx))  # the second finds both there
+
+    core = client.CoreV1Api(wired.core.api_client)
+    namespace = core.read_namespace(namespace_of("demo"))
+    assert namespace.metadata.labels[VDC_LABEL] == "demo"
+    binding = client.RbacAuthorizationV1Api(wired.core.api_client).read_namespaced_role_binding(
+        "flexplane-vdc", namespace_of("demo")
+    )
+    assert (binding.role_ref.kind, binding.role_ref.name) == ("ClusterRole", "flexplane-vdc")
+    assert [(s.kind, s.namespace, s.name) for s in binding.subjects] == [
+        ("ServiceAccount", "flexplane-system", "flexplane")
+    ]
+
+
 def test_concurrent_creates_never_exceed_the_quota(
     make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
 ) -> None:
