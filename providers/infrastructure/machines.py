@@ -9,7 +9,8 @@ of making a second one. The bootstrap data goes in as cloud-init user data, with
 
 A create that fails removes what it made (the create path's discard). One that could not (its host went
 away mid-create) leaves a tagged VM that was never started: the next attempt finds it, deletes it, and
-tries again, so no half-made VM stays behind.
+tries again, so no half-made VM stays behind. A host whose agent did not answer is avoided by the next
+attempts (placement chooses another), a hint this process keeps in memory until the machine is made.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from orchestrator.errors import (
     NotFound,
     PermissionDenied,
     QuotaExceeded,
+    Unavailable,
     ValidationFailed,
 )
 from orchestrator.models.networks import addresses_in
@@ -30,6 +32,7 @@ from orchestrator.models.vms import VirtualMachine, idempotency_tag
 from orchestrator.services import inventory
 from orchestrator.services.context import Context
 from orchestrator.services.networks.nics import NicRequest
+from orchestrator.services.placement import NoCapacity
 from orchestrator.services.vms import Bootstrap, CreateVm, create_vm, delete_vm
 from providers.common import conditions
 from providers.common import status as common_status
@@ -57,6 +60,9 @@ REFUSED_RETRY = 60.0
 BOOTSTRAP_KEY = "value"
 # Refusals that only a change elsewhere (the VDC's quota, the catalog, the spec) can lift.
 _REFUSALS = (ValidationFailed, QuotaExceeded, NotFound, PermissionDenied)
+# Per ProxmoxMachine (uid): the hosts (``<zone>/<node>``) whose agent was away during one of its creates.
+# Only a hint (a restarted provider tries such a host once more); dropped once the machine is made.
+_avoid: dict[str, set[str]] = {}
 
 
 def _ready(obj: Body, value: bool, reason: str, message: str = "") -> conditions.Condition:
@@ -110,6 +116,7 @@ def create_request(obj: Body, machine: Body, wanted: s.MachineSpec, network: str
         idempotency_key=str(meta(obj)["uid"]),
         networks=(NicRequest(network),),
         bootstrap=Bootstrap(user_data=bootstrap, hostname=name),
+        avoid_hosts=frozenset(_avoid.get(str(meta(obj)["uid"]), ())),
     )
 
 
@@ -140,6 +147,7 @@ def ensure_machine(kube: Kube, obj: Body) -> Body:
         raise _wait(kube, obj, s.WAITING_FOR_CLUSTER, "waiting for the ProxmoxCluster that names its network")
 
     ctx = service_context(vdc)
+    uid = str(meta(obj)["uid"])
     request = create_request(obj, machine, wanted, network, data.decode("utf-8", "replace"))
     if not s.provisioned(obj):
         _write(kube, obj, {}, _ready(obj, False, s.PROVISIONING, f"creating VM {request.name} in VDC {vdc}"))
@@ -151,10 +159,16 @@ def ensure_machine(kube: Kube, obj: Body) -> Body:
             delete_vm(ctx, vm.id)
             raise Retry(f"removed {vm.id}, left half-made by an earlier attempt; creating it again", 0)
         uuid = inventory.zone_api(ctx, vm.zone).config(vm.host, vm.vmid).smbios_uuid
+    except NoCapacity as exc:
+        _avoid.pop(uid, None)  # with every host again, next time
+        raise _wait(kube, obj, s.PROVISIONING_FAILED, exc.message, REFUSED_RETRY) from exc
     except _REFUSALS as exc:
         raise _wait(kube, obj, s.PROVISIONING_FAILED, exc.message, REFUSED_RETRY) from exc
     except FlexPlaneError as exc:
+        if isinstance(exc, Unavailable) and exc.where.count("/") == 1:  # a host's own agent: try another
+            _avoid.setdefault(uid, set()).add(exc.where)
         raise _wait(kube, obj, s.PROVISIONING_FAILED, exc.message, None) from exc
+    _avoid.pop(uid, None)
     if uuid is None:
         raise _wait(kube, obj, s.PROVISIONING_FAILED, f"VM {vm.id} has no SMBIOS uuid", None)
     provider = s.provider_id(uuid)
@@ -188,6 +202,7 @@ def machine_vm(ctx: Context, obj: Body) -> VirtualMachine | None:
 
 def ensure_machine_deleted(kube: Kube, obj: Body) -> None:
     """Stop and delete the machine's VM and its snippets (a VM already gone is fine); ``Retry`` until done."""
+    _avoid.pop(str(meta(obj)["uid"]), None)
     namespace = str(meta(obj)["namespace"])
     vdc = vdc_of_namespace(namespace)
     if vdc is None:

@@ -293,7 +293,7 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
     # Fail fast, without the lock, when even this read shows the quota full (it is checked again under it).
     vdcs.check_quota(ctx, planned.vdc, planned.usage, current=usage(seen.values(), planned.vdc))
 
-    hosts = catalog.hosts(ctx)
+    hosts = [h for h in catalog.hosts(ctx) if f"{h.zone}/{h.node}" not in spec.avoid_hosts]
     # Make the template ready on the likely host before taking the lock: a first download takes long.
     likely = _likely(ctx, planned, hosts, seen)
     assert likely.host is not None  # placement raises NoCapacity otherwise

@@ -77,6 +77,8 @@ class CreateVm:
     security_groups: tuple[str, ...] | None = None
     # Cloud-init user and meta data of its own (None: Proxmox generates them; ``user_data`` is vendor data).
     bootstrap: Bootstrap | None = None
+    # Hosts (``<zone>/<node>``) placement must not choose: ones whose agent a caller found away.
+    avoid_hosts: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ its cloud-init snippets on the node.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import signal
 import sys
 import uuid
@@ -399,18 +400,20 @@ def test_a_provider_killed_mid_create_leaves_one_vm_after_its_restart(
     world.fakes.on_loop(lambda: pve.slow_network(0.3))
     try:
         machine(kube, name)
-        # Killed once the VM is cloned and tagged (the VDC's lock released), before it is started.
+        # Killed once the VM is cloned and tagged, before it is started, holding none of the VDC's locks
+        # (a lock its holder took to the grave is only free once its lease expires).
         eventually(
             lambda: (
                 (found := named(world, name))
                 and "fp-vdc-demo" in fake_vms(world, ZONE)[found[0][1]]["config"].get("tags", "")
-                and _vdc_lock_free(world)
+                and _vdc_locks_free(world)
             ),
             TIMEOUT,
             "a tagged clone",
             interval=0.02,
         )
         providers.kill()
+        _expire_vdc_locks(world)
     finally:
         world.fakes.on_loop(lambda: pve.slow_network(0.0))
     providers.start()
@@ -419,16 +422,42 @@ def test_a_provider_killed_mid_create_leaves_one_vm_after_its_restart(
     assert the_vm(world, name)[2]["status"] == "running"
 
 
-def _vdc_lock_free(world: World) -> bool:
+VDC_LOCKS = ("fp-lock-vdc-demo", "fp-lock-vdc-demo.security-groups")
+
+
+def _expire_vdc_locks(world: World) -> None:
+    """A lock the killed provider held (it may take one between the check and the kill) is free once its
+    lease expires (30 s for the security groups'): let it expire now."""
     assert world.kubeconfig is not None
     api = client.CoordinationV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
     try:
-        lease = api.read_namespaced_lease("fp-lock-vdc-demo", seed.NAMESPACE)
-    except client.ApiException:
+        for name in VDC_LOCKS:
+            with contextlib.suppress(client.ApiException):
+                lease = api.read_namespaced_lease(name, seed.NAMESPACE)
+                if lease.spec and lease.spec.holder_identity:
+                    lease.spec.renew_time = lease.spec.acquire_time = datetime.datetime(
+                        2000, 1, 1, tzinfo=datetime.UTC
+                    )
+                    api.replace_namespaced_lease(name, seed.NAMESPACE, lease)
+    finally:
+        api.api_client.close()
+
+
+def _vdc_locks_free(world: World) -> bool:
+    """Whether VDC demo's locks (its creates', its security groups') are free."""
+    assert world.kubeconfig is not None
+    api = client.CoordinationV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
+    try:
+        for name in VDC_LOCKS:
+            try:
+                lease = api.read_namespaced_lease(name, seed.NAMESPACE)
+            except client.ApiException:
+                continue
+            if lease.spec and lease.spec.holder_identity:
+                return False
         return True
     finally:
         api.api_client.close()
-    return not (lease.spec and lease.spec.holder_identity)
 
 
 def test_a_task_error_on_clone_leaves_no_vm_and_the_machine_is_retried(
@@ -471,3 +500,27 @@ def _fail_next_clone(pve: Any) -> None:
         return original(storage, vmid, *args, **kwargs)
 
     pve._qm_alloc = alloc
+
+
+def test_a_machine_whose_hosts_agent_is_away_is_made_on_another_host(
+    kube: Kube, world: World, api: GraphQL, providers: Providers, machine_name: Callable[[str], str]
+) -> None:
+    name = machine_name("a")
+    # Placement prefers the freest hosts (pve3, pve2: pve1 holds the seeded VMs): their agents are away.
+    nodes = sorted(node for zone, node in world.agents if zone == ZONE)
+    live, away = nodes[0], nodes[1:]
+    for node in away:
+        world.stop_agent(ZONE, node)
+    try:
+        machine(kube, name)
+        made = wait_provisioned(kube, providers, name)
+    finally:
+        for node in away:
+            world.start_agent(ZONE, node)
+        # The world's orchestrator reaches them again (for the tests after this one).
+        eventually(lambda: not api("{ hosts { id agentVersion } }", user="admin").errors, 15.0, "agents back")
+    assert made["status"]["node"] == live
+    [(zone, vmid)] = named(world, name)
+    assert fake_vms(world, zone)[vmid]["node"] == live
+    # It was tried where an agent was away first, and nothing was left there.
+    assert any(f"ready on {node}" in providers.output() for node in away)
