@@ -109,7 +109,7 @@ def reconcile_config(kube: Kube, config: Body, machines: list[Body], clusters: l
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {CLUSTER_NAME_LABEL: cluster_name},
+            "labels": {CLUSTER_NAME_LABEL: cluster_name, **kube.filter_labels},
             "ownerReferences": [owner_reference(config, controller=True)],
         },
         "type": SECRET_TYPE,

@@ -28,6 +28,8 @@ a kubeconfig), following Cluster API's v1beta2 contracts field by field:
 - Templates: the Cluster becomes an owner of the templates its MachineDeployments use, as core does.
 - Garbage collection, which the emulator lacks: an object whose owners (ownerReferences) are all gone is
   deleted, as Kubernetes' garbage collector does.
+- ``watch_filter``: as core's ``--watch-filter``, only objects labelled ``cluster.x-k8s.io/watch-filter``
+  with that value are seen, and what it makes carries the label (a test's own, beside others' objects).
 - CABPK (:mod:`devstack.capi_bootstrap`): a worker's bootstrap Secret once the control plane is initialized.
 
 What it does NOT do: MachineSets, MachinePools, ClusterClass/topology, MachineHealthChecks, control-plane
@@ -97,9 +99,11 @@ WATCHED = [
 class CapiCore:
     """Cluster API core's controllers and CABPK for the namespaces that hold Clusters (see the module)."""
 
-    def __init__(self, kubeconfig: Path | str, *, resync: float = 5.0) -> None:
+    def __init__(
+        self, kubeconfig: Path | str, *, resync: float = 5.0, watch_filter: str | None = None
+    ) -> None:
         self._api = new_client_from_config(config_file=str(kubeconfig))
-        self.kube = Kube(self._api)
+        self.kube = Kube(self._api, watch_filter)
         self.loop = ControllerLoop(
             "capi-core", self._api, WATCHED, self._namespace_of, self._reconcile, resync=resync
         )
@@ -129,7 +133,9 @@ class Namespace:
     def __init__(self, kube: Kube, namespace: str) -> None:
         self.kube = kube
         self.ns = namespace
-        self.clusters = kube.list_objects(CORE_GROUP, "clusters", namespace)
+        self.clusters = kube.list_objects(
+            CORE_GROUP, "clusters", namespace
+        )  # only the watch filter's, if any
         self.deployments = kube.list_objects(CORE_GROUP, "machinedeployments", namespace)
         self.machines = kube.list_objects(CORE_GROUP, "machines", namespace)
         self.configs = kube.list_objects(BOOTSTRAP_GROUP, "kubeadmconfigs", namespace)
@@ -323,6 +329,7 @@ class Namespace:
             CLUSTER_NAME_LABEL: deployment["spec"]["clusterName"],
             DEPLOYMENT_NAME_LABEL: md,
             TEMPLATE_HASH_LABEL: template_hash,
+            **self.kube.filter_labels,
         }
         if VDC_LABEL in meta(deployment).get("labels", {}):
             labels[VDC_LABEL] = meta(deployment)["labels"][VDC_LABEL]

@@ -21,6 +21,7 @@ CORE_GROUP = "cluster.x-k8s.io"
 BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
 CORE_VERSION = "v1beta2"
 CONTRACT_LABEL = "cluster.x-k8s.io/v1beta2"
+WATCH_FILTER_LABEL = "cluster.x-k8s.io/watch-filter"
 
 
 def meta(obj: Body) -> Body:
@@ -71,8 +72,11 @@ def conditions(obj: Body, **states: tuple[bool, str]) -> list[Body]:
 class Kube:
     """The management cluster's API, as the stand-in uses it (dicts in, dicts out)."""
 
-    def __init__(self, api: client.ApiClient) -> None:
+    def __init__(self, api: client.ApiClient, watch_filter: str | None = None) -> None:
         self.api = api
+        # As core's --watch-filter: only objects with this label value are read, and new ones carry it.
+        self.filter_labels = {WATCH_FILTER_LABEL: watch_filter} if watch_filter else {}
+        self._selector = f"{WATCH_FILTER_LABEL}={watch_filter}" if watch_filter else ""
         # Typed as Any: the stand-in speaks plain dicts, which the client accepts as bodies and answers
         # for custom objects (its stubs name its model classes).
         self.custom: Any = client.CustomObjectsApi(api)
@@ -129,7 +133,9 @@ class Kube:
         return items
 
     def list_secrets(self, namespace: str) -> list[Body]:
-        answer = self.core.list_namespaced_secret(namespace, _preload_content=False)
+        answer = self.core.list_namespaced_secret(
+            namespace, label_selector=self._selector, _preload_content=False
+        )
         items: list[Body] = json.loads(answer.data)["items"]
         for item in items:
             item.setdefault("apiVersion", "v1")

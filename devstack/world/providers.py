@@ -39,13 +39,16 @@ class WorldProviders(WorldOrchestrator):
 
     providers_settings: dict[str, str] | None = None
 
-    def start_cluster_api(self, settings: dict[str, str] | None = None) -> None:
+    def start_cluster_api(
+        self, settings: dict[str, str] | None = None, *, watch_filter: str | None = None
+    ) -> None:
         """The CRDs, the stand-ins, then the providers' process (``settings``: more FLEXPLANE_PROVIDERS_*
-        settings, without the prefix, beside the world's ``providers_settings``)."""
+        settings, without the prefix, beside the world's ``providers_settings``; ``watch_filter``: core's
+        stand-in sees only objects so labelled, see :class:`~devstack.capi_core.CapiCore`)."""
         assert self.kubeconfig is not None
         self.providers_settings = {**dict(self.cfg.providers_settings), **(settings or {})}
         self.install_crds()
-        self.capi_core = CapiCore(self.kubeconfig).start()
+        self.capi_core = CapiCore(self.kubeconfig, watch_filter=watch_filter).start()
         self.hosted_control_planes = HostedControlPlanes(
             self.kubeconfig, f"127.{self.cfg.subnet}.{PROVIDERS_LB_OCTET}."
         ).start()
