@@ -35,6 +35,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ class HostedControlPlanes:
         self._addresses: dict[str, str] = {}  # namespace -> its LoadBalancer address
         self._servers: dict[str, tuple[KubeServer, str]] = {}  # namespace -> (its API server, cert digest)
         self._rolled: dict[tuple[str, str], str] = {}  # (namespace, deployment) -> pod template digest
+        self._stepped: dict[tuple[str, str], float] = {}  # (namespace, deployment) -> its last step's time
         self._lock = threading.Lock()
         self.loop = ControllerLoop(
             "hosted-cp", self._api, WATCHED, _namespace_key, self._reconcile, resync=resync
@@ -241,8 +243,15 @@ class HostedControlPlanes:
         elif rolled != template:
             updated = 0  # a new template: the rollout starts
         else:
-            updated = min(replicas, int(status.get("updatedReplicas") or 0) + 1)
+            updated = min(replicas, int(status.get("updatedReplicas") or 0))
+            if updated < replicas:  # a pod replaced every ROLL_STEP, however often the Deployment is seen
+                wait = self._stepped.get((namespace, name), 0.0) + ROLL_STEP - time.monotonic()
+                if wait > 0:
+                    self.loop.enqueue(namespace, wait)
+                    return
+                updated += 1
         self._rolled[(namespace, name)] = template
+        self._stepped[(namespace, name)] = time.monotonic()
         surge = 1 if updated < replicas else 0
         wanted = {
             "observedGeneration": generation,
@@ -272,6 +281,7 @@ class HostedControlPlanes:
             self._addresses.pop(namespace, None)
             for key in [k for k in self._rolled if k[0] == namespace]:
                 del self._rolled[key]
+                self._stepped.pop(key, None)
         if entry is not None:
             entry[0].stop()
             log.info("tenant API server of %s stopped", namespace)

@@ -1,0 +1,151 @@
+"""The hosted control plane's runtime stand-in (devstack/hosted_control_plane.py) against the emulator, the
+control-plane provider's part played by hand: a LoadBalancer Service, the serving certificate's Secret, a
+Deployment whose kube-apiserver container mounts it."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import requests
+from kubernetes import client
+from kubernetes.config import new_client_from_config
+
+from devstack.hosted_control_plane import HostedControlPlanes
+from devstack.kube import KubeServer
+from devstack.pki import CertificateAuthority
+from tests import addresses
+
+T = TypeVar("T")
+
+# Third octets of the worker's world subnet: the management emulator's, and the LoadBalancer's addresses.
+SUITE = 217
+LOAD_BALANCERS = 218
+HOST = addresses.address(SUITE, 1)
+NS = "fpcp-demo-hosted"
+
+
+def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 10.0) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any, HostedControlPlanes]]:
+    with KubeServer.start(HOST) as server:
+        kubeconfig = server.write_kubeconfig(tmp_path_factory.mktemp("hosted") / "kubeconfig")
+        hosted = HostedControlPlanes(kubeconfig, addresses.address(LOAD_BALANCERS, 0)[:-1]).start()
+        api = new_client_from_config(config_file=str(kubeconfig))
+        try:
+            yield client.CoreV1Api(api), client.AppsV1Api(api), hosted
+        finally:
+            hosted.stop()
+            api.close()
+
+
+def deployment(image: str) -> dict[str, Any]:
+    pki = "/etc/kubernetes/pki"
+    return {
+        "metadata": {"name": "control-plane"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "cp"}},
+            "template": {
+                "metadata": {"labels": {"app": "cp"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "kube-apiserver",
+                            "image": image,
+                            "args": [
+                                f"--tls-cert-file={pki}/apiserver.crt",
+                                f"--tls-private-key-file={pki}/apiserver.key",
+                            ],
+                            "volumeMounts": [{"name": "pki", "mountPath": pki, "readOnly": True}],
+                        }
+                    ],
+                    "volumes": [
+                        {
+                            "name": "pki",
+                            "secret": {
+                                "secretName": "pki",
+                                "items": [
+                                    {"key": "apiserver.crt", "path": "apiserver.crt"},
+                                    {"key": "apiserver.key", "path": "apiserver.key"},
+                                ],
+                            },
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def test_a_control_plane_gets_an_address_an_https_api_server_and_a_rolling_status(
+    kube: tuple[Any, Any, HostedControlPlanes], tmp_path: Path
+) -> None:
+    core, apps, hosted = kube
+    core.create_namespace({"metadata": {"name": NS}})
+    core.create_namespaced_service(
+        NS,
+        {"metadata": {"name": "kube-apiserver"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 6443}]}},
+    )
+
+    def address() -> str | None:
+        status = core.read_namespaced_service("kube-apiserver", NS).status
+        ingress = status.load_balancer.ingress if status and status.load_balancer else None
+        return ingress[0].ip if ingress else None
+
+    ip = wait_for(address, "the LoadBalancer's address")
+    assert ip == addresses.address(LOAD_BALANCERS, 1)
+
+    ca = CertificateAuthority.create(tmp_path / "ca")
+    cert, key = ca.issue_server([ip], tmp_path, "apiserver")
+    data = {"apiserver.crt": cert.read_bytes(), "apiserver.key": key.read_bytes()}
+    core.create_namespaced_secret(
+        NS, {"metadata": {"name": "pki"}, "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
+    )
+    apps.create_namespaced_deployment(NS, deployment("registry.k8s.io/kube-apiserver:v1.34.2"))
+
+    def ready() -> Any:
+        status = apps.read_namespaced_deployment("control-plane", NS).status
+        return status if status and status.ready_replicas == 2 and status.updated_replicas == 2 else None
+
+    wait_for(ready, "the Deployment's pods ready")
+    # The tenant's API server answers over HTTPS, with the certificate from the Secret (verified by its CA).
+    answer = requests.get(f"https://{ip}:6443/version", verify=str(ca.cert_path), timeout=5)
+    assert answer.json()["major"] == "1"
+
+    # A new image rolls: one more pod, then the updated ones one by one, the API server staying up.
+    seen: list[tuple[int, int]] = []
+    upgraded = deployment("registry.k8s.io/kube-apiserver:v1.35.0")
+    # A merge patch replaces lists whole: the containers, as the provider renders them, with the new image.
+    apps.patch_namespaced_deployment("control-plane", NS, {"spec": upgraded["spec"]})
+
+    def rolled() -> bool:
+        status = apps.read_namespaced_deployment("control-plane", NS).status
+        if status is None:
+            return False
+        seen.append((status.replicas, status.updated_replicas or 0))
+        return status.observed_generation == 2 and status.updated_replicas == 2 and status.replicas == 2
+
+    wait_for(rolled, "the rollout")
+    assert (3, 0) in seen or (3, 1) in seen  # a surge pod was reported on the way
+    assert requests.get(f"https://{ip}:6443/version", verify=str(ca.cert_path), timeout=5).ok
+
+    # The namespace deleted: its API server stops.
+    core.delete_namespace(NS)
+    wait_for(lambda: hosted.server(NS) is None, "the API server stopped")
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"https://{ip}:6443/version", verify=str(ca.cert_path), timeout=2)
