@@ -17,9 +17,8 @@ a kubeconfig), following Cluster API's v1beta2 contracts field by field:
   failure domains; the infrastructure machine cloned from the ProxmoxMachineTemplate and the KubeadmConfig
   from the KubeadmConfigTemplate (``cluster.x-k8s.io/cloned-from-name`` / ``-groupkind``), both named after
   and owned by the Machine. Scaling down deletes Machines annotated ``cluster.x-k8s.io/delete-machine``
-  first, then by ``spec.deletion.order`` (``Newest`` unless set: core's default is ``Random``, which a
-  test could not predict). A changed version or template rolls the Machines with maxSurge 1 and
-  maxUnavailable 0: a new Machine up, then an old one down.
+  first, then by ``spec.deletion.order`` (``Random`` unless set, as core's default). A changed version
+  or template rolls the Machines with maxSurge 1 and maxUnavailable 0: a new Machine up, then an old one down.
 - Machine (core's machine controller): finalizer ``machine.cluster.x-k8s.io``; copies the bootstrap
   ``dataSecretName``, the infrastructure machine's ``spec.providerID``, ``status.addresses`` and
   ``failureDomain``; ``phase`` Pending, Provisioning, Provisioned, Deleting. Deleting a Machine deletes
@@ -572,8 +571,9 @@ def _spread(cluster: Body, live: Iterable[Body]) -> str | None:
 
 
 def _deletion_order(deployment: Body, machines: list[Body]) -> list[Body]:
-    """Which Machines go first: annotated ``delete-machine``, then by ``spec.deletion.order`` (Newest)."""
-    order = deployment.get("spec", {}).get("deletion", {}).get("order") or "Newest"
+    """Which Machines go first: annotated ``delete-machine``, then by ``spec.deletion.order`` (core's
+    default: Random)."""
+    order = deployment.get("spec", {}).get("deletion", {}).get("order") or "Random"
 
     def key(machine: Body) -> tuple[str, int, str]:
         created = int((meta(machine).get("annotations") or {}).get(CREATED_ANNOTATION, 0))

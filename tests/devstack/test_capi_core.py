@@ -189,6 +189,7 @@ def cluster_objects(ns: str, name: str, replicas: int) -> list[Body]:
             "spec": {
                 "clusterName": name,
                 "replicas": replicas,
+                "deletion": {"order": "Newest"},
                 "template": {
                     "metadata": {"labels": {"flexplane.io/node-pool": "pool"}},
                     "spec": {

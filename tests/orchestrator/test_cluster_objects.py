@@ -75,6 +75,11 @@ def test_the_objects_are_written_with_the_cluster_last_and_named_after_the_clust
     assert all(name.startswith("shop-web-") and len(name) == len("shop-web-") + 8 for name in templates)
 
 
+def test_scaling_a_pool_down_removes_its_newest_workers() -> None:
+    (md,) = [body for resource, body in objects.all_objects(PLAN) if resource.kind == "MachineDeployment"]
+    assert md["spec"]["deletion"] == {"order": "Newest"}  # core's default is Random
+
+
 def test_a_template_of_other_content_has_another_name_and_the_same_content_the_same() -> None:
     spec = objects.machine_spec(POOL, "debian-12")
     same = objects.machine_template("demo", "shop", "web", spec)["metadata"]["name"]

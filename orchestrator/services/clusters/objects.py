@@ -152,6 +152,8 @@ def machine_deployment(
     spec = {
         "clusterName": cluster,
         "replicas": pool.count,
+        # Scaling down removes the newest workers (core's default picks at random).
+        "deletion": {"order": "Newest"},
         "selector": {"matchLabels": selector},
         "template": {
             "metadata": {"labels": {**selector, VDC_LABEL: vdc, NODE_POOL_LABEL: pool.name}},
