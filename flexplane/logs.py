@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase
-from pythonjsonlogger.json import JsonFormatter
+from pythonjsonlogger.json import JsonEncoder, JsonFormatter
 
 # One line per request, in place of daphne's own access log (which prints query strings: run it with
 # --verbosity 0).
@@ -63,8 +63,24 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+class LenientEncoder(JsonEncoder):
+    """pythonjsonlogger's encoder, except that an extra it cannot encode is written as its type's name.
+
+    Its own fallbacks can raise: a dataclass is encoded through ``dataclasses.asdict``, a deep copy that
+    fails on one holding a queue or a lock (kopf's ``OperatorSettings`` on its records: "cannot pickle
+    '_queue.SimpleQueue'"), and the whole line would be lost ("--- Logging error ---").
+    """
+
+    def default(self, o: Any) -> Any:
+        try:
+            return super().default(o)
+        except Exception:
+            return f"<{type(o).__qualname__}>"
+
+
 def json_formatter(**kwargs: Any) -> logging.Formatter:
     """The JSON lines formatter (``LOGGING``'s ``()`` factory): ISO times, the fields above."""
+    kwargs.setdefault("json_encoder", LenientEncoder)
     return JsonFormatter(
         " ".join(f"%({name})s" for name in JSON_FIELDS),
         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
