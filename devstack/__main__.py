@@ -40,12 +40,14 @@ def up() -> int:
         signal.signal(signum, lambda *_: stop.set())
     no_mesh = mesh_possible()  # the mesh needs root (namespaces, WireGuard): else direct loopback
     world = World(
-        WorldConfig(scratch=SCRATCH, identity_port=9000, enrollment_port=8443, mesh=no_mesh is None)
+        WorldConfig(
+            scratch=SCRATCH, identity_port=9000, enrollment_port=8443, mesh=no_mesh is None, providers=True
+        )
     )
     try:
         print(
             "flex.plane devstack: starting (fake Proxmox zones, Kubernetes emulator, identity, "
-            "orchestrator, then each node enrolls and starts its agent)...",
+            "orchestrator, then each node enrolls and starts its agent, then the Cluster API providers)...",
             flush=True,
         )
         world.start()
@@ -65,6 +67,8 @@ def up() -> int:
             f"  logs:     {SCRATCH / 'logs'}\n"
             f"  mesh:     {mesh_line(world, no_mesh)}\n"
             f"  gateways: {gateways_line(world, no_mesh)}\n"
+            "  clusters: the Cluster API providers run (python -m providers); Cluster API core and the\n"
+            "            tenant API servers are stand-ins (devstack/capi_core.py, hosted_control_plane.py)\n"
             "Press Ctrl-C to stop.",
             flush=True,
         )

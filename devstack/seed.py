@@ -133,6 +133,13 @@ IMAGES: list[dict[str, Any]] = [
     },
 ]
 
+# The Kubernetes versions tenants' clusters are offered, each with its nodes' image (a world that runs the
+# Cluster API providers has them: make dev's).
+KUBERNETES_VERSIONS: list[dict[str, Any]] = [
+    {"version": "v1.33.4", "image": "ubuntu-24.04"},
+    {"version": "v1.34.2", "image": "ubuntu-24.04"},
+]
+
 ALL_COMPUTE = [p["name"] for p in COMPUTE_PROFILES]
 ALL_IMAGES = [i["name"] for i in IMAGES]
 VDCS: list[dict[str, Any]] = [
@@ -162,8 +169,9 @@ VDCS: list[dict[str, Any]] = [
 CatalogObject = tuple[str, str, dict[str, Any], dict[str, str]]
 
 
-def catalog(zones: Sequence[str], images: ImageServer) -> list[CatalogObject]:
-    """The catalog of a world with these zones, its images served by ``images``.
+def catalog(zones: Sequence[str], images: ImageServer, *, kubernetes: bool = False) -> list[CatalogObject]:
+    """The catalog of a world with these zones, its images served by ``images`` (and, with
+    ``kubernetes``, the Kubernetes versions offered).
 
     It has no hosts: each node joins through enrollment (``flexplane-agent bootstrap``), as on a
     real platform, and that adds it. Zone lists are cut to the world's zones, so that a world of
@@ -191,6 +199,8 @@ def catalog(zones: Sequence[str], images: ImageServer) -> list[CatalogObject]:
         objects.append(("image", image["name"], spec, {}))
     for vdc in VDCS:
         objects.append(("vdc", vdc["id"], {**vdc, "zones": [z for z in vdc["zones"] if z in zones]}, {}))
+    if kubernetes:
+        objects.extend(("kubernetesversion", v["version"], dict(v), {}) for v in KUBERNETES_VERSIONS)
     return objects
 
 

@@ -154,7 +154,9 @@ class World(WorldAgents, WorldProviders):
         core = client.CoreV1Api(new_client_from_config(config_file=str(self.kubeconfig)))
         with contextlib.suppress(client.ApiException):
             core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=seed.NAMESPACE)))
-        for kind, ident, spec, labels in seed.catalog(self.cfg.zones, self.images):
+        for kind, ident, spec, labels in seed.catalog(
+            self.cfg.zones, self.images, kubernetes=self.cfg.providers
+        ):
             core.create_namespaced_config_map(seed.NAMESPACE, config_map(kind, ident, spec, labels))
         secret = secret_body(AGENT_CA_SECRET, self.ca.tls_secret_data(), type_name="kubernetes.io/tls")
         core.create_namespaced_secret(seed.NAMESPACE, secret)
