@@ -305,12 +305,13 @@ def test_a_vdcs_first_cluster_makes_its_namespace_and_binds_the_orchestrator_to_
 
     core = client.CoreV1Api(wired.core.api_client)
     namespace = core.read_namespace(namespace_of("demo"))
-    assert namespace.metadata.labels[VDC_LABEL] == "demo"
+    assert namespace.metadata is not None
+    assert (namespace.metadata.labels or {})[VDC_LABEL] == "demo"
     binding = client.RbacAuthorizationV1Api(wired.core.api_client).read_namespaced_role_binding(
         "flexplane-vdc", namespace_of("demo")
     )
     assert (binding.role_ref.kind, binding.role_ref.name) == ("ClusterRole", "flexplane-vdc")
-    assert [(s.kind, s.namespace, s.name) for s in binding.subjects] == [
+    assert [(s.kind, s.namespace, s.name) for s in binding.subjects or []] == [
         ("ServiceAccount", "flexplane-system", "flexplane")
     ]
 
