@@ -21,8 +21,9 @@ STARTED := $(shell date +%s)
 # machine, and bursts whose deadlines count on having it. The promises and figures of both runs are
 # summed up at the end (tests/promises.py).
 PYTEST_WORKERS ?= 3
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --durations=15
 PROMISES := $(CURDIR)/.scratch/promises.json
+LINT_LOG := $(CURDIR)/.scratch/lint.log
 
 # The artifacts an operator installs (packaging/): the agent's .deb and the orchestrator's OCI image,
 # built here without a container engine into BUILD (git-ignored; debootstrap roots are cached there).
@@ -82,12 +83,16 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-test: lint $(CSS) $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
+# Lint and types run beside the parallel run, whose workers mostly wait on their worlds; their output
+# follows that run's, and they are done before the modules that need the machine to themselves start.
+test: $(STAMP) $(CSS) $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
 	$(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=flexplane.settings.production FLEXPLANE_SECRET_KEY=check-deploy-$$RANDOM$$RANDOM$$RANDOM$$RANDOM-not-a-real-secret-key-just-long-enough \
 		FLEXPLANE_ALLOWED_HOSTS=flexplane.example.com $(BIN)/python manage.py check --deploy --fail-level WARNING
-	rm -f $(PROMISES)
+	rm -f $(PROMISES) && mkdir -p $(dir $(LINT_LOG))
+	$(MAKE) --no-print-directory lint > $(LINT_LOG) 2>&1 & lint=$$!; \
 	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not alone" --promises-ledger=$(PROMISES) $(PYTEST_EXTRA); status=$$?; \
+	wait $$lint || status=$$?; cat $(LINT_LOG); \
 	$(BIN)/pytest -p no:xdist -m alone --promises-ledger=$(PROMISES) $(PYTEST_EXTRA) || status=$$?; \
 	echo "Screenshots of the portal: $(SCREENSHOTS)"; \
 	echo "make test: $$(( $$(date +%s) - $(STARTED) )) s"; exit $$status
