@@ -67,6 +67,11 @@ CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
 DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
 NODE_POOL_LABEL = "flexplane.io/node-pool"
 NAMESPACE_PREFIX = "vdc-"
+# An upgrade's order (the control plane first, then the workers): a pool's upgrade waits on its
+# MachineDeployment (JSON: version, infrastructureRef, bootstrapConfigRef) until the control-plane provider,
+# flagged on the FlexControlPlane (the version), applies it once the control plane runs that version.
+PENDING_UPGRADE_ANNOTATION = "controlplane.flexplane.io/pending-upgrade"
+WORKERS_PENDING_ANNOTATION = "controlplane.flexplane.io/workers-pending"
 
 POD_CIDR = "10.244.0.0/16"
 SERVICE_CIDR = "10.96.0.0/12"

@@ -2,11 +2,13 @@
 
 - Scale: a pool's MachineDeployment's ``replicas``, checked against the quota as a create is (a scale
   down always fits); core makes or removes the Machines, the infrastructure provider their VMs.
-- Upgrade: one minor version at a time, never down. The ``FlexControlPlane``'s version (the control
-  plane rolls its pods first: it is a Deployment, seconds, where a worker is minutes of clone, boot and
-  join), and each pool's MachineDeployment to the version with a new ``ProxmoxMachineTemplate`` of the
-  version's node image (templates are immutable): core rolls the workers, a new one up before an old
-  one goes, so a roll needs one worker's room in the quota per pool.
+- Upgrade: one minor version at a time, never down; the control plane first, then the workers (a
+  kubelet is never newer than its API server). The ``FlexControlPlane``'s version is patched (its pods
+  roll: a Deployment, seconds), and each pool gets a new ``ProxmoxMachineTemplate`` of the version's
+  node image (templates are immutable) recorded as its MachineDeployment's pending upgrade; the
+  control-plane provider points the MachineDeployments at it once the control plane runs the version
+  (see ``objects.pending_upgrade``), and core rolls the workers, a new one up before an old one goes,
+  so a roll needs one worker's room in the quota per pool.
 - Delete: the MachineDeployments (their workers go first), the ``Cluster`` (core then deletes the
   control plane and the ProxmoxCluster it owns; the providers' finalizers remove the hosted control
   plane and the VMs), and the templates. A control plane or ProxmoxCluster core never adopted (no owner)
@@ -128,8 +130,20 @@ def _check_step(current: str, target: str) -> None:
         )
 
 
+def _bootstrap_ref(md: KubeObject) -> dict[str, str] | None:
+    spec = (md.spec.get("template") or {}).get("spec") or {}
+    found = (spec.get("bootstrap") or {}).get("configRef")
+    return dict(found) if isinstance(found, dict) and found.get("name") else None
+
+
 def upgrade_cluster(ctx: Context, cluster: str, version: str) -> KubernetesCluster:
-    """Upgrade the control plane and every node pool to ``version`` (offered, one minor step)."""
+    """Upgrade the control plane, then every node pool, to ``version`` (offered, one minor step).
+
+    The workers never run ahead of their API server (Kubernetes' version-skew policy): each pool's new
+    template is written and its upgrade recorded on its MachineDeployment (``PENDING_UPGRADE``), and
+    only the control plane's version is patched, flagged (``WORKERS_PENDING``); the control-plane
+    provider applies the pools' upgrades once its rollout is complete, and core rolls the workers. A
+    control plane that already runs the version gets its pools moved at once."""
     vdc = acting_vdc(ctx)
     target = offered_version(ctx, vdc, version)
     namespace = namespace_of(vdc.id)
@@ -142,8 +156,9 @@ def upgrade_cluster(ctx: Context, cluster: str, version: str) -> KubernetesClust
         _check_step(current.version, target.version)
         _check_step(current.control_plane.version, target.version)
         templates = templates_by_name(found)
+        # Already there: status.version is set once the rollout to the spec's version is complete.
+        there = current.control_plane.version == target.version == current.control_plane.desired_version
         still_held(held, vdc)
-        source.patch(FLEX_CONTROL_PLANE, namespace, cluster, {"spec": {"version": target.version}})
         for md in found.of(MACHINE_DEPLOYMENT):
             old = templates.get(_infrastructure_ref(md))
             spec = dict(((old.spec.get("template") or {}).get("spec") or {}) if old else {})
@@ -154,17 +169,11 @@ def upgrade_cluster(ctx: Context, cluster: str, version: str) -> KubernetesClust
             if name not in templates:
                 with contextlib.suppress(Conflict):  # the same content, written by an earlier attempt
                     source.create(PROXMOX_MACHINE_TEMPLATE, namespace, body)
-            patch = {
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "version": target.version,
-                            "infrastructureRef": objects.ref(PROXMOX_MACHINE_TEMPLATE, name),
-                        }
-                    }
-                }
-            }
-            source.patch(MACHINE_DEPLOYMENT, namespace, md.name, patch)
+            pending = objects.pending_upgrade(target.version, name, _bootstrap_ref(md))
+            source.patch(MACHINE_DEPLOYMENT, namespace, md.name, objects.pending_patch(pending, apply=there))
+        source.patch(
+            FLEX_CONTROL_PLANE, namespace, cluster, objects.control_plane_upgrade(target.version, there)
+        )
     return _reread(ctx, vdc, cluster)
 
 

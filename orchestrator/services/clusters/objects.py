@@ -24,11 +24,13 @@ from orchestrator.models.clusters import (
     KUBEADM_CONFIG_TEMPLATE,
     MACHINE_DEPLOYMENT,
     NODE_POOL_LABEL,
+    PENDING_UPGRADE_ANNOTATION,
     POD_CIDR,
     PROXMOX_CLUSTER,
     PROXMOX_MACHINE_TEMPLATE,
     SERVICE_CIDR,
     VDC_LABEL,
+    WORKERS_PENDING_ANNOTATION,
     Resource,
 )
 
@@ -215,3 +217,52 @@ def all_objects(plan: ClusterPlan) -> list[tuple[Resource, dict[str, Any]]]:
     out += [(PROXMOX_CLUSTER, proxmox_cluster(plan)), (FLEX_CONTROL_PLANE, control_plane(plan))]
     out.append((CLUSTER, cluster(plan)))
     return out
+
+
+# ------------------------------------------------------------------------------------ upgrades
+
+
+@dataclass(frozen=True)
+class PendingUpgrade:
+    """A pool's upgrade: the version and the templates its MachineDeployment will point at."""
+
+    version: str
+    infrastructure: str  # ProxmoxMachineTemplate
+    bootstrap_ref: Mapping[str, str] | None  # the KubeadmConfigTemplate's reference (None: unchanged)
+
+
+def pending_upgrade(
+    version: str, infrastructure: str, bootstrap_ref: Mapping[str, str] | None
+) -> PendingUpgrade:
+    return PendingUpgrade(version, infrastructure, bootstrap_ref)
+
+
+def pending_patch(pending: PendingUpgrade, *, apply: bool) -> dict[str, Any]:
+    """A MachineDeployment's merge patch: its pending upgrade recorded (the control-plane provider applies
+    it once the control plane runs the version), or, ``apply``, applied now (the control plane runs it)."""
+    if not apply:
+        value: dict[str, Any] = {
+            "version": pending.version,
+            "infrastructureRef": ref(PROXMOX_MACHINE_TEMPLATE, pending.infrastructure),
+        }
+        if pending.bootstrap_ref:
+            value["bootstrapConfigRef"] = dict(pending.bootstrap_ref)
+        return {"metadata": {"annotations": {PENDING_UPGRADE_ANNOTATION: json.dumps(value, sort_keys=True)}}}
+    template: dict[str, Any] = {
+        "version": pending.version,
+        "infrastructureRef": ref(PROXMOX_MACHINE_TEMPLATE, pending.infrastructure),
+    }
+    if pending.bootstrap_ref:
+        template["bootstrap"] = {"configRef": dict(pending.bootstrap_ref)}
+    return {
+        "metadata": {"annotations": {PENDING_UPGRADE_ANNOTATION: None}},
+        "spec": {"template": {"spec": template}},
+    }
+
+
+def control_plane_upgrade(version: str, there: bool = False) -> dict[str, Any]:
+    """The FlexControlPlane's merge patch of an upgrade: its version, flagged so that its provider moves
+    the pools once it runs it (``there``: it already does, and the pools were moved directly)."""
+    if there:
+        return {"spec": {"version": version}}
+    return {"metadata": {"annotations": {WORKERS_PENDING_ANNOTATION: version}}, "spec": {"version": version}}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime
 import itertools
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,9 +33,11 @@ from orchestrator.models.clusters import (
     FLEX_CONTROL_PLANE,
     KUBEADM_CONFIG_TEMPLATE,
     MACHINE_DEPLOYMENT,
+    PENDING_UPGRADE_ANNOTATION,
     PROXMOX_CLUSTER,
     PROXMOX_MACHINE_TEMPLATE,
     VDC_LABEL,
+    WORKERS_PENDING_ANNOTATION,
     Resource,
     namespace_of,
 )
@@ -470,7 +473,7 @@ def test_scaling_a_pool_sets_its_replicas_and_growing_it_checks_the_quota(
     assert md["spec"]["replicas"] == 1
 
 
-def test_an_upgrade_moves_the_control_plane_and_the_pools_to_a_new_template(
+def test_an_upgrade_moves_the_control_plane_and_leaves_the_pools_new_template_pending(
     make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
 ) -> None:
     ctx = alice(make_context)
@@ -483,12 +486,50 @@ def test_an_upgrade_moves_the_control_plane_and_the_pools_to_a_new_template(
     assert upgraded.version == NEXT
     assert upgraded.phase in ("Provisioning", "Upgrading")
     found = objects_in(custom, "demo", "up")
-    assert found["FlexControlPlane"][0]["spec"]["version"] == NEXT
-    after = found["MachineDeployment"][0]["spec"]["template"]["spec"]
-    assert after["version"] == NEXT
-    assert after["infrastructureRef"]["name"] != before["infrastructureRef"]["name"]
+    [fcp], [md] = found["FlexControlPlane"], found["MachineDeployment"]
+    assert fcp["spec"]["version"] == NEXT
+    assert fcp["metadata"]["annotations"][WORKERS_PENDING_ANNOTATION] == NEXT
+    # The workers wait for the control plane: the pool's spec is untouched, its upgrade recorded.
+    assert md["spec"]["template"]["spec"] == before
+    pending = json.loads(md["metadata"]["annotations"][PENDING_UPGRADE_ANNOTATION])
+    assert pending["version"] == NEXT
+    assert pending["infrastructureRef"]["name"] != before["infrastructureRef"]["name"]
+    assert pending["infrastructureRef"]["name"] in {
+        t["metadata"]["name"] for t in found["ProxmoxMachineTemplate"]
+    }
+    assert pending["bootstrapConfigRef"] == before["bootstrap"]["configRef"]
     with pytest.raises(ValidationFailed):
         clusters.upgrade_cluster(ctx, "up", VERSION)  # never down
+
+
+def test_an_upgrade_to_the_version_the_control_plane_runs_moves_the_pools_at_once(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    ctx = alice(make_context)
+    clusters.create_cluster(ctx, spec(ctx, "there"))
+    custom.patch_namespaced_custom_object(
+        FLEX_CONTROL_PLANE.group,
+        FLEX_CONTROL_PLANE.version,
+        namespace_of("demo"),
+        FLEX_CONTROL_PLANE.plural,
+        "there",
+        {"spec": {"version": NEXT}},
+    )
+    custom.patch_namespaced_custom_object_status(
+        FLEX_CONTROL_PLANE.group,
+        FLEX_CONTROL_PLANE.version,
+        namespace_of("demo"),
+        FLEX_CONTROL_PLANE.plural,
+        "there",
+        {"status": {"version": NEXT}},
+    )
+    clusters.upgrade_cluster(ctx, "there", NEXT)
+
+    found = objects_in(custom, "demo", "there")
+    [fcp], [md] = found["FlexControlPlane"], found["MachineDeployment"]
+    assert WORKERS_PENDING_ANNOTATION not in (fcp["metadata"].get("annotations") or {})
+    assert PENDING_UPGRADE_ANNOTATION not in (md["metadata"].get("annotations") or {})
+    assert md["spec"]["template"]["spec"]["version"] == NEXT
 
 
 def test_a_delete_removes_every_object_of_the_cluster(
