@@ -424,11 +424,15 @@ def test_the_providers_reconcile_their_kinds_and_write_only_their_status(rendere
     assert not granted(role, "infrastructure.flexplane.io", "proxmoxmachines") & {"create", "delete"}
 
 
-def test_the_providers_only_read_cluster_api_cores_objects(rendered: list[Manifest]) -> None:
+def test_the_providers_read_cluster_api_cores_objects_and_patch_only_node_pools(
+    rendered: list[Manifest],
+) -> None:
     role = only(rendered, "ClusterRole", f"{RELEASE}-providers")
 
-    for resource in ("clusters", "machines", "machinedeployments"):
+    for resource in ("clusters", "machines"):
         assert granted(role, "cluster.x-k8s.io", resource) == {"get", "list", "watch"}
+    # An upgrade's workers follow their control plane: the control-plane provider moves the pools.
+    assert granted(role, "cluster.x-k8s.io", "machinedeployments") == {"get", "list", "watch", "patch"}
 
 
 def test_secrets_are_never_listed_or_watched(rendered: list[Manifest]) -> None:
