@@ -7,30 +7,46 @@ rollout. A timer then checks every minute for drift (a replica lost, an endpoint
 waits on the finalizer ``controlplane.flexplane.io/finalizer`` (kopf's, per provider) until the
 control plane's namespace and the VDC's two Secrets are gone.
 
+What a control plane waits for wakes its reconcile at once (:mod:`providers.common.wakeups`), as an
+owner's reconcile follows its owned objects in controller-runtime: its Service (the LoadBalancer's
+address) and its Deployment (the pods' status), watched by the label ``flexplane.io/control-plane``, and
+its Cluster until the control plane is initialized (Cluster API core's ownerReference). The retry delays
+stay as the safety net.
+
 Settings, from the environment: ``FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS`` (the address nodes reach a
-NodePort Service on) and ``FLEXPLANE_PROVIDERS_ETCD_MEMBERS`` (1 or 3; see :mod:`.render`).
+NodePort Service on), ``FLEXPLANE_PROVIDERS_ETCD_MEMBERS`` (1 or 3; see :mod:`.render`), and the
+retry delays in seconds: ``FLEXPLANE_PROVIDERS_RETRY_DELAY`` (waiting on another controller, 5),
+``FLEXPLANE_PROVIDERS_CONVERGING_DELAY`` (a rollout under way, 5), ``FLEXPLANE_PROVIDERS_DELETING_DELAY``
+(the namespace going, 2).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
 from providers.common.kube import kube as management
 from providers.common.operator import Provider
-from providers.common.resources import CONTROLPLANE_GROUP, FLEX_CONTROL_PLANE
+from providers.common.resources import CLUSTER, CONTROLPLANE_GROUP, FLEX_CONTROL_PLANE
+from providers.common.settings import seconds
+from providers.common.wakeups import Key, Wakeups, run_woken
 from providers.controlplane import steps
-from providers.controlplane.kube import Kube, KubeError
+from providers.controlplane.kube import Kube, KubeError, path_of
 
 PROVIDER = Provider("controlplane", steps.FINALIZER, CONTROLPLANE_GROUP)
 registry = PROVIDER.registry
 _FCP = (FLEX_CONTROL_PLANE.group, FLEX_CONTROL_PLANE.version, FLEX_CONTROL_PLANE.plural)
 # How soon to look again while the control plane converges, and how often once it has.
-CONVERGING_DELAY = 5.0
+CONVERGING_DELAY = seconds("CONVERGING_DELAY", 5.0)
+DELETING_DELAY = seconds("DELETING_DELAY", 2.0)
 DRIFT_INTERVAL = 60.0
+# The label on a control plane's objects that names its cluster (see model.labels).
+CONTROL_PLANE_LABEL = "flexplane.io/control-plane"
+WAKEUPS = Wakeups()
 TRANSIENT = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
@@ -47,8 +63,24 @@ def _kube() -> Kube:
     return Kube(management().api_client)
 
 
+def _key(fcp: Mapping[str, Any]) -> Key:
+    return str(fcp["metadata"]["namespace"]), str(fcp["metadata"]["name"])
+
+
 def _reconcile(body: kopf.Body, *, converge: bool) -> None:
-    kube, fcp = _kube(), dict(body)
+    """One reconcile at a time per control plane; woken meanwhile, a wait is retried at once."""
+    key = _key(body)
+    with WAKEUPS.serial(key):
+        try:
+            _reconcile_once(dict(body), converge=converge)
+        except kopf.TemporaryError as error:
+            if WAKEUPS.woken(key):
+                raise kopf.TemporaryError(str(error), delay=0) from error
+            raise
+
+
+def _reconcile_once(fcp: dict[str, Any], *, converge: bool) -> None:
+    kube = _kube()
     try:
         outcome = steps.reconcile(kube, fcp, settings())
     except steps.Waiting as waiting:
@@ -82,5 +114,68 @@ def check_control_plane(body: kopf.Body, **_: Any) -> None:
 
 @kopf.on.delete(*_FCP, registry=registry)
 def delete_control_plane(body: kopf.Body, **_: Any) -> None:
-    if not steps.delete(_kube(), dict(body)):
-        raise kopf.TemporaryError("the control plane's namespace is being deleted", delay=2.0)
+    with WAKEUPS.serial(_key(body)):
+        if not steps.delete(_kube(), dict(body)):
+            raise kopf.TemporaryError("the control plane's namespace is being deleted", delay=DELETING_DELAY)
+
+
+# ------------------------------------------------------------------------------------ wakes
+
+
+def owner_of(kube: Kube, namespace: str, cluster: str) -> str | None:
+    """The FlexControlPlane of ``cluster`` in its VDC's ``namespace`` (its owner Cluster's, else labelled)."""
+    found = kube.request("GET", path_of(steps.FCP_API, "FlexControlPlane", None, namespace)) or {}
+    for fcp in found.get("items") or []:
+        meta = fcp.get("metadata") or {}
+        owners = [r.get("name") for r in meta.get("ownerReferences") or [] if r.get("kind") == "Cluster"]
+        labelled = (meta.get("labels") or {}).get("cluster.x-k8s.io/cluster-name")
+        if cluster in owners or (not owners and labelled == cluster):
+            return str(meta["name"])
+    return None
+
+
+def wake(key: Key) -> None:
+    """Reconcile control plane ``key`` now (read afresh), unless a reconcile of it runs (it retries)."""
+
+    def reconcile() -> None:
+        fcp = _kube().get(steps.FCP_API, "FlexControlPlane", key[1], key[0])
+        if fcp is None or fcp["metadata"].get("deletionTimestamp"):
+            return
+        with contextlib.suppress(kopf.TemporaryError):  # its handler's retry looks again
+            _reconcile_once(fcp, converge=False)
+
+    run_woken(WAKEUPS, key, reconcile)
+
+
+@kopf.on.event("", "v1", "services", labels={CONTROL_PLANE_LABEL: kopf.PRESENT}, registry=registry)
+@kopf.on.event("apps", "v1", "deployments", labels={CONTROL_PLANE_LABEL: kopf.PRESENT}, registry=registry)
+def control_plane_object_changed(body: kopf.Body, type: str | None, **_: Any) -> None:
+    """The Service got its address, the Deployment's pods moved: its control plane's reconcile, now."""
+    if type is None:  # the watch's first listing: the control planes' resume handlers run anyway
+        return
+    labels = body.get("metadata", {}).get("labels") or {}
+    vdc, cluster = labels.get("flexplane.io/vdc"), labels.get(CONTROL_PLANE_LABEL)
+    if not vdc or not cluster:
+        return
+    namespace = f"vdc-{vdc}"
+    name = owner_of(_kube(), namespace, str(cluster))
+    if name is not None:
+        wake((namespace, name))
+
+
+def _adopting(body: kopf.Body, **_: Any) -> bool:
+    """A Cluster whose control plane is ours and not initialized yet (it may wait for the adoption)."""
+    ref = body.get("spec", {}).get("controlPlaneRef") or {}
+    initialized = (body.get("status", {}).get("initialization") or {}).get("controlPlaneInitialized")
+    ours = ref.get("kind") == "FlexControlPlane" and ref.get("apiGroup") == CONTROLPLANE_GROUP
+    return ours and not initialized
+
+
+@kopf.on.event(CLUSTER.group, CLUSTER.version, CLUSTER.plural, when=_adopting, registry=registry)
+def cluster_changed(body: kopf.Body, type: str | None, **_: Any) -> None:
+    """Cluster API core adopted the control plane (its ownerReference): its reconcile, now. A pause
+    later is seen by the drift timer, as before."""
+    ref = body.get("spec", {}).get("controlPlaneRef") or {}
+    if type is None or not _adopting(body):
+        return
+    wake((str(body["metadata"]["namespace"]), str(ref["name"])))

@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 
 from providers.common import conditions
-from providers.controlplane import model, pki, render, tenant
+from providers.common.settings import seconds
+from providers.controlplane import model, pki, render, tenant, workers
 from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError, path_of
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,9 @@ FINALIZER = "controlplane.flexplane.io/finalizer"
 TENANT_HASH_ANNOTATION = "controlplane.flexplane.io/tenant-objects"
 AVAILABLE = "Available"
 PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
-# How soon a step that waits on another controller (Cluster API core, the LoadBalancer) looks again.
-RETRY_DELAY = 5.0
+# How soon a step that waits on another controller (Cluster API core, the LoadBalancer) looks again,
+# should no event of what it waits for wake it first (see handlers).
+RETRY_DELAY = seconds("RETRY_DELAY", 5.0)
 
 
 @dataclass(frozen=True)
@@ -352,6 +354,7 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
         ),
     )
     status["observedGeneration"] = int(fcp["metadata"].get("generation") or 0)
+    workers.apply_pending(kube, fcp, cp.cluster, converged(fcp, status))  # workers after the control plane
     outcome.status = status
     return outcome
 
