@@ -29,6 +29,17 @@ from devstack.world.config import PROVIDERS_CLIENT_CN, PROVIDERS_LB_OCTET
 from devstack.world.orchestrator import WorldOrchestrator
 from providers.common.crds import load_crds
 
+# The providers' retry delays here (FLEXPLANE_PROVIDERS_*, production's in their docstrings): the stand-ins
+# answer in milliseconds. What the providers wait for mostly wakes them at once (watches); these are what
+# is left: a wait with no event to wake it (a namespace going), and the backoff after a real failure.
+WORLD_TIMINGS = {
+    "RETRY_DELAY": "0.5",
+    "CONVERGING_DELAY": "0.5",
+    "DELETING_DELAY": "0.2",
+    "BACKOFF_FIRST": "0.2",
+    "MAX_BACKOFF": "5",
+}
+
 
 class WorldProviders(WorldOrchestrator):
     """The providers' process and the Cluster API stand-ins."""
@@ -46,7 +57,7 @@ class WorldProviders(WorldOrchestrator):
         settings, without the prefix, beside the world's ``providers_settings``; ``watch_filter``: core's
         stand-in sees only objects so labelled, see :class:`~devstack.capi_core.CapiCore`)."""
         assert self.kubeconfig is not None
-        self.providers_settings = {**dict(self.cfg.providers_settings), **(settings or {})}
+        self.providers_settings = {**WORLD_TIMINGS, **dict(self.cfg.providers_settings), **(settings or {})}
         self.install_crds()
         self.capi_core = CapiCore(self.kubeconfig, watch_filter=watch_filter).start()
         self.hosted_control_planes = HostedControlPlanes(

@@ -200,9 +200,11 @@ def capi(world: World) -> Iterator[World]:
     finally:
         process = world.providers
         world.stop_cluster_api()
-    # It ran to the end, and stopped on SIGTERM as it should.
+    # It ran to the end, and stopped on SIGTERM as it should, every line of its log written.
     assert process is not None
     assert process.popen.returncode == 0, process.output()[-5000:]
+    log = (world.cfg.scratch / "logs" / "providers.log").read_text(errors="replace")
+    assert "Logging error" not in log, log[log.find("Logging error") - 200 :][:3000]
 
 
 @pytest.fixture(scope="module")

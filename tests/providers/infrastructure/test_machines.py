@@ -26,6 +26,7 @@ from devstack import seed
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS, custom_resource_definition
 from devstack.processes import Process, spawn
 from devstack.world import World
+from devstack.world.providers import WORLD_TIMINGS
 from providers.common.crds import load_crds
 from providers.common.kube import Kube
 from providers.common.resources import (
@@ -76,6 +77,7 @@ class Providers:
             "FLEXPLANE_AGENT_CERT": str(cert),
             "FLEXPLANE_AGENT_KEY": str(key),
             "FLEXPLANE_PROVIDERS_LEADER_TTL": "2",
+            **{f"FLEXPLANE_PROVIDERS_{name}": value for name, value in WORLD_TIMINGS.items()},
         }
         self.process: Process | None = None
         self.runs = 0
