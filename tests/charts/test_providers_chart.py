@@ -435,6 +435,14 @@ def test_the_providers_read_cluster_api_cores_objects_and_patch_only_node_pools(
     assert granted(role, "cluster.x-k8s.io", "machinedeployments") == {"get", "list", "watch", "patch"}
 
 
+def test_the_control_planes_service_and_deployment_are_watched(rendered: list[Manifest]) -> None:
+    """Their status (a LoadBalancer's address, the pods') wakes the control plane's reconcile."""
+    role = only(rendered, "ClusterRole", f"{RELEASE}-providers")
+
+    assert {"list", "watch"} <= granted(role, "", "services")
+    assert {"list", "watch"} <= granted(role, "apps", "deployments")
+
+
 def test_secrets_are_never_listed_or_watched(rendered: list[Manifest]) -> None:
     role = only(rendered, "ClusterRole", f"{RELEASE}-providers")
 
