@@ -5,7 +5,8 @@ services (the VM create path, the catalog, the agents' channel) work here as in 
 settings it reads: ``FLEXPLANE_KUBECONFIG`` (else the in-cluster service account),
 ``FLEXPLANE_NAMESPACE`` (the platform namespace: the catalog, the VDCs' locks, and the providers'
 leader Lease), ``FLEXPLANE_AGENT_CA``/``CERT``/``KEY`` (the ``flexplane-capi`` client certificate);
-and ``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15).
+``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15), and the
+providers' retry delays (``FLEXPLANE_PROVIDERS_RETRY_DELAY`` and the others their handlers name).
 Then it takes the leader Lease and runs the providers' kopf operators until SIGTERM (or SIGINT), and
 releases the Lease on the way out so that another replica takes over at once.
 """
