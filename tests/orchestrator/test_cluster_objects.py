@@ -3,6 +3,8 @@ makes, their names, the phase the statuses say, the planned workers the quota co
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -12,16 +14,20 @@ from orchestrator.models import ComputeProfile
 from orchestrator.models.clusters import (
     DELETING,
     FAILED,
+    PENDING_UPGRADE_ANNOTATION,
     PROVISIONING,
+    PROXMOX_MACHINE_TEMPLATE,
     READY,
     SCALING,
     UPGRADING,
+    WORKERS_PENDING_ANNOTATION,
     KubeObject,
     KubernetesCluster,
 )
 from orchestrator.services.clusters import inputs, objects
 from orchestrator.services.clusters.inputs import NodePoolSpec
 from orchestrator.services.clusters.quota import planned
+from providers.controlplane import workers
 
 POOL = objects.PoolPlan("web", "small", "standard", 3, 20, 1, 1024)
 PLAN = objects.ClusterPlan("demo", "shop", "v1.34.2", "debian-12", "zone-a/fpabc123", 2, (POOL,))
@@ -164,3 +170,47 @@ def test_pools_are_named_once_each() -> None:
     with pytest.raises(ValidationFailed) as refused:
         inputs.validate_pools(twice)
     assert refused.value.field == "node_pools[1].name"
+
+
+def test_a_cluster_whose_control_plane_runs_the_new_version_is_upgrading_until_its_pools_do() -> None:
+    bodies = {body["kind"]: body for _, body in objects.all_objects(PLAN)}
+    md, template = bodies["MachineDeployment"], bodies["ProxmoxMachineTemplate"]
+    plane = obj("FlexControlPlane", "shop", {**bodies["FlexControlPlane"]["spec"], "version": "v1.35.0"})
+    plane = dataclasses.replace(plane, status={**UP, "version": "v1.35.0"})
+    pool = obj("MachineDeployment", md["metadata"]["name"], md["spec"], ALL_READY)
+    templates = {template["metadata"]["name"]: obj("ProxmoxMachineTemplate", "t", template["spec"])}
+
+    cluster = KubernetesCluster.of(obj("Cluster", "shop", {}), plane, None, [pool], templates)
+
+    assert cluster.control_plane.version == "v1.35.0"
+    assert cluster.node_pools[0].version == "v1.34.2"  # its upgrade pending on the control plane
+    assert cluster.phase == UPGRADING
+
+
+def test_an_upgrade_records_the_pools_new_template_and_flags_the_control_plane() -> None:
+    ref = {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "shop-web-b"}
+    pending = objects.pending_upgrade("v1.35.0", "shop-web-new", ref)
+
+    recorded = objects.pending_patch(pending, apply=False)
+    assert set(recorded) == {"metadata"}  # the pool's spec waits
+    value = json.loads(recorded["metadata"]["annotations"][PENDING_UPGRADE_ANNOTATION])
+    assert value == {
+        "version": "v1.35.0",
+        "infrastructureRef": objects.ref(PROXMOX_MACHINE_TEMPLATE, "shop-web-new"),
+        "bootstrapConfigRef": ref,
+    }
+    # What the control-plane provider reads (providers/controlplane/workers.py), and the names it uses.
+    read = workers.parse(recorded["metadata"]["annotations"][PENDING_UPGRADE_ANNOTATION])
+    assert read == workers.PendingUpgrade("v1.35.0", value["infrastructureRef"], ref)
+    assert (workers.PENDING_ANNOTATION, workers.WORKERS_PENDING_ANNOTATION) == (
+        PENDING_UPGRADE_ANNOTATION,
+        WORKERS_PENDING_ANNOTATION,
+    )
+    applied = objects.pending_patch(pending, apply=True)
+    assert applied["metadata"]["annotations"] == {PENDING_UPGRADE_ANNOTATION: None}
+    assert applied["spec"]["template"]["spec"]["version"] == "v1.35.0"
+    assert objects.control_plane_upgrade("v1.35.0") == {
+        "metadata": {"annotations": {WORKERS_PENDING_ANNOTATION: "v1.35.0"}},
+        "spec": {"version": "v1.35.0"},
+    }
+    assert objects.control_plane_upgrade("v1.35.0", there=True) == {"spec": {"version": "v1.35.0"}}
