@@ -169,6 +169,7 @@ class KubeObject:
     created: datetime.datetime | None = None
     deleting: bool = False
     owners: tuple[tuple[str, str], ...] = ()  # (kind, name) of its ownerReferences
+    generation: int = 0  # metadata.generation (0: not known)
 
     @property
     def cluster(self) -> str:
@@ -242,6 +243,9 @@ class NodePool:
     version: str
     up_to_date: int
     replicas: int  # there now
+    # Its controller (core) has seen its spec as it is now (status.observedGeneration); a change just
+    # written (an upgrade's new version) is not reflected in its counts yet.
+    observed: bool = True
 
 
 def endpoint_of(*objects: KubeObject | None) -> str | None:
@@ -328,14 +332,22 @@ def _pool(md: KubeObject, templates: Mapping[str, KubeObject], default_network: 
         version=str(template_spec.get("version") or ""),
         up_to_date=_int(md.status.get("upToDateReplicas")),
         replicas=_int(md.status.get("replicas")),
+        observed=_observed(md),
     )
+
+
+def _observed(md: KubeObject) -> bool:
+    """Whether core has seen the MachineDeployment's spec as it is (unknown generations count as seen)."""
+    seen = md.status.get("observedGeneration")
+    return not md.generation or not isinstance(seen, int) or seen >= md.generation
 
 
 def _phase(
     cluster: KubeObject, plane: ControlPlane, pools: Iterable[NodePool], conditions: Iterable[Condition]
 ) -> str:
     """Deleting, Failed, Provisioning (no control plane yet, or no worker ready yet), Upgrading (a
-    version not reached everywhere), Scaling (a pool's replicas not as asked), else Ready."""
+    version not reached everywhere, or a pool's new spec not yet seen by core), Scaling (a pool's
+    replicas not as asked), else Ready."""
     if cluster.deleting:
         return DELETING
     if str(cluster.status.get("phase") or "") == FAILED or any(c.failed for c in conditions):
@@ -346,7 +358,10 @@ def _phase(
     if any(p.count > 0 and p.ready == 0 and p.up_to_date == 0 for p in pools):
         return PROVISIONING
     if plane.version != plane.desired_version or any(
-        p.version != plane.desired_version or p.up_to_date < min(p.replicas, p.count) for p in pools
+        p.version != plane.desired_version
+        or p.up_to_date < min(p.replicas, p.count)
+        or (not p.observed and p.replicas == p.count)  # a roll written, not seen yet (a scale shows below)
+        for p in pools
     ):
         return UPGRADING
     if plane.ready_replicas != plane.replicas or any(

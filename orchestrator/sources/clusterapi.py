@@ -60,6 +60,7 @@ def _object(resource: Resource, item: Mapping[str, Any]) -> KubeObject:
         created=_time(meta.get("creationTimestamp")),
         deleting=bool(meta.get("deletionTimestamp")),
         owners=owners,
+        generation=int(meta.get("generation") or 0),
     )
 
 

@@ -58,6 +58,7 @@ def cluster_of(
                 md["spec"],
                 pool,
                 labels={"flexplane.io/node-pool": "web"},
+                generation=2,
             )
         ],
         {
@@ -115,6 +116,10 @@ def test_the_longest_names_fit_a_dns_label() -> None:
         pytest.param(
             UP, {"replicas": 4, "readyReplicas": 3, "upToDateReplicas": 1}, {}, UPGRADING, id="a pool rolling"
         ),
+        pytest.param(
+            UP, {**ALL_READY, "observedGeneration": 1}, {}, UPGRADING, id="a pool's new version not seen yet"
+        ),
+        pytest.param(UP, {**ALL_READY, "observedGeneration": 2}, {}, READY, id="a pool's spec seen"),
         pytest.param(UP, ALL_READY, {"deleting": True}, DELETING, id="deleting"),
         pytest.param(UP, ALL_READY, {"status": {"phase": "Failed"}}, FAILED, id="core says failed"),
     ],

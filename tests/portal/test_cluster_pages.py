@@ -26,6 +26,7 @@ from orchestrator.models.clusters import (
     CLUSTER,
     FLEX_CONTROL_PLANE,
     MACHINE_DEPLOYMENT,
+    PENDING_UPGRADE_ANNOTATION,
     PROXMOX_CLUSTER,
     VDC_LABEL,
 )
@@ -326,7 +327,9 @@ def test_upgrading_asks_the_control_plane_and_the_pools_for_the_newer_version(
     [plane] = management.objects(FLEX_CONTROL_PLANE, "demo", made)
     assert plane["spec"]["version"] == VERSIONS[1]
     [deployment] = management.objects(MACHINE_DEPLOYMENT, "demo", made)
-    assert deployment["spec"]["template"]["spec"]["version"] == VERSIONS[1]
+    # The pool follows once the control plane runs the version (its control-plane provider applies it).
+    assert deployment["spec"]["template"]["spec"]["version"] == VERSIONS[0]
+    assert VERSIONS[1] in deployment["metadata"]["annotations"][PENDING_UPGRADE_ANNOTATION]
 
 
 def test_deleting_asks_first_then_deletes_the_clusters_objects(
