@@ -122,8 +122,19 @@ def apply_pending(kube: Kube, fcp: Mapping[str, Any], cluster: str, rolled_out: 
     """Apply the cluster's pending worker upgrades when the control plane's rollout is complete
     (``rolled_out``) and the FlexControlPlane says there are some; the number of pools moved.
 
-    Reads nothing unless both hold: a resync of a settled control plane costs no read here.
+    Reads nothing unless both hold: a resync of a settled control plane costs no read here. A refusal
+    (say, RBAC without ``machinedeployments`` patch) is logged and left to the next reconcile: it never
+    stops the control plane's own.
     """
+    try:
+        return _apply_pending(kube, fcp, cluster, rolled_out)
+    except KubeError as error:
+        meta = fcp["metadata"]
+        log.warning("%s/%s: the node pools' upgrade waits: %s", meta["namespace"], cluster, error)
+        return 0
+
+
+def _apply_pending(kube: Kube, fcp: Mapping[str, Any], cluster: str, rolled_out: bool) -> int:
     meta = fcp["metadata"]
     version = str((fcp.get("spec") or {}).get("version") or "")  # rolled out: what the control plane runs
     waiting = _annotations(fcp).get(WORKERS_PENDING_ANNOTATION)

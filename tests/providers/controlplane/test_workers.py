@@ -190,3 +190,21 @@ def test_a_pool_changed_since_it_was_read_is_not_overwritten(kube: Kube) -> None
     with pytest.raises(KubeError) as refused:
         kube.request("PATCH", f"{MDS}/race-w", patch, content_type=workers.MERGE_PATCH)
     assert refused.value.status == 409
+
+
+class Forbidden(Kube):
+    """The management cluster as a provider without ``machinedeployments`` patch sees it."""
+
+    def request(self, method: str, path: str, body: Any = None, **kwargs: Any) -> dict[str, Any] | None:
+        if method == "PATCH" and "/machinedeployments/" in path:
+            raise KubeError(403, method, path, "forbidden")
+        return super().request(method, path, body, **kwargs)
+
+
+def test_a_refused_patch_never_stops_the_control_planes_reconcile(kube: Kube) -> None:
+    create(kube, MDS, deployment("denied-w", {PENDING_ANNOTATION: PENDING}, cluster="denied"))
+    fcp = control_plane(kube, "denied", "v1.35.0")
+
+    assert workers.apply_pending(Forbidden(kube.api), fcp, "denied", rolled_out=True) == 0
+    assert read(kube, f"{MDS}/denied-w")["metadata"]["annotations"][PENDING_ANNOTATION] == PENDING
+    assert read(kube, f"{FCPS}/denied")["metadata"]["annotations"][WORKERS_PENDING_ANNOTATION] == "v1.35.0"
