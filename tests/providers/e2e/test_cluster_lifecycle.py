@@ -192,22 +192,6 @@ def cluster_objects(network: str) -> list[Body]:
 
 
 @pytest.fixture(scope="module")
-def capi(world: World) -> Iterator[World]:
-    """The providers and the stand-ins running on the session's world, for this module."""
-    world.start_cluster_api({"LEADER_TTL": "3"}, watch_filter=WATCH_FILTER)
-    try:
-        yield world
-    finally:
-        process = world.providers
-        world.stop_cluster_api()
-    # It ran to the end, and stopped on SIGTERM as it should, every line of its log written.
-    assert process is not None
-    assert process.popen.returncode == 0, process.output()[-5000:]
-    log = (world.cfg.scratch / "logs" / "providers.log").read_text(errors="replace")
-    assert "Logging error" not in log, log[log.find("Logging error") - 200 :][:3000]
-
-
-@pytest.fixture(scope="module")
 def network(api: GraphQL) -> Iterator[str]:
     """A network of VDC demo in zone-a for the cluster's workers, deleted afterwards."""
     made = api(
@@ -481,20 +465,23 @@ def scale_by_one_and_catch_the_clone(
         capi.fakes.on_loop(lambda: pve.slow_network(0.0))
 
 
-def test_a_worker_whose_nodes_agent_goes_down_mid_create_is_made_on_another_node(
-    mgmt: Mgmt, capi: World
-) -> None:
-    """The agent of the node its VM is being cloned on goes away: the Machine's VM is made on another node
-    while that agent stays away, and in the end it has one VM, no half-made one left behind."""
+def test_a_worker_whose_nodes_agent_goes_down_mid_create_is_made_once(mgmt: Mgmt, capi: World) -> None:
+    """The agent of the node its VM is being cloned on goes away. Proxmox's API is the cluster's: the
+    create either goes on through another node's agent (the clone is fine, only its agent is gone) or
+    fails, leaves nothing and is made on another node, as the timing falls. Either way the Machine gets
+    one VM while that agent stays away, its providerID names that VM, and no half-made one is left."""
     wait_workers(mgmt, capi, 2)
     name, zone, node = scale_by_one_and_catch_the_clone(mgmt, capi, 3)
     capi.stop_agent(zone, node)
     try:
         wait_workers(mgmt, capi, 3)
-        elsewhere = [v for v in vms_of_cluster(capi)[name] if (v[0], v[2]["node"]) != (zone, node)]
-        assert len(elsewhere) == 1, vms_of_cluster(capi)[name]
+        made = wait(
+            lambda: vms_of_cluster(capi)[name] if len(vms_of_cluster(capi)[name]) == 1 else None,
+            lambda: f"one VM for {name}: {vms_of_cluster(capi)[name]}",
+        )
         machine = next(m for m in machines(mgmt) if m["metadata"]["name"] == name)
-        assert machine["spec"]["providerID"] == f"proxmox://{smbios_uuid(elsewhere[0][2])}"
+        assert machine["spec"]["providerID"] == f"proxmox://{smbios_uuid(made[0][2])}"
+        assert made[0][2]["status"] == "running"
     finally:
         capi.start_agent(zone, node)
     wait(lambda: len(vms_of_cluster(capi)[name]) == 1, lambda: f"one VM for {name} ({providers_log(capi)})")
