@@ -5,6 +5,7 @@ services (the VM create path, the catalog, the agents' channel) work here as in 
 settings it reads: ``FLEXPLANE_KUBECONFIG`` (else the in-cluster service account),
 ``FLEXPLANE_NAMESPACE`` (the platform namespace: the catalog, the VDCs' locks, and the providers'
 leader Lease), ``FLEXPLANE_AGENT_CA``/``CERT``/``KEY`` (the ``flexplane-capi`` client certificate);
+``FLEXPLANE_PROVIDERS_LEADER_LEASE`` (the leader Lease's name, ``flexplane-providers-leader``),
 ``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15), and the
 providers' retry delays (``FLEXPLANE_PROVIDERS_RETRY_DELAY`` and the others their handlers name).
 Then it takes the leader Lease and runs the providers' kopf operators until SIGTERM (or SIGINT), and
@@ -65,8 +66,9 @@ def main() -> int:
     kube_module.configure(kube_module.Kube.from_configuration(configuration))
     identity = os.environ.get("POD_NAME") or socket.gethostname()
     ttl = float(os.environ.get("FLEXPLANE_PROVIDERS_LEADER_TTL") or leader.DEFAULT_TTL)
+    lease = os.environ.get("FLEXPLANE_PROVIDERS_LEADER_LEASE") or leader.LEASE_NAME
     with leader.leadership(
-        platform_kube(), identity, stop, ttl=ttl, retry=min(leader.DEFAULT_RETRY, ttl / 3)
+        platform_kube(), identity, stop, name=lease, ttl=ttl, retry=min(leader.DEFAULT_RETRY, ttl / 3)
     ) as held:
         if held is None:
             return 0
