@@ -3,7 +3,7 @@
 Each pytest-xdist worker (``gw0``, ``gw1``, ...) brings up worlds and servers of its own, so each
 owns a block of ``SUBNETS_PER_WORKER`` second octets, ``127.<BASE + index * SUBNETS_PER_WORKER + n>``:
 n = 0 for the session's world (``WORLD``), 1 for the small world whose neighbours
-``tests/orchestrator/test_health.py`` stops (``FRAGILE``), 2 for the load suite's (``LOAD``). The
+``tests/orchestrator/test_health.py`` stops (``FRAGILE``). The
 servers a suite starts on its own (an agent, a fake zone, an identity provider) listen on the worker's
 world subnet, at a third octet of their own (below), away from the world's 127.<WORLD>.{0,1,2}.x.
 Ports are picked free per address, and no two workers share an address, so workers never clash.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 BASE = int(os.environ.get("FLEXPLANE_TEST_SUBNET", "30"))
-SUBNETS_PER_WORKER = 3
+SUBNETS_PER_WORKER = 2
 # Who else uses a 127.<n> subnet on this machine.
 RESERVED = {
     10: "make dev",
@@ -52,7 +52,6 @@ def subnet(n: int, worker: int | None = None) -> int:
 
 WORLD = subnet(0)
 FRAGILE = subnet(1)
-LOAD = subnet(2)
 
 # Third octets on the world subnet for the servers suites start on their own.
 RELEASE_PLATFORM = 60  # tests/releasekit.py: the orchestrator over HTTPS, its kube emulator and identity

@@ -28,8 +28,6 @@ from agentclient.pool import DEFAULT_MAX_IN_FLIGHT
 from devstack.net import free_port
 from devstack.world import World
 from devstack.world.config import ORCHESTRATOR_CLIENT_CN
-from tests import addresses
-from tests.conftest import world_config
 from tests.promises import RecordFigure
 from tests.resilience.conftest import Arrivals, timed
 from tests.resilience.loadgen import LIST, Seen, list_until
@@ -52,14 +50,9 @@ BOUND = DEFAULT_MAX_IN_FLIGHT
 ZONES = ("zone-a", "zone-b")
 
 
-# The load suite brings up a world of its own, so that what the suites before it left in the shared one
-# (hundreds of VMs, drains, tokens, processes restarted) does not weigh on its figures, run alone or not.
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with World(world_config(Path(tmp_path_factory.mktemp("load-world")), addresses.LOAD)) as running:
-        yield running
-
-
+# The load suite runs on the session's world. In make test that is the run of the modules marked alone,
+# whose world has served only them (a few creates, each cleaned up): what the load suite counts is its own
+# VDCs' VMs, and the requests in flight since it reset the fakes' peaks.
 @pytest.fixture(scope="module")
 def api(world: World) -> GraphQL:
     return GraphQL(world)
