@@ -40,7 +40,7 @@ from tests.support import eventually
 
 AGENT_HOST = addresses.address(addresses.AGENT_SUITE, 1)
 SUPERVISOR = ROOT / "devstack" / "supervisor.py"
-HEALTH_DEADLINE = 15
+HEALTH_DEADLINE = 10
 # Long enough for a check, a download, a restart and a health check on a busy machine.
 UPDATE_TIMEOUT = HEALTH_DEADLINE + 60
 PIN_VERSION = """mutation($version: String!) {

@@ -1,5 +1,5 @@
 """Certificate renewal end to end: an agent enrolled through an orchestrator replica whose certificates
-live 30 seconds renews at two thirds of that, and serves the new certificate without restarting;
+live 20 seconds renews at two thirds of that, and serves the new certificate without restarting;
 when the orchestrator is gone, the failure is retried, reported by GetInfo, and the old
 certificate keeps serving. Then a renewal a crash interrupted, as it is left on disk: the agent
 starts, finishing the swap or discarding it.
@@ -32,7 +32,7 @@ from tests.enrollkit import Node, added_node, info, peer_certificate, served_cer
 from tests.support import GraphQL
 
 ZONE = "zone-b"
-LIFETIME = 30
+LIFETIME = 20
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Renewing:
 
 @pytest.fixture(scope="module")
 def renewing(world: World, api: GraphQL) -> Iterator[Renewing]:
-    """Node pve4 of zone-b, enrolled through a replica that issues 30-second certificates."""
+    """Node pve4 of zone-b, enrolled through a replica that issues 20-second certificates."""
     host = world.cfg.orchestrator_host
     port, https_port = free_port(host), free_port(host)
     replica = world.spawn_orchestrator(
