@@ -24,6 +24,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from orchestrator.certificates import key_usage
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 CA_VALIDITY = datetime.timedelta(days=3650)
@@ -56,20 +58,6 @@ def write_certificate(path: Path, certificate: x509.Certificate) -> None:
     path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
 
 
-def _key_usage(*, signing_ca: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(
-        digital_signature=True,
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=signing_ca,
-        crl_sign=signing_ca,
-        encipher_only=False,
-        decipher_only=False,
-    )
-
-
 @dataclass(frozen=True)
 class CertificateAuthority:
     """A CA certificate with its private key, able to issue leaf certificates."""
@@ -95,7 +83,7 @@ class CertificateAuthority:
             .not_valid_before(now - BACKDATE)
             .not_valid_after(now + CA_VALIDITY)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(_key_usage(signing_ca=True), critical=True)
+            .add_extension(key_usage(signs_certificates=True), critical=True)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .sign(key, hashes.SHA256())
         )
@@ -140,7 +128,7 @@ class CertificateAuthority:
             .not_valid_before(now - BACKDATE)
             .not_valid_after(now + validity)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(_key_usage(signing_ca=False), critical=True)
+            .add_extension(key_usage(), critical=True)
             .add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
             .add_extension(

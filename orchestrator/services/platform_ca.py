@@ -16,6 +16,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from django.conf import settings
 
 from agentclient.identity import AGENTS_DOMAIN
+from orchestrator.certificates import key_usage
 from orchestrator.errors import Unauthenticated, Unavailable, ValidationFailed
 from orchestrator.sources.kube import kube
 
@@ -96,17 +97,7 @@ def sign(ca: PlatformCA, csr: x509.CertificateSigningRequest, identity: str, ips
         .not_valid_after(now + lifetime)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=isinstance(public_key, rsa.RSAPublicKey),
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            key_usage(key_encipherment=isinstance(public_key, rsa.RSAPublicKey)),
             critical=True,
         )
         .add_extension(

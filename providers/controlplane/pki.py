@@ -32,6 +32,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from orchestrator.certificates import key_usage
+
 CA_VALIDITY = datetime.timedelta(days=3650)
 LEAF_VALIDITY = datetime.timedelta(days=365)
 # A leaf this close to its expiry is reissued on the next reconcile (and the pods roll to it).
@@ -190,17 +192,7 @@ def new_ca(common_name: str, *, at: datetime.datetime | None = None) -> Pair:
         .not_valid_after(at + CA_VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            key_usage(signs_certificates=True),
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
@@ -237,17 +229,7 @@ def issue(
         .not_valid_after(min(at + LEAF_VALIDITY, ca.cert.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            key_usage(),
             critical=True,
         )
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)

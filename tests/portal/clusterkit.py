@@ -24,6 +24,7 @@ from kubernetes import client
 from kubernetes.config import new_client_from_config
 
 from devstack.world import World
+from orchestrator.certificates import key_usage
 from orchestrator.models.clusters import (
     CLUSTER,
     CLUSTER_NAME_LABEL,
@@ -129,17 +130,7 @@ def self_signed_ca(cluster: str) -> tuple[bytes, bytes]:
         .not_valid_after(now + datetime.timedelta(days=30))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            key_usage(signs_certificates=True),
             critical=True,
         )
         .sign(key, hashes.SHA256())

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from orchestrator.certificates import key_usage
 from orchestrator.errors import Conflict, UpstreamFailure
 from orchestrator.models.clusters import Kubeconfig, namespace_of
 from orchestrator.services.clusters.reads import acting_vdc, get_cluster
@@ -85,17 +86,7 @@ def issue(
         .not_valid_after(expires)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            key_usage(),
             critical=True,
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
