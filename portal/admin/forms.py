@@ -26,6 +26,7 @@ from orchestrator.models.catalog import (
     Input,
     Kind,
 )
+from orchestrator.models.clusters import KUBERNETES_VERSION_INPUTS
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
 from orchestrator.services.vdcs import QUOTA_FIELDS, visible_vdcs
@@ -221,6 +222,10 @@ class ImageForm(OfferingForm):
 
 class ZoneForm(CatalogForm):
     declared = ZONE_INPUTS
+
+
+class KubernetesVersionForm(CatalogForm):
+    declared = KUBERNETES_VERSION_INPUTS
 
 
 def _description() -> forms.CharField:

@@ -1,8 +1,9 @@
 """The admin's sections: each kind of thing the admin area lists, adds, edits and deletes.
 
-The catalog's kinds (compute and storage profiles, images, zones) and VDCs, each a :class:`Section`
-that names its form, the services that read and change it, and the columns of its list. The views
-of :mod:`portal.admin.views` serve every section alike; the URLs follow :data:`SECTIONS`.
+The catalog's kinds (compute and storage profiles, images, zones), VDCs and the Kubernetes versions
+tenants' clusters are offered, each a :class:`Section` that names its form, the services that read and
+change it, and the columns of its list. The views of :mod:`portal.admin.views` serve every section
+alike; the URLs follow :data:`SECTIONS`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from portal.admin.forms import (
     AdminForm,
     ComputeProfileForm,
     ImageForm,
+    KubernetesVersionForm,
     StorageProfileForm,
     VdcForm,
     ZoneForm,
@@ -203,6 +205,24 @@ SECTIONS: dict[str, Section] = {
             ),
             on_delete="Its Proxmox pool is deleted in each of its zones. It is refused while the VDC "
             "has VMs.",
+        ),
+        Section(
+            kind="kubernetes-version",
+            slug="kubernetes-versions",
+            title="Kubernetes versions",
+            noun="Kubernetes version",
+            form=KubernetesVersionForm,
+            read=catalog.list_kubernetes_versions,
+            get=catalog.kubernetes_version,
+            create=catalog.create_kubernetes_version,
+            update=catalog.update_kubernetes_version,
+            delete=catalog.delete_kubernetes_version,
+            ident=lambda v: v.version,
+            columns=(
+                Column("Version", lambda v: v.version),
+                Column("Node image", lambda v: v.image),
+            ),
+            on_delete="New clusters can no longer choose it. Clusters running it keep running.",
         ),
     )
 }

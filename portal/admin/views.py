@@ -42,6 +42,7 @@ def index(request: HttpRequest, ctx: Context) -> HttpResponse:
         "image": len(catalog.list_images(ctx)),
         "zone": len(catalog.list_zones(ctx)),
         "vdc": len(vdcs.visible_vdcs(ctx)),
+        "kubernetes-version": len(catalog.list_kubernetes_versions(ctx)),
     }
     cards = [(s.title, s.url("list"), counts[s.kind], s.noun) for s in SECTIONS.values()]
     cards.insert(4, ("Hosts", reverse("portal-admin:hosts"), len(catalog.list_hosts(ctx)), "host"))

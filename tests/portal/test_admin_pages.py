@@ -68,9 +68,49 @@ def profile_name(api: GraphQL) -> Iterator[str]:
 def test_the_admin_area_lists_every_section(world: World, admin: requests.Session) -> None:
     page = admin.get(f"{world.url}/admin/", timeout=30)
     assert page.status_code == 200
-    for section in ("Compute profiles", "Storage profiles", "Images", "Zones", "Hosts", "VDCs"):
+    for section in (
+        "Compute profiles",
+        "Storage profiles",
+        "Images",
+        "Zones",
+        "Hosts",
+        "VDCs",
+        "Kubernetes versions",
+    ):
         assert section in page.text
     assert 'aria-label="Admin"' in page.text
+
+
+def test_an_admin_offers_a_kubernetes_version_changes_its_node_image_and_withdraws_it(
+    world: World, admin: requests.Session, api: GraphQL
+) -> None:
+    version = "v1.30.9"  # no other test offers it
+    read = "query { kubernetesVersions { version image } }"
+
+    def offered() -> dict[str, str]:
+        return {v["version"]: v["image"] for v in api(read, user="admin").data["kubernetesVersions"]}
+
+    form = admin.get(f"{world.url}/admin/kubernetes-versions/new/", timeout=30)
+    assert 'data-action="kubernetes-version.create"' in form.text
+    added = _post(admin, world, "/admin/kubernetes-versions/new/", {"version": version, "image": "debian-12"})
+    assert (added.status_code, added.headers["Location"]) == (302, "/admin/kubernetes-versions/")
+    try:
+        assert (
+            f'data-row="{version}"' in admin.get(f"{world.url}/admin/kubernetes-versions/", timeout=30).text
+        )
+        assert offered()[version] == "debian-12"
+        saved = _post(admin, world, f"/admin/kubernetes-versions/{version}/edit/", {"image": "ubuntu-24.04"})
+        assert saved.status_code == 302
+        assert offered()[version] == "ubuntu-24.04"
+        refused = _post(
+            admin, world, "/admin/kubernetes-versions/new/", {"version": "1.30", "image": "debian-12"}
+        )
+        assert refused.status_code == 400
+        assert "not a Kubernetes release like v1.34.2" in refused.text
+    finally:
+        deleted = _post(admin, world, f"/admin/kubernetes-versions/{version}/delete/", {})
+    assert deleted.status_code == 302
+    assert version not in offered()
 
 
 def test_an_admin_adds_edits_and_deletes_a_compute_profile(

@@ -389,6 +389,7 @@ REAL_IDENT = {
     "image": "debian-12",
     "zone": "zone-a",
     "vdc": "demo",
+    "kubernetes-version": "v1.29.9",  # none offered: see NO_SEEDED_OBJECT
 }
 # What alice POSTs to: objects that do not exist, so that were she let through, nothing would change
 # (and the page would say the object is missing, not that the page is).
@@ -403,7 +404,12 @@ NOTHING = {
 
 
 # Admin routes whose real values name nothing the seeded world holds.
-NO_SEEDED_OBJECT = {"admin/access/organizations/<str:org>/vdcs/<str:vdc>/edit/"}
+NO_SEEDED_OBJECT = {
+    "admin/access/organizations/<str:org>/vdcs/<str:vdc>/edit/",
+    # The world offers Kubernetes versions only when it runs the providers (make dev's does).
+    "admin/kubernetes-versions/<str:ident>/edit/",
+    "admin/kubernetes-versions/<str:ident>/delete/",
+}
 
 
 def admin_url(route: Route, values: dict[str, str]) -> str:

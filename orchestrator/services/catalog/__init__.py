@@ -310,6 +310,11 @@ def list_kubernetes_versions(ctx: Context) -> list[KubernetesVersion]:
     return sorted(_all(ctx, KUBERNETES_VERSION_KIND), key=lambda v: version_key(v.version), reverse=True)
 
 
+def kubernetes_version(ctx: Context, version: str) -> KubernetesVersion:
+    access.require_self_service(ctx)
+    return _one(ctx, KUBERNETES_VERSION_KIND, version)
+
+
 def create_kubernetes_version(ctx: Context, data: Mapping[str, Any]) -> KubernetesVersion:
     """Offer a Kubernetes version: ``version`` (v1.34.2) and ``image``, the catalog image of its nodes."""
     return _create(ctx, KUBERNETES_VERSION_KIND, data)
