@@ -154,6 +154,9 @@ def test_the_image_has_no_package_manager_or_compiler_and_the_apps_wheel_in_a_ve
         "the portal's built CSS, collected"
     )
     assert (rootfs / "opt/flexplane/venv/bin/daphne").is_file()
+    # The same image runs the Cluster API providers (charts/providers: python -m providers).
+    assert (site / "providers" / "__main__.py").is_file()
+    assert list(site.glob("kopf-*.dist-info"))
 
 
 def test_the_containerfile_builds_the_same_files_as_the_daemonless_build(config: dict, rootfs: Path) -> None:
