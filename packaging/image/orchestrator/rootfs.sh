@@ -43,7 +43,7 @@ fi
 # The app's sources: what its wheel is built from, and the templates and static files beside it.
 mkdir -p "$OUT/tmp/src"
 tar -C "$SRC" --exclude=__pycache__ --exclude=static_src -cf - \
-    pyproject.toml README.md flexplane orchestrator portal agent agentclient templates static |
+    pyproject.toml README.md flexplane orchestrator portal providers agent agentclient templates static |
     tar -C "$OUT/tmp/src" -xf -
 if [ ! -f "$OUT/tmp/src/$CSS" ]; then
     echo "rootfs.sh: $CSS went away while copying (is the CSS being rebuilt?): run it again" >&2
