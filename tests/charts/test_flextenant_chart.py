@@ -22,6 +22,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes_validate.utils import all_versions, major_minor
 
+from tests.charts.kit import Manifest, manifests
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "flextenant"
 EXAMPLE_VALUES = CHART / "ci" / "example-values.yaml"
@@ -31,7 +33,6 @@ SETTINGS = (ROOT / "flexplane" / "settings" / "base.py", ROOT / "flexplane" / "s
 RELEASE = "fp"
 NAMESPACE = "cloud-system"
 
-Manifest = dict[str, Any]
 
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 # Settings the chart leaves alone: production settings fix them (DEBUG, GRAPHIQL), or the pods use
@@ -73,16 +74,6 @@ def rendered(request: pytest.FixtureRequest, renders: dict[str, list[Manifest]])
 
 def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
     return chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
-
-
-def manifests(templates: dict[str, str]) -> list[Manifest]:
-    return [
-        doc
-        for path, text in sorted(templates.items())
-        if path.endswith((".yaml", ".yml"))
-        for doc in yaml.safe_load_all(text)
-        if doc
-    ]
 
 
 def only(rendered: list[Manifest], kind: str) -> Manifest:

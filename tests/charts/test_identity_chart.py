@@ -20,13 +20,14 @@ import pytest
 import yaml
 from kubernetes_validate.utils import all_versions, major_minor
 
+from tests.charts.kit import Manifest, manifests
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "identity"
 TENANT = ROOT / "charts" / "flextenant"
 RELEASE, NAMESPACE = "idp", "identity"
 FULLNAME = f"{RELEASE}-identity"
 
-Manifest = dict[str, Any]
 
 MINIMAL = {"external": {"domain": "id.example.com"}, "portal": {"url": "https://cloud.example.com"}}
 # A masterkey given as a value, to show it reaches a Secret's data only.
@@ -71,16 +72,6 @@ def rendered(request: pytest.FixtureRequest, renders: dict[str, list[Manifest]])
 
 def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
     return chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
-
-
-def manifests(templates: dict[str, str]) -> list[Manifest]:
-    return [
-        doc
-        for path, text in sorted(templates.items())
-        if path.endswith((".yaml", ".yml"))
-        for doc in yaml.safe_load_all(text)
-        if doc
-    ]
 
 
 def named(rendered: list[Manifest], kind: str, name: str) -> Manifest:

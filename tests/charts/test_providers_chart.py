@@ -19,6 +19,8 @@ import pytest
 import yaml
 from kubernetes_validate.utils import all_versions, major_minor
 
+from tests.charts.kit import Manifest, manifests
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "providers"
 CRDS_DIR = CHART / "crds"
@@ -29,7 +31,6 @@ NAMESPACE = "cloud-system"
 CONTRACT_LABEL = "cluster.x-k8s.io/v1beta2"
 AGGREGATE_LABEL = "cluster.x-k8s.io/aggregate-to-manager"
 
-Manifest = dict[str, Any]
 
 # The contract's kinds: (group, kind, plural).
 CONTRACT_KINDS = {
@@ -67,16 +68,6 @@ def rendered(request: pytest.FixtureRequest, renders: dict[str, list[Manifest]])
 
 def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
     return chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
-
-
-def manifests(templates: dict[str, str]) -> list[Manifest]:
-    return [
-        doc
-        for path, text in sorted(templates.items())
-        if path.endswith((".yaml", ".yml"))
-        for doc in yaml.safe_load_all(text)
-        if doc
-    ]
 
 
 def crds() -> dict[str, Manifest]:
