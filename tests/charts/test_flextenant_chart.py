@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import helm_python
-import kubernetes_validate
 import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from kubernetes_validate.utils import all_versions, major_minor
 
 from tests.charts.kit import Manifest, manifests
+from tests.kubeschema import invalid, schema_version
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "flextenant"
@@ -38,12 +37,6 @@ PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 # Settings the chart leaves alone: production settings fix them (DEBUG, GRAPHIQL), or the pods use
 # the in-cluster service account rather than a kubeconfig.
 NOT_FOR_THE_CHART = {"FLEXPLANE_DEBUG", "FLEXPLANE_GRAPHIQL", "FLEXPLANE_KUBECONFIG"}
-
-
-def schema_version() -> str:
-    """Kubernetes 1.33, or the newest schema kubernetes-validate ships when it has none for 1.33."""
-    shipped = {major_minor(version) for version in all_versions()}
-    return "1.33" if "1.33" in shipped else major_minor(kubernetes_validate.latest_version())
 
 
 def example_values() -> dict[str, Any]:
@@ -110,21 +103,6 @@ def container(rendered: list[Manifest]) -> dict[str, Any]:
 def env(rendered: list[Manifest]) -> dict[str, Any]:
     """The container's environment: plain values as strings, references as their valueFrom."""
     return {var["name"]: var.get("value", var.get("valueFrom")) for var in container(rendered)["env"]}
-
-
-def invalid(rendered: list[Manifest]) -> list[str]:
-    """What Kubernetes' schemas (strict: no unknown fields) refuse, one line per manifest."""
-    version = schema_version()
-    failures = []
-    for manifest in rendered:
-        name = f"{manifest['kind']}/{manifest['metadata']['name']}"
-        try:
-            kubernetes_validate.validate(manifest, version, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            failures.append(f"{name} at {'.'.join(map(str, exc.path))}: {exc.message}")
-        except kubernetes_validate.SchemaNotFoundError as exc:
-            failures.append(f"{name}: {exc.message}")
-    return failures
 
 
 def named(rendered: list[Manifest], kind: str, name: str) -> Manifest:

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import helm_python
-import kubernetes_validate
 import pytest
 import yaml
-from kubernetes_validate.utils import all_versions, major_minor
 
 from tests.charts.kit import Manifest, manifests
+from tests.kubeschema import invalid, schema_version
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "identity"
@@ -41,11 +40,6 @@ VALUES = {
 }
 HOOKS = ("helm.sh/hook", "helm.sh/hook-weight")
 SECRET_NAMES = re.compile(r"PASSWORD|MASTERKEY|SECRET|TOKEN|_KEY\b|KEY$")
-
-
-def schema_version() -> str:
-    shipped = {major_minor(version) for version in all_versions()}
-    return "1.33" if "1.33" in shipped else major_minor(kubernetes_validate.latest_version())
 
 
 @pytest.fixture(scope="module")
@@ -114,19 +108,6 @@ def bootstrap_settings(rendered: list[Manifest], step: str = "bootstrap") -> dic
     (container,) = job(rendered, step)["spec"]["template"]["spec"]["containers"]
     settings: dict[str, Any] = json.loads(env_of(container)["IDENTITY_BOOTSTRAP"])
     return settings
-
-
-def invalid(rendered: list[Manifest]) -> list[str]:
-    version, failures = schema_version(), []
-    for manifest in rendered:
-        name = f"{manifest['kind']}/{manifest['metadata']['name']}"
-        try:
-            kubernetes_validate.validate(manifest, version, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            failures.append(f"{name} at {'.'.join(map(str, exc.path))}: {exc.message}")
-        except kubernetes_validate.SchemaNotFoundError as exc:
-            failures.append(f"{name}: {exc.message}")
-    return failures
 
 
 def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:

@@ -14,12 +14,11 @@ from typing import Any
 
 import helm_python
 import jsonschema
-import kubernetes_validate
 import pytest
 import yaml
-from kubernetes_validate.utils import all_versions, major_minor
 
 from tests.charts.kit import Manifest, manifests
+from tests.kubeschema import invalid, schema_version
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "providers"
@@ -39,13 +38,6 @@ CONTRACT_KINDS = {
     ("infrastructure.flexplane.io", "ProxmoxMachineTemplate", "proxmoxmachinetemplates"),
     ("controlplane.flexplane.io", "FlexControlPlane", "flexcontrolplanes"),
 }
-
-
-def schema_version() -> str:
-    """Kubernetes 1.33, or the newest schema kubernetes-validate ships when it has none for 1.33."""
-    shipped = {major_minor(version) for version in all_versions()}
-    return "1.33" if "1.33" in shipped else major_minor(kubernetes_validate.latest_version())
-
 
 VALUES: dict[str, dict[str, Any]] = {"default": {}, "example": yaml.safe_load(EXAMPLE_VALUES.read_text())}
 
@@ -101,20 +93,6 @@ def container(rendered: list[Manifest]) -> dict[str, Any]:
 
 def env(rendered: list[Manifest]) -> dict[str, Any]:
     return {var["name"]: var.get("value", var.get("valueFrom")) for var in container(rendered)["env"]}
-
-
-def invalid(documents: list[Manifest]) -> list[str]:
-    """What Kubernetes' schemas (strict: no unknown fields) refuse, one line per manifest."""
-    failures = []
-    for manifest in documents:
-        name = f"{manifest['kind']}/{manifest['metadata']['name']}"
-        try:
-            kubernetes_validate.validate(manifest, schema_version(), strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            failures.append(f"{name} at {'.'.join(map(str, exc.path))}: {exc.message}")
-        except kubernetes_validate.SchemaNotFoundError as exc:
-            failures.append(f"{name}: {exc.message}")
-    return failures
 
 
 def rules(role: Manifest) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ test fails when
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
@@ -60,10 +61,11 @@ def registered_actions() -> set[str]:
     return {action for mutations in registries().values() for action in mutations}
 
 
-def schema_mutations() -> set[str]:
+@functools.cache
+def schema_mutations() -> frozenset[str]:
     schema = build_schema((ROOT / "schema.graphql").read_text(encoding="utf-8"))
     assert schema.mutation_type is not None
-    return set(schema.mutation_type.fields)
+    return frozenset(schema.mutation_type.fields)
 
 
 def unsafe_elements(html: str) -> Iterator[str]:

@@ -19,6 +19,7 @@ cell creates and removes again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -842,6 +843,7 @@ ROWS: dict[str, dict[str, Row]] = {"Query": QUERY_ROWS, "Mutation": MUTATION_ROW
 # ------------------------------------------------------------------------------------------ the cells
 
 
+@functools.cache
 def committed_schema() -> GraphQLSchema:
     return build_schema(SCHEMA_FILE.read_text())
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-import kubernetes_validate
 import pytest
 import yaml
 from cryptography import x509
-from kubernetes_validate.utils import all_versions, major_minor
 
 from providers.controlplane import etcd, model, pki, render, tenant
+from tests.kubeschema import invalid
 
 CP = model.ControlPlane(vdc="demo", cluster="web", version="v1.34.2", replicas=2, endpoint_host="10.20.0.7")
 CP3 = model.ControlPlane(
@@ -62,11 +61,6 @@ KONNECTIVITY_AGENT_FLAGS = {
 }
 
 
-def schema_version() -> str:
-    shipped = {major_minor(version) for version in all_versions()}
-    return "1.33" if "1.33" in shipped else major_minor(kubernetes_validate.latest_version())
-
-
 @pytest.fixture(scope="module")
 def files() -> dict[str, bytes]:
     return pki.ensure_pki({}, CP.names)
@@ -92,16 +86,6 @@ def flags(args: list[str]) -> dict[str, str]:
 
 def containers(deployment: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
-
-
-def invalid(manifests: list[dict[str, Any]]) -> list[str]:
-    errors = []
-    for manifest in manifests:
-        try:
-            kubernetes_validate.validate(manifest, schema_version(), strict=True)
-        except (kubernetes_validate.ValidationError, kubernetes_validate.SchemaNotFoundError) as exc:
-            errors.append(f"{manifest['kind']}/{manifest['metadata']['name']}: {exc}")
-    return errors
 
 
 def test_every_manifest_validates_against_the_kubernetes_schema(files: dict[str, bytes]) -> None:
