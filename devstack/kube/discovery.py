@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import re
 import warnings
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import attrs
 import kmock
@@ -33,22 +35,48 @@ CUSTOM_RESOURCE_VERBS = frozenset(
 )
 
 
-def add_discovery_routes(emulator: kmock.KubernetesScaffold) -> None:
-    """Answer ``/version`` and discovery (``/``, ``/api``, ``/apis`` and below) as fallback reactions.
+# The discovery paths and what answers each: kmock's scaffold's protected handlers (it has no public way to
+# reach them), or the /version document. In kmock's order: the first that matches the path answers.
+_ROUTES: tuple[tuple[re.Pattern[str], str | None], ...] = (
+    (re.compile(r"/version/?"), None),
+    (re.compile(r"/apis/?"), "_serve_apis"),
+    (re.compile(r"/apis/[^/]+/?"), "_serve_group"),
+    (re.compile(r"/apis/[^/]+/[^/]+/?"), "_serve_version"),
+    (re.compile(r"/api/?"), "_serve_api"),
+    (re.compile(r"/api/[^/]+/?"), "_serve_version"),
+    (re.compile(r"/?"), "_serve_root"),
+)
 
-    The discovery documents are kmock's, built from the emulator's resources. kmock's scaffold
-    registers these routes itself along with a catch-all 404 that the emulator cannot have, and
-    without trailing slashes, so they are registered here instead. Its handlers are protected
-    methods: kmock has no public way to reach them but through that registration.
+Handler = Callable[[kmock.Request], Awaitable[Any]]
+
+
+def _handler(emulator: kmock.KubernetesScaffold, name: str | None) -> Handler | Mapping[str, str]:
+    return SERVER_VERSION if name is None else getattr(emulator, name)
+
+
+def add_discovery_routes(emulator: kmock.KubernetesScaffold) -> None:
+    """Answer ``/version`` and discovery (``/``, ``/api``, ``/apis`` and below) as fallback reactions, for
+    kmock's dispatch when a test added reactions of its own (:func:`answer` serves them otherwise).
+
+    kmock's scaffold registers these routes itself along with a catch-all 404 that the emulator cannot
+    have, and without trailing slashes, so they are registered here instead.
     """
-    discovery = emulator.fallback
-    discovery["get", re.compile(r"/version/?")] << SERVER_VERSION
-    discovery["get", re.compile(r"/apis/?")] << emulator._serve_apis
-    discovery["get", re.compile(r"/apis/[^/]+/?")] << emulator._serve_group
-    discovery["get", re.compile(r"/apis/[^/]+/[^/]+/?")] << emulator._serve_version
-    discovery["get", re.compile(r"/api/?")] << emulator._serve_api
-    discovery["get", re.compile(r"/api/[^/]+/?")] << emulator._serve_version
-    discovery["get", re.compile(r"/?")] << emulator._serve_root
+    for pattern, name in _ROUTES:
+        emulator.fallback["get", pattern] << _handler(emulator, name)
+
+
+async def answer(emulator: kmock.KubernetesScaffold, request: kmock.Request) -> Mapping[str, Any] | None:
+    """The discovery document a GET asks for, as the fallback reactions answer it; None when the path
+    is none of discovery's. Straight to the handler: kmock's dispatch applies every reaction's filters to
+    every request, which cost discovery's callers (kopf scans it) most of the emulator's time."""
+    if request.method != kmock.method.GET:
+        return None
+    for pattern, name in _ROUTES:
+        if pattern.fullmatch(request.url.path):
+            handler = _handler(emulator, name)
+            document: Mapping[str, Any] = handler if isinstance(handler, Mapping) else await handler(request)
+            return document
+    return None
 
 
 def load_builtin_resources(resources: kmock.ResourcesArray) -> frozenset[kmock.resource]:

@@ -157,22 +157,30 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         resource = request.resource
-        # Discovery's reactions never serve objects: unless a test added reactions of its own, a request
-        # for objects goes straight to them. kmock's dispatch applies every reaction's filters to every
-        # request (about 15 ms a request here, as much as the rest of a listing's way through the
-        # stack), where a real API server answers a small list in a few. `_payloads` is kmock's
-        # protected list of reactions: it has no public count of them.
-        if len(self._payloads) > self._own_reactions or resource is None or resource.plural is None:
+        # kmock's dispatch applies every reaction's filters to every request (about 15 ms a request here,
+        # as much as the rest of a listing's way through the stack), where a real API server answers a
+        # small list in a few. Unless a test added reactions of its own, objects and discovery are served
+        # straight. `_payloads` is kmock's protected list of reactions: it has no public count of them.
+        if len(self._payloads) > self._own_reactions:
             with contextlib.suppress(NotImplementedError):  # raised when no reaction matches
                 # kmock's dispatch over the reactions (those a test added, then discovery), skipping
                 # KubernetesEmulator's, which would change the objects as kmock does.
                 return await super(kmock.KubernetesEmulator, self)._handle(request)
         try:
             if resource is None or resource.plural is None:
-                raise ApiError.no_such_path()
+                return await self._serve_discovery(request)
             return await self._serve_objects(request, resource)
         except ApiError as error:
             return error.response()
+
+    async def _serve_discovery(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        try:
+            document = await discovery.answer(self, request)
+        except kmock.KubernetesError as error:  # e.g. a group/version no resource is served in
+            return await self._render_error(error)
+        if document is None:
+            raise ApiError.no_such_path()
+        return aiohttp.web.json_response(document)
 
     async def _serve_objects(
         self, request: kmock.Request, resource: kmock.resource

@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+import kmock
 import kopf
 import pytest
 from kubernetes import client, config
 from kubernetes.client import ApiException
 
 from devstack.kube import KubeServer
-from devstack.kube.crds import ScalePaths, custom_resource_definition
+from devstack.kube.crds import CRDS, ScalePaths, custom_resource_definition
 from tests.support import eventually
 
 GROUP, VERSION, PLURAL = "widgets.flexplane.io", "v1alpha1", "widgets"
@@ -124,6 +125,14 @@ def api(
     kube: KubeServer, operator: Operator, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[client.ApiClient]:
     """The official client; the CRD is created once the operator runs, as a chart upgrade would."""
+    # kopf scans discovery, then watches CRDs from a listing whose CRDs it takes as scanned: one made
+    # between the two it never notices (a real cluster has the same window). A chart upgrade comes long
+    # after the operator's start; here the CRD is made once that watch is open.
+    eventually(
+        lambda: any(r.resource == CRDS and r.action == kmock.action.WATCH for r in kube.emulator),
+        TIMEOUT,
+        "kopf's watch of CRDs",
+    )
     kubeconfig = kube.write_kubeconfig(Path(tmp_path_factory.mktemp("kopf")) / "kubeconfig")
     api_client = config.new_client_from_config(config_file=str(kubeconfig))
     client.ApiextensionsV1Api(api_client).create_custom_resource_definition(
