@@ -153,6 +153,14 @@ class ConsoleServicer(agent_pb2_grpc.ConsoleServicer):
 
     async def Open(self, request_iterator: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
         caller = caller_name(context)
+        # The first message is read before a caller is refused: a refusal racing the caller's write of it
+        # reaches the caller as INTERNAL ("Internal error from Core"), not as what it is.
+        source = _Caller(request_iterator)
+        try:
+            async with asyncio.timeout(HANDSHAKE_TIMEOUT):
+                first = await source.first()
+        except TimeoutError:
+            first = None
         if caller not in self.clients:
             CONSOLES.labels("refused").inc()
             log.warning("Console.Open refused for %s (%s): not in console_clients", caller, context.peer())
@@ -161,8 +169,6 @@ class ConsoleServicer(agent_pb2_grpc.ConsoleServicer):
                 f"client certificate common name {caller!r} may not open consoles (console_clients)",
                 trailing_metadata=((ERROR_METADATA_KEY, CLIENT_NOT_ALLOWED),),
             )
-        source = _Caller(request_iterator)
-        first = await source.first()
         vmid = int(first.vmid) if first is not None else 0
         if not VMID_RANGE[0] <= vmid <= VMID_RANGE[1]:
             await self._fail(context, grpc.StatusCode.INVALID_ARGUMENT, "the first message must name a VM id")
