@@ -63,6 +63,8 @@ class Outcome:
     status: Body = field(default_factory=dict)
     spec: Body = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    # The cluster whose node pools' pending upgrades follow once the status is written (None: none do).
+    cluster: str | None = None
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -354,8 +356,8 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
         ),
     )
     status["observedGeneration"] = int(fcp["metadata"].get("generation") or 0)
-    workers.apply_pending(kube, fcp, cp.cluster, converged(fcp, status))  # workers after the control plane
     outcome.status = status
+    outcome.cluster = cp.cluster
     return outcome
 
 
@@ -390,7 +392,8 @@ def converged(fcp: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
 
 
 def write(kube: Kube, fcp: Mapping[str, Any], outcome: Outcome) -> None:
-    """Write an outcome on the FlexControlPlane: its spec's endpoint and annotations, then its status."""
+    """Write an outcome on the FlexControlPlane: its spec's endpoint and annotations, then its status; then
+    the node pools' pending upgrades, once that status says the control plane runs their version."""
     meta = fcp["metadata"]
     patch: Body = {}
     if outcome.spec:
@@ -410,6 +413,10 @@ def write(kube: Kube, fcp: Mapping[str, Any], outcome: Outcome) -> None:
             {"status": outcome.status},
             subresource="status",
         )
+    if outcome.cluster is not None:
+        # Workers after the control plane, and after its status says so: no reader (Cluster API core, a
+        # tenant) sees a pool asking for a version its control plane's status does not run yet.
+        workers.apply_pending(kube, fcp, outcome.cluster, converged(fcp, outcome.status))
 
 
 # ------------------------------------------------------------------------------------ deletion
