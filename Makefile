@@ -2,6 +2,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Python caches bytecode here even where the environment turns it off (PYTHONDONTWRITEBYTECODE, as on
+# this project's machines): without the cache every process the tests start compiles the project's
+# sources again, and every pytest worker rewrites the asserts of every test module again.
+unexport PYTHONDONTWRITEBYTECODE
 # Reinstall whenever the declared dependencies change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
 # The portal's CSS: Tailwind through django-tailwind, built with npm; rebuilt when a page or the lock changes.
@@ -30,7 +34,7 @@ LINT_LOG := $(CURDIR)/.scratch/lint.log
 BUILD := $(CURDIR)/.build
 ARTIFACT_TOOLS := /usr/sbin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip
 
-.PHONY: dev test test-full lint format protos schema install clean deb image test-artifacts
+.PHONY: dev test test-full durations lint format protos schema install clean deb image test-artifacts
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -48,32 +52,26 @@ $(NODE_STAMP): $(THEME)/package-lock.json
 $(CSS): $(NODE_STAMP) $(CSS_SOURCES) | $(STAMP)
 	$(BIN)/python manage.py tailwind build
 
-$(CHROMIUM):
-	$(SUDO) apt-get update -qq
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-
-# The mesh's namespace tests (tests/mesh) and `make dev` as root bring up userspace WireGuard; the edge
-# gateways' (tests/gateway) run nftables.
+# The Debian packages the tests need, installed in one apt-get run (concurrent runs would contend for
+# dpkg's lock): Debian's chromium for the browser tests; userspace WireGuard for the mesh's namespace tests
+# (tests/mesh) and `make dev` as root, nftables for the edge gateways' (tests/gateway); the CNCF
+# distribution registry for agent releases (tests/agent/*registry*, the devstack), which the tests start
+# on loopback (never the package's service).
 WIREGUARD := /usr/bin/wg /usr/bin/wireguard-go /usr/sbin/nft
-
-$(WIREGUARD):
-	$(SUDO) apt-get update -qq
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wireguard-tools wireguard-go nftables
-
-# Agent releases (tests/agent/*registry*, the devstack) go through a real OCI registry: the
-# CNCF distribution registry, started by the tests on loopback (never the package's service).
 REGISTRY := /usr/bin/docker-registry
+DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
 
-$(REGISTRY):
+$(DEBIAN_TOOLS) &:
 	$(SUDO) apt-get update -qq
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		chromium wireguard-tools wireguard-go nftables docker-registry
 	-$(SUDO) systemctl disable --now docker-registry.service 2>/dev/null
 
 $(ARTIFACT_TOOLS):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap lintian umoci binutils
 
-install: $(STAMP) $(CSS) $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
+install: $(STAMP) $(CSS) $(DEBIAN_TOOLS)
 
 dev: $(STAMP) $(CSS) $(REGISTRY)
 	$(BIN)/python -m devstack
@@ -83,9 +81,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-# Lint and types run beside the parallel run, whose workers mostly wait on their worlds; their output
-# follows that run's, and they are done before the modules that need the machine to themselves start.
-test: $(STAMP) $(CSS) $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
+# What is missing is installed first, concurrently (pip, npm and apt-get). Lint and types run beside the
+# parallel run; their output follows that run's, and they are done before the modules that need the
+# machine to themselves start.
+test:
+	$(MAKE) --no-print-directory -j4 install
 	$(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=flexplane.settings.production FLEXPLANE_SECRET_KEY=check-deploy-$$RANDOM$$RANDOM$$RANDOM$$RANDOM-not-a-real-secret-key-just-long-enough \
 		FLEXPLANE_ALLOWED_HOSTS=flexplane.example.com $(BIN)/python manage.py check --deploy --fail-level WARNING
@@ -96,6 +96,11 @@ test: $(STAMP) $(CSS) $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
 	$(BIN)/pytest -p no:xdist -m alone --promises-ledger=$(PROMISES) $(PYTEST_EXTRA) || status=$$?; \
 	echo "Screenshots of the portal: $(SCREENSHOTS)"; \
 	echo "make test: $$(( $$(date +%s) - $(STARTED) )) s"; exit $$status
+
+# The parallel run's order (tests/schedule.py): each module's time in a parallel run, kept in
+# tests/durations.json; worth writing anew when modules were added or got much faster or slower.
+durations: $(STAMP) $(CSS)
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not alone" --record-durations tests/durations.json
 
 # make test, with the timing probes of the isolation suites taking all their rounds (one by default).
 test-full: PYTEST_EXTRA := --timing-full

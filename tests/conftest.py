@@ -17,8 +17,8 @@ from devstack.world import World, WorldConfig
 from tests import addresses, secretscan
 from tests.support import GraphQL
 
-# The promise markers and the end-of-run summary of the suites' figures.
-pytest_plugins = ["tests.promises"]
+# The promise markers and the end-of-run summary of the suites' figures; the parallel run's order.
+pytest_plugins = ["tests.promises", "tests.schedule"]
 
 # Short deadlines, so that the fault tests see a slow zone given up on quickly.
 DEADLINES = (("AGENT_TIMEOUT", "1.0"), ("ZONE_DEADLINE", "2.5"))
