@@ -40,8 +40,8 @@ from orchestrator.models.clusters import (
 from orchestrator.models.vdcs import Vdc
 from orchestrator.services import catalog, vdcs
 from orchestrator.services.clusters import inputs, objects
-from orchestrator.services.clusters.create import offered_version
-from orchestrator.services.clusters.quota import size_of, vdc_usage_now
+from orchestrator.services.clusters.create import offered_version, vdc_usage_now
+from orchestrator.services.clusters.quota import size_of
 from orchestrator.services.clusters.reads import VdcObjects, acting_vdc, assemble, read, templates_by_name
 from orchestrator.services.context import Context
 from orchestrator.services.vms.plan import still_held, vdc_lock

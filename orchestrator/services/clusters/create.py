@@ -36,11 +36,11 @@ from orchestrator.models.vdcs import Vdc
 from orchestrator.services import catalog, networks, vdcs
 from orchestrator.services.clusters import inputs, objects
 from orchestrator.services.clusters.inputs import CreateCluster
-from orchestrator.services.clusters.quota import vdc_usage_now, worker
+from orchestrator.services.clusters.quota import reserved_workers, worker
 from orchestrator.services.clusters.reads import acting_vdc
 from orchestrator.services.context import Context
 from orchestrator.services.vms.inputs import catalog_choice
-from orchestrator.services.vms.plan import still_held, vdc_lock
+from orchestrator.services.vms.plan import everything_now, still_held, usage, vdc_lock
 from orchestrator.sources.clusterapi import ClusterApiSource, clusterapi
 
 logger = logging.getLogger(__name__)
@@ -139,6 +139,12 @@ def plan(ctx: Context, spec: CreateCluster) -> tuple[Vdc, objects.ClusterPlan]:
         control_plane_replicas=replicas,
         pools=pools,
     )
+
+
+def vdc_usage_now(ctx: Context, vdc: Vdc) -> Usage:
+    """What the VDC uses now for a decision (call under its lock): its VMs and its planned workers."""
+    zones = everything_now(ctx, vdc)
+    return usage(zones.values(), vdc) + reserved_workers(ctx, vdc, zones)
 
 
 def asked(pools: Sequence[objects.PoolPlan]) -> Usage:

@@ -10,7 +10,9 @@ the MachineDeployments the other wrote.
 
 A worker VM is known as its Machine's by name (the contract: the VM's name is the Machine's).
 Reads, under the lock: the VDC's zones' ``/cluster/resources`` (one per zone) and three lists of its
-namespace (MachineDeployments, ProxmoxMachineTemplates, Machines).
+namespace (MachineDeployments, ProxmoxMachineTemplates, Machines; only the first when it has none).
+A VM create or resize counts the workers not made yet too (``reserved_workers``): the room a cluster
+was given is not taken by the VMs made after it.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from orchestrator.models.vms import vdc_in
 from orchestrator.services import catalog
 from orchestrator.services.clusters.reads import read, templates_by_name
 from orchestrator.services.context import Context
-from orchestrator.services.vms.plan import everything_now, usage
 from orchestrator.sources.clusterapi import clusterapi
+from orchestrator.sources.proxmox import ClusterResources
 
 
 def worker(vcpus: int, memory_mib: int, disk_gb: int, count: int = 1) -> Usage:
@@ -79,15 +81,25 @@ def planned(
     return total
 
 
-def vdc_usage_now(ctx: Context, vdc: Vdc) -> Usage:
-    """What the VDC uses now for a decision (call under its lock): its VMs and its planned workers."""
-    zones = everything_now(ctx, vdc)
+def reserved_workers(
+    ctx: Context, vdc: Vdc, zones: Mapping[str, ClusterResources], creating: str | None = None
+) -> Usage:
+    """The VDC's workers asked for and not VMs yet (call under its lock, with its zones read now).
+
+    ``creating``: the name of the VM being created, taken as made: a worker's own create counts it once,
+    as the VM it asks for. One list when the VDC has no MachineDeployment (no cluster), four otherwise.
+    """
+    namespace = namespace_of(vdc.id)
+    found = read([namespace], kinds=(MACHINE_DEPLOYMENT,))
+    deployments = found.of(MACHINE_DEPLOYMENT)
+    if not deployments:
+        return Usage()
     names = {
         guest.name for resources in zones.values() for guest in resources.vms if vdc_in(guest.tags) == vdc.id
     }
-    namespace = namespace_of(vdc.id)
-    found = read([namespace], kinds=(MACHINE_DEPLOYMENT, PROXMOX_MACHINE_TEMPLATE))
+    if creating is not None:
+        names.add(creating)
+    templates = templates_by_name(read([namespace], kinds=(PROXMOX_MACHINE_TEMPLATE,)))
     machines = clusterapi().list(MACHINE, namespace, DEPLOYMENT_NAME_LABEL)
     profiles = {p.name: p for p in catalog.objects(ctx, catalog.COMPUTE_PROFILE, ComputeProfile.from_spec)}
-    reserved = planned(found.of(MACHINE_DEPLOYMENT), templates_by_name(found), machines, names, profiles)
-    return usage(zones.values(), vdc) + reserved
+    return planned(deployments, templates, machines, names, profiles)

@@ -32,6 +32,7 @@ from orchestrator.models.networks import DEFAULT_NETWORK, Network, address_tag
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import VirtualMachine, vdc_in
 from orchestrator.services import catalog, inventory, networks, security_groups, tasks, vdcs
+from orchestrator.services.clusters.quota import reserved_workers
 from orchestrator.services.context import Context
 from orchestrator.services.networks import nics
 from orchestrator.services.networks.nics import NicRequest
@@ -307,7 +308,8 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
         if earlier is not None:
             return Created(earlier, None, None, created=False)
         _remove_leftovers(ctx, now, planned.vdc)
-        vdcs.check_quota(ctx, planned.vdc, planned.usage, current=usage(now.values(), planned.vdc))
+        current = usage(now.values(), planned.vdc) + reserved_workers(ctx, planned.vdc, now, planned.name)
+        vdcs.check_quota(ctx, planned.vdc, planned.usage, current=current)
         placement = place_in_zones(planned.placement_requests, hosts, now)
         assert placement.host is not None
         node = placement.host

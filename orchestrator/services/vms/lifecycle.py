@@ -23,6 +23,7 @@ from orchestrator.models.vms import (
     requested_in,
 )
 from orchestrator.services import catalog, security_groups, tasks, vdcs
+from orchestrator.services.clusters.quota import reserved_workers
 from orchestrator.services.context import Context
 from orchestrator.services.vms.inputs import catalog_choice
 from orchestrator.services.vms.listing import VM, locate, reread
@@ -273,7 +274,9 @@ def resize_vm(
         change = resize_of(vm, compute, disk_gb)
         if change.nothing:
             return Outcome(vm, None)
-        vdcs.check_quota(ctx, vdc, change.delta, current=usage(now.values(), vdc))
+        vdcs.check_quota(
+            ctx, vdc, change.delta, current=usage(now.values(), vdc) + reserved_workers(ctx, vdc, now)
+        )
         still_held(held, vdc)
         task: Task | None = None
         if change.compute is not None:

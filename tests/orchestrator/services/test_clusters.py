@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import datetime
 import itertools
 import json
@@ -33,6 +34,7 @@ from orchestrator.models.clusters import (
     CLUSTER,
     FLEX_CONTROL_PLANE,
     KUBEADM_CONFIG_TEMPLATE,
+    MACHINE,
     MACHINE_DEPLOYMENT,
     PENDING_UPGRADE_ANNOTATION,
     PROXMOX_CLUSTER,
@@ -42,10 +44,11 @@ from orchestrator.models.clusters import (
     Resource,
     namespace_of,
 )
-from orchestrator.services import catalog, clusters, vdcs
+from orchestrator.services import catalog, clusters, vdcs, vms
 from orchestrator.services.clusters import CreateCluster, NodePoolSpec
-from orchestrator.services.clusters.quota import vdc_usage_now
+from orchestrator.services.clusters.create import vdc_usage_now
 from orchestrator.services.context import Context
+from orchestrator.services.vms import CreateVm
 from orchestrator.sources.kube import KubeSource
 from tests.orchestrator.clusterkit import install_crds
 from tests.orchestrator.services.conftest import MakeContext
@@ -293,6 +296,47 @@ def test_a_quota_too_small_for_the_pool_is_refused_before_anything_is_written(
             ctx, spec(ctx, "big", node_pools=(NodePoolSpec("w", "small", "standard", room + 1),))
         )
     assert all(not items for items in objects_in(custom, "demo").values())
+
+
+def test_a_vm_made_after_a_cluster_cannot_take_the_room_of_its_workers_but_its_own_workers_fit(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    """The quota's room a cluster was given stays its own until its workers are VMs: a tenant's VM made
+    meanwhile is refused, and the provider's create of a worker (named as its Machine) counts it once."""
+    ctx = alice(make_context)
+    demo = vdcs.get_vdc(ctx, "demo")
+    room = demo.quota.vms - vdcs.fresh_usage(ctx, "demo").vms
+    made = clusters.create_cluster(
+        ctx, spec(ctx, "holds", node_pools=(NodePoolSpec("w", "small", "standard", room),))
+    )
+    vm = CreateVm(name="squatter", compute_profile="small", storage_profile="standard", image="debian-12")
+    with pytest.raises(QuotaExceeded, match="VMs by 1"):
+        vms.create_vm(ctx, dataclasses.replace(vm, zone="zone-a"))
+
+    # Cluster API core's Machine of the pool, then its VM, made as the infrastructure provider makes it.
+    [md] = objects_in(custom, "demo", made.name)["MachineDeployment"]
+    worker = f"{md['metadata']['name']}-w1"
+    custom.create_namespaced_custom_object(
+        MACHINE.group,
+        MACHINE.version,
+        namespace_of("demo"),
+        MACHINE.plural,
+        {
+            "apiVersion": f"{MACHINE.group}/{MACHINE.version}",
+            "kind": MACHINE.kind,
+            "metadata": {"name": worker, "labels": md["spec"]["selector"]["matchLabels"]},
+            "spec": {"clusterName": made.name, "bootstrap": {}, "infrastructureRef": {}},
+        },
+    )
+    created = vms.create_vm(ctx, dataclasses.replace(vm, name=worker, zone="zone-a"))
+    try:
+        assert created.created
+        assert vdc_usage_now(ctx, demo).vms == demo.quota.vms  # the pool's other workers, still planned
+    finally:
+        vms.delete_vm(ctx, created.vm.id)
+        custom.delete_namespaced_custom_object(
+            MACHINE.group, MACHINE.version, namespace_of("demo"), MACHINE.plural, worker
+        )
 
 
 def test_a_vdcs_first_cluster_makes_its_namespace_and_binds_the_orchestrator_to_read_secrets_there(
