@@ -17,7 +17,14 @@ phases would leave for ``kubeadm join`` is put there here (kubeadm's names, so a
 - ``flexplane:vdc-admins``: the VDC's group as cluster-admin (the kubeconfigs the portal hands out
   carry that group).
 
-CoreDNS and kube-proxy (optional control-plane services in Cluster API's words) are not installed.
+- kubeadm's two addons, as ``kubeadm init`` would install them (its names, so a tenant who knows
+  kubeadm finds them): CoreDNS (Deployment ``coredns`` and Service ``kube-dns`` at the address every
+  kubelet is told, the tenth of the service CIDR) and kube-proxy (a DaemonSet reaching the API server
+  at the cluster's endpoint, as there is no Service for it before kube-proxy runs; its image follows
+  the cluster's version, so an upgrade rolls it).
+
+No CNI is installed, as kubeadm installs none: the nodes are NotReady, and CoreDNS waits, until the
+tenant applies the network plugin of their choice.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from providers.controlplane.model import (
     REGISTRY,
     ControlPlane,
     Manifest,
+    image,
 )
 
 BOOTSTRAPPERS = "system:bootstrappers:kubeadm:default-node-token"
@@ -46,6 +54,10 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "flexplane-control-plane"}
 TOKEN_DIR = "/var/run/secrets/tokens"  # noqa: S105 - a path
 TOKEN_FILE = "konnectivity-agent-token"  # noqa: S105 - a file name
 CLUSTER_DOMAIN = "cluster.local"
+# CoreDNS as kubeadm 1.34 installs it (1.33's is v1.12.0).
+COREDNS_IMAGE = f"{REGISTRY}/coredns/coredns:v1.12.1"
+COREDNS, KUBE_DNS, KUBE_PROXY = "coredns", "kube-dns", "kube-proxy"
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 def _meta(name: str, namespace: str | None = None, **extra: str) -> dict[str, Any]:
@@ -298,6 +310,256 @@ def konnectivity(cp: ControlPlane) -> list[Manifest]:
     ]
 
 
+# ------------------------------------------------------------------------------------ addons
+
+
+def _service_account(name: str) -> Manifest:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, "kube-system")}
+
+
+def corefile() -> str:
+    """CoreDNS's configuration: the cluster's names from the API, the rest forwarded to the node's
+    resolvers."""
+    return f""".:53 {{
+    errors
+    health {{
+        lameduck 5s
+    }}
+    ready
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }}
+    prometheus :9153
+    forward . /etc/resolv.conf {{
+        max_concurrent 1000
+    }}
+    cache 30
+    loop
+    reload
+    loadbalance
+}}
+"""
+
+
+def coredns(cp: ControlPlane) -> list[Manifest]:
+    selector = {"k8s-app": KUBE_DNS}
+    ports = [
+        {"name": "dns", "port": 53, "protocol": "UDP"},
+        {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+        {"name": "metrics", "port": 9153, "protocol": "TCP"},
+    ]
+    role = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta("system:coredns"),
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": ["endpoints", "services", "pods", "namespaces"],
+                "verbs": ["list", "watch"],
+            },
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+        ],
+    }
+    subject = {"kind": "ServiceAccount", "name": COREDNS, "namespace": "kube-system"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(COREDNS, "kube-system", **selector),
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": selector},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {
+                "metadata": {"labels": {**MANAGED_BY, **selector}},
+                "spec": {
+                    "serviceAccountName": COREDNS,
+                    "priorityClassName": "system-cluster-critical",
+                    "dnsPolicy": "Default",  # its own queries go to the node's resolvers, not to itself
+                    "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "weight": 100,
+                                    "podAffinityTerm": {
+                                        "labelSelector": {"matchLabels": selector},
+                                        "topologyKey": "kubernetes.io/hostname",
+                                    },
+                                }
+                            ]
+                        }
+                    },
+                    "containers": [
+                        {
+                            "name": COREDNS,
+                            "image": COREDNS_IMAGE,
+                            "args": ["-conf", "/etc/coredns/Corefile"],
+                            "ports": [
+                                {"name": p["name"], "containerPort": p["port"], "protocol": p["protocol"]}
+                                for p in ports
+                            ],
+                            "livenessProbe": {
+                                "httpGet": {"path": "/health", "port": 8080},
+                                "initialDelaySeconds": 60,
+                                "timeoutSeconds": 5,
+                                "failureThreshold": 5,
+                            },
+                            "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}},
+                            "resources": {
+                                "requests": {"cpu": "100m", "memory": "70Mi"},
+                                "limits": {"memory": "170Mi"},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]},
+                            },
+                            "volumeMounts": [
+                                {"name": "config", "mountPath": "/etc/coredns", "readOnly": True}
+                            ],
+                        }
+                    ],
+                    "volumes": [{"name": "config", "configMap": {"name": COREDNS}}],
+                },
+            },
+        },
+    }
+    return [
+        _service_account(COREDNS),
+        role,
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta("system:coredns"),
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "system:coredns"},
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(COREDNS, "kube-system"),
+            "data": {"Corefile": corefile()},
+        },
+        deployment,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(KUBE_DNS, "kube-system", **selector, **{"kubernetes.io/name": "CoreDNS"}),
+            "spec": {"selector": selector, "clusterIP": cluster_dns_ip(cp.service_cidr), "ports": ports},
+        },
+    ]
+
+
+def kube_proxy_config(cp: ControlPlane) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clusterCIDR": cp.pod_cidr,
+        "mode": "iptables",
+        "clientConnection": {"kubeconfig": "/var/lib/kube-proxy/kubeconfig.conf"},
+    }
+
+
+def kube_proxy_kubeconfig(cp: ControlPlane) -> dict[str, Any]:
+    """kube-proxy's way to the API server: the cluster's endpoint (no Service works before it does) and
+    its ServiceAccount's token and CA, as mounted in its pods."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "default",
+                "cluster": {
+                    "server": pki.server_url(cp.endpoint_host, cp.endpoint_port),
+                    "certificate-authority": f"{SERVICE_ACCOUNT_DIR}/ca.crt",
+                },
+            }
+        ],
+        "users": [{"name": "default", "user": {"tokenFile": f"{SERVICE_ACCOUNT_DIR}/token"}}],
+        "contexts": [{"name": "default", "context": {"cluster": "default", "user": "default"}}],
+        "current-context": "default",
+    }
+
+
+def kube_proxy(cp: ControlPlane) -> list[Manifest]:
+    selector = {"k8s-app": KUBE_PROXY}
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": _meta(KUBE_PROXY, "kube-system", **selector),
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {
+                "metadata": {"labels": {**MANAGED_BY, **selector}},
+                "spec": {
+                    "serviceAccountName": KUBE_PROXY,
+                    "priorityClassName": "system-node-critical",
+                    "hostNetwork": True,
+                    "tolerations": [{"operator": "Exists"}],
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "containers": [
+                        {
+                            "name": KUBE_PROXY,
+                            "image": image(KUBE_PROXY, cp.version),
+                            "command": [
+                                "/usr/local/bin/kube-proxy",
+                                "--config=/var/lib/kube-proxy/config.conf",
+                                "--hostname-override=$(NODE_NAME)",
+                            ],
+                            "env": [
+                                {
+                                    "name": "NODE_NAME",
+                                    "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+                                }
+                            ],
+                            # It writes the node's iptables rules.
+                            "securityContext": {"privileged": True},
+                            "volumeMounts": [
+                                {"name": KUBE_PROXY, "mountPath": "/var/lib/kube-proxy"},
+                                {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
+                                {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True},
+                            ],
+                        }
+                    ],
+                    "volumes": [
+                        {"name": KUBE_PROXY, "configMap": {"name": KUBE_PROXY}},
+                        {
+                            "name": "xtables-lock",
+                            "hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"},
+                        },
+                        {"name": "lib-modules", "hostPath": {"path": "/lib/modules"}},
+                    ],
+                },
+            },
+        },
+    }
+    return [
+        _service_account(KUBE_PROXY),
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta("kubeadm:node-proxier"),
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "system:node-proxier"},
+            "subjects": [{"kind": "ServiceAccount", "name": KUBE_PROXY, "namespace": "kube-system"}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(KUBE_PROXY, "kube-system", **selector),
+            "data": {
+                "config.conf": yaml.safe_dump(kube_proxy_config(cp), sort_keys=False),
+                "kubeconfig.conf": yaml.safe_dump(kube_proxy_kubeconfig(cp), sort_keys=False),
+            },
+        },
+        daemonset,
+    ]
+
+
 # ------------------------------------------------------------------------------------ all of it
 
 
@@ -313,4 +575,6 @@ def tenant_manifests(cp: ControlPlane, ca_pem: bytes) -> list[Manifest]:
             [_user(pki.KUBELET_CLIENT[0])],
         ),
         cluster_role_binding("flexplane:vdc-admins", "cluster-admin", [_group(f"flexplane:vdc:{cp.vdc}")]),
+        *coredns(cp),
+        *kube_proxy(cp),
     ]

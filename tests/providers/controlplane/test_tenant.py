@@ -1,8 +1,9 @@
-"""What the provider installs in a tenant cluster: what kubeadm join and Konnectivity need."""
+"""What the provider installs in a tenant cluster: what kubeadm join and Konnectivity need, and kubeadm's addons."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 from typing import Any
 
 import yaml
@@ -89,3 +90,39 @@ def test_the_api_servers_kubelet_client_gets_the_kubelet_api_and_no_more() -> No
     binding = named("ClusterRoleBinding", "flexplane:kube-apiserver-kubelet-client")
     assert binding["roleRef"]["name"] == "system:kubelet-api-admin"
     assert subjects(binding) == [("User", "kube-apiserver-kubelet-client")]
+
+
+def test_cluster_dns_answers_at_the_address_every_kubelet_is_told() -> None:
+    kubelet = yaml.safe_load(named("ConfigMap", "kubelet-config")["data"]["kubelet"])
+    service = named("Service", "kube-dns")
+    assert [service["spec"]["clusterIP"]] == kubelet["clusterDNS"]
+    deployment = named("Deployment", "coredns")
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["selector"] == selector
+    assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert {(p["port"], p["protocol"]) for p in service["spec"]["ports"]} >= {(53, "UDP"), (53, "TCP")}
+    corefile = named("ConfigMap", "coredns")["data"]["Corefile"]
+    assert f"kubernetes {kubelet['clusterDomain']} " in corefile
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["-conf", "/etc/coredns/Corefile"]
+    # It may read what it answers for, and nothing more.
+    role = named("ClusterRole", "system:coredns")
+    assert {verb for rule in role["rules"] for verb in rule["verbs"]} == {"list", "watch"}
+    assert subjects(named("ClusterRoleBinding", "system:coredns")) == [("ServiceAccount", "coredns")]
+
+
+def test_kube_proxy_runs_the_clusters_version_and_reaches_the_api_server_at_its_endpoint() -> None:
+    daemonset = named("DaemonSet", "kube-proxy")
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "registry.k8s.io/kube-proxy:v1.34.2"
+    config = named("ConfigMap", "kube-proxy")["data"]
+    kubeconfig = yaml.safe_load(config["kubeconfig.conf"])
+    [cluster] = kubeconfig["clusters"]
+    assert cluster["cluster"]["server"] == "https://10.20.0.7:6443"
+    assert yaml.safe_load(config["config.conf"])["clusterCIDR"] == CP.pod_cidr
+    binding = named("ClusterRoleBinding", "kubeadm:node-proxier")
+    assert binding["roleRef"]["name"] == "system:node-proxier"
+    assert subjects(binding) == [("ServiceAccount", "kube-proxy")]
+    upgraded = tenant.tenant_manifests(dataclasses.replace(CP, version="v1.35.0"), CA)
+    [rolled] = [m for m in upgraded if m["kind"] == "DaemonSet" and m["metadata"]["name"] == "kube-proxy"]
+    assert rolled["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":v1.35.0")
