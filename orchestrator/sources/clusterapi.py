@@ -104,9 +104,9 @@ class ClusterApiSource:
             except ApiException as exc:
                 if exc.status == 404:  # the kind is not installed: nothing of it exists
                     return out
-                raise kube_source._failure(exc, doing) from exc
+                raise kube_source.failure(exc, doing) from exc
             except (HTTPError, OSError) as exc:
-                raise kube_source._unreachable(exc) from exc
+                raise kube_source.unreachable(exc) from exc
             body = _dict(page)
             out.extend(_object(resource, item) for item in body.get("items") or [])
             token = (body.get("metadata") or {}).get("continue")
@@ -128,9 +128,9 @@ class ClusterApiSource:
         except ApiException as exc:
             if exc.status == 409:
                 raise Conflict(f"{resource.kind} {name} already exists in namespace {namespace}") from exc
-            raise kube_source._failure(exc, f"create {resource.kind} {name}") from exc
+            raise kube_source.failure(exc, f"create {resource.kind} {name}") from exc
         except (HTTPError, OSError) as exc:
-            raise kube_source._unreachable(exc) from exc
+            raise kube_source.unreachable(exc) from exc
         return _object(resource, _dict(item))
 
     def patch(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject:
@@ -150,9 +150,9 @@ class ClusterApiSource:
                 raise NotFound(resource.kind, name) from exc
             if exc.status == 409:
                 raise Conflict(f"{resource.kind} {name} changed meanwhile, retry") from exc
-            raise kube_source._failure(exc, f"update {resource.kind} {name}") from exc
+            raise kube_source.failure(exc, f"update {resource.kind} {name}") from exc
         except (HTTPError, OSError) as exc:
-            raise kube_source._unreachable(exc) from exc
+            raise kube_source.unreachable(exc) from exc
         return _object(resource, _dict(item))
 
     def delete(self, resource: Resource, namespace: str, name: str) -> bool:
@@ -169,9 +169,9 @@ class ClusterApiSource:
         except ApiException as exc:
             if exc.status == 404:
                 return False
-            raise kube_source._failure(exc, f"delete {resource.kind} {name}") from exc
+            raise kube_source.failure(exc, f"delete {resource.kind} {name}") from exc
         except (HTTPError, OSError) as exc:
-            raise kube_source._unreachable(exc) from exc
+            raise kube_source.unreachable(exc) from exc
         return True
 
     def ensure_namespace(self, namespace: str, labels: Mapping[str, str]) -> None:
@@ -209,9 +209,9 @@ class ClusterApiSource:
             create()
         except ApiException as exc:
             if exc.status != 409:
-                raise kube_source._failure(exc, f"create {what}") from exc
+                raise kube_source.failure(exc, f"create {what}") from exc
         except (HTTPError, OSError) as exc:
-            raise kube_source._unreachable(exc) from exc
+            raise kube_source.unreachable(exc) from exc
 
     def secret(self, namespace: str, name: str) -> SecretEntry | None:
         """One Secret of a VDC's namespace (its data decoded), or None when there is none."""
@@ -220,9 +220,9 @@ class ClusterApiSource:
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise kube_source._failure(exc, f"read Secret {namespace}/{name}") from exc
+            raise kube_source.failure(exc, f"read Secret {namespace}/{name}") from exc
         except (HTTPError, OSError) as exc:
-            raise kube_source._unreachable(exc) from exc
+            raise kube_source.unreachable(exc) from exc
         return kube_source._secret(item)
 
 

@@ -181,8 +181,9 @@ def _message(exc: ApiException) -> str:
     return f"{exc.status} {exc.reason}"
 
 
-def _failure(exc: ApiException, doing: str) -> FlexPlaneError:
-    """A domain error for a refused call; 404 and 409 are left to the caller, who knows what they mean."""
+def failure(exc: ApiException, doing: str) -> FlexPlaneError:
+    """A domain error for a refused call; 404 and 409 are left to the caller, who knows what they mean.
+    (Also for the sources of other management-cluster objects, e.g. ``clusterapi``.)"""
     status = int(exc.status or 0)
     if status in _TRANSIENT or status == 0:
         return Unavailable(WHERE, f"the management cluster could not {doing} now: {_message(exc)}")
@@ -191,7 +192,8 @@ def _failure(exc: ApiException, doing: str) -> FlexPlaneError:
     )
 
 
-def _unreachable(exc: Exception) -> Unavailable:
+def unreachable(exc: Exception) -> Unavailable:
+    """A domain error for a call the management cluster did not answer."""
     return Unavailable(WHERE, f"the management cluster did not answer: {exc}")
 
 
@@ -282,9 +284,9 @@ class KubeSource:
                     _request_timeout=self.timeout,
                 )
             except ApiException as exc:
-                raise _failure(exc, f"list the catalog ({', '.join(wanted)})") from exc
+                raise failure(exc, f"list the catalog ({', '.join(wanted)})") from exc
             except (HTTPError, OSError) as exc:
-                raise _unreachable(exc) from exc
+                raise unreachable(exc) from exc
             for item in page.items:
                 try:
                     entries.append(_entry(item))
@@ -302,9 +304,9 @@ class KubeSource:
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise _failure(exc, f"read {kind} {ident!r}") from exc
+            raise failure(exc, f"read {kind} {ident!r}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         try:
             return _entry(item)
         except _BadEntry as exc:
@@ -320,9 +322,9 @@ class KubeSource:
         except ApiException as exc:
             if exc.status == 409:
                 raise Conflict(f"{_noun(kind)} {ident!r} already exists") from exc
-            raise _failure(exc, f"create {kind} {ident!r}") from exc
+            raise failure(exc, f"create {kind} {ident!r}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return _entry(item)
 
     def replace_catalog(
@@ -346,9 +348,9 @@ class KubeSource:
                 raise Conflict(f"{_noun(kind)} {ident!r} changed meanwhile, retry") from exc
             if exc.status == 404:
                 raise NotFound(_noun(kind), ident) from exc
-            raise _failure(exc, f"update {kind} {ident!r}") from exc
+            raise failure(exc, f"update {kind} {ident!r}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return _entry(item)
 
     def delete_catalog(self, kind: str, ident: str, resource_version: str | None = None) -> bool:
@@ -368,9 +370,9 @@ class KubeSource:
                 return False
             if exc.status == 409:
                 raise Conflict(f"{_noun(kind)} {ident!r} changed meanwhile, retry") from exc
-            raise _failure(exc, f"delete {kind} {ident!r}") from exc
+            raise failure(exc, f"delete {kind} {ident!r}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return True
 
     # ------------------------------------------------------------------ leases
@@ -383,9 +385,9 @@ class KubeSource:
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise _failure(exc, f"read lease {name}") from exc
+            raise failure(exc, f"read lease {name}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return _lease(item)
 
     def write_lease(self, lease: Lease, resource_version: str | None) -> Lease:
@@ -418,9 +420,9 @@ class KubeSource:
         except ApiException as exc:
             if exc.status in (404, 409):  # 404: deleted since it was read; someone else's move too
                 raise Conflict(f"lease {lease.name} was taken meanwhile") from exc
-            raise _failure(exc, f"write lease {lease.name}") from exc
+            raise failure(exc, f"write lease {lease.name}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return _lease(item)
 
     def delete_lease(self, name: str, resource_version: str) -> None:
@@ -437,9 +439,9 @@ class KubeSource:
                 return
             if exc.status == 409:
                 raise Conflict(f"lease {name} was taken meanwhile") from exc
-            raise _failure(exc, f"delete lease {name}") from exc
+            raise failure(exc, f"delete lease {name}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
 
     # ------------------------------------------------------------------ secrets
 
@@ -450,9 +452,9 @@ class KubeSource:
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise _failure(exc, f"read Secret {name}") from exc
+            raise failure(exc, f"read Secret {name}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return _secret(item)
 
     def list_secrets(self, label_selector: str) -> list[SecretEntry]:
@@ -462,9 +464,9 @@ class KubeSource:
                 self.namespace, label_selector=label_selector, _request_timeout=self.timeout
             )
         except ApiException as exc:
-            raise _failure(exc, f"list Secrets ({label_selector})") from exc
+            raise failure(exc, f"list Secrets ({label_selector})") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return [_secret(item) for item in page.items]
 
     def create_secret(
@@ -482,9 +484,9 @@ class KubeSource:
         except ApiException as exc:
             if exc.status == 409:
                 raise Conflict(f"Secret {name} already exists") from exc
-            raise _failure(exc, f"create Secret {name}") from exc
+            raise failure(exc, f"create Secret {name}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return _secret(item)
 
     def replace_secret(self, entry: SecretEntry, data: Mapping[str, bytes]) -> SecretEntry:
@@ -507,9 +509,9 @@ class KubeSource:
         except ApiException as exc:
             if exc.status in (404, 409):  # 404: deleted since it was read, another writer's move too
                 raise Conflict(f"Secret {entry.name} changed meanwhile") from exc
-            raise _failure(exc, f"update Secret {entry.name}") from exc
+            raise failure(exc, f"update Secret {entry.name}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return _secret(item)
 
     def delete_secret(self, entry: SecretEntry) -> bool:
@@ -528,9 +530,9 @@ class KubeSource:
                 return False
             if exc.status == 409:
                 raise Conflict(f"Secret {entry.name} changed meanwhile") from exc
-            raise _failure(exc, f"delete Secret {entry.name}") from exc
+            raise failure(exc, f"delete Secret {entry.name}") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return True
 
     # ------------------------------------------------------------------ events
@@ -542,9 +544,9 @@ class KubeSource:
                 self.namespace, event, _request_timeout=self.timeout
             )
         except ApiException as exc:
-            raise _failure(exc, "record an Event") from exc
+            raise failure(exc, "record an Event") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
 
     def list_events(self, label_selector: str, limit: int) -> list[EventEntry]:
         """The Events that match a label selector, at most ``limit`` (the API server's order)."""
@@ -553,9 +555,9 @@ class KubeSource:
                 self.namespace, label_selector=label_selector, limit=limit, _request_timeout=self.timeout
             )
         except ApiException as exc:
-            raise _failure(exc, f"list Events ({label_selector})") from exc
+            raise failure(exc, f"list Events ({label_selector})") from exc
         except (HTTPError, OSError) as exc:
-            raise _unreachable(exc) from exc
+            raise unreachable(exc) from exc
         return [_event(item) for item in page.items]
 
     # ------------------------------------------------------------------ health
