@@ -1,4 +1,5 @@
-"""What the provider installs in a tenant cluster: what kubeadm join and Konnectivity need, and kubeadm's addons."""
+"""What the provider installs in a tenant cluster: what kubeadm join and Konnectivity need, and kubeadm's
+addons."""
 
 from __future__ import annotations
 
