@@ -157,6 +157,8 @@ class ReleasePlatform:
     def _start(self) -> None:
         self.kube = KubeServer.start(host=address(3), port=0)
         kubeconfig = self.kube.write_kubeconfig(self.scratch / "kubeconfig")
+        # The platform's namespace, as the chart's install makes it.
+        self.core().create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=seed.NAMESPACE)))
         self.identity = IdentityProvider.start(
             data_dir=self.scratch / "identity",
             host=address(2),

@@ -82,3 +82,17 @@ def eventually(
             said = what() if callable(what) else what
             raise AssertionError(f"{said} did not happen within {timeout:g} s")
         time.sleep(interval)
+
+
+def vdc_namespace(core: Any, vdc: str) -> None:
+    """The management cluster's namespace of a VDC's Kubernetes clusters (``vdc-<vdc>``, labelled with the
+    VDC), as the orchestrator makes it with the VDC's first cluster; kept if it exists. ``core``: the
+    official client's CoreV1Api."""
+    from kubernetes import client
+
+    meta = client.V1ObjectMeta(name=f"vdc-{vdc}", labels={"flexplane.io/vdc": vdc})
+    try:
+        core.create_namespace(client.V1Namespace(metadata=meta))
+    except client.ApiException as error:
+        if error.status != 409:
+            raise

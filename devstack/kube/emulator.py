@@ -262,8 +262,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             raise ApiError.already_exists(resource, name)
 
         obj = self._new_object(resource, namespace, name, body)
-        if namespace is not None:
-            self._ensure_namespace(namespace, dry_run=dry_run)
+        if namespace is not None and self._store.get((NAMESPACES, None, namespace)) is None:
+            # As a real API server: nothing is made in a namespace that does not exist.
+            raise ApiError.not_found(NAMESPACES, namespace)
         created = self._store.insert(key, obj, dry_run=dry_run)
         if resource == CRDS and not dry_run:
             self._sync_definitions()
@@ -476,10 +477,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self._apply_rules(resource, obj)
         return obj
 
-    def _ensure_namespace(self, name: str, *, dry_run: bool = False) -> None:
+    def _ensure_namespace(self, name: str) -> None:
         key = (NAMESPACES, None, name)
         if self._store.get(key) is None:
-            self._store.insert(key, self._new_object(NAMESPACES, None, name, {}), dry_run=dry_run)
+            self._store.insert(key, self._new_object(NAMESPACES, None, name, {}), dry_run=False)
 
     def _type_of(self, resource: kmock.resource, body: Mapping[str, Any]) -> tuple[str, str]:
         """The apiVersion and kind that an object of this resource has; 400 if the body says otherwise."""

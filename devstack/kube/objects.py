@@ -20,7 +20,7 @@ ObjectKey = tuple[kmock.resource, str | None, str]
 
 NAMESPACES = kmock.resource("", "v1", "namespaces")
 SECRETS = kmock.resource("", "v1", "secrets")
-SYSTEM_NAMESPACES = ("default", "kube-system")
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 # Metadata that the server owns: ignored in a create, kept from the stored object on an update.
 SERVER_METADATA = (

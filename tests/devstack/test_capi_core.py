@@ -306,6 +306,7 @@ def cluster(
     request: pytest.FixtureRequest, mgmt: Mgmt, servers: Any, ca: CertificateAuthority
 ) -> tuple[str, str]:
     ns, name = f"vdc-{hashlib.sha256(request.node.name.encode()).hexdigest()[:8]}", "c1"
+    mgmt.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
     for body in cluster_objects(ns, name, 3):
         mgmt.create(ns, body)
     play_providers(mgmt, ns, name, servers[3], ca)

@@ -135,6 +135,9 @@ def api(
     )
     kubeconfig = kube.write_kubeconfig(Path(tmp_path_factory.mktemp("kopf")) / "kubeconfig")
     api_client = config.new_client_from_config(config_file=str(kubeconfig))
+    client.CoreV1Api(api_client).create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
+    )
     client.ApiextensionsV1Api(api_client).create_custom_resource_definition(
         cast(client.V1CustomResourceDefinition, CRD)  # the typed client sends a dict as it is
     )

@@ -28,7 +28,7 @@ from orchestrator.models.clusters import (
     PROXMOX_MACHINE_TEMPLATE,
     namespace_of,
 )
-from tests.support import GraphQL
+from tests.support import GraphQL, vdc_namespace
 
 CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "providers" / "crds"
 
@@ -154,6 +154,7 @@ def staged_cluster(world: World, vdc: str, name: str) -> str:
     custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
     namespace = namespace_of(vdc)
     try:
+        vdc_namespace(core, vdc)  # as the VDC's first cluster makes it
         plane = objects.proxmox_cluster(plan)
         plane["spec"]["controlPlaneEndpoint"] = {"host": "192.0.2.10", "port": 6443}
         for resource, body in (

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import config
+from kubernetes import client, config
 
 from devstack.kube import KubeServer
 from orchestrator.sources.kube import KubeSource
@@ -24,6 +24,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeSource]:
     with KubeServer.start() as server:
         kubeconfig = server.write_kubeconfig(tmp_path_factory.mktemp("leader") / "kubeconfig")
         api_client = config.new_client_from_config(config_file=str(kubeconfig))
+        namespace = client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
+        client.CoreV1Api(api_client).create_namespace(namespace)  # the chart's release namespace
         yield KubeSource(api_client, NAMESPACE, 2.0)
         api_client.close()
 

@@ -10,7 +10,7 @@ from kubernetes import client, config
 from kubernetes.client import ApiClient
 
 from devstack.kube import KubeServer
-from tests.devstack.kube.support import CLUSTER_CRD
+from tests.devstack.kube.support import CLUSTER_CRD, NAMESPACE
 
 
 @pytest.fixture
@@ -26,7 +26,11 @@ def kubeconfig(kube: KubeServer, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def api(kubeconfig: Path) -> Iterator[ApiClient]:
+    """The official client, with the tests' namespace made (nothing can be made in one that is not)."""
     api_client = config.new_client_from_config(config_file=str(kubeconfig))
+    client.CoreV1Api(api_client).create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
+    )
     yield api_client
     api_client.close()
 

@@ -27,6 +27,9 @@ def test_creating_a_custom_object_returns_it_with_server_metadata(custom: client
 def test_custom_objects_are_listed_per_namespace_and_across_the_cluster(
     custom: client.CustomObjectsApi,
 ) -> None:
+    client.CoreV1Api(custom.api_client).create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name="vdc-other"))
+    )
     custom.create_namespaced_custom_object(*CAPI, NAMESPACE, "clusters", cluster("demo"))
     custom.create_namespaced_custom_object(*CAPI, "vdc-other", "clusters", cluster("other"))
 

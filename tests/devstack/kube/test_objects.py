@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
@@ -172,13 +174,22 @@ def test_it_deletes_a_collection_by_label(core: client.CoreV1Api) -> None:
     assert names(core.list_namespaced_config_map(NAMESPACE).items) == ["db", "plain"]
 
 
-def test_it_lists_the_system_namespaces_and_those_in_use(core: client.CoreV1Api) -> None:
+def test_it_lists_the_system_namespaces_and_those_made(core: client.CoreV1Api) -> None:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="explicit")))
-    core.create_namespaced_config_map(NAMESPACE, config_map("catalog"))
 
     listed = names(core.list_namespace().items)
 
-    assert listed == sorted(["default", "kube-system", "explicit", NAMESPACE])
+    system = ["default", "kube-system", "kube-public", "kube-node-lease"]
+    assert listed == sorted([*system, "explicit", NAMESPACE])
+
+
+def test_nothing_is_made_in_a_namespace_that_does_not_exist(core: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_config_map("nowhere", config_map("catalog", namespace="nowhere"))
+
+    assert refused.value.status == 404
+    assert json.loads(refused.value.body or "{}")["message"] == 'namespaces "nowhere" not found'
+    assert "nowhere" not in names(core.list_namespace().items)
 
 
 def test_a_namespace_reads_as_active_with_its_name_label(core: client.CoreV1Api) -> None:
@@ -192,6 +203,7 @@ def test_a_namespace_reads_as_active_with_its_name_label(core: client.CoreV1Api)
 
 
 def test_deleting_a_namespace_deletes_its_objects(core: client.CoreV1Api) -> None:
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="vdc-demo")))
     core.create_namespaced_config_map("vdc-demo", config_map("catalog"))
     core.create_namespaced_config_map(NAMESPACE, config_map("catalog"))
 

@@ -70,6 +70,7 @@ def test_it_filters_by_field_selector_on_the_name(core: client.CoreV1Api) -> Non
 
 
 def test_it_filters_by_field_selector_on_the_namespace(core: client.CoreV1Api) -> None:
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="vdc-demo")))
     core.create_namespaced_config_map(NAMESPACE, config_map("catalog"))
     core.create_namespaced_config_map("vdc-demo", config_map("catalog"))
 

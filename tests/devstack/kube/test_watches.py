@@ -110,6 +110,7 @@ def test_a_watch_from_a_compacted_resource_version_is_told_it_expired(tmp_path: 
             config_file=str(kube.write_kubeconfig(tmp_path / "config"))
         )
         core = client.CoreV1Api(api_client)
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
         start = list_version(core.list_namespaced_config_map(NAMESPACE))
         for name in ("a", "b", "c"):
             core.create_namespaced_config_map(NAMESPACE, config_map(name))

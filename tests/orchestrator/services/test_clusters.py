@@ -352,9 +352,9 @@ def test_a_vdcs_first_cluster_makes_its_namespace_and_binds_the_orchestrator_to_
     clusters.create_cluster(ctx, spec(ctx))
     clusters.create_cluster(ctx, spec(ctx))  # the second finds both there
 
-    # It exists (the emulator also makes a namespace on a first write into it, so an earlier module's
-    # objects may have made it, unlabelled: its labels are not checked here).
-    client.CoreV1Api(wired.core.api_client).read_namespace(namespace_of("demo"))
+    namespace = client.CoreV1Api(wired.core.api_client).read_namespace(namespace_of("demo"))
+    assert namespace.metadata is not None
+    assert (namespace.metadata.labels or {}).get(VDC_LABEL) == "demo"
     binding = client.RbacAuthorizationV1Api(wired.core.api_client).read_namespaced_role_binding(
         "flexplane-vdc", namespace_of("demo")
     )

@@ -113,7 +113,9 @@ def kube() -> Iterator[Kube]:
         configuration = client.Configuration()
         configuration.host = server.url
         api_client = client.ApiClient(configuration)
-        yield Kube(api_client)
+        kube = Kube(api_client)
+        kube.request("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
+        yield kube
         api_client.close()
 
 

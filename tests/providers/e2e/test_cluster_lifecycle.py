@@ -26,7 +26,7 @@ from kubernetes.config import new_client_from_config, new_client_from_config_dic
 
 from devstack.world import World
 from providers.common.resources import VERSION
-from tests.support import GraphQL, eventually
+from tests.support import GraphQL, eventually, vdc_namespace
 from tests.vmkit import fake_vms, named
 
 Body = dict[str, Any]
@@ -208,6 +208,7 @@ def network(api: GraphQL) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def mgmt(capi: World, network: str) -> Iterator[Mgmt]:
     kube = Mgmt(capi)
+    vdc_namespace(kube.core, "demo")
     for body in cluster_objects(network):
         kube.create(body)
     yield kube

@@ -39,7 +39,7 @@ from providers.common.resources import (
     VERSION,
 )
 from providers.infrastructure.spec import FINALIZER
-from tests.support import GraphQL, eventually
+from tests.support import GraphQL, eventually, vdc_namespace
 from tests.vmkit import fake_vms, named, requests_to
 
 NAMESPACE = "vdc-demo"
@@ -140,6 +140,7 @@ def network(api: GraphQL) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def providers(world: World, kube: Kube, network: str) -> Iterator[Providers]:
     """The providers running, with a cluster of VDC demo (its Cluster and ProxmoxCluster) provisioned."""
+    vdc_namespace(kube.core, "demo")
     kube.objects.create_namespaced_custom_object(
         CLUSTER.group,
         CLUSTER.version,
