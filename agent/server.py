@@ -68,6 +68,10 @@ SERVICES = (
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Finish calls in flight for this long on SIGTERM, then cancel them.
 SHUTDOWN_GRACE = 5.0
+# gRPC says the server stopped once its calls are complete, not once their last frames have left the
+# socket: a process that exits at once can lose an answer just given (a clone Proxmox made, reported to
+# the caller as lost). The agent lingers this long before it exits.
+SHUTDOWN_LINGER = 0.25
 EXPIRY_WARNING = datetime.timedelta(days=7)
 # Asking Proxmox its version for GetInfo must not hold the answer up for long.
 VERSION_TIMEOUT = 2.0
@@ -508,5 +512,6 @@ async def serve(config: AgentConfig, *, stop: asyncio.Event | None = None) -> No
                 renewal.cancel()
             await health.enter_graceful_shutdown()
             await server.stop(SHUTDOWN_GRACE)
+            await asyncio.sleep(SHUTDOWN_LINGER)
             await templates.aclose()
             await restoring

@@ -23,6 +23,10 @@ from devstack.world.parts import Agent, WorldParts
 
 # How often the world looks for an agent's restart request (its service_restart_command's file).
 RESTART_POLL = 0.2
+# How long a stopped agent is given to finish its calls in flight and exit before it is killed. systemd
+# gives the unit 90 s (its default TimeoutStopSec); the agent itself stops within its shutdown grace and
+# cleanup, a few seconds. Killing it at its own grace (as after the default 5 s) cut calls it was finishing.
+AGENT_STOP_TIMEOUT = 30.0
 JOIN_TOKEN_MUTATION = """
 mutation ($zone: String!, $host: String!) {
   createHostJoinToken(zone: $zone, host: $host) {
@@ -207,7 +211,7 @@ class WorldAgents(WorldParts):
         with self._agents_lock:
             agent = self.agents[(zone, node)]
             if agent.process is not None:
-                agent.process.stop()
+                agent.process.stop(AGENT_STOP_TIMEOUT)
 
     def _serve_restarts(self) -> None:
         """systemd's part in self-update: restart each agent whose service_restart_command asked.
