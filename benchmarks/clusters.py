@@ -43,6 +43,7 @@ from orchestrator.models.clusters import (  # noqa: E402
 )
 from orchestrator.services.clusters import objects  # noqa: E402
 from tests.orchestrator.clusterkit import install_crds  # noqa: E402
+from tests.support import vdc_namespace  # noqa: E402
 
 VDC = "demo"
 QUERY = """{ kubernetesClusters { name vdc version phase endpoint network
@@ -62,6 +63,7 @@ class Figures:
 def seed(custom: client.CustomObjectsApi, count: int) -> None:
     """``count`` clusters of VDC demo, two pools each, as ready as the providers would leave them."""
     namespace = namespace_of(VDC)
+    vdc_namespace(client.CoreV1Api(custom.api_client), VDC)  # as the VDC's first cluster makes it
     pools = (
         objects.PoolPlan("web", "small", "standard", 3, 20, 1, 1024),
         objects.PoolPlan("batch", "medium", "standard", 2, 20, 2, 4096),

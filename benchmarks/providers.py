@@ -36,6 +36,7 @@ from kubernetes.config import new_client_from_config
 from benchmarks.kit import bench_world
 from devstack.world import World
 from providers.controlplane.handlers import DRIFT_INTERVAL
+from tests.support import vdc_namespace
 
 KAMAJI_MCPU_PER_CLUSTER = 12.0
 KAMAJI_MIB_PER_CLUSTER = 6.0
@@ -160,6 +161,7 @@ class Bench:
         self.world = world
         self.api = new_client_from_config(config_file=str(world.kubeconfig))
         self.custom: Any = client.CustomObjectsApi(self.api)
+        vdc_namespace(client.CoreV1Api(self.api), VDC)  # as the VDC's first cluster makes it
 
     def items(self, group: str, plural: str) -> list[dict[str, Any]]:
         version = "v1beta2" if group in (CORE, BOOTSTRAP) else "v1alpha1"

@@ -90,6 +90,8 @@ def vdc_namespace(core: Any, vdc: str) -> None:
     official client's CoreV1Api."""
     from kubernetes import client
 
+    # orchestrator.models.clusters' namespace_of and VDC_LABEL, written out: importing the models needs
+    # Django set up, which a benchmark's process is not.
     meta = client.V1ObjectMeta(name=f"vdc-{vdc}", labels={"flexplane.io/vdc": vdc})
     try:
         core.create_namespace(client.V1Namespace(metadata=meta))
