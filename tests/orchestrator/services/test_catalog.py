@@ -134,6 +134,23 @@ def test_an_unreadable_config_map_is_skipped_not_fatal(
         wired.core.delete_namespaced_config_map(f"compute-profile-{name}", seed.NAMESPACE)
 
 
+def test_the_catalog_is_read_whole_across_pages(wired: KubeSource, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalog longer than a page is read with the server's continue tokens, each object once."""
+    from orchestrator.sources import kube
+
+    kinds = ("compute-profile", "storage-profile", "image", "zone", "host", "vdc")
+    whole = wired.list_catalog(kinds)
+    monkeypatch.setattr(kube, "LIST_PAGE_SIZE", 2)
+
+    paged = wired.list_catalog(kinds)
+
+    assert len(whole) > 4
+    assert sorted((e.kind, e.ident, e.resource_version) for e in paged) == sorted(
+        (e.kind, e.ident, e.resource_version) for e in whole
+    )
+    assert all(isinstance(e.spec, dict) and e.labels["flexplane.io/kind"] == e.kind for e in paged)
+
+
 # ----------------------------------------------------------------------------------------- writes
 
 
