@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         recorder = subprocess.Popen(
             [str(PY_SPY), "record", "--pid", str(process.popen.pid), "--rate", str(args.rate)]
             + ["--format", "raw", "--output", str(raw), "--full-filenames"]
-            + ([] if args.all_threads else ["--gil"]),
+            + (["--idle"] if args.all_threads else ["--gil"]),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
