@@ -30,6 +30,10 @@ class Context:
         value: T = self._memo[key]
         return value
 
+    def memoized(self, key: Any) -> Any | None:
+        """What ``memoize`` keeps for ``key`` if this request computed it already, else ``None``."""
+        return self._memo.get(key)
+
     def report_unavailable(self, failures: list[Unavailable]) -> None:
         for failure in failures:
             if all(failure.where != known.where for known in self.unavailable):

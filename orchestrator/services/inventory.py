@@ -4,7 +4,8 @@ one zone's Proxmox, found from the catalog.
 
 A read scoped to some VDCs (a tenant's, or any caller naming a VDC) costs what those VDCs have, not
 what the fleet has: ``vdc_guests``. Fleet-wide reads (ADMIN without a VDC, placement's view of the
-hosts) read ``zone_resources``.
+hosts) read ``zone_resources``. What needs only the nodes (the zones' and hosts' status) reads
+``zone_nodes``: as many entries as the zones have nodes.
 """
 
 from __future__ import annotations
@@ -50,7 +51,26 @@ def zone_resources(ctx: Context) -> ZoneResources:
             out.nodes[zone] = {n.node: n for n in resources.nodes}
         return out
 
-    return ctx.memoize(("inventory", "resources"), read)
+    return ctx.memoize(_RESOURCES, read)
+
+
+_RESOURCES = ("inventory", "resources")
+
+
+def zone_nodes(ctx: Context) -> dict[str, dict[str, NodeResource]]:
+    """Per zone that answered, its nodes by name: ``/cluster/resources?type=node`` of every zone, in
+    parallel (as many entries as the zone has nodes, whatever its VMs); the fleet-wide read's nodes when
+    the request has made it already."""
+
+    def read() -> dict[str, dict[str, NodeResource]]:
+        full = ctx.memoized(_RESOURCES)
+        if isinstance(full, ZoneResources):
+            return full.nodes
+        fan = proxmox().cluster_resources(catalog.zone_targets(ctx), kind="node")
+        ctx.report_unavailable(list(fan.failures.values()))
+        return {zone: {n.node: n for n in resources.nodes} for zone, resources in fan.results.items()}
+
+    return ctx.memoize(("inventory", "nodes"), read)
 
 
 # A read that may see at most this many VDCs reads their pools (one call per VDC and zone); one that may
@@ -125,11 +145,12 @@ class ZoneStatus:
 
 
 def zone_statuses(ctx: Context) -> list[ZoneStatus]:
-    """Every zone with its hosts and whether Proxmox reports each node online (one call per zone)."""
+    """Every zone with its hosts and whether Proxmox reports each node online (one call per zone, for
+    its nodes alone)."""
     access.require_self_service(ctx)
-    live = zone_resources(ctx)
+    nodes = zone_nodes(ctx)
     by_zone: dict[str, list[HostStatus]] = {}
     for host in catalog.hosts(ctx):
-        node = live.nodes.get(host.zone, {}).get(host.node)
+        node = nodes.get(host.zone, {}).get(host.node)
         by_zone.setdefault(host.zone, []).append(HostStatus(host, node is not None and node.online))
     return [ZoneStatus(zone, by_zone.get(zone.id, [])) for zone in catalog.zones(ctx)]

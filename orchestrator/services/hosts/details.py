@@ -72,18 +72,19 @@ def _agent_reports(ctx: Context) -> tuple[dict[str, AgentReport], dict[str, Unav
 
 
 def host_details(ctx: Context) -> list[HostDetails]:
-    """Every host with its agent's and Proxmox's view of it: one ``/cluster/resources`` per zone (the
-    request's), one GetInfo per host (in parallel) and one read of the drains. Hosts or zones that did
-    not answer leave their part empty and are reported on ``ctx.unavailable``: the data is partial."""
+    """Every host with its agent's and Proxmox's view of it: one ``/cluster/resources?type=node`` per
+    zone (``inventory.zone_nodes``), one GetInfo per host (in parallel) and one read of the drains.
+    Hosts or zones that did not answer leave their part empty and are reported on ``ctx.unavailable``:
+    the data is partial."""
     access.require_admin(ctx)
 
     def build() -> list[HostDetails]:
-        live = inventory.zone_resources(ctx)
+        nodes = inventory.zone_nodes(ctx)
         reports, problems = _agent_reports(ctx)
         drains = records.all_drains(ctx)
         out = []
         for host in catalog.hosts(ctx):
-            node = live.nodes.get(host.zone, {}).get(host.node)
+            node = nodes.get(host.zone, {}).get(host.node)
             online = node is not None and node.online
             out.append(
                 HostDetails(

@@ -94,6 +94,27 @@ def test_a_vdc_listing_in_a_large_fleet_reads_only_the_vdcs_pool_once_per_zone(
     assert tenant_bytes * 50 < fleet_bytes
 
 
+ZONES = "{ zones { id hosts { name online } } }"
+
+
+@pytest.mark.parametrize("user", ["alice", "admin"])
+def test_the_zones_status_in_a_large_fleet_reads_each_zones_nodes_alone(
+    api: GraphQL, world: World, large_fleet: int, user: str
+) -> None:
+    """Whether each host is online is in the zone's node entries (``?type=node``): the zones' page costs
+    what the zones have, never the fleet's guests."""
+    marks = _marks(world)
+    answer = api(ZONES, user=user, vdc="demo" if user == "alice" else None)
+    calls = _answers(world, marks)
+
+    assert answer.errors == []
+    assert all(h["online"] for z in answer.data["zones"] for h in z["hosts"])
+    assert {zone: [p for _, p, _ in seen] for zone, seen in calls.items()} == {
+        zone: ["/api2/json/cluster/resources"] for zone in world.fakes.zones
+    }
+    assert sum(size for seen in calls.values() for _, _, size in seen) < 2_000 * len(world.fakes.zones)
+
+
 def test_a_pools_members_carry_what_proxmox_builds_from_the_vm_stats_and_no_tags(world: World) -> None:
     fake = world.fakes["zone-a"]
     answer = world.fakes.on_loop(lambda: fake.pve._members("fp-demo", "qemu"))
