@@ -74,8 +74,8 @@ _TAG_END = re.compile(r"[;, ]")
 def vdc_in(raw: str | None) -> str | None:
     """``vdc_of(parse_tags(raw))``, straight from Proxmox's tag string: the listing's hot loop, run for
     every guest of the fleet. ``str.find`` of the prefix then the tag's end is 3x faster than one regex
-    search (``(?:^|[;, ])fp-vdc-...``, whose alternation defeats the regex engine's literal scan), and 4x
-    faster than splitting the tags."""
+    search (``(?:^|[;, ])fp-vdc-...``, whose alternation defeats the regex engine's literal scan), which
+    was itself 4x faster than splitting the tags."""
     if not raw:
         return None
     start = raw.find(VDC_TAG_PREFIX)

@@ -38,6 +38,9 @@ class ZoneResources:
     nodes: dict[str, dict[str, NodeResource]] = field(default_factory=dict)
 
 
+_RESOURCES = ("inventory", "resources")  # the request's memo of zone_resources
+
+
 def zone_resources(ctx: Context) -> ZoneResources:
     """One ``/cluster/resources`` per zone, in parallel; zones that did not answer are reported on ``ctx``."""
 
@@ -52,9 +55,6 @@ def zone_resources(ctx: Context) -> ZoneResources:
         return out
 
     return ctx.memoize(_RESOURCES, read)
-
-
-_RESOURCES = ("inventory", "resources")
 
 
 def zone_nodes(ctx: Context) -> dict[str, dict[str, NodeResource]]:

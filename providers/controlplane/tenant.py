@@ -232,75 +232,87 @@ def konnectivity_agent_args(cp: ControlPlane) -> list[str]:
     ]
 
 
-def konnectivity(cp: ControlPlane) -> list[Manifest]:
-    selector = {"k8s-app": KONNECTIVITY_AGENT}
-    daemonset = {
+def _node_daemonset(name: str, pod: dict[str, Any]) -> Manifest:
+    """A kube-system DaemonSet ``name`` (its ServiceAccount's name too), as kubeadm runs its addons: on
+    every Linux node, on the host's network (it runs before the CNI does), whatever the node's taints;
+    ``pod`` adds its containers, volumes and the rest of its pods' spec."""
+    selector = {"k8s-app": name}
+    return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": _meta(KONNECTIVITY_AGENT, "kube-system", **selector),
+        "metadata": _meta(name, "kube-system", **selector),
         "spec": {
             "selector": {"matchLabels": selector},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
             "template": {
                 "metadata": {"labels": {**MANAGED_BY, **selector}},
                 "spec": {
-                    "serviceAccountName": KONNECTIVITY_AGENT,
+                    "serviceAccountName": name,
                     "priorityClassName": "system-node-critical",
-                    # On the host's network: it runs before the CNI does, and reaches kubelets and pods.
                     "hostNetwork": True,
-                    "dnsPolicy": "ClusterFirstWithHostNet",
                     "tolerations": [{"operator": "Exists"}],
                     "nodeSelector": {"kubernetes.io/os": "linux"},
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [
-                        {
-                            "name": KONNECTIVITY_AGENT,
-                            "image": KONNECTIVITY_AGENT_IMAGE,
-                            "command": ["/proxy-agent"],
-                            "args": konnectivity_agent_args(cp),
-                            "livenessProbe": {
-                                "httpGet": {
-                                    "path": "/healthz",
-                                    "port": KONNECTIVITY_HEALTH_PORT,
-                                    "host": "127.0.0.1",
-                                },
-                                "initialDelaySeconds": 15,
-                                "timeoutSeconds": 15,
-                            },
-                            "resources": {
-                                "requests": {"cpu": "10m", "memory": "32Mi"},
-                                "limits": {"memory": "128Mi"},
-                            },
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True,
-                                "runAsNonRoot": True,
-                                "runAsUser": 65532,
-                                "capabilities": {"drop": ["ALL"]},
-                            },
-                            "volumeMounts": [{"name": TOKEN_FILE, "mountPath": TOKEN_DIR, "readOnly": True}],
-                        }
-                    ],
-                    "volumes": [
-                        {
-                            "name": TOKEN_FILE,
-                            "projected": {
-                                "sources": [
-                                    {
-                                        "serviceAccountToken": {
-                                            "path": TOKEN_FILE,
-                                            "audience": KONNECTIVITY_AUDIENCE,
-                                            "expirationSeconds": 3600,
-                                        }
-                                    }
-                                ]
-                            },
-                        }
-                    ],
+                    **pod,
                 },
             },
         },
     }
+
+
+def konnectivity(cp: ControlPlane) -> list[Manifest]:
+    daemonset = _node_daemonset(
+        KONNECTIVITY_AGENT,
+        {
+            # On the host's network, it reaches kubelets and pods; cluster DNS once there is one.
+            "dnsPolicy": "ClusterFirstWithHostNet",
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    "name": KONNECTIVITY_AGENT,
+                    "image": KONNECTIVITY_AGENT_IMAGE,
+                    "command": ["/proxy-agent"],
+                    "args": konnectivity_agent_args(cp),
+                    "livenessProbe": {
+                        "httpGet": {
+                            "path": "/healthz",
+                            "port": KONNECTIVITY_HEALTH_PORT,
+                            "host": "127.0.0.1",
+                        },
+                        "initialDelaySeconds": 15,
+                        "timeoutSeconds": 15,
+                    },
+                    "resources": {
+                        "requests": {"cpu": "10m", "memory": "32Mi"},
+                        "limits": {"memory": "128Mi"},
+                    },
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "runAsNonRoot": True,
+                        "runAsUser": 65532,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "volumeMounts": [{"name": TOKEN_FILE, "mountPath": TOKEN_DIR, "readOnly": True}],
+                }
+            ],
+            "volumes": [
+                {
+                    "name": TOKEN_FILE,
+                    "projected": {
+                        "sources": [
+                            {
+                                "serviceAccountToken": {
+                                    "path": TOKEN_FILE,
+                                    "audience": KONNECTIVITY_AUDIENCE,
+                                    "expirationSeconds": 3600,
+                                }
+                            }
+                        ]
+                    },
+                }
+            ],
+        },
+    )
     return [
         cluster_role_binding(
             "system:konnectivity-server", "system:auth-delegator", [_user(KONNECTIVITY_AUDIENCE)]
@@ -487,57 +499,43 @@ def kube_proxy_kubeconfig(cp: ControlPlane) -> dict[str, Any]:
 
 def kube_proxy(cp: ControlPlane) -> list[Manifest]:
     selector = {"k8s-app": KUBE_PROXY}
-    daemonset = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": _meta(KUBE_PROXY, "kube-system", **selector),
-        "spec": {
-            "selector": {"matchLabels": selector},
-            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-            "template": {
-                "metadata": {"labels": {**MANAGED_BY, **selector}},
-                "spec": {
-                    "serviceAccountName": KUBE_PROXY,
-                    "priorityClassName": "system-node-critical",
-                    "hostNetwork": True,
-                    "tolerations": [{"operator": "Exists"}],
-                    "nodeSelector": {"kubernetes.io/os": "linux"},
-                    "containers": [
+    daemonset = _node_daemonset(
+        KUBE_PROXY,
+        {
+            "containers": [
+                {
+                    "name": KUBE_PROXY,
+                    "image": image(KUBE_PROXY, cp.version),
+                    "command": [
+                        "/usr/local/bin/kube-proxy",
+                        "--config=/var/lib/kube-proxy/config.conf",
+                        "--hostname-override=$(NODE_NAME)",
+                    ],
+                    "env": [
                         {
-                            "name": KUBE_PROXY,
-                            "image": image(KUBE_PROXY, cp.version),
-                            "command": [
-                                "/usr/local/bin/kube-proxy",
-                                "--config=/var/lib/kube-proxy/config.conf",
-                                "--hostname-override=$(NODE_NAME)",
-                            ],
-                            "env": [
-                                {
-                                    "name": "NODE_NAME",
-                                    "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-                                }
-                            ],
-                            # It writes the node's iptables rules.
-                            "securityContext": {"privileged": True},
-                            "volumeMounts": [
-                                {"name": KUBE_PROXY, "mountPath": "/var/lib/kube-proxy"},
-                                {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
-                                {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True},
-                            ],
+                            "name": "NODE_NAME",
+                            "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
                         }
                     ],
-                    "volumes": [
-                        {"name": KUBE_PROXY, "configMap": {"name": KUBE_PROXY}},
-                        {
-                            "name": "xtables-lock",
-                            "hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"},
-                        },
-                        {"name": "lib-modules", "hostPath": {"path": "/lib/modules"}},
+                    # It writes the node's iptables rules.
+                    "securityContext": {"privileged": True},
+                    "volumeMounts": [
+                        {"name": KUBE_PROXY, "mountPath": "/var/lib/kube-proxy"},
+                        {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
+                        {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True},
                     ],
+                }
+            ],
+            "volumes": [
+                {"name": KUBE_PROXY, "configMap": {"name": KUBE_PROXY}},
+                {
+                    "name": "xtables-lock",
+                    "hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"},
                 },
-            },
+                {"name": "lib-modules", "hostPath": {"path": "/lib/modules"}},
+            ],
         },
-    }
+    )
     return [
         _service_account(KUBE_PROXY),
         {
