@@ -100,11 +100,36 @@ def test_a_disk_resize_refused_after_the_clone_removes_the_vm_and_its_disk(
     nothing_left(world, vm_name("noroom"), last_clone(world))
 
 
+OCCUPANT_VMID = 60_000
+
+
+@pytest.fixture
+def occupied(world: World) -> Iterator[None]:
+    """A guest of 6 GiB on every node of every zone (not flex.plane's: no tags), whatever earlier modules
+    left on the nodes, taken away after."""
+    added: list[tuple[Any, int]] = []
+    for fake in world.fakes.zones.values():
+        for n, node in enumerate(sorted(fake.pve.nodes)):
+            vmid = OCCUPANT_VMID + n
+            config = {"cores": 1, "memory": 6144}
+            world.fakes.on_loop(
+                lambda f=fake, v=vmid, o=node, c=config: f.pve.add_vm(v, f"occupant-{v}", node=o, config=c)
+            )
+            added.append((fake.pve, vmid))
+    try:
+        yield
+    finally:
+        for fake_pve, vmid in added:
+            world.fakes.on_loop(
+                lambda f=fake_pve, v=vmid: setattr(f, "vms", [vm for vm in f.vms if vm.vmid != v])
+            )
+
+
 def test_a_zone_without_room_is_no_capacity_naming_what_was_short(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: GraphQL, world: World, vm_name: Callable[[str], str], occupied: None
 ) -> None:
     before = vmids_now(world)
-    # "large" is 4 vCPUs and 8 GiB: each fake node has 8 GiB, and every node already runs a VM.
+    # "large" is 4 vCPUs and 8 GiB: each fake node has 8 GiB, and every node holds a guest of 6 GiB.
     result = create(api, "alice", "demo", name=vm_name("huge"), computeProfile=LARGE)
     assert [e["code"] for e in result["errors"]] == ["NO_CAPACITY"]
     assert "not enough memory" in result["errors"][0]["message"]
