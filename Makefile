@@ -6,6 +6,10 @@ BIN := $(VENV)/bin
 # this project's machines): without the cache every process the tests start compiles the project's
 # sources again, and every pytest worker rewrites the asserts of every test module again.
 unexport PYTHONDONTWRITEBYTECODE
+# The project's packages are installed by uv (itself from PyPI, by pip): it resolves what pip resolves
+# in a sixth of the time (a fresh venv: 13 s against 42 s here, byte-compiled as pip does), and make
+# test's wall time counts the install.
+UV := uv>=0.13,<0.14
 # Reinstall whenever the declared dependencies change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
 # The portal's CSS: Tailwind through django-tailwind, built with npm; rebuilt when a page or the lock changes.
@@ -40,8 +44,8 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "flex.plane needs Python >= 3.11 (PYTHON=$(PYTHON))"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet '$(UV)'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -81,7 +85,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-# What is missing is installed first, concurrently (pip, npm and apt-get). Lint and types run beside the
+# What is missing is installed first, concurrently (uv, npm and apt-get). Lint and types run beside the
 # parallel run; their output follows that run's, and they are done before the modules that need the
 # machine to themselves start.
 test:
