@@ -69,7 +69,7 @@ def listen(host: str, port: int) -> ThreadedWSGIServer:
 def prepare(options: ServeOptions) -> None:
     """Secrets, Django, the database schema and the seed data: everything before serving."""
     config = options.config
-    users = load_users(options.users_path)  # a mistake in the file fails before the slow migration
+    users = load_users(options.users_path)  # a mistake in the file fails before the database is touched
     config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     ensure_signing_key(config.signing_key_path)
     ensure_secret_key(config.secret_key_path)
@@ -77,7 +77,7 @@ def prepare(options: ServeOptions) -> None:
     os.environ.update(config.to_environ())
     os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS_MODULE
     django.setup()
-    call_command("migrate", interactive=False, verbosity=0)
+    call_command("migrate", interactive=False, verbosity=0, run_syncdb=True)  # see settings.MIGRATION_MODULES
 
     # Models can only be imported once Django is set up.
     from oauth2_provider.models import clear_expired
