@@ -1,8 +1,9 @@
 """Agent releases: one signed file per version, and the layout a node keeps them in.
 
 A release is a zipapp, ``flexplane-agent-<version>.pyz``, of the ``agent`` and ``agentclient``
-packages, stamped with its version (``agent/RELEASE``, which :data:`agent.__version__` prefers
-to the package metadata). It carries no third-party code: it runs on the node's own Python,
+packages (their sources, and their bytecode for the Python that built it), stamped with its
+version (``agent/RELEASE``, which :data:`agent.__version__` prefers to the package metadata).
+It carries no third-party code: it runs on the node's own Python,
 whose environment supplies the packages the ``flexplane-agent`` distribution declares
 (``distributions/flexplane-agent``: grpcio, aiohttp, cryptography, ...), installed on the node
 with it before the bootstrap.
@@ -36,6 +37,7 @@ import binascii
 import hashlib
 import json
 import os
+import py_compile
 import re
 import shutil
 import sys
@@ -321,6 +323,24 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
     archive.writestr(info, data)
 
 
+def _bytecode(name: str, path: Path, scratch: Path) -> bytes:
+    """``path`` compiled by this Python, checked against its source's hash when loaded.
+
+    zipimport cannot cache what it compiles: without these, an agent compiles every module of the
+    release at each start. A node whose Python is another version ignores them (their magic number
+    differs) and compiles the sources, as before.
+    """
+    compiled = scratch / "module.pyc"
+    py_compile.compile(
+        str(path),
+        cfile=str(compiled),
+        dfile=name,
+        doraise=True,
+        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+    )
+    return compiled.read_bytes()
+
+
 def build(version: str, key: Ed25519PrivateKey, out: Path, source: Path | None = None) -> BuiltRelease:
     """Build and sign the release of ``version`` into ``out`` from the packages under ``source``."""
     try:
@@ -333,11 +353,12 @@ def build(version: str, key: Ed25519PrivateKey, out: Path, source: Path | None =
     with tempfile.NamedTemporaryFile(dir=out, prefix=".build-", suffix=".pyz", delete=False) as handle:
         partial = Path(handle.name)
     try:
-        with zipfile.ZipFile(partial, "w") as archive:
+        with zipfile.ZipFile(partial, "w") as archive, tempfile.TemporaryDirectory() as scratch:
             _add(archive, "__main__.py", _MAIN.encode())
             for name, path in _sources(source):
                 if name != STAMP:
                     _add(archive, name, path.read_bytes())
+                    _add(archive, name.removesuffix(".py") + ".pyc", _bytecode(name, path, Path(scratch)))
             _add(archive, STAMP, f"{version}\n".encode())
         partial.chmod(0o644)
         partial.replace(artifact)
