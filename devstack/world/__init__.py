@@ -55,6 +55,7 @@ from devstack.kube import KubeServer
 from devstack.meshnet import DevMesh
 from devstack.net import free_port
 from devstack.pki import CertificateAuthority
+from devstack.processes import stop_all
 from devstack.registry import Registry
 from devstack.world.agents import WorldAgents
 from devstack.world.config import AGENT_CA_SECRET, REGISTRY_PORT, WorldConfig
@@ -169,8 +170,7 @@ class World(WorldAgents, WorldProviders):
             self._restarter.join()
             self._restarter = None
         self.stop_cluster_api()
-        for process in reversed(self._processes):
-            process.stop()
+        stop_all(self._processes)
         self._processes.clear()
         self.stop_identity()
         self.stop_kube()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from devstack.net import free_port
+from devstack.processes import stop_all
 from devstack.world import World
 from orchestrator.models import Usage
 from orchestrator.models.vms import request_tag
@@ -51,8 +52,7 @@ def replicas(world: World) -> Iterator[list[GraphQL]]:
     try:
         yield clients
     finally:
-        for process in processes:
-            process.stop()
+        stop_all(processes)
 
 
 @pytest.fixture
