@@ -125,7 +125,7 @@ def test_the_agent_distribution_installs_into_a_clean_venv_without_django(tmp_pa
     # fraction of the time); its cache holds what the project's install fetched.
     uv = Path(sys.executable).with_name("uv")
     installed = subprocess.run(
-        [str(uv), "pip", "install", "--quiet", "--python", str(python), str(AGENT_PROJECT)],
+        [str(uv), "pip", "install", "--quiet", "--system-certs", "--python", str(python), str(AGENT_PROJECT)],
         capture_output=True,
         text=True,
         timeout=INSTALL_TIMEOUT,
