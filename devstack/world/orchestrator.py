@@ -64,9 +64,16 @@ class WorldOrchestrator(WorldParts):
         )
 
     def spawn_orchestrator(
-        self, name: str, port: int, https_port: int, extra_env: dict[str, str] | None = None
+        self,
+        name: str,
+        port: int,
+        https_port: int,
+        extra_env: dict[str, str] | None = None,
+        *,
+        wait: bool = True,
     ) -> Process:
-        """An orchestrator process (HTTP on port, HTTPS on https_port), once it answers /healthz.
+        """An orchestrator process (HTTP on port, HTTPS on https_port), once it answers /healthz (at
+        once with ``wait=False``: :meth:`wait_orchestrator` then waits, so that replicas start together).
 
         The world runs one; a test may run another replica beside it, e.g. with other settings.
         """
@@ -94,12 +101,20 @@ class WorldOrchestrator(WorldParts):
             env={**self.orchestrator_env(), **(extra_env or {})},
         )
         self._processes.append(process)
+        if wait:
+            self.wait_orchestrator(process, port)
+        return process
+
+    def wait_orchestrator(self, process: Process, port: int) -> None:
+        """Until the orchestrator ``process`` answers /healthz on ``port``; RuntimeError, with its output,
+        if it exits or does not answer within 30 s."""
+        url = f"http://{self.cfg.orchestrator_host}:{port}/healthz"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if process.popen.poll() is not None:
                 break
             with contextlib.suppress(requests.RequestException):
-                if requests.get(f"http://{host}:{port}/healthz", timeout=1).status_code == 200:
-                    return process
+                if requests.get(url, timeout=1).status_code == 200:
+                    return
             time.sleep(0.1)
-        raise RuntimeError(f"{name} did not start:\n{process.output()[-4000:]}")
+        raise RuntimeError(f"{process.name} did not start:\n{process.output()[-4000:]}")

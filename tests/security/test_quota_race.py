@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from devstack.net import free_port
-from devstack.processes import stop_all
+from devstack.processes import Process, stop_all
 from devstack.world import World
 from orchestrator.models import Usage
 from orchestrator.models.vms import request_tag
@@ -42,14 +42,19 @@ def vm_name(api: GraphQL, world: World) -> Iterator[Callable[[str], str]]:
 def replicas(world: World) -> Iterator[list[GraphQL]]:
     """The world's orchestrator and more replicas beside it, each with its own GraphQL client."""
     host = world.cfg.orchestrator_host
-    clients, processes = [GraphQL(world)], []
-    for n in range(1, REPLICAS):
-        port = free_port(host)
-        processes.append(world.spawn_orchestrator(f"orchestrator-replica-{n}", port, free_port(host)))
-        client = GraphQL(world)
-        client.url = f"http://{host}:{port}/graphql"
-        clients.append(client)
+    ports = [free_port(host) for _ in range(1, REPLICAS)]
+    processes: list[Process] = []
     try:
+        for n, port in enumerate(ports, start=1):
+            name = f"orchestrator-replica-{n}"
+            processes.append(world.spawn_orchestrator(name, port, free_port(host), wait=False))
+        for process, port in zip(processes, ports, strict=True):
+            world.wait_orchestrator(process, port)
+        clients = [GraphQL(world)]
+        for port in ports:
+            client = GraphQL(world)
+            client.url = f"http://{host}:{port}/graphql"
+            clients.append(client)
         yield clients
     finally:
         stop_all(processes)
