@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # sources again, and every pytest worker rewrites the asserts of every test module again.
 unexport PYTHONDONTWRITEBYTECODE
 # The project's packages are installed by uv (itself from PyPI, by pip): it resolves what pip resolves
-# in a sixth of the time (a fresh venv: 13 s against 42 s here, byte-compiled as pip does), and make
+# in a third of the time (a fresh venv: 13 s against 42 s here, byte-compiled as pip does), and make
 # test's wall time counts the install. It trusts the system's certificate store (--system-certs): behind
 # a proxy with a CA of its own, as on these machines, uv's built-in roots would refuse PyPI.
 UV := uv>=0.13,<0.14

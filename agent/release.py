@@ -3,10 +3,9 @@
 A release is a zipapp, ``flexplane-agent-<version>.pyz``, of the ``agent`` and ``agentclient``
 packages (their sources, and their bytecode for the Python that built it), stamped with its
 version (``agent/RELEASE``, which :data:`agent.__version__` prefers to the package metadata).
-It carries no third-party code: it runs on the node's own Python,
-whose environment supplies the packages the ``flexplane-agent`` distribution declares
-(``distributions/flexplane-agent``: grpcio, aiohttp, cryptography, ...), installed on the node
-with it before the bootstrap.
+It carries no third-party code: it runs on the node's own Python, whose environment supplies the
+packages the ``flexplane-agent`` distribution declares (``distributions/flexplane-agent``: grpcio,
+aiohttp, cryptography, ...), installed on the node with it before the bootstrap.
 
 Beside it, ``flexplane-agent-<version>.release.json`` is the signed manifest::
 
