@@ -20,6 +20,7 @@ from tests.vmkit import (
     create,
     fake_vm,
     fake_vms,
+    forget,
     named,
     ok,
     pool_members,
@@ -107,22 +108,20 @@ OCCUPANT_VMID = 60_000
 def occupied(world: World) -> Iterator[None]:
     """A guest of 6 GiB on every node of every zone (not flex.plane's: no tags), whatever earlier modules
     left on the nodes, taken away after."""
-    added: list[tuple[Any, int]] = []
-    for fake in world.fakes.zones.values():
+    added: list[tuple[str, int]] = []
+    for zone, fake in world.fakes.zones.items():
         for n, node in enumerate(sorted(fake.pve.nodes)):
             vmid = OCCUPANT_VMID + n
             config = {"cores": 1, "memory": 6144}
             world.fakes.on_loop(
                 lambda f=fake, v=vmid, o=node, c=config: f.pve.add_vm(v, f"occupant-{v}", node=o, config=c)
             )
-            added.append((fake.pve, vmid))
+            added.append((zone, vmid))
     try:
         yield
     finally:
-        for fake_pve, vmid in added:
-            world.fakes.on_loop(
-                lambda f=fake_pve, v=vmid: setattr(f, "vms", [vm for vm in f.vms if vm.vmid != v])
-            )
+        for zone, vmid in added:
+            forget(world, zone, vmid)
 
 
 def test_a_zone_without_room_is_no_capacity_naming_what_was_short(
