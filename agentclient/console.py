@@ -94,8 +94,11 @@ async def open_console(
     )
     call = agent_pb2_grpc.ConsoleStub(channel).Open()
     try:
-        await call.write(agent_pb2.ConsoleInput(vmid=vmid))
-        message = await asyncio.wait_for(call.read(), timeout)
+        # The first write waits for the channel's connection (TCP, TLS) and the read for the greeting: one
+        # deadline for both, so that an agent that accepts but never answers is a refusal, not a hang.
+        async with asyncio.timeout(timeout):
+            await call.write(agent_pb2.ConsoleInput(vmid=vmid))
+            message = await call.read()
         if message is _EOF:
             raise ConsoleRefused(target, "the agent ended the console before it began")
     except grpc.aio.AioRpcError as exc:

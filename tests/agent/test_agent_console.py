@@ -6,12 +6,14 @@ server offering security type None, then the VM's own ServerInit.
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from agentclient import ClientNotAllowed
+from agentclient import AgentTarget, ClientNotAllowed
 from agentclient.console import ConsoleRefused, ConsoleStream, open_console
 from tests.agent.conftest import AgentProcess, Pki
 
@@ -87,3 +89,18 @@ async def test_a_vm_that_is_not_on_the_node_is_refused_in_proxmoxs_words(
 ) -> None:
     with pytest.raises(ConsoleRefused, match="does not exist"):
         await open_console(pki.client_tls(), console_agent.target(), 4399)
+
+
+async def test_an_agent_that_accepts_and_never_answers_is_a_refusal_within_the_deadline(
+    console_agent: AgentProcess, pki: Pki
+) -> None:
+    """A node whose agent hangs (the kernel completes the TCP handshake, nothing answers the TLS one):
+    the connection, the first message and the greeting share one deadline; without it the caller would
+    wait on the connection, past any page's patience."""
+    host = console_agent.address.rsplit(":", 1)[0]
+    with socket.create_server((host, 0)) as silent:  # listens, never accepts
+        target = AgentTarget(console_agent.target().identity, f"{host}:{silent.getsockname()[1]}")
+        started = time.monotonic()
+        with pytest.raises(ConsoleRefused, match=r"did not open within 0\.5 s"):
+            await open_console(pki.client_tls(), target, 4301, timeout=0.5)
+        assert time.monotonic() - started < 5
