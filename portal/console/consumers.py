@@ -29,7 +29,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from agentclient import AgentError
-from agentclient.console import ConsoleStream, open_console
+from agentclient.console import OPEN_TIMEOUT, ConsoleStream, open_console
 from orchestrator import metrics
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, PermissionDenied, QuotaExceeded
 from orchestrator.services import console
@@ -44,6 +44,9 @@ GONE, NOT_RUNNING, TOO_MANY, REFUSED, UNAVAILABLE = 4404, 4409, 4429, 4502, 4503
 IDLE, SESSION_ENDED = 4408, 4401
 # The largest websocket message sent to the browser.
 MAX_MESSAGE = 256 * 1024
+# How long the page waits for the console to open before it gives up (seconds): past the checks' own
+# deadlines and the agent's greeting (OPEN_TIMEOUT), by which time this consumer has closed with a reason.
+PATIENCE = OPEN_TIMEOUT + 15.0
 
 
 def socket_path(ticket: str) -> str:
@@ -57,6 +60,7 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
     slots: console.ConsoleSlots | None = None
     tasks: tuple[asyncio.Task[None], ...] = ()
     counted = False
+    ident = ""  # the VM, once the ticket named it
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -73,24 +77,35 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             await self.close()
             return
         await self.accept("binary" if "binary" in self.scope.get("subprotocols", ()) else None)
+        self.ident = ident
+        started = time.monotonic()
         ctx = Context(principal=principal)
         try:
             target, self.slots = await asyncio.to_thread(console.open_console, ctx, ident)
         except FlexPlaneError as exc:
             await self._refuse(exc)
             return
+        checked = time.monotonic()
         try:
             self.stream = await open_console(target.tls, target.agent, target.vm.vmid, proxy=target.proxy)
         except AgentError as exc:
             logger.warning("console of %s: %s", ident, exc)
             await self._end(REFUSED, f"the console could not open: {exc.detail}", "agent")
             return
+        opened = time.monotonic()
         metrics.CONSOLES_OPEN.inc()
         self.counted = True
         self.watcher = InputWatcher()
         self.last_input = time.monotonic()
         self.tasks = (asyncio.create_task(self._relay()), asyncio.create_task(self._watch()))
-        logger.info("console of %s opened for %s", ident, principal.subject)
+        logger.info(
+            "console of %s opened for %s in %.2f s (checks and slots %.2f s, the node's agent %.2f s)",
+            ident,
+            principal.subject,
+            opened - started,
+            checked - started,
+            opened - checked,
+        )
 
     async def _refuse(self, exc: FlexPlaneError) -> None:
         if isinstance(exc, QuotaExceeded):
@@ -106,6 +121,7 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         """Say why in a text frame (RFB itself is binary; daphne sends no close reason), then close."""
         if refused is not None:
             metrics.CONSOLES_REFUSED.labels(refused).inc()
+        logger.info("console of %s closed with %d: %s", self.ident, code, reason)
         with contextlib.suppress(Exception):  # the browser may be gone already
             await self.send(text_data=json.dumps({"type": "closed", "code": code, "message": reason}))
         await self.close(code=code)

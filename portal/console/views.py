@@ -14,7 +14,7 @@ from django.urls import reverse
 from orchestrator.models.vms import vm_id
 from orchestrator.services import console
 from orchestrator.services.context import Context
-from portal.console.consumers import socket_path
+from portal.console.consumers import PATIENCE, socket_path
 from portal.context import vdc_view
 
 
@@ -28,6 +28,7 @@ def console_page(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> Ht
         "zone": zone,
         "vmid": vmid,
         "socket_path": socket_path(ticket),
+        "patience": f"{PATIENCE:g}",
         "back": reverse("vm-detail", kwargs={"vdc": ctx.vdc, "zone": zone, "vmid": vmid}),
     }
     response = render(request, "portal/console/console.html", context)

@@ -51,14 +51,25 @@ socket.addEventListener("close", (event) => {
 const rfb = new RFB(screen, socket);
 rfb.scaleViewport = true;
 rfb.resizeSession = false;
+// The app closes a console the VM's node does not open in time, and says why; noVNC itself waits for ever
+// on a socket that never opens or never greets. Past the app's own deadline (data-patience, seconds) the
+// page gives up and says so.
+const patience = setTimeout(() => {
+  if (screen.dataset.state === "connecting") {
+    say("The console did not answer in time: reload the page to try again.", "failed");
+    rfb.disconnect();
+  }
+}, Number(screen.dataset.patience) * 1000);
 rfb.addEventListener("connect", () => {
+  clearTimeout(patience);
   say("Connected.", "connected");
   keys.disabled = false;
   rfb.focus();
 });
 rfb.addEventListener("disconnect", (event) => {
+  clearTimeout(patience);
   keys.disabled = true;
-  if (screen.dataset.state !== "refused") {
+  if (screen.dataset.state === "connecting" || screen.dataset.state === "connected") {
     say(event.detail.clean ? "The console closed." : "The connection to the console was lost.", "disconnected");
   }
 });

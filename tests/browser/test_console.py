@@ -3,34 +3,53 @@ the node's agent to the VM's VNC server and draws its screen; and the VM page's 
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from agentclient.console import OPEN_TIMEOUT
+from devstack.world import World
+from portal.console.consumers import PATIENCE
 from tests.browser.conftest import LoginFn
 
 
+def _console_lines(world: World) -> list[str]:
+    """The last lines each of the world's orchestrator and agents logged of consoles: where an open that
+    did not finish stopped."""
+    folder = world.cfg.scratch / "logs"
+    lines: list[str] = []
+    for log in [folder / "orchestrator.log", *sorted(folder.glob("agent-*.log"))]:
+        said = [line for line in log.read_text(errors="replace").splitlines() if "onsole" in line]
+        lines.extend(f"{log.stem}: {line}" for line in said[-10:])
+    return lines
+
+
 def test_alice_opens_web_1s_console_and_sees_its_screen(
-    page: Page, login: LoginFn, screenshots: Path
+    page: Page, login: LoginFn, screenshots: Path, world: World
 ) -> None:
     scripts: list[str] = []
     page.on(
         "request", lambda request: scripts.append(request.url) if request.resource_type == "script" else None
     )
+    said: list[str] = []  # the page's own errors and failed requests, for a failure's message
+    page.on("console", lambda message: said.append(f"console {message.type}: {message.text}"))
+    page.on("pageerror", lambda error: said.append(f"page error: {error}"))
+    page.on("requestfailed", lambda request: said.append(f"request failed: {request.url} {request.failure}"))
+    page.on("websocket", lambda socket: said.append(f"websocket {socket.url}"))
     login(page, "alice", "/vdc/demo/vms/zone-a/100/")
     page.get_by_role("link", name="Console").click()
 
     expect(page.get_by_role("heading", name="Console of zone-a/100")).to_be_visible()
     screen = page.locator("#console-screen")
     # Through the portal's socket, the orchestrator and the node's agent to the VM: on a busy machine more
-    # than expect's 5 s default. The page waits no longer than the orchestrator does for the agent's
-    # greeting (agentclient.console.OPEN_TIMEOUT, then the page says why): the state it settles in, with
-    # the page's words, is what is checked.
-    settle = (OPEN_TIMEOUT + 10) * 1000
-    expect(screen).not_to_have_attribute("data-state", "connecting", timeout=settle)
+    # than expect's 5 s default. The page gives up after PATIENCE (the orchestrator closes with a reason
+    # before): the state it settles in, with the page's words and the world's, is what is checked.
+    expect(screen).not_to_have_attribute("data-state", "connecting", timeout=(PATIENCE + 5) * 1000)
     status = page.locator("#console-status")
-    assert screen.get_attribute("data-state") == "connected", status.text_content()
+    state = screen.get_attribute("data-state")
+    words = [f"{state}: {status.text_content()}", *said, *_console_lines(world)]
+    assert state == "connected", "\n".join(words)
     expect(status).to_have_text("Connected.")
     canvas = screen.locator("canvas")
     expect(canvas).to_be_visible()
@@ -44,6 +63,31 @@ def test_alice_opens_web_1s_console_and_sees_its_screen(
     expect(page.get_by_role("button", name="Send Ctrl+Alt+Del")).to_be_enabled()
     assert all(url.startswith(page.url.split("/vdc/")[0]) for url in scripts)  # noVNC from the portal itself
     page.screenshot(path=str(screenshots / "vm-console.png"), full_page=True)
+
+
+def test_a_console_that_never_greets_is_given_up_in_words(page: Page, login: LoginFn, world: World) -> None:
+    """The VM's node's agent hangs (stopped, not gone): nothing greets the page. The orchestrator would
+    close the console with its reason after OPEN_TIMEOUT; the page, on its own clock, gives up after
+    PATIENCE whatever happens upstream, and says so, rather than stay "Connecting..." for ever."""
+    agent = world.agents[("zone-a", "pve1")].process  # web-1's node (devstack/seed.py)
+    assert agent is not None
+    login(page, "alice", "/vdc/demo/vms/zone-a/100/")
+    page.clock.install()
+    os.kill(agent.popen.pid, signal.SIGSTOP)
+    try:
+        with page.expect_websocket():  # the page's script has run, and set its deadline on the page's clock
+            page.get_by_role("link", name="Console").click()
+        screen = page.locator("#console-screen")
+        page.clock.run_for(int(PATIENCE * 1000) - 1000)
+        expect(screen).to_have_attribute("data-state", "connecting")
+        page.clock.run_for(2000)
+        expect(screen).to_have_attribute("data-state", "failed")
+    finally:
+        os.kill(agent.popen.pid, signal.SIGCONT)
+    expect(page.locator("#console-status")).to_have_text(
+        "The console did not answer in time: reload the page to try again."
+    )
+    expect(page.get_by_role("button", name="Send Ctrl+Alt+Del")).to_be_disabled()
 
 
 def test_the_vm_page_draws_the_usage_graphs(page: Page, login: LoginFn, screenshots: Path) -> None:
