@@ -10,14 +10,16 @@ hosts) read ``zone_resources``. What needs only the nodes (the zones' and hosts'
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from orchestrator.errors import NotFound
 from orchestrator.models import Host, Vdc, Zone
 from orchestrator.models.vdcs import POOL_PREFIX
+from orchestrator.models.vms import vdc_in
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
-from orchestrator.sources.proxmox import ClusterResources, Guest, NodeResource, ZoneApi, proxmox
+from orchestrator.sources.proxmox import ClusterResources, Guest, NodeResource, ZoneApi, ZoneTargets, proxmox
 
 
 def zone_api(ctx: Context, zone: str) -> ZoneApi:
@@ -30,31 +32,56 @@ def zone_api(ctx: Context, zone: str) -> ZoneApi:
 
 @dataclass(frozen=True)
 class ZoneResources:
-    """Per zone that answered: its ``/cluster/resources``, its VMs (QEMU guests, not templates), and
-    its nodes by name."""
+    """Per zone that answered: its ``/cluster/resources``, its VMs (QEMU guests, not templates, by name),
+    its nodes by name, and its misplaced VMs (``misplaced_in``)."""
 
     resources: dict[str, ClusterResources] = field(default_factory=dict)
     guests: dict[str, tuple[Guest, ...]] = field(default_factory=dict)
     nodes: dict[str, dict[str, NodeResource]] = field(default_factory=dict)
+    misplaced: dict[str, tuple[Guest, ...]] = field(default_factory=dict)
 
 
 _RESOURCES = ("inventory", "resources")  # the request's memo of zone_resources
 
 
 def zone_resources(ctx: Context) -> ZoneResources:
-    """One ``/cluster/resources`` per zone, in parallel; zones that did not answer are reported on ``ctx``."""
+    """One ``/cluster/resources`` per zone, in parallel; zones that did not answer are reported on ``ctx``.
+    Each zone's VMs are checked for misplaced ones in that zone's own call, as its answer arrives, while
+    the others are still on their way."""
+    source = proxmox()
+
+    def one(zone: ZoneTargets, deadline_at: float) -> tuple[ClusterResources, tuple[Guest, ...]]:
+        resources = source.zone_resources(zone, deadline_at)
+        return resources, misplaced_in(resources.vms)
 
     def read() -> ZoneResources:
-        fan = proxmox().cluster_resources(catalog.zone_targets(ctx))
+        fan = source.fan_out(catalog.zone_targets(ctx), one)
         ctx.report_unavailable(list(fan.failures.values()))
         out = ZoneResources()
-        for zone, resources in fan.results.items():
+        for zone, (resources, misplaced) in fan.results.items():
             out.resources[zone] = resources
             out.guests[zone] = resources.vms
             out.nodes[zone] = {n.node: n for n in resources.nodes}
+            out.misplaced[zone] = misplaced
         return out
 
     return ctx.memoize(_RESOURCES, read)
+
+
+def misplaced_in(vms: Iterable[Guest]) -> tuple[Guest, ...]:
+    """The VMs whose ``fp-vdc-<id>`` tag and ``fp-<id>`` pool disagree: moved by hand, or left untagged
+    in a pool by a create that failed. A guest with neither is not flex.plane's, and one untagged while
+    being cloned is being made. Its tenant's listing (the pool's members) and everything that goes by
+    its tag (its own page, its actions, the quota) see such a VM in different VDCs, or one not at all."""
+    found: list[Guest] = []
+    for guest in vms:
+        tagged = vdc_in(guest.tags)
+        if tagged is not None and guest.pool == POOL_PREFIX + tagged:
+            continue  # the common case
+        pooled = pool_vdc(guest.pool) or ""
+        if (tagged or "") != pooled and not (tagged is None and guest.lock == "clone"):
+            found.append(guest)
+    return tuple(found)
 
 
 def zone_nodes(ctx: Context) -> dict[str, dict[str, NodeResource]]:

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import heapq
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
-from orchestrator.models.vdcs import POOL_PREFIX
 from orchestrator.models.vms import VirtualMachine, parse_vm_id, vdc_in
 from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_PAGE_SIZE = 50
 VM = "virtual machine"
 
+# A listing's order: name, zone, VMID.
 SortKey = tuple[str, str, int]
 
 
@@ -107,62 +108,78 @@ def list_vms(
     if not 1 <= size <= settings.FLEXPLANE_PAGE_SIZE_MAX:
         raise ValidationFailed("first", f"'first' must be between 1 and {settings.FLEXPLANE_PAGE_SIZE_MAX}")
     start = decode_cursor(after) if after else None
-    visible = access.visible_vdcs(ctx)
     where = where or VmFilter()
-    filtering = where != VmFilter()
+    keep = where.matches if where != VmFilter() else None
 
-    rows: list[tuple[SortKey, str, str, Guest]] = []
-    for zone, vdc, guest in _vms(ctx, visible):
-        if where.zone is not None and zone != where.zone:
-            continue
-        if filtering and not where.matches(zone, guest):
-            continue
-        key = (guest.name, zone, guest.vmid)
-        if start is None or key > start:
-            rows.append((key, zone, vdc, guest))
-    # Only the page (and one more, to know whether another follows) is sorted and built.
-    page = heapq.nsmallest(size + 1, rows, key=lambda row: row[0])
+    page: list[Row] = []
+    for row in _rows(ctx, access.visible_vdcs(ctx), where.zone, start):
+        if keep is None or keep(row[1], row[4]):
+            page.append(row)
+            if len(page) > size:  # one more than the page: another follows
+                break
     return Page(
-        items=[_vm(zone, vdc, guest) for _, zone, vdc, guest in page[:size]],
-        cursors=[encode_cursor(key) for key, _, _, _ in page[:size]],
+        items=[_vm(zone, vdc, guest) for _, zone, _, vdc, guest in page[:size]],
+        cursors=[encode_cursor(row[:3]) for row in page[:size]],
         has_next=len(page) > size,
     )
 
 
-def _vms(ctx: Context, visible: frozenset[str] | None) -> Iterator[tuple[str, str, Guest]]:
-    """``(zone, vdc, guest)`` of every VM of the VDCs ``visible`` (``None``: every VDC): from their pools
-    when they are few, else from every zone's ``/cluster/resources`` by VDC tag. The fleet-wide listing
-    (ADMIN) also logs, in the same pass, which VMs are misplaced (``misplaced``)."""
+# A listing's row: its sort key (name, zone, VMID; unique in the fleet, so the rest is never compared),
+# its VDC and its guest.
+Row = tuple[str, str, int, str, Guest]
+
+
+def _rows(
+    ctx: Context, visible: frozenset[str] | None, zone: str | None, start: SortKey | None
+) -> Iterator[Row]:
+    """The VMs of the VDCs ``visible`` (``None``: every VDC), of ``zone`` only when given, after ``start``,
+    in the listing's order: from their pools when they are few, else from every zone's
+    ``/cluster/resources`` by VDC tag. The fleet-wide listing (ADMIN) also logs which VMs are misplaced.
+
+    Each zone's VMs come in name order (``ClusterResources.vms``): the zones are merged, and the listing
+    reads no further than its page."""
     if inventory.pool_scoped(visible):
         assert visible is not None
-        for zone, members in inventory.vdc_guests(ctx, visible).items():
-            for vdc, guest in members:
-                yield zone, vdc, guest
+        rows = [
+            (guest.name, in_zone, guest.vmid, vdc, guest)
+            for in_zone, members in inventory.vdc_guests(ctx, visible).items()
+            if zone is None or in_zone == zone
+            for vdc, guest in members
+        ]
+        yield from sorted(row for row in rows if start is None or row[:3] > start)
         return
-    watch = visible is None and ctx.principal.is_admin
-    found: list[Misplaced] = []
-    for zone, guests in inventory.zone_resources(ctx).guests.items():
-        for guest in guests:
-            tagged = vdc_in(guest.tags)
-            if watch and _disagree(tagged, guest):
-                found.append(Misplaced(VirtualMachine.from_guest(zone, guest), guest.pool))
-            if tagged is not None and (visible is None or tagged in visible):
-                yield zone, tagged, guest
-    if found:
-        logger.warning(
-            "%d VM(s) whose VDC tag and pool disagree (misplaced): %s",
-            len(found),
-            ", ".join(f"{m.vm.id} tagged {m.vm.vdc or '-'} in pool {m.pool or '-'}" for m in found[:20]),
+    resources = inventory.zone_resources(ctx)
+    if visible is None and ctx.principal.is_admin:
+        _warn_misplaced(resources.misplaced)
+    yield from heapq.merge(
+        *(
+            _tagged(in_zone, guests, visible, start)
+            for in_zone, guests in resources.guests.items()
+            if zone is None or in_zone == zone
         )
+    )
 
 
-def _disagree(tagged: str | None, guest: Guest) -> bool:
-    """Whether the guest's VDC tag (``tagged``) and its pool disagree: a guest with neither is not
-    flex.plane's, and one untagged while being cloned is being made."""
-    if tagged is not None and guest.pool == POOL_PREFIX + tagged:
-        return False  # the common case, without parsing the pool
-    pooled = inventory.pool_vdc(guest.pool) or ""
-    return (tagged or "") != pooled and not (tagged is None and guest.lock == "clone")
+def _tagged(
+    zone: str, vms: Sequence[Guest], visible: frozenset[str] | None, start: SortKey | None
+) -> Iterator[Row]:
+    """One zone's rows of the VDCs ``visible``, from its VMs in name order, after ``start``."""
+    first = 0 if start is None else bisect.bisect_right(vms, start, key=lambda g: (g.name, zone, g.vmid))
+    for guest in vms[first:]:
+        tagged = vdc_in(guest.tags)
+        if tagged is not None and (visible is None or tagged in visible):
+            yield (guest.name, zone, guest.vmid, tagged, guest)
+
+
+def _warn_misplaced(misplaced: Mapping[str, Sequence[Guest]]) -> None:
+    found = [
+        f"{zone}/{guest.vmid} tagged {vdc_in(guest.tags) or '-'} in pool {guest.pool or '-'}"
+        for zone, guests in misplaced.items()
+        for guest in guests
+    ]
+    if found:
+        shown = ", ".join(found[:20])
+        logger.warning("%d VM(s) whose VDC tag and pool disagree (misplaced): %s", len(found), shown)
 
 
 def _vm(zone: str, vdc: str, guest: Guest) -> VirtualMachine:
@@ -173,8 +190,7 @@ def _vm(zone: str, vdc: str, guest: Guest) -> VirtualMachine:
 
 @dataclass(frozen=True)
 class Misplaced:
-    """A VM whose VDC tag and pool disagree: its tenant's listing (the pool's members) and everything
-    that goes by its tag (its own page, its actions, the quota) see it in different VDCs, or one not."""
+    """A VM whose VDC tag and pool disagree (``inventory.misplaced_in``)."""
 
     vm: VirtualMachine  # ``vm.vdc``: its tag's VDC ("" for none)
     pool: str  # the pool it is in ("" for none)
@@ -185,15 +201,13 @@ class Misplaced:
 
 
 def misplaced(ctx: Context) -> list[Misplaced]:
-    """ADMIN, fleet-wide: the VMs whose ``fp-vdc-<id>`` tag and ``fp-<id>`` pool disagree (moved by
-    hand, or left untagged in a pool by a create that failed), by id; one ``/cluster/resources`` per
-    zone, the request's. A guest with neither is not flex.plane's; one being cloned is being made."""
+    """ADMIN, fleet-wide: the VMs whose ``fp-vdc-<id>`` tag and ``fp-<id>`` pool disagree
+    (``inventory.misplaced_in``), by id; one ``/cluster/resources`` per zone, the request's."""
     access.require_admin(ctx)
     found = [
         Misplaced(VirtualMachine.from_guest(zone, guest), guest.pool)
-        for zone, guests in inventory.zone_resources(ctx).guests.items()
+        for zone, guests in inventory.zone_resources(ctx).misplaced.items()
         for guest in guests
-        if _disagree(vdc_in(guest.tags), guest)
     ]
     return sorted(found, key=lambda m: (m.vm.zone, m.vm.vmid))
 

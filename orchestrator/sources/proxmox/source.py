@@ -222,14 +222,17 @@ class ProxmoxSource:
     ) -> FanOut[ClusterResources]:
         """``/cluster/resources`` of every zone: guests, nodes and storages, one call per zone; with
         ``kind`` (``vm``, ``node``, ``storage``), those alone."""
+        return self.fan_out(zones, functools.partial(self.zone_resources, kind=kind))
+
+    def zone_resources(
+        self, zone: ZoneTargets, deadline_at: float, kind: str | None = None
+    ) -> ClusterResources:
+        """One zone's ``/cluster/resources`` (``cluster_resources``' call for each zone): what a caller's
+        own ``fan_out`` reads when it digests each zone's answer as it arrives."""
         params = {"type": kind} if kind else None
-
-        def read(zone: ZoneTargets, deadline_at: float) -> ClusterResources:
-            return ClusterResources.parse(
-                self.zone_call(zone, "GET", "/cluster/resources", params, deadline_at=deadline_at)
-            )
-
-        return self.fan_out(zones, read)
+        return ClusterResources.parse(
+            self.zone_call(zone, "GET", "/cluster/resources", params, deadline_at=deadline_at)
+        )
 
     def vnets(self, zones: Sequence[ZoneTargets]) -> FanOut[tuple[VNet, ...]]:
         """Each zone's SDN VNets (pending ones included): one call per zone, in parallel."""
