@@ -71,8 +71,8 @@ def zone_resources(ctx: Context) -> ZoneResources:
 def misplaced_in(vms: Iterable[Guest]) -> tuple[Guest, ...]:
     """The VMs whose ``fp-vdc-<id>`` tag and ``fp-<id>`` pool disagree: moved by hand, or left untagged
     in a pool by a create that failed. A guest with neither is not flex.plane's, and one untagged while
-    being cloned is being made. Its tenant's listing (the pool's members) and everything that goes by
-    its tag (its own page, its actions, the quota) see such a VM in different VDCs, or one not at all."""
+    being cloned is being made. A tenant's listing (the pool's members) and everything that goes by a
+    VM's tag (its own page, its actions, the quota) see such a VM in different VDCs, or one not at all."""
     found: list[Guest] = []
     for guest in vms:
         tagged = vdc_in(guest.tags)
