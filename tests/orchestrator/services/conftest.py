@@ -7,20 +7,25 @@ world, as the orchestrator's settings point them in its own process.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 
 import pytest
-from kubernetes import config
+from kubernetes import client, config
 
 from agentclient import AgentPool, ClientTLS
 from devstack import seed
 from devstack.world import World
 from orchestrator.auth import Principal
+from orchestrator.errors import Conflict
+from orchestrator.services import catalog, locks, networks, vdcs
 from orchestrator.services.context import Context
 from orchestrator.sources import kube as kube_module
 from orchestrator.sources import proxmox as proxmox_module
 from orchestrator.sources.kube import KubeSource
 from orchestrator.sources.proxmox import ProxmoxSource
+from tests.orchestrator.clusterkit import install_crds
+from tests.orchestrator.services.clusters_support import FAR, NEXT, VERSION, wipe
 
 MakeContext = Callable[..., Context]
 
@@ -52,3 +57,42 @@ def make_context(wired: KubeSource) -> MakeContext:
         return Context(principal=Principal(subject=subject, name=subject, email="", roles=frozenset(roles)))
 
     return make
+
+
+# ------------------------------------------------------------------------- tenant clusters (test_clusters*)
+
+
+@pytest.fixture(scope="module")
+def custom(wired: KubeSource, world: World) -> client.CustomObjectsApi:
+    install_crds(world)
+    return client.CustomObjectsApi(wired.core.api_client)
+
+
+@pytest.fixture(scope="module")
+def versions(wired: KubeSource) -> Iterator[None]:
+    """Three Kubernetes versions in the catalog, the first with Debian 12 as its node image, the others
+    Ubuntu 24.04."""
+    admin = Context(principal=Principal("admin", "admin", "", frozenset({"ADMIN"})))
+    for version, image in ((VERSION, "debian-12"), (NEXT, "ubuntu-24.04"), (FAR, "ubuntu-24.04")):
+        with contextlib.suppress(Conflict):  # made before by another module (clusterkit's: the same)
+            catalog.create_kubernetes_version(admin, {"version": version, "image": image})
+    yield
+    for version in (VERSION, NEXT, FAR):
+        catalog.delete_kubernetes_version(admin, version)
+
+
+@pytest.fixture(scope="module")
+def networked(wired: KubeSource) -> None:
+    """VDCs demo and other have their default networks in zone-a (the world's VDCs predate networks: a
+    VM create would make them)."""
+    admin = Context(principal=Principal("admin", "admin", "", frozenset({"ADMIN"})))
+    for vdc in ("demo", "other"):
+        with locks.vdc_lock(admin, vdc):
+            networks.ensure_default_networks(admin, vdcs.get_vdc(admin, vdc), ["zone-a"])
+
+
+@pytest.fixture
+def clean(custom: client.CustomObjectsApi, versions: None, networked: None) -> Iterator[None]:
+    yield
+    wipe(custom, "demo")
+    wipe(custom, "other")
