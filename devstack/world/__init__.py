@@ -61,7 +61,7 @@ from devstack.world.agents import WorldAgents
 from devstack.world.config import AGENT_CA_SECRET, REGISTRY_PORT, WorldConfig
 from devstack.world.parts import Agent
 from devstack.world.providers import WorldProviders
-from orchestrator.sources.kube import config_map, secret_body
+from orchestrator.sources.kube_objects import config_map, secret_body
 
 __all__ = ["Agent", "World", "WorldConfig"]
 

@@ -70,7 +70,8 @@ from orchestrator.services.platform_ca import (
     utc_now,
     utc_text,
 )
-from orchestrator.sources.kube import KIND_LABEL, SecretEntry, kube
+from orchestrator.sources.kube import kube
+from orchestrator.sources.kube_objects import KIND_LABEL, SecretEntry
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from orchestrator import metrics
 from orchestrator.errors import Conflict, FlexPlaneError
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import KubeSource, Lease, kube
+from orchestrator.sources.kube import KubeSource, kube
+from orchestrator.sources.kube_objects import Lease
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,8 @@ from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFaile
 from orchestrator.models.zones import host_ident
 from orchestrator.services.catalog import HOST, ZONE_LABEL
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import CatalogEntry, KubeSource, SecretEntry, kube
+from orchestrator.sources.kube import KubeSource, kube
+from orchestrator.sources.kube_objects import CatalogEntry, SecretEntry
 
 PEER = "meshpeer"
 WHERE = "mesh"

@@ -19,7 +19,7 @@ from devstack import seed
 from devstack.world import World
 from orchestrator.models.zones import host_ident
 from orchestrator.services import catalog, hosts
-from orchestrator.sources.kube import config_map, config_map_name
+from orchestrator.sources.kube_objects import config_map, config_map_name
 from tests.portal.support import csrf_token, login
 from tests.support import GraphQL
 

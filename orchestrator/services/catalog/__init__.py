@@ -67,7 +67,8 @@ from orchestrator.services.catalog.snapshot import (
     zones,
 )
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import CatalogEntry, kube
+from orchestrator.sources.kube import kube
+from orchestrator.sources.kube_objects import CatalogEntry
 
 __all__ = [
     "ALLOW_IN_VDCS",

@@ -23,7 +23,8 @@ from orchestrator.services.catalog.snapshot import (
     remember,
 )
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import CatalogEntry, kube
+from orchestrator.sources.kube import kube
+from orchestrator.sources.kube_objects import CatalogEntry
 
 M = TypeVar("M")
 

@@ -20,7 +20,8 @@ from orchestrator.models.catalog import (
 )
 from orchestrator.models.clusters import KUBERNETES_VERSION_INPUTS
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import CatalogEntry, kube
+from orchestrator.sources.kube import kube
+from orchestrator.sources.kube_objects import CatalogEntry
 from orchestrator.sources.proxmox import ZoneTargets
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,8 @@ import logging
 from orchestrator.errors import NotFound
 from orchestrator.models.gateways import GATEWAY_KIND, Gateway, gateway_id
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import CatalogEntry, kube
+from orchestrator.sources.kube import kube
+from orchestrator.sources.kube_objects import CatalogEntry
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from orchestrator.models.zones import host_ident
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
 from orchestrator.services.tasks import encode_task_id
-from orchestrator.sources.kube import CatalogEntry, kube
+from orchestrator.sources.kube import kube
+from orchestrator.sources.kube_objects import CatalogEntry
 
 logger = logging.getLogger(__name__)
 

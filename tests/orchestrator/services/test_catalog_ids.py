@@ -24,7 +24,8 @@ from orchestrator.services.catalog import VDC, ZONE
 from orchestrator.services.context import Context
 from orchestrator.services.vms import create, plan
 from orchestrator.sources import kube as kube_module
-from orchestrator.sources.kube import CatalogEntry, KubeSource
+from orchestrator.sources.kube import KubeSource
+from orchestrator.sources.kube_objects import CatalogEntry
 from orchestrator.sources.qemu_config import is_tag
 from tests.orchestrator.fakezone import FakeZone
 

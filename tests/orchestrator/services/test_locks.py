@@ -12,7 +12,8 @@ import pytest
 
 from orchestrator.errors import Conflict
 from orchestrator.services import locks
-from orchestrator.sources.kube import KubeSource, Lease
+from orchestrator.sources.kube import KubeSource
+from orchestrator.sources.kube_objects import Lease
 from tests.orchestrator.services.conftest import MakeContext
 
 

@@ -1,0 +1,137 @@
+"""The management cluster's objects as flex.plane writes and reads them (``sources.kube`` makes the calls):
+the catalog's ConfigMaps (their names, labels and body), Leases, Secrets and Events as typed values.
+
+The catalog's layout: every object is a ConfigMap of the platform namespace named ``<kind>-<id>``,
+labelled ``flexplane.io/kind=<kind>`` and ``flexplane.io/id=<id>``, whose ``data.spec`` is the object as
+JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+KIND_LABEL = "flexplane.io/kind"
+ID_LABEL = "flexplane.io/id"
+SPEC_KEY = "spec"
+
+
+def config_map_name(kind: str, ident: str) -> str:
+    """The ConfigMap that holds catalog object ``ident`` of ``kind``."""
+    return f"{kind}-{ident}"
+
+
+def config_map_body(
+    kind: str,
+    ident: str,
+    spec: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str] | None = None,
+    resource_version: str | None = None,
+) -> dict[str, Any]:
+    """The ConfigMap of one catalog object, as the API takes it (the devstack seeds with it too)."""
+    metadata: dict[str, Any] = {
+        "name": config_map_name(kind, ident),
+        "labels": {**(labels or {}), KIND_LABEL: kind, ID_LABEL: ident},
+    }
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata,
+        "data": {SPEC_KEY: json.dumps(dict(spec), sort_keys=True, separators=(",", ":"))},
+    }
+
+
+def config_map(
+    kind: str,
+    ident: str,
+    spec: Mapping[str, Any],
+    labels: Mapping[str, str] | None = None,
+    resource_version: str | None = None,
+) -> client.V1ConfigMap:
+    """:func:`config_map_body` as the client's typed object."""
+    body = config_map_body(kind, ident, spec, labels=labels, resource_version=resource_version)
+    return client.V1ConfigMap(
+        api_version="v1",
+        kind="ConfigMap",
+        metadata=client.V1ObjectMeta(
+            name=body["metadata"]["name"],
+            labels=body["metadata"]["labels"],
+            resource_version=resource_version,
+        ),
+        data=body["data"],
+    )
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One catalog object as stored: its kind, id, spec and the version to write it back at."""
+
+    kind: str
+    ident: str
+    spec: dict[str, Any]
+    resource_version: str
+    labels: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A coordination.k8s.io/v1 Lease: who holds it, since and until when (``holder`` None: free)."""
+
+    name: str
+    holder: str | None
+    acquire_time: datetime.datetime | None
+    renew_time: datetime.datetime | None
+    duration_seconds: int | None
+    transitions: int
+    resource_version: str | None = None
+
+
+@dataclass(frozen=True)
+class SecretEntry:
+    """A Secret of the platform namespace: its data decoded to bytes, and what a guarded write needs."""
+
+    name: str
+    type: str
+    data: dict[str, bytes]
+    labels: dict[str, str]
+    resource_version: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class EventEntry:
+    """An events.k8s.io/v1 Event of the platform namespace (the audit trail's record, see services.audit)."""
+
+    name: str
+    time: datetime.datetime | None
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+def secret_body(
+    name: str,
+    data: Mapping[str, bytes],
+    *,
+    type_name: str = "Opaque",
+    labels: Mapping[str, str] | None = None,
+    resource_version: str | None = None,
+) -> client.V1Secret:
+    """A Secret as the API takes it, its data base64-encoded (the devstack installs the CA with it too)."""
+    return client.V1Secret(
+        api_version="v1",
+        kind="Secret",
+        type=type_name,
+        metadata=client.V1ObjectMeta(
+            name=name, labels=dict(labels or {}) or None, resource_version=resource_version
+        ),
+        data={key: base64.b64encode(value).decode("ascii") for key, value in data.items()},
+    )
