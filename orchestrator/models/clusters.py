@@ -61,6 +61,8 @@ FLEX_CONTROL_PLANE = Resource(CONTROL_PLANE_GROUP, OUR_VERSION, "flexcontrolplan
 
 # What a listing reads: one list per kind in the VDC's namespace, whatever the number of clusters.
 LISTED = (CLUSTER, FLEX_CONTROL_PLANE, PROXMOX_CLUSTER, MACHINE_DEPLOYMENT, PROXMOX_MACHINE_TEMPLATE)
+# Every kind a create writes (the listed ones, and each pool's bootstrap template).
+WRITTEN = (*LISTED, KUBEADM_CONFIG_TEMPLATE)
 
 VDC_LABEL = "flexplane.io/vdc"
 CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"

@@ -21,11 +21,10 @@ from devstack.world import World
 from orchestrator.models.clusters import (
     CLUSTER,
     FLEX_CONTROL_PLANE,
-    KUBEADM_CONFIG_TEMPLATE,
-    MACHINE_DEPLOYMENT,
     PROXMOX_CLUSTER,
     PROXMOX_MACHINE,
     PROXMOX_MACHINE_TEMPLATE,
+    WRITTEN,
     namespace_of,
 )
 from tests.support import GraphQL, vdc_namespace
@@ -123,14 +122,7 @@ def delete_all(world: World, vdc: str) -> None:
     """Every cluster object of the VDC's namespace gone (what a test made)."""
     custom = client.CustomObjectsApi(config.new_client_from_config(config_file=str(world.kubeconfig)))
     try:
-        for r in (
-            CLUSTER,
-            FLEX_CONTROL_PLANE,
-            PROXMOX_CLUSTER,
-            MACHINE_DEPLOYMENT,
-            PROXMOX_MACHINE_TEMPLATE,
-            KUBEADM_CONFIG_TEMPLATE,
-        ):
+        for r in WRITTEN:
             answer: Any = custom.list_namespaced_custom_object(
                 r.group, r.version, namespace_of(vdc), r.plural
             )

@@ -32,6 +32,7 @@ from orchestrator.models.clusters import (
     NODE_POOL_LABEL,
     PROXMOX_CLUSTER,
     PROXMOX_MACHINE_TEMPLATE,
+    WRITTEN,
     KubeObject,
     KubernetesCluster,
     namespace_of,
@@ -47,17 +48,10 @@ from orchestrator.services.context import Context
 from orchestrator.services.vms.plan import still_held, vdc_lock
 from orchestrator.sources.clusterapi import clusterapi
 
-_ALL = (
-    CLUSTER,
-    FLEX_CONTROL_PLANE,
-    PROXMOX_CLUSTER,
-    MACHINE_DEPLOYMENT,
-    PROXMOX_MACHINE_TEMPLATE,
-    KUBEADM_CONFIG_TEMPLATE,
-)
 
-
-def _objects(vdc: Vdc, cluster: str, kinds: tuple[Any, ...] = _ALL) -> tuple[VdcObjects, KubernetesCluster]:
+def _objects(
+    vdc: Vdc, cluster: str, kinds: tuple[Any, ...] = WRITTEN
+) -> tuple[VdcObjects, KubernetesCluster]:
     """The cluster's objects read now, and the cluster; ``NotFound`` if it has no ``Cluster`` object."""
     if not isinstance(cluster, str) or not inputs.is_label(cluster):
         raise NotFound("Kubernetes cluster", str(cluster)[:63])

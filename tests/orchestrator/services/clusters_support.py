@@ -11,13 +11,8 @@ from typing import Any
 from kubernetes import client
 
 from orchestrator.models.clusters import (
-    CLUSTER,
-    FLEX_CONTROL_PLANE,
-    KUBEADM_CONFIG_TEMPLATE,
-    MACHINE_DEPLOYMENT,
-    PROXMOX_CLUSTER,
-    PROXMOX_MACHINE_TEMPLATE,
     VDC_LABEL,
+    WRITTEN,
     Resource,
     namespace_of,
 )
@@ -25,14 +20,6 @@ from orchestrator.services.clusters import CreateCluster, NodePoolSpec
 from orchestrator.services.context import Context
 
 VERSION, NEXT, FAR = "v1.33.4", "v1.34.2", "v1.36.0"
-ALL_KINDS = (
-    CLUSTER,
-    FLEX_CONTROL_PLANE,
-    PROXMOX_CLUSTER,
-    MACHINE_DEPLOYMENT,
-    PROXMOX_MACHINE_TEMPLATE,
-    KUBEADM_CONFIG_TEMPLATE,
-)
 _names = itertools.count()
 
 
@@ -46,11 +33,11 @@ def listed(custom: client.CustomObjectsApi, r: Resource, vdc: str, selector: str
 
 def objects_in(custom: client.CustomObjectsApi, vdc: str, cluster: str | None = None) -> dict[str, list[Any]]:
     selector = VDC_LABEL if cluster is None else f"cluster.x-k8s.io/cluster-name={cluster}"
-    return {r.kind: listed(custom, r, vdc, selector) for r in ALL_KINDS}
+    return {r.kind: listed(custom, r, vdc, selector) for r in WRITTEN}
 
 
 def wipe(custom: client.CustomObjectsApi, vdc: str) -> None:
-    for r in ALL_KINDS:
+    for r in WRITTEN:
         for item in listed(custom, r, vdc):
             custom.delete_namespaced_custom_object(
                 r.group, r.version, namespace_of(vdc), r.plural, item["metadata"]["name"]

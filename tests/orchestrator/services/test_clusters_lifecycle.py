@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 from kubernetes import client, config
 
@@ -31,6 +30,7 @@ from orchestrator.models.clusters import (
 )
 from orchestrator.services import clusters, vdcs
 from orchestrator.sources.kube import KubeSource
+from tests.orchestrator.clusterkit import ca_secret
 from tests.orchestrator.services.clusters_support import (
     FAR,
     NEXT,
@@ -142,32 +142,10 @@ def test_a_delete_removes_every_object_of_the_cluster(
 def make_ready(custom: client.CustomObjectsApi, core: client.CoreV1Api, name: str) -> x509.Certificate:
     """What the providers and core would write once the cluster is up: statuses, endpoint, its CA."""
     ns = namespace_of("demo")
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
-    now = datetime.datetime.now(datetime.UTC)
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    pem = ca.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    core.create_namespaced_secret(
-        ns,
-        client.V1Secret(
-            metadata=client.V1ObjectMeta(name=f"{name}-ca", labels={"cluster.x-k8s.io/cluster-name": name}),
-            type="cluster.x-k8s.io/secret",
-            data={"tls.crt": base64.b64encode(pem).decode(), "tls.key": base64.b64encode(key_pem).decode()},
-        ),
-    )
+    secret = ca_secret(name)
+    core.create_namespaced_secret(ns, secret)
+    assert secret.data is not None
+    ca = x509.load_pem_x509_certificate(base64.b64decode(secret.data["tls.crt"]))
     g, v = PROXMOX_CLUSTER.group, PROXMOX_CLUSTER.version
     custom.patch_namespaced_custom_object(
         g,
