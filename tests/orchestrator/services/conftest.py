@@ -93,6 +93,10 @@ def networked(wired: KubeSource) -> None:
 
 @pytest.fixture
 def clean(custom: client.CustomObjectsApi, versions: None, networked: None) -> Iterator[None]:
+    """VDCs demo and other without clusters, before the test (another module's may be left in this
+    worker's world) and after it."""
+    for vdc in ("demo", "other"):
+        wipe(custom, vdc)
     yield
-    wipe(custom, "demo")
-    wipe(custom, "other")
+    for vdc in ("demo", "other"):
+        wipe(custom, vdc)
