@@ -93,10 +93,6 @@ def networked(wired: KubeSource) -> None:
 
 @pytest.fixture
 def clean(custom: client.CustomObjectsApi, versions: None, networked: None) -> Iterator[None]:
-    """VDCs demo and other without clusters, before the test (another module's may be left in this
-    worker's world) and after it."""
-    for vdc in ("demo", "other"):
-        wipe(custom, vdc)
     yield
-    for vdc in ("demo", "other"):
-        wipe(custom, vdc)
+    wipe(custom, "demo")
+    wipe(custom, "other")

@@ -131,7 +131,11 @@ def test_a_delete_removes_every_object_of_the_cluster(
     deleted = clusters.delete_cluster(ctx, "gone")
     assert deleted.phase == "Deleting"
     assert all(not items for items in objects_in(custom, "demo", "gone").values())
-    assert [c.name for c in clusters.list_clusters(ctx)] == ["kept"]
+    # VDC demo may hold another module's cluster (the isolation matrix stages one, and the providers' runs
+    # put finalizers on what they saw): this test's own are what it checks.
+    listed = {c.name for c in clusters.list_clusters(ctx)}
+    assert "gone" not in listed
+    assert "kept" in listed
     with pytest.raises(NotFound):
         clusters.get_cluster(ctx, "gone")
 
