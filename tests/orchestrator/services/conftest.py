@@ -49,14 +49,16 @@ def wired(world: World) -> Iterator[KubeSource]:
     source.core.api_client.close()
 
 
+def context(*roles: str, subject: str = "tester") -> Context:
+    """A fresh request's context for a caller of ``roles``."""
+    return Context(principal=Principal(subject=subject, name=subject, email="", roles=frozenset(roles)))
+
+
 @pytest.fixture
 def make_context(wired: KubeSource) -> MakeContext:
-    """``make_context("ADMIN")``, ``make_context("USER", "vdc:demo")``: a fresh request's context."""
-
-    def make(*roles: str, subject: str = "tester") -> Context:
-        return Context(principal=Principal(subject=subject, name=subject, email="", roles=frozenset(roles)))
-
-    return make
+    """``make_context("ADMIN")``, ``make_context("USER", "vdc:demo")``: a fresh request's context, once the
+    sources are wired to the world."""
+    return context
 
 
 # ------------------------------------------------------------------------- tenant clusters (test_clusters*)
@@ -72,7 +74,7 @@ def custom(wired: KubeSource, world: World) -> client.CustomObjectsApi:
 def versions(wired: KubeSource) -> Iterator[None]:
     """Three Kubernetes versions in the catalog, the first with Debian 12 as its node image, the others
     Ubuntu 24.04."""
-    admin = Context(principal=Principal("admin", "admin", "", frozenset({"ADMIN"})))
+    admin = context("ADMIN", subject="admin")
     for version, image in ((VERSION, "debian-12"), (NEXT, "ubuntu-24.04"), (FAR, "ubuntu-24.04")):
         with contextlib.suppress(Conflict):  # made before by another module (clusterkit's: the same)
             catalog.create_kubernetes_version(admin, {"version": version, "image": image})
@@ -85,7 +87,7 @@ def versions(wired: KubeSource) -> Iterator[None]:
 def networked(wired: KubeSource) -> None:
     """VDCs demo and other have their default networks in zone-a (the world's VDCs predate networks: a
     VM create would make them)."""
-    admin = Context(principal=Principal("admin", "admin", "", frozenset({"ADMIN"})))
+    admin = context("ADMIN", subject="admin")
     for vdc in ("demo", "other"):
         with locks.vdc_lock(admin, vdc):
             networks.ensure_default_networks(admin, vdcs.get_vdc(admin, vdc), ["zone-a"])
