@@ -6,13 +6,21 @@ BIN := $(VENV)/bin
 # this project's machines): without the cache every process the tests start compiles the project's
 # sources again, and every pytest worker rewrites the asserts of every test module again.
 unexport PYTHONDONTWRITEBYTECODE
-# The project's packages are installed by uv (itself from PyPI, by pip): it resolves what pip resolves
-# in a third of the time (a fresh venv: 13 s against 42 s here, byte-compiled as pip does), and make
-# test's wall time counts the install. It trusts the system's certificate store (--system-certs): behind
-# a proxy with a CA of its own, as on these machines, uv's built-in roots would refuse PyPI.
-UV := uv>=0.13,<0.14
-# Reinstall whenever the declared dependencies change.
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
+# The project's packages are installed by uv (itself from PyPI, by pip, at one version): a fresh venv
+# takes 13 s against pip's 42 s here, byte-compiled as pip does, and make test's wall time counts the
+# install. It trusts the system's certificate store (--system-certs): behind a proxy with a CA of its
+# own, as on these machines, uv's built-in roots would refuse PyPI.
+UV := uv==0.13.9
+# Every install takes exactly the versions in LOCK, the last ones tested: pyproject.toml says what the
+# project accepts, the lock what it runs (the whole closure, for every Python and platform it supports).
+# A release on PyPI changes nothing until `make lock` (new requirements, the pins kept) or `make upgrade`
+# (everything at its newest) writes the lock anew and the stubs from its grpcio-tools; commit the three.
+# The image's and the agent package's builds install with the same lock as pip constraints (packaging/).
+LOCK := requirements.lock
+LOCK_COMPILE = $(BIN)/uv pip compile --quiet --system-certs --universal --python-version 3.11 --extra dev \
+	--no-annotate --custom-compile-command 'make lock' -o $(LOCK) pyproject.toml
+# Reinstall whenever the declared dependencies or the lock change.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) 2>/dev/null | cksum | cut -d' ' -f1)
 # The portal's CSS: Tailwind through django-tailwind, built with npm; rebuilt when a page or the lock changes.
 THEME := portal/theme/static_src
 NODE_STAMP := $(THEME)/node_modules/.installed
@@ -39,14 +47,17 @@ LINT_LOG := $(CURDIR)/.scratch/lint.log
 BUILD := $(CURDIR)/.build
 ARTIFACT_TOOLS := /usr/sbin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip
 
-.PHONY: dev test test-full durations lint format protos schema install clean deb image test-artifacts
+.PHONY: dev test test-full durations lint format protos lock upgrade schema install clean deb image test-artifacts
 
-$(STAMP): pyproject.toml
+$(BIN)/uv:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "flex.plane needs Python >= 3.11 (PYTHON=$(PYTHON))"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet '$(UV)'
-	$(BIN)/uv pip install --quiet --system-certs --python $(BIN)/python --compile-bytecode -e '.[dev]'
+
+$(STAMP): pyproject.toml $(LOCK) | $(BIN)/uv
+	$(BIN)/uv pip install --quiet --system-certs --python $(BIN)/python --compile-bytecode \
+		--constraints $(LOCK) -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -61,7 +72,9 @@ $(CSS): $(NODE_STAMP) $(CSS_SOURCES) | $(STAMP)
 # dpkg's lock): Debian's chromium for the browser tests; userspace WireGuard for the mesh's namespace tests
 # (tests/mesh) and `make dev` as root, nftables for the edge gateways' (tests/gateway); the CNCF
 # distribution registry for agent releases (tests/agent/*registry*, the devstack), which the tests start
-# on loopback (never the package's service).
+# on loopback (never the package's service). Without their recommends, which would bring a kernel image
+# and initramfs (wireguard-tools'), avahi and printer tools (chromium's) onto a developer's machine: what
+# they need is named (chromium's fonts; debootstrap's archive keyring, to check what it fetches).
 WIREGUARD := /usr/bin/wg /usr/bin/wireguard-go /usr/sbin/nft
 REGISTRY := /usr/bin/docker-registry
 DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
@@ -69,12 +82,13 @@ DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
 $(DEBIAN_TOOLS) &:
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		chromium wireguard-tools wireguard-go nftables docker-registry
+		--no-install-recommends chromium fonts-liberation wireguard-tools wireguard-go nftables docker-registry
 	-$(SUDO) systemctl disable --now docker-registry.service 2>/dev/null
 
 $(ARTIFACT_TOOLS):
 	$(SUDO) apt-get update -qq
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap lintian umoci binutils
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		debootstrap debian-archive-keyring lintian umoci binutils
 
 install: $(STAMP) $(CSS) $(DEBIAN_TOOLS)
 
@@ -117,6 +131,15 @@ format: $(STAMP)
 
 protos: $(STAMP)
 	$(BIN)/python scripts/gen_protos.py
+
+# The lock, written anew on purpose (see LOCK above), then installed and the stubs regenerated.
+lock: | $(BIN)/uv
+	$(LOCK_COMPILE)
+	$(MAKE) --no-print-directory protos
+
+upgrade: | $(BIN)/uv
+	$(LOCK_COMPILE) --upgrade
+	$(MAKE) --no-print-directory protos
 
 schema: $(STAMP)
 	$(BIN)/python scripts/export_schema.py

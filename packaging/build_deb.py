@@ -41,6 +41,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEB = HERE / "deb"
 AGENT_PROJECT = ROOT / "distributions" / "flexplane-agent"
+# The versions the project's tests ran with (make lock): the package installs those, not the newest.
+LOCK = ROOT / "requirements.lock"
 PACKAGE = "flexplane-agent"
 ARCH = "amd64"
 INSTALL = Path("opt/flexplane-agent")
@@ -115,6 +117,7 @@ def fill_site_packages(wheel: Path, venv: Path, python: str) -> None:
     nodot = python.replace(".", "")
     target = venv / "lib" / f"python{python}" / "site-packages"
     argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--no-warn-script-location"]
+    argv += ["--constraint", str(LOCK)]
     argv += ["--target", str(target), "--only-binary=:all:", "--implementation", "cp"]
     argv += ["--python-version", python, "--abi", f"cp{nodot}", "--abi", "abi3", "--abi", "none"]
     for platform in PLATFORMS:

@@ -41,6 +41,8 @@ FORBIDDEN = {
     "mozilla_django_oidc",
 }
 INSTALL_TIMEOUT = 240
+# The versions the project's tests run with, as make installs them.
+LOCKED = ("--constraints", str(ROOT / "requirements.lock"))
 
 
 def project(path: Path) -> dict[str, object]:
@@ -121,11 +123,21 @@ def test_the_agent_distribution_installs_into_a_clean_venv_without_django(tmp_pa
     python = venv / "bin" / "python"
     # Outside the checkout, so that nothing is imported from it rather than from the venv.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "DJANGO", "VIRTUAL_ENV"))}
-    # With uv, as make installs the project (the same resolution as pip's, from the same metadata, in a
-    # fraction of the time); its cache holds what the project's install fetched.
+    # With uv and the lock, as make installs the project (the same resolution as pip's, from the same
+    # metadata, in a fraction of the time); its cache holds what the project's install fetched.
     uv = Path(sys.executable).with_name("uv")
     installed = subprocess.run(
-        [str(uv), "pip", "install", "--quiet", "--system-certs", "--python", str(python), str(AGENT_PROJECT)],
+        [
+            str(uv),
+            "pip",
+            "install",
+            "--quiet",
+            "--system-certs",
+            "--python",
+            str(python),
+            *LOCKED,
+            str(AGENT_PROJECT),
+        ],
         capture_output=True,
         text=True,
         timeout=INSTALL_TIMEOUT,

@@ -30,3 +30,22 @@ def test_the_stubs_import_under_the_agentclient_package() -> None:
 
     assert agent_pb2.DESCRIPTOR.package == "flexplane.agent.v1"
     assert agent_pb2_grpc.ProxmoxProxyStub.__module__ == "agentclient.proto.flexplane.agent.v1.agent_pb2_grpc"
+
+
+def test_the_runtime_accepts_no_grpcio_older_than_the_stubs_were_generated_for() -> None:
+    """Generated stubs refuse to import on a grpcio older than the grpcio-tools that wrote them."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    from agentclient.proto.flexplane.agent.v1 import agent_pb2_grpc
+
+    generated = Version(agent_pb2_grpc.GRPC_GENERATED_VERSION)
+    for project in (ROOT / "pyproject.toml", ROOT / "distributions" / "flexplane-agent" / "pyproject.toml"):
+        dependencies = tomllib.loads(project.read_text(encoding="utf-8"))["project"]["dependencies"]
+        (grpcio,) = [Requirement(line) for line in dependencies if Requirement(line).name == "grpcio"]
+        floor = min(Version(spec.version) for spec in grpcio.specifier if spec.operator == ">=")
+        assert floor >= generated, (
+            f"{project.name}: {grpcio} admits a grpcio older than the stubs' {generated}"
+        )

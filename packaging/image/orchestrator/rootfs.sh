@@ -10,7 +10,7 @@
 # archive and PyPI only.
 #
 # In OUT: Debian 12 minbase with python3 and ca-certificates (debootstrap); /opt/flexplane/venv, a
-# venv on Debian's python3 with the app's wheel and its dependencies (pip, inside the root, so every
+# venv on Debian's python3 with the app's wheel and its locked dependencies (pip, inside the root, so every
 # compiled file matches the image's Python); the project templates beside the installed packages
 # (where the settings look for them); the collected static files in /opt/flexplane/static; the user
 # flexplane (10001). Then out go pip, apt, dpkg's programs, documentation and caches.
@@ -43,7 +43,7 @@ fi
 # The app's sources: what its wheel is built from, and the templates and static files beside it.
 mkdir -p "$OUT/tmp/src"
 tar -C "$SRC" --exclude=__pycache__ --exclude=static_src -cf - \
-    pyproject.toml README.md flexplane orchestrator portal providers agent agentclient templates static |
+    pyproject.toml requirements.lock README.md flexplane orchestrator portal providers agent agentclient templates static |
     tar -C "$OUT/tmp/src" -xf -
 if [ ! -f "$OUT/tmp/src/$CSS" ]; then
     echo "rootfs.sh: $CSS went away while copying (is the CSS being rebuilt?): run it again" >&2
@@ -60,7 +60,8 @@ python3 -m venv $VENV
 $VENV/bin/pip wheel --quiet --no-deps -w /tmp/wheels /tmp/src
 # No byte-code: the image's root is read-only and a compiled copy of every module would double the
 # venv (the orchestrator starts about a second later, compiling what it imports in memory).
-$VENV/bin/pip install --quiet --no-compile /tmp/wheels/flexplane-*.whl
+# Its dependencies at the versions the project's tests ran with (make lock), not the newest.
+$VENV/bin/pip install --quiet --no-compile --constraint /tmp/src/requirements.lock /tmp/wheels/flexplane-*.whl
 SITE=\$($VENV/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 # BASE_DIR in the settings is the folder holding the flexplane package: its templates go there.
 cp -a /tmp/src/templates "\$SITE/templates"

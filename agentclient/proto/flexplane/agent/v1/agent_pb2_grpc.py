@@ -5,7 +5,7 @@ import warnings
 
 from agentclient.proto.flexplane.agent.v1 import agent_pb2 as agentclient_dot_proto_dot_flexplane_dot_agent_dot_v1_dot_agent__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.4'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
