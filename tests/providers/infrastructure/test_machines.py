@@ -40,7 +40,7 @@ from providers.common.resources import (
 )
 from providers.infrastructure.spec import FINALIZER
 from tests.support import GraphQL, eventually, vdc_namespace
-from tests.vmkit import fake_vms, named, requests_to
+from tests.vmkit import fake_vms, forget, named, requests_to
 
 NAMESPACE = "vdc-demo"
 CLUSTER_NAME = "infra-test"
@@ -505,28 +505,47 @@ def _fail_next_clone(pve: Any) -> None:
     pve._qm_alloc = alloc
 
 
-def _placed_last(world: World, node: str) -> tuple[int, int]:
-    """How late placement tries a host of the zone for a VM of VDC demo: by its VMs of the VDC, then by
-    the memory its guests hold (the tightest share on the stand-in's equal hosts)."""
+def _allocated_mib(world: World, node: str) -> int:
+    """The memory placement counts as taken on a node of the zone: every guest's but templates'."""
     guests = [vm for vm in fake_vms(world, ZONE).values() if vm["node"] == node and not vm["template"]]
-    in_vdc = sum(1 for vm in guests if "fp-vdc-demo" in str(vm["config"].get("tags", "")).split(";"))
-    return in_vdc, sum(int(str(vm["config"].get("memory", 512)).split("=")[-1]) for vm in guests)
+    return sum(int(str(vm["config"].get("memory", 512)).split("=")[-1]) for vm in guests)
+
+
+# The fake's nodes have 8 GiB; a "small" machine takes 1 GiB (devstack/seed.py).
+NODE_MIB, SMALL_MIB = 8192, 1024
+OCCUPANT_VMID = 61_000
+
+
+@contextlib.contextmanager
+def placed_last(world: World, node: str) -> Iterator[None]:
+    """Placement tries ``node`` last, whatever earlier tests left in the module's world: a guest (not
+    flex.plane's) takes its memory but a small machine's, so no other host that fits is tighter."""
+    fill = NODE_MIB - SMALL_MIB - _allocated_mib(world, node)
+    pve = world.fakes[ZONE].pve
+    config = {"cores": 1, "memory": fill}
+    world.fakes.on_loop(lambda: pve.add_vm(OCCUPANT_VMID, "occupant", node=node, config=config))
+    try:
+        yield
+    finally:
+        forget(world, ZONE, OCCUPANT_VMID)
 
 
 def test_a_machine_whose_hosts_agent_is_away_is_made_on_another_host(
     kube: Kube, world: World, api: GraphQL, providers: Providers, machine_name: Callable[[str], str]
 ) -> None:
     name = machine_name("a")
-    # The agents are away on the hosts placement would try first: it spreads a VDC's VMs, then prefers
-    # the freest host. The live one is the host it would try last (the module's world is shared, so
-    # which that is depends on what the tests before this one left).
-    nodes = sorted((node for zone, node in world.agents if zone == ZONE), key=partial(_placed_last, world))
-    live, away = nodes[-1], nodes[:-1]
+    # The live host is the freest now, and then filled (placed_last): the agents are away on the others,
+    # one of which placement tries first.
+    nodes = sorted((node for zone, node in world.agents if zone == ZONE), key=partial(_allocated_mib, world))
+    live, away = nodes[0], nodes[1:]
+    roomy = [node for node in away if NODE_MIB - _allocated_mib(world, node) >= SMALL_MIB * 1.5]
+    assert roomy, f"no host but {live} has room for the machine: the test needs one ({away})"
     for node in away:
         world.stop_agent(ZONE, node)
     try:
-        machine(kube, name)
-        made = wait_provisioned(kube, providers, name)
+        with placed_last(world, live):
+            machine(kube, name)
+            made = wait_provisioned(kube, providers, name)
     finally:
         for node in away:
             world.start_agent(ZONE, node)
