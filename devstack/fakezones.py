@@ -104,7 +104,7 @@ class Traffic:
     answered: int = 0
     bytes_out: int = 0
     # (method, path suffix, address or None for any) -> [how many more (None: every one), seconds of
-    # delay (None: drop)].
+    # delay (None: drop), how many matching requests to let through first].
     rules: dict[tuple[str, str, str | None], list[Any]] = field(default_factory=dict)
 
     def arrive(self, address: str, method: str, path: str) -> None:
@@ -135,12 +135,20 @@ class Traffic:
         self.peak = Counter({address: n for address, n in self.in_flight.items() if n})
 
     def drop(self, method: str, suffix: str, *, address: str | None = None, times: int | None = 1) -> None:
-        self.rules[(method, suffix, address)] = [times, None]
+        self.rules[(method, suffix, address)] = [times, None, 0]
 
     def delay(
-        self, method: str, suffix: str, seconds: float, *, address: str | None = None, times: int | None = 1
+        self,
+        method: str,
+        suffix: str,
+        seconds: float,
+        *,
+        address: str | None = None,
+        times: int | None = 1,
+        skip: int = 0,
     ) -> None:
-        self.rules[(method, suffix, address)] = [times, seconds]
+        """Delay the matching requests after the first ``skip`` of them."""
+        self.rules[(method, suffix, address)] = [times, seconds, skip]
 
     def rule_for(self, address: str, method: str, path: str) -> tuple[bool, float]:
         """(drop it, seconds to delay it) for this request, counted against the rule that matches."""
@@ -148,7 +156,10 @@ class Traffic:
             rule_method, suffix, rule_address = key
             if rule_method != method or not path.endswith(suffix) or rule_address not in (None, address):
                 continue
-            left, seconds = rule
+            left, seconds, skip = rule
+            if skip:
+                rule[2] = skip - 1
+                return False, 0.0
             if left is not None:
                 if left <= 1:
                     del self.rules[key]

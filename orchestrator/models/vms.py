@@ -11,6 +11,10 @@ The size asked for is what the VDC's quota counts while the VM is still being ma
 template's size until it is configured and its disk grown, outside the VDC's lock, so a create that
 counted only live sizes could let the next one past the quota. A VM counts at the larger of its live
 size and the size asked for (``Usage.of_guest``), read from its tags, statelessly.
+
+A VM whose create has not ended carries ``fp-state-creating``: it is tagged (and so found, counted and listed)
+before it is configured, given its firewall and started, and the tag goes last, once it runs. A retry of
+its create that finds it so completes it instead of returning it half-made (``services.vms.create``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from orchestrator.sources.qemu_config import is_tag, parse_tags, render_tags
 
 __all__ = [
     "COMPUTE_PROFILE_TAG_PREFIX",
+    "CREATING_TAG",
     "GIB",
     "IDEMPOTENCY_TAG_PREFIX",
     "IMAGE_TAG_PREFIX",
@@ -55,6 +60,7 @@ STORAGE_PROFILE_TAG_PREFIX = "fp-sp-"
 IMAGE_TAG_PREFIX = "fp-img-"
 REQUEST_TAG_PREFIX = "fp-req-"
 SPEC_TAG_PREFIX = "fp-spec-"
+CREATING_TAG = "fp-state-creating"
 GIB = 1024**3
 MIB = 1024**2
 
@@ -190,6 +196,11 @@ class VirtualMachine(models.Model):
     @property
     def running(self) -> bool:
         return self.status == "running"
+
+    @property
+    def creating(self) -> bool:
+        """Whether the create that made it has not ended (see the module's docstring)."""
+        return CREATING_TAG in self.tags
 
     @property
     def disk_bytes(self) -> int:

@@ -4,8 +4,14 @@ A create follows ARCHITECTURE.md's flow. Under the VDC's lock (which serializes 
 across replicas): an existing VM of the same idempotency key or name is returned instead of a second
 one; the quota is checked against the VDC's live usage; placement picks the host; the VM is cloned
 from the image's template and tagged, so that it is visible (and counted) before the lock is
-released. Then, outside the lock, it is configured (profile, cloud-init), its disk grown, and started.
-Whatever fails after the clone removes the VM again, so that nothing half-made is left behind.
+released. Then, outside the lock, it is configured (profile, cloud-init), its disk grown, given its
+firewall, and started. Whatever fails after the clone removes the VM again, so that nothing half-made is
+left behind.
+
+A create that dies between its tag and its end (its replica killed, say) leaves a VM tagged
+``fp-state-creating`` (``models.vms``): found by the retry, which completes it with the same idempotent steps
+(configuration, cloud-init, disk, firewall, then the start: never a start before its firewall) and takes
+the tag away last. A retry never returns a half-made VM as made.
 
 A tenant's own cloud-init data (``user_data``) reaches the VM as cloud-init *vendor* data: Proxmox reads
 custom cloud-init only from a snippet file on the node, so the node's agent writes it as
@@ -25,15 +31,17 @@ import logging
 import random
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from orchestrator.errors import FlexPlaneError, Unavailable, UpstreamFailure, ValidationFailed
 from orchestrator.models import Host, Vdc
 from orchestrator.models.networks import DEFAULT_NETWORK, Network, address_tag
 from orchestrator.models.tasks import Task
-from orchestrator.models.vms import VirtualMachine, vdc_in
+from orchestrator.models.vms import CREATING_TAG, VirtualMachine, vdc_in
 from orchestrator.services import catalog, inventory, networks, security_groups, tasks, vdcs
 from orchestrator.services.clusters.quota import reserved_workers
 from orchestrator.services.context import Context
+from orchestrator.services.locks import HeldLock
 from orchestrator.services.networks import nics
 from orchestrator.services.networks.nics import NicRequest
 from orchestrator.services.placement import Placement, place, place_in_zones
@@ -290,7 +298,7 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
     seen = inventory.zone_resources(ctx).resources
     earlier = existing(seen, planned)
     if earlier is not None:
-        return Created(earlier, None, None, created=False)
+        return returned(ctx, planned, earlier)
     # Fail fast, without the lock, when even this read shows the quota full (it is checked again under it).
     vdcs.check_quota(ctx, planned.vdc, planned.usage, current=usage(seen.values(), planned.vdc))
 
@@ -305,38 +313,93 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
         # Every zone of the VDC, read now: all must answer, as its VMs in each count against its quota.
         now = everything_now(ctx, planned.vdc)
         earlier = existing(now, planned)
-        if earlier is not None:
-            return Created(earlier, None, None, created=False)
-        _remove_leftovers(ctx, now, planned.vdc)
-        current = usage(now.values(), planned.vdc) + reserved_workers(ctx, planned.vdc, now, planned.name)
-        vdcs.check_quota(ctx, planned.vdc, planned.usage, current=current)
-        placement = place_in_zones(planned.placement_requests, hosts, now)
-        assert placement.host is not None
-        node = placement.host
-        if placement.zone != api.zone:
-            api = inventory.zone_api(ctx, placement.zone)
-        planned = planned.in_zone(placement.zone)
-        if template.node != node or placement.zone != likely.zone:
-            template = ensure_template(ctx, api, planned, node)
-        cards = nic_change(ctx, api, planned, now[placement.zone])
-        still_held(held, planned.vdc)
-        vmid, _clone_task = clone(api, planned, template, node)
-        try:
-            # Tagged, and given its NICs' addresses, before the lock is released: from now on the VM is
-            # found, counted and listed, and its addresses are taken.
-            api.set_config(node, vmid, cards)
-        except FlexPlaneError as exc:
-            discard(api, planned, vmid, exc, tagged=False)
-            raise
+        if earlier is None:
+            made = _clone_tagged(ctx, held, planned, hosts, now, likely, template)
+    if earlier is not None:  # made by a create that ended, or that died half-way: completed outside the lock
+        return returned(ctx, planned, earlier)
+    task = finish(ctx, made.api, made.planned, made.vm)
+    return Created(reread(made.api, made.vm), task, made.placement, created=True)
 
+
+@dataclass(frozen=True)
+class _Cloned:
+    """A new VM, cloned and tagged (``fp-state-creating``), where placement put it."""
+
+    api: ZoneApi
+    planned: Plan
+    vm: VirtualMachine
+    placement: Placement
+
+
+def _clone_tagged(
+    ctx: Context,
+    held: HeldLock,
+    planned: Plan,
+    hosts: list[Host],
+    now: Mapping[str, ClusterResources],
+    likely: Placement,
+    template: Template,
+) -> _Cloned:
+    """Under the VDC's lock: the quota checked against ``now``, the host chosen, the clone made, and
+    tagged with its NICs' addresses before the lock is released: from then on the VM is found, counted and
+    listed, and its addresses are taken. It is being created until ``finish`` takes fp-state-creating away."""
+    _remove_leftovers(ctx, now, planned.vdc)
+    current = usage(now.values(), planned.vdc) + reserved_workers(ctx, planned.vdc, now, planned.name)
+    vdcs.check_quota(ctx, planned.vdc, planned.usage, current=current)
+    placement = place_in_zones(planned.placement_requests, hosts, now)
+    assert placement.host is not None
+    node = placement.host
+    api = inventory.zone_api(ctx, placement.zone)
+    planned = planned.in_zone(placement.zone)
+    if template.node != node or placement.zone != likely.zone:
+        template = ensure_template(ctx, api, planned, node)
+    cards = nic_change(ctx, api, planned, now[placement.zone])
+    tags = (*(cards.tags or ()), CREATING_TAG)
+    still_held(held, planned.vdc)
+    vmid, _clone_task = clone(api, planned, template, node)
     try:
-        cicustom = _write_cloud_init(api, planned, node, vmid)
-        disk = configure(api, planned, node, vmid, cicustom)
-        grow(api, planned.vdc.id, node, vmid, disk.key, disk.size, planned.disk_gb)
-        # Its firewall as its security groups say, before it first runs.
-        security_groups.realise_new_vm(ctx, api, planned.vdc, node, vmid, planned.security_groups)
-        vm = VirtualMachine.made(api.zone, vmid, planned.name, node, planned.vdc.id, list(planned.tags))
-        task = power(api, vm, "start", f"starting VM {planned.name}", TASK_TIMEOUT)
+        api.set_config(node, vmid, replace(cards, tags=tags))
+    except FlexPlaneError as exc:
+        discard(api, planned, vmid, exc, tagged=False)
+        raise
+    vm = VirtualMachine.made(api.zone, vmid, planned.name, node, planned.vdc.id, list(tags))
+    return _Cloned(api, planned, vm, placement)
+
+
+def returned(ctx: Context, planned: Plan, vm: VirtualMachine) -> Created:
+    """An earlier create's VM, for its retry: as it is once that create ended; completed first when that
+    create died half-way (``fp-state-creating``), so that a retry never answers a half-made VM as made."""
+    if not vm.creating:
+        return Created(vm, None, None, created=False)
+    logger.info("completing %s, whose create in VDC %s did not end", vm.id, planned.vdc.id)
+    api = inventory.zone_api(ctx, vm.zone)
+    task = finish(ctx, api, planned.in_zone(vm.zone), vm)
+    return Created(reread(api, vm), task, None, created=False)
+
+
+def finish(ctx: Context, api: ZoneApi, planned: Plan, vm: VirtualMachine) -> Task | None:
+    """A tagged clone made what ``planned`` asks: its cloud-init, configuration, disk and firewall, then
+    started, then ``fp-state-creating`` taken away (last: only a VM made whole loses it). Each step is
+    idempotent, so a retry runs them again on a VM a dead create left at any point. One that runs
+    already got past its firewall and its start: only the tag is left to take. What fails removes the VM
+    (the create's error says whether that worked), so that the next retry starts anew."""
+    node, vmid = vm.host, vm.vmid
+    task: Task | None = None
+    try:
+        if not vm.running:
+            cicustom = _write_cloud_init(api, planned, node, vmid)
+            disk = configure(api, planned, node, vmid, cicustom)
+            grow(api, planned.vdc.id, node, vmid, disk.key, disk.size, planned.disk_gb)
+            # Its firewall as its security groups say, before it first runs.
+            security_groups.realise_new_vm(ctx, api, planned.vdc, node, vmid, planned.security_groups)
+            try:
+                task = power(api, vm, "start", f"starting VM {planned.name}", TASK_TIMEOUT)
+            except FlexPlaneError:
+                # A retry that overlapped its create (not dead, only slow): both started it, one lost.
+                if not reread(api, vm).running:
+                    raise
+        done = tuple(tag for tag in api.config(node, vmid).tags if tag != CREATING_TAG)
+        api.set_config(node, vmid, ConfigChange(tags=done))
     except FlexPlaneError as exc:
         discard(api, planned, vmid, exc, tagged=True)
         # Also when the write itself failed: one that timed out may have written the file.
@@ -346,4 +409,4 @@ def create_vm(ctx: Context, spec: CreateVm) -> Created:
             exc.message = f"{exc.message}; {problem}"
             exc.args = (exc.message,)
         raise
-    return Created(reread(api, vm), task, placement, created=True)
+    return task
