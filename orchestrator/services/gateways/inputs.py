@@ -27,6 +27,7 @@ from orchestrator.models.gateways import (
     Leg,
     PortForward,
 )
+from orchestrator.models.networks import reserved
 
 MAX_RULE_DESCRIPTION = 200
 
@@ -58,8 +59,9 @@ def choice(value: Any, choices: Sequence[str], field: str) -> str:
 
 
 def vm_address(value: Any, legs: Sequence[Leg], field: str) -> str:
-    """A VM's address on one of the VDC's networks in the gateway's zone (not a network's own address
-    nor its gateway's)."""
+    """A VM's address on one of the VDC's networks in the gateway's zone: none that NIC allocation
+    keeps back (``orchestrator.models.networks.reserved``: the network's own addresses, its gateway,
+    its first hosts), since no VM can hold one."""
     try:
         address = ipaddress.IPv4Address(str(value or "").strip())
     except ValueError:
@@ -67,13 +69,11 @@ def vm_address(value: Any, legs: Sequence[Leg], field: str) -> str:
     for leg in legs:
         interface = ipaddress.IPv4Interface(leg.address)
         if address in interface.network:
-            if address in (
-                interface.ip,
-                interface.network.network_address,
-                interface.network.broadcast_address,
-            ):
+            if address in reserved(interface.network, interface.ip):
                 raise ValidationFailed(
-                    field, f"{field}: {address} is network {leg.network}'s own address, not a VM's"
+                    field,
+                    f"{field}: {address} is reserved in network {leg.network} ({interface.network}: its "
+                    "gateway or first hosts), not a VM's",
                 )
             return str(address)
     raise ValidationFailed(field, f"{field}: {address} is not on any of the VDC's networks in this zone")

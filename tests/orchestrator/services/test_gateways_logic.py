@@ -3,6 +3,7 @@ takes, and tenants' inputs checked (no world: these run in milliseconds)."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from orchestrator.models.gateways import (
     pool_addresses,
     pool_problem,
 )
+from orchestrator.models.networks import reserved
 from orchestrator.services.catalog.kinds import ZONE_KIND
 from orchestrator.services.gateways import inputs, node
 from orchestrator.services.gateways.inputs import ForwardRequest
@@ -257,6 +259,9 @@ def test_a_port_forward_to_a_vm_address_is_made_with_the_same_port_by_default() 
         ({"public_ip": "203.0.113.12"}, "publicIp"),  # another VDC's, or nobody's: alike
         ({"to_address": "10.9.0.5"}, "toAddress"),  # not on the VDC's networks
         ({"to_address": "10.0.0.1"}, "toAddress"),  # the network's gateway
+        ({"to_address": "10.0.0.2"}, "toAddress"),  # kept back by NIC allocation: no VM holds it
+        ({"to_address": "10.0.0.3"}, "toAddress"),
+        ({"to_address": "10.0.0.255"}, "toAddress"),  # the network's broadcast address
         ({"to_address": "nonsense"}, "toAddress"),
     ],
 )
@@ -264,6 +269,25 @@ def test_a_bad_port_forward_is_invalid_naming_the_field(changes: dict[str, Any],
     with pytest.raises(ValidationFailed) as caught:
         inputs.forward(forward(**changes), gateway())
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize("leg_address", ["10.0.0.1/24", "10.0.0.254/24", "192.168.8.1/29"])
+def test_a_forwards_or_a_one_to_one_nats_target_is_refused_exactly_where_nic_allocation_keeps_back(
+    leg_address: str,
+) -> None:
+    """Every address of the network: refused (naming toAddress, saying why) iff no NIC may get it."""
+    legs = (Leg("zone-a/fpabc123", "fpabc123", leg_address),)
+    interface = ipaddress.IPv4Interface(leg_address)
+    kept = reserved(interface.network, interface.ip)
+    assert interface.ip in kept
+    for address in interface.network:
+        if address in kept:
+            with pytest.raises(ValidationFailed) as caught:
+                inputs.vm_address(str(address), legs, "toAddress")
+            assert caught.value.field == "toAddress"
+            assert "reserved" in caught.value.message
+        else:
+            assert inputs.vm_address(str(address), legs, "toAddress") == str(address)
 
 
 def test_a_port_already_forwarded_is_invalid_naming_the_port() -> None:
