@@ -10,6 +10,18 @@ valid ``FLEXPLANE_CONSOLE_TICKET_TTL`` seconds (long enough for the page to conn
 websocket redeems it for the same subject only, and checks again, live, before it opens anything: a
 forged, altered, expired or someone else's ticket is refused.
 
+A ticket opens one console: the first open spends it, and a second open with it (a copied URL, a replayed
+request, within its life) is refused, saying so (``TicketUsed``). The signature alone cannot say whether
+a ticket was used, and any replica may be asked, so the record of a spent ticket lives where the state
+does, in the management cluster: each ticket carries a random id, and spending it *creates* the Lease
+``fp-console-ticket-<id>`` (labelled ``flexplane.io/kind=console-ticket``). The API server creates a name
+once: of two opens with one ticket, on one replica or two, at once or not, exactly one create succeeds
+and the other is answered 409. (Not Proxmox's vncproxy ticket: the agent asks for a new one per open,
+on the node, and it never leaves the node; so it cannot tell two opens of our ticket apart.) A record
+must outlive its ticket, and no longer: the Lease says it is held from its use for the ticket's life
+plus ``SPENT_MARGIN`` (replicas' clocks may differ by less than that), and each spend deletes the
+records past that, so they never pile up (a replica that dies leaves its records to the next spend).
+
 Limits: at most ``FLEXPLANE_CONSOLE_MAX_PER_VM`` consoles per VM and ``FLEXPLANE_CONSOLE_MAX_PER_USER``
 per user are open at once, across every replica. Each open console holds one numbered slot of each, a
 Lease in the management cluster taken with the locks' optimistic writes (``services.locks``) and
@@ -22,6 +34,10 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import logging
+import math
+import re
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,16 +46,38 @@ from django.core import signing
 
 from agentclient import AgentTarget, ClientTLS, host_identity
 from orchestrator.auth import Principal
-from orchestrator.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded
+from orchestrator.errors import Conflict, FlexPlaneError, NotFound, PermissionDenied, QuotaExceeded
 from orchestrator.models.vms import VirtualMachine
 from orchestrator.services import locks
 from orchestrator.services.context import Context
 from orchestrator.services.vms.listing import VM, locate
+from orchestrator.sources.kube import KubeSource, kube
+from orchestrator.sources.kube_objects import KIND_LABEL, Lease
+
+logger = logging.getLogger(__name__)
 
 TICKET_SALT = "flexplane.console.ticket"
 SLOT_PREFIX = "fp-lock-console-"
 # A slot's lease: renewed every third of this while the console is open; a dead replica's expire.
 SLOT_TTL = 30.0
+# A spent ticket's record: the Lease ``<SPENT_PREFIX><ticket id>``, of this kind.
+SPENT_PREFIX = "fp-console-ticket-"
+SPENT_KIND = "console-ticket"
+# How long a spent ticket's record outlives the ticket (seconds): more than replicas' clocks differ.
+SPENT_MARGIN = 60.0
+_TICKET_ID = re.compile(r"[0-9a-f]{32}")
+
+
+class TicketUsed(PermissionDenied):
+    """The ticket opened a console already: a ticket opens one."""
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A redeemed ticket: the VM it opens, and its own id (what spending it records)."""
+
+    vm: str
+    id: str
 
 
 @dataclass(frozen=True)
@@ -70,14 +108,16 @@ def _running(ctx: Context, ident: str) -> tuple[Any, VirtualMachine]:
 
 
 def issue_ticket(ctx: Context, ident: str) -> str:
-    """A ticket for the caller to open VM ``ident``'s console through the websocket; checks first that
-    they may (NotFound, PermissionDenied, Conflict when the VM is not running)."""
+    """A ticket for the caller to open VM ``ident``'s console through the websocket, once; checks first
+    that they may (NotFound, PermissionDenied, Conflict when the VM is not running)."""
     _, vm = _running(ctx, ident)
-    return signing.dumps({"sub": ctx.principal.subject, "vm": vm.id}, salt=TICKET_SALT, compress=False)
+    data = {"sub": ctx.principal.subject, "vm": vm.id, "id": secrets.token_hex(16)}
+    return signing.dumps(data, salt=TICKET_SALT, compress=False)
 
 
-def redeem_ticket(principal: Principal, ticket: str) -> str:
-    """The VM a ticket is for, if it is genuine, fresh and the principal's; PermissionDenied otherwise."""
+def redeem_ticket(principal: Principal, ticket: str) -> Ticket:
+    """The ticket, if it is genuine, fresh and the principal's; PermissionDenied otherwise. (Whether it was
+    spent already is the management cluster's to say: ``open_console`` spends it.)"""
     try:
         age = datetime.timedelta(seconds=settings.FLEXPLANE_CONSOLE_TICKET_TTL)
         data = signing.loads(ticket, salt=TICKET_SALT, max_age=age)
@@ -89,9 +129,50 @@ def redeem_ticket(principal: Principal, ticket: str) -> str:
         not isinstance(data, dict)
         or data.get("sub") != principal.subject
         or not isinstance(data.get("vm"), str)
+        or not isinstance(data.get("id"), str)
+        or not _TICKET_ID.fullmatch(data["id"])
     ):
         raise PermissionDenied("the console ticket is not valid")
-    return str(data["vm"])
+    return Ticket(vm=str(data["vm"]), id=str(data["id"]))
+
+
+def _spent_until(lease: Lease) -> datetime.datetime | None:
+    if lease.renew_time is None or lease.duration_seconds is None:
+        return None
+    return lease.renew_time + datetime.timedelta(seconds=lease.duration_seconds)
+
+
+def _forget_spent(source: KubeSource, now: datetime.datetime) -> None:
+    """Delete the records of spent tickets whose time is over (anyone's: a lost race is another's delete)."""
+    for lease in source.list_leases(f"{KIND_LABEL}={SPENT_KIND}"):
+        until = _spent_until(lease)
+        if lease.resource_version and (until is None or until <= now):
+            with contextlib.suppress(Conflict):
+                source.delete_lease(lease.name, lease.resource_version)
+
+
+def spend_ticket(ctx: Context, ticket: Ticket) -> None:
+    """Record that ``ticket`` opened a console, across every replica; ``TicketUsed`` if it did already.
+
+    The record is a create of a name derived from the ticket's id: the API server answers the second
+    409 (see the module's docstring). Then the records whose time is over are deleted; that failing only
+    leaves them for the next spend.
+    """
+    source = kube()
+    now = datetime.datetime.now(datetime.UTC)
+    keep = math.ceil(settings.FLEXPLANE_CONSOLE_TICKET_TTL + SPENT_MARGIN)
+    record = Lease(f"{SPENT_PREFIX}{ticket.id}", ctx.principal.subject, now, now, keep, 0)
+    try:
+        source.write_lease(record, None, labels={KIND_LABEL: SPENT_KIND})
+    except Conflict:
+        raise TicketUsed(
+            "this console ticket was used already: a ticket opens one console; reload the page to open "
+            "another"
+        ) from None
+    try:
+        _forget_spent(source, now)
+    except FlexPlaneError as exc:
+        logger.info("spent console tickets not cleaned up now: %s", exc.message)
 
 
 def _user_key(subject: str) -> str:
@@ -111,12 +192,15 @@ def _take_slot(ctx: Context, stack: contextlib.ExitStack, prefix: str, count: in
     return False
 
 
-def open_console(ctx: Context, ident: str) -> tuple[ConsoleTarget, ConsoleSlots]:
-    """Check again that the caller may open VM ``ident``'s console, and take its slots.
+def open_console(ctx: Context, ticket: Ticket) -> tuple[ConsoleTarget, ConsoleSlots]:
+    """Spend the ticket, check again that the caller may open its VM's console, and take its slots.
 
-    Raises NotFound, PermissionDenied, Conflict (the VM is not running) and QuotaExceeded when the VM
-    or the user already has the most consoles open that are allowed.
+    Raises TicketUsed (the ticket opened a console already), NotFound, PermissionDenied, Conflict (the
+    VM is not running) and QuotaExceeded when the VM or the user already has the most consoles open that
+    are allowed.
     """
+    spend_ticket(ctx, ticket)  # first: whatever follows, the ticket has had its one try
+    ident = ticket.vm
     api, vm = _running(ctx, ident)
     per_vm, per_user = settings.FLEXPLANE_CONSOLE_MAX_PER_VM, settings.FLEXPLANE_CONSOLE_MAX_PER_USER
     slots = ConsoleSlots()

@@ -1,4 +1,4 @@
-"""The management cluster: the platform catalog (labelled ConfigMaps), Leases for locks, and Secrets.
+"""The management cluster: the catalog (labelled ConfigMaps), Leases (locks, spent console tickets), Secrets.
 
 The only module that speaks to the Kubernetes API. It uses the official client with a
 kubeconfig (``FLEXPLANE_KUBECONFIG``) or, without one, the in-cluster service account.
@@ -305,7 +305,21 @@ class KubeSource:
             raise unreachable(exc) from exc
         return _lease(item)
 
-    def write_lease(self, lease: Lease, resource_version: str | None) -> Lease:
+    def list_leases(self, label_selector: str) -> list[Lease]:
+        """The Leases that match a label selector (one page: these are few, e.g. spent console tickets)."""
+        try:
+            page = self.coordination.list_namespaced_lease(
+                self.namespace, label_selector=label_selector, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            raise failure(exc, f"list leases ({label_selector})") from exc
+        except (HTTPError, OSError) as exc:
+            raise unreachable(exc) from exc
+        return [_lease(item) for item in page.items]
+
+    def write_lease(
+        self, lease: Lease, resource_version: str | None, *, labels: Mapping[str, str] | None = None
+    ) -> Lease:
         """Create the lease (``resource_version`` None) or replace it at that version.
 
         ``Conflict`` when another writer got there first: the lease exists already, or it
@@ -314,7 +328,9 @@ class KubeSource:
         body = client.V1Lease(
             api_version="coordination.k8s.io/v1",
             kind="Lease",
-            metadata=client.V1ObjectMeta(name=lease.name, resource_version=resource_version),
+            metadata=client.V1ObjectMeta(
+                name=lease.name, resource_version=resource_version, labels=dict(labels) if labels else None
+            ),
             spec=client.V1LeaseSpec(
                 holder_identity=lease.holder,
                 lease_duration_seconds=lease.duration_seconds,

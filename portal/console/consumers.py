@@ -10,7 +10,8 @@ the user must still be allowed (``services.console``: checked again, live), with
 and of the user. A refusal before the handshake answers 403; once accepted, the socket is closed with a
 code and a reason the page shows:
 
-- 4404 the VM is gone (or not the user's), 4409 it is not running, 4429 too many consoles open,
+- 4403 the ticket opened a console already (a ticket opens one: the page reloads for another),
+  4404 the VM is gone (or not the user's), 4409 it is not running, 4429 too many consoles open,
   4502 the node's agent or Proxmox would not open it, 4503 a neighbour did not answer;
 - 4408 no input from the user (keys, pointer, clipboard: ``portal.console.rfb``; noVNC's own requests for
   screen updates do not count) for ``FLEXPLANE_CONSOLE_IDLE_TIMEOUT`` seconds;
@@ -40,7 +41,7 @@ from portal.console.rfb import InputWatcher
 logger = logging.getLogger(__name__)
 
 SOCKET_PREFIX = "/ws/console/"
-GONE, NOT_RUNNING, TOO_MANY, REFUSED, UNAVAILABLE = 4404, 4409, 4429, 4502, 4503
+USED, GONE, NOT_RUNNING, TOO_MANY, REFUSED, UNAVAILABLE = 4403, 4404, 4409, 4429, 4502, 4503
 IDLE, SESSION_ENDED = 4408, 4401
 # The largest websocket message sent to the browser.
 MAX_MESSAGE = 256 * 1024
@@ -70,18 +71,18 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             return
         principal = user.principal
         try:
-            ident = console.redeem_ticket(principal, self.scope["url_route"]["kwargs"]["ticket"])
+            ticket = console.redeem_ticket(principal, self.scope["url_route"]["kwargs"]["ticket"])
         except PermissionDenied as exc:
             metrics.CONSOLES_REFUSED.labels("ticket").inc()
             logger.info("console refused for %s: %s", principal.subject, exc.message)
             await self.close()
             return
         await self.accept("binary" if "binary" in self.scope.get("subprotocols", ()) else None)
-        self.ident = ident
+        self.ident = ident = ticket.vm
         started = time.monotonic()
         ctx = Context(principal=principal)
         try:
-            target, self.slots = await asyncio.to_thread(console.open_console, ctx, ident)
+            target, self.slots = await asyncio.to_thread(console.open_console, ctx, ticket)
         except FlexPlaneError as exc:
             await self._refuse(exc)
             return
@@ -108,7 +109,9 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         )
 
     async def _refuse(self, exc: FlexPlaneError) -> None:
-        if isinstance(exc, QuotaExceeded):
+        if isinstance(exc, console.TicketUsed):
+            await self._end(USED, exc.message, "ticket")
+        elif isinstance(exc, QuotaExceeded):
             await self._end(TOO_MANY, exc.message, "limit")
         elif isinstance(exc, NotFound | PermissionDenied):
             await self._end(GONE, exc.message, "not_found")

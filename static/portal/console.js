@@ -10,6 +10,7 @@ const keys = document.getElementById("console-ctrl-alt-del");
 // What the app's close codes mean, when it gives no reason of its own.
 const CLOSED = {
   4401: "Your session ended.",
+  4403: "This page's console was opened already: reload the page to open it again.",
   4404: "This VM does not exist, or is not yours.",
   4408: "The console was closed after a while without input.",
   4409: "The VM is not running.",

@@ -163,6 +163,20 @@ def test_a_forged_an_altered_and_an_expired_ticket_are_refused(world: World, ali
     assert refused(world, None, path) == 403  # and the genuine one, without the session
 
 
+def test_a_ticket_opens_one_console_and_the_second_open_with_it_is_refused_in_words(
+    world: World, alice: requests.Session
+) -> None:
+    path = socket_path(world, alice)
+    with console(world, alice, path) as first:
+        assert handshake(first) == b"web-1"
+    with console(world, alice, path) as second:  # the same page's ticket, well within its life
+        code, said = closed(second)
+    assert code == 4403
+    assert said == (
+        "this console ticket was used already: a ticket opens one console; reload the page to open another"
+    )
+
+
 def test_the_consoles_past_the_limit_per_vm_are_refused_in_words(
     world: World, alice: requests.Session
 ) -> None:
