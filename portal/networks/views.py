@@ -172,7 +172,7 @@ def nic_attach(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> Http
         except _PAGE_ERRORS:
             raise
         except FlexPlaneError as exc:
-            show_error(form, exc, {"network[0].ip_address": "ip_address"})  # the address of its one NIC
+            show_error(form, exc)
         else:
             messages.success(request, change.note)
             return HttpResponseRedirect(_vm_url(ctx.vdc, vm), status=303)

@@ -60,7 +60,9 @@ def attach_network(ctx: Context, ident: str, network: str, ip_address: str | Non
         index = config.free_net_index
         if index is None:
             raise ValidationFailed("network", f"VM {vm.name} has no free NIC slot left")
-        [address] = nics.allocate([(chosen, ip_address)], api.resources("vm"), "network")
+        # Errors name this mutation's own argument (``ip_address``), not a create's ``networks[0]...``.
+        resources = api.resources("vm")
+        [address] = nics.allocate([(chosen, ip_address)], resources, "network", address_field="ip_address")
         device, ip = nics.nic_on(chosen, address)
         on = [n for n in mine if any(n.vnet == d.bridge for _i, d in config.nets)] + [chosen]
         change = ConfigChange(

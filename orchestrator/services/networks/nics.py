@@ -89,14 +89,20 @@ def allocate(
     requests: Sequence[tuple[Network, str | None]],
     resources: ClusterResources,
     field: str,
+    *,
+    address_field: str | None = None,
 ) -> list[ipaddress.IPv4Address]:
     """An address per requested NIC: the one asked for (checked: in range, not reserved, not taken), else
-    the lowest free one of its network."""
+    the lowest free one of its network.
+
+    An error names the caller's own input field: ``<field>[i].ip_address`` for a list of NIC inputs (such
+    as createVirtualMachine's ``networks``), or ``address_field`` where one NIC's address is an argument of
+    its own (attachNetwork's ``ip_address``)."""
     taken: dict[str, set[ipaddress.IPv4Address]] = {}
     out: list[ipaddress.IPv4Address] = []
     for position, (network, asked) in enumerate(requests):
         used = taken.setdefault(network.vnet, used_addresses(resources, network.vnet))
-        where = f"{field}[{position}].ip_address"
+        where = address_field or f"{field}[{position}].ip_address"
         gateway = ipaddress.IPv4Address(network.gateway)
         if asked is not None:
             address = validate_address(asked, network.subnet, where)
