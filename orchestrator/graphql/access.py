@@ -77,7 +77,14 @@ class RevokeVdcMembership(ServiceMutation):
 class SetPlatformRoles(ServiceMutation):
     class Meta:
         role, service, result, error = ADMIN, memberships.set_platform_roles, "user", AccessError
-        description = f"Give a user exactly these platform roles (ADMIN, USER, ORG_OWNER). {TAKES_EFFECT}"
+        description = (
+            "Give a user exactly these platform roles (ADMIN, USER, ORG_OWNER). ORG_OWNER of a user of "
+            "another organization than the project's is given within that organization, whether it has an "
+            "allowance or not: one without is granted the project first (USER, ORG_OWNER). So an "
+            "organization gets its owner before its allowance, or gets the owner back after "
+            "deleteOrganizationAllowance took its users' roles; the owner makes VDCs once it has an "
+            f"allowance. {TAKES_EFFECT}"
+        )
 
     class Arguments:
         user = graphene.ID(required=True, description="The user's id.")
@@ -186,7 +193,11 @@ class SetOrganizationAllowance(ServiceMutation):
 class DeleteOrganizationAllowance(ServiceMutation):
     class Meta:
         role, service, result, error = ADMIN, organizations.delete_allowance, "organization", AccessError
-        description = "Take an organization's allowance away; refused (CONFLICT) while it has VDCs."
+        description = (
+            "Take an organization's allowance away; refused (CONFLICT) while it has VDCs. The project's "
+            "grant to the organization goes with it, and with that every role given within it (its owners' "
+            "ORG_OWNER too): setPlatformRoles gives an owner back."
+        )
 
     class Arguments:
         organization = graphene.ID(required=True)

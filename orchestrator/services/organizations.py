@@ -291,8 +291,9 @@ def delete_allowance(ctx: Context, organization: str) -> Allowance:
     (``Conflict``) while it has VDCs.
 
     Zitadel deletes with the grant the organization's authorizations of the project: its users lose the
-    roles given within it (ORG_OWNER, USER; it has no VDC left), as an organization without an allowance
-    has no owner (``access_admin.memberships.set_platform_roles``).
+    roles given within it (ORG_OWNER, USER; it has no VDC left). An ADMIN gives an owner back with
+    ``access_admin.memberships.set_platform_roles``, which grants the project again to an organization
+    without an allowance.
 
     The order, under the organization's lock: the grant first, then the allowance. If Zitadel does not
     answer (or none is configured), ``Unavailable`` names it and the allowance stays. If the cluster then

@@ -134,8 +134,15 @@ def revoke_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess
 def set_platform_roles(ctx: Context, user_id: str, roles: Sequence[str]) -> UserAccess:
     """Give the user exactly these platform roles (ADMIN, USER, ORG_OWNER); their VDCs stay (ADMIN).
 
-    ORG_OWNER is given within the user's organization (which must have an allowance, unless it owns the
-    project: the allowance grants it the project); ADMIN and USER within the project's own organization.
+    ORG_OWNER is given within the user's organization, ADMIN and USER within the project's own. Within
+    another organization than the project's, a role can be given only while the project is granted to
+    it: an allowance grants it, and taking the allowance away takes the grant (and, in Zitadel, every role
+    given within it, its owners' too). So that an ADMIN can give an organization its owner before its
+    allowance, or give the owner back after the allowance was taken away, an organization without an
+    allowance is granted the project here (USER and ORG_OWNER: it has no VDC), under its lock so that no
+    allowance is given or taken meanwhile. Its owner makes VDCs once it has an allowance
+    (``organizations.check_within``); the grant stays until an allowance is given (which sets its roles)
+    and taken away.
     """
     access.require_admin(ctx)
     if not isinstance(roles, list | tuple) or not all(isinstance(r, str) for r in roles):
@@ -149,21 +156,26 @@ def set_platform_roles(ctx: Context, user_id: str, roles: Sequence[str]) -> User
     source = require_zitadel()
     user = get_user(ctx, source, user_id)
     home = _Home(source)
-    if (
-        ORG_OWNER in wanted
-        and user.organization_id != home()
-        and kube().get_catalog(organizations.KIND, user.organization_id) is None
-    ):
-        raise ValidationFailed(
-            "roles",
-            f"organization {user.organization_id} of user {user.id} has no allowance: give it one before "
-            "it has an owner",
-        )
+    org = user.organization_id
 
     def place(key: str) -> str:
-        return user.organization_id if key == ORG_OWNER else home()
+        return org if key == ORG_OWNER else home()
 
-    return _change(ctx, source, user, lambda keys: (keys - set(PLATFORM_ROLES)) | wanted, place)
+    def change() -> UserAccess:
+        return _change(ctx, source, user, lambda keys: (keys - set(PLATFORM_ROLES)) | wanted, place)
+
+    if ORG_OWNER not in wanted or org == home():
+        return change()
+    with organizations.guard(ctx, org):
+        if kube().get_catalog(organizations.KIND, org) is None:
+            source.grant_project(org, organizations.granted_roles(_vdc_ids_of(ctx, org)))
+        return change()
+
+
+def _vdc_ids_of(ctx: Context, org: str) -> list[str]:
+    """The ids of an organization's VDCs. One without an allowance has none (its VDCs are made within one,
+    which is taken away only once they are gone): read anyway, so that a grant never drops a VDC's role."""
+    return [vdc.id for vdc in catalog.objects(ctx, catalog.VDC, Vdc.from_spec) if vdc.organization == org]
 
 
 def vdc_members(ctx: Context, vdc_id: str) -> list[UserAccess]:

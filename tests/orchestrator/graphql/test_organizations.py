@@ -13,7 +13,7 @@ import pytest
 
 from devstack import seed
 from devstack.world import World
-from tests.orchestrator.graphql.test_access import fresh, without_zitadel, zitadel
+from tests.orchestrator.graphql.test_access import SET_ROLES, fresh, without_zitadel, zitadel
 from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
 from tests.support import GraphQL
 
@@ -79,24 +79,27 @@ def roles_now(world: World, username: str) -> set[str]:
     return set(claims.get(f"urn:zitadel:iam:org:project:{seed.PROJECT_ID}:roles") or {})
 
 
+# Acme's allowance while this module runs: 5 vCPUs and 3 VMs in zone-a.
+ACME_ALLOWANCE = {
+    "zones": ["zone-a"],
+    "computeProfiles": ["small"],
+    "storageProfiles": ["standard"],
+    "images": ["debian-12"],
+    "quota": {"vcpus": 5, "memoryMib": 8192, "diskGb": 100, "vms": 3},
+}
+
+
+def give_acme_its_allowance(api: GraphQL, org: str) -> None:
+    given = api(ALLOWANCE, user="admin", variables={"o": org, "input": ACME_ALLOWANCE})
+    assert payload(given, "setOrganizationAllowance")["errors"] == []
+
+
 @pytest.fixture(scope="module")
 def acme(api: GraphQL, world: World) -> Iterator[str]:
     """Organization acme's id, with an allowance of 5 vCPUs and 3 VMs in zone-a; its VDCs removed after, its
     allowance too, and acme then as seeding left it (the allowance's end takes its users' roles away)."""
     org = str(user(api, OWNER)["organization"])
-    given = {
-        "zones": ["zone-a"],
-        "computeProfiles": ["small"],
-        "storageProfiles": ["standard"],
-        "images": ["debian-12"],
-        "quota": {"vcpus": 5, "memoryMib": 8192, "diskGb": 100, "vms": 3},
-    }
-    assert (
-        payload(
-            api(ALLOWANCE, user="admin", variables={"o": org, "input": given}), "setOrganizationAllowance"
-        )["errors"]
-        == []
-    )
+    give_acme_its_allowance(api, org)
     yield org
     for listed in api(ORGANIZATIONS, user="admin").data["organizations"]:
         for ident in listed["vdcs"] if listed["organization"] == org else []:
@@ -301,5 +304,35 @@ def test_taking_the_allowance_away_takes_the_project_grant_away_and_its_users_ro
         assert roles_now(world, OWNER) == set()
         assert roles_now(world, MEMBER_OF_ACME) == set()
     finally:
+        restore_seeded_organization(zitadel(world), "acme")
+    assert roles_now(world, OWNER) == {"USER", "ORG_OWNER"}
+
+
+def test_an_owner_is_given_back_through_the_api_after_the_allowance_went_with_the_owners_roles(
+    api: GraphQL, world: World, acme: str
+) -> None:
+    owner = str(user(api, OWNER)["id"])
+    give_acme_its_allowance(api, acme)  # whatever the tests before left
+    try:
+        taken = api(DELETE_ALLOWANCE, user="admin", variables={"o": acme})
+        assert payload(taken, "deleteOrganizationAllowance")["errors"] == []
+        assert roles_now(world, OWNER) == set()
+
+        # Acme has no allowance now: its owner is given back all the same, and is acme's owner.
+        given = payload(
+            api(SET_ROLES, user="admin", variables={"u": owner, "r": ["ORG_OWNER"]}), "setPlatformRoles"
+        )
+        assert given["errors"] == []
+        assert given["user"]["roles"] == ["ORG_OWNER"]
+        assert roles_now(world, OWNER) == {"ORG_OWNER"}
+        assert [g.role_keys for g in zitadel(world).authorizations(user_ids=[owner])] == [("ORG_OWNER",)]
+        assert [g.organization_id for g in zitadel(world).authorizations(user_ids=[owner])] == [acme]
+        # Her token makes her acme's owner; she makes VDCs once acme has an allowance again.
+        early = fresh(world, api.url, OWNER, CREATE, input=vdc("acme-early"))
+        (error,) = early.data["createVdc"]["errors"]
+        assert error["code"] == "QUOTA_EXCEEDED"
+        assert error["message"] == f"organization {acme} has no allowance yet: an ADMIN gives it one first"
+    finally:
+        api(ALLOWANCE, user="admin", variables={"o": acme, "input": ACME_ALLOWANCE})
         restore_seeded_organization(zitadel(world), "acme")
     assert roles_now(world, OWNER) == {"USER", "ORG_OWNER"}
