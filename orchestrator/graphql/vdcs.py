@@ -14,6 +14,7 @@ from orchestrator.graphql.errors import domain_errors, error_code_enum, error_ty
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Usage as UsageModel
 from orchestrator.models import Vdc as VdcModel
+from orchestrator.models.vdcs import DEFAULT_SNAPSHOTS_PER_VM, MAX_SNAPSHOTS_PER_VM
 from orchestrator.services import vdcs
 
 VDC_WRITER = Role(
@@ -93,8 +94,14 @@ class VdcQuotaInput(graphene.InputObjectType):
     disk_gb = graphene.Int(description="GiB.")
     vms = graphene.Int()
     networks = graphene.Int(description="Networks it may have, its default ones included (default 10).")
-    public_ips = graphene.Int(description="Public IPs its edge gateways may hold (default 4).")
-    snapshots_per_vm = graphene.Int(description="Snapshots each VM may have (not a sum; default 10).")
+    public_ips = graphene.Int(
+        description="Public IPs its edge gateways may hold, each gateway's uplink address included "
+        "(default 4)."
+    )
+    snapshots_per_vm = graphene.Int(
+        description=f"Snapshots each VM may have (not a sum; default {DEFAULT_SNAPSHOTS_PER_VM}, at most "
+        f"{MAX_SNAPSHOTS_PER_VM}, the platform's maximum)."
+    )
 
 
 class VdcInput(graphene.InputObjectType):

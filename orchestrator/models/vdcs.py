@@ -23,6 +23,9 @@ DEFAULT_NETWORKS_QUOTA = 10
 DEFAULT_PUBLIC_IPS_QUOTA = 4
 # How many snapshots each VM of a VDC may have when its quota does not say (``quota.snapshotsPerVm``).
 DEFAULT_SNAPSHOTS_PER_VM = 10
+# The most any VDC may allow (an organization owner sets their VDCs' quotas): every snapshot of a VM is
+# kept in the same storage its disks share with every tenant's, and long snapshot chains slow its disks.
+MAX_SNAPSHOTS_PER_VM = 50
 _MIB = 1024**2
 _GIB = 1024**3
 

@@ -40,6 +40,7 @@ from orchestrator.models.vdcs import (
     DEFAULT_NETWORKS_QUOTA,
     DEFAULT_PUBLIC_IPS_QUOTA,
     DEFAULT_SNAPSHOTS_PER_VM,
+    MAX_SNAPSHOTS_PER_VM,
 )
 from orchestrator.models.vms import vdc_in
 from orchestrator.services import access, catalog, inventory, locks, networks, organizations
@@ -306,7 +307,7 @@ def _validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vd
     limits = {q: quota.integer(q, 0, _QUOTA_LIMITS[q], _QUOTA_UNITS[q]) for q in required}
     optional = {q: quota.optional_integer(q, 0, _QUOTA_LIMITS[q]) for q in _OPTIONAL_QUOTAS}
     network_quota = optional["networks"]
-    snapshots = quota.optional_integer("snapshots_per_vm", 0, 1000)
+    snapshots = quota.optional_integer("snapshots_per_vm", 0, MAX_SNAPSHOTS_PER_VM)
     return Vdc(
         id=ident,
         name=f.title("name", ident),

@@ -134,12 +134,24 @@ def list_public_ips(ctx: Context) -> list[PublicAddress]:
 
 
 def public_ips_used(ctx: Context, vdc_ids: Sequence[str] | None = None) -> dict[str, int]:
-    """How many public IPs each VDC holds (one read of the gateways per request; no authorization)."""
+    """How many public IPs each VDC holds, its gateways' uplink addresses included (one read of the
+    gateways per request; no authorization)."""
     counts: dict[str, int] = {}
     for gateway in store.all_gateways(ctx):
         if vdc_ids is None or gateway.vdc in vdc_ids:
-            counts[gateway.vdc] = counts.get(gateway.vdc, 0) + len(gateway.public_ips)
+            counts[gateway.vdc] = counts.get(gateway.vdc, 0) + _public_addresses(gateway)
     return counts
+
+
+def _public_addresses(gateway: Gateway) -> int:
+    """The addresses of the zone's public pool a gateway holds: its uplink's, and its public IPs. Every
+    one counts against the VDC's ``publicIps`` quota (and so its organization's allowance): a tenant
+    cannot drain the pool all tenants share by making gateways."""
+    return 1 + len(gateway.public_ips)
+
+
+def _held(everything: Sequence[Gateway], vdc_id: str) -> int:
+    return sum(_public_addresses(g) for g in everything if g.vdc == vdc_id)
 
 
 def gateway_zones(ctx: Context, vdc: Vdc) -> list[str]:
@@ -214,9 +226,9 @@ def _change(ctx: Context, zone_arg: str | None, edit: Edit[R], *, create: bool, 
         legs = _legs(ctx, vdc, zone)
         if current is None or allocate:
             with locks.lock(ctx, f"{POOL_LEASE_PREFIX}{zone.id}", f"the public addresses of zone {zone.id}"):
-                saved, result = _write(zone, vdc, current, legs, edit)
+                saved, result = _write(ctx, zone, vdc, current, legs, edit)
         else:
-            saved, result = _write(zone, vdc, current, legs, edit)
+            saved, result = _write(ctx, zone, vdc, current, legs, edit)
         pushed = node.push(ctx, zone, saved)
     if pushed.error is not None:
         raise pushed.error
@@ -224,10 +236,12 @@ def _change(ctx: Context, zone_arg: str | None, edit: Edit[R], *, create: bool, 
 
 
 def _write(
-    zone: Zone, vdc: Vdc, current: Gateway | None, legs: tuple[Leg, ...], edit: Edit[R]
+    ctx: Context, zone: Zone, vdc: Vdc, current: Gateway | None, legs: tuple[Leg, ...], edit: Edit[R]
 ) -> tuple[Gateway, R]:
     everything = store.everything()
     if current is None:
+        # Its uplink address is a public address of the zone: one of the VDC's public IPs.
+        vdcs.check_quota(ctx, vdc, Usage(public_ips=1), current=Usage(public_ips=_held(everything, vdc.id)))
         taken = [a for g in everything if g.zone == zone.id for a in g.addresses]
         address = next_free(zone.public_pool, taken)
         if address is None:
@@ -308,13 +322,12 @@ def delete_vdc_gateways(ctx: Context, vdc_id: str) -> None:
 
 def allocate_public_ip(ctx: Context, zone: str | None = None) -> PublicAddress:
     """Hand the VDC a public IP of the zone's pool (its gateway there made if it has none), within its
-    ``publicIps`` quota."""
+    ``publicIps`` quota, which its gateways' uplink addresses count against too."""
 
     vdc = _acting_vdc(ctx)
 
     def edit(gateway: Gateway, everything: Sequence[Gateway]) -> tuple[Gateway, PublicIp]:
-        held = sum(len(g.public_ips) for g in everything if g.vdc == gateway.vdc)
-        vdcs.check_quota(ctx, vdc, Usage(public_ips=1), current=Usage(public_ips=held))
+        vdcs.check_quota(ctx, vdc, Usage(public_ips=1), current=Usage(public_ips=_held(everything, vdc.id)))
         taken = [a for g in everything if g.zone == gateway.zone for a in g.addresses]
         taken.append(gateway.uplink_address)
         zone_of = next(z for z in catalog.zones(ctx) if z.id == gateway.zone)

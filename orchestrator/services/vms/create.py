@@ -179,12 +179,12 @@ def nic_change(ctx: Context, api: ZoneApi, plan: Plan, resources: ClusterResourc
     """The NICs the VM gets (``netN`` on its networks' VNets, ``ipconfigN`` with the next free address of
     each, the networks' resolvers, and the address tags with the VM's own), decided under the VDC's lock
     from the address tags of the zone's VMs. A VM that names no network gets one on the VDC's default
-    network, made now if the VDC has none there yet (a VDC older than networks)."""
+    network, made now if the VDC has none there yet and its quota of networks has room."""
     zone = next(z for z in catalog.zones(ctx) if z.id == api.zone)
     mine = [n for v in api.sdn.vnets() if (n := Network.from_vnet(api.zone, v)) and n.vdc == plan.vdc.id]
     requests = plan.networks if plan.networks is not None else (NicRequest(DEFAULT_NETWORK),)
     if plan.networks is None and not any(n.is_default for n in mine):
-        mine += networks.make(ctx, zone, plan.vdc, [networks.default_plan(zone)])
+        mine.append(networks.default_network(ctx, zone, plan.vdc))
     chosen: list[tuple[Network, str | None]] = []
     for position, request in enumerate(requests):
         network = nics.resolve(request, mine, api.zone, f"networks[{position}].network")

@@ -157,20 +157,31 @@ def test_the_first_public_ip_makes_the_gateway_records_it_and_runs_it_on_an_allo
 def test_public_ips_are_counted_in_the_vdcs_quota_and_refused_past_it(
     api: GraphQL, vdc: Callable[..., str]
 ) -> None:
-    ident = vdc(publicIps=2)
+    """The gateway's uplink address (made with the first allocation) is one of the VDC's public IPs."""
+    ident = vdc(publicIps=3)
     for _ in range(2):
         assert allocate(api, ident)["errors"] == []
     refused = allocate(api, ident)
     assert codes(refused) == [(None, "QUOTA_EXCEEDED")], refused
     assert "public IPs" in refused["errors"][0]["message"]
     answer = api(USAGE, user="admin", vdc=ident, variables={"id": ident}).data["vdc"]
-    assert answer == {"quota": {"publicIps": 2}, "usage": {"publicIps": 2}}
+    assert answer == {"quota": {"publicIps": 3}, "usage": {"publicIps": 3}}
+
+
+def test_a_vdc_without_public_ips_in_its_quota_gets_no_gateway(api: GraphQL, vdc: Callable[..., str]) -> None:
+    """A gateway's uplink address comes from the zone's public pool, which every tenant shares."""
+    ident = vdc(publicIps=0)
+    refused = payload(api(CREATE, user="admin", vdc=ident, variables={"zone": ZONE}), "createEdgeGateway")
+    assert codes(refused) == [(None, "QUOTA_EXCEEDED")], refused
+    assert "public IPs" in refused["errors"][0]["message"]
+    answer = api(USAGE, user="admin", vdc=ident, variables={"id": ident}).data["vdc"]
+    assert answer == {"quota": {"publicIps": 0}, "usage": {"publicIps": 0}}
 
 
 def test_twenty_concurrent_allocations_in_two_vdcs_never_hand_out_an_address_twice(
     api: GraphQL, world: World, vdc: Callable[..., str]
 ) -> None:
-    first, second = vdc(publicIps=10), vdc(publicIps=10)
+    first, second = vdc(publicIps=11), vdc(publicIps=11)  # each: its gateway's uplink and 10
     with ThreadPoolExecutor(max_workers=20) as pool:
         results = list(pool.map(lambda i: allocate(api, first if i % 2 else second), range(20)))
     assert [r["errors"] for r in results] == [[]] * 20, [r["errors"] for r in results if r["errors"]]
@@ -203,12 +214,19 @@ def test_bad_port_forwards_are_invalid_naming_the_field_and_change_nothing(
         ({"port": 8081, "publicIp": foreign}, "publicIp"),  # another VDC's
         ({"port": 8081, "publicIp": "203.0.113.250"}, "publicIp"),  # nobody's: alike
         ({"port": 8081, "toAddress": "10.99.0.5"}, "toAddress"),  # not on the VDC's networks
+        ({"port": 8081, "toAddress": "10.0.0.2"}, "toAddress"),  # kept back by NIC allocation
         ({"port": 8081, "protocol": "sctp"}, "protocol"),
     ):
         answer = payload(
             api(FORWARD, user="admin", vdc=mine, variables={"input": {**good, **changes}}), "addPortForward"
         )
         assert codes(answer) == [(field, "INVALID")], (changes, answer)
+    # A 1:1 NAT's target alike.
+    nat = payload(
+        api(ATTACH, user="admin", vdc=mine, variables={"address": address, "to": "10.0.0.2"}),
+        "attachPublicIp",
+    )
+    assert codes(nat) == [("toAddress", "INVALID")], nat
     assert stored(world, mine) == before
 
 

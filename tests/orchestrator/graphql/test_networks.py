@@ -20,6 +20,7 @@ from tests.vmkit import create, ok, payload, present, scratch_vdcs
 NETWORK_FIELDS = "id name zone vdc cidr gateway dns vnet isDefault pending"
 NETWORKS = f"query {{ networks {{ {NETWORK_FIELDS} }} }}"
 NETWORK = f"query($id: ID!) {{ network(id: $id) {{ {NETWORK_FIELDS} }} }}"
+USAGE = "query($id: ID!) { vdc(id: $id) { usage { networks } quota { networks } } }"
 CREATE_NETWORK = f"""mutation($input: CreateNetworkInput!) {{ createNetwork(input: $input) {{
   network {{ {NETWORK_FIELDS} }} errors {{ field message code }} }} }}"""
 DELETE_NETWORK = f"""mutation($id: ID!) {{ deleteNetwork(id: $id) {{
@@ -182,6 +183,16 @@ def test_attaching_and_detaching_a_network_changes_the_vms_config_and_says_when_
     network = create_network(api, "alice", "demo", name=name, cidr="172.16.5.0/28")["network"]
     vm = ok(create(api, "alice", "demo", name=vm_name("multi")))["virtualMachine"]
     try:
+        reserved = payload(
+            api(
+                ATTACH,
+                user="alice",
+                vdc="demo",
+                variables={"vm": vm["id"], "network": name, "ip": "172.16.5.2"},
+            ),
+            "attachNetwork",
+        )
+        assert [(e["field"], e["code"]) for e in reserved["errors"]] == [("ipAddress", "INVALID")]  # its own
         attached = payload(
             api(ATTACH, user="alice", vdc="demo", variables={"vm": vm["id"], "network": name}),
             "attachNetwork",
@@ -258,12 +269,31 @@ def test_a_vdcs_network_quota_counts_its_default_networks(
     over = create_network(api, "admin", ident, name="third", cidr="10.9.1.0/24")
     assert over["errors"][0]["code"] == "QUOTA_EXCEEDED"
     assert "networks" in over["errors"][0]["message"]
-    usage = api(
-        "query($id: ID!) { vdc(id: $id) { usage { networks } quota { networks } } }",
-        user="admin",
-        variables={"id": ident},
-    )
+    usage = api(USAGE, user="admin", variables={"id": ident})
     assert usage.data["vdc"] == {"usage": {"networks": 2}, "quota": {"networks": 2}}
+
+
+def test_a_vdc_gets_default_networks_only_as_far_as_its_quota_has_room(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    """A default network takes a VNet id of its zone's shared range like any other: a VDC made with a
+    networks quota of 0 holds none (an owner cannot use up the range with empty VDCs), one of 1 in two
+    zones holds one."""
+    empty = vdc(zones=("zone-a", "zone-b"), networks=0)
+    assert networks_of(api, "admin", empty) == []
+    assert api(USAGE, user="admin", variables={"id": empty}).data["vdc"]["usage"] == {"networks": 0}
+    one = vdc(zones=("zone-a", "zone-b"), networks=1)
+    assert [(n["zone"], n["isDefault"]) for n in networks_of(api, "admin", one)] == [("zone-a", True)]
+
+
+def test_a_vm_without_networks_in_a_vdc_whose_quota_has_no_room_for_a_default_one_is_refused(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc(networks=0)
+    refused = create(api, "admin", ident, name=f"nonet-{ident}")
+    assert [e["code"] for e in refused["errors"]] == ["QUOTA_EXCEEDED"], refused["errors"]
+    assert "no default network in zone zone-a" in refused["errors"][0]["message"]
+    assert networks_of(api, "admin", ident) == []
 
 
 def test_bad_networks_are_invalid_naming_the_field(api: GraphQL) -> None:

@@ -186,6 +186,11 @@ def test_admin_updates_a_vdc_quota_and_zones(api: GraphQL, world: World, new_vdc
         ({"quota": {"vcpus": -1, "memoryMib": 1, "diskGb": 1, "vms": 1}}, "quota.vcpus"),
         ({"quota": {"vcpus": 1, "memoryMib": -1, "diskGb": 1, "vms": 1}}, "quota.memoryMib"),
         ({"quota": {"vcpus": 1, "memoryMib": 1, "vms": 1}}, "quota.diskGb"),
+        # Past the platform's maximum (orchestrator.models.vdcs.MAX_SNAPSHOTS_PER_VM).
+        (
+            {"quota": {"vcpus": 1, "memoryMib": 1, "diskGb": 1, "vms": 1, "snapshotsPerVm": 1000}},
+            "quota.snapshotsPerVm",
+        ),
     ],
 )
 def test_each_bad_vdc_value_is_a_payload_error_naming_its_field(

@@ -51,9 +51,13 @@ def expire_leases(world: World, vdc: str) -> None:
     """The dead replica's leases on the VDC, as if their ttl had passed (what a wait would do)."""
     assert world.kubeconfig is not None
     coordination = client.CoordinationV1Api(new_client_from_config(config_file=str(world.kubeconfig)))
-    for lease in coordination.list_namespaced_lease(seed.NAMESPACE).items:
-        if lease.metadata.name.startswith(f"fp-lock-vdc-{vdc}"):
-            coordination.delete_namespaced_lease(lease.metadata.name, seed.NAMESPACE)
+    names = [
+        str(lease.metadata and lease.metadata.name)
+        for lease in coordination.list_namespaced_lease(seed.NAMESPACE).items
+    ]
+    for name in names:
+        if name.startswith(f"fp-lock-vdc-{vdc}"):
+            coordination.delete_namespaced_lease(name, seed.NAMESPACE)
 
 
 def crash_during(world: World, vdc: str, values: dict[str, Any], method: str, suffix: str, skip: int) -> None:
