@@ -373,16 +373,26 @@ def returned(ctx: Context, planned: Plan, vm: VirtualMachine) -> Created:
         return Created(vm, None, None, created=False)
     logger.info("completing %s, whose create in VDC %s did not end", vm.id, planned.vdc.id)
     api = inventory.zone_api(ctx, vm.zone)
-    task = finish(ctx, api, planned.in_zone(vm.zone), vm)
+    try:
+        task = finish(ctx, api, planned.in_zone(vm.zone), vm, discard_on_failure=False)
+    except FlexPlaneError as exc:
+        exc.message = f"{exc.message}; {vm.id} stays as it is, not started: retry the create to complete it"
+        exc.args = (exc.message,)
+        raise
     return Created(reread(api, vm), task, None, created=False)
 
 
-def finish(ctx: Context, api: ZoneApi, planned: Plan, vm: VirtualMachine) -> Task | None:
+def finish(
+    ctx: Context, api: ZoneApi, planned: Plan, vm: VirtualMachine, *, discard_on_failure: bool = True
+) -> Task | None:
     """A tagged clone made what ``planned`` asks: its cloud-init, configuration, disk and firewall, then
     started, then ``fp-state-creating`` taken away (last: only a VM made whole loses it). Each step is
     idempotent, so a retry runs them again on a VM a dead create left at any point. One that runs
-    already got past its firewall and its start: only the tag is left to take. What fails removes the VM
-    (the create's error says whether that worked), so that the next retry starts anew."""
+    already got past its firewall and its start: only the tag is left to take.
+
+    What fails removes the VM (the create's error says whether that worked), so that the next retry starts
+    anew; except for a retry completing a VM (``discard_on_failure`` False): its create may be alive and
+    only slow (the client gave up waiting), and a VM it is still making is not taken from under it."""
     node, vmid = vm.host, vm.vmid
     task: Task | None = None
     try:
@@ -401,6 +411,8 @@ def finish(ctx: Context, api: ZoneApi, planned: Plan, vm: VirtualMachine) -> Tas
         done = tuple(tag for tag in api.config(node, vmid).tags if tag != CREATING_TAG)
         api.set_config(node, vmid, ConfigChange(tags=done))
     except FlexPlaneError as exc:
+        if not discard_on_failure:
+            raise
         discard(api, planned, vmid, exc, tagged=True)
         # Also when the write itself failed: one that timed out may have written the file.
         parts = [*(("user", "meta") if planned.bootstrap else ())]
