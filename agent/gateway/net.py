@@ -237,7 +237,9 @@ class Node:
         """Make the namespace, links, addresses and routes exactly as spec says (not the rules).
 
         A new link gets its addresses before it comes up: with arp_notify the kernel then announces
-        them (gratuitous ARP), so the bridges and neighbours learn at once where the gateway now is.
+        them (gratuitous ARP), so the bridges and neighbours learn at once where the gateway now is. With
+        arp_ignore each interface answers ARP only for its own addresses (Linux's default answers for any
+        address of the namespace on any link): the uplink never tells its neighbours of a leg's address.
         """
         ns = namespace(spec.id)
         if not self.has_namespace(ns):
@@ -254,6 +256,7 @@ class Node:
                 "-qw",
                 "net.ipv4.ip_forward=1",
                 "net.ipv4.conf.all.arp_notify=1",
+                "net.ipv4.conf.all.arp_ignore=1",
             ]
         )
         wanted = pairs(spec)

@@ -18,7 +18,9 @@ but ``lo`` is a leg. The chains:
 - ``inbound``: replies of accepted connections; the ``in`` rules in order (destination and ports
   matched before or after translation); port forwards' connections; then dropped (default deny);
 - ``outbound``: replies; the ``out`` rules in order; then accepted (default allow);
-- ``input`` (to the gateway itself): loopback, replies and ICMP; the rest dropped.
+- ``input`` (to the gateway itself): loopback; from the uplink, nothing addressed to a leg's own
+  address (the VDC networks' gateway addresses), whatever the upstream routes to the gateway, so that
+  from outside no probe learns the tenant's subnets; then replies and ICMP; the rest dropped.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ def ruleset(spec: GatewaySpec) -> str:
         "type filter hook input priority filter; policy drop;",
         [
             'iif "lo" accept',
+            *_private_legs(spec),
             "ct state established,related accept",
             "meta l4proto icmp accept",
             'counter name "dropped" drop',
@@ -111,6 +114,16 @@ def ruleset(spec: GatewaySpec) -> str:
     )
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _private_legs(spec: GatewaySpec) -> list[str]:
+    """The legs' own addresses, dropped when they arrive on the uplink (before the replies' accept: no
+    connection of the gateway's own goes out from them); none without legs (an empty set is no set)."""
+    addresses = sorted({leg.interface.ip for leg in spec.legs})
+    if not addresses:
+        return []
+    listed = ", ".join(str(address) for address in addresses)
+    return [f'iifname "{UPLINK}" ip daddr {{ {listed} }} counter name "dropped" drop']
 
 
 def _chain(name: str, hook: str | None, rules: list[str]) -> list[str]:

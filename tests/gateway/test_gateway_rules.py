@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from agent.gateway.rules import ruleset
@@ -45,3 +46,23 @@ def test_every_kind_of_rule_renders_a_ruleset_nft_accepts() -> None:
 
 def test_the_same_spec_renders_the_same_ruleset() -> None:
     assert ruleset(spec()) == ruleset(spec())
+
+
+def test_from_the_uplink_the_legs_own_addresses_are_dropped_before_anything_is_accepted() -> None:
+    text = ruleset(spec())
+    input_chain = text.split("chain input {", 1)[1].split("\n  }", 1)[0].splitlines()
+    rules = [line.strip() for line in input_chain if line.strip()][1:]  # past the hook
+    assert rules[:3] == [
+        'iif "lo" accept',
+        'iifname "uplink" ip daddr { 10.20.0.1, 10.30.0.1 } counter name "dropped" drop',
+        "ct state established,related accept",
+    ]
+    # The legs in another order render the same text.
+    swapped = dataclasses.replace(spec(), legs=tuple(reversed(spec().legs)))
+    assert ruleset(swapped) == text
+
+
+def test_a_gateway_without_legs_renders_no_set_of_leg_addresses_and_nft_accepts_it() -> None:
+    text = ruleset(dataclasses.replace(spec(), legs=(), forwards=(), public_ips=()))
+    sh("nft", "-c", "-f", "-", stdin=text)
+    assert "ip daddr {" not in text

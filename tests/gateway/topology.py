@@ -19,18 +19,22 @@ the run's random id; the gateways' ids too (their namespaces are global).
 Sockets are made in a namespace by a thread that visits it (setns) and comes back: the socket stays
 in that namespace, and the test uses it from anywhere. :func:`echo_server` answers each TCP
 connection or UDP datagram with the address and port it came from, so a test sees the source
-address that arrived.
+address that arrived. There is no ping binary: :func:`echoed` sends an ICMP echo request from a raw
+socket and waits for its own reply.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import secrets
 import socket
+import struct
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -368,3 +372,75 @@ def unanswered(ns: str, host: str, port: int, protocol: str = "tcp", timeout: fl
 
 def source_address(answer: str) -> str:
     return answer.rsplit(":", 1)[0]
+
+
+ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST = 0, 8
+
+
+def _checksum(data: bytes) -> int:
+    """The Internet checksum (RFC 1071) of data."""
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def echoed(ns: str, host: str, timeout: float = 2.0) -> bool:
+    """Whether host answers an ICMP echo request sent from inside ns within timeout (a raw socket,
+    which sees every ICMP packet of ns: only the reply from host with this request's id and sequence
+    counts)."""
+    ident, sequence = secrets.randbits(16), secrets.randbits(16)
+    body = b"flexplane-probe"
+    header = struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, 0, ident, sequence)
+    checksum = _checksum(header + body)
+    request = struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, checksum, ident, sequence) + body
+    raw = socket_in(ns, lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+    with raw:
+        raw.sendto(request, (host, 0))
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            raw.settimeout(left)
+            try:
+                packet, (source, _port) = raw.recvfrom(65535)
+            except TimeoutError:
+                return False
+            reply = packet[(packet[0] & 0x0F) * 4 :]  # past the IP header
+            if source == host and len(reply) >= 8:
+                kind, _code, _sum, got_id, got_sequence = struct.unpack("!BBHHH", reply[:8])
+                if (kind, got_id, got_sequence) == (ICMP_ECHO_REPLY, ident, sequence):
+                    return True
+    return False
+
+
+def silent(ns: str, host: str, port: int, protocol: str = "tcp", timeout: float = 0.5) -> bool:
+    """Whether nothing at all comes back from host:port to a TCP connect or a UDP datagram from ns
+    within timeout: no answer, and no refusal either (a TCP reset, an ICMP port unreachable)."""
+
+    def make() -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM if protocol == "tcp" else socket.SOCK_DGRAM)
+        sock.settimeout(timeout)
+        return sock
+
+    with socket_in(ns, make) as sock:
+        try:
+            sock.connect((host, port))  # UDP: connected, so that an ICMP error is reported on it
+            if protocol == "tcp":
+                return False
+            sock.send(b"?")
+            sock.recv(2048)
+        except TimeoutError:
+            return True
+        except OSError:
+            return False  # refused: something answered
+    return False
+
+
+def neighbour(ns: str, address: str) -> str | None:
+    """The link-layer address ns has learnt for address (ARP), or None when it has none."""
+    listed = sh("ip", "-n", ns, "-j", "neigh", "show", "to", address).stdout
+    for entry in json.loads(listed or "[]"):
+        if entry.get("lladdr") and "FAILED" not in entry.get("state", ()):
+            return str(entry["lladdr"])
+    return None
