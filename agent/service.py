@@ -24,9 +24,14 @@ class ServiceError(Exception):
 
 
 def unit_text(exec_start: Sequence[str]) -> str:
-    """The agent's unit: restarted on failure, after the network and Proxmox's own services."""
+    """The agent's unit: restarted on failure, after the network and Proxmox's own services.
+
+    It runs in the host's mount namespace, as packaging/deb's unit does: see :data:`MOUNT_NAMESPACING`.
+    """
     return f"""\
 # Written by flexplane-agent bootstrap; run it again rather than editing this file.
+# No PrivateTmp=, ProtectSystem= or other file system namespacing: the edge gateways' network
+# namespaces are mounts in /run/netns, which must reach the host (and outlive the agent).
 [Unit]
 Description=flex.plane agent (control plane access to this Proxmox node)
 Wants=network-online.target
@@ -38,11 +43,93 @@ ExecStart={shlex.join(exec_start)}
 Restart=on-failure
 RestartSec=5
 NoNewPrivileges=yes
-PrivateTmp=yes
 
 [Install]
 WantedBy=multi-user.target
 """
+
+
+# The [Service] settings that make systemd run a service in a mount namespace of its own: every mount
+# point is made a slave of the host's first, so that nothing the service mounts ever reaches the host
+# (systemd.exec(5), PrivateMounts= and MountFlags=; exec_needs_mount_namespace() in systemd's source).
+# ``ip netns add`` pins a network namespace by a bind mount in /run/netns: from such a service it would
+# be pinned there only, and go when the service stops. So the agent's unit has none of them. Each maps
+# to the values that leave it off.
+_OFF = frozenset({"", "no", "false", "off", "0"})
+MOUNT_NAMESPACING: dict[str, frozenset[str]] = {
+    **dict.fromkeys(
+        (
+            "PrivateMounts",
+            "PrivateTmp",
+            "PrivateDevices",
+            "PrivateNetwork",
+            "PrivateIPC",
+            "ProtectSystem",
+            "ProtectHome",
+            "ProtectKernelTunables",
+            "ProtectKernelModules",
+            "ProtectKernelLogs",
+            "ProtectControlGroups",
+            "DynamicUser",
+        ),
+        _OFF,
+    ),
+    # Paths, images and namespaces to join: any value but the empty one (a reset).
+    **dict.fromkeys(
+        (
+            "ReadWritePaths",
+            "ReadOnlyPaths",
+            "InaccessiblePaths",
+            "ExecPaths",
+            "NoExecPaths",
+            "ReadWriteDirectories",
+            "ReadOnlyDirectories",
+            "InaccessibleDirectories",
+            "BindPaths",
+            "BindReadOnlyPaths",
+            "TemporaryFileSystem",
+            "RootDirectory",
+            "RootImage",
+            "MountImages",
+            "ExtensionImages",
+            "ExtensionDirectories",
+            "NetworkNamespacePath",
+            "IPCNamespacePath",
+            "LogNamespace",
+        ),
+        frozenset({""}),
+    ),
+    "ProtectProc": frozenset({"", "default"}),
+    "ProcSubset": frozenset({"", "all"}),
+    "MountFlags": frozenset({"", "shared"}),
+}
+
+
+def service_settings(unit: str) -> list[tuple[str, str]]:
+    """The unit's [Service] settings, in order (``Key=value`` lines; comments and other sections skipped)."""
+    found: list[tuple[str, str]] = []
+    section = ""
+    for raw in unit.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+        elif section == "Service" and "=" in line:
+            key, _, value = line.partition("=")
+            found.append((key.strip(), value.strip()))
+    return found
+
+
+def mount_namespacing(unit: str) -> list[str]:
+    """The unit's settings that give the service a mount namespace of its own (``Key=value``; empty: none,
+    it runs in the host's). An empty value resets a setting, so the last one of a key counts."""
+    found = []
+    for key, value in dict(service_settings(unit)).items():
+        off = MOUNT_NAMESPACING.get(key)
+        if off is not None and value not in off:
+            found.append(f"{key}={value}")
+    return found
 
 
 def exec_start(unit: str) -> list[str]:

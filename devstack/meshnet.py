@@ -59,7 +59,17 @@ def run(
 
 
 def in_ns(ns: str, *argv: str) -> list[str]:
+    """A tool run in namespace ns (``ip netns exec``: also in a mount namespace of its own, which
+    remounts /sys for ns; what it mounts, a network namespace it pins in /run/netns, stays in it)."""
     return ["ip", "netns", "exec", ns, *argv]
+
+
+def on_node(ns: str, *argv: str) -> list[str]:
+    """A node's program (its agent, its bootstrap) run in the node's namespace ns as on a node: the
+    network namespace only (``nsenter``), in the host's mount namespace, as systemd starts a unit with no
+    file system namespacing and as an operator's shell runs the bootstrap. The namespaces it pins in
+    /run/netns (the edge gateways') are the host's: they outlive it, and a shell here enters them."""
+    return ["nsenter", f"--net=/run/netns/{ns}", "--", *argv]
 
 
 @dataclass
@@ -432,8 +442,8 @@ class DevMesh:
             self.relays.append(relay(self.namespace(zone, node), host, int(port)))
 
     def wrap(self, zone: str, node: str, argv: list[str]) -> list[str]:
-        """argv run inside the node's namespace."""
-        return in_ns(self.namespace(zone, node), *argv)
+        """argv run on the node: in its network namespace, in the host's mount namespace (:func:`on_node`)."""
+        return on_node(self.namespace(zone, node), *argv)
 
     def stop(self) -> None:
         if self.hub is not None:

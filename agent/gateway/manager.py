@@ -8,8 +8,11 @@ change fails, the previous spec is applied again (or, for a new gateway, the nam
 so the node is left as it was. One call at a time per gateway.
 
 The kept specs live in ``directory`` (``<id>.json``, the spec's plain-JSON form). On start the agent
-applies each again (:meth:`GatewayManager.restore`): after a reboot, when the namespaces are gone,
-that rebuilds them; after an agent restart it changes nothing, and connections carry on.
+goes through them (:meth:`GatewayManager.restore`). After an agent restart it finds each gateway as the
+last one left it, and adopts it as it is: nothing is run that changes anything (the same namespace,
+links, rules and counters), and connections carry on whichever side speaks first. A gateway that is
+not as its spec says (gone after a reboot, changed by hand, or a new agent version renders it
+otherwise) is applied again, which rebuilds or repairs it in place.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import time
 from pathlib import Path
 
 from agent.certs import write_atomically
-from agent.gateway.net import NetError, Node
+from agent.gateway.net import NetError, Node, hidden_mounts
 from agent.gateway.rules import ruleset
 from agentclient.gateways import GatewaySpec, GatewaySpecError, GatewayState, check_gateway_id
 
@@ -77,21 +80,24 @@ class GatewayManager:
     def apply(self, spec: GatewaySpec) -> GatewayState:
         """Run the gateway as spec says; ApplyFailed leaves the previous state running."""
         with self._lock(spec.id):
-            started = time.monotonic()
-            previous = self.kept(spec.id)
-            self._apply(spec, previous)
-            self._keep(spec)
-            log.info(
-                "gateway %s generation %d applied in %.0f ms (%d legs, %d public IPs, %d forwards, %d rules)",
-                spec.id,
-                spec.generation,
-                (time.monotonic() - started) * 1000,
-                len(spec.legs),
-                len(spec.public_ips),
-                len(spec.forwards),
-                len(spec.rules),
-            )
-            return self._state(spec)
+            return self._apply_and_keep(spec)
+
+    def _apply_and_keep(self, spec: GatewaySpec) -> GatewayState:
+        started = time.monotonic()
+        previous = self.kept(spec.id)
+        self._apply(spec, previous)
+        self._keep(spec)
+        log.info(
+            "gateway %s generation %d applied in %.0f ms (%d legs, %d public IPs, %d forwards, %d rules)",
+            spec.id,
+            spec.generation,
+            (time.monotonic() - started) * 1000,
+            len(spec.legs),
+            len(spec.public_ips),
+            len(spec.forwards),
+            len(spec.rules),
+        )
+        return self._state(spec)
 
     def _apply(self, spec: GatewaySpec, previous: GatewaySpec | None) -> None:
         text = ruleset(spec)
@@ -153,15 +159,46 @@ class GatewayManager:
             return existed or spec is not None
 
     def restore(self) -> int:
-        """Apply every kept spec again; returns how many are running. A failure is logged, the spec kept."""
-        running = 0
+        """Run every kept spec again, adopting the gateways found as they say; returns how many run.
+
+        A failure is logged, the spec kept. First, it says so when the gateways will not outlive this
+        agent (it runs in a mount namespace of its own, where their namespaces are pinned).
+        """
+        if hidden := hidden_mounts():
+            log.error(
+                "edge gateways will go when this agent stops: %s. Run it in the host's mount namespace: a "
+                "unit without PrivateTmp=, ProtectSystem= or any file system namespacing (as "
+                "flexplane-agent bootstrap writes it)",
+                hidden,
+            )
+        running = adopted = 0
         for gateway_id in self.kept_ids():
             try:
                 spec = self.kept(gateway_id)
                 if spec is None:
                     continue
-                self.apply(spec)
+                adopted += self._restore(spec)
                 running += 1
             except (ApplyFailed, GatewaySpecError, OSError) as exc:
                 log.error("gateway %s could not be restored: %s", gateway_id, exc)
+        log.info("gateways restored: %d running, %d of them adopted as found", running, adopted)
         return running
+
+    def _restore(self, spec: GatewaySpec) -> bool:
+        """Adopt the gateway when it runs as spec says, changing nothing (True); else apply spec again."""
+        with self._lock(spec.id):
+            try:
+                differences = self.net.differences(spec, ruleset(spec))
+            except NetError as exc:
+                differences = [str(exc)]
+            if not differences:
+                log.info("gateway %s generation %d runs as kept: adopted", spec.id, spec.generation)
+                return True
+            log.info(
+                "gateway %s generation %d is not as kept (%s): applying it again",
+                spec.id,
+                spec.generation,
+                "; ".join(differences[:5]),
+            )
+            self._apply_and_keep(spec)
+            return False

@@ -9,11 +9,16 @@ move only waits for the bridges to learn the new port.
 
 ``host`` is the namespace of the node's bridges: None on a node (the agent's own namespace); the
 tests give each simulated node a namespace of its own.
+
+A namespace is pinned by a bind mount in /run/netns, made in the mount namespace of the process that
+runs ``ip netns add``: the agent's. It must be the host's (the unit has no PrivateTmp= or the like,
+agent/service.py's MOUNT_NAMESPACING), or the gateways go when the agent stops and no shell on the node
+sees them; :func:`hidden_mounts` says when it is not. Then an agent that starts finds its gateways as
+the last one left them, and :meth:`Node.differences` tells whether anything is to be done.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import ipaddress
 import json
@@ -36,29 +41,65 @@ class NetError(Exception):
     """A command that builds or reads the gateway failed; the message says which and why."""
 
 
-@functools.cache
-def _in_host_mounts() -> tuple[str, ...]:
-    """The prefix that runs a tool in the host's mount namespace, when the agent has one of its own.
+RUN_NETNS = Path("/run/netns")
+# The gateway namespace's kernel settings: it routes, announces a moved leg at once (gratuitous ARP), and
+# each interface answers ARP only for its own addresses (Linux's default answers for every address of
+# the namespace on every link): the uplink never tells its neighbours that it holds a leg's address.
+SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.arp_notify=1", "net.ipv4.conf.all.arp_ignore=1")
 
-    ``ip netns add`` pins a namespace with a bind mount in /run/netns. A service with a private mount
-    namespace (systemd's PrivateTmp=yes) would pin it there only, and the gateway would go when the
-    agent stops; so the tools run in PID 1's mount namespace then (nsenter, util-linux).
+
+def hidden_mounts(mountinfo: Path = Path("/proc/self/mountinfo"), init: Path = Path("/proc/1")) -> str | None:
+    """Why the namespaces this process pins in /run/netns would not reach the host (None: they would).
+
+    A mount namespace other than init's (when init's can be read), or a mount on the way from /run/netns
+    up to / that is a slave (``master:`` in mountinfo: systemd's PrivateTmp= and the like, ``ip netns
+    exec``, ``unshare --propagation slave``), whose mounts never propagate to the host.
     """
     try:
-        if Path("/proc/self/ns/mnt").readlink() != Path("/proc/1/ns/mnt").readlink():
-            return ("nsenter", "--mount=/proc/1/ns/mnt", "--")
+        if (mountinfo.parent / "ns" / "mnt").readlink() != (init / "ns" / "mnt").readlink():
+            return (
+                f"the agent runs in a mount namespace other than {init}'s: the namespaces it pins stay in it"
+            )
     except OSError:
-        pass  # PID 1's namespaces cannot be read: the agent runs in a container, as PID 1 sees it
-    return ()
+        pass  # init's namespaces cannot be read (another PID namespace, or no ptrace access): mountinfo says
+    mounts: dict[str, tuple[str, str, list[str]]] = {}  # id: (parent id, mount point, optional fields)
+    try:
+        lines = mountinfo.read_text().splitlines()
+    except OSError as exc:
+        return f"{mountinfo} cannot be read: {exc}"
+    for line in lines:
+        fields, _, _ = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) >= 6:
+            point = parts[4].replace("\\040", " ")
+            mounts[parts[0]] = (parts[1], point, parts[6:])
+    # The mount /run/netns is on: the last mounted of those with the longest mount point above it.
+    above = [
+        (len(point), index, mount_id)
+        for index, (mount_id, (_, point, _)) in enumerate(mounts.items())
+        if Path(point) == RUN_NETNS or Path(point) in RUN_NETNS.parents
+    ]
+    mount_id = max(above)[2] if above else None
+    seen: set[str] = set()
+    while mount_id in mounts and mount_id not in seen:
+        seen.add(mount_id)
+        parent, point, optional = mounts[mount_id]
+        if any(field.startswith("master:") for field in optional):
+            return (
+                f"the agent runs in a mount namespace of its own ({point} is a slave of the host's): the "
+                f"namespaces it pins in {RUN_NETNS} stay in it, and go when it stops"
+            )
+        mount_id = parent
+    return None
 
 
 def run(
     argv: Sequence[str], *, stdin: str | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    """Run one tool (in the host's mount namespace); NetError with its own message when it fails."""
+    """Run one tool; NetError with its own message when it fails."""
     try:
         done = subprocess.run(  # noqa: S603 - ip, nft and sysctl with checked arguments, no shell
-            [*_in_host_mounts(), *argv],
+            list(argv),
             input=stdin,
             capture_output=True,
             text=True,
@@ -227,6 +268,78 @@ class Node:
                 found[f"{counter['name']}_bytes"] = int(counter.get("bytes", 0))
         return found
 
+    def differences(self, spec: GatewaySpec, text: str) -> list[str]:
+        """What :meth:`build` and :meth:`apply_rules` would change to run spec, text its ruleset (empty: it
+        runs exactly so, and nothing is to be done). Stricter than :meth:`problems`: also links, addresses
+        and settings the spec does not have, the MACs, the route, and the ruleset itself, as nft lists it
+        (handles and counters' values aside) against text loaded where nothing else is."""
+        found = self.problems(spec)
+        if found:
+            return found
+        ns = namespace(spec.id)
+        inside, host = self._links(ns), self._links(None)
+        wanted = pairs(spec)
+        keep = {pair.inner for pair in wanted} | {"lo"} | ({UPLINK} if spec.uplink.vlan else set())
+        found += [f"link {name} is not the spec's" for name in sorted(set(inside) - keep)]
+        found += [
+            f"link {name} is to be made again"
+            for name in sorted(keep & set(inside))
+            if self._stale(inside[name], spec, name)
+        ]
+        for pair in wanted:
+            for name in (pair.inner, UPLINK) if pair.vlan else (pair.inner,):
+                link = inside.get(name, {})
+                if link.get("address") != pair.mac or "UP" not in link.get("flags", ()):
+                    found.append(f"{name} is not up with MAC {pair.mac}")
+            if "UP" not in host.get(pair.host_name, {}).get("flags", ()):
+                found.append(f"{pair.host_name} (on {pair.bridge}) is down")
+            if (
+                pair.vlan
+                and self._vlan_filtering(host, pair.bridge)
+                and pair.vlan not in self._vlans(pair.host_name)
+            ):
+                found.append(f"{pair.host_name} is not in VLAN {pair.vlan} on {pair.bridge}")
+        have = self._addresses(ns)
+        for name, addresses_wanted in addresses(spec).items():
+            if extra := have.get(name, set()) - addresses_wanted:
+                found.append(f"{name} holds {', '.join(sorted(extra))} too")
+        routes = json.loads(run([*self._ip(ns), "-j", "route", "show", "default"]).stdout or "[]")
+        if [(route.get("gateway"), route.get("dev")) for route in routes] != [(spec.uplink.gateway, UPLINK)]:
+            found.append(f"the default route is not via {spec.uplink.gateway} alone")
+        keys = [setting.partition("=")[0] for setting in SYSCTLS]
+        values = run(["ip", "netns", "exec", ns, "sysctl", "-n", *keys]).stdout.split()
+        if [f"{key}={value}" for key, value in zip(keys, values, strict=False)] != list(SYSCTLS):
+            found.append(f"the settings are not {', '.join(SYSCTLS)}")
+        if self.listed_rules(spec.id) != rendered_rules(text):
+            found.append(f"the nftables table {TABLE} is not the spec's")
+        return found
+
+    def _vlan_filtering(self, links: dict[str, dict[str, Any]], bridge: str) -> bool:
+        return bool(links.get(bridge, {}).get("linkinfo", {}).get("info_data", {}).get("vlan_filtering"))
+
+    def _vlans(self, device: str) -> set[int]:
+        bridge_cmd = [
+            "bridge",
+            *(["-n", self.host] if self.host else []),
+            "-j",
+            "vlan",
+            "show",
+            "dev",
+            device,
+        ]
+        found: set[int] = set()
+        for entry in json.loads(run(bridge_cmd).stdout or "[]"):
+            found |= {int(vlan["vlan"]) for vlan in entry.get("vlans", ()) if "vlan" in vlan}
+        return found
+
+    def listed_rules(self, gateway_id: str) -> Comparable:
+        """The gateway's ruleset as nft lists it, in a form to compare (:func:`comparable`)."""
+        return comparable(
+            run(
+                ["ip", "netns", "exec", namespace(gateway_id), "nft", "-j", "list", "table", "inet", TABLE]
+            ).stdout
+        )
+
     # ------------------------------------------------------------------------------ changing
 
     def check_rules(self, text: str) -> None:
@@ -237,9 +350,10 @@ class Node:
         """Make the namespace, links, addresses and routes exactly as spec says (not the rules).
 
         A new link gets its addresses before it comes up: with arp_notify the kernel then announces
-        them (gratuitous ARP), so the bridges and neighbours learn at once where the gateway now is. With
-        arp_ignore each interface answers ARP only for its own addresses (Linux's default answers for any
-        address of the namespace on any link): the uplink never tells its neighbours of a leg's address.
+        them (gratuitous ARP), so the bridges and neighbours learn at once where the gateway now is.
+        Each interface answers ARP only for its own addresses (arp_ignore=1; Linux's default answers
+        for every address of the namespace on every link): the uplink never tells its neighbours that
+        the gateway holds a leg's address, as the ruleset never answers one from the uplink.
         """
         ns = namespace(spec.id)
         if not self.has_namespace(ns):
@@ -254,9 +368,7 @@ class Node:
                 ns,
                 "sysctl",
                 "-qw",
-                "net.ipv4.ip_forward=1",
-                "net.ipv4.conf.all.arp_notify=1",
-                "net.ipv4.conf.all.arp_ignore=1",
+                *SYSCTLS,
             ]
         )
         wanted = pairs(spec)
@@ -344,3 +456,47 @@ class Node:
 def _primary_first(address: str) -> tuple[int, str]:
     """Prefixed addresses before the /32s, so that the subnet's address is the primary one."""
     return (ipaddress.IPv4Interface(address).network.prefixlen == 32, address)
+
+
+# The objects of a ruleset (JSON, sorted) and each chain's rules (JSON, in their order).
+Comparable = tuple[list[str], dict[str, list[str]]]
+
+
+def rendered_rules(text: str) -> Comparable:
+    """Ruleset text as nft lists it once loaded, in a form to compare (:func:`comparable`): loaded in a
+    network namespace of its own (``unshare``, util-linux), which goes with the command."""
+    script = f"nft -f - && nft -j list table inet {TABLE}"
+    return comparable(run(["unshare", "--net", "--", "sh", "-c", script], stdin=text).stdout)
+
+
+def comparable(listing: str) -> Comparable:
+    """nft's JSON listing of a table, for comparing two rulesets: without handles and counters' values
+    (which differ between equal rulesets), the objects in a fixed order with their elements sorted, and
+    each chain's rules in their order (which matters)."""
+    objects: list[str] = []
+    rules: dict[str, list[str]] = {}
+    for item in json.loads(listing or "{}").get("nftables", ()):
+        for kind, body in item.items():
+            if kind == "metainfo":
+                continue
+            body = _without_state(body, kind)
+            if kind == "rule":
+                rules.setdefault(str(body.get("chain")), []).append(json.dumps(body, sort_keys=True))
+                continue
+            if isinstance(body.get("elem"), list):
+                body["elem"] = sorted(body["elem"], key=lambda element: json.dumps(element, sort_keys=True))
+            objects.append(json.dumps({kind: body}, sort_keys=True))
+    return sorted(objects), rules
+
+
+_STATE = {"counter": {"packets", "bytes"}, "quota": {"used"}}
+
+
+def _without_state(value: Any, kind: str = "") -> Any:
+    """value without its handles, and a counter's or quota's values (what counting changes)."""
+    if isinstance(value, dict):
+        drop = {"handle", *_STATE.get(kind, ())}
+        return {key: _without_state(item, key) for key, item in value.items() if key not in drop}
+    if isinstance(value, list):
+        return [_without_state(item, kind) for item in value]
+    return value

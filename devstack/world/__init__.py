@@ -172,6 +172,7 @@ class World(WorldAgents, WorldProviders):
         self.stop_cluster_api()
         stop_all(self._processes)
         self._processes.clear()
+        self.remove_gateways()  # the nodes' bridges and namespaces go below
         self.stop_identity()
         self.stop_kube()
         if self._fakes is not None:

@@ -4,6 +4,13 @@ Enrollment is an admin's join token from the GraphQL API, then ``flexplane-agent
 the node's scratch root (``nodes/<zone>-<node>``), which leaves the agent's files and its systemd
 unit; the world then runs the unit's ExecStart (:meth:`WorldAgents.start_agent`), standing in for
 systemd, and restarts an agent whose service_restart_command asked for it (self-update).
+
+It runs it as systemd would, as far as namespaces go (:func:`unit_command`): on the node (in a mesh
+world, the node's network namespace) and in the host's mount namespace, or in a mount namespace of its
+own whose mounts never reach the host when the unit has a setting that makes systemd give it one
+(PrivateTmp= and the like). So the edge gateways an agent makes are where a node's would be: the host's,
+and a restart finds them. Stopping the world removes them (:meth:`WorldAgents.remove_gateways`), as a
+node's power-off would.
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ from pathlib import Path
 
 import requests
 
-from agent.service import UNIT_DIR, UNIT_NAME, exec_start
+from agent.gateway import ApplyFailed, GatewayManager
+from agent.service import UNIT_DIR, UNIT_NAME, exec_start, mount_namespacing
 from agentclient import host_identity
+from devstack.meshnet import on_node
 from devstack.processes import spawn, wait_for_line
 from devstack.world.config import AGENT_PORT, ROOT
 from devstack.world.parts import Agent, WorldParts
@@ -35,6 +44,17 @@ mutation ($zone: String!, $host: String!) {
   }
 }
 """
+
+
+def unit_command(unit: str, netns: str | None = None) -> list[str]:
+    """What systemd runs for a unit, as far as namespaces go: its ExecStart, in the node's network
+    namespace (``netns``; None: this one), and in a mount namespace of its own, a slave of the host's
+    (``unshare``), when the unit asks for file system namespacing (agent.service.MOUNT_NAMESPACING):
+    what the service mounts then stays there, as with systemd."""
+    command = exec_start(unit)
+    if mount_namespacing(unit):
+        command = ["unshare", "--mount", "--propagation", "slave", "--", *command]
+    return on_node(netns, *command) if netns is not None else command
 
 
 class WorldAgents(WorldParts):
@@ -102,13 +122,15 @@ class WorldAgents(WorldParts):
         self, zone: str, node: str, address: str, root: Path, env: dict[str, str] | None = None
     ) -> Agent:
         """A bootstrapped node's agent (its unit under root), for the world to run; not started yet."""
-        command = exec_start((root / UNIT_DIR / UNIT_NAME).read_text())
-        if self.mesh is not None:
-            command = self.mesh.wrap(zone, node, command)
+        command = unit_command((root / UNIT_DIR / UNIT_NAME).read_text(), self.node_namespace(zone, node))
         agent = Agent(zone, node, address, host_identity(zone, node), root, command, env=dict(env or {}))
         with self._agents_lock:
             self.agents[(zone, node)] = agent
         return agent
+
+    def node_namespace(self, zone: str, node: str) -> str | None:
+        """The network namespace of the node (its bridges, its agent): the mesh's; None: this one."""
+        return self.mesh.namespace(zone, node) if self.mesh is not None else None
 
     def forget_agent(self, zone: str, node: str) -> None:
         """Stop a node's agent and run it no more (a node a test added leaves)."""
@@ -188,7 +210,7 @@ class WorldAgents(WorldParts):
             "FLEXPLANE_AGENT_UPDATE_APPLY_LAUNCHER": "",
             "FLEXPLANE_AGENT_UPDATE_INTERVAL": str(self.cfg.agent_update_interval),
             # Each node keeps (and restores on start) its own edge gateways' specs.
-            "FLEXPLANE_AGENT_GATEWAY_DIR": str(agent.root / "var" / "lib" / "flexplane" / "gateways"),
+            "FLEXPLANE_AGENT_GATEWAY_DIR": str(agent.gateway_dir),
             **agent.env,
         }
 
@@ -213,6 +235,25 @@ class WorldAgents(WorldParts):
             if agent.process is not None:
                 agent.process.stop(AGENT_STOP_TIMEOUT)
 
+    def restart_agent(self, zone: str, node: str, *, wait: bool = True) -> None:
+        """``systemctl restart``: the agent stops (its calls in flight finished), then starts again."""
+        with self._agents_lock:
+            self.stop_agent(zone, node)
+            self.start_agent(zone, node, wait=wait)
+
+    def remove_gateways(self) -> None:
+        """Remove the edge gateways the nodes' agents made (their namespaces, links and kept specs): run as
+        a node runs them, they outlive their agents. The world stops its agents first, then calls this."""
+        for (zone, node), agent in list(self.agents.items()):
+            manager = GatewayManager(node, agent.gateway_dir, host=self.node_namespace(zone, node))
+            for gateway_id in manager.kept_ids():
+                try:
+                    manager.remove(gateway_id)
+                except (ApplyFailed, ValueError) as exc:
+                    print(
+                        f"devstack: the gateway {gateway_id} of {zone}/{node} stays: {exc}", file=sys.stderr
+                    )
+
     def _serve_restarts(self) -> None:
         """systemd's part in self-update: restart each agent whose service_restart_command asked.
 
@@ -226,7 +267,6 @@ class WorldAgents(WorldParts):
                 for zone, node in asked:
                     self.agents[(zone, node)].restart_request.unlink(missing_ok=True)
                     try:
-                        self.stop_agent(zone, node)
-                        self.start_agent(zone, node, wait=False)
+                        self.restart_agent(zone, node, wait=False)
                     except OSError as exc:  # as systemd would, report it and keep serving the others
                         print(f"devstack: cannot restart the agent of {zone}/{node}: {exc}", file=sys.stderr)

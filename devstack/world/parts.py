@@ -66,6 +66,13 @@ class Agent:
         """The file the agent's service_restart_command touches: the world restarts the agent."""
         return self.root / "run" / "flexplane-agent.restart"
 
+    @property
+    def gateway_dir(self) -> Path:
+        """Where the node keeps (and its agent restores on start) its edge gateways' specs."""
+        return Path(
+            self.env.get("FLEXPLANE_AGENT_GATEWAY_DIR", self.root / "var" / "lib" / "flexplane" / "gateways")
+        )
+
 
 @dataclass
 class WorldParts:
