@@ -36,7 +36,7 @@ from orchestrator.models.vdcs import Vdc
 from orchestrator.services import catalog, networks, vdcs
 from orchestrator.services.clusters import inputs, objects
 from orchestrator.services.clusters.inputs import CreateCluster
-from orchestrator.services.clusters.quota import reserved_workers, worker
+from orchestrator.services.clusters.quota import control_plane, reserved_for_clusters, worker
 from orchestrator.services.clusters.reads import acting_vdc
 from orchestrator.services.context import Context
 from orchestrator.services.vms.inputs import catalog_choice
@@ -142,9 +142,10 @@ def plan(ctx: Context, spec: CreateCluster) -> tuple[Vdc, objects.ClusterPlan]:
 
 
 def vdc_usage_now(ctx: Context, vdc: Vdc) -> Usage:
-    """What the VDC uses now for a decision (call under its lock): its VMs and its planned workers."""
+    """What the VDC uses now for a decision (call under its lock): its VMs, its planned workers and its
+    control planes."""
     zones = everything_now(ctx, vdc)
-    return usage(zones.values(), vdc) + reserved_workers(ctx, vdc, zones)
+    return usage(zones.values(), vdc) + reserved_for_clusters(ctx, vdc, zones)
 
 
 def asked(pools: Sequence[objects.PoolPlan]) -> Usage:
@@ -175,7 +176,8 @@ def take_back(
 
 
 def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
-    """Create a cluster in the request's VDC (USER of it, or ADMIN), its workers within its quota."""
+    """Create a cluster in the request's VDC (USER of it, or ADMIN), its workers and its control plane
+    within its quota (``quota.CONTROL_PLANE_REPLICA`` per replica)."""
     vdc, planned = plan(ctx, spec)
     namespace = namespace_of(vdc.id)
     source = clusterapi()
@@ -185,7 +187,8 @@ def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
             raise ValidationFailed(
                 "name", f"VDC {vdc.id} already has a Kubernetes cluster named {planned.name!r}"
             )
-        vdcs.check_quota(ctx, vdc, asked(planned.pools), current=vdc_usage_now(ctx, vdc))
+        wanted = asked(planned.pools) + control_plane(planned.control_plane_replicas)
+        vdcs.check_quota(ctx, vdc, wanted, current=vdc_usage_now(ctx, vdc))
         source.ensure_namespace(namespace, {VDC_LABEL: vdc.id})
         written: list[tuple[Resource, str]] = []
         made: list[KubeObject] = []

@@ -39,7 +39,7 @@ from orchestrator.models.networks import DEFAULT_NETWORK, Network, address_tag
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import CREATING_TAG, VirtualMachine, vdc_in
 from orchestrator.services import catalog, inventory, networks, security_groups, tasks, vdcs
-from orchestrator.services.clusters.quota import reserved_workers
+from orchestrator.services.clusters.quota import reserved_for_clusters
 from orchestrator.services.context import Context
 from orchestrator.services.locks import HeldLock
 from orchestrator.services.networks import nics
@@ -344,7 +344,7 @@ def _clone_tagged(
     tagged with its NICs' addresses before the lock is released: from then on the VM is found, counted and
     listed, and its addresses are taken. It is being created until ``finish`` takes fp-state-creating away."""
     _remove_leftovers(ctx, now, planned.vdc)
-    current = usage(now.values(), planned.vdc) + reserved_workers(ctx, planned.vdc, now, planned.name)
+    current = usage(now.values(), planned.vdc) + reserved_for_clusters(ctx, planned.vdc, now, planned.name)
     vdcs.check_quota(ctx, planned.vdc, planned.usage, current=current)
     placement = place_in_zones(planned.placement_requests, hosts, now)
     assert placement.host is not None

@@ -23,7 +23,7 @@ from orchestrator.models.vms import (
     requested_in,
 )
 from orchestrator.services import catalog, security_groups, tasks, vdcs
-from orchestrator.services.clusters.quota import reserved_workers
+from orchestrator.services.clusters.quota import reserved_for_clusters
 from orchestrator.services.context import Context
 from orchestrator.services.vms.inputs import catalog_choice
 from orchestrator.services.vms.listing import VM, locate, reread
@@ -275,7 +275,7 @@ def resize_vm(
         if change.nothing:
             return Outcome(vm, None)
         vdcs.check_quota(
-            ctx, vdc, change.delta, current=usage(now.values(), vdc) + reserved_workers(ctx, vdc, now)
+            ctx, vdc, change.delta, current=usage(now.values(), vdc) + reserved_for_clusters(ctx, vdc, now)
         )
         still_held(held, vdc)
         task: Task | None = None

@@ -28,6 +28,8 @@ from orchestrator.models.clusters import (
 from orchestrator.services import catalog, clusters, vdcs, vms
 from orchestrator.services.clusters import CreateCluster, NodePoolSpec
 from orchestrator.services.clusters.create import vdc_usage_now
+from orchestrator.services.clusters.inputs import DEFAULT_CONTROL_PLANE
+from orchestrator.services.clusters.quota import CONTROL_PLANE_REPLICA, control_plane, worker
 from orchestrator.services.vms import CreateVm
 from orchestrator.sources.kube import KubeSource
 from tests.orchestrator.services.clusters_support import (
@@ -181,6 +183,45 @@ def test_a_quota_too_small_for_the_pool_is_refused_before_anything_is_written(
     assert all(not items for items in objects_in(custom, "demo").values())
 
 
+def test_a_clusters_control_plane_counts_against_the_vdcs_quota_for_as_long_as_it_runs(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    """Its pods run on the management cluster, which every tenant shares: each replica takes
+    CONTROL_PLANE_REPLICA of the VDC's vCPUs and memory, beside the workers."""
+    ctx = alice(make_context)
+    demo = vdcs.get_vdc(ctx, "demo")
+    before = vdc_usage_now(ctx, demo)
+    pool = NodePoolSpec("w", "small", "standard", 1)
+    clusters.create_cluster(ctx, spec(ctx, "metered", node_pools=(pool,), control_plane_replicas=3))
+    small = catalog.compute_profile(ctx, "small")
+    grown = vdc_usage_now(ctx, demo) - before
+    assert (grown.vcpus, grown.memory_mib, grown.vms) == (
+        small.vcpus + 3 * CONTROL_PLANE_REPLICA.vcpus,
+        small.memory_mib + 3 * CONTROL_PLANE_REPLICA.memory_mib,
+        1,
+    )
+
+
+def test_a_control_plane_that_does_not_fit_the_vdcs_vcpus_is_refused_before_anything_is_written(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    ctx = alice(make_context)
+    demo = vdcs.get_vdc(ctx, "demo")
+    used = vdc_usage_now(ctx, demo)
+    vcpus, vms = demo.quota.vcpus - used.vcpus, demo.quota.vms - used.vms
+    # Workers (medium: 2 vCPUs, small: 1) that leave the room of exactly two replicas, within the VMs quota.
+    target = vcpus - 2 * CONTROL_PLANE_REPLICA.vcpus
+    medium = max(0, target - vms)
+    small = target - 2 * medium
+    assert small >= 1, f"VDC demo's room ({vcpus} vCPUs, {vms} VMs) is too small for the test"
+    pools: tuple[NodePoolSpec, ...] = (NodePoolSpec("s", "small", "standard", small),)
+    pools += (NodePoolSpec("m", "medium", "standard", medium),) if medium else ()
+    with pytest.raises(QuotaExceeded, match="vCPUs by 1"):
+        clusters.create_cluster(ctx, spec(ctx, "toobig", node_pools=pools, control_plane_replicas=3))
+    assert all(not items for items in objects_in(custom, "demo").values())
+    assert clusters.create_cluster(ctx, spec(ctx, "fits", node_pools=pools, control_plane_replicas=2))
+
+
 def test_a_vm_made_after_a_cluster_cannot_take_the_room_of_its_workers_but_its_own_workers_fit(
     make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
 ) -> None:
@@ -254,8 +295,16 @@ def test_concurrent_creates_never_exceed_the_quota(
     planned workers of the others counted before any VM exists."""
     ctx = alice(make_context)
     demo = vdcs.get_vdc(ctx, "demo")
-    room = demo.quota.vms - vdcs.fresh_usage(ctx, "demo").vms
+    used = vdcs.fresh_usage(ctx, "demo")
     per_create = 2
+    # Each create asks for its workers and its control plane: the quota that runs out first decides.
+    small = catalog.compute_profile(ctx, "small")
+    asks = worker(small.vcpus, small.memory_mib, 0, per_create) + control_plane(DEFAULT_CONTROL_PLANE)
+    fitting = min(
+        (getattr(demo.quota, attr) - getattr(used, attr)) // getattr(asks, attr)
+        for attr in ("vcpus", "memory_mib", "vms")
+    )
+    room = demo.quota.vms - used.vms
     network = demo_network(ctx)
 
     def attempt(n: int) -> str:
@@ -270,7 +319,7 @@ def test_concurrent_creates_never_exceed_the_quota(
     with ThreadPoolExecutor(max_workers=4) as pool:
         outcomes = list(pool.map(attempt, range(6)))
 
-    assert outcomes.count("made") == room // per_create
+    assert outcomes.count("made") == fitting
     planned = sum(md["spec"]["replicas"] for md in objects_in(custom, "demo")["MachineDeployment"])
     assert planned <= room
     assert vdc_usage_now(ctx, demo).vms <= demo.quota.vms
