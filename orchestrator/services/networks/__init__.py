@@ -59,6 +59,8 @@ __all__ = [
 
 # Applying SDN reloads the network configuration of every node of the zone.
 APPLY_TIMEOUT = 120.0
+# The share of a zone's network ids kept for the platform's own VDCs: one in this many (platform_reserve).
+PLATFORM_RESERVE_SHARE = 10
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 
 
@@ -206,15 +208,30 @@ def _vdc_sdn_zone(sdn: Sdn, zone: Zone, vdc: Vdc, vnets: Sequence[VNet]) -> str:
     return ident
 
 
-def _free_tag(zone: Zone, taken: set[int]) -> int:
-    for tag in range(zone.network_id_first, zone.network_id_last + 1):
-        if tag not in taken:
-            taken.add(tag)
-            return tag
-    raise Conflict(
-        f"zone {zone.id} has no network id left ({zone.network_id_first} to {zone.network_id_last} are "
-        "all in use): an admin can widen the zone's range"
-    )
+def platform_reserve(zone: Zone) -> int:
+    """How many of the zone's network ids (the last ones free) only the platform's own VDCs may take: a
+    tenth of its range, at least one. Every tenant shares the range; an organization's owner makes VDCs
+    within an allowance, and whatever its VDCs take, the platform keeps room for an admin's VDC."""
+    return max(1, (zone.network_id_last - zone.network_id_first + 1) // PLATFORM_RESERVE_SHARE)
+
+
+def free_tag(zone: Zone, taken: set[int], vdc: Vdc) -> int:
+    """The next network id of the zone's range nobody holds (now taken too); ``Conflict`` when none is
+    left, or, for a VDC of an organization, when only the platform's reserve is (``platform_reserve``)."""
+    free = [t for t in range(zone.network_id_first, zone.network_id_last + 1) if t not in taken]
+    if vdc.organization and len(free) <= platform_reserve(zone):
+        raise Conflict(
+            f"zone {zone.id} has {len(free)} network id(s) left, which it keeps for the platform's own "
+            f"VDCs ({platform_reserve(zone)} of {zone.network_id_first} to {zone.network_id_last}): VDC "
+            f"{vdc.id} of organization {vdc.organization} cannot take them; an admin can widen the range"
+        )
+    if not free:
+        raise Conflict(
+            f"zone {zone.id} has no network id left ({zone.network_id_first} to {zone.network_id_last} "
+            "are all in use): an admin can widen the zone's range"
+        )
+    taken.add(free[0])
+    return free[0]
 
 
 def _apply(api: ZoneApi, vdc: Vdc, doing: str) -> None:
@@ -247,7 +264,7 @@ def make(ctx: Context, zone: Zone, vdc: Vdc, plans: Sequence[NetworkPlan]) -> li
                     plan.name,
                     _random_id(VNET_PREFIX, 8 - len(VNET_PREFIX), ids),
                     sdn_zone,
-                    _free_tag(zone, tags),
+                    free_tag(zone, tags, vdc),
                     str(plan.subnet),
                     str(plan.gateway),
                     plan.dns,

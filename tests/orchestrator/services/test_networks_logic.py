@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.errors import ValidationFailed
-from orchestrator.models import Zone
+from orchestrator.errors import Conflict, ValidationFailed
+from orchestrator.models import Vdc, Zone
 from orchestrator.models.networks import (
     Network,
     address_tag,
@@ -19,6 +19,7 @@ from orchestrator.models.networks import (
     render_alias,
     reserved,
 )
+from orchestrator.services import networks
 from orchestrator.services.networks import nics
 from orchestrator.services.networks.inputs import CreateNetwork, validate
 from orchestrator.sources.proxmox import ClusterResources, VNet
@@ -212,3 +213,22 @@ def test_a_vms_resolvers_are_its_networks_in_nic_order_at_most_three() -> None:
     a = Network("d", "z", "a", "v1", "fpzd1", 1, "10.0.0.0/24", "10.0.0.1", ("1.1.1.1", "1.0.0.1"))
     b = Network("d", "z", "b", "v2", "fpzd1", 2, "10.0.1.0/24", "10.0.1.1", ("1.0.0.1", "9.9.9.9", "8.8.8.8"))
     assert nics.nameservers([a, b]) == ("1.1.1.1", "1.0.0.1", "9.9.9.9")
+
+
+# ------------------------------------------------------------------------------ the zone's network ids
+
+
+def test_an_organizations_vdc_never_takes_the_last_network_ids_of_a_zone_which_the_platform_keeps() -> None:
+    """Every tenant shares a zone's VXLAN/VLAN range: an owner's VDCs stop short of its last tenth, so an
+    admin's VDC still gets a network however many VDCs organizations made."""
+    ranged = zone(idFirst=100, idLast=119)  # 20 ids: the last 2 free are the platform's
+    owners = Vdc.from_spec({"id": "acme-web", "organization": "209462106741852052"})
+    platforms = Vdc.from_spec({"id": "ops"})
+    taken = set(range(100, 117))  # 3 left
+    assert networks.free_tag(ranged, taken, owners) == 117
+    with pytest.raises(Conflict, match="keeps for the platform's own VDCs"):
+        networks.free_tag(ranged, taken, owners)
+    assert networks.free_tag(ranged, taken, platforms) == 118
+    assert networks.free_tag(ranged, taken, platforms) == 119
+    with pytest.raises(Conflict, match="no network id left"):
+        networks.free_tag(ranged, taken, platforms)
