@@ -178,6 +178,17 @@ def test_a_vdc_without_public_ips_in_its_quota_gets_no_gateway(api: GraphQL, vdc
     assert answer == {"quota": {"publicIps": 0}, "usage": {"publicIps": 0}}
 
 
+def test_concurrent_allocations_never_take_a_vdc_past_its_public_ips_its_gateways_uplink_included(
+    api: GraphQL, world: World, vdc: Callable[..., str]
+) -> None:
+    ident = vdc(publicIps=3)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(lambda _: allocate(api, ident), range(6)))
+    assert sorted(codes(r) for r in results) == [[]] * 2 + [[(None, "QUOTA_EXCEEDED")]] * 4
+    answer = api(USAGE, user="admin", vdc=ident, variables={"id": ident}).data["vdc"]
+    assert answer == {"quota": {"publicIps": 3}, "usage": {"publicIps": 3}}
+
+
 def test_twenty_concurrent_allocations_in_two_vdcs_never_hand_out_an_address_twice(
     api: GraphQL, world: World, vdc: Callable[..., str]
 ) -> None:

@@ -140,12 +140,39 @@ def test_concurrent_creates_never_take_an_organization_past_its_allowance(api: G
     made = [n for n, a in zip(names, answers, strict=True) if a.data["createVdc"]["errors"] == []]
     refused = [e["code"] for a in answers for e in a.data["createVdc"]["errors"]]
     assert 1 <= len(made) <= 2  # 2 vCPUs each of 5: two fit, never three
-    assert set(refused) <= {"QUOTA_EXCEEDED", "CONFLICT"}
+    assert set(refused) <= {"QUOTA_EXCEEDED", "CONFLICT"}, [a.data["createVdc"]["errors"] for a in answers]
     (mine,) = api(ORGANIZATIONS, user=OWNER).data["organizations"]
     assert sorted(mine["vdcs"]) == sorted(made)
     assert mine["allotted"]["vcpus"] <= mine["quota"]["vcpus"]
     for ident in made:
         api(DELETE, user=OWNER, variables={"id": ident})
+
+
+def test_an_owners_concurrent_vdcs_hold_no_more_networks_than_the_allowance(api: GraphQL, acme: str) -> None:
+    """A zone's network ids are shared by every tenant: VDCs made at once hold a default network only
+    where their quota has room for one, so the organization holds what its allowance says and no more.
+    (A gateway's uplink address counts in publicIps likewise: tests/orchestrator/graphql/test_gateways.py.)"""
+    quota = {"vcpus": 5, "memoryMib": 8192, "diskGb": 100, "vms": 3, "networks": 2, "publicIps": 1}
+    given = api(ALLOWANCE, user="admin", variables={"o": acme, "input": {**ACME_ALLOWANCE, "quota": quota}})
+    assert payload(given, "setOrganizationAllowance")["errors"] == []
+    names = [f"acme-bare-{n}" for n in range(4)]
+    networks = dict(zip(names, (1, 1, 0, 0), strict=True))  # the allowance's 2, in all
+
+    def make(ident: str) -> Any:
+        limits = {"vcpus": 1, "memoryMib": 1024, "diskGb": 10, "vms": 0, "publicIps": 0}
+        limits["networks"] = networks[ident]
+        return api(CREATE, user=OWNER, variables={"input": vdc(ident) | {"quota": limits}})
+
+    try:
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            answers = list(pool.map(make, names))
+        assert [payload(a, "createVdc")["errors"] for a in answers] == [[]] * len(names)
+        held = [n["vdc"] for n in api("{ networks { vdc } }", user="admin").data["networks"]]
+        assert sorted(v for v in held if v in names) == ["acme-bare-0", "acme-bare-1"]
+    finally:
+        for ident in names:
+            api(DELETE, user="admin", variables={"id": ident})
+        give_acme_its_allowance(api, acme)
 
 
 def test_an_org_owner_manages_members_among_the_organizations_users_only(api: GraphQL, acme: str) -> None:
