@@ -78,8 +78,8 @@ INSTALLED_APPS = [
 TAILWIND_APP_NAME = "portal.theme"
 
 MIDDLEWARE = [
-    # Counts and times every request (orchestrator.metrics): first, so the others' time counts too.
-    "orchestrator.metrics.MetricsMiddleware",
+    # Counts and times every request (orchestrator.metrics_http): first, so the others' time counts too.
+    "orchestrator.metrics_http.MetricsMiddleware",
     # Each request's id, for its log lines, its audit record and its INTERNAL errors (flexplane.logs).
     "flexplane.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -286,7 +286,7 @@ FLEXPLANE_CONSOLE_MAX_PER_USER = env_count("CONSOLE_MAX_PER_USER", 4)
 FLEXPLANE_CONSOLE_IDLE_TIMEOUT = env_float("CONSOLE_IDLE_TIMEOUT", 900.0)
 FLEXPLANE_CONSOLE_TICKET_TTL = env_float("CONSOLE_TICKET_TTL", 30.0)
 
-# /metrics (orchestrator.metrics): with a port set, it answers only on that port (give daphne a second
+# /metrics (orchestrator.metrics_http): with a port set, it answers only on that port (give daphne a second
 # endpoint on it, which the ingress does not route to), and that port answers nothing else; unset, on
 # the app's own port.
 FLEXPLANE_METRICS_PORT: int | None = int(env("METRICS_PORT", "0")) or None
