@@ -22,6 +22,10 @@ from django.db import models
 
 from orchestrator.models.catalog import MAX_CATALOG_NAME_LENGTH, Input, Kind
 
+# The kinds' and objects' shapes are the Kubernetes source's; the Cluster API label is re-exported with ours.
+from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL as CLUSTER_NAME_LABEL
+from orchestrator.sources.kube_objects import KubeObject, Resource
+
 # ----------------------------------------------------------------------------------- Cluster API
 
 CAPI_GROUP = "cluster.x-k8s.io"
@@ -30,20 +34,6 @@ INFRASTRUCTURE_GROUP = "infrastructure.flexplane.io"
 CONTROL_PLANE_GROUP = "controlplane.flexplane.io"
 CAPI_VERSION = "v1beta2"
 OUR_VERSION = "v1alpha1"
-
-
-@dataclass(frozen=True)
-class Resource:
-    """A kind of the management cluster: its group, version, plural and kind."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
 
 
 CLUSTER = Resource(CAPI_GROUP, CAPI_VERSION, "clusters", "Cluster")
@@ -65,7 +55,6 @@ LISTED = (CLUSTER, FLEX_CONTROL_PLANE, PROXMOX_CLUSTER, MACHINE_DEPLOYMENT, PROX
 WRITTEN = (*LISTED, KUBEADM_CONFIG_TEMPLATE)
 
 VDC_LABEL = "flexplane.io/vdc"
-CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
 DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
 NODE_POOL_LABEL = "flexplane.io/node-pool"
 NAMESPACE_PREFIX = "vdc-"
@@ -154,28 +143,6 @@ class KubernetesVersion(models.Model):
 
 
 # ------------------------------------------------------------------------------ the objects
-
-
-@dataclass(frozen=True)
-class KubeObject:
-    """One object of the management cluster as the source reads it: its metadata, spec and status."""
-
-    kind: str
-    name: str
-    namespace: str
-    labels: Mapping[str, str]
-    spec: Mapping[str, Any]
-    status: Mapping[str, Any]
-    uid: str = ""
-    resource_version: str = ""
-    created: datetime.datetime | None = None
-    deleting: bool = False
-    owners: tuple[tuple[str, str], ...] = ()  # (kind, name) of its ownerReferences
-    generation: int = 0  # metadata.generation (0: not known)
-
-    @property
-    def cluster(self) -> str:
-        return self.labels.get(CLUSTER_NAME_LABEL, "")
 
 
 def _get(data: Mapping[str, Any] | None, *path: str) -> Any:

@@ -19,10 +19,9 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from orchestrator.errors import Conflict, NotFound
-from orchestrator.models.clusters import KubeObject, Resource
 from orchestrator.sources import kube as kube_source
 from orchestrator.sources.kube import LIST_PAGE_SIZE
-from orchestrator.sources.kube_objects import SecretEntry
+from orchestrator.sources.kube_objects import KubeObject, Resource, SecretEntry
 
 
 def _time(value: Any) -> datetime.datetime | None:

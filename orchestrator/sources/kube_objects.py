@@ -135,3 +135,45 @@ def secret_body(
         ),
         data={key: base64.b64encode(value).decode("ascii") for key, value in data.items()},
     )
+
+
+# ------------------------------------------------------------------------- any kind, Cluster API's too
+
+# Cluster API's label naming the cluster an object belongs to.
+CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A kind of the management cluster: its group, version, plural and kind."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    """One object of the management cluster as the source reads it: its metadata, spec and status."""
+
+    kind: str
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    spec: Mapping[str, Any]
+    status: Mapping[str, Any]
+    uid: str = ""
+    resource_version: str = ""
+    created: datetime.datetime | None = None
+    deleting: bool = False
+    owners: tuple[tuple[str, str], ...] = ()  # (kind, name) of its ownerReferences
+    generation: int = 0  # metadata.generation (0: not known)
+
+    @property
+    def cluster(self) -> str:
+        return self.labels.get(CLUSTER_NAME_LABEL, "")
