@@ -1,6 +1,6 @@
 """The portal's user: the person the identity provider vouched for, kept in the signed session only.
 
-There is no database (ARCHITECTURE.md, "the stateless rule"): the user is built from the ID token's
+There is no database (docs/architecture.md, "Where state lives"): the user is built from the ID token's
 claims and the userinfo answer at login, written into the signed cookie session, and rebuilt from
 it on every request. The model is unmanaged and never saved; it exists because Django's
 ``auth.login()`` needs a model instance with a primary key to record in the session.

@@ -8,7 +8,7 @@ no more than the limit), and validated once against the schema and the limits of
 What parsing and validating give depends only on the document's text, the schema and those limits, never
 on who sends it or on any state, so a small LRU of recent documents is shared by the process's requests:
 clients send the same few documents over and over (the portal's, a script's), and a repeated one skips
-both steps. It holds syntax trees and errors, no domain object (ARCHITECTURE.md's stateless rule), and two
+both steps. It holds syntax trees and errors, no domain object (docs/architecture.md: state), and two
 replicas answer alike. Documents longer than ``CACHED_LENGTH`` characters are prepared for their request
 alone, so the cache's memory stays bounded whatever clients send.
 """

@@ -1,6 +1,6 @@
 """What the VM pages let a user do, and the GraphQL mutation behind each action.
 
-Everything the portal can do, the API can do (ARCHITECTURE.md): each action here calls the same
+Everything the portal can do, the API can do (docs/architecture.md): each action here calls the same
 service function as its mutation's resolver, and :data:`MUTATIONS` names that mutation so that a
 test can check the schema still offers it. A destructive action asks for a confirmation first.
 """
