@@ -5,6 +5,8 @@ pseudo-random bytes, the same on every run) and a few routes that make faults ea
 
     /images/<name>          the file
     /slow/<name>            the file in small pieces, with a pause between them
+    /held/<name>            half the file, then the rest once ``release(name)`` is called (or after
+                            HOLD_LIMIT seconds): a download that stays under way as long as a test needs
     /truncated/<name>       half the file, then the connection closes (Content-Length says all of it)
     /redirect?to=<url>      302 to url
 
@@ -34,6 +36,9 @@ DEFAULT_IMAGES = ("debian-12.qcow2", "ubuntu-24.04.qcow2")
 # qcow2's header starts with its magic and version (3): enough for an importer to tell the format.
 QCOW2_MAGIC = b"QFI\xfb\x00\x00\x00\x03"
 SLOW_PIECES = 16
+# A held download goes on by itself after this long: below an agent's 60 s read timeout, so that it never
+# fails for being held, and a test that forgot to release it does not hold the server's thread for good.
+HOLD_LIMIT = 45.0
 
 
 def fake_image(name: str, size: int = DEFAULT_IMAGE_BYTES) -> bytes:
@@ -60,6 +65,7 @@ class ImageServer:
             dict(images) if images is not None else {name: fake_image(name) for name in DEFAULT_IMAGES}
         )
         self._hits: Counter[str] = Counter()
+        self._gates: dict[str, threading.Event] = {}
         self._requests: list[str] = []
         self._lock = threading.Lock()
         self._server: _QuietServer | None = None
@@ -125,6 +131,22 @@ class ImageServer:
     def slow_url(self, name: str) -> str:
         return f"{self.base_url}/slow/{urllib.parse.quote(name)}"
 
+    def held_url(self, name: str) -> str:
+        """Where name is served half, then held until ``release(name)``: each download of it waits."""
+        with self._lock:
+            self._gates.setdefault(name, threading.Event())
+        return f"{self.base_url}/held/{urllib.parse.quote(name)}"
+
+    def release(self, name: str) -> None:
+        """Let the held downloads of name (those waiting, and any later one) send the rest."""
+        with self._lock:
+            gate = self._gates.setdefault(name, threading.Event())
+        gate.set()
+
+    def _gate(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
+
     def truncated_url(self, name: str) -> str:
         return f"{self.base_url}/truncated/{urllib.parse.quote(name)}"
 
@@ -188,7 +210,7 @@ def _handler(owner: ImageServer) -> type[http.server.BaseHTTPRequestHandler]:
                 target = urllib.parse.parse_qs(parts.query).get("to", [""])[0]
                 self._answer(302, b"", {"Location": target} if target else {})
                 return
-            data = owner._images.get(name) if route in ("images", "slow", "truncated") else None
+            data = owner._images.get(name) if route in ("images", "slow", "held", "truncated") else None
             owner._record(self.path, name if data is not None else None)
             if data is None:
                 self._answer(404, b"not found\n", {"Content-Type": "text/plain"})
@@ -205,6 +227,11 @@ def _handler(owner: ImageServer) -> type[http.server.BaseHTTPRequestHandler]:
                     self.wfile.write(data[start : start + piece])
                     self.wfile.flush()
                     time.sleep(owner.slow_pause)
+            elif route == "held":
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                owner._gate(name).wait(HOLD_LIMIT)
+                self.wfile.write(data[len(data) // 2 :])
             else:  # truncated: half of what Content-Length promised, then close
                 self.wfile.write(data[: len(data) // 2])
                 self.wfile.flush()

@@ -82,6 +82,16 @@ class Unavailable(FlexPlaneError):
         self.where = where
 
 
+class ImagePreparing(Unavailable):
+    """The image's template is not on the host yet: its agent is downloading or importing it, and goes on
+    whether anyone waits or not. Nothing was made: ask again once it is ready (``retry_after`` seconds,
+    an estimate from the download's rate; None when it cannot tell)."""
+
+    def __init__(self, where: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(where, message)
+        self.retry_after = retry_after
+
+
 class UpstreamFailure(FlexPlaneError):
     """Proxmox or the management cluster refused; the message is theirs."""
 

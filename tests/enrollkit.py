@@ -187,6 +187,10 @@ class Node:
             self.world.forget_agent(self.zone, self.name)
 
 
+def _drop_guests_of(pve: Any, node: str) -> None:
+    pve.vms[:] = [vm for vm in pve.vms if vm.node != node]
+
+
 @contextlib.contextmanager
 def added_node(world: World, zone: str, name: str, address: str) -> Iterator[Node]:
     """A node joins the fake zone for the test, and leaves everything as it was afterwards."""
@@ -198,5 +202,7 @@ def added_node(world: World, zone: str, name: str, address: str) -> Iterator[Nod
     finally:
         node.stop_agent()
         remove_host(world, zone, name)
+        # What its agent made there (the offered images' templates, cached as it joined) goes with it.
+        world.fakes.on_loop(_drop_guests_of, pve, name)
         world.fakes.on_loop(pve.nodes.pop, name, None)
         world.fakes.on_loop(pve.apitokens.pop, f"flexplane@pve!agent-{name}", None)

@@ -10,8 +10,9 @@ Every node joins as on a real platform: an admin's join token from the GraphQL A
 which sets up the node's Proxmox API token through the fake's API, gets the agent's certificate
 from the orchestrator's enrollment endpoint, installs the release channel's agent release, writes
 the agent's files and its systemd unit; the world then runs the unit's ExecStart, standing in for
-systemd. Enrollment adds the hosts to the catalog. Only the orchestrator's own client certificate
-is issued by hand, from the same CA.
+systemd. Enrollment adds the hosts to the catalog, and the world is ready once each node has cached the
+images the seeded VDCs offer in its zone (the orchestrator asks its agent as it joins). Only the
+orchestrator's own client certificate is issued by hand, from the same CA.
 
 Self-update works as on a node. At start the world signs a release of this checkout
 (``flexplane-agent release build``, version ``agent.__version__``, with a release key of its

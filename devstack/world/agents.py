@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import requests
 
 from agent.gateway import ApplyFailed, GatewayManager
 from agent.service import UNIT_DIR, UNIT_NAME, exec_start, mount_namespacing
 from agentclient import host_identity
+from devstack import seed
 from devstack.meshnet import on_node
 from devstack.processes import spawn, wait_for_line
 from devstack.world.config import AGENT_PORT, ROOT
@@ -36,6 +39,8 @@ RESTART_POLL = 0.2
 # gives the unit 90 s (its default TimeoutStopSec); the agent itself stops within its shutdown grace and
 # cleanup, a few seconds. Killing it at its own grace (as after the default 5 s) cut calls it was finishing.
 AGENT_STOP_TIMEOUT = 30.0
+# How long the nodes get to cache the offered images once they have joined (downloads from loopback).
+IMAGE_CACHE_WAIT = 120.0
 JOIN_TOKEN_MUTATION = """
 mutation ($zone: String!, $host: String!) {
   createHostJoinToken(zone: $zone, host: $host) {
@@ -74,6 +79,41 @@ class WorldAgents(WorldParts):
         for agent in self.agents.values():
             assert agent.process is not None
             wait_for_line(agent.process, "flexplane-agent listening", 30)
+        self.await_images_cached(zones)
+
+    def await_images_cached(
+        self, zones: dict[str, dict[str, str]], timeout: float = IMAGE_CACHE_WAIT
+    ) -> None:
+        """Wait until every node holds the templates of the images the seeded VDCs offer in its zone, as
+        the orchestrator has each node's agent cache them when the node joins: the world is ready when a
+        platform's nodes would be, and no create of the tests finds a download under way."""
+        offered = {
+            (zone, image)
+            for vdc in seed.VDCS
+            for zone in vdc["zones"]
+            if zone in zones
+            for image in vdc["images"]
+        }
+        wanted = {(zone, node, f"fp-tpl-{image}") for zone, image in offered for node in zones[zone]}
+
+        def templates(pve: Any) -> list[tuple[str, str]]:
+            return [(vm.node, vm.name) for vm in pve.vms if vm.template and vm.name.startswith("fp-tpl-")]
+
+        def ready() -> set[tuple[str, str, str]]:
+            return {
+                (zone, node, name)
+                for zone in zones
+                for node, name in self.fakes.on_loop(templates, self.fakes[zone].pve)
+            }
+
+        deadline = time.monotonic() + timeout
+        while missing := wanted - ready():
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the nodes did not cache the offered images within {timeout:g} s of joining: missing "
+                    + ", ".join(f"{z}/{n} {t}" for z, n, t in sorted(missing))
+                )
+            time.sleep(0.1)
 
     def enroll(self, zone: str, node: str, address: str, *, orchestrator_url: str | None = None) -> Agent:
         """Enroll a node of a fake zone and start its agent (see :meth:`bootstrap_node`)."""

@@ -4,7 +4,9 @@
 Reading needs USER or ADMIN; every mutation needs ADMIN (a caller without it gets a top-level
 FORBIDDEN error). A mutation's expected failures are data: ``errors { field message code }``.
 A create may allow the new offering in VDCs (``allowInVdcs``); a delete removes it from the VDCs
-that allowed it and names them (``removedFromVdcs``): the service decides both.
+that allowed it and names them (``removedFromVdcs``): the service decides both. Publishing an image
+(``createImage``, ``updateImage`` of its URL or checksum) starts caching it on the hosts of the zones
+that offer it and says where it started (``caching``: ``services.image_cache``).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from orchestrator.models import ComputeProfile as ComputeProfileModel
 from orchestrator.models import Image as ImageModel
 from orchestrator.models import StorageProfile as StorageProfileModel
 from orchestrator.models.catalog import COMPUTE_PROFILE_INPUTS, IMAGE_INPUTS, STORAGE_PROFILE_INPUTS
-from orchestrator.services import catalog
+from orchestrator.services import catalog, image_cache
 from orchestrator.services.catalog import Withdrawn
+from orchestrator.services.image_cache import CacheStart, Published
 
 CatalogErrorCode = error_code_enum("CatalogErrorCode")
 CatalogError = error_type("CatalogError", CatalogErrorCode)
@@ -83,6 +86,22 @@ class Image(graphene.ObjectType):
     default_user = graphene.String(required=True, description="The login user cloud-init sets up.")
     min_disk_gb = graphene.Int(required=True, description="The smallest disk it fits on, GiB.")
     description = graphene.String(required=True)
+
+
+class ImageCaching(graphene.ObjectType):
+    """An image's caching on one host: its agent asked to make the image's template ready on a storage
+    (it downloads and imports it in the background; the hosts' imageCache shows when it is there)."""
+
+    host = graphene.ID(required=True, description="<zone>/<name> of the host.")
+    storage = graphene.String(required=True, description="The Proxmox storage the template goes to.")
+    started = graphene.Boolean(
+        required=True, description="Whether the host's agent took it on (false: no answer, or refused)."
+    )
+    message = graphene.String(description="Why it did not start; null when it did.")
+
+    @staticmethod
+    def resolve_message(start: CacheStart, info: graphene.ResolveInfo) -> str | None:
+        return start.problem
 
 
 # ----------------------------------------------------------------------------------------- inputs
@@ -220,10 +239,37 @@ class DeleteStorageProfile(Withdraw):
     storage_profile = graphene.Field(StorageProfile, description="The profile as it was.")
 
 
-class CreateImage(ServiceMutation):
+class Publish(ServiceMutation):
+    """A write of an image: the image, and its caching started on the hosts."""
+
     class Meta:
-        role, service, result, error = ADMIN, catalog.create_image, "image", CatalogError
-        description = "Add an image."
+        abstract = True
+
+    caching = graphene.List(
+        graphene.NonNull(ImageCaching),
+        required=True,
+        description="Where caching the image started, per host and storage: every host of the zones where a "
+        "VDC offers the image, each storage its zone's storage profiles name (empty when nothing was to "
+        "cache: no VDC offers it, or its URL and checksum did not change). A host that did not answer is "
+        "named with why; its next create of the image starts it.",
+    )
+
+    @classmethod
+    def answer(cls, result: Published) -> dict[str, Any]:
+        return {"image": result.image, "caching": result.caching}
+
+    @classmethod
+    def failed(cls, exc: Exception) -> dict[str, Any]:
+        return {"caching": []}
+
+
+class CreateImage(Publish):
+    class Meta:
+        role, service, result, error = ADMIN, image_cache.create_image, "image", CatalogError
+        description = (
+            "Add an image, and start caching it on the hosts of the zones of the VDCs it is offered in (see "
+            "caching): each host's agent downloads it and keeps it as a template, in the background."
+        )
 
     class Arguments:
         input = ImageInput(required=True)
@@ -231,10 +277,13 @@ class CreateImage(ServiceMutation):
     image = graphene.Field(Image)
 
 
-class UpdateImage(ServiceMutation):
+class UpdateImage(Publish):
     class Meta:
-        role, service, result, error = ADMIN, catalog.update_image, "image", CatalogError
-        description = "Change an image."
+        role, service, result, error = ADMIN, image_cache.update_image, "image", CatalogError
+        description = (
+            "Change an image; a new source URL or checksum starts caching it on the hosts where it is "
+            "offered that lack it (see caching)."
+        )
 
     class Arguments:
         name = graphene.String(required=True)

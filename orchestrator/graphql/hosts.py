@@ -1,5 +1,5 @@
 """Hosts: the Proxmox nodes of each zone, their life (add, change, cordon, drain, remove), and what
-the admin sees of each (agent and Proxmox versions, certificate, usage, drain).
+the admin sees of each (agent and Proxmox versions, certificate, usage, drain, the images it has cached).
 
 Reading hosts needs USER or ADMIN (what the agent and Proxmox say of a host: ADMIN only); every
 mutation needs ADMIN. A mutation's expected failures are data: ``errors { field message code }``.
@@ -20,9 +20,11 @@ from orchestrator.graphql.inputs import input_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Host as HostModel
 from orchestrator.models.catalog import HOST_INPUTS
-from orchestrator.services import catalog, hosts, inventory, mesh
+from orchestrator.services import catalog, hosts, image_cache, inventory, mesh
 from orchestrator.services.hosts import AgentReport, DrainVm, HostDetails
 from orchestrator.services.hosts import HostDrain as HostDrainModel
+from orchestrator.services.image_cache import HostImage as HostImageModel
+from orchestrator.services.image_cache import host_images
 from orchestrator.services.inventory import HostStatus
 
 HostErrorCode = error_code_enum("HostErrorCode")
@@ -218,6 +220,33 @@ class HostDrain(graphene.ObjectType):
         return [(drain, vm) for vm in drain.vms]
 
 
+class HostImageState(graphene.Enum):
+    """Whether a host holds an image's template, from which its VMs are cloned."""
+
+    CACHED = image_cache.CACHED
+    IMPORTING = image_cache.IMPORTING
+    MISSING = image_cache.MISSING
+    UNKNOWN = image_cache.UNKNOWN
+
+    @property
+    def description(self) -> str:
+        return {
+            "CACHED": "Its template is ready: a VM is cloned from it without a download.",
+            "IMPORTING": "The host's agent is importing it into Proxmox.",
+            "MISSING": "Not there: being downloaded, failed, or not asked for yet (the host's next create of "
+            "it, or publishing the image again, starts it).",
+            "UNKNOWN": "The host's zone did not answer.",
+        }[self.name]
+
+
+class HostImage(graphene.ObjectType):
+    """An image a VDC offers in the host's zone, on one storage its zone's storage profiles name."""
+
+    image = graphene.String(required=True)
+    storage = graphene.String(required=True, description="The Proxmox storage of the template.")
+    state = graphene.Field(HostImageState, required=True)
+
+
 def _host_status(info: graphene.ResolveInfo, root: HostStatus | HostModel) -> HostStatus:
     if isinstance(root, HostStatus):
         return root
@@ -313,6 +342,12 @@ class Host(graphene.ObjectType):
     mesh_last_handshake = graphene.DateTime(
         description=f"When the mesh's hub last shook hands with the node (null: never). {_ADMIN_FIELD}."
     )
+    image_cache = graphene.List(
+        graphene.NonNull(HostImage),
+        description="Every image a VDC offers in the host's zone, on every storage of the zone, and whether "
+        "the host has it cached (its template), from one read of each zone's Proxmox whatever the number of "
+        f"hosts and images. {_ADMIN_FIELD}.",
+    )
 
     @staticmethod
     def resolve_id(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str:
@@ -377,6 +412,16 @@ class Host(graphene.ObjectType):
 
     @staticmethod
     @domain_errors
+    def resolve_image_cache(
+        root: HostStatus | HostModel, info: graphene.ResolveInfo
+    ) -> list[HostImageModel] | None:
+        ctx = flexplane(info)
+        if not ctx.principal.is_admin:
+            return None
+        return host_images(ctx).get(_host(root).key, [])
+
+    @staticmethod
+    @domain_errors
     def resolve_drain(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> HostDrainModel | None:
         details = _details(info, root)
         return details.drain if details else None
@@ -396,7 +441,7 @@ HostUpdateInput = input_type("HostUpdateInput", HOST_INPUTS, update=True)
 
 class CreateHost(ServiceMutation):
     class Meta:
-        role, service, result, error = ADMIN, catalog.create_host, "host", HostError
+        role, service, result, error = ADMIN, hosts.add_host, "host", HostError
         renames = {"host": "node"}
         description = "Add a host (a Proxmox node running the agent) to a zone."
 

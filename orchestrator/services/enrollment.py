@@ -4,7 +4,8 @@
 An ADMIN creates a join token for a zone and a host name. The node's bootstrap sends it, once,
 with a certificate signing request and the address the orchestrator will dial; it receives a
 certificate naming the host (``<node>.<zone>.agents.flexplane`` and that address), the CA bundle
-and its settings, and the host enters the catalog. Later the agent renews its certificate
+and its settings, and the host enters the catalog; the images its zone offers are cached on it as soon
+as its agent answers (``services.image_cache``). Later the agent renews its certificate
 itself, signing the request with its current key (see ``agentclient.enrollment``).
 
 The settings of a join carry self-update too: the release channel's URL and the platform's
@@ -57,7 +58,7 @@ from orchestrator.errors import (
 )
 from orchestrator.models import Host
 from orchestrator.models.zones import host_ident
-from orchestrator.services import access, mesh, releases
+from orchestrator.services import access, image_cache, mesh, releases
 from orchestrator.services.catalog import HOST, MAX_NAME_LENGTH, ZONE, ZONE_LABEL, is_slug
 from orchestrator.services.context import Context
 from orchestrator.services.platform_ca import (
@@ -426,6 +427,7 @@ def join(token: Any, csr_pem: Any, endpoint: Any, origin: str, mesh_key: Any = N
         ips = [ipaddress.ip_address(peer.address), ip]
         mesh_settings = {"mesh": hub.settings(peer)}
     _put_host(zone, node, address)
+    image_cache.cache_on_new_host(zone, node)  # once its agent, started after this answer, answers
     certificate = sign(ca, csr, identity, ips)
     node_settings = {**_settings(zone, node, address, origin), **updates, **mesh_settings}
     return Issued(certificate, ca.bundle, node_settings)

@@ -19,7 +19,15 @@ from orchestrator.models.vdcs import POOL_PREFIX
 from orchestrator.models.vms import vdc_in
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
-from orchestrator.sources.proxmox import ClusterResources, Guest, NodeResource, ZoneApi, ZoneTargets, proxmox
+from orchestrator.sources.proxmox import (
+    ClusterResources,
+    Guest,
+    ImageTemplate,
+    NodeResource,
+    ZoneApi,
+    ZoneTargets,
+    proxmox,
+)
 
 
 def zone_api(ctx: Context, zone: str) -> ZoneApi:
@@ -98,6 +106,22 @@ def zone_nodes(ctx: Context) -> dict[str, dict[str, NodeResource]]:
         return {zone: {n.node: n for n in resources.nodes} for zone, resources in fan.results.items()}
 
     return ctx.memoize(("inventory", "nodes"), read)
+
+
+def zone_templates(ctx: Context) -> dict[str, tuple[ImageTemplate, ...]]:
+    """Per zone that answered, the images' templates on its nodes (ready, or being imported):
+    ``/cluster/resources?type=vm`` of every zone, in parallel (one call per zone, whatever the number of
+    hosts and images); the fleet-wide read's guests when the request has made it already."""
+
+    def read() -> dict[str, tuple[ImageTemplate, ...]]:
+        full = ctx.memoized(_RESOURCES)
+        if isinstance(full, ZoneResources):
+            return {zone: resources.image_templates() for zone, resources in full.resources.items()}
+        fan = proxmox().cluster_resources(catalog.zone_targets(ctx), kind="vm")
+        ctx.report_unavailable(list(fan.failures.values()))
+        return {zone: resources.image_templates() for zone, resources in fan.results.items()}
+
+    return ctx.memoize(("inventory", "templates"), read)
 
 
 # A read that may see at most this many VDCs reads their pools (one call per VDC and zone); one that may

@@ -16,9 +16,19 @@ Among candidates the one with the most free capacity wins: the share of its tigh
 free once the VM is placed. Hosts within ``SPREAD_BAND`` of each other count as equally free, and the one
 with the fewest VMs of the VDC wins among them, so that one VDC's VMs spread across hosts.
 
+Before all that, a host that has the VM's image cached (its template on the VM's storage, ready, as the
+zone's ``/cluster/resources`` lists it) wins over one that does not, however much freer that one is: a
+create on a host without it cannot clone before the image's download and import end, and is refused
+until then (``services.vms.create``), so the room elsewhere would be a refusal now. The hosts without it
+are chosen among, as above, only when no host that fits has it; the reasons say which it was. Images are
+cached ahead on every host of the zones that offer them, as they are offered and as hosts join
+(``services.image_cache``), so the preference only decides while a download is under way or a host could
+not take one.
+
 A create that names no zone is placed across the zones its VDC may use (``place_in_zones``): each zone's
-best host, as above, and the zone whose best host stays the most free wins, by the same rule (within the
-band, the zone with the fewest VMs of the VDC). A zone that did not answer is skipped, and said so.
+best host, as above, and the zone whose best host stays the most free wins, by the same rule (a zone
+whose best host has the image cached first; within the band, the zone with the fewest VMs of the VDC).
+A zone that did not answer is skipped, and said so.
 """
 
 from __future__ import annotations
@@ -65,6 +75,8 @@ class PlacementRequest:
     storage: str
     # Other storages the VM's disks are on (a migration's): the host needs them too, room is not counted.
     other_storages: tuple[str, ...] = ()
+    # The image a new VM is cloned from: hosts holding its template on ``storage`` come first.
+    image: str | None = None
 
     def describe(self) -> str:
         vcpus = _count(self.vcpus, "vCPU")
@@ -240,6 +252,8 @@ class _Decision:
     placement: Placement
     room: HostRoom
     share: float
+    # Whether the chosen host has the request's image cached (False too when the request names none).
+    cached: bool
 
 
 def _decide(
@@ -261,27 +275,46 @@ def _decide(
         placement = Placement(zone=request.zone, host=None, rejected=_ordered(rejected))
         raise NoCapacity(_no_capacity_message(request, placement, bool(zone_hosts)), placement)
 
-    best_share = max(share for _, share, _ in fitting)
+    cached = resources.nodes_with_template(request.image, request.storage) if request.image else frozenset()
+    # Hosts that have the image cached come first; the others only when none that fits has it.
+    holding = [item for item in fitting if item[0].node in cached]
+    pool = holding or fitting
+    best_share = max(share for _, share, _ in pool)
     # Equally free (within the band of the best): fewest VMs of the VDC, then the most free, then by name.
-    contenders = [item for item in fitting if best_share - item[1] < SPREAD_BAND]
+    contenders = [item for item in pool if best_share - item[1] < SPREAD_BAND]
     contenders.sort(key=lambda item: (item[0].vdc_vms, -item[1], item[0].node))
     chosen, chosen_share, tightest = contenders[0]
+    has_image = chosen.node in cached
 
+    among = f" of the hosts that have image {request.image} cached" if len(pool) < len(fitting) else ""
     reasons = [
         f"online, not cordoned, and storage {request.storage} is available on it",
         f"room for {request.describe()}: {_num(chosen.memory_free_mib())} MiB of memory, "
         f"{_count(chosen.cpu_free(), 'vCPU')} and {_num(chosen.disk_free_gb)} GiB of disk free",
-        f"the most free capacity: {_percent(chosen_share)} of its tightest resource ({tightest}) stays free",
+        f"the most free capacity{among}: {_percent(chosen_share)} of its tightest resource ({tightest}) "
+        "stays free",
     ]
     if len(contenders) > 1:
         reasons.append(
             f"among hosts within {_percent(SPREAD_BAND)} of the most free, it has the fewest VMs of VDC "
             f"{request.vdc} ({chosen.vdc_vms})"
         )
+    if request.image and has_image:
+        reasons.append(
+            f"has image {request.image} cached: its template is ready on storage {request.storage} here, "
+            "so the VM is cloned without a download"
+        )
+    elif request.image:
+        reasons.append(
+            f"would download image {request.image} first: no host that fits has its template on storage "
+            f"{request.storage} yet"
+        )
     for room, share, _ in fitting:
         if room is chosen:
             continue
-        if best_share - share >= SPREAD_BAND:
+        if has_image and room.node not in cached:
+            why = f"fits, but would download image {request.image} first; {chosen.node} has it cached"
+        elif best_share - share >= SPREAD_BAND:
             why = (
                 f"fits, but less free capacity: {_percent(share)} would stay free, against "
                 f"{_percent(chosen_share)} on {chosen.node}"
@@ -298,7 +331,7 @@ def _decide(
             )
         rejected.append(Rejection(room.node, why))
     placement = Placement(zone=request.zone, host=chosen.node, reasons=reasons, rejected=_ordered(rejected))
-    return _Decision(placement, chosen, chosen_share)
+    return _Decision(placement, chosen, chosen_share, has_image)
 
 
 def place_in_zones(
@@ -346,13 +379,18 @@ def place_in_zones(
         details = "; ".join([*(exc.message for _, exc in full), *skipped])
         raise NoCapacity(f"no zone of {considered} has a host with room: {details}", placement)
 
-    best_share = max(d.share for _, d, _ in decided)
-    contenders = [item for item in decided if best_share - item[1].share < SPREAD_BAND]
+    # Zones whose best host has the image cached come first, as hosts do within a zone.
+    holding = [item for item in decided if item[1].cached]
+    pool = holding or decided
+    best_share = max(d.share for _, d, _ in pool)
+    contenders = [item for item in pool if best_share - item[1].share < SPREAD_BAND]
     contenders.sort(key=lambda item: (item[2], -item[1].share, item[0]))
     zone, chosen, chosen_vms = contenders[0]
     where = f"{zone}/{chosen.room.node}"
+    image = requests[zone].image
+    cached = f"has image {image} cached and " if len(pool) < len(decided) else ""
     reasons = [
-        f"zone {zone}, of the zones {considered}: its best host keeps the most free capacity "
+        f"zone {zone}, of the zones {considered}: its best host {cached}keeps the most free capacity "
         f"({_percent(chosen.share)} of its tightest resource)"
     ]
     if len(contenders) > 1:
@@ -364,7 +402,12 @@ def place_in_zones(
         if other == zone:
             continue
         host = f"{other}/{decision.room.node}"
-        if best_share - decision.share >= SPREAD_BAND:
+        if chosen.cached and not decision.cached:
+            reasons.append(
+                f"zone {other}: its best host {host} fits, but would download image {image} first; "
+                f"{where} has it cached"
+            )
+        elif best_share - decision.share >= SPREAD_BAND:
             reasons.append(
                 f"zone {other}: its best host {host} fits, but less free capacity: "
                 f"{_percent(decision.share)} would stay free, against {_percent(chosen.share)} on {where}"

@@ -13,7 +13,8 @@ the VDCs of the organizations they own, within each one's allowance (``services.
 sees the VDCs they are a member of. Any other VDC is reported exactly as one that does not exist.
 
 Writes to a VDC hold its lock (``services.locks.vdc_lock``), as VM creates do: a VDC is not
-deleted, nor a zone taken from it, while a create in it checks its quota.
+deleted, nor a zone taken from it, while a create in it checks its quota. A VDC that offers images in
+zones it did not before has them cached on those zones' hosts (``services.image_cache``), after its lock.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from orchestrator.models.vdcs import (
     MAX_SNAPSHOTS_PER_VM,
 )
 from orchestrator.models.vms import vdc_in
-from orchestrator.services import access, catalog, inventory, locks, networks, organizations
+from orchestrator.services import access, catalog, image_cache, inventory, locks, networks, organizations
 from orchestrator.services.access_admin import roles
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import kube
@@ -489,6 +490,7 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
             raise
         # Unavailable: the ConfigMap may have been stored; its pools stay (a retry finds them).
     catalog.remember(ctx, entry)
+    image_cache.vdc_changed(ctx, None, vdc)  # its images on its zones' hosts, ahead of its first creates
     return vdc
 
 
@@ -549,6 +551,7 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
         catalog.remember(ctx, stored)
         _remove_zone_networks(ctx, before, removed)
         _remove_pools(ctx, vdc.pool, removed)
+    image_cache.vdc_changed(ctx, before, vdc)  # images it offers in zones it did not before
     return vdc
 
 

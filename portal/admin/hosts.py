@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpRespons
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from orchestrator.services import catalog, enrollment, hosts, mesh, releases
+from orchestrator.services import catalog, enrollment, hosts, image_cache, mesh, releases
 from orchestrator.services.context import Context
 from portal.activity import trail as activity
 from portal.admin.actions import action
@@ -57,6 +57,12 @@ class DrainCell:
         )
 
 
+def _labelled(images: list[image_cache.HostImage]) -> list[tuple[image_cache.HostImage, str]]:
+    """A host's images with their labels: the image's name, and its storage where the zone has several."""
+    several = len({i.storage for i in images}) > 1
+    return [(i, f"{i.image} ({i.storage})" if several else i.image) for i in images]
+
+
 # While a drain runs, the hosts page reads its drains again this often (an htmx poll of the fragment
 # ``_drains.html``, which stops once none runs).
 DRAIN_POLL = "every 2s"
@@ -64,7 +70,8 @@ DRAIN_POLL = "every 2s"
 
 @admin_view
 def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
-    """Every host by zone: online, agent and Proxmox versions, certificate expiry, cordon and drain.
+    """Every host by zone: online, agent and Proxmox versions, certificate expiry, the images it has
+    cached, cordon and drain.
 
     As the ``drains`` fragment (htmx, target ``drains``): only the drains, each swapped into its host's
     cell, and the poll that asks again while any runs."""
@@ -74,11 +81,17 @@ def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
         return render(request, "portal/admin/_drains.html", context)
     details = hosts.host_details(ctx)
     cells = {d.host.key: DrainCell.of(d.drain) for d in details if d.drain is not None}
+    cached = image_cache.host_images(ctx)
     by_zone = [
         (
             zone,
             [
-                (d, cells.get(d.host.key), mesh.peer_of_host(ctx, d.host.zone, d.host.node))
+                (
+                    d,
+                    cells.get(d.host.key),
+                    mesh.peer_of_host(ctx, d.host.zone, d.host.node),
+                    _labelled(cached.get(d.host.key, [])),
+                )
                 for d in details
                 if d.host.zone == zone.id
             ],

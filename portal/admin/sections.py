@@ -2,8 +2,9 @@
 
 The catalog's kinds (compute and storage profiles, images, zones), VDCs and the Kubernetes versions
 tenants' clusters are offered, each a :class:`Section` that names its form, the services that read and
-change it, and the columns of its list. The views of :mod:`portal.admin.views` serve every section
-alike; the URLs follow :data:`SECTIONS`.
+change it, and the columns of its list. Images are published through ``image_cache`` (which starts
+caching them on every host), and their list says which hosts have each cached. The views of
+:mod:`portal.admin.views` serve every section alike; the URLs follow :data:`SECTIONS`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 
 from django.urls import reverse
 
-from orchestrator.models import StorageProfile
-from orchestrator.services import catalog, vdcs
+from orchestrator.models import Image, StorageProfile
+from orchestrator.services import catalog, image_cache, vdcs
 from orchestrator.services.context import Context
 from portal.admin.actions import action
 from portal.admin.forms import (
@@ -76,6 +77,47 @@ def _limits(p: StorageProfile) -> str:
         if value is not None
     ]
     return ", ".join(parts) or "none"
+
+
+@dataclass(frozen=True)
+class ImageRow:
+    """An image of the list, with the hosts that have it cached (``image_cache``)."""
+
+    image: Image
+    hosts: tuple[image_cache.HostImage, ...]
+
+
+def _images(ctx: Context) -> list[ImageRow]:
+    """The images, each with its cache per host: one read of each zone's Proxmox for the whole list."""
+    images = catalog.list_images(ctx)
+    by_image = image_cache.image_hosts(ctx)
+    return [ImageRow(image, tuple(by_image.get(image.name, ()))) for image in images]
+
+
+_CACHE_STATES = (
+    (image_cache.CACHED, "cached on"),
+    (image_cache.IMPORTING, "importing on"),
+    (image_cache.MISSING, "not yet on"),
+    (image_cache.UNKNOWN, "unknown on"),
+)
+
+
+def _cached_on(row: ImageRow) -> str:
+    """Where the image is cached, and where not yet, host by host (with the storage where a zone has more
+    than one)."""
+    storages: dict[str, set[str]] = {}
+    for entry in row.hosts:
+        storages.setdefault(entry.host, set()).add(entry.storage)
+
+    def named(entry: image_cache.HostImage) -> str:
+        return f"{entry.host} ({entry.storage})" if len(storages[entry.host]) > 1 else entry.host
+
+    parts = []
+    for state, words in _CACHE_STATES:
+        hosts = [named(e) for e in row.hosts if e.state == state]
+        if hosts:
+            parts.append(f"{words} {', '.join(hosts)}")
+    return "; ".join(parts) or "no host takes VMs yet"
 
 
 def _of(used: int, allowed: int, unit: str = "") -> str:
@@ -145,18 +187,19 @@ SECTIONS: dict[str, Section] = {
             title="Images",
             noun="image",
             form=ImageForm,
-            read=catalog.list_images,
+            read=_images,
             get=catalog.image,
-            create=catalog.create_image,
-            update=catalog.update_image,
+            create=image_cache.create_image,
+            update=image_cache.update_image,
             delete=catalog.delete_image,
-            ident=lambda i: i.name,
+            ident=lambda r: r.image.name,
             columns=(
-                Column("Name", lambda i: i.name),
-                Column("OS", lambda i: i.os_family),
-                Column("User", lambda i: i.default_user),
-                Column("Smallest disk", lambda i: size(i.min_disk_gb, "GiB")),
-                Column("Source", lambda i: i.source_url),
+                Column("Name", lambda r: r.image.name),
+                Column("OS", lambda r: r.image.os_family),
+                Column("User", lambda r: r.image.default_user),
+                Column("Smallest disk", lambda r: size(r.image.min_disk_gb, "GiB")),
+                Column("Source", lambda r: r.image.source_url),
+                Column("Hosts", _cached_on),
             ),
             on_delete="It leaves the catalog: no new VM can use it. VMs made from it keep running, and "
             "templates already on hosts stay there.",

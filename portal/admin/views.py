@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from orchestrator.services import catalog, vdcs
+from orchestrator.services import catalog, image_cache, vdcs
 from orchestrator.services.context import Context
 from portal.admin.forms import AdminForm
 from portal.admin.pages import admin_page, attempt, confirm, page_status
@@ -31,6 +31,12 @@ def _offered(form: AdminForm) -> str:
     if not vdcs:
         return " No VDC offers it yet: allow it in a VDC to offer it there."
     return f" VDC(s) {', '.join(vdcs)} offer it."
+
+
+def _caching(result: object) -> str:
+    """Where publishing an image started caching it, said after it was added or saved (nothing for other
+    kinds, nor for a change that caches nothing)."""
+    return image_cache.summary(result.caching) if isinstance(result, image_cache.Published) else ""
 
 
 @admin_view
@@ -75,10 +81,12 @@ def section_create(request: HttpRequest, ctx: Context, kind: str) -> HttpRespons
     form = section.form(request.POST if request.method == "POST" else None, ctx=ctx)
     failure = None
     if form.is_bound and form.is_valid():
-        _, failure = attempt(lambda: section.create(ctx, form.to_data()), form)
+        created, failure = attempt(lambda: section.create(ctx, form.to_data()), form)
         if failure is None:
             ident = form.cleaned_data[section.form.key_fields[0]]
-            messages.success(request, f"The {section.noun} {ident!r} was added.{_offered(form)}")
+            messages.success(
+                request, f"The {section.noun} {ident!r} was added.{_offered(form)}{_caching(created)}"
+            )
             return redirect(section.url("list"))
     return admin_page(
         request,
@@ -107,9 +115,9 @@ def section_edit(request: HttpRequest, ctx: Context, kind: str, ident: str) -> H
     )
     failure = None
     if form.is_bound and form.is_valid():
-        _, failure = attempt(lambda: section.update(ctx, ident, form.to_data()), form)
+        saved, failure = attempt(lambda: section.update(ctx, ident, form.to_data()), form)
         if failure is None:
-            messages.success(request, f"The {section.noun} {ident!r} was saved.")
+            messages.success(request, f"The {section.noun} {ident!r} was saved.{_caching(saved)}")
             return redirect(section.url("list"))
     return admin_page(
         request,

@@ -21,6 +21,7 @@ from typing import Any
 
 from orchestrator.errors import (
     FlexPlaneError,
+    ImagePreparing,
     NotFound,
     PermissionDenied,
     QuotaExceeded,
@@ -164,6 +165,8 @@ def ensure_machine(kube: Kube, obj: Body) -> Body:
         raise _wait(kube, obj, s.PROVISIONING_FAILED, exc.message, REFUSED_RETRY) from exc
     except _REFUSALS as exc:
         raise _wait(kube, obj, s.PROVISIONING_FAILED, exc.message, REFUSED_RETRY) from exc
+    except ImagePreparing as exc:  # the host is fine, its image's download goes on: the same host again
+        raise _wait(kube, obj, s.PROVISIONING_FAILED, exc.message, None) from exc
     except FlexPlaneError as exc:
         if isinstance(exc, Unavailable) and exc.where.count("/") == 1:  # a host's own agent: try another
             _avoid.setdefault(uid, set()).add(exc.where)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentclient import AgentTarget
+from agentclient.templates import template_name, template_tags
 from orchestrator.errors import NotFound, UpstreamFailure
 from orchestrator.sources.proxmox import (
     ClusterResources,
@@ -99,6 +100,7 @@ class FakeZone(ZoneApi):
         self.checks: dict[int, MigrationCheck] = {}
         self.interfaces: dict[int, tuple[GuestInterface, ...]] = {}
         self.templates: dict[tuple[str, str], Template] = {}
+        self.started: list[tuple[str, str, str]] = []
         self.snippets: dict[tuple[str, str], bytes] = {}
         self.writes: list[Write] = []
         self.failing: set[str] = set()
@@ -258,8 +260,16 @@ class FakeZone(ZoneApi):
     def ensure_template(
         self, node: str, image: str, url: str, checksum: str, storage: str, *, timeout: float
     ) -> Template:
+        """The template, made at once the first time (named and tagged as the agent does)."""
         if (node, image) not in self.templates:
             vmid = 9000 + len(self.templates)
             self.templates[node, image] = Template(node, vmid)
-            self.add(guest(vmid, node, name=image, template=True))
+            tags = ";".join(template_tags(image, storage))
+            self.add(guest(vmid, node, name=template_name(image), tags=tags, template=True))
         return self.templates[node, image]
+
+    def start_template(
+        self, node: str, image: str, url: str, checksum: str, storage: str, *, timeout: float
+    ) -> None:
+        """Recorded in ``started``; the template is made once a test calls ``ensure_template``."""
+        self.started.append((node, image, storage))

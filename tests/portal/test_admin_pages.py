@@ -10,6 +10,7 @@ import contextlib
 import re
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import requests
@@ -502,3 +503,88 @@ def test_the_hosts_page_follows_a_drain_as_it_goes_and_stops_asking_once_none_ru
         assert poll is not None
         assert "hx-trigger" not in poll.group(0), "no drain runs: the polling stops"
         assert 'data-polling="false"' in poll.group(0)
+
+
+# --------------------------------------------------------------------------- images cached on hosts
+
+
+@contextlib.contextmanager
+def offered_image(world: World) -> Iterator[str]:
+    """An image offered in zone-a only (by a VDC of its own), written straight to the management cluster so
+    that no agent is asked for it: the test puts its templates in the fake itself. All go afterwards."""
+    name = f"tcache{uuid.uuid4().hex[:6]}"
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
+    image = {
+        "name": name,
+        "osFamily": "debian",
+        "defaultUser": "debian",
+        "minDiskGb": 1,
+        "description": "",
+        "sourceUrl": world.images.url("debian-12.qcow2"),
+        "checksum": world.images.checksum("debian-12.qcow2"),
+    }
+    vdc = {**seed.VDCS[1], "id": name, "name": name, "zones": ["zone-a"], "images": [name]}
+    made = [("image", image), ("vdc", vdc)]
+    for kind, spec in made:
+        core.create_namespaced_config_map(seed.NAMESPACE, config_map(kind, name, spec, {}))
+    try:
+        yield name
+    finally:
+        for kind, _ in made:
+            with contextlib.suppress(client.ApiException):
+                core.delete_namespaced_config_map(config_map_name(kind, name), seed.NAMESPACE)
+        pve = world.fakes["zone-a"].pve
+        world.fakes.on_loop(_drop_named, pve, f"fp-tpl-{name}")
+
+
+def _drop_named(pve: Any, name: str) -> None:
+    pve.vms[:] = [vm for vm in pve.vms if vm.name != name]
+
+
+def _resource_reads(world: World) -> dict[str, int]:
+    def count(pve: Any) -> int:
+        return sum(1 for r in pve.requests if r[1].endswith("/cluster/resources"))
+
+    return {zone: world.fakes.on_loop(count, fake.pve) for zone, fake in world.fakes.zones.items()}
+
+
+def test_the_images_and_hosts_pages_show_which_hosts_have_each_image_cached(
+    world: World, admin: requests.Session
+) -> None:
+    with offered_image(world) as name:
+        tags = {"tags": f"fp-image-{name};fp-storage-local-lvm;fp-template"}
+        pve = world.fakes["zone-a"].pve
+        # Ready on pve1, being imported on pve2 (not a template yet), not on pve3; zone-b does not offer it.
+        world.fakes.on_loop(
+            lambda: (
+                pve.add_vm(77_101, f"fp-tpl-{name}", node="pve1", template=True, config=dict(tags)),
+                pve.add_vm(77_102, f"fp-tpl-{name}", node="pve2", config=dict(tags)),
+            )
+        )
+
+        before = _resource_reads(world)
+        images = admin.get(f"{world.url}/admin/images/", timeout=60)
+        after = _resource_reads(world)
+        assert images.status_code == 200
+        row = re.search(rf'<tr data-row="{name}">(.*?)</tr>', images.text, re.S)
+        assert row is not None
+        hosts_cell = re.search(r'data-label="Hosts"[^>]*>([^<]*)<', row.group(1))
+        assert hosts_cell is not None
+        assert (
+            hosts_cell.group(1) == "cached on zone-a/pve1; importing on zone-a/pve2; not yet on zone-a/pve3"
+        )
+        # One read of each zone's Proxmox for the whole list, whatever the number of hosts and images.
+        assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 1, "zone-b": 1}
+
+        page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+        assert page.status_code == 200
+        for host, state in (("pve1", "cached"), ("pve2", "importing"), ("pve3", "missing")):
+            cells = re.search(rf'<tr data-host="zone-a/{host}">(.*?)</tr>', page.text, re.S)
+            assert cells is not None, host
+            assert f'data-image="{name}" data-storage="local-lvm" data-cache="{state}"' in cells.group(1), (
+                host
+            )
+            assert 'data-image="debian-12" data-storage="local-lvm" data-cache="cached"' in cells.group(1)
+        zone_b = re.search(r'<tr data-host="zone-b/pve1">(.*?)</tr>', page.text, re.S)
+        assert zone_b is not None
+        assert f'data-image="{name}"' not in zone_b.group(1), "zone-b does not offer it: nothing to cache"

@@ -2,7 +2,7 @@
 
 Everything here needs ADMIN.
 
-- ``lifecycle``: cordon, uncordon, remove;
+- ``lifecycle``: add (by hand), cordon, uncordon, remove;
 - ``drain``: move a host's VMs away in the background (``drain_host``, ``drain_status``);
 - ``records``: a drain's record in the management cluster;
 - ``details``: each host with its agent's report, its node's use and its drain.
@@ -18,7 +18,7 @@ from orchestrator.services.hosts.details import (
     host_details,
 )
 from orchestrator.services.hosts.drain import MIGRATION_TIMEOUT, drain_host, drain_status, drains
-from orchestrator.services.hosts.lifecycle import cordon_host, remove_host, uncordon_host
+from orchestrator.services.hosts.lifecycle import add_host, cordon_host, remove_host, uncordon_host
 from orchestrator.services.hosts.records import (
     DONE,
     DRAIN,
@@ -59,6 +59,7 @@ __all__ = [
     "HostDrain",
     "HostUsage",
     "UpdateOutcome",
+    "add_host",
     "cordon_host",
     "details_of",
     "drain_host",

@@ -1,4 +1,5 @@
-"""Hosts over their life: cordon, uncordon, and removal from the catalog (``hosts.drain`` drains one).
+"""Hosts over their life: added by hand, cordon, uncordon, and removal from the catalog (``hosts.drain``
+drains one). A host added (here, or by enrollment) gets its zone's offered images cached (``image_cache``).
 
 Cordoning flips the catalog host's ``cordoned``: placement puts no new VM there, the VMs on it keep
 running. Removing a host only removes its catalog entry (Proxmox is untouched), and is refused while
@@ -9,12 +10,26 @@ or not; templates (the images' copies on each host) are not VMs and stay.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from orchestrator.errors import Conflict, NotFound, Unavailable
 from orchestrator.models import Host
-from orchestrator.services import access, catalog, inventory, mesh
+from orchestrator.services import access, catalog, image_cache, inventory, mesh
 from orchestrator.services.context import Context
 from orchestrator.services.hosts import records
 from orchestrator.services.hosts.records import where
+
+# ------------------------------------------------------------------------------------------ adding
+
+
+def add_host(ctx: Context, data: Mapping[str, Any]) -> Host:
+    """Add a host by hand (``catalog.create_host``: its zone, node, agent endpoint, overcommit); the
+    images its zone offers are cached on it once its agent answers, as on a host that joined."""
+    host = catalog.create_host(ctx, data)
+    image_cache.cache_on_new_host(host.zone, host.node)
+    return host
+
 
 # ------------------------------------------------------------------------------------ cordon, uncordon
 

@@ -13,7 +13,7 @@ VDC named by the request (the ``FlexPlane-VDC-ID`` header).
 
 from orchestrator.services.vms.create import (
     CLONE_TIMEOUT,
-    TEMPLATE_TIMEOUT,
+    TEMPLATE_WAIT,
     VMID_ATTEMPTS,
     create_vm,
     meta_data,
@@ -76,7 +76,7 @@ __all__ = [
     "SHUTDOWN_WAIT",
     "SSH_KEY_TYPES",
     "TASK_TIMEOUT",
-    "TEMPLATE_TIMEOUT",
+    "TEMPLATE_WAIT",
     "USER_DATA_HEADERS",
     "VM",
     "VMID_ATTEMPTS",

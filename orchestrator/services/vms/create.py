@@ -8,6 +8,12 @@ released. Then, outside the lock, it is configured (profile, cloud-init), its di
 firewall, and started. Whatever fails after the clone removes the VM again, so that nothing half-made is
 left behind.
 
+The image's template must be ready on the chosen host within ``TEMPLATE_WAIT`` (a few seconds): images are
+cached on every host when they are published and when a host joins (``services.image_cache``), and
+placement prefers hosts that have the image. A create that still finds its host downloading or importing
+the image is refused (``ImagePreparing``: UNAVAILABLE, saying how far it is and when to retry) before
+anything is made; the host's agent carries on, and the retry clones from the finished template.
+
 A create that dies between its tag and its end (its replica killed, say) leaves a VM tagged
 ``fp-state-creating`` (``models.vms``): found by the retry, which completes it with the same idempotent steps
 (configuration, cloud-init, disk, firewall, then the start: never a start before its firewall) and takes
@@ -33,7 +39,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from orchestrator.errors import FlexPlaneError, Unavailable, UpstreamFailure, ValidationFailed
+from orchestrator.errors import FlexPlaneError, ImagePreparing, Unavailable, UpstreamFailure, ValidationFailed
 from orchestrator.models import Host, Vdc
 from orchestrator.models.networks import DEFAULT_NETWORK, Network, address_tag
 from orchestrator.models.tasks import Task
@@ -78,12 +84,16 @@ from orchestrator.sources.proxmox import (
     ZoneApi,
     cloud_init_drive,
 )
+from orchestrator.sources.proxmox.zone import duration_text
 
 logger = logging.getLogger(__name__)
 
 CLONE_TIMEOUT = 300.0
-# Downloading and importing an image the first time it is used on a host.
-TEMPLATE_TIMEOUT = 1800.0
+# How long a create waits for its image's template on the chosen host. Images are cached on every host
+# ahead of creates (``services.image_cache``); a create that finds the download still under way gives it
+# this long to end, then is refused, saying how far it is, while the host's agent carries on. A create's
+# request is never held for a download: behind an ingress that would be a failed request.
+TEMPLATE_WAIT = 5.0
 # Concurrent creates in one zone can be handed the same next free VMID: the loser asks again.
 VMID_ATTEMPTS = 8
 
@@ -96,12 +106,24 @@ def _host(ctx: Context, zone: str, node: str) -> Host:
 
 
 def ensure_template(ctx: Context, api: ZoneApi, plan: Plan, node: str) -> Template:
-    """The image's template on ``node`` (downloaded and imported by the host's agent the first time)."""
+    """The image's template on ``node``, if it is ready within ``TEMPLATE_WAIT``; otherwise ``ImagePreparing``
+    (the download or import goes on on the host: a retry finds it done), before anything is made."""
     _host(ctx, plan.placed, node)
     image = plan.image
-    return api.ensure_template(
-        node, image.name, image.source_url, image.checksum, plan.storage, timeout=TEMPLATE_TIMEOUT
-    )
+    try:
+        return api.ensure_template(
+            node, image.name, image.source_url, image.checksum, plan.storage, timeout=TEMPLATE_WAIT
+        )
+    except ImagePreparing as exc:
+        when = (
+            f"in about {duration_text(exc.retry_after)}"
+            if exc.retry_after is not None
+            else "in a minute or so"
+        )
+        exc.message = f"{exc.message}. The create made nothing: retry it {when}"
+        exc.args = (exc.message,)
+        logger.info("create of %s in VDC %s refused for now: %s", plan.name, plan.vdc.id, exc.message)
+        raise
 
 
 def clone(api: ZoneApi, plan: Plan, template: Template, node: str) -> tuple[int, Task]:

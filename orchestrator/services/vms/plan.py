@@ -146,6 +146,7 @@ class Plan:
             memory_mib=self.compute.memory_mib,
             disk_gb=self.disk_gb,
             storage=self.storages[zone],
+            image=self.image.name,
         )
 
     @property

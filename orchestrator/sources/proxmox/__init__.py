@@ -15,7 +15,7 @@ import threading
 
 from django.conf import settings
 
-from agentclient import AgentPool, ClientTLS
+from agentclient import AgentDeadlineExceeded, AgentError, AgentPool, AgentTarget, AgentUnavailable, ClientTLS
 from orchestrator.sources.proxmox.sdn import Sdn, SdnZone, Subnet, VNet
 from orchestrator.sources.proxmox.source import FanOut, ProxmoxSource, ZoneTargets
 from orchestrator.sources.proxmox.values import (
@@ -24,6 +24,7 @@ from orchestrator.sources.proxmox.values import (
     ClusterResources,
     Guest,
     GuestInterface,
+    ImageTemplate,
     LocalDisk,
     MigrationCheck,
     NodeResource,
@@ -31,6 +32,7 @@ from orchestrator.sources.proxmox.values import (
     TaskEntry,
     TaskStatus,
     Template,
+    TemplatePreparing,
     UpdateOutcome,
     parse_pool_vms,
 )
@@ -55,6 +57,7 @@ __all__ = [
     "FanOut",
     "Guest",
     "GuestInterface",
+    "ImageTemplate",
     "IpConfig",
     "LocalDisk",
     "MigrationCheck",
@@ -69,11 +72,13 @@ __all__ = [
     "TaskEntry",
     "TaskStatus",
     "Template",
+    "TemplatePreparing",
     "UpdateOutcome",
     "VNet",
     "VmidTaken",
     "ZoneApi",
     "ZoneTargets",
+    "agent_answers",
     "cloud_init_drive",
     "is_lock_message",
     "parse_pool_vms",
@@ -84,22 +89,42 @@ _source: ProxmoxSource | None = None
 _lock = threading.Lock()
 
 
+def _pool(timeout: float, max_in_flight: int) -> AgentPool:
+    tls = ClientTLS.from_files(
+        settings.FLEXPLANE_AGENT_CA, settings.FLEXPLANE_AGENT_CERT, settings.FLEXPLANE_AGENT_KEY
+    )
+    return AgentPool(
+        tls,
+        timeout=timeout,
+        max_in_flight=max_in_flight,
+        proxy=settings.FLEXPLANE_MESH_PROXY,
+        proxy_networks=[settings.FLEXPLANE_MESH_RANGE],
+    )
+
+
+def agent_answers(target: AgentTarget, timeout: float) -> bool:
+    """Whether the agent answers (GetInfo), asked on a channel of its own that is closed afterwards: the
+    process's pool keeps one channel per agent, and a channel to an agent that is not up yet goes into
+    gRPC's reconnect backoff, failing every call on it for seconds after the agent has come up."""
+    pool = _pool(timeout, 1)
+    try:
+        pool.info(target, timeout=timeout)
+        return True
+    except (AgentUnavailable, AgentDeadlineExceeded):
+        return False
+    except AgentError:  # it answered; its Proxmox may not have
+        return True
+    finally:
+        pool.close()
+
+
 def proxmox() -> ProxmoxSource:
     """The process's Proxmox source, with its pool of mTLS channels to the agents."""
     global _source
     with _lock:
         if _source is None:
-            tls = ClientTLS.from_files(
-                settings.FLEXPLANE_AGENT_CA, settings.FLEXPLANE_AGENT_CERT, settings.FLEXPLANE_AGENT_KEY
-            )
             _source = ProxmoxSource(
-                AgentPool(
-                    tls,
-                    timeout=settings.FLEXPLANE_AGENT_TIMEOUT,
-                    max_in_flight=settings.FLEXPLANE_AGENT_MAX_IN_FLIGHT,
-                    proxy=settings.FLEXPLANE_MESH_PROXY,
-                    proxy_networks=[settings.FLEXPLANE_MESH_RANGE],
-                ),
+                _pool(settings.FLEXPLANE_AGENT_TIMEOUT, settings.FLEXPLANE_AGENT_MAX_IN_FLIGHT),
                 call_timeout=settings.FLEXPLANE_AGENT_TIMEOUT,
                 deadline=settings.FLEXPLANE_ZONE_DEADLINE,
             )

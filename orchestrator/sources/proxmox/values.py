@@ -14,6 +14,13 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from agentclient import AgentInfo
+from agentclient.templates import (
+    IMAGE_TAG_PREFIX,
+    STORAGE_TAG_PREFIX,
+    TEMPLATE_NAME_PREFIX,
+    TEMPLATE_TAG,
+    split_tags,
+)
 from orchestrator.sources.qemu_config import parse_tags
 
 RUNNING = "running"
@@ -201,6 +208,17 @@ class ClusterResources:
         """The VM of that VMID (not a template of it)."""
         return next((g for g in self.vms if g.vmid == vmid), None)
 
+    def image_templates(self) -> tuple[ImageTemplate, ...]:
+        """The images' templates the agents made (ready, or being imported), by node, image and storage."""
+        found = (ImageTemplate.of(g) for g in self.guests if g.name.startswith(TEMPLATE_NAME_PREFIX))
+        return tuple(sorted((t for t in found if t is not None), key=_TEMPLATE_ORDER))
+
+    def nodes_with_template(self, image: str, storage: str) -> frozenset[str]:
+        """The nodes holding a ready template of ``image`` on ``storage``: a clone there needs no download."""
+        return frozenset(
+            t.node for t in self.image_templates() if t.ready and (t.image, t.storage) == (image, storage)
+        )
+
     @classmethod
     def parse(cls, items: Any) -> ClusterResources:
         """From the answer's list; entries that are neither a guest, a node nor a storage are left out."""
@@ -355,6 +373,55 @@ class Template:
 
     node: str
     vmid: int
+
+
+@dataclass(frozen=True)
+class ImageTemplate:
+    """An image's template on a node as ``/cluster/resources`` lists it: a guest named ``fp-tpl-<image>``
+    and tagged ``fp-template``, ``fp-image-<image>``, ``fp-storage-<storage>`` (``agentclient.templates``,
+    as the node's agent makes it). ``ready`` once converted to a template; before that, its agent is
+    importing it (or an import was interrupted: the agent's next call removes that one)."""
+
+    node: str
+    image: str
+    storage: str
+    vmid: int
+    ready: bool
+
+    @classmethod
+    def of(cls, guest: Guest) -> ImageTemplate | None:
+        """The template ``guest`` is, or None when its name and tags are not a template's."""
+        if guest.kind != "qemu" or not guest.name.startswith(TEMPLATE_NAME_PREFIX):
+            return None
+        image = guest.name[len(TEMPLATE_NAME_PREFIX) :]
+        tags = split_tags(guest.tags)
+        storages = [t[len(STORAGE_TAG_PREFIX) :] for t in tags if t.startswith(STORAGE_TAG_PREFIX)]
+        if TEMPLATE_TAG not in tags or IMAGE_TAG_PREFIX + image not in tags or len(storages) != 1:
+            return None
+        return cls(guest.node, image, storages[0], guest.vmid, guest.template)
+
+
+_TEMPLATE_ORDER = attrgetter("node", "image", "storage", "vmid")
+
+
+@dataclass(frozen=True)
+class TemplatePreparing:
+    """How far a node's agent is with an image's template that is not ready yet (EnsureTemplate's latest
+    report): its phase (checking, downloading, verifying, importing), the bytes of the download or the
+    copy to Proxmox done and in all (0: not known), and the rate it went at while the caller watched
+    (bytes per second; None: too few reports to tell)."""
+
+    phase: str
+    bytes_done: int = 0
+    bytes_total: int = 0
+    rate: float | None = None
+
+    @property
+    def seconds_left(self) -> float | None:
+        """How long the phase will likely take still (None: unknown): what is left at the rate seen."""
+        if not self.rate or self.bytes_total <= 0 or self.bytes_done > self.bytes_total:
+            return None
+        return (self.bytes_total - self.bytes_done) / self.rate
 
 
 # ------------------------------------------------------------------------------------------ agents

@@ -9,6 +9,7 @@ is a ``Conflict``, an unreachable node ``Unavailable``): nothing of ``agentclien
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -18,11 +19,20 @@ from agentclient import (
     AgentTarget,
     AgentUnavailable,
     ProxmoxUnreachable,
+    TemplatePhase,
+    TemplateProgress,
     host_identity,
 )
 from agentclient.errors import ImageRefused
 from agentclient.snippets import check_snippet_name
-from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
+from orchestrator.errors import (
+    Conflict,
+    ImagePreparing,
+    NotFound,
+    Unavailable,
+    UpstreamFailure,
+    ValidationFailed,
+)
 from orchestrator.sources.proxmox.sdn import Sdn
 from orchestrator.sources.proxmox.source import NODE_UNREACHABLE, ProxmoxSource, ZoneTargets
 from orchestrator.sources.proxmox.usage import VmUsage
@@ -33,6 +43,7 @@ from orchestrator.sources.proxmox.values import (
     TaskEntry,
     TaskStatus,
     Template,
+    TemplatePreparing,
     parse_interfaces,
 )
 from orchestrator.sources.qemu_config import ConfigChange, QemuConfig, parse_config, render_size
@@ -314,18 +325,127 @@ class ZoneApi:
     def ensure_template(
         self, node: str, image: str, url: str, checksum: str, storage: str, *, timeout: float
     ) -> Template:
-        """The image's template on ``node``, downloaded and imported by the node's agent the first time.
-        An image the agent refuses (its URL, its checksum) is ``ValidationFailed`` on ``image``."""
+        """The image's template on ``node``, downloaded and imported by the node's agent the first time,
+        if it is ready within ``timeout``. One that is not (the agent reported it under way) is
+        ``ImagePreparing``, saying how far it is: the agent goes on without the caller, and asking again
+        follows the same work. An agent that reported nothing in that time is ``Unavailable``; an image
+        the agent refuses (its URL, its checksum) ``ValidationFailed`` on ``image``."""
+        return self._ensure(node, image, url, checksum, storage, timeout, _Watch())
+
+    def start_template(
+        self, node: str, image: str, url: str, checksum: str, storage: str, *, timeout: float
+    ) -> None:
+        """Have the node's agent make the image's template ready, without waiting for it: this returns once
+        the agent has looked for the template (its first report past that look: done at once when the
+        template is there; else the download begun, or a job already under way), which the agent then
+        carries to its end on its own. ``Unavailable`` when the agent did not get that far within
+        ``timeout``; an image it refuses is ``ValidationFailed`` on ``image``."""
+        try:
+            self._ensure(node, image, url, checksum, storage, timeout, _Watch(until_looked=True))
+        except _TakenOn:
+            return
+
+    def _ensure(
+        self, node: str, image: str, url: str, checksum: str, storage: str, timeout: float, watch: _Watch
+    ) -> Template:
         where = f"{self.zone}/{node}"
         target = self._own_agent(node)
         try:
-            ref = self.source.pool.ensure_template(target, image, url, checksum, storage, timeout=timeout)
+            ref = self.source.pool.ensure_template(
+                target, image, url, checksum, storage, timeout=timeout, on_progress=watch.seen
+            )
         except (ValueError, ImageRefused) as exc:
             raise ValidationFailed("image", f"image {image} cannot be used: {exc}") from exc
-        except (AgentUnavailable, ProxmoxUnreachable, AgentDeadlineExceeded) as exc:
+        except AgentDeadlineExceeded as exc:
+            preparing = watch.preparing()
+            if preparing is None:
+                raise Unavailable(
+                    where, f"the image's template could not be made ready on {node}: {exc}"
+                ) from exc
+            raise ImagePreparing(
+                where,
+                f"image {image} is not ready on host {node} of zone {self.zone} yet: {describe(preparing)}",
+                preparing.seconds_left,
+            ) from exc
+        except (AgentUnavailable, ProxmoxUnreachable) as exc:
             raise Unavailable(
                 where, f"the image's template could not be made ready on {node}: {exc}"
             ) from exc
         except AgentError as exc:
             raise UpstreamFailure(where, str(exc)) from exc
         return Template(ref.node, ref.vmid)
+
+
+class _TakenOn(Exception):
+    """The agent has taken the work on: the caller may go (``start_template``)."""
+
+
+class _Watch:
+    """EnsureTemplate's reports as they come, to say how far the template is when the caller stops waiting."""
+
+    def __init__(self, *, until_looked: bool = False) -> None:
+        # Stop at the first report past the agent's opening look for the template (``_TakenOn``): from
+        # then on the agent works on its own (and a template already there has been found: no call of
+        # the agent's to its Proxmox outlives the caller's).
+        self.until_looked = until_looked
+        self.latest: TemplateProgress | None = None
+        self.samples: list[tuple[float, TemplateProgress]] = []
+
+    def seen(self, progress: TemplateProgress) -> None:
+        if self.until_looked and (self.latest is not None or progress.phase is not TemplatePhase.CHECKING):
+            raise _TakenOn
+        self.latest = progress
+        self.samples.append((time.monotonic(), progress))
+
+    def preparing(self) -> TemplatePreparing | None:
+        """The latest report as a ``TemplatePreparing`` (None: no report, or it was done), with the rate
+        of its phase's bytes over the reports of that phase seen."""
+        latest = self.latest
+        if latest is None or latest.phase is TemplatePhase.DONE:
+            return None
+        same = [(at, p.bytes_done) for at, p in self.samples if p.phase is latest.phase]
+        rate = None
+        if len(same) > 1 and same[-1][0] > same[0][0] and same[-1][1] > same[0][1]:
+            rate = (same[-1][1] - same[0][1]) / (same[-1][0] - same[0][0])
+        return TemplatePreparing(latest.phase.value, latest.bytes_done, latest.bytes_total, rate)
+
+
+_DOING = {
+    "checking": "its agent is checking the image's source",
+    "downloading": "its agent is downloading it",
+    "verifying": "its agent is verifying the download's checksum",
+    "importing": "its agent is importing it into Proxmox",
+}
+
+
+def describe(preparing: TemplatePreparing) -> str:
+    """How far an image's template is, for a person: what the agent does, the bytes, the time left."""
+    text = _DOING.get(preparing.phase, f"its agent is at {preparing.phase}")
+    done, total = preparing.bytes_done, preparing.bytes_total
+    if preparing.phase in ("downloading", "importing") and total > 0:
+        text += f", {size_text(done)} of {size_text(total)} ({min(done * 100 // total, 100)}%)"
+    elif preparing.phase == "downloading" and done > 0:
+        text += f", {size_text(done)} so far"
+    left = preparing.seconds_left
+    if left is not None:
+        text += f", about {duration_text(left)} left at {size_text(int(preparing.rate or 0))}/s"
+    return text
+
+
+def size_text(count: int) -> str:
+    """Bytes in binary units, one decimal: 384 KiB, 1.5 GiB."""
+    value = float(count)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "bytes" or value.is_integer() else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def duration_text(seconds: float) -> str:
+    """A rough duration: 40 s, 3 min, 2 h."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{round(seconds / 3600)} h"
