@@ -1,6 +1,6 @@
 """Creating a VM: the template on the host, the clone, its configuration, its start.
 
-A create follows ARCHITECTURE.md's flow. Under the VDC's lock (which serializes creates of one VDC
+A create follows docs/architecture.md's flow. Under the VDC's lock (which serializes creates of one VDC
 across replicas): an existing VM of the same idempotency key or name is returned instead of a second
 one; the quota is checked against the VDC's live usage; placement picks the host; the VM is cloned
 from the image's template and tagged, so that it is visible (and counted) before the lock is
@@ -430,8 +430,8 @@ def finish(
                 # A retry that overlapped its create (not dead, only slow): both started it, one lost.
                 if not reread(api, vm).running:
                     raise
-        done = tuple(tag for tag in api.config(node, vmid).tags if tag != CREATING_TAG)
-        api.set_config(node, vmid, ConfigChange(tags=done))
+        # Its tags as it was tagged (the clone's, or what /cluster/resources showed the retry), less one.
+        api.set_config(node, vmid, ConfigChange(tags=tuple(t for t in vm.tags if t != CREATING_TAG)))
     except FlexPlaneError as exc:
         if not discard_on_failure:
             raise
