@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,11 @@ log = logging.getLogger(__name__)
 # The upload to the node's own Proxmox may take this long, plus a second per UPLOAD_RATE bytes.
 UPLOAD_BASE_SECONDS = 300.0
 UPLOAD_RATE = 4 * 1024 * 1024
-# VM ids tried when /cluster/nextid races with another creator.
-CREATE_ATTEMPTS = 5
+# VM ids tried when /cluster/nextid races with other creators: every node of a zone imports the images
+# offered there at once when they are published (each import asks nextid, and all but one lose each
+# round), so the losers try again after a random pause, up to this many times.
+CREATE_ATTEMPTS = 16
+CREATE_RETRY_PAUSE = (0.02, 0.25)  # seconds, chosen at random between these
 # How many imports of other callers (with another URL or checksum) a call waits through.
 FOLLOW_ROUNDS = 8
 # Shutting down: how long imports under way get to clean up after being cancelled.
@@ -316,6 +320,9 @@ class TemplateManager:
             except TemplateImportError as exc:
                 if "already exists" in str(exc):
                     log.info("VM id %d was taken meanwhile; trying another", vmid)
+                    if vmid in made:
+                        made.remove(vmid)  # another creator's VM: never this import's to remove
+                    await asyncio.sleep(random.uniform(*CREATE_RETRY_PAUSE))  # noqa: S311 - jitter
                     continue
                 raise
             return vmid

@@ -248,6 +248,13 @@ def _start_on(api: ZoneApi, host: Host, work: Sequence[tuple[Image, str]]) -> li
 # ------------------------------------------------------------------------------------------- joining
 
 
+def settled(starts: Sequence[CacheStart]) -> bool:
+    """Whether a joining host's caching is done asking: every image started, or refused for a reason of
+    its own (its URL, its checksum). One its agent did not answer in time (busy taking on the one before,
+    or not up yet) is asked again, or the host would go without that image until its first create."""
+    return all(start.answered for start in starts)
+
+
 def cache_on_new_host(zone: str, node: str) -> None:
     """Start caching the images offered in its zone on a host that just entered the catalog, once its agent
     answers (in the background: the agent of a joining node starts after its enrollment has answered)."""
@@ -284,7 +291,7 @@ def cache_when_up(zone: str, node: str, wait: float = JOIN_WAIT) -> list[CacheSt
         except Exception:
             logger.exception("image cache for %s/%s failed", zone, node)
             return []
-        if any(s.answered for s in starts) or not starts:
+        if settled(starts):
             return starts
         if time.monotonic() + pause > deadline:
             logger.warning(
