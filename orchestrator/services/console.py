@@ -31,6 +31,7 @@ saying so. A replica that dies lets its slots expire after the locks' ttl. Nothi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import hashlib
@@ -38,15 +39,25 @@ import logging
 import math
 import re
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.core import signing
 
-from agentclient import AgentTarget, ClientTLS, host_identity
+from agentclient import AgentError, AgentTarget, ClientTLS, host_identity
+from agentclient.console import OPEN_TIMEOUT, ConsoleStream
+from agentclient.console import open_console as open_stream
 from orchestrator.auth import Principal
-from orchestrator.errors import Conflict, FlexPlaneError, NotFound, PermissionDenied, QuotaExceeded
+from orchestrator.errors import (
+    Conflict,
+    FlexPlaneError,
+    NotFound,
+    PermissionDenied,
+    QuotaExceeded,
+    UpstreamFailure,
+)
 from orchestrator.models.vms import VirtualMachine
 from orchestrator.services import locks
 from orchestrator.services.context import Context
@@ -225,3 +236,58 @@ def open_console(ctx: Context, ticket: Ticket) -> tuple[ConsoleTarget, ConsoleSl
         slots.release()
         raise NotFound(VM, ident)  # the VM's host is not one the catalog lists: nothing to open it on
     return ConsoleTarget(vm, agent, api.source.pool.tls, api.source.pool.proxy_for(agent)), slots
+
+
+@dataclass
+class Console:
+    """An open console: the VM's bytes to and from its node's agent, and the slots it holds. What fails
+    on the way is a domain error (``UpstreamFailure`` naming the host); ``close`` ends it all."""
+
+    vm: VirtualMachine
+    stream: ConsoleStream = field(repr=False)
+    slots: ConsoleSlots = field(repr=False)
+    # Seconds the checks and slots took, and the node's agent (for the log).
+    checked_in: float = 0.0
+    opened_in: float = 0.0
+
+    async def send(self, data: bytes) -> None:
+        try:
+            await self.stream.send(data)
+        except AgentError as exc:
+            raise _ended(self.vm, exc) from None
+
+    async def receive(self) -> bytes | None:
+        """The VM's next bytes; None once its side ended the console."""
+        try:
+            return await self.stream.receive()
+        except AgentError as exc:
+            raise _ended(self.vm, exc) from None
+
+    async def close(self) -> None:
+        await self.stream.close()
+        await asyncio.to_thread(self.slots.release)
+
+
+def _ended(vm: VirtualMachine, exc: AgentError) -> UpstreamFailure:
+    return UpstreamFailure(f"{vm.zone}/{vm.host}", f"the console ended: {exc.detail}")
+
+
+async def connect(ctx: Context, ticket: Ticket) -> Console:
+    """Open ``ticket``'s console: spend it, check again, take the slots (``open_console``), then open the
+    stream on the VM's node within ``OPEN_TIMEOUT``. The errors of ``open_console``, and
+    ``UpstreamFailure`` when the node's agent or Proxmox would not open it (the slots released)."""
+    started = time.monotonic()
+    target, slots = await asyncio.to_thread(open_console, ctx, ticket)
+    checked = time.monotonic()
+    try:
+        stream = await open_stream(
+            target.tls, target.agent, target.vm.vmid, timeout=OPEN_TIMEOUT, proxy=target.proxy
+        )
+    except AgentError as exc:
+        await asyncio.to_thread(slots.release)
+        vm = target.vm
+        raise UpstreamFailure(f"{vm.zone}/{vm.host}", f"the console could not open: {exc.detail}") from None
+    except BaseException:
+        await asyncio.to_thread(slots.release)
+        raise
+    return Console(target.vm, stream, slots, checked - started, time.monotonic() - checked)

@@ -1,8 +1,9 @@
 """``/ws/console/<ticket>/``: a VM's console, relayed between the browser's noVNC and the VM's node.
 
 The path: the browser's websocket (the session and Origin checks of every portal websocket) -> this
-consumer -> ``Console.Open`` on the agent of the VM's node (gRPC, mutual TLS, the orchestrator's
-certificate) -> Proxmox's vncproxy/vncwebsocket on that node. The browser speaks RFB with the agent's
+consumer, which only relays bytes -> ``services.console`` (the checks, the slots, and the stream:
+``Console.Open`` on the agent of the VM's node (gRPC, mutual TLS, the orchestrator's
+certificate) -> Proxmox's vncproxy/vncwebsocket on that node). The browser speaks RFB with the agent's
 greeting (security type None); the Proxmox ticket stays on the node.
 
 Before anything opens, the ticket of the console page must be genuine, fresh and the session user's, and
@@ -29,10 +30,15 @@ import time
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from agentclient import AgentError
-from agentclient.console import OPEN_TIMEOUT, ConsoleStream, open_console
 from orchestrator import metrics
-from orchestrator.errors import Conflict, FlexPlaneError, NotFound, PermissionDenied, QuotaExceeded
+from orchestrator.errors import (
+    Conflict,
+    FlexPlaneError,
+    NotFound,
+    PermissionDenied,
+    QuotaExceeded,
+    UpstreamFailure,
+)
 from orchestrator.services import console
 from orchestrator.services.context import Context
 from portal.auth import EXPIRATION_KEY
@@ -47,7 +53,7 @@ IDLE, SESSION_ENDED = 4408, 4401
 MAX_MESSAGE = 256 * 1024
 # How long the page waits for the console to open before it gives up (seconds): past the checks' own
 # deadlines and the agent's greeting (OPEN_TIMEOUT), by which time this consumer has closed with a reason.
-PATIENCE = OPEN_TIMEOUT + 15.0
+PATIENCE = console.OPEN_TIMEOUT + 15.0
 
 
 def socket_path(ticket: str) -> str:
@@ -57,8 +63,7 @@ def socket_path(ticket: str) -> str:
 class ConsoleConsumer(AsyncWebsocketConsumer):
     """One console for one browser; it ends when either side does, when idle, or with the session."""
 
-    stream: ConsoleStream | None = None
-    slots: console.ConsoleSlots | None = None
+    opened: console.Console | None = None  # the console, once open
     tasks: tuple[asyncio.Task[None], ...] = ()
     counted = False
     ident = ""  # the VM, once the ticket named it
@@ -79,21 +84,11 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             return
         await self.accept("binary" if "binary" in self.scope.get("subprotocols", ()) else None)
         self.ident = ident = ticket.vm
-        started = time.monotonic()
-        ctx = Context(principal=principal)
         try:
-            target, self.slots = await asyncio.to_thread(console.open_console, ctx, ticket)
+            self.opened = opened = await console.connect(Context(principal=principal), ticket)
         except FlexPlaneError as exc:
             await self._refuse(exc)
             return
-        checked = time.monotonic()
-        try:
-            self.stream = await open_console(target.tls, target.agent, target.vm.vmid, proxy=target.proxy)
-        except AgentError as exc:
-            logger.warning("console of %s: %s", ident, exc)
-            await self._end(REFUSED, f"the console could not open: {exc.detail}", "agent")
-            return
-        opened = time.monotonic()
         metrics.CONSOLES_OPEN.inc()
         self.counted = True
         self.watcher = InputWatcher()
@@ -103,9 +98,9 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             "console of %s opened for %s in %.2f s (checks and slots %.2f s, the node's agent %.2f s)",
             ident,
             principal.subject,
-            opened - started,
-            checked - started,
-            opened - checked,
+            opened.checked_in + opened.opened_in,
+            opened.checked_in,
+            opened.opened_in,
         )
 
     async def _refuse(self, exc: FlexPlaneError) -> None:
@@ -117,6 +112,8 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             await self._end(GONE, exc.message, "not_found")
         elif isinstance(exc, Conflict):
             await self._end(NOT_RUNNING, exc.message, "not_running")
+        elif isinstance(exc, UpstreamFailure):
+            await self._end(REFUSED, exc.message, "agent")
         else:
             await self._end(UNAVAILABLE, exc.message, "unavailable")
 
@@ -130,28 +127,28 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         await self.close(code=code)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if self.stream is None or not bytes_data:
+        if self.opened is None or not bytes_data:
             return  # RFB is binary: text has no place on this socket
         if self.watcher.feed(bytes_data):
             self.last_input = time.monotonic()
         metrics.CONSOLE_BYTES.labels("to_vm").inc(len(bytes_data))
         try:
-            await self.stream.send(bytes_data)
-        except AgentError as exc:
-            await self._end(REFUSED, f"the console ended: {exc.detail}")
+            await self.opened.send(bytes_data)
+        except UpstreamFailure as exc:
+            await self._end(REFUSED, exc.message)
 
     async def _relay(self) -> None:
         """The VM's bytes to the browser, until the console ends."""
-        assert self.stream is not None
+        assert self.opened is not None
         try:
-            while (chunk := await self.stream.receive()) is not None:
+            while (chunk := await self.opened.receive()) is not None:
                 metrics.CONSOLE_BYTES.labels("to_browser").inc(len(chunk))
                 # RFB is a byte stream: a large update goes as several messages, each below daphne's
                 # message size limit (1 MiB by default, for what it sends too).
                 for start in range(0, len(chunk), MAX_MESSAGE):
                     await self.send(bytes_data=chunk[start : start + MAX_MESSAGE])
-        except AgentError as exc:
-            await self._end(REFUSED, f"the console ended: {exc.detail}")
+        except UpstreamFailure as exc:
+            await self._end(REFUSED, exc.message)
             return
         except Exception:
             logger.exception("console relay failed")
@@ -191,12 +188,9 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        if self.stream is not None:
-            stream, self.stream = self.stream, None
-            await stream.close()
-        if self.slots is not None:
-            slots, self.slots = self.slots, None
-            await asyncio.to_thread(slots.release)
+        if self.opened is not None:
+            opened, self.opened = self.opened, None
+            await opened.close()
         if self.counted:
             self.counted = False
             metrics.CONSOLES_OPEN.dec()
