@@ -55,6 +55,24 @@ KUBECONFIG = "query($cluster: String!) { kubeconfig(cluster: $cluster) { cluster
 NETWORKS = "{ networks { id name zone vnet } }"
 
 
+VDC_QUOTA = "query($id: ID!) { vdc(id: $id) { quota { vcpus memoryMib } } }"
+UPDATE_QUOTA = """mutation($id: ID!, $input: VdcUpdateInput!) { updateVdc(id: $id, input: $input) {
+  errors { message } } }"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def room_for_two_control_planes(api: GraphQL) -> Iterator[None]:
+    """VDC demo's quota grown, for this module, by what its two clusters' control planes take (each
+    replica counts as CONTROL_PLANE_REPLICA): the session's world holds what other modules left there."""
+    before = api(VDC_QUOTA, user="admin", variables={"id": "demo"}).data["vdc"]["quota"]
+    grown = {"vcpus": before["vcpus"] + 4, "memoryMib": before["memoryMib"] + 4096}
+    assert not api(UPDATE_QUOTA, user="admin", variables={"id": "demo", "input": {"quota": grown}}).data[
+        "updateVdc"
+    ]["errors"]
+    yield
+    api(UPDATE_QUOTA, user="admin", variables={"id": "demo", "input": {"quota": before}})
+
+
 @pytest.fixture(scope="module")
 def management(capi: World, api: GraphQL) -> Iterator[Management]:
     """The management cluster (the CRDs and the catalog's versions in place), the providers running."""
