@@ -24,13 +24,15 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
+from agentclient.identity import LOWER_DNS_LABEL
+
 JOIN_PATH = "/enroll/v1/join"
 RENEW_PATH = "/enroll/v1/renew"
 
 # <zone>.<host>.<expiry, Unix seconds>.<id>.<secret>. The node reads from it which host it becomes and
 # until when the token works, without asking; the id names the stored token; only the secret's
 # hash is stored, and the orchestrator checks the rest against what it stored.
-_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_LABEL = LOWER_DNS_LABEL
 _TOKEN = re.compile(
     rf"(?P<zone>{_LABEL})\.(?P<host>{_LABEL})\.(?P<expires>[0-9]{{1,12}})"
     r"\.(?P<id>[0-9a-f]{16})\.(?P<secret>[A-Za-z0-9_-]{32,128})"

@@ -11,8 +11,12 @@ import re
 
 AGENTS_DOMAIN = "agents.flexplane"
 
-# An RFC 1123 label: letters, digits and inner hyphens, 1 to 63 characters.
-_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+# An RFC 1123 label: letters, digits and inner hyphens, 1 to 63 characters (a part of a host's name).
+DNS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+# The same in lowercase, as Kubernetes names are: the names flex.plane gives and takes (zones, nodes,
+# VDCs, VMs, Proxmox pools after their prefix). The one definition of both, for the agent and the rest.
+LOWER_DNS_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_LABEL = re.compile(DNS_LABEL)
 
 
 def is_dns_label(value: str) -> bool:

@@ -11,18 +11,19 @@ import re
 from collections.abc import Mapping
 
 from agent.proxy.refusal import NotAllowed
+from agentclient.identity import DNS_LABEL, LOWER_DNS_LABEL
 
 METHODS = frozenset({"GET", "POST", "PUT", "DELETE"})
 
 # Proxmox UPIDs as PVE writes them: UPID:node:pid:pstart:starttime:type:id:user:
 # (id and user restricted to the characters flex.plane's own tasks use).
-NODE = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+NODE = DNS_LABEL
 _UPID = (
     rf"UPID:{NODE}:[0-9A-Fa-f]{{8}}:[0-9A-Fa-f]{{8,9}}:[0-9A-Fa-f]{{8}}"
     r":[A-Za-z0-9_-]+:[A-Za-z0-9._@!-]*:[A-Za-z0-9._@!-]+:"
 )
 VMID = r"[1-9][0-9]{2,8}"
-POOL = r"fp-[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+POOL = rf"fp-{LOWER_DNS_LABEL}"
 # An IPv4 address in dotted quads (no leading zeros).
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"

@@ -27,6 +27,7 @@ from django.views.decorators.csrf import csrf_exempt
 from graphene_django.views import GraphQLView, HttpError
 from graphql import ExecutionResult, GraphQLError, OperationType, execute
 
+from agentclient.identity import LOWER_DNS_LABEL
 from orchestrator.auth import bearer_token, token_validator
 from orchestrator.errors import FlexPlaneError, Unauthenticated, Unavailable, internal_error, new_request_id
 from orchestrator.graphql import admission, documents
@@ -37,7 +38,7 @@ from orchestrator.services.context import Context
 VDC_HEADER = "FlexPlane-VDC-ID"
 # How deep a request's variables may nest (no input of the schema nests more than a few levels).
 MAX_VARIABLE_DEPTH = 32
-_VDC_ID = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_VDC_ID = re.compile(LOWER_DNS_LABEL)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
+from agentclient.identity import DNS_LABEL, LOWER_DNS_LABEL
 from agentclient.templates import IMAGE_NAME, IMAGE_NAME_RULE
 from agentclient.urlpolicy import UrlRefused, check_url, parse_checksum
 from orchestrator.errors import ValidationFailed
@@ -19,12 +20,11 @@ from orchestrator.models.catalog import MAX_DESCRIPTION_LENGTH, MAX_TITLE_LENGTH
 # names an image's template and tags after it, is the strictest (agentclient.templates).
 _NAME = IMAGE_NAME
 # Ids of zones and VDCs, and Proxmox node names: DNS labels.
-_SLUG = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_SLUG = re.compile(LOWER_DNS_LABEL)
 STORAGE_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9._-]{0,62}[a-zA-Z0-9]")  # Proxmox's pve-storage-id
 CPU_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
-_DNS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOST_NAME = re.compile(rf"(?=.{{1,253}}\Z){_DNS_LABEL}(?:\.{_DNS_LABEL})*")
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}\Z){DNS_LABEL}(?:\.{DNS_LABEL})*")
 
 NAME_RULE = f"a catalog name: {IMAGE_NAME_RULE}"
 SLUG_RULE = "a lowercase slug of letters, digits and '-' (at most 63 characters, no leading or trailing '-')"

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from agentclient.identity import LOWER_DNS_LABEL
 from orchestrator.models import ComputeProfile, Host, Image, StorageProfile, Zone
 from orchestrator.models.catalog import (
     COMPUTE_PROFILE_INPUTS,
@@ -217,7 +218,7 @@ def _external(f: Fields, d: Kind) -> dict[str, Any]:
     }
 
 
-_NODE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_NODE = re.compile(LOWER_DNS_LABEL)
 
 
 def _node_names(f: Fields, text: str) -> list[str]:

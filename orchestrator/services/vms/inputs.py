@@ -10,6 +10,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from agentclient.identity import LOWER_DNS_LABEL
 from orchestrator.errors import NotFound, ValidationFailed
 from orchestrator.models import Vdc
 
@@ -31,7 +32,7 @@ USER_DATA_HEADERS = (
 )
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 # What Proxmox accepts as a VM name, and what makes a good hostname: one lowercase DNS label.
-_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_NAME = re.compile(LOWER_DNS_LABEL)
 # The OpenSSH public key types accepted (DSA is not: OpenSSH itself no longer accepts it).
 SSH_KEY_TYPES = (
     "ssh-ed25519",
