@@ -145,7 +145,8 @@ CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
 
 @dataclass(frozen=True)
 class Resource:
-    """A kind of the management cluster: its group, version, plural and kind."""
+    """A kind of the management cluster: its group, version, plural and kind (what the client's
+    custom-object calls name). The orchestrator's and the providers' one definition."""
 
     group: str
     version: str
@@ -155,6 +156,9 @@ class Resource:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}"
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}"
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL as CLUSTER_NAME_LABEL
+from orchestrator.sources.kube_objects import Resource as Resource
 
 VERSION = "v1alpha1"
 INFRASTRUCTURE_GROUP = "infrastructure.flexplane.io"
@@ -13,26 +14,8 @@ BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
 CLUSTER_API_VERSION = "v1beta2"
 # The label by which Cluster API's contract discovery finds the version of a provider's CRD.
 CONTRACT_LABEL = f"{CLUSTER_API_GROUP}/{CLUSTER_API_VERSION}"
-CLUSTER_NAME_LABEL = f"{CLUSTER_API_GROUP}/cluster-name"
 VDC_LABEL = "flexplane.io/vdc"
 VDC_NAMESPACE_PREFIX = "vdc-"
-
-
-@dataclass(frozen=True)
-class Resource:
-    """A namespaced kind served by the management cluster: what the client's custom-object calls name."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    def __str__(self) -> str:
-        return f"{self.plural}.{self.group}"
 
 
 PROXMOX_CLUSTER = Resource(INFRASTRUCTURE_GROUP, VERSION, "proxmoxclusters", "ProxmoxCluster")
