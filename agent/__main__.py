@@ -4,7 +4,7 @@
     python -m agent serve --config PATH
     flexplane-agent --config PATH            # serve is the default command
     flexplane-agent bootstrap --orchestrator URL --token TOKEN   # enroll this node (agent.bootstrap)
-    flexplane-agent release keygen|build|install ...   # signed releases (agent.release)
+    flexplane-agent release keygen|build|install|push ...   # signed releases (agent.release_command)
     flexplane-agent update-apply --plan PATH # self-update's detached apply step (agent.update)
     flexplane-agent update now               # check the release channel now (agent.update.now)
     flexplane-agent mesh up|down|status      # this node's WireGuard mesh interface (agent.mesh)
@@ -27,7 +27,7 @@ from agent.bootstrap import add_bootstrap
 from agent.config import ConfigError, load_config
 from agent.mesh import MeshConfigError, add_mesh, config_beside, up
 from agent.mesh import load as load_mesh
-from agent.release import add_release, add_update_now
+from agent.release_command import add_release
 from agentclient.wireguard import WireGuardError
 
 DEFAULT_CONFIG = "/etc/flexplane/agent.toml"
@@ -99,6 +99,27 @@ def add_update_apply(commands: argparse._SubParsersAction[argparse.ArgumentParse
     parser = commands.add_parser("update-apply", help="apply a downloaded update (started by the agent)")
     parser.add_argument("--plan", type=Path, required=True, help="the update plan the agent wrote")
     parser.set_defaults(handler=run_update_apply)
+
+
+def run_update_now(args: argparse.Namespace) -> int:
+    """Check the release channel now, through the serving agent's updater (agent.update.now)."""
+    from agent.update import now  # aiohttp and the updater load only for this command
+
+    return now.run_update_now(args)
+
+
+def add_update_now(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("update", help="self-update: ask for it now")
+    actions = parser.add_subparsers(dest="update_command", metavar="ACTION", required=True)
+    now = actions.add_parser("now", help="check the release channel now; update if it offers another version")
+    now.add_argument(
+        "--config",
+        type=Path,
+        default=Path(os.environ.get("FLEXPLANE_AGENT_CONFIG", DEFAULT_CONFIG)),
+        help=f"the agent's configuration (default: {DEFAULT_CONFIG})",
+    )
+    now.add_argument("--no-wait", dest="wait", action="store_false", help="do not wait for the apply step")
+    now.set_defaults(handler=run_update_now)
 
 
 # Each command adds its parser and sets its handler; add new commands here.

@@ -23,22 +23,21 @@ On a node, under ``install_dir``::
     current -> versions/<version>              what the service runs
     previous -> versions/<version>             what a rollback returns to
 
-Commands (``flexplane-agent release ...``): ``keygen``, ``build``, ``install`` (the first
-installation on a node; later ones are self-updates, :mod:`agent.update`), ``push`` (to an OCI
-registry, :mod:`agent.update.registry`, where nodes then pull it from).
+This module is what a release is; :mod:`agent.update` (which imports it) fetches, verifies and
+installs one on a node, and :mod:`agent.release_command` holds the operator's commands
+(``flexplane-agent release keygen|build|install|push``).
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import binascii
 import hashlib
 import json
 import os
-import py_compile
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -64,8 +63,6 @@ MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 # A signed manifest file is a few hundred bytes; anything much larger is not one.
 MAX_ENVELOPE_BYTES = 64 * 1024
 PACKAGES = ("agent", "agentclient")
-# ``release push --username``: the password, never on the command line.
-PASSWORD_VARIABLE = "FLEXPLANE_REGISTRY_PASSWORD"  # noqa: S105 - a variable's name
 # Fixed zip timestamps: the same sources build the same bytes.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -322,22 +319,36 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
     archive.writestr(info, data)
 
 
-def _bytecode(name: str, path: Path, scratch: Path) -> bytes:
-    """``path`` compiled by this Python, checked against its source's hash when loaded.
+# Compiles (name in the archive, path) pairs given as arguments into <scratch>/<index>.pyc.
+_COMPILE = """
+import py_compile, sys
+scratch, pairs = sys.argv[1], sys.argv[2:]
+for index, (name, path) in enumerate(zip(pairs[::2], pairs[1::2])):
+    py_compile.compile(path, cfile=f"{scratch}/{index}.pyc", dfile=name, doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+"""
+
+
+def _bytecode(files: list[tuple[str, Path]], scratch: Path) -> list[bytes]:
+    """The files compiled by this Python, each checked against its source's hash when loaded.
 
     zipimport cannot cache what it compiles: without these, an agent compiles every module of the
     release at each start. A node whose Python is another version ignores them (their magic number
-    differs) and compiles the sources, as before.
+    differs) and compiles the sources, as before. They are compiled in a fresh interpreter: marshal
+    marks the objects it writes by their reference counts in the compiling process, so bytecode made
+    in a process that has run other code depends on what it ran, and the same sources would not
+    build the same bytes.
     """
-    compiled = scratch / "module.pyc"
-    py_compile.compile(
-        str(path),
-        cfile=str(compiled),
-        dfile=name,
-        doraise=True,
-        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+    pairs = [str(part) for name, path in files for part in (name, path)]
+    done = subprocess.run(  # noqa: S603 - this Python, no shell, the packages' own files
+        [sys.executable, "-I", "-c", _COMPILE, str(scratch), *pairs],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    return compiled.read_bytes()
+    if done.returncode != 0:
+        raise ReleaseError(f"the sources do not compile: {done.stderr.strip()[-2000:]}")
+    return [(scratch / f"{index}.pyc").read_bytes() for index in range(len(files))]
 
 
 def build(version: str, key: Ed25519PrivateKey, out: Path, source: Path | None = None) -> BuiltRelease:
@@ -354,10 +365,10 @@ def build(version: str, key: Ed25519PrivateKey, out: Path, source: Path | None =
     try:
         with zipfile.ZipFile(partial, "w") as archive, tempfile.TemporaryDirectory() as scratch:
             _add(archive, "__main__.py", _MAIN.encode())
-            for name, path in _sources(source):
-                if name != STAMP:
-                    _add(archive, name, path.read_bytes())
-                    _add(archive, name.removesuffix(".py") + ".pyc", _bytecode(name, path, Path(scratch)))
+            files = [(name, path) for name, path in _sources(source) if name != STAMP]
+            for (name, path), compiled in zip(files, _bytecode(files, Path(scratch)), strict=True):
+                _add(archive, name, path.read_bytes())
+                _add(archive, name.removesuffix(".py") + ".pyc", compiled)
             _add(archive, STAMP, f"{version}\n".encode())
         partial.chmod(0o644)
         partial.replace(artifact)
@@ -464,131 +475,3 @@ def install_file(
         installation.install(manifest, copy, envelope)
     installation.make_current(manifest.version)
     return manifest
-
-
-# ------------------------------------------------------------------------------------- commands
-
-
-def _keygen(args: argparse.Namespace) -> None:
-    generate_keys(Path(args.private), Path(args.public))
-    print(f"signing key {args.private} (keep it offline), public key {args.public} (release_public_key)")
-
-
-def _build(args: argparse.Namespace) -> None:
-    source = Path(args.source) if args.source else None
-    built = build(args.version, load_private_key(Path(args.key)), Path(args.out), source)
-    print(f"built {built.artifact} ({built.manifest.size} bytes, sha256 {built.manifest.sha256})")
-    print(f"signed {built.envelope}")
-
-
-def _install(args: argparse.Namespace) -> None:
-    installation = Installation(Path(args.install_dir))
-    key = load_public_key(Path(args.public_key))
-    manifest = install_file(installation, Path(args.artifact), Path(args.manifest), key)
-    print(f"installed {manifest.version}: {installation.root / CURRENT} -> {VERSIONS}/{manifest.version}")
-
-
-def _push(args: argparse.Namespace) -> None:
-    """Check the files are a release (signed by --public-key, when given), then push them."""
-    import asyncio
-
-    from agent.update.registry import Access, RegistryUnavailable, Repository, push_files
-
-    try:
-        repository = Repository.parse(args.registry)
-    except ValueError as exc:
-        raise ReleaseError(str(exc)) from None
-    envelope = read_envelope(Path(args.manifest).read_bytes())
-    if args.public_key:
-        manifest = verify(envelope, load_public_key(Path(args.public_key)))
-    else:
-        encoded = envelope.get("manifest")
-        try:
-            manifest = Manifest.from_bytes(base64.b64decode(str(encoded), validate=True))
-        except binascii.Error:
-            raise ReleaseRefused("the signed manifest's manifest is not base64") from None
-    check_artifact(Path(args.artifact), manifest)
-    access = Access(repository.host)
-    if args.credentials:
-        access = Access.read(Path(args.credentials))
-    elif args.username:
-        access = Access(repository.host, args.username, os.environ.get(PASSWORD_VARIABLE, ""))
-    if args.ca:
-        access = Access(access.registry, access.username, access.password, Path(args.ca).read_text())
-    try:
-        digest = asyncio.run(
-            push_files(repository, access, Path(args.artifact), Path(args.manifest), manifest)
-        )
-    except RegistryUnavailable as exc:
-        raise ReleaseError(str(exc)) from None
-    print(f"pushed {manifest.version} to {repository}:{manifest.version} ({repository}@{digest})")
-
-
-def _run_update_now(args: argparse.Namespace) -> int:
-    from agent.update.now import run_update_now  # aiohttp and the updater load only for this command
-
-    return run_update_now(args)
-
-
-def add_update_now(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``flexplane-agent update now [--config PATH] [--no-wait]`` (agent.update.now)."""
-    parser = commands.add_parser("update", help="self-update: ask for it now")
-    actions = parser.add_subparsers(dest="update_command", metavar="ACTION", required=True)
-    now = actions.add_parser("now", help="check the release channel now; update if it offers another version")
-    now.add_argument(
-        "--config",
-        type=Path,
-        default=Path(os.environ.get("FLEXPLANE_AGENT_CONFIG", "/etc/flexplane/agent.toml")),
-        help="the agent's configuration (default: /etc/flexplane/agent.toml)",
-    )
-    now.add_argument("--no-wait", dest="wait", action="store_false", help="do not wait for the apply step")
-    now.set_defaults(handler=_run_update_now)
-
-
-def run_release(args: argparse.Namespace) -> int:
-    try:
-        args.action(args)
-    except (ReleaseError, ReleaseRefused, OSError) as exc:
-        print(f"flexplane-agent release: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def add_release(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``flexplane-agent release keygen|build|install``."""
-    parser = commands.add_parser("release", help="make, sign and install agent releases")
-    parser.set_defaults(handler=run_release)
-    actions = parser.add_subparsers(dest="release_command", metavar="ACTION", required=True)
-
-    keygen = actions.add_parser("keygen", help="create the Ed25519 release signing key")
-    keygen.add_argument("--private", required=True, help="where to write the signing key (0600)")
-    keygen.add_argument("--public", required=True, help="where to write its public key")
-    keygen.set_defaults(action=_keygen)
-
-    build_parser = actions.add_parser("build", help="build and sign a release")
-    build_parser.add_argument("--version", required=True, help="the release's version (PEP 440)")
-    build_parser.add_argument("--key", required=True, help="the Ed25519 signing key (PEM)")
-    build_parser.add_argument("--out", required=True, help="the folder to write the release into")
-    build_parser.add_argument(
-        "--source", help="a checkout holding agent/ and agentclient/ (default: this one)"
-    )
-    build_parser.set_defaults(action=_build)
-
-    install = actions.add_parser("install", help="verify a release and make it the current one")
-    install.add_argument("--artifact", required=True, help="flexplane-agent-<version>.pyz")
-    install.add_argument("--manifest", required=True, help="flexplane-agent-<version>.release.json")
-    install.add_argument("--public-key", required=True, help="the release public key (PEM)")
-    install.add_argument("--install-dir", required=True, help="the agent's install_dir")
-    install.set_defaults(action=_install)
-
-    push = actions.add_parser("push", help="push a release to an OCI registry, tagged with its version")
-    push.add_argument("--artifact", required=True, help="flexplane-agent-<version>.pyz")
-    push.add_argument("--manifest", required=True, help="flexplane-agent-<version>.release.json")
-    push.add_argument(
-        "--registry", required=True, help="the repository: host[:port]/path, e.g. reg:5000/flexplane/agent"
-    )
-    push.add_argument("--public-key", help="check the release's signature before pushing (PEM)")
-    push.add_argument("--credentials", help='a JSON file {"registry", "username", "password", "ca"}')
-    push.add_argument("--username", help=f"the registry account (its password in ${PASSWORD_VARIABLE})")
-    push.add_argument("--ca", help="the CA the registry's certificate is of (default: the system's)")
-    push.set_defaults(action=_push)

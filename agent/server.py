@@ -23,7 +23,7 @@ from agent.auth import ClientAllowlist, Context, caller_name
 from agent.certs import finish_swap
 from agent.config import AgentConfig, split_listen
 from agent.console import ConsoleServicer
-from agent.gateway import GatewayManager, GatewaysServicer
+from agent.gateways import GatewayManager, GatewaysServicer
 from agent.images import EnsureRequest, Interrupted, InvalidRequest, TemplateImportError, TemplateManager
 from agent.images.download import ChecksumMismatchError, Downloader, DownloadFailed, DownloadRefused
 from agent.metrics import RpcMetrics, serve_metrics

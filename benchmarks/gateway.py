@@ -1,7 +1,7 @@
 """What an edge gateway costs: the time to apply one, and a TCP stream's throughput through it.
 
 Builds the gateway tests' network of namespaces (``tests/gateway/topology.py``: two nodes with
-joined bridges, VMs, the internet) and runs the node's part of the agent (``agent.gateway``) on
+joined bridges, VMs, the internet) and runs the node's part of the agent (``agent.gateways``) on
 node 1. Measured in one run:
 
 - apply: a gateway with 1, 100 and 1,000 port forwards, made from nothing (namespace, legs,
@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent.gateway import GatewayManager
+from agent.gateways import GatewayManager
 from agentclient.gateways import GatewaySpec, PortForward, PublicIp
 from tests.gateway.topology import INTERNET, Net
 

@@ -52,7 +52,7 @@ PYTHONS = (("12 (bookworm)", "3.11"), ("13 (trixie)", "3.13"))
 # Wheels built for these glibc baselines run on Debian 12's glibc 2.36 and later.
 PLATFORMS = ("manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_28_x86_64", "linux_x86_64")
 # The mesh (agent.mesh, agentclient.wireguard) runs wg and ip; Proxmox's kernel has WireGuard itself,
-# wireguard-go is its userspace stand-in elsewhere. Edge gateways (agent.gateway) run ip and nft.
+# wireguard-go is its userspace stand-in elsewhere. Edge gateways (agent.gateways) run ip and nft.
 DEPENDS = (
     "python3 (>= 3.11~), python3 (<< 3.14~), libc6 (>= 2.28), libgcc-s1, libstdc++6, ca-certificates, "
     "wireguard-tools, iproute2, nftables"

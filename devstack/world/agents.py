@@ -24,7 +24,7 @@ from typing import Any
 
 import requests
 
-from agent.gateway import ApplyFailed, GatewayManager
+from agent.gateways import ApplyFailed, GatewayManager
 from agent.service import UNIT_DIR, UNIT_NAME, exec_start, mount_namespacing
 from agentclient import host_identity
 from devstack import seed

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.gateway import GatewayManager
+from agent.gateways import GatewayManager
 from tests.gateway.topology import Net
 
 

@@ -2,7 +2,7 @@
 
 The network is :class:`tests.gateway.topology.Net`: two nodes whose bridges are joined, VDC A's VMs
 a1 (node 1) and a2 (node 2), VDC B's VM b1, with the same subnet 10.20.0.0/24, and the internet on
-the external network. The gateways are applied by each node's :class:`agent.gateway.GatewayManager`
+the external network. The gateways are applied by each node's :class:`agent.gateways.GatewayManager`
 (what the agent's service calls); tests/gateway/test_gateway_agent.py goes through the gRPC service.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.gateway import ApplyFailed, GatewayManager
-from agent.gateway.net import namespace
+from agent.gateways import ApplyFailed, GatewayManager
+from agent.gateways.net import namespace
 from agentclient.gateways import FirewallRule, GatewaySpec, Leg, PortForward, PublicIp, Uplink
 from tests.gateway.topology import (
     INTERNET,

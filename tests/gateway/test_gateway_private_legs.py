@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.gateway import GatewayManager
-from agent.gateway.net import namespace
+from agent.gateways import GatewayManager
+from agent.gateways.net import namespace
 from agentclient.gateways import GatewaySpec, Leg, PortForward, PublicIp
 from tests.gateway.topology import (
     INTERNET,

@@ -6,7 +6,7 @@ devstack node: a world (:class:`devstack.world.World`, not started) runs its age
 unit the bootstrap writes, restarts it and stops it, with its own stand-in for systemd, as ``make dev``
 runs its nodes' agents. The agent finds its gateway's spec kept on the node (as after an apply by the
 orchestrator) and runs it; the tests then restart the agent and look at what changed. Node 2's
-gateways are made by :class:`agent.gateway.GatewayManager` directly, and one by a world of its own that
+gateways are made by :class:`agent.gateways.GatewayManager` directly, and one by a world of its own that
 is then stopped.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from agent.gateway import GatewayManager
-from agent.gateway.net import hidden_mounts, namespace
+from agent.gateways import GatewayManager
+from agent.gateways.net import hidden_mounts, namespace
 from agent.service import UNIT_DIR, UNIT_NAME, unit_text
 from agentclient.gateways import GatewaySpec, PortForward, PublicIp
 from devstack.world import World, WorldConfig
@@ -269,7 +269,7 @@ def test_a_restore_adopts_a_gateway_that_runs_as_kept_and_changes_nothing(
         assert source_address(ask(net.vms["b1"].ns, INTERNET, PROBE_PORT)) == EXTERNAL_M
     before = snapshot(spec.id, net.node(2))
 
-    with caplog.at_level(logging.INFO, logger="agent.gateway"):
+    with caplog.at_level(logging.INFO, logger="agent.gateways"):
         assert GatewayManager("n2", tmp_path, host=net.node(2)).restore() == 1
 
     unchanged(before, snapshot(spec.id, net.node(2)))
@@ -353,6 +353,6 @@ def test_the_agent_knows_when_the_namespaces_it_pins_would_not_reach_the_host(
 def test_an_agent_started_in_a_mount_namespace_of_its_own_says_so(
     prefix: tuple[str, ...], hidden: bool
 ) -> None:
-    code = "from agent.gateway.net import hidden_mounts; print(hidden_mounts() or '')"
+    code = "from agent.gateways.net import hidden_mounts; print(hidden_mounts() or '')"
     said = sh(*prefix, sys.executable, "-c", code).stdout.strip()
     assert bool(said) == hidden, said

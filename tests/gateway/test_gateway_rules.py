@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from agent.gateway.rules import ruleset
+from agent.gateways.rules import ruleset
 from agentclient.gateways import FirewallRule, GatewaySpec, Leg, PortForward, PublicIp, Uplink
 from tests.gateway.topology import sh
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.gateway.rules import TABLE, UPLINK
+from agent.gateways.rules import TABLE, UPLINK
 from agentclient.gateways import GatewaySpec
 
 COMMAND_TIMEOUT = 30.0

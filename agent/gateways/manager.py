@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from agent.certs import write_atomically
-from agent.gateway.net import NetError, Node, hidden_mounts
-from agent.gateway.rules import ruleset
+from agent.gateways.net import NetError, Node, hidden_mounts
+from agent.gateways.rules import ruleset
 from agentclient.gateways import GatewaySpec, GatewaySpecError, GatewayState, check_gateway_id
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 import grpc
 
 from agent.auth import Context, require_caller
-from agent.gateway.manager import ApplyFailed, GatewayManager
+from agent.gateways.manager import ApplyFailed, GatewayManager
 from agentclient.errors import ERROR_METADATA_KEY
 from agentclient.gateways import (
     FIELD_METADATA_KEY,
