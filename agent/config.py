@@ -60,9 +60,13 @@ import re
 import tomllib
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agentclient.identity import host_identity, is_dns_label
 from agentclient.templates import check_storage_id
@@ -92,51 +96,12 @@ DEFAULT_RESTART_COMMAND = ("systemctl", "restart", "flexplane-agent")
 # The apply step must outlive the restart of the agent's unit: a transient unit of its own.
 DEFAULT_APPLY_LAUNCHER = ("systemd-run", "--collect", "--quiet", "--unit=flexplane-agent-update")
 UPDATE_STATE_FILE = "update-state.json"
-# Keys whose environment variable is a comma-separated list.
-_LIST_KEYS = (
-    "allowed_clients",
-    "console_clients",
-    "gateway_clients",
-    "image_allow_hosts",
-    "service_restart_command",
-    "update_apply_launcher",
-)
+_NAMES = "must be a list of client certificate common names"
+_COMMAND = 'must be a list of arguments, e.g. ["systemctl", "restart", "flexplane-agent"]'
+_NOT_A_LABEL = "{!r} is not a DNS label (letters, digits, inner hyphens; up to 63)"
 
 # user@realm!tokenname, as Proxmox names API tokens.
 _TOKEN_ID = re.compile(r"[^\s@!:=]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*")
-
-_STRING_KEYS = (
-    "listen",
-    "zone",
-    "node",
-    "tls_cert",
-    "tls_key",
-    "ca",
-    "proxmox_url",
-    "proxmox_token_id",
-    "proxmox_token_secret",
-    "proxmox_token_secret_file",
-    "proxmox_ca",
-    "log_level",
-    "orchestrator_url",
-    "orchestrator_ca",
-    "image_cache",
-    "image_staging_storage",
-    "image_ca",
-    "snippets_dir",
-    "snippets_storage",
-    "update_channel_url",
-    "update_channel_ca",
-    "release_public_key",
-    "install_dir",
-    "update_state_file",
-    "update_registry_credentials",
-    "metrics_listen",
-    "gateway_dir",
-)
-KNOWN_KEYS = frozenset(
-    (*_STRING_KEYS, *_LIST_KEYS, "proxmox_timeout", "image_max_bytes", "update_interval", "health_deadline")
-)
 
 
 class ConfigError(Exception):
@@ -159,20 +124,33 @@ class UpdateConfig:
     registry_credentials: Path | None = None
 
 
-@dataclass(frozen=True)
-class AgentConfig:
-    """The validated configuration of one agent."""
+class AgentConfig(BaseSettings):
+    """The validated configuration of one agent: the file's keys, with their defaults.
 
+    Built by :func:`validate` and :func:`load_config`, from the values given only (the environment is
+    one of :func:`load_config`'s sources, not the model's). Pydantic checks the keys in the order
+    declared here, and a key's check may read the keys above it (``info.data``): update_channel_url
+    comes first for listen's.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, validate_default=False
+    )
+
+    update_channel_url: str | None = None
     listen: str
     zone: str
     node: str
     tls_cert: Path
     tls_key: Path
     ca: Path
-    proxmox_url: str
-    proxmox_token_id: str
-    proxmox_token_secret: str = field(repr=False)
+    proxmox_url: str = DEFAULT_PROXMOX_URL
+    proxmox_token_id: str = DEFAULT_TOKEN_ID
+    proxmox_token_secret_file: Path | None = None
+    proxmox_token_secret: str = Field("", repr=False, validate_default=True)
     allowed_clients: frozenset[str] = frozenset(DEFAULT_ALLOWED_CLIENTS)
+    console_clients: frozenset[str] = frozenset(DEFAULT_ORCHESTRATOR_CLIENTS)
+    gateway_clients: frozenset[str] = frozenset(DEFAULT_ORCHESTRATOR_CLIENTS)
     proxmox_ca: Path | None = None
     proxmox_timeout: float = DEFAULT_PROXMOX_TIMEOUT
     log_level: str = "info"
@@ -185,11 +163,24 @@ class AgentConfig:
     image_ca: Path | None = None
     snippets_dir: Path = DEFAULT_SNIPPETS_DIR
     snippets_storage: str = DEFAULT_SNIPPETS_STORAGE
-    update: UpdateConfig | None = None
-    console_clients: frozenset[str] = frozenset(DEFAULT_ORCHESTRATOR_CLIENTS)
     metrics_listen: str | None = None
-    gateway_clients: frozenset[str] = frozenset(DEFAULT_ORCHESTRATOR_CLIENTS)
     gateway_dir: Path = DEFAULT_GATEWAY_DIR
+    # Self-update (agent.update): read when update_channel_url is set, as :attr:`update`.
+    release_public_key: Path | None = Field(None, validate_default=True)
+    update_channel_ca: Path | None = None
+    install_dir: Path = DEFAULT_INSTALL_DIR
+    update_state_file: Path | None = None
+    update_interval: float = DEFAULT_UPDATE_INTERVAL
+    health_deadline: float = DEFAULT_HEALTH_DEADLINE
+    service_restart_command: tuple[str, ...] = DEFAULT_RESTART_COMMAND
+    update_apply_launcher: tuple[str, ...] = DEFAULT_APPLY_LAUNCHER
+    update_registry_credentials: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, *_: Any, **__: Any
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
 
     @property
     def identity(self) -> str:
@@ -199,6 +190,265 @@ class AgentConfig:
     @property
     def log_level_number(self) -> int:
         return int(getattr(logging, self.log_level.upper()))
+
+    @property
+    def update(self) -> UpdateConfig | None:
+        """Self-update's settings, or None when no update_channel_url is set."""
+        if self.update_channel_url is None:
+            return None
+        return UpdateConfig(
+            channel_url=self.update_channel_url,
+            public_key=self.release_public_key or Path(),
+            install_dir=self.install_dir,
+            state_file=self.update_state_file or self.install_dir / UPDATE_STATE_FILE,
+            channel_ca=self.update_channel_ca,
+            interval=self.update_interval,
+            health_deadline=self.health_deadline,
+            restart_command=self.service_restart_command,
+            apply_launcher=self.update_apply_launcher,
+            registry_credentials=self.update_registry_credentials,
+        )
+
+    @field_validator(
+        "listen",
+        "zone",
+        "node",
+        "proxmox_url",
+        "proxmox_token_id",
+        "log_level",
+        "metrics_listen",
+        mode="before",
+    )
+    @classmethod
+    def _text(cls, value: object) -> str:
+        return _text(value)
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, listen: str, info: ValidationInfo) -> str:
+        _check(_listen_problem(listen))
+        if _updating(info) and split_listen(listen)[1] == 0:
+            raise ValueError("self-update needs a fixed port: its health check dials it after a restart")
+        return listen
+
+    @field_validator("zone", "node")
+    @classmethod
+    def _label(cls, name: str) -> str:
+        if not is_dns_label(name):
+            raise ValueError(_NOT_A_LABEL.format(name))
+        return name
+
+    @field_validator("tls_cert", "tls_key", "ca", mode="before")
+    @classmethod
+    def _required_file(cls, value: object) -> Path:
+        return _readable(value)
+
+    @field_validator(
+        "proxmox_token_secret_file",
+        "proxmox_ca",
+        "orchestrator_ca",
+        "image_ca",
+        "update_channel_ca",
+        mode="before",
+    )
+    @classmethod
+    def _optional_file(cls, value: object) -> Path | None:
+        return _readable(value) if value else None
+
+    @field_validator("image_cache", "snippets_dir", "gateway_dir", "install_dir", mode="before")
+    @classmethod
+    def _folder(cls, value: object) -> Path:
+        return Path(_text(value))
+
+    @field_validator("update_state_file", "update_registry_credentials", mode="before")
+    @classmethod
+    def _optional_path(cls, value: object) -> Path | None:
+        """A path that may not exist yet (a file the agent writes)."""
+        return Path(_text(value)) if value else None
+
+    @field_validator("proxmox_url")
+    @classmethod
+    def _proxmox_url(cls, url: str) -> str:
+        url = url.rstrip("/")
+        _check(_url_problem(url))
+        return url
+
+    @field_validator("proxmox_token_id")
+    @classmethod
+    def _token_id(cls, token_id: str) -> str:
+        if not _TOKEN_ID.fullmatch(token_id):
+            raise ValueError(f"{token_id!r} is not of the form user@realm!token")
+        return token_id
+
+    @field_validator("proxmox_token_secret", mode="before")
+    @classmethod
+    def _token_secret(cls, inline: object, info: ValidationInfo) -> str:
+        """Given inline or in a file (exactly one of the two)."""
+        if "proxmox_token_secret_file" not in info.data:
+            return ""  # the file's own problem is reported
+        path = info.data["proxmox_token_secret_file"]
+        if inline and path:
+            raise ValueError("give proxmox_token_secret or proxmox_token_secret_file, not both")
+        if inline:
+            return _text(inline)
+        if path is None:
+            raise ValueError("missing (or give proxmox_token_secret_file)")
+        try:
+            secret = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read proxmox_token_secret_file {path}: {exc}") from None
+        if not secret:
+            raise ValueError(f"proxmox_token_secret_file {path} is empty")
+        return secret
+
+    @field_validator("allowed_clients", "console_clients", "gateway_clients", mode="before")
+    @classmethod
+    def _names(cls, names: object, info: ValidationInfo) -> list[str]:
+        if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
+            raise ValueError(_NAMES)
+        if not names and info.field_name == "allowed_clients":
+            raise ValueError("is empty, so the agent would refuse every caller")
+        return names
+
+    @field_validator("proxmox_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: object) -> float:
+        timeout = _number(value)
+        if not 0 < timeout <= 600:
+            raise ValueError("must be more than 0 and at most 600 seconds")
+        return timeout
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, level: str) -> str:
+        if level.lower() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return level.lower()
+
+    @field_validator("orchestrator_url", mode="before")
+    @classmethod
+    def _orchestrator_url(cls, value: object) -> str | None:
+        """Where the certificate is renewed: https://host[:port][/prefix], or None (no renewal)."""
+        if not value:
+            return None
+        url = _text(value).rstrip("/")
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError("must be an https:// URL (renewals carry a proof of the key)")
+        if parts.query or parts.fragment or parts.username:
+            raise ValueError("must be just https://host[:port][/path]")
+        return url
+
+    @field_validator("image_allow_hosts", mode="before")
+    @classmethod
+    def _allow_hosts(cls, entries: object) -> frozenset[str]:
+        """Hosts or host:port, normalized to lowercase."""
+        if not isinstance(entries, list) or not all(isinstance(entry, str) for entry in entries):
+            raise ValueError("must be a list of hosts or host:port")
+        allowed, problems = set(), []
+        for entry in entries:
+            try:
+                allowed.add(normalize_allow_host(entry))
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return frozenset(allowed)
+
+    @field_validator("image_max_bytes", mode="before")
+    @classmethod
+    def _image_max_bytes(cls, value: object) -> int:
+        try:
+            number = int(value)  # type: ignore[call-overload] # anything: what int() refuses is reported
+        except (TypeError, ValueError):
+            number = 0
+        if isinstance(value, bool) or (isinstance(value, float | str) and str(number) != str(value).strip()):
+            number = 0
+        if number <= 0:
+            raise ValueError(f"{value!r} is not a positive whole number of bytes")
+        return number
+
+    @field_validator("image_staging_storage", "snippets_storage", mode="before")
+    @classmethod
+    def _storage(cls, value: object) -> str:
+        storage = _text(value)
+        check_storage_id(storage)  # its ValueError names the storage
+        return storage
+
+    @field_validator("metrics_listen")
+    @classmethod
+    def _metrics_listen(cls, listen: str) -> str:
+        """The metrics have no authentication: only a loopback address may serve them."""
+        _check(_listen_problem(listen))
+        if not ipaddress.ip_address(split_listen(listen)[0]).is_loopback:
+            raise ValueError(
+                "must be a loopback address (e.g. 127.0.0.1:9464): the metrics have no authentication"
+            )
+        return listen
+
+    @field_validator("update_channel_url", mode="before")
+    @classmethod
+    def _channel_url(cls, value: object) -> str | None:
+        if not value:
+            return None
+        url = _text(value)
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError("must be an https:// URL (the pin and downgrade rule trust it)")
+        return url
+
+    @field_validator("release_public_key", mode="before")
+    @classmethod
+    def _release_public_key(cls, value: object, info: ValidationInfo) -> Path | None:
+        if value:
+            return _readable(value)
+        if _updating(info):
+            raise ValueError("missing: update_channel_url needs it to verify releases")
+        return None
+
+    @field_validator("update_interval", mode="before")
+    @classmethod
+    def _update_interval(cls, value: object) -> float:
+        interval = _seconds(value, lowest=0.0, highest=7 * 86400)
+        if 0 < interval < 1:
+            raise ValueError("must be 0 (never) or at least 1 second")
+        return interval
+
+    @field_validator("health_deadline", mode="before")
+    @classmethod
+    def _health_deadline(cls, value: object) -> float:
+        return _seconds(value, lowest=1.0, highest=3600.0)
+
+    @field_validator("service_restart_command", "update_apply_launcher", mode="before")
+    @classmethod
+    def _command(cls, value: object, info: ValidationInfo) -> tuple[str, ...]:
+        """A command as a list of arguments (never a shell string); empty only where that means something."""
+        if not isinstance(value, list) or not all(isinstance(arg, str) and arg for arg in value):
+            raise ValueError(_COMMAND)
+        if not value and info.field_name == "service_restart_command":
+            raise ValueError("must name a command")
+        return tuple(value)
+
+
+# Keys naming files and folders: relative to the configuration file's folder.
+_PATH_KEYS = frozenset(
+    name for name, f in AgentConfig.model_fields.items() if f.annotation in (Path, Path | None)
+)
+
+
+class _Environment(EnvSettingsSource):
+    """The FLEXPLANE_AGENT_<KEY> variables of environ; those of the lists comma-separated."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        super().__init__(AgentConfig, case_sensitive=False)
+        self.env_vars = {name.lower(): value for name, value in environ.items()}
+
+    def prepare_field_value(
+        self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool
+    ) -> Any:
+        if isinstance(value, str) and self.field_is_complex(field):  # the lists: the only complex keys
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
 
 
 def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> AgentConfig:
@@ -214,309 +464,74 @@ def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> A
         raise ConfigError(f"cannot read the configuration file {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    raw.update(environment_overrides(os.environ if environ is None else environ))
+    raw.update(_Environment(os.environ if environ is None else environ)())
     return validate(raw, base=path.parent, source=str(path))
-
-
-def environment_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The FLEXPLANE_AGENT_<KEY> variables, as configuration keys and values."""
-    overrides: dict[str, Any] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX):
-            continue
-        key = name[len(ENV_PREFIX) :].lower()
-        if key in _LIST_KEYS:
-            overrides[key] = [item.strip() for item in value.split(",") if item.strip()]
-        else:
-            overrides[key] = value
-    return overrides
-
-
-class _Checker:
-    """Collects problems so that one run reports all of them."""
-
-    def __init__(self, raw: Mapping[str, Any], base: Path) -> None:
-        self.raw = raw
-        self.base = base
-        self.problems: list[str] = []
-
-    def problem(self, key: str, message: str) -> None:
-        self.problems.append(f"{key}: {message}")
-
-    def string(self, key: str, default: str | None = None) -> str:
-        value = self.raw.get(key, default)
-        if value is None:
-            self.problem(key, "missing")
-            return ""
-        if not isinstance(value, str) or not value.strip():
-            self.problem(key, "must be a non-empty string")
-            return ""
-        return value.strip()
-
-    def readable_file(self, key: str, *, optional: bool = False) -> Path | None:
-        if optional and not self.raw.get(key):
-            return None
-        value = self.string(key)
-        if not value:
-            return None
-        path = self.base / Path(value).expanduser()
-        if not path.is_file():
-            self.problem(key, f"{path} is not a file")
-        elif not os.access(path, os.R_OK):
-            self.problem(key, f"{path} is not readable")
-        return path
 
 
 def validate(raw: Mapping[str, Any], base: Path = Path(), source: str = "the configuration") -> AgentConfig:
     """Check raw configuration values and build an AgentConfig, or raise ConfigError."""
-    check = _Checker(raw, base)
-    for key in sorted(set(raw) - KNOWN_KEYS):
-        check.problem(key, "unknown key")
-
-    listen = check.string("listen")
-    if listen and (problem := _listen_problem(listen)):
-        check.problem("listen", problem)
-    zone = check.string("zone")
-    if zone and not is_dns_label(zone):
-        check.problem("zone", f"{zone!r} is not a DNS label (letters, digits, inner hyphens; up to 63)")
-    node = check.string("node")
-    if node and not is_dns_label(node):
-        check.problem("node", f"{node!r} is not a DNS label (letters, digits, inner hyphens; up to 63)")
-
-    tls_cert = check.readable_file("tls_cert")
-    tls_key = check.readable_file("tls_key")
-    ca = check.readable_file("ca")
-    proxmox_ca = check.readable_file("proxmox_ca", optional=True)
-
-    allowed = raw.get("allowed_clients", list(DEFAULT_ALLOWED_CLIENTS))
-    if not isinstance(allowed, list) or not all(isinstance(name, str) and name for name in allowed):
-        check.problem("allowed_clients", "must be a list of client certificate common names")
-        allowed = []
-    elif not allowed:
-        check.problem("allowed_clients", "is empty, so the agent would refuse every caller")
-
-    proxmox_url = check.string("proxmox_url", DEFAULT_PROXMOX_URL).rstrip("/")
-    if proxmox_url and (problem := _url_problem(proxmox_url)):
-        check.problem("proxmox_url", problem)
-    token_id = check.string("proxmox_token_id", DEFAULT_TOKEN_ID)
-    if token_id and not _TOKEN_ID.fullmatch(token_id):
-        check.problem("proxmox_token_id", f"{token_id!r} is not of the form user@realm!token")
-    secret = _token_secret(check)
-
-    timeout = raw.get("proxmox_timeout", DEFAULT_PROXMOX_TIMEOUT)
+    values = {key: _under(base, value) if key in _PATH_KEYS else value for key, value in raw.items()}
     try:
-        timeout = float(timeout)
-    except (TypeError, ValueError):
-        check.problem("proxmox_timeout", f"{timeout!r} is not a number of seconds")
-        timeout = DEFAULT_PROXMOX_TIMEOUT
-    if not 0 < timeout <= 600:
-        check.problem("proxmox_timeout", "must be more than 0 and at most 600 seconds")
-
-    log_level = check.string("log_level", "info").lower()
-    if log_level and log_level not in LOG_LEVELS:
-        check.problem("log_level", f"must be one of {', '.join(LOG_LEVELS)}")
-    orchestrator_url = _orchestrator_url(check)
-    orchestrator_ca = check.readable_file("orchestrator_ca", optional=True)
-
-    image_allow_hosts = _allow_hosts(check)
-    image_cache = base / Path(check.string("image_cache", str(DEFAULT_IMAGE_CACHE))).expanduser()
-    image_max_bytes = _image_max_bytes(check)
-    staging = check.string("image_staging_storage", DEFAULT_IMAGE_STAGING_STORAGE)
-    if staging:
-        try:
-            check_storage_id(staging)
-        except ValueError as exc:
-            check.problem("image_staging_storage", str(exc))
-    image_ca = check.readable_file("image_ca", optional=True)
-    snippets_dir = base / Path(check.string("snippets_dir", str(DEFAULT_SNIPPETS_DIR))).expanduser()
-    snippets_storage = check.string("snippets_storage", DEFAULT_SNIPPETS_STORAGE)
-    if snippets_storage:
-        try:
-            check_storage_id(snippets_storage)
-        except ValueError as exc:
-            check.problem("snippets_storage", str(exc))
-    update = _update(check, listen)
-    console_clients = raw.get("console_clients", list(DEFAULT_ORCHESTRATOR_CLIENTS))
-    if not isinstance(console_clients, list) or not all(isinstance(n, str) and n for n in console_clients):
-        check.problem("console_clients", "must be a list of client certificate common names")
-        console_clients = []
-    metrics_listen = check.string("metrics_listen") if "metrics_listen" in raw else None
-    if metrics_listen is not None and (problem := _metrics_listen_problem(metrics_listen)):
-        check.problem("metrics_listen", problem)
-    gateway_clients = raw.get("gateway_clients", list(DEFAULT_ORCHESTRATOR_CLIENTS))
-    if not isinstance(gateway_clients, list) or not all(isinstance(n, str) and n for n in gateway_clients):
-        check.problem("gateway_clients", "must be a list of client certificate common names")
-        gateway_clients = []
-    gateway_dir = base / Path(check.string("gateway_dir", str(DEFAULT_GATEWAY_DIR))).expanduser()
-
-    if check.problems:
-        raise ConfigError(f"invalid agent configuration ({source}):\n  " + "\n  ".join(check.problems))
-    if tls_cert is None or tls_key is None or ca is None:  # reported above; this narrows the types
-        raise ConfigError(f"invalid agent configuration ({source})")
-    return AgentConfig(
-        listen=listen,
-        zone=zone,
-        node=node,
-        tls_cert=tls_cert,
-        tls_key=tls_key,
-        ca=ca,
-        proxmox_url=proxmox_url,
-        proxmox_token_id=token_id,
-        proxmox_token_secret=secret,
-        allowed_clients=frozenset(allowed),
-        proxmox_ca=proxmox_ca,
-        proxmox_timeout=timeout,
-        log_level=log_level,
-        orchestrator_url=orchestrator_url,
-        orchestrator_ca=orchestrator_ca,
-        image_allow_hosts=image_allow_hosts,
-        image_cache=image_cache,
-        image_max_bytes=image_max_bytes,
-        image_staging_storage=staging,
-        image_ca=image_ca,
-        snippets_dir=snippets_dir,
-        snippets_storage=snippets_storage,
-        update=update,
-        console_clients=frozenset(console_clients),
-        metrics_listen=metrics_listen,
-        gateway_clients=frozenset(gateway_clients),
-        gateway_dir=gateway_dir,
-    )
+        return AgentConfig(**values)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(map(str, error['loc']))}: {_message(error)}" for error in exc.errors()]
+        raise ConfigError(f"invalid agent configuration ({source}):\n  " + "\n  ".join(problems)) from None
 
 
-def _update(check: _Checker, listen: str) -> UpdateConfig | None:
-    """Self-update's settings, or None when no update_channel_url is set."""
-    url = check.raw.get("update_channel_url")
-    if not url:
-        return None
-    url = check.string("update_channel_url")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
-        check.problem("update_channel_url", "must be an https:// URL (the pin and downgrade rule trust it)")
-    public_key = None
-    if not check.raw.get("release_public_key"):
-        check.problem("release_public_key", "missing: update_channel_url needs it to verify releases")
-    else:
-        public_key = check.readable_file("release_public_key")
-    install_dir = check.base / Path(check.string("install_dir", str(DEFAULT_INSTALL_DIR))).expanduser()
-    state = check.string("update_state_file", str(install_dir / UPDATE_STATE_FILE))
-    interval = _seconds(check, "update_interval", DEFAULT_UPDATE_INTERVAL, lowest=0.0, highest=7 * 86400)
-    if 0 < interval < 1:
-        check.problem("update_interval", "must be 0 (never) or at least 1 second")
-    deadline = _seconds(check, "health_deadline", DEFAULT_HEALTH_DEADLINE, lowest=1.0, highest=3600.0)
-    if listen and not _listen_problem(listen) and split_listen(listen)[1] == 0:
-        check.problem("listen", "self-update needs a fixed port: its health check dials it after a restart")
-    return UpdateConfig(
-        channel_url=url,
-        public_key=public_key or Path(),
-        install_dir=install_dir,
-        state_file=check.base / Path(state).expanduser(),
-        channel_ca=check.readable_file("update_channel_ca", optional=True),
-        interval=interval,
-        health_deadline=deadline,
-        restart_command=_command(check, "service_restart_command", DEFAULT_RESTART_COMMAND, empty=False),
-        apply_launcher=_command(check, "update_apply_launcher", DEFAULT_APPLY_LAUNCHER, empty=True),
-        registry_credentials=_optional_path(check, "update_registry_credentials"),
-    )
+def _message(error: Any) -> str:
+    """Pydantic's error as this module words it: our own checks' messages as they are."""
+    kind = error["type"]
+    if kind == "missing":
+        return "missing"
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "value_error":
+        return str(error["ctx"]["error"])
+    return str(error["msg"])
 
 
-def _optional_path(check: _Checker, key: str) -> Path | None:
-    """A path that may not exist yet (a file the renewal rewrites), relative to the configuration."""
-    value = check.raw.get(key)
-    return check.base / Path(check.string(key)).expanduser() if value else None
+def _updating(info: ValidationInfo) -> bool:
+    """update_channel_url was given (it is missing from info.data when it was given but is invalid)."""
+    return info.data.get("update_channel_url", True) is not None
 
 
-def _seconds(check: _Checker, key: str, default: float, *, lowest: float, highest: float) -> float:
-    value = check.raw.get(key, default)
+def _check(problem: str | None) -> None:
+    if problem:
+        raise ValueError(problem)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value.strip()
+
+
+def _under(base: Path, value: Any) -> Any:
+    """A path of the configuration, relative to its file's folder; what is no path is left to the checks."""
+    return str(base / Path(value.strip()).expanduser()) if isinstance(value, str) and value.strip() else value
+
+
+def _readable(value: object) -> Path:
+    path = Path(_text(value))
+    if not path.is_file():
+        raise ValueError(f"{path} is not a file")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{path} is not readable")
+    return path
+
+
+def _number(value: object) -> float:
     try:
-        number = float(value)
+        return float(value)  # type: ignore[arg-type] # anything: what float() refuses is reported
     except (TypeError, ValueError):
-        check.problem(key, f"{value!r} is not a number of seconds")
-        return default
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+
+
+def _seconds(value: object, *, lowest: float, highest: float) -> float:
+    number = _number(value)
     if isinstance(value, bool) or not lowest <= number <= highest:
-        check.problem(key, f"must be between {lowest:g} and {highest:g} seconds")
-        return default
+        raise ValueError(f"must be between {lowest:g} and {highest:g} seconds")
     return number
-
-
-def _command(check: _Checker, key: str, default: tuple[str, ...], *, empty: bool) -> tuple[str, ...]:
-    """A command as a list of arguments (never a shell string); empty only where that means something."""
-    value = check.raw.get(key, list(default))
-    if not isinstance(value, list) or not all(isinstance(arg, str) and arg for arg in value):
-        check.problem(key, 'must be a list of arguments, e.g. ["systemctl", "restart", "flexplane-agent"]')
-        return default
-    if not value and not empty:
-        check.problem(key, "must name a command")
-    return tuple(value)
-
-
-def _orchestrator_url(check: _Checker) -> str | None:
-    """Where the certificate is renewed: https://host[:port][/prefix], or None (no renewal)."""
-    if not check.raw.get("orchestrator_url"):
-        return None
-    url = check.string("orchestrator_url").rstrip("/")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
-        check.problem("orchestrator_url", "must be an https:// URL (renewals carry a proof of the key)")
-    elif parts.query or parts.fragment or parts.username:
-        check.problem("orchestrator_url", "must be just https://host[:port][/path]")
-    return url
-
-
-def _allow_hosts(check: _Checker) -> frozenset[str]:
-    """image_allow_hosts, normalized: hosts or host:port, lowercase."""
-    entries = check.raw.get("image_allow_hosts", [])
-    if not isinstance(entries, list) or not all(isinstance(entry, str) for entry in entries):
-        check.problem("image_allow_hosts", "must be a list of hosts or host:port")
-        return frozenset()
-    allowed = set()
-    for entry in entries:
-        try:
-            allowed.add(normalize_allow_host(entry))
-        except ValueError as exc:
-            check.problem("image_allow_hosts", str(exc))
-    return frozenset(allowed)
-
-
-def _image_max_bytes(check: _Checker) -> int:
-    value = check.raw.get("image_max_bytes", DEFAULT_IMAGE_MAX_BYTES)
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = 0
-    if isinstance(value, bool) or (isinstance(value, float | str) and str(number) != str(value).strip()):
-        number = 0
-    if number <= 0:
-        check.problem("image_max_bytes", f"{value!r} is not a positive whole number of bytes")
-        return DEFAULT_IMAGE_MAX_BYTES
-    return number
-
-
-def _token_secret(check: _Checker) -> str:
-    """The token secret, given inline or in a file (exactly one of the two)."""
-    inline = check.raw.get("proxmox_token_secret")
-    from_file = check.raw.get("proxmox_token_secret_file")
-    if inline and from_file:
-        check.problem(
-            "proxmox_token_secret", "give proxmox_token_secret or proxmox_token_secret_file, not both"
-        )
-        return ""
-    if not inline and not from_file:
-        check.problem("proxmox_token_secret", "missing (or give proxmox_token_secret_file)")
-        return ""
-    if inline:
-        return check.string("proxmox_token_secret")
-    path = check.readable_file("proxmox_token_secret_file")
-    if path is None or not path.is_file():
-        return ""
-    try:
-        secret = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        check.problem("proxmox_token_secret_file", f"cannot read {path}: {exc}")
-        return ""
-    if not secret:
-        check.problem("proxmox_token_secret_file", f"{path} is empty")
-    return secret
 
 
 def split_listen(listen: str) -> tuple[str, int]:

@@ -24,7 +24,6 @@ routes, removed with it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import secrets
 import shutil
@@ -36,11 +35,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyroute2 import netns
+
 from devstack.processes import Process, spawn, wait_for_line
 
 COMMAND_TIMEOUT = 15.0
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL("libc.so.6", use_errno=True)
 # The third octet of the link between the hub and the customer's router (node n's link is n), and
 # of the orchestrator's pod's link to the hub.
 WAN = 200
@@ -295,11 +294,6 @@ def topology(
 # ------------------------------------------------------------------------------ a namespace relay
 
 
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "setns")
-
-
 def listen_in(ns: str, host: str, port: int) -> socket.socket:
     """A listening socket inside namespace ``ns`` (made from a thread that visits it, then returns)."""
     return _socket_in(ns, lambda: socket.create_server((host, port)))
@@ -314,19 +308,18 @@ def _socket_in(ns: str, make: Callable[[], socket.socket]) -> socket.socket:
     made: dict[str, socket.socket | BaseException] = {}
 
     def visit() -> None:
+        # setns(2) moves the calling thread only; flags=0: never create the namespace.
         own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        other = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
         try:
-            _setns(other)
+            netns.setns(ns, flags=0)
             try:
                 made["socket"] = make()
             finally:
-                _setns(own)
+                netns.setns(own, flags=0)
         except BaseException as exc:
             made["error"] = exc
         finally:
             os.close(own)
-            os.close(other)
 
     thread = threading.Thread(target=visit)
     thread.start()

@@ -203,3 +203,12 @@ def test_image_allow_hosts_from_the_environment_are_comma_separated(files: Path)
 
     assert config.image_allow_hosts == {"mirror.internal", "10.0.0.5:8080"}
     assert config.image_max_bytes == 2048
+
+
+def test_a_variable_of_the_prefix_that_names_no_key_is_not_a_key(files: Path) -> None:
+    # FLEXPLANE_AGENT_CONFIG names the file itself (agent.__main__), not a key of it.
+    config = load(
+        write(files, 'proxmox_token_secret = "s"\n'), FLEXPLANE_AGENT_CONFIG=str(files / "agent.toml")
+    )
+
+    assert config.listen == "127.0.10.1:7443"

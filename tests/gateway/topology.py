@@ -13,7 +13,7 @@
 
 Each "node" is a namespace holding the node's bridges (the joins stand in for VXLAN and the
 external network's switch); each "VM" a namespace with one veth leg on a VNet bridge. Gateways are
-made by :class:`agent.gateway.GatewayManager` with ``host`` the node's namespace. Every name carries
+made by :class:`agent.gateways.GatewayManager` with ``host`` the node's namespace. Every name carries
 the run's random id; the gateways' ids too (their namespaces are global).
 
 Sockets are made in a namespace by a thread that visits it (setns) and comes back: the socket stays
@@ -26,7 +26,6 @@ socket and waits for its own reply.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import secrets
@@ -38,11 +37,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from agent.gateway.net import NS_PREFIX
+from pyroute2 import netns
+
+from agent.gateways.net import NS_PREFIX
 from agentclient.gateways import Leg, Uplink
 
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL("libc.so.6", use_errno=True)
 TIMEOUT = 15.0
 INTERNET = "203.0.113.1"
 EXTERNAL_NET = "203.0.113.0/24"
@@ -262,29 +261,23 @@ def addresses_of(gateway_id: str) -> str:
 # ---------------------------------------------------------------------------------- sockets
 
 
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "setns")
-
-
 def socket_in(ns: str, make: Callable[[], socket.socket]) -> socket.socket:
     """A socket made inside namespace ns (it stays there; use it from any thread)."""
     made: dict[str, socket.socket | BaseException] = {}
 
     def visit() -> None:
+        # setns(2) moves the calling thread only; flags=0: never create the namespace.
         own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        other = os.open(f"/run/netns/{ns}", os.O_RDONLY)
         try:
-            _setns(other)
+            netns.setns(ns, flags=0)
             try:
                 made["socket"] = make()
             finally:
-                _setns(own)
+                netns.setns(own, flags=0)
         except BaseException as exc:
             made["error"] = exc
         finally:
             os.close(own)
-            os.close(other)
 
     thread = threading.Thread(target=visit)
     thread.start()
