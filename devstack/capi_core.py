@@ -66,18 +66,29 @@ from devstack.capi_kube import (
     ref_of,
 )
 from devstack.controller_loop import ControllerLoop, Watched
+from orchestrator.sources.kube_objects import (
+    CLUSTER,
+    CLUSTER_NAME_LABEL,
+    DEPLOYMENT_NAME_LABEL,
+    FLEX_CONTROL_PLANE,
+    KUBEADM_CONFIG,
+    KUBEADM_CONFIG_TEMPLATE,
+    MACHINE,
+    MACHINE_DEPLOYMENT,
+    PROXMOX_CLUSTER,
+    PROXMOX_MACHINE,
+    PROXMOX_MACHINE_TEMPLATE,
+    VDC_LABEL,
+)
 
 log = logging.getLogger(__name__)
 
-CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
-DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
 TEMPLATE_HASH_LABEL = "machine-template-hash"
 CLONED_FROM_NAME = "cluster.x-k8s.io/cloned-from-name"
 CLONED_FROM_GROUPKIND = "cluster.x-k8s.io/cloned-from-groupkind"
 DELETE_MACHINE = "cluster.x-k8s.io/delete-machine"
 CLUSTER_FINALIZER = "cluster.cluster.x-k8s.io"
 MACHINE_FINALIZER = "machine.cluster.x-k8s.io"
-VDC_LABEL = "flexplane.io/vdc"
 # The lower-case letters and digits Kubernetes' random name suffixes use (no vowels, no look-alikes).
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # The stand-in's own: when it made a Machine, in nanoseconds. creationTimestamp has whole seconds, and a
@@ -85,13 +96,16 @@ SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 CREATED_ANNOTATION = "devstack.flexplane.io/created-ns"
 
 WATCHED = [
-    Watched(CORE_GROUP, CORE_VERSION, "clusters"),
-    Watched(CORE_GROUP, CORE_VERSION, "machinedeployments"),
-    Watched(CORE_GROUP, CORE_VERSION, "machines"),
-    Watched(BOOTSTRAP_GROUP, CORE_VERSION, "kubeadmconfigs"),
-    Watched("infrastructure.flexplane.io", "v1alpha1", "proxmoxclusters"),
-    Watched("infrastructure.flexplane.io", "v1alpha1", "proxmoxmachines"),
-    Watched("controlplane.flexplane.io", "v1alpha1", "flexcontrolplanes"),
+    Watched(r.group, r.version, r.plural)
+    for r in (
+        CLUSTER,
+        MACHINE_DEPLOYMENT,
+        MACHINE,
+        KUBEADM_CONFIG,
+        PROXMOX_CLUSTER,
+        PROXMOX_MACHINE,
+        FLEX_CONTROL_PLANE,
+    )
 ]
 
 
@@ -475,14 +489,14 @@ class Namespace:
         lists this pass read).
         """
         candidates: list[Body] = [*self.machines, *self.configs, *self.deployments]
-        for group, plural in (
-            (BOOTSTRAP_GROUP, "kubeadmconfigtemplates"),
-            ("infrastructure.flexplane.io", "proxmoxmachinetemplates"),
-            ("infrastructure.flexplane.io", "proxmoxmachines"),
-            ("infrastructure.flexplane.io", "proxmoxclusters"),
-            ("controlplane.flexplane.io", "flexcontrolplanes"),
+        for resource in (
+            KUBEADM_CONFIG_TEMPLATE,
+            PROXMOX_MACHINE_TEMPLATE,
+            PROXMOX_MACHINE,
+            PROXMOX_CLUSTER,
+            FLEX_CONTROL_PLANE,
         ):
-            candidates.extend(self.kube.list_objects(group, plural, self.ns))
+            candidates.extend(self.kube.list_objects(resource.group, resource.plural, self.ns))
         candidates.extend(self.kube.list_secrets(self.ns))
         known = {meta(obj)["uid"] for obj in (*self.clusters, *candidates)}
         for obj in candidates:

@@ -14,13 +14,13 @@ from typing import Any
 from kubernetes import client
 
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS
+from orchestrator.sources.kube_objects import BOOTSTRAP_GROUP as BOOTSTRAP_GROUP
+from orchestrator.sources.kube_objects import CLUSTER_API_GROUP as CORE_GROUP
+from orchestrator.sources.kube_objects import CLUSTER_API_VERSION as CORE_VERSION
+from orchestrator.sources.kube_objects import CONTRACT_LABEL
 
 Body = dict[str, Any]
 
-CORE_GROUP = "cluster.x-k8s.io"
-BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
-CORE_VERSION = "v1beta2"
-CONTRACT_LABEL = "cluster.x-k8s.io/v1beta2"
 WATCH_FILTER_LABEL = "cluster.x-k8s.io/watch-filter"
 
 

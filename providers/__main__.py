@@ -47,6 +47,7 @@ def main() -> int:
         handler.addFilter(KopfExtras())
 
     from orchestrator.sources.kube import kube as platform_kube
+    from orchestrator.sources.kube import load_configuration
     from providers import leader
     from providers.common import kube as kube_module
     from providers.common.operator import run
@@ -62,7 +63,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    configuration = kube_module.load_configuration(settings.FLEXPLANE_KUBECONFIG or None)
+    configuration = load_configuration(settings.FLEXPLANE_KUBECONFIG or None)
     kube_module.configure(kube_module.Kube.from_configuration(configuration))
     identity = os.environ.get("POD_NAME") or socket.gethostname()
     ttl = float(os.environ.get("FLEXPLANE_PROVIDERS_LEADER_TTL") or leader.DEFAULT_TTL)

@@ -22,47 +22,33 @@ from django.db import models
 
 from orchestrator.models.catalog import MAX_CATALOG_NAME_LENGTH, Input, Kind
 
-# The kinds' and objects' shapes are the Kubernetes source's; the Cluster API label is re-exported with ours.
+# The kinds, labels and annotations of tenant clusters are the Kubernetes layer's (shared with the providers),
+# re-exported here with the views built from them.
+from orchestrator.sources.kube_objects import CLUSTER as CLUSTER
 from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL as CLUSTER_NAME_LABEL
-from orchestrator.sources.kube_objects import KubeObject, Resource
+from orchestrator.sources.kube_objects import DEPLOYMENT_NAME_LABEL as DEPLOYMENT_NAME_LABEL
+from orchestrator.sources.kube_objects import FLEX_CONTROL_PLANE as FLEX_CONTROL_PLANE
+from orchestrator.sources.kube_objects import KUBEADM_CONFIG_TEMPLATE as KUBEADM_CONFIG_TEMPLATE
+from orchestrator.sources.kube_objects import MACHINE as MACHINE
+from orchestrator.sources.kube_objects import MACHINE_DEPLOYMENT as MACHINE_DEPLOYMENT
+from orchestrator.sources.kube_objects import NODE_POOL_LABEL as NODE_POOL_LABEL
+from orchestrator.sources.kube_objects import PENDING_UPGRADE_ANNOTATION as PENDING_UPGRADE_ANNOTATION
+from orchestrator.sources.kube_objects import PROXMOX_CLUSTER as PROXMOX_CLUSTER
+from orchestrator.sources.kube_objects import PROXMOX_MACHINE as PROXMOX_MACHINE
+from orchestrator.sources.kube_objects import PROXMOX_MACHINE_TEMPLATE as PROXMOX_MACHINE_TEMPLATE
+from orchestrator.sources.kube_objects import VDC_LABEL as VDC_LABEL
+from orchestrator.sources.kube_objects import WORKERS_PENDING_ANNOTATION as WORKERS_PENDING_ANNOTATION
+from orchestrator.sources.kube_objects import KubeObject as KubeObject
+from orchestrator.sources.kube_objects import Resource as Resource
+from orchestrator.sources.kube_objects import namespace_of as namespace_of
+from orchestrator.sources.kube_objects import vdc_of_namespace as vdc_of
 
 # ----------------------------------------------------------------------------------- Cluster API
-
-CAPI_GROUP = "cluster.x-k8s.io"
-BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
-INFRASTRUCTURE_GROUP = "infrastructure.flexplane.io"
-CONTROL_PLANE_GROUP = "controlplane.flexplane.io"
-CAPI_VERSION = "v1beta2"
-OUR_VERSION = "v1alpha1"
-
-
-CLUSTER = Resource(CAPI_GROUP, CAPI_VERSION, "clusters", "Cluster")
-MACHINE_DEPLOYMENT = Resource(CAPI_GROUP, CAPI_VERSION, "machinedeployments", "MachineDeployment")
-MACHINE = Resource(CAPI_GROUP, CAPI_VERSION, "machines", "Machine")
-KUBEADM_CONFIG_TEMPLATE = Resource(
-    BOOTSTRAP_GROUP, CAPI_VERSION, "kubeadmconfigtemplates", "KubeadmConfigTemplate"
-)
-PROXMOX_CLUSTER = Resource(INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxclusters", "ProxmoxCluster")
-PROXMOX_MACHINE = Resource(INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxmachines", "ProxmoxMachine")
-PROXMOX_MACHINE_TEMPLATE = Resource(
-    INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxmachinetemplates", "ProxmoxMachineTemplate"
-)
-FLEX_CONTROL_PLANE = Resource(CONTROL_PLANE_GROUP, OUR_VERSION, "flexcontrolplanes", "FlexControlPlane")
 
 # What a listing reads: one list per kind in the VDC's namespace, whatever the number of clusters.
 LISTED = (CLUSTER, FLEX_CONTROL_PLANE, PROXMOX_CLUSTER, MACHINE_DEPLOYMENT, PROXMOX_MACHINE_TEMPLATE)
 # Every kind a create writes (the listed ones, and each pool's bootstrap template).
 WRITTEN = (*LISTED, KUBEADM_CONFIG_TEMPLATE)
-
-VDC_LABEL = "flexplane.io/vdc"
-DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
-NODE_POOL_LABEL = "flexplane.io/node-pool"
-NAMESPACE_PREFIX = "vdc-"
-# An upgrade's order (the control plane first, then the workers): a pool's upgrade waits on its
-# MachineDeployment (JSON: version, infrastructureRef, bootstrapConfigRef) until the control-plane provider,
-# flagged on the FlexControlPlane (the version), applies it once the control plane runs that version.
-PENDING_UPGRADE_ANNOTATION = "controlplane.flexplane.io/pending-upgrade"
-WORKERS_PENDING_ANNOTATION = "controlplane.flexplane.io/workers-pending"
 
 POD_CIDR = "10.244.0.0/16"
 SERVICE_CIDR = "10.96.0.0/12"
@@ -78,15 +64,6 @@ PROVISIONING, READY, UPGRADING, SCALING, DELETING, FAILED = (
     "Failed",
 )
 PHASES = (PROVISIONING, READY, UPGRADING, SCALING, DELETING, FAILED)
-
-
-def namespace_of(vdc: str) -> str:
-    """The VDC's namespace of the management cluster, where its clusters' objects live."""
-    return f"{NAMESPACE_PREFIX}{vdc}"
-
-
-def vdc_of(namespace: str) -> str | None:
-    return namespace[len(NAMESPACE_PREFIX) :] if namespace.startswith(NAMESPACE_PREFIX) else None
 
 
 # ------------------------------------------------------------------------ Kubernetes versions

@@ -21,8 +21,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from orchestrator.sources.kube_objects import VDC_LABEL
+
 GATEWAY_KIND = "gateway"
-VDC_LABEL = "flexplane.io/vdc"
 ZONE_LABEL = "flexplane.io/zone"
 PROTOCOLS = ("tcp", "udp")
 RULE_PROTOCOLS = ("tcp", "udp", "icmp", "any")

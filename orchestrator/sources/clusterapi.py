@@ -1,26 +1,26 @@
 """The management cluster's Cluster API objects in the VDCs' namespaces (tenant Kubernetes clusters).
 
 A typed surface over the official client's ``CustomObjectsApi``, beside ``sources.kube`` (whose client,
-timeout and error mapping it shares): list (by label, in one namespace or across all), create, merge
-patch and delete of one kind's objects, and reading a Secret of a VDC's namespace (a cluster's CA).
-Objects come back as :class:`~orchestrator.models.clusters.KubeObject`. Failures are domain errors
-naming the management cluster, as ``sources.kube``'s are.
+timeout and call wrapper, :class:`~orchestrator.sources.kube.ApiCalls`, it shares): list (by label, in
+one namespace or across all), create, merge patch and delete of one kind's objects, and reading a Secret
+of a VDC's namespace (a cluster's CA). Objects come back as
+:class:`~orchestrator.sources.kube_objects.KubeObject`; the kinds are ``kube_objects``' too. Failures are
+domain errors naming the management cluster, as ``sources.kube``'s are.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from django.conf import settings
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
 from orchestrator.errors import Conflict, NotFound
 from orchestrator.sources import kube as kube_source
-from orchestrator.sources.kube import LIST_PAGE_SIZE
+from orchestrator.sources.kube import LIST_PAGE_SIZE, api_call, secret_entry
 from orchestrator.sources.kube_objects import KubeObject, Resource, SecretEntry
 
 
@@ -79,64 +79,60 @@ class ClusterApiSource:
         token: str | None = None
         doing = f"list {resource.plural} ({label_selector})"
         while True:
-            try:
-                if namespace is None:
-                    page = self.custom.list_cluster_custom_object(
-                        resource.group,
-                        resource.version,
-                        resource.plural,
-                        label_selector=label_selector,
-                        limit=LIST_PAGE_SIZE,
-                        _continue=token,
-                        _request_timeout=self.timeout,
-                    )
-                else:
-                    page = self.custom.list_namespaced_custom_object(
-                        resource.group,
-                        resource.version,
-                        namespace,
-                        resource.plural,
-                        label_selector=label_selector,
-                        limit=LIST_PAGE_SIZE,
-                        _continue=token,
-                        _request_timeout=self.timeout,
-                    )
-            except ApiException as exc:
-                if exc.status == 404:  # the kind is not installed: nothing of it exists
-                    return out
-                raise kube_source.failure(exc, doing) from exc
-            except (HTTPError, OSError) as exc:
-                raise kube_source.unreachable(exc) from exc
+            # 404: the kind is not installed, so nothing of it exists.
+            page = api_call.read(doing, partial(self._page, resource, namespace, label_selector, token))
             body = _dict(page)
             out.extend(_object(resource, item) for item in body.get("items") or [])
             token = (body.get("metadata") or {}).get("continue")
             if not token:
                 return out
 
+    def _page(
+        self, resource: Resource, namespace: str | None, label_selector: str, token: str | None
+    ) -> object:
+        if namespace is None:
+            return self.custom.list_cluster_custom_object(
+                resource.group,
+                resource.version,
+                resource.plural,
+                label_selector=label_selector,
+                limit=LIST_PAGE_SIZE,
+                _continue=token,
+                _request_timeout=self.timeout,
+            )
+        return self.custom.list_namespaced_custom_object(
+            resource.group,
+            resource.version,
+            namespace,
+            resource.plural,
+            label_selector=label_selector,
+            limit=LIST_PAGE_SIZE,
+            _continue=token,
+            _request_timeout=self.timeout,
+        )
+
     def create(self, resource: Resource, namespace: str, body: Mapping[str, Any]) -> KubeObject:
         """Create one object; ``Conflict`` if one of that name exists."""
         name = str((body.get("metadata") or {}).get("name"))
-        try:
-            item = self.custom.create_namespaced_custom_object(
+        item = api_call(
+            f"create {resource.kind} {name}",
+            lambda: self.custom.create_namespaced_custom_object(
                 resource.group,
                 resource.version,
                 namespace,
                 resource.plural,
                 dict(body),
                 _request_timeout=self.timeout,
-            )
-        except ApiException as exc:
-            if exc.status == 409:
-                raise Conflict(f"{resource.kind} {name} already exists in namespace {namespace}") from exc
-            raise kube_source.failure(exc, f"create {resource.kind} {name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise kube_source.unreachable(exc) from exc
+            ),
+            refusals={409: Conflict(f"{resource.kind} {name} already exists in namespace {namespace}")},
+        )
         return _object(resource, _dict(item))
 
     def patch(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject:
         """A JSON merge patch of one object's spec or metadata; ``NotFound`` if it is gone."""
-        try:
-            item = self.custom.patch_namespaced_custom_object(
+        item = api_call(
+            f"update {resource.kind} {name}",
+            lambda: self.custom.patch_namespaced_custom_object(
                 resource.group,
                 resource.version,
                 namespace,
@@ -144,35 +140,27 @@ class ClusterApiSource:
                 name,
                 dict(patch),
                 _request_timeout=self.timeout,
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                raise NotFound(resource.kind, name) from exc
-            if exc.status == 409:
-                raise Conflict(f"{resource.kind} {name} changed meanwhile, retry") from exc
-            raise kube_source.failure(exc, f"update {resource.kind} {name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise kube_source.unreachable(exc) from exc
+            ),
+            refusals={
+                404: NotFound(resource.kind, name),
+                409: Conflict(f"{resource.kind} {name} changed meanwhile, retry"),
+            },
+        )
         return _object(resource, _dict(item))
 
     def delete(self, resource: Resource, namespace: str, name: str) -> bool:
         """Delete one object (its finalizers may keep it a while); False when it was already gone."""
-        try:
-            self.custom.delete_namespaced_custom_object(
+        return api_call.delete(
+            f"delete {resource.kind} {name}",
+            lambda: self.custom.delete_namespaced_custom_object(
                 resource.group,
                 resource.version,
                 namespace,
                 resource.plural,
                 name,
                 _request_timeout=self.timeout,
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise kube_source.failure(exc, f"delete {resource.kind} {name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise kube_source.unreachable(exc) from exc
-        return True
+            ),
+        )
 
     def ensure_namespace(self, namespace: str, labels: Mapping[str, str]) -> None:
         """The namespace exists, labelled (a VDC's is made with its first cluster); where the deployment
@@ -181,9 +169,11 @@ class ClusterApiSource:
         clusters' Secrets in the VDCs' namespaces, and no other namespace's."""
         timeout = self.timeout
         meta = client.V1ObjectMeta(name=namespace, labels=dict(labels))
-        self._made(
-            f"Namespace {namespace}",
+        # 409: an existing object of that name is as good as a new one.
+        api_call(
+            f"create Namespace {namespace}",
             lambda: self.core.create_namespace(client.V1Namespace(metadata=meta), _request_timeout=timeout),
+            answers={409: None},
         )
         role, account = settings.FLEXPLANE_VDC_ROLE, settings.FLEXPLANE_SERVICE_ACCOUNT
         if not role or "/" not in account:
@@ -197,33 +187,19 @@ class ClusterApiSource:
             ],
         )
         rbac = client.RbacAuthorizationV1Api(self.core.api_client)
-        self._made(
-            f"RoleBinding {namespace}/{role}",
+        api_call(
+            f"create RoleBinding {namespace}/{role}",
             lambda: rbac.create_namespaced_role_binding(namespace, binding, _request_timeout=timeout),
+            answers={409: None},
         )
-
-    @staticmethod
-    def _made(what: str, create: Callable[[], object]) -> None:
-        """``create()``, where an existing object of that name is as good as a new one."""
-        try:
-            create()
-        except ApiException as exc:
-            if exc.status != 409:
-                raise kube_source.failure(exc, f"create {what}") from exc
-        except (HTTPError, OSError) as exc:
-            raise kube_source.unreachable(exc) from exc
 
     def secret(self, namespace: str, name: str) -> SecretEntry | None:
         """One Secret of a VDC's namespace (its data decoded), or None when there is none."""
-        try:
-            item = self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise kube_source.failure(exc, f"read Secret {namespace}/{name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise kube_source.unreachable(exc) from exc
-        return kube_source._secret(item)
+        item = api_call.read(
+            f"read Secret {namespace}/{name}",
+            lambda: self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout),
+        )
+        return None if item is None else secret_entry(item)
 
 
 def clusterapi() -> ClusterApiSource:

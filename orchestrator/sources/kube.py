@@ -13,7 +13,9 @@ base64 of the API stays in here.
 
 Every call runs under the source's timeout. Failures are domain errors naming the management
 cluster: ``Unavailable`` when it did not answer (or answered that it cannot now),
-``UpstreamFailure`` with its own message when it refused.
+``UpstreamFailure`` with its own message when it refused. One wrapper makes every call and maps its
+failures (:class:`ApiCalls`): this source's, ``sources.clusterapi``'s and the providers' (with errors of
+their own), each naming at the call only the statuses that mean something there (404, 409).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import binascii
 import json
 import logging
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar, overload
 
 import orjson
 from django.conf import settings
@@ -53,6 +57,11 @@ WHERE = "management cluster"
 LIST_PAGE_SIZE = 500
 # Statuses meaning "not now" rather than "no": the cluster is overloaded, restarting or timing out.
 _TRANSIENT = frozenset({429, 500, 502, 503, 504})
+# What the client raises when the API server did not answer (urllib3's errors, the socket's).
+UNANSWERED = (HTTPError, OSError)
+
+T = TypeVar("T")
+A = TypeVar("A")
 
 
 def _event(item: client.EventsV1Event) -> EventEntry:
@@ -96,15 +105,19 @@ def _catalog_entry(name: Any, labels: Any, data: Any, version: Any) -> CatalogEn
     return CatalogEntry(kind, ident, spec, str(version or ""), labels)
 
 
-def _message(exc: ApiException) -> str:
-    """The API server's own message (from its Status body), else the HTTP reason."""
+def status_message(body: str | bytes | None) -> str | None:
+    """The API server's own message, from the Status it answers a refusal with; None without one."""
     try:
-        body = json.loads(exc.body or "")
+        status = json.loads(body or "")
     except (TypeError, ValueError):
-        body = None
-    if isinstance(body, dict) and body.get("message"):
-        return str(body["message"])
-    return f"{exc.status} {exc.reason}"
+        return None
+    message = status.get("message") if isinstance(status, dict) else None
+    return str(message) if message else None
+
+
+def _message(exc: ApiException) -> str:
+    """The API server's own message, else the HTTP reason."""
+    return status_message(exc.body) or f"{exc.status} {exc.reason}"
 
 
 def failure(exc: ApiException, doing: str) -> FlexPlaneError:
@@ -123,7 +136,83 @@ def unreachable(exc: Exception) -> Unavailable:
     return Unavailable(WHERE, f"the management cluster did not answer: {exc}")
 
 
-def _secret(item: client.V1Secret) -> SecretEntry:
+@dataclass(frozen=True)
+class ApiCalls:
+    """Makes a Kubernetes API call and turns its failures into the caller's errors: a refusal
+    (``ApiException``) into ``refused(exc, doing)``, no answer (:data:`UNANSWERED`) into
+    ``unanswered(exc, doing)``. ``doing`` says what the call was for (``read Secret x``).
+
+    The statuses that mean something to one call are named there: ``answers`` maps a status to the value
+    the call answers instead (404 to None: nothing there), ``refusals`` to the error it raises instead
+    (409 to ``Conflict``). The original exception is always the cause.
+    """
+
+    refused: Callable[[ApiException, str], Exception]
+    unanswered: Callable[[Exception, str], Exception]
+
+    @overload
+    def __call__(
+        self, doing: str, request: Callable[[], T], *, refusals: Mapping[int, Exception] | None = None
+    ) -> T: ...
+
+    @overload
+    def __call__(
+        self,
+        doing: str,
+        request: Callable[[], T],
+        *,
+        answers: Mapping[int, A],
+        refusals: Mapping[int, Exception] | None = None,
+    ) -> T | A: ...
+
+    def __call__(
+        self,
+        doing: str,
+        request: Callable[[], Any],
+        *,
+        answers: Mapping[int, Any] | None = None,
+        refusals: Mapping[int, Exception] | None = None,
+    ) -> Any:
+        try:
+            return request()
+        except ApiException as exc:
+            status = int(exc.status or 0)
+            if answers and status in answers:
+                return answers[status]
+            refusal = (refusals or {}).get(status)
+            raise (refusal if refusal is not None else self.refused(exc, doing)) from exc
+        except UNANSWERED as exc:
+            raise self.unanswered(exc, doing) from exc
+
+    def read(
+        self, doing: str, request: Callable[[], T], *, refusals: Mapping[int, Exception] | None = None
+    ) -> T | None:
+        """The call's answer, or None when there is nothing there (404)."""
+        return self(doing, request, answers={404: None}, refusals=refusals)
+
+    def delete(
+        self, doing: str, request: Callable[[], object], *, refusals: Mapping[int, Exception] | None = None
+    ) -> bool:
+        """Send a delete: True, or False when it was gone already (404)."""
+
+        def sent() -> bool:
+            request()
+            return True
+
+        return self(doing, sent, answers={404: False}, refusals=refusals)
+
+
+# The orchestrator's calls: domain errors naming the management cluster.
+api_call = ApiCalls(failure, lambda exc, _doing: unreachable(exc))
+# A health check's: whatever went wrong, the management cluster is unavailable.
+_ping_call = ApiCalls(
+    lambda exc, _doing: Unavailable(WHERE, f"the management cluster answered {exc.status} {exc.reason}"),
+    lambda exc, _doing: unreachable(exc),
+)
+
+
+def secret_entry(item: client.V1Secret) -> SecretEntry:
+    """A Secret as read, its data decoded (``UpstreamFailure`` when a value is not base64)."""
     meta = item.metadata
     assert meta is not None
     data: dict[str, bytes] = {}
@@ -184,20 +273,9 @@ class KubeSource:
         token: str | None = None
         while True:
             try:
-                # Without preloading, the client answers urllib3's response (its typing says the list).
-                answer: Any = self.core.list_namespaced_config_map(
-                    self.namespace,
-                    label_selector=selector,
-                    limit=LIST_PAGE_SIZE,
-                    _continue=token,
-                    _request_timeout=self.timeout,
-                    _preload_content=False,
+                page = api_call(
+                    f"list the catalog ({', '.join(wanted)})", partial(self._page, selector, token)
                 )
-                page = orjson.loads(answer.data)
-            except ApiException as exc:
-                raise failure(exc, f"list the catalog ({', '.join(wanted)})") from exc
-            except (HTTPError, OSError) as exc:
-                raise unreachable(exc) from exc
             except ValueError as exc:
                 raise UpstreamFailure(WHERE, f"the catalog's list is not JSON ({exc})") from exc
             if not isinstance(page, dict):
@@ -211,17 +289,28 @@ class KubeSource:
             if not token:
                 return entries
 
+    def _page(self, selector: str, token: str | None) -> Any:
+        """One page of the catalog's ConfigMaps, as JSON."""
+        # Without preloading, the client answers urllib3's response (its typing says the list).
+        answer: Any = self.core.list_namespaced_config_map(
+            self.namespace,
+            label_selector=selector,
+            limit=LIST_PAGE_SIZE,
+            _continue=token,
+            _request_timeout=self.timeout,
+            _preload_content=False,
+        )
+        return orjson.loads(answer.data)
+
     def get_catalog(self, kind: str, ident: str) -> CatalogEntry | None:
         """One catalog object, or None when there is none."""
         name = config_map_name(kind, ident)
-        try:
-            item = self.core.read_namespaced_config_map(name, self.namespace, _request_timeout=self.timeout)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise failure(exc, f"read {kind} {ident!r}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
+        item = api_call.read(
+            f"read {kind} {ident!r}",
+            lambda: self.core.read_namespaced_config_map(name, self.namespace, _request_timeout=self.timeout),
+        )
+        if item is None:
+            return None
         try:
             return _entry(item)
         except _BadEntry as exc:
@@ -232,14 +321,13 @@ class KubeSource:
     ) -> CatalogEntry:
         """Store a new catalog object; ``Conflict`` if one of that kind and id exists."""
         body = config_map(kind, ident, spec, labels)
-        try:
-            item = self.core.create_namespaced_config_map(self.namespace, body, _request_timeout=self.timeout)
-        except ApiException as exc:
-            if exc.status == 409:
-                raise Conflict(f"{_noun(kind)} {ident!r} already exists") from exc
-            raise failure(exc, f"create {kind} {ident!r}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
+        item = api_call(
+            f"create {kind} {ident!r}",
+            lambda: self.core.create_namespaced_config_map(
+                self.namespace, body, _request_timeout=self.timeout
+            ),
+            refusals={409: Conflict(f"{_noun(kind)} {ident!r} already exists")},
+        )
         return _entry(item)
 
     def replace_catalog(
@@ -254,18 +342,16 @@ class KubeSource:
         """Write an object back at the version it was read at; ``Conflict`` if it changed meanwhile."""
         name = config_map_name(kind, ident)
         body = config_map(kind, ident, spec, labels, resource_version)
-        try:
-            item = self.core.replace_namespaced_config_map(
+        item = api_call(
+            f"update {kind} {ident!r}",
+            lambda: self.core.replace_namespaced_config_map(
                 name, self.namespace, body, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            if exc.status == 409:
-                raise Conflict(f"{_noun(kind)} {ident!r} changed meanwhile, retry") from exc
-            if exc.status == 404:
-                raise NotFound(_noun(kind), ident) from exc
-            raise failure(exc, f"update {kind} {ident!r}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
+            ),
+            refusals={
+                409: Conflict(f"{_noun(kind)} {ident!r} changed meanwhile, retry"),
+                404: NotFound(_noun(kind), ident),
+            },
+        )
         return _entry(item)
 
     def delete_catalog(self, kind: str, ident: str, resource_version: str | None = None) -> bool:
@@ -276,45 +362,33 @@ class KubeSource:
             if resource_version
             else None
         )
-        try:
-            self.core.delete_namespaced_config_map(
+        return api_call.delete(
+            f"delete {kind} {ident!r}",
+            lambda: self.core.delete_namespaced_config_map(
                 name, self.namespace, body=options, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            if exc.status == 409:
-                raise Conflict(f"{_noun(kind)} {ident!r} changed meanwhile, retry") from exc
-            raise failure(exc, f"delete {kind} {ident!r}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
-        return True
+            ),
+            refusals={409: Conflict(f"{_noun(kind)} {ident!r} changed meanwhile, retry")},
+        )
 
     # ------------------------------------------------------------------ leases
 
     def get_lease(self, name: str) -> Lease | None:
-        try:
-            item = self.coordination.read_namespaced_lease(
+        item = api_call.read(
+            f"read lease {name}",
+            lambda: self.coordination.read_namespaced_lease(
                 name, self.namespace, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise failure(exc, f"read lease {name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
-        return _lease(item)
+            ),
+        )
+        return None if item is None else _lease(item)
 
     def list_leases(self, label_selector: str) -> list[Lease]:
         """The Leases that match a label selector (one page: these are few, e.g. spent console tickets)."""
-        try:
-            page = self.coordination.list_namespaced_lease(
+        page = api_call(
+            f"list leases ({label_selector})",
+            lambda: self.coordination.list_namespaced_lease(
                 self.namespace, label_selector=label_selector, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            raise failure(exc, f"list leases ({label_selector})") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
+            ),
+        )
         return [_lease(item) for item in page.items]
 
     def write_lease(
@@ -339,66 +413,52 @@ class KubeSource:
                 lease_transitions=lease.transitions,
             ),
         )
-        try:
+
+        def write() -> client.V1Lease:
             if resource_version is None:
-                item = self.coordination.create_namespaced_lease(
+                return self.coordination.create_namespaced_lease(
                     self.namespace, body, _request_timeout=self.timeout
                 )
-            else:
-                item = self.coordination.replace_namespaced_lease(
-                    lease.name, self.namespace, body, _request_timeout=self.timeout
-                )
-        except ApiException as exc:
-            if exc.status in (404, 409):  # 404: deleted since it was read; someone else's move too
-                raise Conflict(f"lease {lease.name} was taken meanwhile") from exc
-            raise failure(exc, f"write lease {lease.name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
-        return _lease(item)
+            return self.coordination.replace_namespaced_lease(
+                lease.name, self.namespace, body, _request_timeout=self.timeout
+            )
+
+        taken = Conflict(f"lease {lease.name} was taken meanwhile")
+        # 404: deleted since it was read; someone else's move too.
+        return _lease(api_call(f"write lease {lease.name}", write, refusals={404: taken, 409: taken}))
 
     def delete_lease(self, name: str, resource_version: str) -> None:
         """Delete a lease only at the version read (``Conflict`` if it changed); a gone one is fine."""
         options = client.V1DeleteOptions(
             preconditions=client.V1Preconditions(resource_version=resource_version)
         )
-        try:
-            self.coordination.delete_namespaced_lease(
+        api_call.delete(
+            f"delete lease {name}",
+            lambda: self.coordination.delete_namespaced_lease(
                 name, self.namespace, body=options, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return
-            if exc.status == 409:
-                raise Conflict(f"lease {name} was taken meanwhile") from exc
-            raise failure(exc, f"delete lease {name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
+            ),
+            refusals={409: Conflict(f"lease {name} was taken meanwhile")},
+        )
 
     # ------------------------------------------------------------------ secrets
 
     def get_secret(self, name: str) -> SecretEntry | None:
         """One Secret, or None when there is none."""
-        try:
-            item = self.core.read_namespaced_secret(name, self.namespace, _request_timeout=self.timeout)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise failure(exc, f"read Secret {name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
-        return _secret(item)
+        item = api_call.read(
+            f"read Secret {name}",
+            lambda: self.core.read_namespaced_secret(name, self.namespace, _request_timeout=self.timeout),
+        )
+        return None if item is None else secret_entry(item)
 
     def list_secrets(self, label_selector: str) -> list[SecretEntry]:
         """The Secrets that match a label selector (one page: these are few, e.g. pending join tokens)."""
-        try:
-            page = self.core.list_namespaced_secret(
+        page = api_call(
+            f"list Secrets ({label_selector})",
+            lambda: self.core.list_namespaced_secret(
                 self.namespace, label_selector=label_selector, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            raise failure(exc, f"list Secrets ({label_selector})") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
-        return [_secret(item) for item in page.items]
+            ),
+        )
+        return [secret_entry(item) for item in page.items]
 
     def create_secret(
         self,
@@ -410,15 +470,12 @@ class KubeSource:
     ) -> SecretEntry:
         """Store a new Secret; ``Conflict`` if one of that name exists."""
         body = secret_body(name, data, type_name=type_name, labels=labels)
-        try:
-            item = self.core.create_namespaced_secret(self.namespace, body, _request_timeout=self.timeout)
-        except ApiException as exc:
-            if exc.status == 409:
-                raise Conflict(f"Secret {name} already exists") from exc
-            raise failure(exc, f"create Secret {name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
-        return _secret(item)
+        item = api_call(
+            f"create Secret {name}",
+            lambda: self.core.create_namespaced_secret(self.namespace, body, _request_timeout=self.timeout),
+            refusals={409: Conflict(f"Secret {name} already exists")},
+        )
+        return secret_entry(item)
 
     def replace_secret(self, entry: SecretEntry, data: Mapping[str, bytes]) -> SecretEntry:
         """Write a Secret's data back at the version it was read at; ``Conflict`` if it changed meanwhile.
@@ -433,17 +490,16 @@ class KubeSource:
             labels=entry.labels,
             resource_version=entry.resource_version,
         )
-        try:
-            item = self.core.replace_namespaced_secret(
+        changed = Conflict(f"Secret {entry.name} changed meanwhile")
+        item = api_call(
+            f"update Secret {entry.name}",
+            lambda: self.core.replace_namespaced_secret(
                 entry.name, self.namespace, body, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            if exc.status in (404, 409):  # 404: deleted since it was read, another writer's move too
-                raise Conflict(f"Secret {entry.name} changed meanwhile") from exc
-            raise failure(exc, f"update Secret {entry.name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
-        return _secret(item)
+            ),
+            # 404: deleted since it was read, another writer's move too.
+            refusals={404: changed, 409: changed},
+        )
+        return secret_entry(item)
 
     def delete_secret(self, entry: SecretEntry) -> bool:
         """Delete a Secret only at the version read (``Conflict`` if it changed); False when already gone."""
@@ -452,60 +508,63 @@ class KubeSource:
                 uid=entry.uid or None, resource_version=entry.resource_version
             )
         )
-        try:
-            self.core.delete_namespaced_secret(
+        return api_call.delete(
+            f"delete Secret {entry.name}",
+            lambda: self.core.delete_namespaced_secret(
                 entry.name, self.namespace, body=options, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            if exc.status == 409:
-                raise Conflict(f"Secret {entry.name} changed meanwhile") from exc
-            raise failure(exc, f"delete Secret {entry.name}") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
-        return True
+            ),
+            refusals={409: Conflict(f"Secret {entry.name} changed meanwhile")},
+        )
 
     # ------------------------------------------------------------------ events
 
     def create_event(self, event: client.EventsV1Event) -> None:
         """Store an Event (a name of its own each time: never a 409 in practice, and none retried)."""
-        try:
-            client.EventsV1Api(self.core.api_client).create_namespaced_event(
+        api_call(
+            "record an Event",
+            lambda: client.EventsV1Api(self.core.api_client).create_namespaced_event(
                 self.namespace, event, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            raise failure(exc, "record an Event") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
+            ),
+        )
 
     def list_events(self, label_selector: str, limit: int) -> list[EventEntry]:
         """The Events that match a label selector, at most ``limit`` (the API server's order)."""
-        try:
-            page = client.EventsV1Api(self.core.api_client).list_namespaced_event(
+        page = api_call(
+            f"list Events ({label_selector})",
+            lambda: client.EventsV1Api(self.core.api_client).list_namespaced_event(
                 self.namespace, label_selector=label_selector, limit=limit, _request_timeout=self.timeout
-            )
-        except ApiException as exc:
-            raise failure(exc, f"list Events ({label_selector})") from exc
-        except (HTTPError, OSError) as exc:
-            raise unreachable(exc) from exc
+            ),
+        )
         return [_event(item) for item in page.items]
 
     # ------------------------------------------------------------------ health
 
     def ping(self) -> None:
         """Raise ``Unavailable`` unless the platform namespace can be read."""
-        try:
-            self.core.list_namespaced_config_map(self.namespace, limit=1, _request_timeout=self.timeout)
-        except ApiException as exc:
-            raise Unavailable(WHERE, f"the management cluster answered {exc.status} {exc.reason}") from exc
-        except (HTTPError, OSError) as exc:
-            raise Unavailable(WHERE, f"the management cluster did not answer: {exc}") from exc
+        _ping_call(
+            "read the platform namespace",
+            lambda: self.core.list_namespaced_config_map(
+                self.namespace, limit=1, _request_timeout=self.timeout
+            ),
+        )
 
 
 def _noun(kind: str) -> str:
     """``compute-profile`` -> ``compute profile``; ``vdc`` -> ``VDC``."""
     return "VDC" if kind == "vdc" else kind.replace("-", " ")
+
+
+def load_configuration(kubeconfig: str | None) -> client.Configuration:
+    """The client configuration of a kubeconfig file, or (None) of the in-cluster service account; the
+    orchestrator's and the providers' alike."""
+    configuration = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(kubeconfig, client_configuration=configuration)
+    else:
+        config.load_incluster_config(client_configuration=configuration)
+    # One quick retry at most: the caller's deadline, not urllib3's backoff, bounds a call.
+    configuration.retries = 1
+    return configuration
 
 
 _source: KubeSource | None = None
@@ -517,13 +576,6 @@ def kube() -> KubeSource:
     global _source
     with _lock:
         if _source is None:
-            configuration = client.Configuration()
-            if settings.FLEXPLANE_KUBECONFIG:
-                config.load_kube_config(settings.FLEXPLANE_KUBECONFIG, client_configuration=configuration)
-            else:
-                config.load_incluster_config(client_configuration=configuration)
-            # One quick retry at most: the caller's deadline, not urllib3's backoff, bounds a call.
-            configuration.retries = 1
-            api_client = client.ApiClient(configuration)
+            api_client = client.ApiClient(load_configuration(settings.FLEXPLANE_KUBECONFIG or None))
             _source = KubeSource(api_client, settings.FLEXPLANE_NAMESPACE, settings.FLEXPLANE_KUBE_TIMEOUT)
         return _source

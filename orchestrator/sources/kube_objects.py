@@ -1,5 +1,7 @@
 """The management cluster's objects as flex.plane writes and reads them (``sources.kube`` makes the calls):
-the catalog's ConfigMaps (their names, labels and body), Leases, Secrets and Events as typed values.
+the catalog's ConfigMaps (their names, labels and body), Leases, Secrets and Events as typed values; and
+the kinds of tenant clusters (Cluster API's and our providers'), their labels and annotations, defined
+once here for the orchestrator and the providers alike.
 
 The catalog's layout: every object is a ConfigMap of the platform namespace named ``<kind>-<id>``,
 labelled ``flexplane.io/kind=<kind>`` and ``flexplane.io/id=<id>``, whose ``data.spec`` is the object as
@@ -139,9 +141,6 @@ def secret_body(
 
 # ------------------------------------------------------------------------- any kind, Cluster API's too
 
-# Cluster API's label naming the cluster an object belongs to.
-CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
-
 
 @dataclass(frozen=True)
 class Resource:
@@ -181,3 +180,62 @@ class KubeObject:
     @property
     def cluster(self) -> str:
         return self.labels.get(CLUSTER_NAME_LABEL, "")
+
+
+# ------------------------------------------------------------------ tenant clusters: the kinds and labels
+
+CLUSTER_API_GROUP = "cluster.x-k8s.io"
+BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
+INFRASTRUCTURE_GROUP = "infrastructure.flexplane.io"
+CONTROLPLANE_GROUP = "controlplane.flexplane.io"
+CLUSTER_API_VERSION = "v1beta2"
+OUR_VERSION = "v1alpha1"
+# The label by which Cluster API's contract discovery finds the version of a provider's CRD.
+CONTRACT_LABEL = f"{CLUSTER_API_GROUP}/{CLUSTER_API_VERSION}"
+
+CLUSTER = Resource(CLUSTER_API_GROUP, CLUSTER_API_VERSION, "clusters", "Cluster")
+MACHINE_DEPLOYMENT = Resource(
+    CLUSTER_API_GROUP, CLUSTER_API_VERSION, "machinedeployments", "MachineDeployment"
+)
+MACHINE = Resource(CLUSTER_API_GROUP, CLUSTER_API_VERSION, "machines", "Machine")
+KUBEADM_CONFIG = Resource(BOOTSTRAP_GROUP, CLUSTER_API_VERSION, "kubeadmconfigs", "KubeadmConfig")
+KUBEADM_CONFIG_TEMPLATE = Resource(
+    BOOTSTRAP_GROUP, CLUSTER_API_VERSION, "kubeadmconfigtemplates", "KubeadmConfigTemplate"
+)
+PROXMOX_CLUSTER = Resource(INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxclusters", "ProxmoxCluster")
+PROXMOX_MACHINE = Resource(INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxmachines", "ProxmoxMachine")
+PROXMOX_MACHINE_TEMPLATE = Resource(
+    INFRASTRUCTURE_GROUP, OUR_VERSION, "proxmoxmachinetemplates", "ProxmoxMachineTemplate"
+)
+FLEX_CONTROL_PLANE = Resource(CONTROLPLANE_GROUP, OUR_VERSION, "flexcontrolplanes", "FlexControlPlane")
+# Our providers' kinds (their CRDs are the providers' chart's).
+OURS = (PROXMOX_CLUSTER, PROXMOX_MACHINE, PROXMOX_MACHINE_TEMPLATE, FLEX_CONTROL_PLANE)
+
+# The VDC an object belongs to: every object of a tenant cluster carries it, as do the Namespace
+# ``vdc-<vdc>`` they live in, the audit trail's Events and the edge gateways' ConfigMaps.
+VDC_LABEL = "flexplane.io/vdc"
+# Cluster API's label naming the cluster an object belongs to, and the MachineDeployment of a Machine.
+CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
+DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
+# A worker's node pool (on its MachineDeployment, Machines and Node).
+NODE_POOL_LABEL = "flexplane.io/node-pool"
+# The objects of a hosted control plane (in its namespace ``fpcp-<vdc>-<cluster>``), naming its cluster.
+CONTROL_PLANE_LABEL = "flexplane.io/control-plane"
+# An upgrade's order (the control plane first, then the workers): a pool's upgrade waits on its
+# MachineDeployment (JSON: version, infrastructureRef, bootstrapConfigRef) until the control-plane provider,
+# flagged on the FlexControlPlane (the version), applies it once the control plane runs that version.
+PENDING_UPGRADE_ANNOTATION = "controlplane.flexplane.io/pending-upgrade"
+WORKERS_PENDING_ANNOTATION = "controlplane.flexplane.io/workers-pending"
+
+VDC_NAMESPACE_PREFIX = "vdc-"
+
+
+def namespace_of(vdc: str) -> str:
+    """The VDC's namespace of the management cluster, where its clusters' objects live."""
+    return f"{VDC_NAMESPACE_PREFIX}{vdc}"
+
+
+def vdc_of_namespace(namespace: str) -> str | None:
+    """The VDC whose namespace ``vdc-<vdc>`` this is; None for any other namespace."""
+    vdc = namespace.removeprefix(VDC_NAMESPACE_PREFIX)
+    return vdc if vdc != namespace and vdc else None

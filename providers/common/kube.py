@@ -1,10 +1,13 @@
-"""The providers' typed layer over the official Kubernetes client: our kinds and Cluster API's (custom
-objects), and the Secrets that carry bootstrap data.
+"""The providers' typed layer over the management cluster: our kinds and Cluster API's (custom objects, as
+the dicts the API answers), and the Secrets that carry bootstrap data.
 
-One ``ApiClient`` per process, from ``FLEXPLANE_KUBECONFIG`` or, without one, the in-cluster service
-account (as ``orchestrator.sources.kube`` does). Every call runs under a timeout. Failures are
-:class:`KubeError`: ``transient`` when the cluster did not answer or answered "not now" (the handler
-retries later), otherwise it refused (its message says why).
+It stands on ``orchestrator.sources.kube``: the same client configuration (``load_configuration``) and
+the same call wrapper (:class:`~orchestrator.sources.kube.ApiCalls`); the kinds are
+``orchestrator.sources.kube_objects``'. One ``ApiClient`` per process, from ``FLEXPLANE_KUBECONFIG`` or,
+without one, the in-cluster service account. Every call runs under a timeout. Failures are
+:class:`KubeError` rather than the orchestrator's domain errors, since a kopf handler decides on them:
+``transient`` when the cluster did not answer or answered "not now" (the handler retries later),
+otherwise it refused (its message says why).
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
-from providers.common.resources import Resource
+from orchestrator.sources.kube import ApiCalls, load_configuration
+from orchestrator.sources.kube_objects import Resource
 
 DEFAULT_TIMEOUT = 10.0
-_TRANSIENT = frozenset({408, 409, 429, 500, 502, 503, 504})
+# Statuses a handler retries: "not now", and 409 (someone wrote meanwhile: read again, try again).
+TRANSIENT = frozenset({408, 409, 429, 500, 502, 503, 504})
 MERGE_PATCH = "application/merge-patch+json"
 
 Body = dict[str, Any]
@@ -38,15 +42,20 @@ class KubeError(Exception):
         self.transient = transient
 
 
-def _failure(exc: Exception, doing: str) -> KubeError:
-    if isinstance(exc, ApiException):
-        status = int(exc.status or 0)
-        return KubeError(
-            f"{doing}: the management cluster answered {status} {exc.reason or ''}".rstrip(),
-            status=status,
-            transient=status in _TRANSIENT or status == 0,
-        )
+def _refused(exc: ApiException, doing: str) -> KubeError:
+    status = int(exc.status or 0)
+    return KubeError(
+        f"{doing}: the management cluster answered {status} {exc.reason or ''}".rstrip(),
+        status=status,
+        transient=status in TRANSIENT or status == 0,
+    )
+
+
+def _unanswered(exc: Exception, doing: str) -> KubeError:
     return KubeError(f"{doing}: the management cluster did not answer ({exc})")
+
+
+_call = ApiCalls(_refused, _unanswered)
 
 
 def _body(answer: object) -> Body:
@@ -54,17 +63,6 @@ def _body(answer: object) -> Body:
     if not isinstance(answer, dict):
         raise KubeError(f"the management cluster answered {type(answer).__name__}, not an object")
     return answer
-
-
-def load_configuration(kubeconfig: str | None) -> client.Configuration:
-    """The client configuration of a kubeconfig file, or of the in-cluster service account."""
-    configuration = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(kubeconfig, client_configuration=configuration)
-    else:
-        config.load_incluster_config(client_configuration=configuration)
-    configuration.retries = 1
-    return configuration
 
 
 class Kube:
@@ -84,45 +82,38 @@ class Kube:
 
     def get(self, resource: Resource, namespace: str, name: str) -> Body | None:
         """The object, or None when there is none (or its kind is not served)."""
-        try:
-            found = self.objects.get_namespaced_custom_object(
+        found = _call.read(
+            f"reading {resource.kind} {namespace}/{name}",
+            lambda: self.objects.get_namespaced_custom_object(
                 resource.group,
                 resource.version,
                 namespace,
                 resource.plural,
                 name,
                 _request_timeout=self.timeout,
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise _failure(exc, f"reading {resource.kind} {namespace}/{name}") from exc
-        except HTTPError as exc:
-            raise _failure(exc, f"reading {resource.kind} {namespace}/{name}") from exc
-        return _body(found)
+            ),
+        )
+        return None if found is None else _body(found)
 
     def list(self, resource: Resource, namespace: str, label_selector: str = "") -> list[Body]:
-        try:
-            page = self.objects.list_namespaced_custom_object(
+        page = _call.read(
+            f"listing {resource.plural} in {namespace}",
+            lambda: self.objects.list_namespaced_custom_object(
                 resource.group,
                 resource.version,
                 namespace,
                 resource.plural,
                 label_selector=label_selector,
                 _request_timeout=self.timeout,
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return []
-            raise _failure(exc, f"listing {resource.plural} in {namespace}") from exc
-        except HTTPError as exc:
-            raise _failure(exc, f"listing {resource.plural} in {namespace}") from exc
-        return list(_body(page).get("items") or [])
+            ),
+        )
+        return [] if page is None else list(_body(page).get("items") or [])
 
     def patch(self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]) -> Body:
         """A JSON merge patch of the object (not its status)."""
-        try:
-            patched = self.objects.patch_namespaced_custom_object(
+        patched = _call(
+            f"patching {resource.kind} {namespace}/{name}",
+            lambda: self.objects.patch_namespaced_custom_object(
                 resource.group,
                 resource.version,
                 namespace,
@@ -131,15 +122,15 @@ class Kube:
                 dict(body),
                 _request_timeout=self.timeout,
                 _content_type=MERGE_PATCH,
-            )
-        except (ApiException, HTTPError) as exc:
-            raise _failure(exc, f"patching {resource.kind} {namespace}/{name}") from exc
+            ),
+        )
         return _body(patched)
 
     def patch_status(self, resource: Resource, namespace: str, name: str, status: Mapping[str, Any]) -> Body:
         """A JSON merge patch of the object's ``status`` (its status subresource)."""
-        try:
-            patched = self.objects.patch_namespaced_custom_object_status(
+        patched = _call(
+            f"writing the status of {resource.kind} {namespace}/{name}",
+            lambda: self.objects.patch_namespaced_custom_object_status(
                 resource.group,
                 resource.version,
                 namespace,
@@ -148,22 +139,17 @@ class Kube:
                 {"status": dict(status)},
                 _request_timeout=self.timeout,
                 _content_type=MERGE_PATCH,
-            )
-        except (ApiException, HTTPError) as exc:
-            raise _failure(exc, f"writing the status of {resource.kind} {namespace}/{name}") from exc
+            ),
+        )
         return _body(patched)
 
     def secret_value(self, namespace: str, name: str, key: str) -> bytes | None:
         """The decoded ``key`` of Secret ``name``; None when the Secret or the key is not there."""
-        try:
-            secret = self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise _failure(exc, f"reading Secret {namespace}/{name}") from exc
-        except HTTPError as exc:
-            raise _failure(exc, f"reading Secret {namespace}/{name}") from exc
-        encoded = (secret.data or {}).get(key)
+        secret = _call.read(
+            f"reading Secret {namespace}/{name}",
+            lambda: self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout),
+        )
+        encoded = None if secret is None else (secret.data or {}).get(key)
         if encoded is None:
             return None
         try:

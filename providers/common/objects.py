@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from providers.common.resources import Resource
+from orchestrator.sources.kube_objects import Resource
 
 Body = Mapping[str, Any]
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from orchestrator.sources.kube_objects import Resource
 from providers.common import conditions
 from providers.common.kube import Kube
 from providers.common.objects import Body as Object
 from providers.common.objects import meta, status
-from providers.common.resources import Resource
 
 
 def write_status(

@@ -25,6 +25,7 @@ survives a node.
 
 from __future__ import annotations
 
+from orchestrator.sources.kube_objects import CONTROL_PLANE_LABEL
 from providers.controlplane.model import (
     ETCD,
     ETCD_CLIENT_PORT,
@@ -48,7 +49,7 @@ from providers.controlplane.model import (
 
 
 def etcd_selector(cp: ControlPlane) -> dict[str, str]:
-    return {"flexplane.io/control-plane": cp.cluster, "app.kubernetes.io/component": "etcd"}
+    return {CONTROL_PLANE_LABEL: cp.cluster, "app.kubernetes.io/component": "etcd"}
 
 
 def etcd_args(cp: ControlPlane) -> list[str]:

@@ -29,9 +29,18 @@ from typing import Any
 
 import kopf
 
+from orchestrator.sources.kube_objects import (
+    CLUSTER,
+    CLUSTER_NAME_LABEL,
+    CONTROL_PLANE_LABEL,
+    CONTROLPLANE_GROUP,
+    FLEX_CONTROL_PLANE,
+    VDC_LABEL,
+    namespace_of,
+)
+from providers.common.kube import TRANSIENT
 from providers.common.kube import kube as management
 from providers.common.operator import Provider
-from providers.common.resources import CLUSTER, CONTROLPLANE_GROUP, FLEX_CONTROL_PLANE
 from providers.common.settings import seconds
 from providers.common.wakeups import Key, Wakeups, run_woken
 from providers.controlplane import steps
@@ -44,10 +53,7 @@ _FCP = (FLEX_CONTROL_PLANE.group, FLEX_CONTROL_PLANE.version, FLEX_CONTROL_PLANE
 CONVERGING_DELAY = seconds("CONVERGING_DELAY", 5.0)
 DELETING_DELAY = seconds("DELETING_DELAY", 2.0)
 DRIFT_INTERVAL = 60.0
-# The label on a control plane's objects that names its cluster (see model.labels).
-CONTROL_PLANE_LABEL = "flexplane.io/control-plane"
 WAKEUPS = Wakeups()
-TRANSIENT = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 def settings() -> steps.Settings:
@@ -128,7 +134,7 @@ def owner_of(kube: Kube, namespace: str, cluster: str) -> str | None:
     for fcp in found.get("items") or []:
         meta = fcp.get("metadata") or {}
         owners = [r.get("name") for r in meta.get("ownerReferences") or [] if r.get("kind") == "Cluster"]
-        labelled = (meta.get("labels") or {}).get("cluster.x-k8s.io/cluster-name")
+        labelled = (meta.get("labels") or {}).get(CLUSTER_NAME_LABEL)
         if cluster in owners or (not owners and labelled == cluster):
             return str(meta["name"])
     return None
@@ -154,10 +160,10 @@ def control_plane_object_changed(body: kopf.Body, type: str | None, **_: Any) ->
     if type is None:  # the watch's first listing: the control planes' resume handlers run anyway
         return
     labels = body.get("metadata", {}).get("labels") or {}
-    vdc, cluster = labels.get("flexplane.io/vdc"), labels.get(CONTROL_PLANE_LABEL)
+    vdc, cluster = labels.get(VDC_LABEL), labels.get(CONTROL_PLANE_LABEL)
     if not vdc or not cluster:
         return
-    namespace = f"vdc-{vdc}"
+    namespace = namespace_of(vdc)
     name = owner_of(_kube(), namespace, str(cluster))
     if name is not None:
         wake((namespace, name))

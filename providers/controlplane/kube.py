@@ -17,12 +17,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import urllib3
 from kubernetes import client, config
+
+from orchestrator.sources.kube import UNANSWERED, status_message
+from orchestrator.sources.kube_objects import (
+    CLUSTER,
+    FLEX_CONTROL_PLANE,
+    MACHINE_DEPLOYMENT,
+    PROXMOX_CLUSTER,
+    Resource,
+)
+from providers.common.kube import MERGE_PATCH as MERGE_PATCH
 
 Body = dict[str, Any]
 
-MERGE_PATCH = "application/merge-patch+json"
 TIMEOUT = (5.0, 30.0)  # connect, read
 
 # (apiVersion, kind) -> (plural, namespaced) for every kind the provider writes or reads.
@@ -40,9 +48,11 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("rolebindings", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("clusterroles", False),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
-    ("cluster.x-k8s.io/v1beta2", "Cluster"): ("clusters", True),
-    ("infrastructure.flexplane.io/v1alpha1", "ProxmoxCluster"): ("proxmoxclusters", True),
-    ("controlplane.flexplane.io/v1alpha1", "FlexControlPlane"): ("flexcontrolplanes", True),
+    # Cluster API's and ours, as the management cluster's kinds are defined (kube_objects).
+    **{
+        (r.api_version, r.kind): (r.plural, True)
+        for r in (CLUSTER, MACHINE_DEPLOYMENT, PROXMOX_CLUSTER, FLEX_CONTROL_PLANE)
+    },
 }
 
 
@@ -63,6 +73,11 @@ def path_of(api_version: str, kind: str, name: str | None = None, namespace: str
             raise ValueError(f"a {kind} lives in a namespace")
         prefix += f"/namespaces/{namespace}"
     return f"{prefix}/{plural}" + (f"/{name}" if name else "")
+
+
+def resource_path(resource: Resource, name: str | None = None, namespace: str | None = None) -> str:
+    """:func:`path_of` for one of the management cluster's kinds (``kube_objects``')."""
+    return path_of(resource.api_version, resource.kind, name, namespace)
 
 
 def manifest_path(manifest: Mapping[str, Any], *, collection: bool = False) -> str:
@@ -187,11 +202,9 @@ class Kube:
 
 
 def _message(data: bytes) -> str:
-    try:
-        return str(json.loads(data).get("message", ""))
-    except (ValueError, AttributeError):
-        return data[:200].decode(errors="replace")
+    """The Status' message of a refusal, else the start of what the server answered."""
+    return status_message(data) or data[:200].decode(errors="replace")
 
 
 # What a request to an API server that is not there (yet) raises, besides KubeError.
-UNREACHABLE = (urllib3.exceptions.HTTPError, OSError, client.ApiException)
+UNREACHABLE = (*UNANSWERED, client.ApiException)

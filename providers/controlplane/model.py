@@ -7,6 +7,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, VDC_LABEL
 from providers.controlplane import pki
 
 Manifest = dict[str, Any]
@@ -94,14 +95,14 @@ def namespace_name(vdc: str, cluster: str) -> str:
 def labels(cp: ControlPlane) -> dict[str, str]:
     """The labels of every object in the control plane's namespace (the contract's three)."""
     return {
-        "flexplane.io/vdc": cp.vdc,
-        "cluster.x-k8s.io/cluster-name": cp.cluster,
-        "flexplane.io/control-plane": cp.cluster,
+        VDC_LABEL: cp.vdc,
+        CLUSTER_NAME_LABEL: cp.cluster,
+        CONTROL_PLANE_LABEL: cp.cluster,
     }
 
 
 def selector_labels(cp: ControlPlane) -> dict[str, str]:
-    return {"flexplane.io/control-plane": cp.cluster, "app.kubernetes.io/component": "control-plane"}
+    return {CONTROL_PLANE_LABEL: cp.cluster, "app.kubernetes.io/component": "control-plane"}
 
 
 def selector_string(cp: ControlPlane) -> str:

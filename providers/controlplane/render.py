@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, VDC_LABEL
 from providers.controlplane import etcd, pki
 from providers.controlplane.model import (
     APISERVER_PORT,
@@ -395,7 +396,7 @@ def vdc_secrets(
     ``owner`` (an ownerReference to the FlexControlPlane) lets the garbage collector take them with it
     even if the finalizer was removed by hand; the provider deletes them itself otherwise.
     """
-    meta_labels = {"cluster.x-k8s.io/cluster-name": cp.cluster, "flexplane.io/vdc": cp.vdc}
+    meta_labels = {CLUSTER_NAME_LABEL: cp.cluster, VDC_LABEL: cp.vdc}
     owners = {"ownerReferences": [dict(owner)]} if owner else {}
     server = pki.server_url(cp.endpoint_host, cp.endpoint_port)
     kubeconfig = pki.admin_kubeconfig(files, cluster=cp.cluster, server=server)

@@ -19,16 +19,24 @@ from typing import Any
 
 import yaml
 
+from orchestrator.sources.kube_objects import (
+    CLUSTER,
+    CLUSTER_NAME_LABEL,
+    FLEX_CONTROL_PLANE,
+    PROXMOX_CLUSTER,
+    vdc_of_namespace,
+)
 from providers.common import conditions
+from providers.common.objects import owner_reference
 from providers.common.settings import seconds
 from providers.controlplane import model, pki, render, tenant, workers
 from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError, path_of
 
 log = logging.getLogger(__name__)
 
-CLUSTER_API = "cluster.x-k8s.io/v1beta2"
-PROXMOX_CLUSTER_API = "infrastructure.flexplane.io/v1alpha1"
-FCP_API = "controlplane.flexplane.io/v1alpha1"
+CLUSTER_API = CLUSTER.api_version
+PROXMOX_CLUSTER_API = PROXMOX_CLUSTER.api_version
+FCP_API = FLEX_CONTROL_PLANE.api_version
 FINALIZER = "controlplane.flexplane.io/finalizer"
 # The hash of what was last installed in the tenant cluster: installs run again only when it changes.
 TENANT_HASH_ANNOTATION = "controlplane.flexplane.io/tenant-objects"
@@ -72,21 +80,21 @@ class Outcome:
 
 def vdc_of(namespace: str) -> str:
     """The VDC of a namespace ``vdc-<vdc>``."""
-    if not namespace.startswith("vdc-"):
+    vdc = vdc_of_namespace(namespace)
+    if vdc is None:
         raise Waiting("NotInVdcNamespace", f"namespace {namespace!r} is no VDC's (vdc-<vdc>)", delay=60)
-    return namespace.removeprefix("vdc-")
+    return vdc
 
 
 def owner_cluster(kube: Kube, fcp: Mapping[str, Any]) -> Body:
     """The Cluster that owns this control plane (Cluster API sets the ownerReference)."""
-    meta = fcp["metadata"]
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("kind") == "Cluster" and str(ref.get("apiVersion", "")).startswith("cluster.x-k8s.io/"):
-            cluster = kube.get(CLUSTER_API, "Cluster", ref["name"], meta["namespace"])
-            if cluster is None:
-                raise Waiting("WaitingForCluster", f"the owner Cluster {ref['name']} is not there yet")
-            return cluster
-    raise Waiting("WaitingForCluster", "no owner Cluster yet")
+    ref = owner_reference(fcp, CLUSTER)
+    if ref is None:
+        raise Waiting("WaitingForCluster", "no owner Cluster yet")
+    cluster = kube.get(CLUSTER_API, CLUSTER.kind, ref["name"], fcp["metadata"]["namespace"])
+    if cluster is None:
+        raise Waiting("WaitingForCluster", f"the owner Cluster {ref['name']} is not there yet")
+    return cluster
 
 
 def is_paused(fcp: Mapping[str, Any], cluster: Mapping[str, Any]) -> bool:
@@ -443,5 +451,5 @@ def _cluster_name(fcp: Mapping[str, Any]) -> str | None:
     for ref in fcp["metadata"].get("ownerReferences") or []:
         if ref.get("kind") == "Cluster":
             return str(ref["name"])
-    label = (fcp["metadata"].get("labels") or {}).get("cluster.x-k8s.io/cluster-name")
+    label = (fcp["metadata"].get("labels") or {}).get(CLUSTER_NAME_LABEL)
     return str(label) if label else None

@@ -30,16 +30,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from providers.controlplane.kube import Body, Kube, KubeError
+from orchestrator.sources.kube_objects import (
+    CLUSTER_NAME_LABEL,
+    FLEX_CONTROL_PLANE,
+    MACHINE_DEPLOYMENT,
+    PENDING_UPGRADE_ANNOTATION,
+    WORKERS_PENDING_ANNOTATION,
+)
+from providers.controlplane.kube import MERGE_PATCH, Body, Kube, KubeError, resource_path
 
 log = logging.getLogger(__name__)
 
-PENDING_ANNOTATION = "controlplane.flexplane.io/pending-upgrade"
-WORKERS_PENDING_ANNOTATION = "controlplane.flexplane.io/workers-pending"
-CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
-MACHINE_DEPLOYMENTS = "/apis/cluster.x-k8s.io/v1beta2/namespaces/{namespace}/machinedeployments"
-FCP = "/apis/controlplane.flexplane.io/v1alpha1/namespaces/{namespace}/flexcontrolplanes/{name}"
-MERGE_PATCH = "application/merge-patch+json"
 _VERSION = re.compile(r"v(\d+)\.(\d+)\.(\d+)")
 _REF_KEYS = ("apiGroup", "kind", "name")
 
@@ -102,11 +103,14 @@ def worker_patch(deployment: Mapping[str, Any], control_plane_version: str) -> B
 
     A malformed annotation is removed and nothing else changes. The patch names the resourceVersion read.
     """
-    raw = _annotations(deployment).get(PENDING_ANNOTATION)
+    raw = _annotations(deployment).get(PENDING_UPGRADE_ANNOTATION)
     if raw is None:
         return None
     meta = deployment.get("metadata") or {}
-    clear: Body = {"annotations": {PENDING_ANNOTATION: None}, "resourceVersion": meta.get("resourceVersion")}
+    clear: Body = {
+        "annotations": {PENDING_UPGRADE_ANNOTATION: None},
+        "resourceVersion": meta.get("resourceVersion"),
+    }
     pending = parse(raw)
     if pending is None:
         return {"metadata": clear}
@@ -141,13 +145,13 @@ def _apply_pending(kube: Kube, fcp: Mapping[str, Any], cluster: str, rolled_out:
     if waiting is None or not rolled_out:
         return 0
     namespace = meta["namespace"]
-    path = MACHINE_DEPLOYMENTS.format(namespace=namespace)
+    path = resource_path(MACHINE_DEPLOYMENT, namespace=namespace)
     found = kube.request("GET", path, query=[("labelSelector", f"{CLUSTER_NAME_LABEL}={cluster}")]) or {}
     moved, left = 0, False
     for deployment in found.get("items") or []:
         patch = worker_patch(deployment, version)
         if patch is None:
-            left = left or PENDING_ANNOTATION in _annotations(deployment)
+            left = left or PENDING_UPGRADE_ANNOTATION in _annotations(deployment)
             continue
         name = deployment["metadata"]["name"]
         try:
@@ -168,7 +172,7 @@ def _apply_pending(kube: Kube, fcp: Mapping[str, Any], cluster: str, rolled_out:
 
 def _clear_flag(kube: Kube, namespace: str, name: str, waiting: str) -> None:
     """Remove the FlexControlPlane's flag if it still names what was applied (a newer one is kept)."""
-    path = FCP.format(namespace=namespace, name=name)
+    path = resource_path(FLEX_CONTROL_PLANE, name, namespace)
     current = kube.request("GET", path)
     if current is None or _annotations(current).get(WORKERS_PENDING_ANNOTATION) != waiting:
         return

@@ -12,13 +12,13 @@ from typing import Any
 
 from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.services import catalog, networks, vdcs
+from orchestrator.sources.kube_objects import PROXMOX_CLUSTER, vdc_of_namespace
 from providers.common import conditions
 from providers.common import status as common_status
 from providers.common.errors import Retry
 from providers.common.identity import service_context
 from providers.common.kube import Kube
 from providers.common.objects import Body, meta
-from providers.common.resources import PROXMOX_CLUSTER, vdc_of_namespace
 from providers.infrastructure import spec as s
 
 logger = logging.getLogger(__name__)

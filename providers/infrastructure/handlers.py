@@ -18,11 +18,11 @@ from typing import Any
 
 import kopf
 
+from orchestrator.sources.kube_objects import INFRASTRUCTURE_GROUP, MACHINE, PROXMOX_CLUSTER, PROXMOX_MACHINE
 from providers.common.errors import Retry
 from providers.common.kube import KubeError, kube
 from providers.common.objects import Body
 from providers.common.operator import Provider
-from providers.common.resources import INFRASTRUCTURE_GROUP, MACHINE, PROXMOX_CLUSTER, PROXMOX_MACHINE
 from providers.common.settings import seconds
 from providers.common.wakeups import Key, Wakeups, run_woken
 from providers.infrastructure.clusters import ensure_cluster

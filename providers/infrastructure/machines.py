@@ -35,13 +35,7 @@ from orchestrator.services.context import Context
 from orchestrator.services.networks.nics import NicRequest
 from orchestrator.services.placement import NoCapacity
 from orchestrator.services.vms import Bootstrap, CreateVm, create_vm, delete_vm
-from providers.common import conditions
-from providers.common import status as common_status
-from providers.common.errors import Retry
-from providers.common.identity import service_context
-from providers.common.kube import Kube, KubeError
-from providers.common.objects import Body, meta, owner_reference
-from providers.common.resources import (
+from orchestrator.sources.kube_objects import (
     CLUSTER,
     INFRASTRUCTURE_GROUP,
     MACHINE,
@@ -49,6 +43,12 @@ from providers.common.resources import (
     PROXMOX_MACHINE,
     vdc_of_namespace,
 )
+from providers.common import conditions
+from providers.common import status as common_status
+from providers.common.errors import Retry
+from providers.common.identity import service_context
+from providers.common.kube import Kube, KubeError
+from providers.common.objects import Body, meta, owner_reference
 from providers.infrastructure import spec as s
 
 logger = logging.getLogger(__name__)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL
 from providers.common.objects import Body, meta, spec, status
 
 PROVIDER_ID_PREFIX = "proxmox://"
@@ -158,7 +159,7 @@ def cluster_name(obj: Body, machine: Body | None = None) -> str | None:
         name = spec(machine).get("clusterName")
         if isinstance(name, str) and name:
             return name
-    label = (meta(obj).get("labels") or {}).get("cluster.x-k8s.io/cluster-name")
+    label = (meta(obj).get("labels") or {}).get(CLUSTER_NAME_LABEL)
     return label if isinstance(label, str) and label else None
 
 

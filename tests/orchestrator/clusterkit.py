@@ -6,60 +6,31 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
-from pathlib import Path
 from typing import Any
 
-import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes import client, config
 
-from devstack.kube.crds import CLUSTER_API_CORE_CRDS, ScalePaths, custom_resource_definition
+from devstack.kube.crds import CLUSTER_API_CORE_CRDS
 from devstack.world import World
 from orchestrator.models.clusters import (
     CLUSTER,
+    CLUSTER_NAME_LABEL,
     FLEX_CONTROL_PLANE,
     PROXMOX_CLUSTER,
-    PROXMOX_MACHINE,
-    PROXMOX_MACHINE_TEMPLATE,
     WRITTEN,
     namespace_of,
 )
+from providers.common.crds import load_crds
 from tests.support import GraphQL, vdc_namespace
-
-CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "providers" / "crds"
-
-
-def our_crds() -> list[dict[str, Any]]:
-    """The providers' CRDs from their chart (their source of truth); permissive ones while it has none."""
-    found = (
-        [yaml.safe_load(p.read_text()) for p in sorted(CHART_CRDS.glob("*.yaml"))]
-        if CHART_CRDS.is_dir()
-        else []
-    )
-    if found:
-        return found
-    label = {"cluster.x-k8s.io/v1beta2": "v1alpha1"}
-    scale = ScalePaths(".spec.replicas", ".status.replicas", ".status.selector")
-    return [
-        custom_resource_definition(r.group, r.kind, r.plural, versions=(r.version,), labels=label)
-        for r in (PROXMOX_CLUSTER, PROXMOX_MACHINE, PROXMOX_MACHINE_TEMPLATE)
-    ] + [
-        custom_resource_definition(
-            FLEX_CONTROL_PLANE.group,
-            FLEX_CONTROL_PLANE.kind,
-            FLEX_CONTROL_PLANE.plural,
-            versions=(FLEX_CONTROL_PLANE.version,),
-            labels=label,
-            scale=scale,
-        )
-    ]
 
 
 def install_crds(world: World) -> None:
-    world.kube.install_crds([*CLUSTER_API_CORE_CRDS, *our_crds()])
+    """Cluster API core's CRDs and the providers' (from their chart, their source of truth)."""
+    world.kube.install_crds([*CLUSTER_API_CORE_CRDS, *load_crds()])
 
 
 # ------------------------------------------------------------------------------- through the API
@@ -186,7 +157,7 @@ def ca_secret(cluster: str) -> client.V1Secret:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return client.V1Secret(
-        metadata=client.V1ObjectMeta(name=f"{cluster}-ca", labels={"cluster.x-k8s.io/cluster-name": cluster}),
+        metadata=client.V1ObjectMeta(name=f"{cluster}-ca", labels={CLUSTER_NAME_LABEL: cluster}),
         type="cluster.x-k8s.io/secret",
         data={"tls.crt": base64.b64encode(pem).decode(), "tls.key": base64.b64encode(key_pem).decode()},
     )

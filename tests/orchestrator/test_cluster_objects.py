@@ -14,6 +14,7 @@ from orchestrator.models import ComputeProfile
 from orchestrator.models.clusters import (
     DELETING,
     FAILED,
+    NODE_POOL_LABEL,
     PENDING_UPGRADE_ANNOTATION,
     PROVISIONING,
     PROXMOX_MACHINE_TEMPLATE,
@@ -37,7 +38,7 @@ NS = "vdc-demo"
 def obj(
     kind: str, name: str, spec: dict[str, Any], status: dict[str, Any] | None = None, **extra: Any
 ) -> KubeObject:
-    labels = {"flexplane.io/vdc": "demo", "cluster.x-k8s.io/cluster-name": "shop", **extra.pop("labels", {})}
+    labels = objects.labels("demo", "shop", **extra.pop("labels", {}))
     return KubeObject(kind, name, NS, labels, spec, status or {}, **extra)
 
 
@@ -57,7 +58,7 @@ def cluster_of(
                 md["metadata"]["name"],
                 md["spec"],
                 pool,
-                labels={"flexplane.io/node-pool": "web"},
+                labels={NODE_POOL_LABEL: "web"},
                 generation=2,
             )
         ],
@@ -204,13 +205,9 @@ def test_an_upgrade_records_the_pools_new_template_and_flags_the_control_plane()
         "infrastructureRef": objects.ref(PROXMOX_MACHINE_TEMPLATE, "shop-web-new"),
         "bootstrapConfigRef": ref,
     }
-    # What the control-plane provider reads (providers/controlplane/workers.py), and the names it uses.
+    # What the control-plane provider reads (providers/controlplane/workers.py).
     read = workers.parse(recorded["metadata"]["annotations"][PENDING_UPGRADE_ANNOTATION])
     assert read == workers.PendingUpgrade("v1.35.0", value["infrastructureRef"], ref)
-    assert (workers.PENDING_ANNOTATION, workers.WORKERS_PENDING_ANNOTATION) == (
-        PENDING_UPGRADE_ANNOTATION,
-        WORKERS_PENDING_ANNOTATION,
-    )
     applied = objects.pending_patch(pending, apply=True)
     assert applied["metadata"]["annotations"] == {PENDING_UPGRADE_ANNOTATION: None}
     assert applied["spec"]["template"]["spec"]["version"] == "v1.35.0"

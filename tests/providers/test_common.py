@@ -1,18 +1,24 @@
-"""The providers' shared pure parts: conditions in metav1's shape, owners and finalizers, kinds, CRDs."""
+"""The providers' shared parts: conditions in metav1's shape, owners and finalizers, kinds, CRDs (pure); and
+what the management cluster's failures become for a handler (``KubeError``, transient or not)."""
 
 from __future__ import annotations
 
 import datetime
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
+from devstack.kube import KubeServer
+from orchestrator.sources.kube_objects import MACHINE, PROXMOX_MACHINE, vdc_of_namespace
 from providers.common import conditions
 from providers.common.crds import load_crds
 from providers.common.identity import SERVICE_IDENTITY, service_context
+from providers.common.kube import Kube, KubeError
 from providers.common.objects import owner_reference, with_finalizer, without_finalizer
 from providers.common.operator import Provider, connection_info
-from providers.common.resources import MACHINE, PROXMOX_MACHINE, vdc_of_namespace
 
 T0 = datetime.datetime(2026, 12, 1, 10, 0, tzinfo=datetime.UTC)
 T1 = T0 + datetime.timedelta(minutes=5)
@@ -144,3 +150,40 @@ def test_kopf_logs_in_with_the_kubeconfigs_server_certificate_and_token() -> Non
         "/client.key",
     )
     assert (info.scheme, info.token, info.insecure) == ("Bearer", "abc", False)
+
+
+# ------------------------------------------------------------------------------------ the management cluster
+
+
+@pytest.fixture(scope="module")
+def management() -> Iterator[Kube]:
+    """Our kinds served (from the chart), none of them made."""
+    with KubeServer.start() as server:
+        server.install_crds(load_crds())
+        configuration = client.Configuration()
+        configuration.host = server.url
+        with client.ApiClient(configuration) as api_client:
+            yield Kube(api_client, timeout=2.0)
+
+
+def test_what_is_not_there_reads_as_nothing_and_a_write_to_it_is_refused_for_good(management: Kube) -> None:
+    assert management.get(PROXMOX_MACHINE, "vdc-demo", "nothing") is None
+    assert management.list(MACHINE, "vdc-demo") == []  # Cluster API core's kinds are not served here
+    assert management.secret_value("vdc-demo", "nothing", "value") is None
+    with pytest.raises(KubeError) as refused:
+        management.patch_status(PROXMOX_MACHINE, "vdc-demo", "nothing", {"ready": True})
+    assert (refused.value.status, refused.value.transient) == (404, False)
+    assert refused.value.message.startswith("writing the status of ProxmoxMachine vdc-demo/nothing: ")
+
+
+def test_a_management_cluster_that_does_not_answer_is_worth_retrying() -> None:
+    with socket.socket() as closed:  # a loopback port of the test's own, with nothing listening
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{port}"
+    configuration.retries = False
+    with client.ApiClient(configuration) as nowhere, pytest.raises(KubeError) as unanswered:
+        Kube(nowhere, timeout=2.0).get(PROXMOX_MACHINE, "vdc-demo", "web-1")
+    assert unanswered.value.transient
+    assert "did not answer" in unanswered.value.message

@@ -20,12 +20,15 @@ from kubernetes import client
 
 from devstack.kube import KubeServer
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS
+from orchestrator.sources.kube_objects import CLUSTER
 from providers.common import kube as common_kube
+from providers.common.crds import load_crds
+from providers.common.objects import owner_reference_to
 from providers.common.operator import run
 from providers.controlplane import handlers, model, steps
 from providers.controlplane.kube import Kube
 from tests import addresses
-from tests.providers.controlplane.test_steps import our_crds
+from tests.providers.controlplane.test_steps import written
 from tests.support import eventually
 
 VDC_NS = "vdc-demo"
@@ -37,7 +40,7 @@ TIMEOUT = 20.0
 @pytest.fixture(scope="module")
 def server() -> Iterator[KubeServer]:
     with KubeServer.start() as kube:
-        kube.install_crds([*CLUSTER_API_CORE_CRDS, *our_crds()])
+        kube.install_crds([*CLUSTER_API_CORE_CRDS, *load_crds()])
         yield kube
 
 
@@ -72,44 +75,12 @@ def operator(server: KubeServer) -> Iterator[None]:
 
 def world(kube: Kube) -> None:
     """What Cluster API core and the tenant API (issue 16) write: the Cluster and what it refers to."""
-    labels = {"flexplane.io/vdc": "demo", "cluster.x-k8s.io/cluster-name": "api"}
+    made = written("api")
     kube.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": VDC_NS}})
-    kube.ensure(
-        {
-            "apiVersion": steps.PROXMOX_CLUSTER_API,
-            "kind": "ProxmoxCluster",
-            "metadata": {"name": "api", "namespace": VDC_NS, "labels": labels},
-            "spec": {"vdc": "demo", "network": "net-1"},
-        }
-    )
-    cluster = kube.ensure(
-        {
-            "apiVersion": steps.CLUSTER_API,
-            "kind": "Cluster",
-            "metadata": {"name": "api", "namespace": VDC_NS, "labels": labels},
-            "spec": {
-                "infrastructureRef": {
-                    "apiGroup": "infrastructure.flexplane.io",
-                    "kind": "ProxmoxCluster",
-                    "name": "api",
-                },
-            },
-        }
-    )
-    owner = {
-        "apiVersion": steps.CLUSTER_API,
-        "kind": "Cluster",
-        "name": "api",
-        "uid": cluster["metadata"]["uid"],
-    }
-    kube.ensure(
-        {
-            "apiVersion": steps.FCP_API,
-            "kind": "FlexControlPlane",
-            "metadata": {"name": "api", "namespace": VDC_NS, "labels": labels, "ownerReferences": [owner]},
-            "spec": {"replicas": 2, "version": "v1.34.2"},
-        }
-    )
+    kube.ensure(made["ProxmoxCluster"])
+    cluster = kube.ensure(made["Cluster"])
+    made["FlexControlPlane"]["metadata"]["ownerReferences"] = [owner_reference_to(cluster, CLUSTER)]
+    kube.ensure(made["FlexControlPlane"])
 
 
 def fcp(kube: Kube) -> dict[str, Any] | None:

@@ -18,8 +18,11 @@ import yaml
 from kubernetes import client
 
 from devstack.kube import KubeServer
-from devstack.kube.crds import CLUSTER_API_CORE_CRDS, ScalePaths, custom_resource_definition
+from devstack.kube.crds import CLUSTER_API_CORE_CRDS
+from orchestrator.services.clusters import objects
+from orchestrator.sources.kube_objects import CLUSTER
 from providers.common.crds import load_crds
+from providers.common.objects import owner_reference_to
 from providers.controlplane import model, pki, steps
 from providers.controlplane.kube import Kube
 from tests import addresses
@@ -32,35 +35,21 @@ IMPOSTOR_ADDRESS = f"127.{addresses.WORLD}.205.3"
 SETTINGS = steps.Settings()
 
 
-def our_crds() -> list[dict[str, Any]]:
-    """The providers' CRDs from the chart; permissive ones of the same names until the chart has them."""
-    crds = load_crds()
-    if crds:
-        return crds
-    label = {"cluster.x-k8s.io/v1beta2": "v1alpha1"}
-    return [
-        custom_resource_definition(
-            "infrastructure.flexplane.io",
-            "ProxmoxCluster",
-            "proxmoxclusters",
-            versions=("v1alpha1",),
-            labels=label,
-        ),
-        custom_resource_definition(
-            "controlplane.flexplane.io",
-            "FlexControlPlane",
-            "flexcontrolplanes",
-            versions=("v1alpha1",),
-            labels=label,
-            scale=ScalePaths(".spec.replicas", ".status.replicas", ".status.selector"),
-        ),
-    ]
+def written(cluster: str) -> dict[str, dict[str, Any]]:
+    """What the tenant API writes for ``cluster`` of VDC demo without node pools (its builders), by kind:
+    the ProxmoxCluster, the FlexControlPlane and the Cluster, in the VDC's namespace."""
+    plan = objects.ClusterPlan("demo", cluster, "v1.34.2", "debian-12", "net-1", 2, ())
+    made = {}
+    for resource, body in objects.all_objects(plan):
+        body["metadata"]["namespace"] = VDC_NS
+        made[resource.kind] = body
+    return made
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[KubeServer]:
     with KubeServer.start() as kube:
-        kube.install_crds([*CLUSTER_API_CORE_CRDS, *our_crds()])
+        kube.install_crds([*CLUSTER_API_CORE_CRDS, *load_crds()])
         yield kube
 
 
@@ -127,14 +116,7 @@ def set_spec(kube: Kube, **spec: Any) -> None:
 
 def test_nothing_happens_before_the_owner_cluster_is_there(kube: Kube) -> None:
     kube.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": VDC_NS}})
-    created = kube.ensure(
-        {
-            "apiVersion": steps.FCP_API,
-            "kind": "FlexControlPlane",
-            "metadata": {"name": "web", "namespace": VDC_NS, "labels": {"flexplane.io/vdc": "demo"}},
-            "spec": {"replicas": 2, "version": "v1.34.2", "serviceType": "LoadBalancer"},
-        }
-    )
+    created = kube.ensure(written("web")["FlexControlPlane"])
     with pytest.raises(steps.Waiting) as waiting:
         steps.reconcile(kube, created, SETTINGS)
     assert waiting.value.reason == "WaitingForCluster"
@@ -142,46 +124,10 @@ def test_nothing_happens_before_the_owner_cluster_is_there(kube: Kube) -> None:
 
 
 def test_with_its_cluster_it_waits_for_the_load_balancers_address(kube: Kube) -> None:
-    labels = {"flexplane.io/vdc": "demo", "cluster.x-k8s.io/cluster-name": "web"}
-    kube.ensure(
-        {
-            "apiVersion": steps.PROXMOX_CLUSTER_API,
-            "kind": "ProxmoxCluster",
-            "metadata": {"name": "web", "namespace": VDC_NS, "labels": labels},
-            "spec": {"vdc": "demo", "network": "net-1"},
-        }
-    )
-    cluster = kube.ensure(
-        {
-            "apiVersion": steps.CLUSTER_API,
-            "kind": "Cluster",
-            "metadata": {"name": "web", "namespace": VDC_NS, "labels": labels},
-            "spec": {
-                "clusterNetwork": {
-                    "pods": {"cidrBlocks": ["10.244.0.0/16"]},
-                    "services": {"cidrBlocks": ["10.96.0.0/12"]},
-                },
-                "infrastructureRef": {
-                    "apiGroup": "infrastructure.flexplane.io",
-                    "kind": "ProxmoxCluster",
-                    "name": "web",
-                },
-                "controlPlaneRef": {
-                    "apiGroup": "controlplane.flexplane.io",
-                    "kind": "FlexControlPlane",
-                    "name": "web",
-                },
-            },
-        }
-    )
-    owner = {
-        "apiVersion": steps.CLUSTER_API,
-        "kind": "Cluster",
-        "name": "web",
-        "uid": cluster["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    made = written("web")
+    kube.ensure(made["ProxmoxCluster"])
+    cluster = kube.ensure(made["Cluster"])
+    owner = owner_reference_to(cluster, CLUSTER)
     kube.patch(steps.FCP_API, "FlexControlPlane", "web", VDC_NS, {"metadata": {"ownerReferences": [owner]}})
     with pytest.raises(steps.Waiting) as waiting:
         steps.reconcile(kube, fcp(kube), SETTINGS)

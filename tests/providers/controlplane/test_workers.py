@@ -12,43 +12,34 @@ from kubernetes import client
 
 from devstack.kube import KubeServer
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS
+from orchestrator.services.clusters import objects
+from orchestrator.sources.kube_objects import (
+    FLEX_CONTROL_PLANE,
+    KUBEADM_CONFIG_TEMPLATE,
+    MACHINE_DEPLOYMENT,
+    PROXMOX_MACHINE_TEMPLATE,
+    WORKERS_PENDING_ANNOTATION,
+)
+from orchestrator.sources.kube_objects import PENDING_UPGRADE_ANNOTATION as PENDING_ANNOTATION
 from providers.common.crds import load_crds
 from providers.controlplane import workers
-from providers.controlplane.kube import Kube, KubeError
-from providers.controlplane.workers import PENDING_ANNOTATION, WORKERS_PENDING_ANNOTATION, PendingUpgrade
+from providers.controlplane.kube import Kube, KubeError, resource_path
+from providers.controlplane.workers import PendingUpgrade
 
 NS = "vdc-demo"
-MDS = f"/apis/cluster.x-k8s.io/v1beta2/namespaces/{NS}/machinedeployments"
-FCPS = f"/apis/controlplane.flexplane.io/v1alpha1/namespaces/{NS}/flexcontrolplanes"
-NEW_INFRA = {"apiGroup": "infrastructure.flexplane.io", "kind": "ProxmoxMachineTemplate", "name": "web-w-new"}
-BOOTSTRAP = {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "web-w-b"}
+MDS = resource_path(MACHINE_DEPLOYMENT, namespace=NS)
+FCPS = resource_path(FLEX_CONTROL_PLANE, namespace=NS)
+NEW_INFRA = objects.ref(PROXMOX_MACHINE_TEMPLATE, "web-w-new")
+BOOTSTRAP = objects.ref(KUBEADM_CONFIG_TEMPLATE, "web-w-b")
 PENDING = PendingUpgrade("v1.35.0", NEW_INFRA, BOOTSTRAP).encode()
 
 
-def deployment(name: str, annotations: dict[str, str] | None = None, cluster: str = "web") -> dict[str, Any]:
-    return {
-        "apiVersion": "cluster.x-k8s.io/v1beta2",
-        "kind": "MachineDeployment",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "resourceVersion": "7",
-            "labels": {"cluster.x-k8s.io/cluster-name": cluster},
-            "annotations": annotations or {},
-        },
-        "spec": {
-            "clusterName": cluster,
-            "replicas": 1,
-            "template": {
-                "spec": {
-                    "clusterName": cluster,
-                    "version": "v1.34.2",
-                    "bootstrap": {"configRef": {**BOOTSTRAP, "name": "web-w-a"}},
-                    "infrastructureRef": {**NEW_INFRA, "name": "web-w-old"},
-                }
-            },
-        },
-    }
+def deployment(pool: str, annotations: dict[str, str] | None = None, cluster: str = "web") -> dict[str, Any]:
+    """The MachineDeployment ``<cluster>-<pool>`` of one worker, as the tenant API writes it."""
+    plan = objects.PoolPlan(pool, "small", "standard", 1, 20, 1, 1024)
+    body = objects.machine_deployment("demo", cluster, plan, "v1.34.2", "web-w-old", "web-w-a")
+    body["metadata"] |= {"namespace": NS, "resourceVersion": "7", "annotations": annotations or {}}
+    return body
 
 
 # ------------------------------------------------------------------------------------ pure
@@ -129,12 +120,8 @@ def create(kube: Kube, path: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def control_plane(kube: Kube, name: str, flag: str | None) -> dict[str, Any]:
     annotations = {WORKERS_PENDING_ANNOTATION: flag} if flag else {}
-    body = {
-        "apiVersion": "controlplane.flexplane.io/v1alpha1",
-        "kind": "FlexControlPlane",
-        "metadata": {"name": name, "namespace": NS, "annotations": annotations},
-        "spec": {"replicas": 2, "version": "v1.35.0"},
-    }
+    body = objects.control_plane(objects.ClusterPlan("demo", name, "v1.35.0", "debian-12", "net-1", 2, ()))
+    body["metadata"] |= {"namespace": NS, "annotations": annotations}
     return create(kube, FCPS, body)
 
 
@@ -145,9 +132,9 @@ def read(kube: Kube, path: str) -> dict[str, Any]:
 
 
 def test_the_pools_move_only_once_the_rollout_is_complete_and_the_flag_goes_with_the_last(kube: Kube) -> None:
-    create(kube, MDS, deployment("web-w", {PENDING_ANNOTATION: PENDING}))
-    create(kube, MDS, deployment("web-x"))
-    create(kube, MDS, deployment("other-w", {PENDING_ANNOTATION: PENDING}, cluster="other"))
+    create(kube, MDS, deployment("w", {PENDING_ANNOTATION: PENDING}))
+    create(kube, MDS, deployment("x"))
+    create(kube, MDS, deployment("w", {PENDING_ANNOTATION: PENDING}, cluster="other"))
     fcp = control_plane(kube, "web", "v1.35.0")
 
     assert workers.apply_pending(kube, fcp, "web", rolled_out=False) == 0
@@ -170,7 +157,7 @@ def test_the_pools_move_only_once_the_rollout_is_complete_and_the_flag_goes_with
 
 def test_a_newer_pending_upgrade_keeps_the_flag_and_waits(kube: Kube) -> None:
     newer = PendingUpgrade("v1.36.0", NEW_INFRA).encode()
-    create(kube, MDS, deployment("late-w", {PENDING_ANNOTATION: newer}, cluster="late"))
+    create(kube, MDS, deployment("w", {PENDING_ANNOTATION: newer}, cluster="late"))
     fcp = control_plane(kube, "late", "v1.36.0")
 
     assert workers.apply_pending(kube, fcp, "late", rolled_out=True) == 0  # runs v1.35.0, not v1.36.0
@@ -179,7 +166,7 @@ def test_a_newer_pending_upgrade_keeps_the_flag_and_waits(kube: Kube) -> None:
 
 
 def test_a_pool_changed_since_it_was_read_is_not_overwritten(kube: Kube) -> None:
-    create(kube, MDS, deployment("race-w", {PENDING_ANNOTATION: PENDING}, cluster="race"))
+    create(kube, MDS, deployment("w", {PENDING_ANNOTATION: PENDING}, cluster="race"))
     stale = read(kube, f"{MDS}/race-w")
     kube.request(
         "PATCH",
@@ -204,7 +191,7 @@ class Forbidden(Kube):
 
 
 def test_a_refused_patch_never_stops_the_control_planes_reconcile(kube: Kube) -> None:
-    create(kube, MDS, deployment("denied-w", {PENDING_ANNOTATION: PENDING}, cluster="denied"))
+    create(kube, MDS, deployment("w", {PENDING_ANNOTATION: PENDING}, cluster="denied"))
     fcp = control_plane(kube, "denied", "v1.35.0")
 
     assert workers.apply_pending(Forbidden(kube.api), fcp, "denied", rolled_out=True) == 0

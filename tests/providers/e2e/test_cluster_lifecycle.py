@@ -8,7 +8,8 @@ MachineDeployment, bootstrap data, providerIDs, scaling, rollouts, deletion), ma
 tenant's VDC, render the hosted control plane and install into the tenant's API server what joins need.
 What it cannot prove: that kubeadm joins, a kubelet runs or Konnectivity tunnels (no VM boots here).
 
-The Cluster API objects are written directly, as the tenant API (issue 16) will write them. One cluster
+The Cluster API objects are written directly, made by the tenant API's builders
+(``orchestrator.services.clusters.objects``). One cluster
 lives through the module, test after test (bring-up, scaling, upgrade, faults, deletion); each test waits
 for the state it needs by polling.
 """
@@ -24,8 +25,18 @@ import yaml
 from kubernetes import client
 from kubernetes.config import new_client_from_config, new_client_from_config_dict
 
+from devstack.capi_kube import WATCH_FILTER_LABEL
 from devstack.world import World
-from providers.common.resources import VERSION
+from orchestrator.services.clusters import objects
+from orchestrator.sources.kube_objects import (
+    BOOTSTRAP_GROUP,
+    CLUSTER_API_GROUP,
+    CLUSTER_API_VERSION,
+    CONTROLPLANE_GROUP,
+    INFRASTRUCTURE_GROUP,
+    OUR_VERSION,
+    Resource,
+)
 from tests.support import GraphQL, eventually, vdc_namespace
 from tests.vmkit import fake_vms, named
 
@@ -41,15 +52,9 @@ CREATE_NETWORK = (
     "mutation($input: CreateNetworkInput!) { createNetwork(input: $input) { errors { message } } }"
 )
 DELETE_NETWORK = "mutation($id: ID!) { deleteNetwork(id: $id) { errors { message } } }"
-CORE, BOOTSTRAP = "cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io"
-INFRA, CP = "infrastructure.flexplane.io", "controlplane.flexplane.io"
+CORE, BOOTSTRAP, INFRA, CP = CLUSTER_API_GROUP, BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP, CONTROLPLANE_GROUP
 # Core's stand-in sees only this module's objects (core's --watch-filter), whatever other modules left.
 WATCH_FILTER = "e2e-lifecycle"
-LABELS = {
-    "cluster.x-k8s.io/cluster-name": CLUSTER,
-    "flexplane.io/vdc": "demo",
-    "cluster.x-k8s.io/watch-filter": WATCH_FILTER,
-}
 VERSIONS = ("v1.34.2", "v1.35.0")
 TIMEOUT = 90.0
 
@@ -65,7 +70,7 @@ class Mgmt:
 
     @staticmethod
     def _version(group: str) -> str:
-        return "v1beta2" if group in (CORE, BOOTSTRAP) else VERSION
+        return CLUSTER_API_VERSION if group in (CORE, BOOTSTRAP) else OUR_VERSION
 
     def list(self, group: str, plural: str, selector: str = "") -> list[Body]:
         found: list[Body] = self.custom.list_namespaced_custom_object(
@@ -84,10 +89,9 @@ class Mgmt:
             raise
         return found
 
-    def create(self, body: Body) -> None:
-        group = body["apiVersion"].rpartition("/")[0]
+    def create(self, resource: Resource, body: Body) -> None:
         self.custom.create_namespaced_custom_object(
-            group, self._version(group), NS, body["kind"].lower() + "s", body
+            resource.group, resource.version, NS, resource.plural, body
         )
 
     def patch(self, group: str, plural: str, name: str, patch: Body) -> None:
@@ -97,98 +101,16 @@ class Mgmt:
         return base64.b64decode(self.core.read_namespaced_secret(name, NS).data[key]).decode()
 
 
-def cluster_objects(network: str) -> list[Body]:
-    """What the tenant API (issue 16) writes: a cluster, one node pool of 3 on a network of zone-a."""
-    template = f"{POOL}-1"
-    return [
-        {
-            "apiVersion": f"{INFRA}/{VERSION}",
-            "kind": "ProxmoxCluster",
-            "metadata": {"name": CLUSTER, "labels": LABELS},
-            "spec": {"vdc": "demo", "network": network},
-        },
-        {
-            "apiVersion": f"{CP}/{VERSION}",
-            "kind": "FlexControlPlane",
-            "metadata": {"name": CLUSTER, "labels": LABELS},
-            "spec": {"replicas": 2, "version": VERSIONS[0], "serviceType": "LoadBalancer"},
-        },
-        {
-            "apiVersion": f"{INFRA}/{VERSION}",
-            "kind": "ProxmoxMachineTemplate",
-            "metadata": {"name": template, "labels": LABELS},
-            "spec": {
-                "template": {
-                    "spec": {"computeProfile": "small", "storageProfile": "standard", "image": "debian-12"}
-                }
-            },
-        },
-        {
-            "apiVersion": f"{BOOTSTRAP}/v1beta2",
-            "kind": "KubeadmConfigTemplate",
-            "metadata": {"name": template, "labels": LABELS},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "joinConfiguration": {
-                            "nodeRegistration": {
-                                "kubeletExtraArgs": [
-                                    {
-                                        "name": "provider-id",
-                                        "value": "proxmox://{{ ds.meta_data.instance_id }}",
-                                    }
-                                ]
-                            }
-                        }
-                    }
-                }
-            },
-        },
-        {
-            "apiVersion": f"{CORE}/v1beta2",
-            "kind": "Cluster",
-            "metadata": {"name": CLUSTER, "labels": LABELS},
-            "spec": {
-                "clusterNetwork": {
-                    "pods": {"cidrBlocks": ["10.244.0.0/16"]},
-                    "services": {"cidrBlocks": ["10.96.0.0/12"]},
-                },
-                "infrastructureRef": {"apiGroup": INFRA, "kind": "ProxmoxCluster", "name": CLUSTER},
-                "controlPlaneRef": {"apiGroup": CP, "kind": "FlexControlPlane", "name": CLUSTER},
-            },
-        },
-        {
-            "apiVersion": f"{CORE}/v1beta2",
-            "kind": "MachineDeployment",
-            "metadata": {"name": POOL, "labels": {**LABELS, "flexplane.io/node-pool": "workers"}},
-            "spec": {
-                "clusterName": CLUSTER,
-                "replicas": 3,
-                "deletion": {"order": "Newest"},
-                "template": {
-                    "metadata": {"labels": {**LABELS, "flexplane.io/node-pool": "workers"}},
-                    "spec": {
-                        "clusterName": CLUSTER,
-                        "version": VERSIONS[0],
-                        # The pool's network is zone-a's: its Machines stay in zone-a.
-                        "failureDomain": ZONE,
-                        "bootstrap": {
-                            "configRef": {
-                                "apiGroup": BOOTSTRAP,
-                                "kind": "KubeadmConfigTemplate",
-                                "name": template,
-                            }
-                        },
-                        "infrastructureRef": {
-                            "apiGroup": INFRA,
-                            "kind": "ProxmoxMachineTemplate",
-                            "name": template,
-                        },
-                    },
-                },
-            },
-        },
-    ]
+def cluster_objects(network: str) -> list[tuple[Resource, Body]]:
+    """What the tenant API writes (the product's builders): a cluster, one node pool of 3 on a network
+    of zone-a, every object labelled for core's stand-in."""
+    # The pool's network is zone-a's: its Machines stay in zone-a.
+    pool = objects.PoolPlan("workers", "small", "standard", 3, 20, 1, 1024, zone=ZONE)
+    plan = objects.ClusterPlan("demo", CLUSTER, VERSIONS[0], "debian-12", network, 2, (pool,))
+    made = objects.all_objects(plan)
+    for _, body in made:
+        body["metadata"]["labels"][WATCH_FILTER_LABEL] = WATCH_FILTER
+    return made
 
 
 @pytest.fixture(scope="module")
@@ -209,8 +131,8 @@ def network(api: GraphQL) -> Iterator[str]:
 def mgmt(capi: World, network: str) -> Iterator[Mgmt]:
     kube = Mgmt(capi)
     vdc_namespace(kube.core, "demo")
-    for body in cluster_objects(network):
-        kube.create(body)
+    for resource, body in cluster_objects(network):
+        kube.create(resource, body)
     yield kube
     kube.api.close()
 
@@ -531,7 +453,7 @@ def fail_next_clone(pve: Any) -> None:
 
 def test_deleting_the_cluster_leaves_nothing(mgmt: Mgmt, capi: World) -> None:
     wait_workers(mgmt, capi, 5)
-    mgmt.custom.delete_namespaced_custom_object(CORE, "v1beta2", NS, "clusters", CLUSTER)
+    mgmt.custom.delete_namespaced_custom_object(CORE, CLUSTER_API_VERSION, NS, "clusters", CLUSTER)
 
     def nothing_left() -> bool:
         selector = f"cluster.x-k8s.io/cluster-name={CLUSTER}"

@@ -2,8 +2,9 @@
 kubeconfig and a ``flexplane-capi`` client certificate from the world's CA, against the Kubernetes
 emulator (our CRDs and Cluster API core's installed) and the fake Proxmox zones through the real agents.
 
-The Cluster API objects are written by hand in the contract's shape (a Cluster, a Machine with its
-bootstrap Secret, the ProxmoxCluster and ProxmoxMachine it owns): Cluster API core's stand-in is not
+The Cluster API objects are written as the tenant API writes them (its builders: the Cluster and its
+ProxmoxCluster) and as core and CABPK would (a Machine with its bootstrap Secret, the ProxmoxMachine it
+owns): Cluster API core's stand-in is not
 needed to prove this provider. What is checked is the fake's own state: the VM in VDC demo, its config,
 its cloud-init snippets on the node.
 """
@@ -23,21 +24,20 @@ import pytest
 from kubernetes import client, config
 
 from devstack import seed
-from devstack.kube.crds import CLUSTER_API_CORE_CRDS, custom_resource_definition
+from devstack.kube.crds import CLUSTER_API_CORE_CRDS
 from devstack.processes import Process, spawn
 from devstack.world import World
 from devstack.world.providers import WORLD_TIMINGS
-from providers.common.crds import load_crds
-from providers.common.kube import Kube
-from providers.common.resources import (
+from orchestrator.services.clusters import objects
+from orchestrator.sources.kube_objects import (
     CLUSTER,
-    CONTRACT_LABEL,
+    CLUSTER_NAME_LABEL,
     MACHINE,
-    OURS,
     PROXMOX_CLUSTER,
     PROXMOX_MACHINE,
-    VERSION,
 )
+from providers.common.crds import load_crds
+from providers.common.kube import Kube
 from providers.infrastructure.spec import FINALIZER
 from tests.support import GraphQL, eventually, vdc_namespace
 from tests.vmkit import fake_vms, forget, named, requests_to
@@ -55,14 +55,8 @@ TIMEOUT = 60.0
 
 
 def _crds() -> list[dict[str, Any]]:
-    """Ours from charts/providers/crds (their source of truth), else permissive ones of the same names."""
-    ours = load_crds() or [
-        custom_resource_definition(
-            r.group, r.kind, r.plural, versions=(VERSION,), labels={CONTRACT_LABEL: VERSION}
-        )
-        for r in OURS
-    ]
-    return [*ours, *CLUSTER_API_CORE_CRDS]
+    """Ours from charts/providers/crds (their source of truth), and Cluster API core's."""
+    return [*load_crds(), *CLUSTER_API_CORE_CRDS]
 
 
 class Providers:
@@ -141,25 +135,13 @@ def network(api: GraphQL) -> Iterator[str]:
 def providers(world: World, kube: Kube, network: str) -> Iterator[Providers]:
     """The providers running, with a cluster of VDC demo (its Cluster and ProxmoxCluster) provisioned."""
     vdc_namespace(kube.core, "demo")
-    kube.objects.create_namespaced_custom_object(
-        CLUSTER.group,
-        CLUSTER.version,
-        NAMESPACE,
-        CLUSTER.plural,
-        {
-            "apiVersion": CLUSTER.api_version,
-            "kind": CLUSTER.kind,
-            "metadata": {"name": CLUSTER_NAME, "labels": {"flexplane.io/vdc": "demo"}},
-            "spec": {
-                "infrastructureRef": {
-                    "apiGroup": PROXMOX_CLUSTER.group,
-                    "kind": PROXMOX_CLUSTER.kind,
-                    "name": CLUSTER_NAME,
-                }
-            },
-        },
-    )
-    create(kube, PROXMOX_CLUSTER, CLUSTER_NAME, {"vdc": "demo", "network": NETWORK})
+    # As the tenant API writes them (without node pools: the test makes its Machines as core would).
+    plan = objects.ClusterPlan("demo", CLUSTER_NAME, "v1.34.2", "debian-12", NETWORK, 1, ())
+    written = ((PROXMOX_CLUSTER, objects.proxmox_cluster(plan)), (CLUSTER, objects.cluster(plan)))
+    for resource, body in written:
+        kube.objects.create_namespaced_custom_object(
+            resource.group, resource.version, NAMESPACE, resource.plural, body
+        )
     running = Providers(world)
     running.start()
     try:
@@ -183,11 +165,7 @@ def create(kube: Kube, resource: Any, name: str, spec: dict[str, Any], **metadat
     body = {
         "apiVersion": resource.api_version,
         "kind": resource.kind,
-        "metadata": {
-            "name": name,
-            "labels": {"flexplane.io/vdc": "demo", "cluster.x-k8s.io/cluster-name": CLUSTER_NAME},
-            **metadata,
-        },
+        "metadata": {"name": name, "labels": objects.labels("demo", CLUSTER_NAME), **metadata},
         "spec": spec,
     }
     kube.objects.create_namespaced_custom_object(
@@ -250,7 +228,7 @@ def bootstrap_secret(kube: Kube, name: str) -> None:
     kube.core.create_namespaced_secret(
         NAMESPACE,
         client.V1Secret(
-            metadata=client.V1ObjectMeta(name=name, labels={"cluster.x-k8s.io/cluster-name": CLUSTER_NAME}),
+            metadata=client.V1ObjectMeta(name=name, labels={CLUSTER_NAME_LABEL: CLUSTER_NAME}),
             type="cluster.x-k8s.io/secret",
             string_data={"value": USER_DATA, "format": "cloud-config"},
         ),
