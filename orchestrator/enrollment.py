@@ -28,6 +28,7 @@ from orchestrator.errors import (
     ValidationFailed,
 )
 from orchestrator.services import enrollment
+from orchestrator.sources.kube import kube
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,12 @@ def join(request: HttpRequest) -> JsonResponse:
         request,
         "join",
         lambda body: enrollment.join(
-            body.get("token"), body.get("csr"), body.get("endpoint"), origin, body.get("mesh_public_key")
+            kube(),
+            body.get("token"),
+            body.get("csr"),
+            body.get("endpoint"),
+            origin,
+            body.get("mesh_public_key"),
         ),
     )
 
@@ -107,6 +113,7 @@ def renew(request: HttpRequest) -> JsonResponse:
         request,
         "renewal",
         lambda body: enrollment.renew(
+            kube(),
             body.get("csr"),
             body.get("certificate"),
             body.get("timestamp"),

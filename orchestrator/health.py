@@ -6,6 +6,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from orchestrator.services.health import readiness
+from orchestrator.sources.kube import kube
 
 
 @require_GET
@@ -15,7 +16,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
-    checks = readiness()
+    checks = readiness(kube())
     ready = all(c.ok for c in checks)
     body = {
         "status": "ready" if ready else "not ready",

@@ -41,7 +41,7 @@ def leadership(
         with ExitStack() as stack:
             try:
                 held = stack.enter_context(
-                    locks.lock(source, name, "the providers' leadership", identity, ttl=ttl, wait=0.0)
+                    locks.lease(source, name, "the providers' leadership", identity, ttl=ttl, wait=0.0)
                 )
             except Conflict as exc:
                 if not waiting_logged:

@@ -30,7 +30,8 @@ from agentclient.wireguard import Interface, Peer, WireGuardError
 from orchestrator.errors import FlexPlaneError
 from orchestrator.mesh.proxy import MeshProxy
 from orchestrator.services import mesh
-from orchestrator.sources.kube import KubeSource, kube
+from orchestrator.sources.kube import kube
+from orchestrator.sources.protocols import KubeApi
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class MeshHub:
         port: int = DEFAULT_PORT,
         *,
         netns: str | None = None,
-        source: KubeSource | None = None,
+        source: KubeApi | None = None,
         interval: float = DEFAULT_INTERVAL,
         proxy_listen: str | None = None,
     ) -> None:
@@ -72,7 +73,8 @@ class MeshHub:
         self._thread: threading.Thread | None = None
 
     @property
-    def kube(self) -> KubeSource:
+    def kube(self) -> KubeApi:
+        """The management cluster: ``source``, else the process's."""
         return self.source or kube()
 
     def up(self) -> str:
@@ -115,7 +117,7 @@ class MeshHub:
                 state.endpoint != (peer.endpoint or None)
                 or state.latest_handshake >= peer.last_handshake + HANDSHAKE_WRITE_STEP
             ):
-                mesh.record_handshake(peer, state.latest_handshake, state.endpoint, source)
+                mesh.record_handshake(source, peer, state.latest_handshake, state.endpoint)
         if result.configured or result.removed:
             logger.info(
                 "mesh hub: configured %s; removed %d peer(s)",

@@ -41,13 +41,12 @@ from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unau
 from orchestrator.models.vms import VirtualMachine
 from orchestrator.services import access
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
+from orchestrator.sources.kube_objects import VDC_LABEL
 
 logger = logging.getLogger("flexplane.audit")
 _trouble = logging.getLogger(__name__)
 
 AUDIT_LABEL = "flexplane.io/audit"
-VDC_LABEL = "flexplane.io/vdc"
 OPERATION_LABEL = "flexplane.io/operation"
 RECORD_ANNOTATION = "flexplane.io/record"
 CONTROLLER = "flexplane.io/orchestrator"
@@ -212,7 +211,7 @@ class Trail:
     def write(self) -> AuditRecord:
         """Write the record (once: a second call answers the first's)."""
         if self.written is None:
-            self.written = write(self.record())
+            self.written = write(self.ctx, self.record())
         return self.written
 
 
@@ -240,11 +239,11 @@ def audited(
         trail.write()
 
 
-def write(record: AuditRecord) -> AuditRecord:
-    """The record on stdout (a JSON line) and as an Event of the platform namespace (best effort)."""
+def write(ctx: Context, record: AuditRecord) -> AuditRecord:
+    """The record on stdout (a JSON line) and as an Event of ``ctx``'s platform namespace (best effort)."""
     logger.info("audit %s", record.operation, extra={"audit": record.to_json()})
     try:
-        kube().create_event(_event(record))
+        ctx.kube.create_event(_event(record))
     except FlexPlaneError as exc:
         _trouble.warning("audit record %s not kept as an Event: %s", record.request_id, exc.message)
     except Exception as exc:  # no cluster configured, a client's own error: never the operation's failure
@@ -303,7 +302,7 @@ def recent(
     if operation and _LABEL_VALUE.fullmatch(operation):
         selector += f",{OPERATION_LABEL}={operation}"
     records: list[AuditRecord] = []
-    for entry in kube().list_events(selector, MAX_READ):
+    for entry in ctx.kube.list_events(selector, MAX_READ):
         raw = entry.annotations.get(RECORD_ANNOTATION)
         try:
             record = AuditRecord.from_json(json.loads(raw)) if raw else None

@@ -62,8 +62,8 @@ from orchestrator.models.vms import VirtualMachine
 from orchestrator.services import locks
 from orchestrator.services.context import Context
 from orchestrator.services.vms.listing import VM, locate
-from orchestrator.sources.kube import KubeSource, kube
 from orchestrator.sources.kube_objects import KIND_LABEL, Lease
+from orchestrator.sources.protocols import KubeApi
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def _spent_until(lease: Lease) -> datetime.datetime | None:
     return lease.renew_time + datetime.timedelta(seconds=lease.duration_seconds)
 
 
-def _forget_spent(source: KubeSource, now: datetime.datetime) -> None:
+def _forget_spent(source: KubeApi, now: datetime.datetime) -> None:
     """Delete the records of spent tickets whose time is over (anyone's: a lost race is another's delete)."""
     for lease in source.list_leases(f"{KIND_LABEL}={SPENT_KIND}"):
         until = _spent_until(lease)
@@ -169,7 +169,7 @@ def spend_ticket(ctx: Context, ticket: Ticket) -> None:
     409 (see the module's docstring). Then the records whose time is over are deleted; that failing only
     leaves them for the next spend.
     """
-    source = kube()
+    source = ctx.kube
     now = datetime.datetime.now(datetime.UTC)
     keep = math.ceil(settings.FLEXPLANE_CONSOLE_TICKET_TTL + SPENT_MARGIN)
     record = Lease(f"{SPENT_PREFIX}{ticket.id}", ctx.principal.subject, now, now, keep, 0)

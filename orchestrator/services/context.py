@@ -1,4 +1,5 @@
-"""What a service call knows about its request: who asks, for which VDC, and what was read so far."""
+"""What a service call knows about its request: who asks, for which VDC, what was read so far, and the
+systems it reads and writes (``Sources``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,20 @@ from typing import Any, TypeVar
 
 from orchestrator.auth import Principal
 from orchestrator.errors import Unavailable
+from orchestrator.sources import kube as kube_source
+from orchestrator.sources import proxmox as proxmox_source
+from orchestrator.sources.protocols import KubeApi, ProxmoxApi
 
 T = TypeVar("T")
+
+
+@dataclass
+class Sources:
+    """The management cluster and the zones' Proxmox a service call uses: the process's own (made on
+    first use, then shared by every request) unless a test hands in its stand-ins."""
+
+    kube: KubeApi | None = None
+    proxmox: ProxmoxApi | None = None
 
 
 @dataclass
@@ -19,9 +32,28 @@ class Context:
     principal: Principal
     # The VDC the request acts in (the FlexPlane-VDC-ID header, or the portal's URL); None: not scoped.
     vdc: str | None = None
+    sources: Sources = field(default_factory=Sources, repr=False)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     # Zones or hosts that did not answer: the data returned is partial, and says so.
     unavailable: list[Unavailable] = field(default_factory=list)
+
+    @property
+    def kube(self) -> KubeApi:
+        """The management cluster."""
+        if self.sources.kube is None:
+            self.sources.kube = kube_source.kube()
+        return self.sources.kube
+
+    @property
+    def proxmox(self) -> ProxmoxApi:
+        """Every zone's Proxmox, through the agents."""
+        if self.sources.proxmox is None:
+            self.sources.proxmox = proxmox_source.proxmox()
+        return self.sources.proxmox
+
+    def fresh(self) -> Context:
+        """The same caller, VDC and sources with nothing read yet: for a step that must read anew."""
+        return Context(principal=self.principal, vdc=self.vdc, sources=self.sources)
 
     def memoize(self, key: Any, compute: Callable[[], T]) -> T:
         """``compute()`` once per request for ``key``."""

@@ -71,8 +71,8 @@ from orchestrator.services.platform_ca import (
     utc_now,
     utc_text,
 )
-from orchestrator.sources.kube import kube
 from orchestrator.sources.kube_objects import KIND_LABEL, SecretEntry
+from orchestrator.sources.protocols import KubeApi
 
 logger = logging.getLogger(__name__)
 
@@ -180,10 +180,10 @@ def create_join_token(ctx: Context, zone: str, host_name: str, origin: str) -> N
         raise ValidationFailed(
             "host_name", f"zone and host names together must be at most {MAX_NAME_LENGTH - 1} characters"
         )
-    source = kube()
+    source = ctx.kube
     if source.get_catalog(ZONE, zone) is None:
         raise ValidationFailed("zone", f"there is no zone {zone!r}")
-    _remove_spent_tokens()
+    _remove_spent_tokens(source)
     now = utc_now()
     expires = int((now + datetime.timedelta(seconds=settings.FLEXPLANE_JOIN_TOKEN_TTL)).timestamp())
     parts = JoinTokenParts(zone, host_name, expires, secrets.token_hex(8), secrets.token_urlsafe(32))
@@ -208,13 +208,14 @@ def create_join_token(ctx: Context, zone: str, host_name: str, origin: str) -> N
 def list_join_tokens(ctx: Context) -> list[JoinTokenRecord]:
     """Every stored join token, newest expiry first (ADMIN); their secrets are not stored, so not shown."""
     access.require_admin(ctx)
-    records = [JoinTokenRecord.from_secret(e) for e in kube().list_secrets(f"{KIND_LABEL}={JOIN_TOKEN_KIND}")]
+    records = [
+        JoinTokenRecord.from_secret(e) for e in ctx.kube.list_secrets(f"{KIND_LABEL}={JOIN_TOKEN_KIND}")
+    ]
     return sorted(records, key=lambda r: (r.expires_at, r.ident), reverse=True)
 
 
-def _remove_spent_tokens() -> None:
+def _remove_spent_tokens(source: KubeApi) -> None:
     """Delete tokens used or expired over KEEP_SPENT_TOKENS ago (a lost race is someone else's delete)."""
-    source = kube()
     horizon = utc_now() - KEEP_SPENT_TOKENS
     for entry in source.list_secrets(f"{KIND_LABEL}={JOIN_TOKEN_KIND}"):
         if JoinTokenRecord.from_secret(entry).spent_since < horizon:
@@ -224,13 +225,13 @@ def _remove_spent_tokens() -> None:
                 continue
 
 
-def _token_entry(token: str) -> tuple[SecretEntry, JoinTokenRecord]:
+def _token_entry(source: KubeApi, token: str) -> tuple[SecretEntry, JoinTokenRecord]:
     """The stored token this one is, if its secret matches and it is still usable; else Unauthenticated."""
     try:
         parts = parse_join_token(token)
     except ValueError as exc:
         raise Unauthenticated(f"the join token is malformed: {exc}") from None
-    entry = kube().get_secret(_secret_name(parts.ident))
+    entry = source.get_secret(_secret_name(parts.ident))
     stored = entry.data.get("hash", b"").decode("ascii", "replace") if entry is not None else ""
     if entry is None or not hmac.compare_digest(stored, _hash(parts.secret)):
         raise Unauthenticated(
@@ -254,7 +255,7 @@ def _token_entry(token: str) -> tuple[SecretEntry, JoinTokenRecord]:
     return entry, record
 
 
-def _use(entry: SecretEntry, endpoint: str) -> None:
+def _use(source: KubeApi, entry: SecretEntry, endpoint: str) -> None:
     """Mark the token used, at the version read: exactly one of two concurrent uses gets here."""
     data = {
         **entry.data,
@@ -262,7 +263,7 @@ def _use(entry: SecretEntry, endpoint: str) -> None:
         "used-by": endpoint.encode(),
     }
     try:
-        kube().replace_secret(entry, data)
+        source.replace_secret(entry, data)
     except Conflict:
         raise Unauthenticated(
             "this join token was already used (by a request at the same moment): create a new one"
@@ -368,9 +369,8 @@ def _settings(zone: str, node: str, endpoint: str, origin: str) -> dict[str, Any
 # ---------------------------------------------------------------------------------- the catalog
 
 
-def _put_host(zone: str, node: str, endpoint: str) -> None:
+def _put_host(source: KubeApi, zone: str, node: str, endpoint: str) -> None:
     """The host in the catalog with this endpoint: created with the defaults, or its endpoint updated."""
-    source = kube()
     ident = host_ident(zone, node)
     for _ in range(3):
         entry = source.get_catalog(HOST, ident)
@@ -390,7 +390,9 @@ def _put_host(zone: str, node: str, endpoint: str) -> None:
 # ------------------------------------------------------------------------------------ use-cases
 
 
-def join(token: Any, csr_pem: Any, endpoint: Any, origin: str, mesh_key: Any = None) -> Issued:
+def join(
+    source: KubeApi, token: Any, csr_pem: Any, endpoint: Any, origin: str, mesh_key: Any = None
+) -> Issued:
     """Enroll a node: check the token, the CSR and the endpoint, use the token, add the host, sign.
 
     With the mesh on, the node's WireGuard public key is checked too (malformed, or another host's:
@@ -399,14 +401,14 @@ def join(token: Any, csr_pem: Any, endpoint: Any, origin: str, mesh_key: Any = N
     """
     if not isinstance(token, str):
         raise Unauthenticated("a join token is required")
-    entry, record = _token_entry(token)
+    entry, record = _token_entry(source, token)
     zone, node = record.zone, record.host_name
     identity = host_identity(zone, node)
     csr = check_csr(csr_pem, identity)
     address, ip = _endpoint(endpoint)
-    ca = platform_ca()
+    ca = platform_ca(source)
     updates = update_settings(origin)
-    if kube().get_catalog(ZONE, zone) is None:
+    if source.get_catalog(ZONE, zone) is None:
         raise ValidationFailed("token", f"zone {zone!r} was removed since this join token was made")
     hub, key = None, ""
     if mesh.enabled():
@@ -414,19 +416,19 @@ def join(token: Any, csr_pem: Any, endpoint: Any, origin: str, mesh_key: Any = N
             raise ValidationFailed(
                 mesh.KEY_FIELD, "this platform reaches nodes over its WireGuard mesh: update flexplane-agent"
             )
-        hub = mesh.hub()
-        known = mesh.peers()
-        key = mesh.check_key(mesh_key, zone, node, known)
+        hub = mesh.hub(source)
+        known = mesh.peers(source)
+        key = mesh.check_key(source, mesh_key, zone, node, known)
         mesh.check_room(known, zone, node)
-    _use(entry, address)
+    _use(source, entry, address)
     ips = [ip]
     mesh_settings: dict[str, Any] = {}
     if hub is not None:
-        peer = mesh.allocate(zone, node, key)
+        peer = mesh.allocate(source, zone, node, key)
         address = mesh.endpoint_of(peer, int(address.rpartition(":")[2]))
         ips = [ipaddress.ip_address(peer.address), ip]
         mesh_settings = {"mesh": hub.settings(peer)}
-    _put_host(zone, node, address)
+    _put_host(source, zone, node, address)
     image_cache.cache_on_new_host(zone, node)  # once its agent, started after this answer, answers
     certificate = sign(ca, csr, identity, ips)
     node_settings = {**_settings(zone, node, address, origin), **updates, **mesh_settings}
@@ -434,14 +436,20 @@ def join(token: Any, csr_pem: Any, endpoint: Any, origin: str, mesh_key: Any = N
 
 
 def renew(
-    csr_pem: Any, certificate_pem: Any, timestamp: Any, signature: Any, origin: str, mesh_key: Any = None
+    source: KubeApi,
+    csr_pem: Any,
+    certificate_pem: Any,
+    timestamp: Any,
+    signature: Any,
+    origin: str,
+    mesh_key: Any = None,
 ) -> Issued:
     """Renew an agent's certificate: it proves it holds the key of its current, valid certificate.
 
     A ``mesh_key`` (the node rotating its WireGuard key with its certificate) replaces the node's
     recorded key once every check has passed: the hub takes the new one and refuses the old.
     """
-    ca = platform_ca()
+    ca = platform_ca(source)
     current, zone, node = presented(certificate_pem, ca)
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise ValidationFailed("timestamp", "timestamp must be the request's time, whole Unix seconds")
@@ -459,7 +467,7 @@ def renew(
         )
     identity = host_identity(zone, node)
     csr = check_csr(csr_pem, identity)
-    entry = kube().get_catalog(HOST, host_ident(zone, node))
+    entry = source.get_catalog(HOST, host_ident(zone, node))
     if entry is None:
         raise PermissionDenied(f"host {zone}/{node} is not in the host list: its certificate is not renewed")
     endpoint = str(entry.spec.get("endpoint", ""))
@@ -471,6 +479,6 @@ def renew(
         ips = ip_names(current)
     node_settings = {**_settings(zone, node, address, origin), **registry_settings()}
     if mesh_key is not None and mesh.enabled():
-        hub = mesh.hub()
-        node_settings["mesh"] = hub.settings(mesh.rotate(zone, node, mesh_key))
+        hub = mesh.hub(source)
+        node_settings["mesh"] = hub.settings(mesh.rotate(source, zone, node, mesh_key))
     return Issued(sign(ca, csr, identity, ips), ca.bundle, node_settings)

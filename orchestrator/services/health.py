@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from orchestrator.auth import token_validator
 from orchestrator.errors import FlexPlaneError
-from orchestrator.sources.kube import kube
+from orchestrator.sources.protocols import KubeApi
 
 
 @dataclass(frozen=True)
@@ -17,9 +17,9 @@ class Check:
     detail: str
 
 
-def _kube() -> Check:
+def _kube(source: KubeApi) -> Check:
     try:
-        kube().ping()
+        source.ping()
     except FlexPlaneError as exc:
         return Check("management-cluster", False, exc.message)
     return Check("management-cluster", True, "reachable")
@@ -35,7 +35,8 @@ def _identity() -> Check:
     return Check("identity", True, "reachable")
 
 
-def readiness() -> list[Check]:
-    """Both checks, in parallel (each bounded by its own client timeout)."""
+def readiness(source: KubeApi) -> list[Check]:
+    """Both checks, in parallel (each bounded by its own client timeout): ``source``, the management
+    cluster, and the identity provider."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(lambda check: check(), (_kube, _identity)))
+        return list(pool.map(lambda check: check(), (lambda: _kube(source), _identity)))

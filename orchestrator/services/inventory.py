@@ -26,7 +26,6 @@ from orchestrator.sources.proxmox import (
     NodeResource,
     ZoneApi,
     ZoneTargets,
-    proxmox,
 )
 
 
@@ -34,7 +33,7 @@ def zone_api(ctx: Context, zone: str) -> ZoneApi:
     """The zone's Proxmox, through the agents the catalog lists for it; ``NotFound`` for no such zone."""
     for targets in catalog.zone_targets(ctx):
         if targets.zone == zone:
-            return ZoneApi(proxmox(), targets)
+            return ctx.proxmox.zone(targets)
     raise NotFound("zone", zone)
 
 
@@ -56,7 +55,7 @@ def zone_resources(ctx: Context) -> ZoneResources:
     """One ``/cluster/resources`` per zone, in parallel; zones that did not answer are reported on ``ctx``.
     Each zone's VMs are checked for misplaced ones in that zone's own call, as its answer arrives, while
     the others are still on their way."""
-    source = proxmox()
+    source = ctx.proxmox
 
     def one(zone: ZoneTargets, deadline_at: float) -> tuple[ClusterResources, tuple[Guest, ...]]:
         resources = source.zone_resources(zone, deadline_at)
@@ -101,7 +100,7 @@ def zone_nodes(ctx: Context) -> dict[str, dict[str, NodeResource]]:
         full = ctx.memoized(_RESOURCES)
         if isinstance(full, ZoneResources):
             return full.nodes
-        fan = proxmox().cluster_resources(catalog.zone_targets(ctx), kind="node")
+        fan = ctx.proxmox.cluster_resources(catalog.zone_targets(ctx), kind="node")
         ctx.report_unavailable(list(fan.failures.values()))
         return {zone: {n.node: n for n in resources.nodes} for zone, resources in fan.results.items()}
 
@@ -117,7 +116,7 @@ def zone_templates(ctx: Context) -> dict[str, tuple[ImageTemplate, ...]]:
         full = ctx.memoized(_RESOURCES)
         if isinstance(full, ZoneResources):
             return {zone: resources.image_templates() for zone, resources in full.resources.items()}
-        fan = proxmox().cluster_resources(catalog.zone_targets(ctx), kind="vm")
+        fan = ctx.proxmox.cluster_resources(catalog.zone_targets(ctx), kind="vm")
         ctx.report_unavailable(list(fan.failures.values()))
         return {zone: resources.image_templates() for zone, resources in fan.results.items()}
 
@@ -154,7 +153,7 @@ def vdc_guests(ctx: Context, vdc_ids: frozenset[str]) -> dict[str, tuple[tuple[s
         for vdc in definitions.values():
             for zone in vdc.zones:
                 pools.setdefault(zone, []).append(vdc.pool)
-        fan = proxmox().pool_members(catalog.zone_targets(ctx), pools)
+        fan = ctx.proxmox.pool_members(catalog.zone_targets(ctx), pools)
         ctx.report_unavailable(list(fan.failures.values()))
         by_pool = {vdc.pool: vdc.id for vdc in definitions.values()}
         return {
@@ -173,7 +172,7 @@ def vdc_resources(ctx: Context, vdc_ids: frozenset[str]) -> dict[str, ClusterRes
     def read() -> dict[str, ClusterResources]:
         members = vdc_guests(ctx, vdc_ids)
         holding = [t for t in catalog.zone_targets(ctx) if members.get(t.zone)]
-        fan = proxmox().cluster_resources(holding, kind="node")
+        fan = ctx.proxmox.cluster_resources(holding, kind="node")
         ctx.report_unavailable(list(fan.failures.values()))
         return {
             zone: ClusterResources(tuple(guest for _, guest in members[zone]), nodes.nodes)

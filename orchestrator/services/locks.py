@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from orchestrator import metrics
 from orchestrator.errors import Conflict, FlexPlaneError
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import KubeSource, kube
 from orchestrator.sources.kube_objects import Lease
+from orchestrator.sources.protocols import KubeApi
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class HeldLock:
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
-def _acquire(source: KubeSource, name: str, holder: str, ttl: int, wait: float, what: str) -> Lease:
+def _acquire(source: KubeApi, name: str, holder: str, ttl: int, wait: float, what: str) -> Lease:
     deadline = time.monotonic() + wait
     backoff = _FIRST_BACKOFF
     while True:
@@ -101,7 +101,7 @@ def _acquire(source: KubeSource, name: str, holder: str, ttl: int, wait: float, 
         backoff = min(backoff * 2, _MAX_BACKOFF)
 
 
-def _renew(source: KubeSource, held: HeldLock) -> None:
+def _renew(source: KubeApi, held: HeldLock) -> None:
     """Extend the lease once; mark it lost when someone else has it now."""
     with held._guard:
         if held.lost:
@@ -119,7 +119,7 @@ def _renew(source: KubeSource, held: HeldLock) -> None:
                 logger.warning("lock %s: lost to %s", held.name, current.holder if current else "nobody")
 
 
-def _keep_renewed(source: KubeSource, held: HeldLock, stop: threading.Event) -> None:
+def _keep_renewed(source: KubeApi, held: HeldLock, stop: threading.Event) -> None:
     while not stop.wait(held.ttl / 3):
         try:
             _renew(source, held)
@@ -129,7 +129,7 @@ def _keep_renewed(source: KubeSource, held: HeldLock, stop: threading.Event) -> 
             return
 
 
-def _release(source: KubeSource, held: HeldLock) -> None:
+def _release(source: KubeApi, held: HeldLock) -> None:
     """Clear the holder, only if the lease is still ours; a failure only lets the lease expire."""
     with held._guard:
         if held.lost:
@@ -147,7 +147,7 @@ def _release(source: KubeSource, held: HeldLock) -> None:
 
 @contextmanager
 def vdc_lock(
-    ctx_or_kube: Context | KubeSource,
+    ctx: Context,
     vdc_id: str,
     holder: str | None = None,
     ttl: float = DEFAULT_TTL,
@@ -158,7 +158,7 @@ def vdc_lock(
     ``holder`` says who holds it (default: the caller's subject); a random suffix makes each call
     its own holder, so that two requests of one caller exclude each other too.
     """
-    with lock(ctx_or_kube, lease_name(vdc_id), f"VDC {vdc_id}", holder, ttl, wait) as held:
+    with lock(ctx, lease_name(vdc_id), f"VDC {vdc_id}", holder, ttl, wait) as held:
         yield held
 
 
@@ -168,37 +168,46 @@ def sdn_lease_name(zone: str) -> str:
 
 @contextmanager
 def sdn_lock(
-    ctx_or_kube: Context | KubeSource, zone: str, ttl: float = DEFAULT_TTL, wait: float = DEFAULT_WAIT
+    ctx: Context, zone: str, ttl: float = DEFAULT_TTL, wait: float = DEFAULT_WAIT
 ) -> Iterator[HeldLock]:
     """Hold zone ``zone``'s SDN lock: what hands out its VNet ids and tags, and applies its SDN, holds
     it (taken after a VDC's lock when both are, never before)."""
-    with lock(ctx_or_kube, sdn_lease_name(zone), f"the networks of zone {zone}", None, ttl, wait) as held:
+    with lock(ctx, sdn_lease_name(zone), f"the networks of zone {zone}", None, ttl, wait) as held:
         yield held
 
 
 @contextmanager
 def lock(
-    ctx_or_kube: Context | KubeSource,
+    ctx: Context,
     name: str,
     what: str,
     holder: str | None = None,
     ttl: float = DEFAULT_TTL,
     wait: float = DEFAULT_WAIT,
 ) -> Iterator[HeldLock]:
-    """Hold the lease ``name`` for the ``with`` block; after ``wait``: ``Conflict`` "<what> is busy"."""
-    source = ctx_or_kube if isinstance(ctx_or_kube, KubeSource) else kube()
-    who = holder or (ctx_or_kube.principal.subject if isinstance(ctx_or_kube, Context) else "flexplane")
-    identity = f"{who}/{secrets.token_hex(6)}"
+    """Hold the lease ``name`` for the ``with`` block, as the caller (or ``holder``); after ``wait``:
+    ``Conflict`` "<what> is busy"."""
+    with lease(ctx.kube, name, what, holder or ctx.principal.subject, ttl, wait) as held:
+        yield held
+
+
+@contextmanager
+def lease(
+    source: KubeApi, name: str, what: str, holder: str, ttl: float = DEFAULT_TTL, wait: float = DEFAULT_WAIT
+) -> Iterator[HeldLock]:
+    """Hold the lease ``name`` of ``source`` for the ``with`` block as ``holder`` (a process of the
+    platform, such as the providers' leader, rather than a caller); after ``wait``: ``Conflict``."""
+    identity = f"{holder}/{secrets.token_hex(6)}"
     seconds = max(1, round(ttl))
     kind = name.removeprefix("fp-lock-").partition("-")[0]  # vdc, sdn: a label of few values
     started = time.monotonic()
     try:
-        lease = _acquire(source, name, identity, seconds, wait, what)
+        taken = _acquire(source, name, identity, seconds, wait, what)
     except Conflict:
         metrics.LOCK_WAIT.labels(kind, "busy").observe(time.monotonic() - started)
         raise
     metrics.LOCK_WAIT.labels(kind, "acquired").observe(time.monotonic() - started)
-    held = HeldLock(name=name, holder=identity, ttl=float(seconds), lease=lease)
+    held = HeldLock(name=name, holder=identity, ttl=float(seconds), lease=taken)
     stop = threading.Event()
     renewer = threading.Thread(
         target=_keep_renewed, args=(source, held, stop), name=f"renew-{name}", daemon=True
@@ -212,9 +221,9 @@ def lock(
         _release(source, held)
 
 
-def forget_vdc_lock(ctx_or_kube: Context | KubeSource, vdc_id: str) -> None:
+def forget_vdc_lock(ctx: Context, vdc_id: str) -> None:
     """Delete the lease of a VDC that is gone, if nobody holds it; anything else leaves it be."""
-    source = ctx_or_kube if isinstance(ctx_or_kube, KubeSource) else kube()
+    source = ctx.kube
     name = lease_name(vdc_id)
     try:
         lease = source.get_lease(name)

@@ -35,8 +35,8 @@ from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFaile
 from orchestrator.models.zones import host_ident
 from orchestrator.services.catalog import HOST, ZONE_LABEL
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import KubeSource, kube
 from orchestrator.sources.kube_objects import CatalogEntry, SecretEntry
+from orchestrator.sources.protocols import KubeApi
 
 PEER = "meshpeer"
 WHERE = "mesh"
@@ -161,13 +161,12 @@ def node_addresses(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> Iterat
 # -------------------------------------------------------------------------------------------- hub
 
 
-def hub_secret(source: KubeSource | None = None) -> SecretEntry | None:
-    return (source or kube()).get_secret(settings.FLEXPLANE_MESH_HUB_SECRET)
+def hub_secret(source: KubeApi) -> SecretEntry | None:
+    return source.get_secret(settings.FLEXPLANE_MESH_HUB_SECRET)
 
 
-def ensure_hub_key(source: KubeSource | None = None) -> tuple[str, str]:
+def ensure_hub_key(source: KubeApi) -> tuple[str, str]:
     """The hub's (private, public) key, made and stored on first use; a racing maker's key wins."""
-    source = source or kube()
     for _ in range(3):
         entry = hub_secret(source)
         if entry is not None:
@@ -190,7 +189,7 @@ def ensure_hub_key(source: KubeSource | None = None) -> tuple[str, str]:
     raise Conflict("the hub's key Secret kept changing while it was made")
 
 
-def hub() -> Hub:
+def hub(source: KubeApi) -> Hub:
     """The hub as nodes see it; ``Unavailable`` when the mesh control server has not made its key yet
     or no public endpoint is configured (said at enrollment, before anything is written)."""
     net = network()
@@ -199,7 +198,7 @@ def hub() -> Hub:
         raise Unavailable(
             WHERE, "FLEXPLANE_MESH_HUB_ENDPOINT is not set: nodes would not know where the hub is"
         )
-    entry = hub_secret()
+    entry = hub_secret(source)
     key = entry.data.get("public-key", b"").decode("ascii", "replace").strip() if entry else ""
     if not key:
         raise Unavailable(
@@ -213,23 +212,23 @@ def hub() -> Hub:
 # ------------------------------------------------------------------------------------------ peers
 
 
-def peers(source: KubeSource | None = None) -> list[MeshPeer]:
+def peers(source: KubeApi) -> list[MeshPeer]:
     """Every recorded peer, by address."""
-    entries = (source or kube()).list_catalog([PEER])
+    entries = source.list_catalog([PEER])
     return sorted((MeshPeer.from_entry(e) for e in entries), key=lambda p: ipaddress.ip_address(p.address))
 
 
-def peer_of(zone: str, node: str, known: list[MeshPeer] | None = None) -> MeshPeer | None:
-    return next((p for p in (peers() if known is None else known) if (p.zone, p.node) == (zone, node)), None)
+def peer_of(zone: str, node: str, known: list[MeshPeer]) -> MeshPeer | None:
+    return next((p for p in known if (p.zone, p.node) == (zone, node)), None)
 
 
-def check_key(value: Any, zone: str, node: str, known: list[MeshPeer]) -> str:
+def check_key(source: KubeApi, value: Any, zone: str, node: str, known: list[MeshPeer]) -> str:
     """A node's public key, valid and not recorded for any other host; else ``ValidationFailed``."""
     try:
         key = check_public_key(value)
     except ValueError as exc:
         raise ValidationFailed(KEY_FIELD, str(exc)) from None
-    entry = hub_secret()
+    entry = hub_secret(source)
     if entry is not None and entry.data.get("public-key", b"").decode("ascii", "replace").strip() == key:
         raise ValidationFailed(KEY_FIELD, "this WireGuard public key is the hub's: each node makes its own")
     for peer in known:
@@ -256,12 +255,11 @@ def check_room(known: list[MeshPeer], zone: str, node: str) -> None:
         )
 
 
-def allocate(zone: str, node: str, key: str) -> MeshPeer:
+def allocate(source: KubeApi, zone: str, node: str, key: str) -> MeshPeer:
     """This node's peer with ``key``: its existing address kept (the key replaced), else the first free one.
 
     Race-free: an address is taken by creating its object, which exactly one creator can do.
     """
-    source = kube()
     net = network()
     for _ in range(5):
         known = peers(source)
@@ -293,13 +291,12 @@ def allocate(zone: str, node: str, key: str) -> MeshPeer:
     )
 
 
-def rotate(zone: str, node: str, value: Any) -> MeshPeer:
+def rotate(source: KubeApi, zone: str, node: str, value: Any) -> MeshPeer:
     """Replace a node's key (its certificate renewal carries the new one); its address stays."""
-    source = kube()
     known = peers(source)
     if peer_of(zone, node, known) is None:
         raise ValidationFailed(KEY_FIELD, f"host {zone}/{node} has no place in the mesh: bootstrap it again")
-    return allocate(zone, node, check_key(value, zone, node, known))
+    return allocate(source, zone, node, check_key(source, value, zone, node, known))
 
 
 def endpoint_of(peer: MeshPeer, port: int) -> str:
@@ -308,39 +305,36 @@ def endpoint_of(peer: MeshPeer, port: int) -> str:
     return f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}"
 
 
-def drop(peer: MeshPeer, source: KubeSource | None = None) -> None:
+def drop(source: KubeApi, peer: MeshPeer) -> None:
     """Forget a peer whose host is gone (its address is free again); a concurrent change keeps it."""
     try:
-        (source or kube()).delete_catalog(PEER, peer.ident, peer.resource_version or None)
+        source.delete_catalog(PEER, peer.ident, peer.resource_version or None)
     except Conflict:
         return
 
 
-def forget(zone: str, node: str) -> None:
+def forget(source: KubeApi, zone: str, node: str) -> None:
     """A removed host's peer deleted at once: its address is free, the hub removes its key."""
     if not enabled():
         return
-    source = kube()
     peer = peer_of(zone, node, peers(source))
     if peer is not None:
-        drop(peer, source)
+        drop(source, peer)
 
 
-def record_handshake(peer: MeshPeer, at: int, endpoint: str | None, source: KubeSource | None = None) -> None:
+def record_handshake(source: KubeApi, peer: MeshPeer, at: int, endpoint: str | None) -> None:
     """Note the hub's last handshake with a peer and where it came from (written when either moved on)."""
     spec = {**peer.to_spec(), "lastHandshake": at, "endpoint": endpoint or peer.endpoint}
     try:
-        (source or kube()).replace_catalog(
-            PEER, peer.ident, spec, peer.resource_version, labels={ZONE_LABEL: peer.zone}
-        )
+        source.replace_catalog(PEER, peer.ident, spec, peer.resource_version, labels={ZONE_LABEL: peer.zone})
     except (Conflict, NotFound):
         return
 
 
-def hosts_present(source: KubeSource | None = None) -> dict[str, str]:
+def hosts_present(source: KubeApi) -> dict[str, str]:
     """The ``zone/node`` of every host in the catalog, and its endpoint (where its agent is dialled)."""
     found = {}
-    for entry in (source or kube()).list_catalog([HOST]):
+    for entry in source.list_catalog([HOST]):
         zone, node = entry.spec.get("zone"), entry.spec.get("node")
         if isinstance(zone, str) and isinstance(node, str) and entry.ident == host_ident(zone, node):
             found[f"{zone}/{node}"] = str(entry.spec.get("endpoint") or "")
@@ -365,7 +359,7 @@ def peer_of_host(ctx: Context, zone: str, node: str) -> MeshPeer | None:
     and the hub's last handshake with it. One read of the peers per request, however many hosts."""
     if not ctx.principal.is_admin or not enabled():
         return None
-    by_host = ctx.memoize(("mesh", "peers"), lambda: {p.host_key: p for p in peers()})
+    by_host = ctx.memoize(("mesh", "peers"), lambda: {p.host_key: p for p in peers(ctx.kube)})
     return by_host.get(f"{zone}/{node}")
 
 

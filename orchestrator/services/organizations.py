@@ -39,7 +39,6 @@ from orchestrator.models import Usage, Vdc
 from orchestrator.services import access, catalog, locks
 from orchestrator.services.access_admin.roles import role_of
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
 from orchestrator.sources.zitadel import require_zitadel
 
 KIND = "organization"
@@ -118,11 +117,11 @@ def granted_roles(vdc_ids: Iterable[str]) -> list[str]:
     return [USER, ORG_OWNER, *(role_of(v) for v in sorted(vdc_ids))]
 
 
-def project_grant(vdc: Vdc) -> tuple[str, list[str]] | None:
+def project_grant(ctx: Context, vdc: Vdc) -> tuple[str, list[str]] | None:
     """For a new VDC of an organization (under its lock): the project grant it needs, its role added."""
     if not vdc.organization:
         return None
-    return vdc.organization, granted_roles({*(v.id for v in _vdcs_of(vdc.organization)), vdc.id})
+    return vdc.organization, granted_roles({*(v.id for v in _vdcs_of(ctx, vdc.organization)), vdc.id})
 
 
 def organization_id(value: object, field_name: str = "organization") -> str:
@@ -131,16 +130,16 @@ def organization_id(value: object, field_name: str = "organization") -> str:
     return value
 
 
-def _stored(org: str) -> Allowance | None:
-    entry = kube().get_catalog(KIND, org)
+def _stored(ctx: Context, org: str) -> Allowance | None:
+    entry = ctx.kube.get_catalog(KIND, org)
     return None if entry is None else Allowance.from_spec(entry.spec)
 
 
-def _vdcs_of(org: str) -> list[Vdc]:
+def _vdcs_of(ctx: Context, org: str) -> list[Vdc]:
     """The organization's VDCs, read from the cluster now (for decisions, under the org's lock)."""
     return [
         vdc
-        for entry in kube().list_catalog([catalog.VDC])
+        for entry in ctx.kube.list_catalog([catalog.VDC])
         if (vdc := Vdc.from_spec(entry.spec)).organization == org
     ]
 
@@ -155,7 +154,7 @@ def _sum(vdcs: list[Vdc]) -> Usage:
 def list_allowances(ctx: Context) -> list[AllowanceUsage]:
     """The allowances the caller may see: every one (ADMIN), their organizations' (ORG_OWNER)."""
     access.require_access_manager(ctx)
-    allowances = [Allowance.from_spec(e.spec) for e in kube().list_catalog([KIND])]
+    allowances = [Allowance.from_spec(e.spec) for e in ctx.kube.list_catalog([KIND])]
     vdcs = catalog.objects(ctx, catalog.VDC, Vdc.from_spec)
     shown = []
     for allowance in sorted(allowances, key=lambda a: a.organization):
@@ -192,7 +191,7 @@ def get_allowance(ctx: Context, org: str) -> Allowance:
     """One organization's allowance; ``NotFound`` if it has none or the caller does not manage it."""
     access.require_access_manager(ctx)
     ident = organization_id(org)
-    allowance = _stored(ident) if access.manages_organization(ctx, ident) else None
+    allowance = _stored(ctx, ident) if access.manages_organization(ctx, ident) else None
     if allowance is None:
         raise NotFound("organization", ident)
     return allowance
@@ -270,7 +269,7 @@ def set_allowance(ctx: Context, organization: str, data: Mapping[str, Any]) -> A
         raise NotFound("organization", org)
     allowance = _validate(ctx, org, known.name, data)
     with org_lock(ctx, org):
-        mine = _vdcs_of(org)
+        mine = _vdcs_of(ctx, org)
         allotted = _sum(mine)
         if over := _over(allotted, allowance):
             raise _exceeded(f"organization {org}'s VDCs already have more than this allowance", over)
@@ -278,11 +277,11 @@ def set_allowance(ctx: Context, organization: str, data: Mapping[str, Any]) -> A
             _check_offerings(vdc, allowance)
         # The project granted to the organization, so that its users can be given its roles within it.
         source.grant_project(org, granted_roles(v.id for v in mine))
-        entry = kube().get_catalog(KIND, org)
+        entry = ctx.kube.get_catalog(KIND, org)
         if entry is None:
-            kube().create_catalog(KIND, org, allowance.to_spec())
+            ctx.kube.create_catalog(KIND, org, allowance.to_spec())
         else:
-            kube().replace_catalog(KIND, org, allowance.to_spec(), entry.resource_version)
+            ctx.kube.replace_catalog(KIND, org, allowance.to_spec(), entry.resource_version)
     return AllowanceUsage(allowance, tuple(v.id for v in mine), allotted)
 
 
@@ -303,15 +302,15 @@ def delete_allowance(ctx: Context, organization: str) -> Allowance:
     access.require_admin(ctx)
     org = organization_id(organization)
     with org_lock(ctx, org):
-        entry = kube().get_catalog(KIND, org)
+        entry = ctx.kube.get_catalog(KIND, org)
         if entry is None:
             raise NotFound("organization", org)
-        if mine := _vdcs_of(org):
+        if mine := _vdcs_of(ctx, org):
             raise Conflict(
                 f"organization {org} still has VDC(s) {', '.join(v.id for v in mine)}: delete them first"
             )
         require_zitadel().revoke_project(org)
-        kube().delete_catalog(KIND, org, entry.resource_version)
+        ctx.kube.delete_catalog(KIND, org, entry.resource_version)
     return Allowance.from_spec(entry.spec)
 
 
@@ -365,7 +364,7 @@ def organization_of_vdc(ctx: Context, vdc_id: str) -> str:
     Read before any lock: a VDC's organization never changes, and its lock comes after its
     organization's.
     """
-    entry = kube().get_catalog(catalog.VDC, vdc_id)
+    entry = ctx.kube.get_catalog(catalog.VDC, vdc_id)
     org = "" if entry is None else Vdc.from_spec(entry.spec).organization
     if entry is None or not access.manages_organization(ctx, org):
         raise NotFound("VDC", vdc_id)
@@ -382,19 +381,19 @@ def guard(ctx: Context, org: str) -> Iterator[None]:
         yield
 
 
-def check_within(vdc: Vdc, replacing: str | None = None) -> None:
+def check_within(ctx: Context, vdc: Vdc, replacing: str | None = None) -> None:
     """Refuse (``QuotaExceeded`` naming the resources, ``ValidationFailed`` for an offering) a VDC that would
     take its organization's VDCs past the allowance; call it under ``guard``. ``replacing``: the id of the
     VDC being changed (its old quota is freed)."""
     if not vdc.organization:
         return
-    allowance = _stored(vdc.organization)
+    allowance = _stored(ctx, vdc.organization)
     if allowance is None:
         raise QuotaExceeded(
             f"organization {vdc.organization} has no allowance yet: an ADMIN gives it one first"
         )
     _check_offerings(vdc, allowance)
-    others = [v for v in _vdcs_of(vdc.organization) if v.id not in (vdc.id, replacing)]
+    others = [v for v in _vdcs_of(ctx, vdc.organization) if v.id not in (vdc.id, replacing)]
     if over := _over(_sum(others) + vdc.quota, allowance):
         raise _exceeded(
             f"VDC {vdc.id!r} would take organization {vdc.organization}'s VDCs past its allowance", over
@@ -405,5 +404,5 @@ def check_within(vdc: Vdc, replacing: str | None = None) -> None:
 def within_allowance(ctx: Context, vdc: Vdc) -> Iterator[None]:
     """Around a VDC's creation: the organization's lock held, the allowance checked (``check_within``)."""
     with guard(ctx, vdc.organization):
-        check_within(vdc)
+        check_within(ctx, vdc)
         yield

@@ -18,7 +18,7 @@ from django.conf import settings
 from agentclient.identity import AGENTS_DOMAIN
 from orchestrator.certificates import key_usage
 from orchestrator.errors import Unauthenticated, Unavailable, ValidationFailed
-from orchestrator.sources.kube import kube
+from orchestrator.sources.protocols import KubeApi
 
 # Accept certificates at once even when the node's clock is a little behind (by at most a tenth of
 # the certificate's life, so that the agent's "renew at two thirds" stays in the future).
@@ -51,10 +51,10 @@ def utc_text(moment: datetime.datetime) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
-def platform_ca() -> PlatformCA:
+def platform_ca(source: KubeApi) -> PlatformCA:
     """The platform CA, read from its Secret now; ``Unavailable`` when it is missing or unusable."""
     name = settings.FLEXPLANE_AGENT_CA_SECRET
-    entry = kube().get_secret(name)
+    entry = source.get_secret(name)
     if entry is None:
         raise Unavailable(
             CA_WHERE,

@@ -40,8 +40,7 @@ from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure
 from orchestrator.models import Host
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
-from orchestrator.sources.proxmox import proxmox
+from orchestrator.sources.protocols import KubeApi
 
 logger = logging.getLogger(__name__)
 
@@ -269,8 +268,8 @@ def published() -> list[PublishedRelease]:
     return sorted(releases, key=lambda release: release.sort_key)
 
 
-def current_pin() -> Pin | None:
-    entry = kube().get_catalog(PIN_KIND, PIN_ID)
+def current_pin(source: KubeApi) -> Pin | None:
+    entry = source.get_catalog(PIN_KIND, PIN_ID)
     if entry is None:
         return None
     try:
@@ -284,9 +283,9 @@ def current_pin() -> Pin | None:
         return None
 
 
-def _channel() -> Channel:
+def _channel(source: KubeApi) -> Channel:
     releases = published()
-    pin = current_pin()
+    pin = current_pin(source)
     if pin is not None:
         served = next((r for r in releases if r.version == pin.version), None)
     else:
@@ -294,14 +293,14 @@ def _channel() -> Channel:
     return Channel([r.version for r in releases], pin, served)
 
 
-def serve_channel() -> tuple[PublishedRelease, bool]:
+def serve_channel(source: KubeApi) -> tuple[PublishedRelease, bool]:
     """The release the agents are to run and whether it is pinned (no authorization: agents ask).
 
     ``NotFound`` when there is none to serve: nothing published, or the pinned version gone. From a
     registry, with the digest its tag names now: every node pulls those bytes, whatever the tag
     says later.
     """
-    channel = _channel()
+    channel = _channel(source)
     if channel.served is None:
         if channel.pin is not None:
             raise NotFound("pinned agent release", channel.pin.version)
@@ -312,10 +311,10 @@ def serve_channel() -> tuple[PublishedRelease, bool]:
     return served, channel.pin is not None
 
 
-def channel_document() -> dict[str, Any]:
+def channel_document(source: KubeApi) -> dict[str, Any]:
     """``channel.json``: the release to run and whether it is pinned; from a registry, where to pull
     it (the agents' own registry access says how), else its signed manifest (the files beside)."""
-    release, pinned = serve_channel()
+    release, pinned = serve_channel(source)
     document: dict[str, Any] = {"version": release.version, "pinned": pinned}
     site = registry()
     if site is not None:
@@ -342,7 +341,7 @@ def release_file(name: str) -> Path:
 def channel(ctx: Context) -> Channel:
     """What the channel serves, and why. ADMIN only."""
     access.require_admin(ctx)
-    return _channel()
+    return _channel(ctx.kube)
 
 
 def pin_version(ctx: Context, version: str) -> Pin:
@@ -363,7 +362,7 @@ def pin_version(ctx: Context, version: str) -> Pin:
         )
     pin = Pin(version, ctx.principal.subject, datetime.datetime.now(datetime.UTC).replace(microsecond=0))
     spec = {"version": pin.version, "pinnedBy": pin.pinned_by, "pinnedAt": pin.pinned_at.isoformat()}
-    source = kube()
+    source = ctx.kube
     stored = source.get_catalog(PIN_KIND, PIN_ID)
     if stored is None:
         source.create_catalog(PIN_KIND, PIN_ID, spec)
@@ -376,8 +375,8 @@ def pin_version(ctx: Context, version: str) -> Pin:
 def unpin_version(ctx: Context) -> Pin | None:
     """Let the channel serve the highest version again; the pin removed, None if there was none. ADMIN."""
     access.require_admin(ctx)
-    pin = current_pin()
-    if kube().delete_catalog(PIN_KIND, PIN_ID):
+    pin = current_pin(ctx.kube)
+    if ctx.kube.delete_catalog(PIN_KIND, PIN_ID):
         logger.info("agent releases: %s removed the pin", ctx.principal.subject)
     return pin
 
@@ -406,7 +405,7 @@ def update_host_now(ctx: Context, zone: str, host: str) -> HostUpdateNow:
     access.require_admin(ctx)
     entry = catalog.host(ctx, zone, host)
     try:
-        answer = proxmox().agents.update_now(entry.target, where=entry.key, timeout=UPDATE_NOW_TIMEOUT)
+        answer = ctx.proxmox.agents.update_now(entry.target, where=entry.key, timeout=UPDATE_NOW_TIMEOUT)
     except Conflict as exc:
         raise Conflict(f"host {entry.key} does not update itself: {exc.message}") from None
     except (Unavailable, UpstreamFailure) as exc:

@@ -51,7 +51,6 @@ from orchestrator.sources.proxmox import (
     ZoneApi,
     ZoneTargets,
     is_lock_message,
-    proxmox,
 )
 
 # What the key of task ids is derived for (HKDF's info): another use of the secret key gets another key.
@@ -376,7 +375,7 @@ def _node_listings(ctx: Context, listings: Listings) -> dict[tuple[str, str], li
             ) from exc
 
     # The fan-out keys its answers by the targets' name: here one per node, "<zone>/<node>".
-    fan = proxmox().fan_out(
+    fan = ctx.proxmox.fan_out(
         [ZoneTargets(key, apis[zone].targets.targets) for key, (zone, _) in nodes.items()], read
     )
     ctx.report_unavailable(list(fan.failures.values()))

@@ -47,8 +47,7 @@ from orchestrator.models.vms import vdc_in
 from orchestrator.services import access, catalog, image_cache, inventory, locks, networks, organizations
 from orchestrator.services.access_admin import roles
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
-from orchestrator.sources.proxmox import Guest, ZoneApi, ZoneTargets, proxmox
+from orchestrator.sources.proxmox import Guest, ZoneTargets
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +178,7 @@ def _shown(ctx: Context, vdc_ids: frozenset[str]) -> Tally:
 
 def _fresh(ctx: Context, why: str) -> Tally:
     """Every VDC's usage read now, not from the request's memo; ``Unavailable`` unless every zone answered."""
-    fan = proxmox().cluster_resources(catalog.zone_targets(ctx))
+    fan = ctx.proxmox.cluster_resources(catalog.zone_targets(ctx))
     if fan.failures:
         zone, failure = next(iter(sorted(fan.failures.items())))
         missing = ", ".join(sorted(fan.failures))
@@ -352,10 +351,10 @@ def _targets(ctx: Context) -> dict[str, ZoneTargets]:
     return {t.zone: t for t in catalog.zone_targets(ctx)}
 
 
-def _create_pool(target: ZoneTargets, vdc: Vdc) -> bool:
+def _create_pool(ctx: Context, target: ZoneTargets, vdc: Vdc) -> bool:
     """Create the VDC's pool in a zone; False when it was there already (that is fine)."""
     try:
-        ZoneApi(proxmox(), target).create_pool(vdc.pool, f"flex.plane VDC {vdc.id}")
+        ctx.proxmox.zone(target).create_pool(vdc.pool, f"flex.plane VDC {vdc.id}")
     except UpstreamFailure as exc:
         if "already exists" in exc.message:
             return False
@@ -363,10 +362,10 @@ def _create_pool(target: ZoneTargets, vdc: Vdc) -> bool:
     return True
 
 
-def _delete_pool(target: ZoneTargets, pool: str) -> None:
+def _delete_pool(ctx: Context, target: ZoneTargets, pool: str) -> None:
     """Delete a pool from a zone; one that is not there is fine."""
     try:
-        ZoneApi(proxmox(), target).delete_pool(pool)
+        ctx.proxmox.zone(target).delete_pool(pool)
     except UpstreamFailure as exc:
         if "does not exist" not in exc.message:
             raise
@@ -397,7 +396,7 @@ def _ensure_pools(ctx: Context, vdc: Vdc, zones: Iterable[str]) -> list[str]:
             target = targets.get(zone)
             if target is None:
                 raise _unknown_zone(zone)
-            if _create_pool(target, vdc):
+            if _create_pool(ctx, target, vdc):
                 created.append(zone)
         except (Unavailable, UpstreamFailure) as exc:
             _remove_pools(ctx, vdc.pool, created)
@@ -418,7 +417,7 @@ def _remove_pools(ctx: Context, pool: str, zones: Iterable[str]) -> None:
         if target is None:
             continue
         try:
-            _delete_pool(target, pool)
+            _delete_pool(ctx, target, pool)
         except (Unavailable, UpstreamFailure) as exc:
             logger.warning("VDC pools: %s in zone %s left behind: %s", pool, zone, exc.message)
 
@@ -465,10 +464,10 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
     catalog.check_fields(data, FIELDS)
     vdc = _validate(ctx, {k: v for k, v in data.items() if v is not None} | {"organization": org}, None)
     with organizations.within_allowance(ctx, vdc), locks.vdc_lock(ctx, vdc.id):
-        if kube().get_catalog(catalog.VDC, vdc.id) is not None:
+        if ctx.kube.get_catalog(catalog.VDC, vdc.id) is not None:
             raise Conflict(f"VDC {vdc.id!r} already exists")
         # Its role in Zitadel first: a VDC whose role could not be added is not made at all.
-        roles.add_vdc_role(vdc.id, vdc.name, organizations.project_grant(vdc))
+        roles.add_vdc_role(vdc.id, vdc.name, organizations.project_grant(ctx, vdc))
         try:
             created = _ensure_pools(ctx, vdc, vdc.zones)
         except FlexPlaneError:
@@ -481,7 +480,7 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
             roles.remove_vdc_role(vdc.id)
             raise
         try:
-            entry = kube().create_catalog(catalog.VDC, vdc.id, vdc.to_spec())
+            entry = ctx.kube.create_catalog(catalog.VDC, vdc.id, vdc.to_spec())
         except (UpstreamFailure, Conflict):
             # Surely not stored: take the pools, networks and role back.
             _remove_networks(ctx, vdc, made)
@@ -507,7 +506,7 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
     if changes.get("organization") not in (None, org):
         raise ValidationFailed("organization", "a VDC's organization cannot change")
     with organizations.guard(ctx, org), locks.vdc_lock(ctx, vdc_id):
-        entry = kube().get_catalog(catalog.VDC, vdc_id)
+        entry = ctx.kube.get_catalog(catalog.VDC, vdc_id)
         if entry is None:
             raise NotFound("VDC", vdc_id)
         catalog.remember(ctx, entry)
@@ -519,7 +518,7 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
                 raise ValidationFailed("quota", "quota must be an object")
             values["quota"] = values["quota"] | {k: v for k, v in changes["quota"].items() if v is not None}
         vdc = _validate(ctx, values, before)
-        organizations.check_within(vdc, replacing=vdc_id)
+        organizations.check_within(ctx, vdc, replacing=vdc_id)
         added = [z for z in vdc.zones if z not in before.zones]
         removed = [z for z in before.zones if z not in vdc.zones]
         if removed:
@@ -541,7 +540,7 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
             raise
         try:
             # {**entry.spec, ...}: what the VDC's entry holds beside its definition (securityGroups) stays.
-            stored = kube().replace_catalog(
+            stored = ctx.kube.replace_catalog(
                 catalog.VDC, vdc_id, {**entry.spec, **vdc.to_spec()}, entry.resource_version
             )
         except (UpstreamFailure, Conflict, NotFound):
@@ -559,7 +558,7 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
     """Delete a VDC and its pools (ADMIN); refused (``Conflict``) while it has VMs, saying how many."""
     access.require_access_manager(ctx)
     with locks.vdc_lock(ctx, vdc_id):
-        entry = kube().get_catalog(catalog.VDC, vdc_id)
+        entry = ctx.kube.get_catalog(catalog.VDC, vdc_id)
         if entry is None:
             raise NotFound("VDC", vdc_id)
         vdc = Vdc.from_spec(entry.spec)
@@ -587,7 +586,7 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
             if target is None:
                 continue  # a zone no longer in the catalog: nothing flex.plane can reach there
             try:
-                _delete_pool(target, vdc.pool)
+                _delete_pool(ctx, target, vdc.pool)
             except (Unavailable, UpstreamFailure) as exc:
                 _restore_pools(ctx, vdc, deleted)  # put back what was removed: the VDC stays whole
                 raise _in_zone(
@@ -596,7 +595,7 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
                     f"could not delete pool {vdc.pool} in zone {zone}: {exc.message}; VDC {vdc_id!r} is kept",
                 ) from exc
             deleted.append(zone)
-        if not kube().delete_catalog(catalog.VDC, vdc_id, entry.resource_version):
+        if not ctx.kube.delete_catalog(catalog.VDC, vdc_id, entry.resource_version):
             raise NotFound("VDC", vdc_id)
         catalog.forget(ctx, catalog.VDC, vdc_id)
         roles.remove_vdc_role(vdc_id)

@@ -22,7 +22,7 @@ from devstack.world.config import AGENT_PORT
 from orchestrator.auth import ADMIN, Principal
 from orchestrator.services import enrollment, mesh
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import KubeSource
+from orchestrator.sources.kube import KubeSource, kube
 from tests import addresses
 from tests.enrollkit import csr, host_spec, post, remove_host
 
@@ -54,7 +54,9 @@ def small_mesh(world: World, wired: KubeSource) -> Iterator[SmallMesh]:
         replica: Process | None = None
         try:
             mesh.ensure_hub_key(wired)
-            fillers = [mesh.allocate(ZONE, f"x{rid}f{n}", public_key(new_private_key())) for n in range(5)]
+            fillers = [
+                mesh.allocate(wired, ZONE, f"x{rid}f{n}", public_key(new_private_key())) for n in range(5)
+            ]
             replica = world.spawn_orchestrator(f"orchestrator-mesh-small-{rid}", port, https_port, env)
             yield SmallMesh(rid, replica, f"https://{host}:{https_port}", fillers)
         finally:
@@ -63,7 +65,7 @@ def small_mesh(world: World, wired: KubeSource) -> Iterator[SmallMesh]:
             small = ipaddress.ip_network(SMALL)
             for peer in mesh.peers(wired):
                 if ipaddress.ip_address(peer.address) in small:
-                    mesh.drop(peer, wired)
+                    mesh.drop(wired, peer)
             secret = wired.get_secret(f"mesh-hub-{rid}")
             if secret is not None:
                 wired.delete_secret(secret)
@@ -93,10 +95,10 @@ def test_an_exhausted_range_is_said_at_the_join_and_a_freed_address_is_given_to_
         assert "widen FLEXPLANE_MESH_RANGE" in error["message"]
         # Said at the join: nothing written, the token not used.
         assert host_spec(world, ZONE, node) is None
-        assert mesh.peer_of(ZONE, node) is None
+        assert mesh.peer_of(ZONE, node, mesh.peers(kube())) is None
         # An address freed (its host left): the same token enrolls the node there, no other step.
         freed = small_mesh.fillers[2]
-        mesh.drop(freed, wired)
+        mesh.drop(wired, freed)
         answer = post(world, JOIN_PATH, body, base=small_mesh.https_url)
         assert answer.status_code == 200, answer.text
         settings = answer.json()["settings"]

@@ -43,7 +43,7 @@ from orchestrator.mesh.hub import MeshHub
 from orchestrator.services import enrollment, mesh, platform_ca
 from orchestrator.services.context import Context
 from orchestrator.services.hosts import lifecycle
-from orchestrator.sources.kube import KubeSource
+from orchestrator.sources.kube import KubeSource, kube
 from tests import addresses
 from tests.enrollkit import remove_host
 from tests.portal.support import login
@@ -147,6 +147,7 @@ def enroll(node: MeshNode, origin: str) -> None:
     wg_key = new_private_key()
     token = enrollment.create_join_token(admin(), ZONE, node.name, origin).token
     issued = enrollment.join(
+        kube(),
         token,
         make_csr(tls_key, host_identity(ZONE, node.name)),
         f"10.{node.n}.0.2:{AGENT_PORT}",  # the node's own address: named in its certificate, never dialled
@@ -243,7 +244,7 @@ def meshed_world(world: World, wired: KubeSource, tmp_path_factory: pytest.TempP
                 hub.stop(remove_interface=True)
                 for peer in mesh.peers(wired):
                     if peer.node in {node.name for node in nodes.values()}:
-                        mesh.drop(peer, wired)
+                        mesh.drop(wired, peer)
                 secret = wired.get_secret(f"mesh-hub-{rid}")
                 if secret is not None:
                     wired.delete_secret(secret)
@@ -303,7 +304,9 @@ def test_the_hosts_query_and_the_admin_hosts_page_show_each_nodes_mesh_address_a
     for node in meshed_world.nodes.values():
         meshed_world.eventually_answers(node)
     deadline = time.monotonic() + 10
-    while not all(p.last_handshake for p in mesh.peers() if p.node.startswith(f"m{meshed_world.net.rid}")):
+    while not all(
+        p.last_handshake for p in mesh.peers(kube()) if p.node.startswith(f"m{meshed_world.net.rid}")
+    ):
         assert time.monotonic() < deadline, "the hub did not record the nodes' handshakes"
         time.sleep(0.2)
     # A replica of the orchestrator with the mesh's settings, beside the world's.
@@ -366,7 +369,9 @@ def short_lived_certificate(node: MeshNode, lifetime: int) -> None:
     key = new_key()
     csr = platform_ca.check_csr(make_csr(key, identity), identity)
     with override_settings(FLEXPLANE_AGENT_CERT_LIFETIME=float(lifetime)):
-        pem = platform_ca.sign(platform_ca.platform_ca(), csr, identity, [ipaddress.ip_address(node.address)])
+        pem = platform_ca.sign(
+            platform_ca.platform_ca(kube()), csr, identity, [ipaddress.ip_address(node.address)]
+        )
     (node.directory / "agent.crt").write_text(pem)
     (node.directory / "agent.key").write_bytes(key_pem(key))
 
@@ -385,7 +390,7 @@ def test_a_node_rotates_its_key_with_its_certificate_renewal_and_loses_at_most_o
     n3 = meshed_world.nodes[3]  # behind NAT: the hub cannot dial it, the node's renewal brings it back
     meshed_world.eventually_answers(n3)
     old = n3.key_file.read_text().strip()
-    assert mesh.peer_of(ZONE, n3.name).public_key == public_key(old)  # type: ignore[union-attr]
+    assert mesh.peer_of(ZONE, n3.name, mesh.peers(kube())).public_key == public_key(old)  # type: ignore[union-attr]
     assert world.ca is not None
     # The agent renews at the orchestrator's HTTPS endpoint, relayed into its namespace (its way out).
     relayed = relay(n3.ns, replica.host, replica.https_port)
@@ -415,7 +420,7 @@ def test_a_node_rotates_its_key_with_its_certificate_renewal_and_loses_at_most_o
     finally:
         relayed.close()
     new = n3.key_file.read_text().strip()
-    peer = mesh.peer_of(ZONE, n3.name)
+    peer = mesh.peer_of(ZONE, n3.name, mesh.peers(kube()))
     assert peer is not None
     assert (peer.public_key, peer.address) == (public_key(new), n3.address)
     wait_for_line(n3.agent, "renewed the certificate", 10)  # logged once the new key is in use
@@ -505,7 +510,7 @@ def test_the_hubs_proxy_forwards_only_to_agents_and_only_on_the_clusters_side(me
     net = meshed_world.net
     n1 = meshed_world.nodes[1]
     meshed_world.eventually_answers(n1)
-    hub_mesh = mesh.hub().address
+    hub_mesh = mesh.hub(kube()).address
     unused = str(ipaddress.ip_network(net.mesh_range).network_address + 200)
     assert ask_proxy(net, connect_to(f"{n1.address}:{AGENT_PORT}")).startswith("HTTP/1.1 200")
     for target, says in (
@@ -533,13 +538,13 @@ def test_a_key_recorded_for_no_host_gets_nothing(meshed_world: Mesh) -> None:
     try:
         key = new_private_key()
         stranger.configure(key)
-        hub_key = mesh.hub().public_key
+        hub_key = mesh.hub(kube()).public_key
         stranger.set_peer(Peer(hub_key, (net.mesh_range,), f"{net.hub_public}:{HUB_PORT}", 1))
         stranger.set_address(f"{net.mesh_range.rsplit('.', 1)[0]}.250/24")
         time.sleep(3)
         assert stranger.peers()[hub_key].latest_handshake == 0
         assert public_key(key) not in meshed_world.hub.interface.peers()
-        assert "connected" not in net.connect(net.node(1), mesh.hub().address, AGENT_PORT, timeout=1.0)
+        assert "connected" not in net.connect(net.node(1), mesh.hub(kube()).address, AGENT_PORT, timeout=1.0)
     finally:
         stranger.delete()
 
@@ -560,7 +565,7 @@ def test_a_restarted_hub_is_found_again_and_calls_meanwhile_fail_within_their_de
     # The node behind NAT is found again within its keepalive: the hub dials it back at the endpoint
     # it recorded, through the mapping the node's keepalives kept open.
     back = time.monotonic()
-    key = mesh.peer_of(ZONE, n3.name).public_key  # type: ignore[union-attr]
+    key = mesh.peer_of(ZONE, n3.name, mesh.peers(kube())).public_key  # type: ignore[union-attr]
     while not (state := meshed_world.hub.interface.peers().get(key)) or not state.latest_handshake:
         assert time.monotonic() - back < KEEPALIVE + 1.5, "no handshake with the restarted hub"
         time.sleep(0.1)
@@ -571,9 +576,9 @@ def test_a_restarted_hub_is_found_again_and_calls_meanwhile_fail_within_their_de
 def test_remove_host_makes_its_traffic_fail_within_seconds(meshed_world: Mesh) -> None:
     n2 = meshed_world.nodes[2]
     meshed_world.eventually_answers(n2)
-    key = mesh.peer_of(ZONE, n2.name).public_key  # type: ignore[union-attr]
+    key = mesh.peer_of(ZONE, n2.name, mesh.peers(kube())).public_key  # type: ignore[union-attr]
     lifecycle.remove_host(admin(), ZONE, n2.name, force=True)
-    assert mesh.peer_of(ZONE, n2.name) is None
+    assert mesh.peer_of(ZONE, n2.name, mesh.peers(kube())) is None
     started = time.monotonic()
     meshed_world.eventually_fails(n2, within=5)
     assert time.monotonic() - started < 5

@@ -26,7 +26,6 @@ from orchestrator.services.access_admin.users import (
     grants_of,
 )
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
 from orchestrator.sources.zitadel import User, ZitadelSource, require_zitadel
 
 USER_LEASE_PREFIX = "fp-lock-user-"
@@ -47,7 +46,7 @@ def _vdc(ctx: Context, vdc_id: object) -> Vdc:
     """A VDC the caller manages; ``NotFound`` for one that does not exist or belongs to another org."""
     if not isinstance(vdc_id, str) or not catalog.is_slug(vdc_id):
         raise ValidationFailed("vdc", "a VDC id is a lowercase slug (letters, digits and '-')")
-    entry = kube().get_catalog(catalog.VDC, vdc_id)
+    entry = ctx.kube.get_catalog(catalog.VDC, vdc_id)
     if entry is not None:
         vdc = Vdc.from_spec(entry.spec)
         if access.manages_organization(ctx, vdc.organization):
@@ -167,7 +166,7 @@ def set_platform_roles(ctx: Context, user_id: str, roles: Sequence[str]) -> User
     if ORG_OWNER not in wanted or org == home():
         return change()
     with organizations.guard(ctx, org):
-        if kube().get_catalog(organizations.KIND, org) is None:
+        if ctx.kube.get_catalog(organizations.KIND, org) is None:
             source.grant_project(org, organizations.granted_roles(_vdc_ids_of(ctx, org)))
         return change()
 

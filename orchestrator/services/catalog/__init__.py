@@ -67,7 +67,6 @@ from orchestrator.services.catalog.snapshot import (
     zones,
 )
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
 from orchestrator.sources.kube_objects import CatalogEntry
 
 __all__ = [
@@ -189,7 +188,7 @@ def _create(ctx: Context, k: CatalogKind[M], data: Mapping[str, Any]) -> M:
     ident = k.ident(obj)
     if ident in entries(ctx, k.kind):
         raise Conflict(f"{k.noun} {ident!r} already exists")
-    remember(ctx, kube().create_catalog(k.kind, ident, k.spec(obj), labels=k.labels(obj)))
+    remember(ctx, ctx.kube.create_catalog(k.kind, ident, k.spec(obj), labels=k.labels(obj)))
     return obj
 
 
@@ -204,7 +203,8 @@ def _update(ctx: Context, k: CatalogKind[M], ident: str, changes: Mapping[str, A
     values |= dict(changes)
     obj = k.validate(ctx, values)
     remember(
-        ctx, kube().replace_catalog(k.kind, ident, k.spec(obj), entry.resource_version, labels=k.labels(obj))
+        ctx,
+        ctx.kube.replace_catalog(k.kind, ident, k.spec(obj), entry.resource_version, labels=k.labels(obj)),
     )
     return obj
 
@@ -238,7 +238,7 @@ def _delete(ctx: Context, k: CatalogKind[M], ident: str, check: Callable[[M], No
     entry, current = _current(ctx, k, ident)
     if check is not None:
         check(current)
-    if not kube().delete_catalog(k.kind, ident, entry.resource_version):
+    if not ctx.kube.delete_catalog(k.kind, ident, entry.resource_version):
         raise NotFound(k.noun, ident)
     forget(ctx, k.kind, ident)
     return current

@@ -23,7 +23,6 @@ from orchestrator.services.catalog.snapshot import (
     remember,
 )
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
 from orchestrator.sources.kube_objects import CatalogEntry
 
 M = TypeVar("M")
@@ -87,5 +86,5 @@ def disallow(ctx: Context, kind: str, name: str) -> list[str]:
 
 def _write(ctx: Context, entry: CatalogEntry, spec: dict[str, Any]) -> None:
     """A VDC written back at the version it was read at (``Conflict`` if it changed meanwhile)."""
-    stored = kube().replace_catalog(VDC, entry.ident, spec, entry.resource_version, labels=entry.labels)
+    stored = ctx.kube.replace_catalog(VDC, entry.ident, spec, entry.resource_version, labels=entry.labels)
     remember(ctx, stored)

@@ -20,8 +20,8 @@ from orchestrator.models.catalog import (
 )
 from orchestrator.models.clusters import KUBERNETES_VERSION_INPUTS
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
 from orchestrator.sources.kube_objects import CatalogEntry
+from orchestrator.sources.protocols import KubeApi
 from orchestrator.sources.proxmox import ZoneTargets
 
 logger = logging.getLogger(__name__)
@@ -45,14 +45,15 @@ class _Snapshot:
     The request's own writes are applied to it, so that what it reads afterwards includes them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, source: KubeApi) -> None:
+        self._source = source
         self._entries: dict[str, dict[str, CatalogEntry]] | None = None
         self._built: dict[str, list[Any]] = {}
 
     def entries(self, kind: str) -> dict[str, CatalogEntry]:
         if self._entries is None:
             loaded: dict[str, dict[str, CatalogEntry]] = {k: {} for k in KINDS}
-            for entry in kube().list_catalog(KINDS):
+            for entry in self._source.list_catalog(KINDS):
                 loaded.setdefault(entry.kind, {})[entry.ident] = entry
             self._entries = loaded
         return self._entries.setdefault(kind, {})
@@ -80,7 +81,7 @@ class _Snapshot:
 
 
 def _snapshot(ctx: Context) -> _Snapshot:
-    return ctx.memoize(("catalog", "snapshot"), _Snapshot)
+    return ctx.memoize(("catalog", "snapshot"), lambda: _Snapshot(ctx.kube))
 
 
 def entries(ctx: Context, kind: str) -> dict[str, CatalogEntry]:

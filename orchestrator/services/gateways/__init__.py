@@ -220,7 +220,7 @@ def _change(ctx: Context, zone_arg: str | None, edit: Edit[R], *, create: bool, 
     vdc = _acting_vdc(ctx)
     zone = _zone(ctx, vdc, zone_arg)
     with locks.vdc_lock(ctx, vdc.id):
-        current = store.load(vdc.id, zone.id)
+        current = store.load(ctx, vdc.id, zone.id)
         if current is None and not create:
             raise NotFound("edge gateway", zone.id)
         legs = _legs(ctx, vdc, zone)
@@ -238,7 +238,7 @@ def _change(ctx: Context, zone_arg: str | None, edit: Edit[R], *, create: bool, 
 def _write(
     ctx: Context, zone: Zone, vdc: Vdc, current: Gateway | None, legs: tuple[Leg, ...], edit: Edit[R]
 ) -> tuple[Gateway, R]:
-    everything = store.everything()
+    everything = store.everything(ctx)
     if current is None:
         # Its uplink address is a public address of the zone: one of the VDC's public IPs.
         vdcs.check_quota(ctx, vdc, Usage(public_ips=1), current=Usage(public_ips=_held(everything, vdc.id)))
@@ -255,7 +255,7 @@ def _write(
         return current, result  # nothing changes: nothing to write (the push still confirms it runs)
     wanted = replace(wanted, generation=base.generation + 1)
     node.spec_of(zone, wanted)  # the node's own checks, before anything is written
-    return store.save(wanted), result
+    return store.save(ctx, wanted), result
 
 
 def _unchanged(gateway: Gateway, _all: Sequence[Gateway]) -> tuple[Gateway, EdgeGateway]:
@@ -266,12 +266,7 @@ def create_edge_gateway(ctx: Context, zone: str | None = None) -> EdgeGateway:
     """Make the VDC's gateway in the zone (its uplink address from the zone's pool) and run it; a
     gateway there already is answered as it is (and sent to its host again)."""
     _change(ctx, zone, _unchanged, create=True)
-    return edge_gateway(_fresh(ctx), zone)
-
-
-def _fresh(ctx: Context) -> Context:
-    """The same caller, with nothing memoised (to read what the change wrote)."""
-    return Context(principal=ctx.principal, vdc=ctx.vdc)
+    return edge_gateway(ctx.fresh(), zone)
 
 
 def delete_edge_gateway(ctx: Context, zone: str | None = None) -> EdgeGateway:
@@ -280,7 +275,7 @@ def delete_edge_gateway(ctx: Context, zone: str | None = None) -> EdgeGateway:
     vdc = _acting_vdc(ctx)
     zone_id = _zone_id(vdc, zone)
     with locks.vdc_lock(ctx, vdc.id):
-        gateway = store.load(vdc.id, zone_id)
+        gateway = store.load(ctx, vdc.id, zone_id)
         if gateway is None:
             raise NotFound("edge gateway", zone_id)
         if gateway.public_ips:
@@ -289,7 +284,7 @@ def delete_edge_gateway(ctx: Context, zone: str | None = None) -> EdgeGateway:
                 "release them first"
             )
         left = node.remove_everywhere(ctx, gateway)
-        store.delete(gateway)
+        store.delete(ctx, gateway)
     if left:
         logger.warning("gateway %s deleted; hosts %s did not answer and may still run it", gateway.id, left)
     return EdgeGateway(gateway)
@@ -300,7 +295,7 @@ def follow_networks(ctx: Context, vdc: Vdc, zone: str) -> None:
     each of them (a new generation, sent to its host); what fails now is done by the gateway's next
     change."""
     try:
-        if not any(g.vdc == vdc.id and g.zone == zone for g in store.everything()):
+        if not any(g.vdc == vdc.id and g.zone == zone for g in store.everything(ctx)):
             return
         _change(ctx, zone, _unchanged, create=False)
     except FlexPlaneError as exc:
@@ -311,13 +306,13 @@ def delete_vdc_gateways(ctx: Context, vdc_id: str) -> None:
     """Remove every gateway of a VDC being deleted (the caller holds its lock): from its hosts (best
     effort: a host that does not answer is logged), and from the platform, its addresses back in the
     pools."""
-    for gateway in store.everything():
+    for gateway in store.everything(ctx):
         if gateway.vdc != vdc_id:
             continue
         left = node.remove_everywhere(ctx, gateway)
         if left:
             logger.warning("gateway %s of deleted VDC %s may still run on %s", gateway.id, vdc_id, left)
-        store.delete(gateway)
+        store.delete(ctx, gateway)
 
 
 def allocate_public_ip(ctx: Context, zone: str | None = None) -> PublicAddress:
@@ -338,13 +333,13 @@ def allocate_public_ip(ctx: Context, zone: str | None = None) -> PublicAddress:
         return replace(gateway, public_ips=(*gateway.public_ips, ip)), ip
 
     ip = _change(ctx, _zone_id(vdc, zone), edit, create=True, allocate=True)
-    return _address_of(_fresh(ctx), ip.address, "address")
+    return _address_of(ctx.fresh(), ip.address, "address")
 
 
 def _holder(ctx: Context, address: str, field: str) -> Gateway:
     """The gateway of the request's VDC that holds public IP ``address`` (read now)."""
     vdc = _acting_vdc(ctx)
-    for gateway in store.everything():
+    for gateway in store.everything(ctx):
         if gateway.vdc == vdc.id and gateway.public_ip(str(address)) is not None:
             return gateway
     raise ValidationFailed(field, f"{field}: {str(address)[:40]!r} is not a public IP of this VDC")
@@ -456,7 +451,7 @@ def add_firewall_rule(ctx: Context, zone: str | None, values: Mapping[str, Any])
         return replace(gateway, rules=tuple(rules)), None
 
     _change(ctx, zone, edit, create=True)
-    return edge_gateway(_fresh(ctx), zone)
+    return edge_gateway(ctx.fresh(), zone)
 
 
 def remove_firewall_rule(ctx: Context, zone: str | None, position: int) -> EdgeGateway:
@@ -469,4 +464,4 @@ def remove_firewall_rule(ctx: Context, zone: str | None, position: int) -> EdgeG
         return replace(gateway, rules=tuple(rules)), removed
 
     _change(ctx, zone, edit, create=False)
-    return edge_gateway(_fresh(ctx), zone)
+    return edge_gateway(ctx.fresh(), zone)

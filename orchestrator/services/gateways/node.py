@@ -29,7 +29,6 @@ from orchestrator.models.gateways import Gateway, node_id
 from orchestrator.services import catalog, inventory
 from orchestrator.services.context import Context
 from orchestrator.services.gateways import store
-from orchestrator.sources.proxmox import proxmox
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +121,9 @@ def offline(ctx: Context, zone: str) -> frozenset[str]:
     return ctx.memoize(("gateways", "offline", zone), read)
 
 
-def _load(zone: str) -> dict[str, int]:
+def _load(ctx: Context, zone: str) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for other in store.everything():
+    for other in store.everything(ctx):
         if other.zone == zone and other.node:
             counts[other.node] = counts.get(other.node, 0) + 1
     return counts
@@ -156,7 +155,7 @@ def push(ctx: Context, zone: Zone, gateway: Gateway) -> Pushed:
     """Send the gateway's desired state to the host it runs on (placed or moved as the module says),
     remove it from hosts it left, and store where it is; the caller holds the VDC's lock."""
     hosts = catalog.hosts(ctx)
-    target = choose(zone, hosts, gateway.node, offline(ctx, zone.id), _load(zone.id))
+    target = choose(zone, hosts, gateway.node, offline(ctx, zone.id), _load(ctx, zone.id))
     if target is None:
         return Pushed(
             gateway,
@@ -173,20 +172,22 @@ def push(ctx: Context, zone: Zone, gateway: Gateway) -> Pushed:
     error: FlexPlaneError | None = None
     spec = spec_of(zone, gateway)
     try:
-        proxmox().agents.apply_gateway(target.target, spec, where=target.node, timeout=APPLY_TIMEOUT)
+        ctx.proxmox.agents.apply_gateway(target.target, spec, where=target.node, timeout=APPLY_TIMEOUT)
         applied = gateway.generation
     except FlexPlaneError as exc:
         error = _failure(zone.id, target.node, exc, f"applying gateway {gateway.id}")
         logger.warning("gateway %s: %s", gateway.id, error.message)
     if applied == gateway.generation:
-        left = _remove_from(zone, hosts, gateway, [n for n in left if n != target.node])
+        left = _remove_from(ctx, zone, hosts, gateway, [n for n in left if n != target.node])
     placed = replace(gateway, node=target.node, applied_generation=applied, left_on=tuple(left))
     if placed != gateway:
-        placed = store.save(placed)
+        placed = store.save(ctx, placed)
     return Pushed(placed, error)
 
 
-def _remove_from(zone: Zone, hosts: Sequence[Host], gateway: Gateway, nodes: Sequence[str]) -> list[str]:
+def _remove_from(
+    ctx: Context, zone: Zone, hosts: Sequence[Host], gateway: Gateway, nodes: Sequence[str]
+) -> list[str]:
     """Remove the gateway from ``nodes`` (hosts it moved away from); answers those still to clean."""
     by_node = {h.node: h for h in hosts if h.zone == zone.id}
     still: list[str] = []
@@ -195,7 +196,7 @@ def _remove_from(zone: Zone, hosts: Sequence[Host], gateway: Gateway, nodes: Seq
         if host is None:
             continue  # gone from the catalog: flex.plane no longer reaches it
         try:
-            proxmox().agents.remove_gateway(
+            ctx.proxmox.agents.remove_gateway(
                 host.target, node_id(gateway.vdc, gateway.zone), where=node, timeout=REMOVE_TIMEOUT
             )
         except FlexPlaneError as exc:
@@ -212,7 +213,7 @@ def remove_everywhere(ctx: Context, gateway: Gateway) -> list[str]:
     nodes = [n for n in (gateway.node, *gateway.left_on) if n]
     if zone is None:
         return nodes
-    return _remove_from(zone, catalog.hosts(ctx), gateway, nodes)
+    return _remove_from(ctx, zone, catalog.hosts(ctx), gateway, nodes)
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def live(ctx: Context, gateway: Gateway) -> Live:
     if host is None:
         return Live(None, f"host {gateway.node} is no longer in the catalog")
     try:
-        state = proxmox().agents.gateway_state(
+        state = ctx.proxmox.agents.gateway_state(
             host.target, node_id(gateway.vdc, gateway.zone), where=gateway.node, timeout=STATE_TIMEOUT
         )
     except FlexPlaneError as exc:

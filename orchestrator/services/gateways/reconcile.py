@@ -54,13 +54,13 @@ def reconcile(
     access.require_admin(ctx)
     zones = {z.id: z for z in catalog.zones(ctx)}
     done: list[Reconciled] = []
-    for seen in store.everything():
+    for seen in store.everything(ctx):
         zone = zones.get(seen.zone)
         if zone is None or not only(seen):
             continue
         try:
             with locks.vdc_lock(ctx, seen.vdc):
-                gateway = store.load(seen.vdc, seen.zone)
+                gateway = store.load(ctx, seen.vdc, seen.zone)
                 if gateway is None:
                     continue
                 if not _needs_push(ctx, zone, gateway, ask_hosts):

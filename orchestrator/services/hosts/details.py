@@ -10,7 +10,7 @@ from orchestrator.services import access, catalog, inventory
 from orchestrator.services.context import Context
 from orchestrator.services.hosts import records
 from orchestrator.services.hosts.records import HostDrain
-from orchestrator.sources.proxmox import AgentReport, CertificateRenewal, NodeResource, UpdateOutcome, proxmox
+from orchestrator.sources.proxmox import AgentReport, CertificateRenewal, NodeResource, UpdateOutcome
 
 __all__ = [
     "AgentReport",
@@ -64,7 +64,7 @@ def _agent_reports(ctx: Context) -> tuple[dict[str, AgentReport], dict[str, Unav
     """GetInfo of every host's agent, in parallel under the zone deadline, once per request."""
 
     def ask() -> tuple[dict[str, AgentReport], dict[str, Unavailable]]:
-        fan = proxmox().agent_reports({h.key: h.target for h in catalog.hosts(ctx)})
+        fan = ctx.proxmox.agent_reports({h.key: h.target for h in catalog.hosts(ctx)})
         ctx.report_unavailable(list(fan.failures.values()))
         return fan.results, fan.failures
 

@@ -33,7 +33,6 @@ import threading
 from collections.abc import Sequence
 from datetime import timedelta
 
-from orchestrator.auth import Principal
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, Unavailable
 from orchestrator.models import Host
 from orchestrator.models.tasks import Upid
@@ -75,7 +74,7 @@ def drain_status(ctx: Context, zone: str, node: str) -> HostDrain | None:
     """The host's drain as recorded (None when it is not being drained)."""
     require_admin(ctx)
     host_of(ctx, zone, node)
-    return load(zone, node)
+    return load(ctx, zone, node)
 
 
 def drains(ctx: Context) -> list[HostDrain]:
@@ -92,7 +91,7 @@ def drain_host(ctx: Context, zone: str, node: str) -> HostDrain:
     """
     require_admin(ctx)
     host = host_of(ctx, zone, node)
-    current = load(zone, node)
+    current = load(ctx, zone, node)
     if current is not None and current.active:
         return current
     cordon_host(ctx, zone, node)
@@ -113,15 +112,15 @@ def drain_host(ctx: Context, zone: str, node: str) -> HostDrain:
         resource_version=current.resource_version if current else "",
     )
     try:
-        store(drain, create=current is None)
+        store(ctx, drain, create=current is None)
     except (Conflict, NotFound):
         # Another request (on this replica or another) claimed or ended it first: that drain is the one.
-        claimed = load(zone, node)
+        claimed = load(ctx, zone, node)
         if claimed is None:
             raise Conflict(f"the drain of {where(zone, node)} changed meanwhile, retry") from None
         return claimed
     threading.Thread(
-        target=_run, args=(principal, zone, node, runner), name=f"drain-{zone}-{node}", daemon=True
+        target=_run, args=(ctx.fresh(), zone, node, runner), name=f"drain-{zone}-{node}", daemon=True
     ).start()
     return drain
 
@@ -147,14 +146,14 @@ class _Stop(Exception):
 class _Runner:
     """One drain's background work, writing its record as it goes."""
 
-    def __init__(self, principal: Principal, zone: str, node: str, runner: str) -> None:
-        self.principal = principal
+    def __init__(self, ctx: Context, zone: str, node: str, runner: str) -> None:
+        self.ctx = ctx  # the caller who started it, and the sources: each step reads anew (``fresh``)
         self.zone = zone
         self.node = node
         self.runner = runner
 
     def record(self) -> HostDrain:
-        drain = load(self.zone, self.node)
+        drain = load(self.ctx, self.zone, self.node)
         if drain is None or drain.runner != self.runner:
             raise _Stop
         return drain
@@ -163,7 +162,7 @@ class _Runner:
         """Write the record with a fresh heartbeat; stop when someone else's write got there first."""
         drain.heartbeat = now()
         try:
-            store(drain, create=False)
+            store(self.ctx, drain, create=False)
         except (Conflict, NotFound):
             raise _Stop from None
 
@@ -187,7 +186,7 @@ class _Runner:
         from orchestrator.services.gateways.reconcile import evacuate
 
         try:
-            for item in evacuate(Context(principal=self.principal), self.zone, self.node):
+            for item in evacuate(self.ctx.fresh(), self.zone, self.node):
                 if item.error:
                     logger.warning(
                         "drain of %s/%s: gateway %s: %s", self.zone, self.node, item.gateway, item.error
@@ -207,7 +206,7 @@ class _Runner:
 
     def step(self, drain: HostDrain) -> bool:
         """Move the next VM, or end the drain when none is left; False once it ended."""
-        ctx = Context(principal=self.principal)  # fresh reads for every step: no memo outlives it
+        ctx = self.ctx.fresh()  # fresh reads for every step: no memo outlives it
         if not any(h.zone == self.zone and h.node == self.node for h in catalog.hosts(ctx)):
             raise _Stop  # removed from the catalog
         api = inventory.zone_api(ctx, self.zone)
@@ -319,8 +318,8 @@ class _Runner:
         self.save(drain)
 
 
-def _run(principal: Principal, zone: str, node: str, runner: str) -> None:
-    _Runner(principal, zone, node, runner).run()
+def _run(ctx: Context, zone: str, node: str, runner: str) -> None:
+    _Runner(ctx, zone, node, runner).run()
 
 
 class _Unmovable(Exception):

@@ -53,11 +53,11 @@ def uncordon_host(ctx: Context, zone: str, node: str) -> Host:
     record goes: the host is back in service."""
     access.require_admin(ctx)
     host = host_of(ctx, zone, node)
-    drain = records.load(zone, node)
+    drain = records.load(ctx, zone, node)
     if drain is not None and drain.active:
         raise Conflict(f"{where(zone, node)} is being drained: uncordon it once the drain has ended")
     if drain is not None:
-        records.forget(zone, node)
+        records.forget(ctx, zone, node)
     return catalog.update_host(ctx, zone, node, {"cordoned": False}) if host.cordoned else host
 
 
@@ -91,6 +91,6 @@ def remove_host(ctx: Context, zone: str, node: str, *, force: bool = False) -> H
             raise Conflict(f"{count} still on {where(zone, node)} ({', '.join(names)}): drain the host first")
 
     removed = catalog.drop_host(ctx, zone, node, empty)
-    records.forget(zone, node)
-    mesh.forget(zone, node)  # the hub drops its peer on its next pass: the node's key is refused
+    records.forget(ctx, zone, node)
+    mesh.forget(ctx.kube, zone, node)  # the hub drops its peer on its next pass: the node's key is refused
     return removed

@@ -14,7 +14,6 @@ from orchestrator.models.zones import host_ident
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
 from orchestrator.services.tasks import encode_task_id
-from orchestrator.sources.kube import kube
 from orchestrator.sources.kube_objects import CatalogEntry
 
 logger = logging.getLogger(__name__)
@@ -179,8 +178,8 @@ class HostDrain:
         return encode_task_id(self.zone, vm.upid, vm.vdc or "") if vm.upid else None
 
 
-def load(zone: str, node: str) -> HostDrain | None:
-    entry = kube().get_catalog(DRAIN, host_ident(zone, node))
+def load(ctx: Context, zone: str, node: str) -> HostDrain | None:
+    entry = ctx.kube.get_catalog(DRAIN, host_ident(zone, node))
     return HostDrain.from_entry(entry) if entry is not None else None
 
 
@@ -188,23 +187,23 @@ def _labels(drain: HostDrain) -> dict[str, str]:
     return {catalog.ZONE_LABEL: drain.zone}
 
 
-def store(drain: HostDrain, *, create: bool) -> HostDrain:
+def store(ctx: Context, drain: HostDrain, *, create: bool) -> HostDrain:
     """Write the record (create it, or replace it at the version read); ``Conflict`` if another writer won."""
     drain.updated_at = now()
     if create:
-        entry = kube().create_catalog(DRAIN, drain.ident, drain.to_spec(), labels=_labels(drain))
+        entry = ctx.kube.create_catalog(DRAIN, drain.ident, drain.to_spec(), labels=_labels(drain))
     else:
-        entry = kube().replace_catalog(
+        entry = ctx.kube.replace_catalog(
             DRAIN, drain.ident, drain.to_spec(), drain.resource_version, labels=_labels(drain)
         )
     drain.resource_version = entry.resource_version
     return drain
 
 
-def forget(zone: str, node: str) -> None:
+def forget(ctx: Context, zone: str, node: str) -> None:
     """Delete a host's drain record (it may have none)."""
     try:
-        kube().delete_catalog(DRAIN, host_ident(zone, node))
+        ctx.kube.delete_catalog(DRAIN, host_ident(zone, node))
     except FlexPlaneError as exc:
         logger.warning("drain of %s/%s: record not deleted: %s", zone, node, exc.message)
 
@@ -213,7 +212,7 @@ def all_drains(ctx: Context) -> dict[str, HostDrain]:
     """Every host's drain record, by host key (one list call per request)."""
 
     def read() -> dict[str, HostDrain]:
-        drains = (HostDrain.from_entry(e) for e in kube().list_catalog([DRAIN]))
+        drains = (HostDrain.from_entry(e) for e in ctx.kube.list_catalog([DRAIN]))
         return {f"{d.zone}/{d.node}": d for d in drains}
 
     return ctx.memoize(("hosts", "drains"), read)

@@ -38,7 +38,7 @@ from orchestrator.models.networks import (
 from orchestrator.services import access, catalog, inventory, locks, tasks, vdcs
 from orchestrator.services.context import Context
 from orchestrator.services.networks.inputs import CreateNetwork, NetworkPlan, validate
-from orchestrator.sources.proxmox import Sdn, VNet, ZoneApi, proxmox
+from orchestrator.sources.proxmox import Sdn, VNet, ZoneApi
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def _vnets(ctx: Context, zones: Sequence[str]) -> dict[str, tuple[VNet, ...]]:
     that did not answer are reported on ``ctx``."""
 
     def read() -> dict[str, tuple[VNet, ...]]:
-        fan = proxmox().vnets([t for t in catalog.zone_targets(ctx) if t.zone in zones])
+        fan = ctx.proxmox.vnets([t for t in catalog.zone_targets(ctx) if t.zone in zones])
         ctx.report_unavailable(list(fan.failures.values()))
         return fan.results
 
@@ -121,7 +121,7 @@ def get_network(ctx: Context, network_id: str) -> Network:
 
 def fresh_networks(ctx: Context, vdc: Vdc) -> list[Network]:
     """The VDC's networks in every zone, read now (for decisions under its lock): all zones must answer."""
-    fan = proxmox().vnets([t for t in catalog.zone_targets(ctx) if vdc.allows_zone(t.zone)])
+    fan = ctx.proxmox.vnets([t for t in catalog.zone_targets(ctx) if vdc.allows_zone(t.zone)])
     if fan.failures:
         zone, failure = sorted(fan.failures.items())[0]
         raise Unavailable(
@@ -348,12 +348,7 @@ def _follow_in_gateway(ctx: Context, vdc: Vdc, zone: str) -> None:
     """Best effort: the VDC's edge gateway in the zone routes its networks anew (``services.gateways``)."""
     from orchestrator.services import gateways
 
-    gateways.follow_networks(_fresh_request(ctx), vdc, zone)
-
-
-def _fresh_request(ctx: Context) -> Context:
-    """The same caller with nothing memoised: the networks as they are after the change."""
-    return Context(principal=ctx.principal, vdc=ctx.vdc)
+    gateways.follow_networks(ctx.fresh(), vdc, zone)
 
 
 def remove(ctx: Context, vdc: Vdc, networks: Sequence[Network], *, all_of_vdc: bool = False) -> None:

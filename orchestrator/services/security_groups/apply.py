@@ -31,7 +31,7 @@ from orchestrator.services.security_groups.realise import (
     is_our_ipset,
     steps,
 )
-from orchestrator.sources.proxmox import ZoneApi, proxmox
+from orchestrator.sources.proxmox import ZoneApi
 from orchestrator.sources.proxmox.firewall import VmFirewall
 
 logger = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def vdc_members(ctx: Context, vdc: Vdc, *, strict: bool = True) -> list[Member]:
     ``strict``: ``Unavailable`` when a zone does not answer (its members, hence the groups' addresses,
     are unknown); else those zones are left out (and reported on ``ctx``)."""
     targets = [t for t in catalog.zone_targets(ctx) if t.zone in vdc.zones]
-    fan = proxmox().cluster_resources(targets, kind="vm")
+    fan = ctx.proxmox.cluster_resources(targets, kind="vm")
     ctx.report_unavailable(list(fan.failures.values()))
     if fan.failures and strict:
         zone, failure = sorted(fan.failures.items())[0]

@@ -14,7 +14,6 @@ from orchestrator.errors import Conflict, NotFound
 from orchestrator.models.security_groups import SecurityGroup, groups_from_spec, groups_to_spec
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
-from orchestrator.sources.kube import kube
 
 T = TypeVar("T")
 
@@ -38,13 +37,13 @@ def change_groups(ctx: Context, vdc_id: str, change: Callable[[Groups], tuple[Gr
     attempt = 0
     while True:
         attempt += 1
-        entry = kube().get_catalog(catalog.VDC, vdc_id)
+        entry = ctx.kube.get_catalog(catalog.VDC, vdc_id)
         if entry is None:
             raise NotFound("VDC", vdc_id)
         groups, answer = change(groups_from_spec(entry.spec))
         spec = {**entry.spec, SPEC_KEY: groups_to_spec(groups.values())}
         try:
-            stored = kube().replace_catalog(
+            stored = ctx.kube.replace_catalog(
                 catalog.VDC, vdc_id, spec, entry.resource_version, labels=entry.labels
             )
         except Conflict:

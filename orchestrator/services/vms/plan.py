@@ -37,7 +37,7 @@ from orchestrator.services.vms.inputs import (
     validate_name,
     validate_user_data,
 )
-from orchestrator.sources.proxmox import ClusterResources, proxmox
+from orchestrator.sources.proxmox import ClusterResources
 from orchestrator.sources.qemu_config import MAX_NICS
 
 # The tag of a VM with cloud-init user and meta snippets of its own (``Bootstrap``): its delete removes them.
@@ -387,7 +387,7 @@ def everything_now(ctx: Context, vdc: Vdc) -> dict[str, ClusterResources]:
     unless all answered: a zone that does not could hold the VM an earlier create made, or VMs the
     quota counts. (A zone holding VMs of the VDC cannot be taken from it.)
     """
-    fan = proxmox().cluster_resources([z for z in catalog.zone_targets(ctx) if vdc.allows_zone(z.zone)])
+    fan = ctx.proxmox.cluster_resources([z for z in catalog.zone_targets(ctx) if vdc.allows_zone(z.zone)])
     if fan.failures:
         zone, failure = sorted(fan.failures.items())[0]
         raise Unavailable(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agentclient import (
     AgentConnectionLost,
@@ -31,6 +31,9 @@ from orchestrator.errors import Unavailable, UpstreamFailure
 from orchestrator.sources.proxmox.agents import HostAgents
 from orchestrator.sources.proxmox.sdn import PENDING, VNETS_PATH, VNet, parse_vnets
 from orchestrator.sources.proxmox.values import AgentReport, ClusterResources, Guest, parse_pool_vms
+
+if TYPE_CHECKING:
+    from orchestrator.sources.proxmox.zone import ZoneApi
 
 T = TypeVar("T")
 
@@ -86,6 +89,12 @@ class ProxmoxSource:
         self._rotation = itertools.count()
 
     # ------------------------------------------------------------------ one zone
+
+    def zone(self, targets: ZoneTargets) -> ZoneApi:
+        """One zone's Proxmox in domain terms, through the agents ``targets`` names."""
+        from orchestrator.sources.proxmox.zone import ZoneApi  # it is built on this source
+
+        return ZoneApi(self, targets)
 
     def zone_call(
         self,

@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes import client
 
 from orchestrator.models.clusters import (
+    CLUSTER_NAME_LABEL,
     VDC_LABEL,
     WRITTEN,
     Resource,
@@ -32,7 +33,7 @@ def listed(custom: client.CustomObjectsApi, r: Resource, vdc: str, selector: str
 
 
 def objects_in(custom: client.CustomObjectsApi, vdc: str, cluster: str | None = None) -> dict[str, list[Any]]:
-    selector = VDC_LABEL if cluster is None else f"cluster.x-k8s.io/cluster-name={cluster}"
+    selector = VDC_LABEL if cluster is None else f"{CLUSTER_NAME_LABEL}={cluster}"
     return {r.kind: listed(custom, r, vdc, selector) for r in WRITTEN}
 
 

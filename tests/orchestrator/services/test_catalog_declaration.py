@@ -32,7 +32,7 @@ from orchestrator.models.catalog import (
 )
 from orchestrator.services.catalog import kinds
 from portal.admin.forms import ComputeProfileForm, ImageForm, StorageProfileForm, ZoneForm
-from tests.orchestrator.services.conftest import MakeContext
+from tests.orchestrator.fakekube import context_on, seeded
 
 # Per kind: its GraphQL inputs (create, update), the API's name of a field where it differs, its
 # portal form (hosts join by token: none), its model, its service binding, and valid values.
@@ -189,8 +189,8 @@ def refused(kind: Kind, ctx: Any, field: str, value: Any) -> str | None:
 
 
 @pytest.mark.parametrize(("kind", "declared"), FIELDS)
-def test_the_service_enforces_the_declaration(make_context: MakeContext, kind: Kind, declared: Input) -> None:
-    ctx = make_context("ADMIN")
+def test_the_service_enforces_the_declaration(kind: Kind, declared: Input) -> None:
+    ctx = context_on(seeded(), "ADMIN")
     name = declared.name
     SERVICE[kind].validate(ctx, {**kind.defaults, **VALID[kind]})  # the valid values are valid
     if declared.low is not None and declared.high is not None:

@@ -16,7 +16,7 @@ from orchestrator.models.gateways import Gateway
 from orchestrator.services.gateways import reconcile, store
 from orchestrator.sources.kube import KubeSource
 from tests.gatewaykit import ZONE, bridge, clean_gateway, external_network, unbridge, vnets_of
-from tests.orchestrator.services.conftest import MakeContext
+from tests.orchestrator.services.conftest import MakeContext, context
 from tests.support import GraphQL
 from tests.vmkit import payload, scratch_vdcs
 
@@ -49,7 +49,7 @@ def vdc(api: GraphQL, world: World, wired: KubeSource) -> Iterator[str]:
 
 
 def stored(vdc: str) -> Gateway:
-    found = store.load(vdc, ZONE)
+    found = store.load(context("ADMIN"), vdc, ZONE)
     assert found is not None
     return found
 

@@ -1,0 +1,114 @@
+"""What the services ask of the systems behind them, as Protocols: the request's ``Context`` carries one
+of each (``services.context.Sources``).
+
+The process's own are ``sources.kube.KubeSource`` (the management cluster, over the Kubernetes API) and
+``sources.proxmox.ProxmoxSource`` (every zone's Proxmox, through the agents over mTLS gRPC); the tests
+hand in their in-memory stand-ins (``tests/orchestrator/fakekube.py``, ``fakezone.py``), so the public
+services run without a devstack. Both sides are held to these signatures by mypy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from kubernetes import client
+
+    from agentclient import AgentTarget
+    from orchestrator.sources.kube_objects import CatalogEntry, EventEntry, Lease, SecretEntry
+    from orchestrator.sources.proxmox.agents import HostAgents
+    from orchestrator.sources.proxmox.sdn import VNet
+    from orchestrator.sources.proxmox.source import FanOut, ZoneTargets
+    from orchestrator.sources.proxmox.values import AgentReport, ClusterResources, Guest
+    from orchestrator.sources.proxmox.zone import ZoneApi
+
+T = TypeVar("T")
+
+
+class KubeApi(Protocol):
+    """The management cluster as the services use it: the catalog's ConfigMaps, Leases (the locks),
+    Secrets and Events of the platform namespace. Writes name the version they read; a lost race is
+    ``Conflict``, an unreachable cluster ``Unavailable``."""
+
+    def list_catalog(self, kinds: Iterable[str]) -> list[CatalogEntry]: ...
+
+    def get_catalog(self, kind: str, ident: str) -> CatalogEntry | None: ...
+
+    def create_catalog(
+        self, kind: str, ident: str, spec: Mapping[str, Any], *, labels: Mapping[str, str] | None = None
+    ) -> CatalogEntry: ...
+
+    def replace_catalog(
+        self,
+        kind: str,
+        ident: str,
+        spec: Mapping[str, Any],
+        resource_version: str,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> CatalogEntry: ...
+
+    def delete_catalog(self, kind: str, ident: str, resource_version: str | None = None) -> bool: ...
+
+    def get_lease(self, name: str) -> Lease | None: ...
+
+    def list_leases(self, label_selector: str) -> list[Lease]: ...
+
+    def write_lease(
+        self, lease: Lease, resource_version: str | None, *, labels: Mapping[str, str] | None = None
+    ) -> Lease: ...
+
+    def delete_lease(self, name: str, resource_version: str) -> None: ...
+
+    def get_secret(self, name: str) -> SecretEntry | None: ...
+
+    def list_secrets(self, label_selector: str) -> list[SecretEntry]: ...
+
+    def create_secret(
+        self,
+        name: str,
+        data: Mapping[str, bytes],
+        *,
+        type_name: str = "Opaque",
+        labels: Mapping[str, str] | None = None,
+    ) -> SecretEntry: ...
+
+    def replace_secret(self, entry: SecretEntry, data: Mapping[str, bytes]) -> SecretEntry: ...
+
+    def delete_secret(self, entry: SecretEntry) -> bool: ...
+
+    def create_event(self, event: client.EventsV1Event) -> None: ...
+
+    def list_events(self, label_selector: str, limit: int) -> list[EventEntry]: ...
+
+    def ping(self) -> None: ...
+
+
+class ProxmoxApi(Protocol):
+    """Every zone's Proxmox as the services use it: reads fanned out to the zones in parallel under one
+    deadline (a zone that does not answer is a failure of its own, the others still count), one zone's
+    API (``zone``), and the agents' own services (``agents``: edge gateways, update now)."""
+
+    @property
+    def agents(self) -> HostAgents: ...
+
+    def zone(self, targets: ZoneTargets) -> ZoneApi: ...
+
+    def fan_out(self, zones: Sequence[ZoneTargets], call: Callable[[ZoneTargets, float], T]) -> FanOut[T]: ...
+
+    def cluster_resources(
+        self, zones: Sequence[ZoneTargets], kind: str | None = None
+    ) -> FanOut[ClusterResources]: ...
+
+    def zone_resources(
+        self, zone: ZoneTargets, deadline_at: float, kind: str | None = None
+    ) -> ClusterResources: ...
+
+    def vnets(self, zones: Sequence[ZoneTargets]) -> FanOut[tuple[VNet, ...]]: ...
+
+    def pool_members(
+        self, zones: Sequence[ZoneTargets], pools: Mapping[str, Sequence[str]]
+    ) -> FanOut[tuple[Guest, ...]]: ...
+
+    def agent_reports(self, agents: Mapping[str, AgentTarget]) -> FanOut[AgentReport]: ...
