@@ -27,9 +27,10 @@ from orchestrator.services import vdcs
 from orchestrator.services.context import Context
 from portal.activity import trail as activity
 from portal.errors import error_page, internal_error_page
+from portal.htmx import HtmxHttpRequest
 
 P = ParamSpec("P")
-View = Callable[Concatenate[HttpRequest, Context, P], HttpResponseBase]
+View = Callable[Concatenate[HtmxHttpRequest, Context, P], HttpResponseBase]
 Wrapped = Callable[..., HttpResponseBase]
 
 # The attribute of the request that holds its service context (as ``info.context.flexplane`` in GraphQL).
@@ -54,16 +55,16 @@ def service_context(request: HttpRequest, vdc: str | None = None) -> Context:
     return ctx
 
 
-def login_redirect(request: HttpRequest) -> HttpResponseBase:
+def login_redirect(request: HtmxHttpRequest) -> HttpResponseBase:
     """To the login, and back to this page afterwards (for htmx: the page the fragment is on)."""
     login_url = reverse("oidc_authentication_init")
-    if getattr(request, "htmx", False):
-        here = request.htmx.current_url_abs_path or reverse("home")  # type: ignore[attr-defined]  # django-htmx
+    if request.htmx:
+        here = request.htmx.current_url_abs_path or reverse("home")
         return HttpResponseClientRedirect(redirect_to_login(here, login_url)["Location"])
     return redirect_to_login(request.get_full_path(), login_url)
 
 
-def _run(request: HttpRequest, call: Callable[[], HttpResponseBase]) -> HttpResponseBase:
+def _run(request: HtmxHttpRequest, call: Callable[[], HttpResponseBase]) -> HttpResponseBase:
     if not request.user.is_authenticated:
         return login_redirect(request)
     try:
@@ -81,7 +82,7 @@ def portal_view(view: View[P]) -> Wrapped:
     """A signed-in page that is not about one VDC: ``view(request, ctx, **kwargs)``."""
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         return _run(request, lambda: view(request, service_context(request), *args, **kwargs))
 
     return wrapper
@@ -95,7 +96,7 @@ def vdc_view(view: View[P]) -> Wrapped:
     """
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, vdc: str, **kwargs: Any) -> HttpResponseBase:
+    def wrapper(request: HtmxHttpRequest, *args: Any, vdc: str, **kwargs: Any) -> HttpResponseBase:
         def call() -> HttpResponseBase:
             ctx = service_context(request, vdc)
             vdcs.get_vdc(ctx, vdc)  # NotFound for a VDC that is not the caller's, as for none at all
@@ -110,7 +111,7 @@ def admin_view(view: View[P]) -> Wrapped:
     """An admin page: as :func:`portal_view`, for ADMIN only; anyone else gets the 404 page."""
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         def call() -> HttpResponseBase:
             ctx = service_context(request)
             if not ctx.principal.is_admin:

@@ -27,6 +27,7 @@ from orchestrator.errors import (
     ValidationFailed,
     internal_error,
 )
+from portal.htmx import htmx_of
 
 # (status, title) per kind of error; the first match wins.
 _PAGES: tuple[tuple[type[FlexPlaneError], int, str], ...] = (
@@ -63,7 +64,7 @@ def error_page(request: HttpRequest, exc: FlexPlaneError) -> HttpResponse:
         "where": getattr(exc, "where", None),
         "request_id": getattr(exc, "request_id", None),
     }
-    if getattr(request, "htmx", False):
+    if htmx_of(request):
         response = render(request, "portal/_error.html", context)
         response["HX-Retarget"] = "#messages"
         response["HX-Reswap"] = "innerHTML"

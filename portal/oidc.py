@@ -40,6 +40,7 @@ from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthen
 from orchestrator.errors import Unavailable
 from portal.auth import EXPIRATION_KEY, remember_user, renewed_within, session_is_current
 from portal.errors import error_page
+from portal.htmx import htmx_of
 from portal.models import PortalUser
 
 logger = logging.getLogger(__name__)
@@ -308,9 +309,10 @@ class SessionRefresh(MozillaSessionRefresh):
         if request.method not in _SAFE_METHODS:
             messages.info(request, NOT_DONE)
             request.session["oidc_login_next"] = _page_sent_from(request)
-        if not getattr(request, "htmx", False):
+        details = htmx_of(request)
+        if details is None:
             return response
-        current = request.htmx.current_url_abs_path  # type: ignore[attr-defined]  # django-htmx's details
+        current = details.current_url_abs_path
         if current:
             request.session["oidc_login_next"] = current
         return HttpResponseClientRedirect(response["Location"])
@@ -320,7 +322,7 @@ def _is_admin(request: HttpRequest) -> bool:
     """An admin page's action, or an admin page loaded as a whole (not a fragment of it)."""
     if not request.path.startswith(reverse("portal-admin:index")):
         return False
-    return request.method not in _SAFE_METHODS or not getattr(request, "htmx", False)
+    return request.method not in _SAFE_METHODS or htmx_of(request) is None
 
 
 def _page_sent_from(request: HttpRequest) -> str:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from orchestrator.models.tasks import Task
 from orchestrator.services import tasks
 from orchestrator.services.context import Context
 from portal.context import vdc_view
+from portal.htmx import HtmxHttpRequest
 
 RUNNING = "running"
 SUCCEEDED = "succeeded"
@@ -58,14 +59,14 @@ def live_context(task: Task) -> dict[str, Any]:
 
 
 @vdc_view
-def task_page(request: HttpRequest, ctx: Context, task_id: str) -> HttpResponse:
+def task_page(request: HtmxHttpRequest, ctx: Context, task_id: str) -> HttpResponse:
     """``/vdc/<vdc>/tasks/<task_id>/``: the task (another VDC's answers as one that does not exist).
 
     For htmx (the fragment polling itself) only the fragment, with ``flexplane:task-ended`` once ended.
     """
     task = tasks.get_task(ctx, task_id)
     context = live_context(task)
-    if getattr(request, "htmx", False):
+    if request.htmx:
         response = render(request, "portal/tasks/_live.html", context)
         if not task.running:
             response["HX-Trigger"] = ENDED_EVENT

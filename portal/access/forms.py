@@ -7,20 +7,13 @@ from typing import Any
 
 from django import forms
 
-from orchestrator.errors import QuotaExceeded
 from orchestrator.models import Usage
 from orchestrator.services.access_admin.users import PLATFORM_ROLES, SEARCH_MAX
 from orchestrator.services.organizations import Allowance, AllowanceUsage
-from portal.admin.forms import AdminForm, VdcForm
+from portal.admin.forms import VdcForm
+from portal.forms import choices
 
 ALLOWANCE_QUOTAS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
-
-
-def show_quota_error(form: AdminForm, exc: QuotaExceeded) -> None:
-    """``QuotaExceeded`` next to each quota it names (``fields``: ``quota.vcpus``), else above the form."""
-    named = {form.form_field(f) for f in exc.fields} or {None}
-    for name in sorted(named, key=lambda n: n or ""):
-        form.add_error(name, exc.message)
 
 
 class SearchForm(forms.Form):
@@ -32,9 +25,9 @@ class SearchForm(forms.Form):
 class GrantForm(forms.Form):
     vdc = forms.ChoiceField(label="VDC")
 
-    def __init__(self, *args: object, vdcs: Iterable[str], **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]  # Django's Form takes data, initial, ...
-        self.fields["vdc"].choices = [(v, v) for v in vdcs]  # type: ignore[attr-defined]  # a ChoiceField
+    def __init__(self, *args: Any, vdcs: Iterable[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices(self.fields["vdc"], [(v, v) for v in vdcs])
 
 
 class RolesForm(forms.Form):

@@ -10,17 +10,18 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 
-from orchestrator.errors import FlexPlaneError, NotFound, QuotaExceeded, ValidationFailed
+from orchestrator.errors import FlexPlaneError, NotFound, QuotaExceeded
 from orchestrator.models import Vdc
 from orchestrator.services import access, catalog, organizations, vdcs
 from orchestrator.services.context import Context
 from orchestrator.services.organizations import Allowance
 from portal.access.actions import action
-from portal.access.forms import AllowanceForm, OrganizationVdcForm, show_quota_error
+from portal.access.forms import AllowanceForm, OrganizationVdcForm
 from portal.access.views import PAGE_ERRORS, access_view, post_only
 from portal.activity import trail as activity
 from portal.admin.forms import AdminForm
 from portal.errors import status_of
+from portal.forms import show_error
 
 
 def _attempt(call: Any, form: AdminForm | None = None) -> FlexPlaneError | None:
@@ -30,12 +31,9 @@ def _attempt(call: Any, form: AdminForm | None = None) -> FlexPlaneError | None:
     except PAGE_ERRORS:
         raise
     except FlexPlaneError as exc:
-        if form is not None and isinstance(exc, ValidationFailed):
-            form.show_error(exc)
-        elif form is not None and isinstance(exc, QuotaExceeded):
-            show_quota_error(form, exc)
-        elif form is not None:
-            form.add_error(None, exc.message)
+        if form is not None:  # a quota next to each the allowance's refusal names (``quota.vcpus``)
+            quota = [form.form_field(f) for f in exc.fields] if isinstance(exc, QuotaExceeded) else []
+            show_error(form, exc, form.form_field, quota=quota)
         return exc
     return None
 

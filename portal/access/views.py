@@ -22,6 +22,7 @@ from portal.access.actions import action
 from portal.access.forms import GrantForm, RolesForm, SearchForm
 from portal.activity import trail as activity
 from portal.context import View, Wrapped, portal_view
+from portal.htmx import HtmxHttpRequest
 
 TAKES_EFFECT = (
     "Changes take effect with the user's next token: when they sign in again, or when their session is "
@@ -35,7 +36,7 @@ def access_view(view: View[Any]) -> Wrapped:
     """A page of the Access section: ADMIN or ORG_OWNER; anyone else gets the 404 page."""
 
     @functools.wraps(view)
-    def guarded(request: HttpRequest, ctx: Context, *args: Any, **kwargs: Any) -> HttpResponseBase:
+    def guarded(request: HtmxHttpRequest, ctx: Context, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not (ctx.principal.is_admin or ctx.principal.is_org_owner):
             raise NotFound("page", request.path)
         return view(request, ctx, *args, **kwargs)
@@ -133,7 +134,7 @@ def set_roles(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase
 
 
 @access_view
-def vdc_members(request: HttpRequest, ctx: Context, vdc: str) -> HttpResponse:
+def vdc_members(request: HtmxHttpRequest, ctx: Context, vdc: str) -> HttpResponse:
     """GET: a VDC's members (a fragment for the VDC's admin page, or a page of its own)."""
     failure = None
     members: list[users.UserAccess] = []
@@ -143,8 +144,6 @@ def vdc_members(request: HttpRequest, ctx: Context, vdc: str) -> HttpResponse:
         raise
     except FlexPlaneError as exc:
         failure = exc
-    template = (
-        "portal/access/_members.html" if getattr(request, "htmx", False) else "portal/access/members.html"
-    )
+    template = "portal/access/_members.html" if request.htmx else "portal/access/members.html"
     context = {"vdc": vdc, "members": members, "failure": failure, "takes_effect": TAKES_EFFECT}
     return render(request, template, context)

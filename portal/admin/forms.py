@@ -1,7 +1,7 @@
 """The admin pages' forms: plain Django forms (there is no database), validated again by the services.
 
 Each form's field names are the service input's own (snake_case), so that a ``ValidationFailed``
-from a service lands next to the field it names (:meth:`AdminForm.show_error`). ``to_data()``
+from a service lands next to the field it names (:meth:`AdminForm.form_field`). ``to_data()``
 is the service's input; ``initial_from(obj)`` fills an edit form from the catalog object.
 
 Forms that offer catalog choices (zones, profiles, images) take the request's service
@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from django import forms
 from django.forms.forms import DeclarativeFieldsMetaclass
 
-from orchestrator.errors import ValidationFailed
 from orchestrator.models import StorageProfile, Vdc
 from orchestrator.models.catalog import (
     COMPUTE_PROFILE_INPUTS,
@@ -78,10 +77,6 @@ class AdminForm(forms.Form):
         """The form field a service's field name (``memory_mib``, ``quota.vcpus``) is shown at."""
         name = service_field.replace(".", "_")
         return name if name in self.fields else None
-
-    def show_error(self, exc: ValidationFailed) -> None:
-        """Put a service's validation message next to the field it names (else at the form's top)."""
-        self.add_error(self.form_field(exc.field), exc.message)
 
     def to_data(self) -> dict[str, Any]:
         """The service's input from the cleaned data (an edit form leaves out its key fields)."""

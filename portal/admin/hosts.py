@@ -21,6 +21,7 @@ from portal.admin.actions import action
 from portal.admin.forms import JoinTokenForm
 from portal.admin.pages import admin_page, attempt, confirm, page_status
 from portal.context import admin_view
+from portal.htmx import HtmxHttpRequest, targets
 
 
 def _post_only(request: HttpRequest) -> HttpResponseNotAllowed | None:
@@ -69,13 +70,13 @@ DRAIN_POLL = "every 2s"
 
 
 @admin_view
-def host_list(request: HttpRequest, ctx: Context) -> HttpResponse:
+def host_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
     """Every host by zone: online, agent and Proxmox versions, certificate expiry, the images it has
     cached, cordon and drain.
 
     As the ``drains`` fragment (htmx, target ``drains``): only the drains, each swapped into its host's
     cell, and the poll that asks again while any runs."""
-    if getattr(request, "htmx", False) and request.htmx.target == "drains":  # type: ignore[attr-defined]  # django-htmx
+    if targets(request, "drains"):
         followed = [DrainCell.of(d) for d in hosts.drains(ctx)]
         context = {"drains": followed, "polling": any(c.running for c in followed), "poll": DRAIN_POLL}
         return render(request, "portal/admin/_drains.html", context)

@@ -14,11 +14,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated, ValidationFailed
+from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
 from portal.activity import trail as activity
 from portal.admin.forms import AdminForm
 from portal.admin.sections import SECTIONS
 from portal.errors import status_of
+from portal.forms import show_error
 
 
 def admin_page(
@@ -44,10 +45,8 @@ def attempt(call: Callable[[], Any], form: AdminForm | None = None) -> tuple[Any
     except _PAGE_ERRORS:
         raise
     except FlexPlaneError as exc:
-        if form is not None and isinstance(exc, ValidationFailed):
-            form.show_error(exc)
-        elif form is not None:
-            form.add_error(None, exc.message)
+        if form is not None:
+            show_error(form, exc, form.form_field)
         return None, exc
 
 

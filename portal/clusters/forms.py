@@ -31,7 +31,7 @@ from orchestrator.services.clusters.inputs import (
     CreateCluster,
     NodePoolSpec,
 )
-from portal.networks.forms import styled
+from portal.forms import choices, show_error, styled
 
 # The service's names of a create's fields (the API's, in snake case) -> the form's.
 FIELDS = {"control_plane.replicas": "control_plane_replicas", "control_plane": "control_plane_replicas"}
@@ -49,11 +49,6 @@ def network_choices(networks: Sequence[Network]) -> list[tuple[str, str]]:
     """The VDC's networks a cluster's nodes may join, named ``<zone>/<name>`` as the API lets a request
     name them."""
     return [(f"{n.zone}/{n.name}", f"{n.name} ({n.cidr}, zone {n.zone})") for n in networks if not n.pending]
-
-
-def _choices(field: forms.Field, values: Sequence[tuple[str, str]]) -> None:
-    assert isinstance(field, forms.ChoiceField)
-    field.choices = list(values)
 
 
 @dataclass(frozen=True)
@@ -85,9 +80,9 @@ class NodePoolForm(forms.Form):
     def __init__(self, offer: Offer, data: Any = None, *, index: int, initial: Any = None) -> None:
         super().__init__(data, prefix=f"pools-{index}", initial=initial)
         self.index = index
-        _choices(self.fields["compute_profile"], offer.compute_profiles)
-        _choices(self.fields["storage_profile"], offer.storage_profiles)
-        _choices(self.fields["network"], [(SAME_NETWORK, "the cluster's network"), *offer.networks])
+        choices(self.fields["compute_profile"], offer.compute_profiles)
+        choices(self.fields["storage_profile"], offer.storage_profiles)
+        choices(self.fields["network"], [(SAME_NETWORK, "the cluster's network"), *offer.networks])
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
         self.fields["count"].widget.attrs.update(min=MIN_NODES, max=MAX_NODES, inputmode="numeric")
         styled(self)
@@ -133,8 +128,8 @@ class ClusterForm(forms.Form):
     def __init__(self, offer: Offer, data: Any = None, *, initial: Any = None, pools: int = 1) -> None:
         super().__init__(data, initial=initial)
         self.offer = offer
-        _choices(self.fields["version"], offer.versions)
-        _choices(self.fields["network"], offer.networks)
+        choices(self.fields["version"], offer.versions)
+        choices(self.fields["network"], offer.networks)
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
         replicas = self.fields["control_plane_replicas"]
         replicas.widget.attrs.update(min=MIN_CONTROL_PLANE, max=MAX_CONTROL_PLANE, inputmode="numeric")
@@ -191,24 +186,18 @@ class ClusterForm(forms.Form):
         )
 
     def show_error(self, exc: FlexPlaneError) -> None:
-        """A service's error next to the field it names: one of the cluster's, or one of a pool's (counted
-        among the pools sent), or above the form."""
-        if isinstance(exc, ValidationFailed):
-            found = _POOL_FIELD.fullmatch(exc.field)
-            sent = self.chosen_pools()
-            if found is not None and int(found.group(1)) < len(sent):
-                pool = sent[int(found.group(1))]
-                field = found.group(2) or ""
-                pool.add_error(field if field in pool.fields else None, exc.message)
-                return
-            field = FIELDS.get(exc.field, exc.field)
-            if field in self.fields:
-                self.add_error(field, exc.message)
-                return
-        if isinstance(exc, QuotaExceeded) and len(self.chosen_pools()) == 1:
-            self.chosen_pools()[0].add_error("count", exc.message)  # the one thing to ask less of
-            return
-        self.add_error(None, exc.message)
+        """A service's error on the form it is about (:func:`portal.forms.show_error`): a pool's field on
+        that pool's (counted among the pools sent), a quota on the only pool's count (the one thing to ask
+        less of), anything else on the cluster's."""
+        sent = self.chosen_pools()
+        found = _POOL_FIELD.fullmatch(exc.field) if isinstance(exc, ValidationFailed) else None
+        if found is not None and int(found.group(1)) < len(sent):
+            field = found.group(2)  # None: the pool as a whole, above its row
+            show_error(sent[int(found.group(1))], exc, lambda _: field)
+        elif isinstance(exc, QuotaExceeded) and len(sent) == 1:
+            show_error(sent[0], exc, quota=["count"])
+        else:
+            show_error(self, exc, FIELDS)
 
 
 def _posted_rows(data: Mapping[str, Any]) -> int:
@@ -229,14 +218,9 @@ class ScaleForm(forms.Form):
     def __init__(self, pools: Sequence[tuple[str, int]], data: Any = None) -> None:
         first = pools[0] if pools else ("", DEFAULT_COUNT)
         super().__init__(data, initial={"pool": first[0], "count": first[1]})
-        _choices(self.fields["pool"], [(name, f"{name} ({count} nodes)") for name, count in pools])
+        choices(self.fields["pool"], [(name, f"{name} ({count} nodes)") for name, count in pools])
         self.fields["count"].widget.attrs.update(min=MIN_NODES, max=MAX_NODES, inputmode="numeric")
         styled(self)
-
-    def show_error(self, exc: FlexPlaneError) -> None:
-        """The service's error next to ``pool`` or ``count`` (a quota: what to ask less of), else above."""
-        field = "count" if isinstance(exc, QuotaExceeded) else getattr(exc, "field", None)
-        self.add_error(field if field in self.fields else None, exc.message)
 
 
 class UpgradeForm(forms.Form):
@@ -246,9 +230,5 @@ class UpgradeForm(forms.Form):
 
     def __init__(self, versions: Sequence[str], data: Any = None) -> None:
         super().__init__(data)
-        _choices(self.fields["version"], [(v, v) for v in versions])
+        choices(self.fields["version"], [(v, v) for v in versions])
         styled(self)
-
-    def show_error(self, exc: FlexPlaneError) -> None:
-        field = "version" if isinstance(exc, ValidationFailed) else None
-        self.add_error(field, exc.message)

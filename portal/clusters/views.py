@@ -34,6 +34,8 @@ from portal.clusters import actions
 from portal.clusters.forms import ClusterForm, Offer, ScaleForm, UpgradeForm, network_choices
 from portal.context import vdc_view
 from portal.errors import status_of
+from portal.forms import show_error
+from portal.htmx import HtmxHttpRequest, redirect, respond, targets
 
 _PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 # Phases a cluster rests in: its page stops reading itself again.
@@ -59,12 +61,6 @@ def _detail_url(vdc: str, name: str) -> str:
 
 def _list_url(vdc: str) -> str:
     return reverse("cluster-list", args=[vdc])
-
-
-def _redirect(request: HttpRequest, url: str) -> HttpResponseBase:
-    if getattr(request, "htmx", False):
-        return HttpResponseClientRedirect(url)
-    return HttpResponseRedirect(url, status=303)
 
 
 def settled(cluster: KubernetesCluster) -> bool:
@@ -99,7 +95,7 @@ def _rows(found: list[KubernetesCluster]) -> list[tuple[KubernetesCluster, tuple
 
 
 @vdc_view
-def cluster_list(request: HttpRequest, ctx: Context) -> HttpResponse:
+def cluster_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
     """``/vdc/<vdc>/kubernetes/``: the VDC's clusters (name, version, phase, nodes, endpoint). For htmx (the
     table reading itself again while a cluster changes): the table alone."""
     found = clusters.list_clusters(ctx)
@@ -109,9 +105,9 @@ def cluster_list(request: HttpRequest, ctx: Context) -> HttpResponse:
         "changing": any(not settled(c) for c in found),
         "poll": POLL,
     }
-    if getattr(request, "htmx", False) and request.htmx.target == "cluster-table":  # type: ignore[attr-defined]  # django-htmx
-        return render(request, "portal/clusters/_table.html", context)
-    return render(request, "portal/clusters/list.html", context)
+    return respond(
+        request, "portal/clusters/list.html", context, {"cluster-table": "portal/clusters/_table.html"}
+    )
 
 
 # ------------------------------------------------------------------------------------------ create
@@ -133,7 +129,7 @@ def _offer(ctx: Context, vdc: Vdc) -> Offer:
 
 
 @vdc_view
-def cluster_create(request: HttpRequest, ctx: Context) -> HttpResponseBase:
+def cluster_create(request: HtmxHttpRequest, ctx: Context) -> HttpResponseBase:
     """``/vdc/<vdc>/kubernetes/new/``: ``createKubernetesCluster`` as a form; on success, the cluster's page
     (which follows it until it is ready). Shown again with the service's errors next to their fields;
     "Add a node pool" shows it again with one more pool, creating nothing."""
@@ -156,7 +152,7 @@ def cluster_create(request: HttpRequest, ctx: Context) -> HttpResponseBase:
                 messages.success(
                     request, f"Cluster {made.name} is being made: this page follows it until it is ready."
                 )
-                return _redirect(request, _detail_url(vdc.id, made.name))
+                return redirect(request, _detail_url(vdc.id, made.name))
     context = {"vdc": vdc, "form": form, "offer": offer}
     return render(request, "portal/clusters/new.html", context)
 
@@ -189,11 +185,11 @@ def _page(
 
 
 @vdc_view
-def cluster_detail(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
+def cluster_detail(request: HtmxHttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
     """``/vdc/<vdc>/kubernetes/<cluster>/``: the cluster, its control plane and its node pools, with the
     forms that scale, upgrade and delete it and its kubeconfig. For htmx (the status part reading itself
     again while the cluster changes): the status part alone; once the cluster is gone (deleted), the list."""
-    polled = getattr(request, "htmx", False) and request.htmx.target == "cluster-status"  # type: ignore[attr-defined]  # django-htmx
+    polled = targets(request, "cluster-status")
     try:
         found = clusters.get_cluster(ctx, cluster)
     except NotFound:
@@ -208,7 +204,7 @@ def cluster_detail(request: HttpRequest, ctx: Context, cluster: str) -> HttpResp
 
 
 @vdc_view
-def cluster_scale(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
+def cluster_scale(request: HtmxHttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
     """``scaleNodePool`` as a form (the cluster page's): on success, the cluster's page following the
     change; otherwise that page with the error next to its field."""
     found = clusters.get_cluster(ctx, cluster)  # NotFound: the 404 page
@@ -223,15 +219,15 @@ def cluster_scale(request: HttpRequest, ctx: Context, cluster: str) -> HttpRespo
         except _PAGE_ERRORS:
             raise
         except FlexPlaneError as exc:
-            form.show_error(exc)
+            show_error(form, exc, quota=["count"])  # over quota: the count is what to ask less of
         else:
             messages.success(request, f"Node pool {pool} of cluster {found.name} is being scaled to {count}.")
-            return _redirect(request, _detail_url(_vdc(ctx).id, found.name))
+            return redirect(request, _detail_url(_vdc(ctx).id, found.name))
     return _page(request, ctx, found, scale=form)
 
 
 @vdc_view
-def cluster_upgrade(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
+def cluster_upgrade(request: HtmxHttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
     """``upgradeKubernetesCluster`` as a form (the cluster page's): the control plane, then each pool's
     nodes, one at a time."""
     found = clusters.get_cluster(ctx, cluster)
@@ -248,10 +244,10 @@ def cluster_upgrade(request: HttpRequest, ctx: Context, cluster: str) -> HttpRes
         except _PAGE_ERRORS:
             raise
         except FlexPlaneError as exc:
-            form.show_error(exc)
+            show_error(form, exc, lambda _: "version")  # the form's one field
         else:
             messages.success(request, f"Cluster {found.name} is being upgraded to {version}.")
-            return _redirect(request, _detail_url(_vdc(ctx).id, found.name))
+            return redirect(request, _detail_url(_vdc(ctx).id, found.name))
     return _page(request, ctx, found, upgrade=form)
 
 

@@ -1,5 +1,5 @@
 """The gateway pages' forms: plain Django forms over the services' inputs, which check everything again;
-a service's ``ValidationFailed`` lands next to the field it names (``portal.networks.forms.show_error``)."""
+a service's ``ValidationFailed`` lands next to the field it names (``portal.forms.show_error``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django import forms
 
 from orchestrator.models.gateways import ACTIONS, DIRECTIONS, PROTOCOLS, RULE_PROTOCOLS
 from orchestrator.services.gateways.targets import Target
-from portal.networks.forms import styled
+from portal.forms import choices, styled
 
 # The services' names of fields (the API's) -> the forms'.
 FIELDS = {
@@ -22,11 +22,6 @@ FIELDS = {
 }
 
 
-def _choices(field: forms.Field, values: Sequence[tuple[str, str]]) -> None:
-    assert isinstance(field, forms.ChoiceField)
-    field.choices = list(values)
-
-
 class AllocateForm(forms.Form):
     """``allocatePublicIp``'s input: the zone."""
 
@@ -34,7 +29,7 @@ class AllocateForm(forms.Form):
 
     def __init__(self, zones: Sequence[str], data: Any = None) -> None:
         super().__init__(data, initial={"zone": zones[0] if zones else None})
-        _choices(self.fields["zone"], [(z, z) for z in zones])
+        choices(self.fields["zone"], [(z, z) for z in zones])
         styled(self)
 
 
@@ -45,7 +40,7 @@ class NatForm(forms.Form):
 
     def __init__(self, targets: Sequence[Target], data: Any = None) -> None:
         super().__init__(data)
-        _choices(self.fields["to_address"], [(t.address, t.label) for t in targets])
+        choices(self.fields["to_address"], [(t.address, t.label) for t in targets])
         styled(self)
 
 
@@ -62,8 +57,8 @@ class ForwardForm(forms.Form):
 
     def __init__(self, public_ips: Sequence[str], targets: Sequence[Target], data: Any = None) -> None:
         super().__init__(data)
-        _choices(self.fields["public_ip"], [(a, a) for a in public_ips])
-        _choices(self.fields["to_address"], [(t.address, t.label) for t in targets])
+        choices(self.fields["public_ip"], [(a, a) for a in public_ips])
+        choices(self.fields["to_address"], [(t.address, t.label) for t in targets])
         styled(self)
 
 
@@ -88,7 +83,7 @@ class RuleForm(forms.Form):
 
     def __init__(self, zones: Sequence[str], data: Any = None) -> None:
         super().__init__(data, initial={"zone": zones[0] if zones else None})
-        _choices(self.fields["zone"], [(z, z) for z in zones])
+        choices(self.fields["zone"], [(z, z) for z in zones])
         styled(self)
 
     def values(self) -> dict[str, Any]:

@@ -27,9 +27,9 @@ from orchestrator.services.gateways.targets import of_vm, vm_targets
 from portal.activity import trail as activity
 from portal.context import vdc_view
 from portal.errors import status_of
+from portal.forms import show_error
 from portal.gateways import actions
 from portal.gateways.forms import FIELDS, AllocateForm, ForwardForm, NatForm, RuleForm
-from portal.networks.forms import show_error
 
 _PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 

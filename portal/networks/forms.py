@@ -1,39 +1,23 @@
 """The network pages' forms, and the create-VM form's choice of networks: plain Django forms (there is
 no database) over the services' inputs, which check everything again; a service's ``ValidationFailed``
-lands next to the field it names, as the API's ``errors { field }`` does."""
+lands next to the field it names (``portal.forms.show_error``), as the API's ``errors { field }`` does."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
 from django.forms.boundfield import BoundWidget
 
-from orchestrator.errors import FlexPlaneError, ValidationFailed
 from orchestrator.models.networks import DEFAULT_NETWORK, Network
 from orchestrator.services.networks import CreateNetwork
 from orchestrator.services.networks.nics import NicRequest
+from portal.forms import choices, styled
 
-CONTROL = "block w-full rounded border border-slate-300 px-2 py-1 focus:outline-2 focus:outline-sky-600"
 # A service's field of a VM's NICs: ``networks``, ``networks[2].network``, ``networks[0].ip_address``.
 _NIC_FIELD = re.compile(r"networks(?:\[(\d+)\]\.(\w+))?")
-
-
-def styled(form: forms.Form) -> None:
-    for field in form.fields.values():
-        if not isinstance(field.widget, forms.CheckboxSelectMultiple | forms.HiddenInput):
-            field.widget.attrs.setdefault("class", CONTROL)
-
-
-def show_error(form: forms.Form, exc: FlexPlaneError, fields: Mapping[str, str] | None = None) -> None:
-    """A service's error next to the field it names (``fields`` maps the service's names to the form's),
-    or above the form."""
-    field = None
-    if isinstance(exc, ValidationFailed):
-        field = (fields or {}).get(exc.field, exc.field)
-    form.add_error(field if field in form.fields else None, exc.message)
 
 
 def dns_servers(text: str) -> tuple[str, ...] | None:
@@ -71,9 +55,7 @@ class NetworkForm(forms.Form):
 
     def __init__(self, zones: Sequence[str], data: Any = None) -> None:
         super().__init__(data, initial={"zone": zones[0] if zones else None})
-        field = self.fields["zone"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [(z, z) for z in zones]
+        choices(self.fields["zone"], [(z, z) for z in zones])
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
         self.fields["cidr"].widget.attrs.update(placeholder="10.20.0.0/24", spellcheck="false")
         styled(self)
@@ -99,9 +81,7 @@ class AttachForm(forms.Form):
 
     def __init__(self, networks: Sequence[Network], data: Any = None) -> None:
         super().__init__(data)
-        field = self.fields["network"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [(n.name, f"{n.name} ({n.cidr})") for n in networks]
+        choices(self.fields["network"], [(n.name, f"{n.name} ({n.cidr})") for n in networks])
         self.fields["ip_address"].widget.attrs.update(spellcheck="false", placeholder="next free")
         styled(self)
 

@@ -26,8 +26,9 @@ from orchestrator.services.networks.attach import attach_network, detach_network
 from portal.activity import trail as activity
 from portal.context import vdc_view
 from portal.errors import status_of
+from portal.forms import show_error
 from portal.networks import actions
-from portal.networks.forms import AttachForm, NetworkForm, show_error
+from portal.networks.forms import AttachForm, NetworkForm
 from portal.security_groups.views import vm_groups
 
 # Errors that are pages of their own (404, 403, the login), not said in place.

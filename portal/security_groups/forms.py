@@ -19,7 +19,7 @@ from orchestrator.models.security_groups import (
     Rule,
     SecurityGroup,
 )
-from portal.networks.forms import styled
+from portal.forms import show_error, styled
 
 # Blank rule rows a form offers beyond the group's rules (and adds on "More rule rows").
 EXTRA_RULES = 3
@@ -170,18 +170,14 @@ class GroupEditor:
         return {"name": data["name"], "description": data["description"].strip(), "rules": self.rule_inputs()}
 
     def show_error(self, exc: FlexPlaneError) -> None:
-        """The service's error next to its field: a rule's in its row, the group's in the group's form."""
-        if isinstance(exc, ValidationFailed):
-            found = _RULE_FIELD.fullmatch(exc.field or "")
-            if found is not None and int(found.group(1)) < len(self.sent):
-                form = self.rules.forms[self.sent[int(found.group(1))]]
-                field = _ROW_FIELDS.get(found.group(2), found.group(2))
-                form.add_error(field if field in form.fields else None, exc.message)
-                return
-            if exc.field in self.group.fields:
-                self.group.add_error(exc.field, exc.message)
-                return
-        self.group.add_error(None, exc.message)
+        """The service's error on the form it is about (:func:`portal.forms.show_error`): a rule's field in
+        its row (counted among the rules sent), anything else on the group's form."""
+        found = _RULE_FIELD.fullmatch(exc.field or "") if isinstance(exc, ValidationFailed) else None
+        if found is not None and int(found.group(1)) < len(self.sent):
+            field = _ROW_FIELDS.get(found.group(2), found.group(2))
+            show_error(self.rules.forms[self.sent[int(found.group(1))]], exc, lambda _: field)
+        else:
+            show_error(self.group, exc)
 
 
 class AssignForm(forms.Form):

@@ -27,7 +27,7 @@ from orchestrator.services.security_groups import Realised
 from portal.activity import trail as activity
 from portal.context import vdc_view
 from portal.errors import status_of
-from portal.networks.forms import show_error
+from portal.forms import show_error
 from portal.security_groups import actions
 from portal.security_groups.forms import AssignForm, GroupEditor
 

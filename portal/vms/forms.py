@@ -2,7 +2,8 @@
 
 A form checks what a browser can get wrong on its own (a missing field, a number that is not
 one); everything else is the service's to decide, and its ``ValidationFailed`` lands next to the
-field it names (:func:`show_service_error`), as the API's ``errors { field }`` does.
+field it names (:func:`portal.forms.show_error`, :meth:`CreateVmForm.form_field` for a NIC's field), as the
+API's ``errors { field }`` does.
 """
 
 from __future__ import annotations
@@ -13,17 +14,16 @@ from typing import Any
 
 from django import forms
 
-from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
 from orchestrator.models import VirtualMachine
 from orchestrator.models.networks import Network
 from orchestrator.services import vms
 from orchestrator.services.vms import CreateVm, VmFilter
+from portal.forms import CONTROL
 from portal.networks.forms import NetworkChoice
 from portal.templatetags.sizes import size
-from portal.vms.offer import Offer, QuotaLine
+from portal.vms.offer import Offer
 
 STATUSES = ("running", "stopped", "unknown")
-CONTROL = "block w-full rounded border border-slate-300 px-2 py-1 focus:outline-2 focus:outline-sky-600"
 
 
 def _styled(form: forms.Form) -> None:
@@ -41,25 +41,6 @@ def _offer(form: forms.Form, name: str, choices: Iterable[tuple[str, str]]) -> N
 def _profile_choices(offer: Offer) -> list[tuple[str, str]]:
     profiles = offer.compute_profiles.values()
     return [(p.name, f"{p.name}: {p.vcpus} vCPU, {size(p.memory_mib, 'MiB')}") for p in profiles]
-
-
-def show_service_error(form: forms.Form, exc: FlexPlaneError, quota: Iterable[QuotaLine] = ()) -> None:
-    """Put a service's error next to the field it is about, or above the form when it is about none.
-
-    ``QuotaExceeded`` says in words which resources would go over; ``quota`` (the figures the form
-    shows) tells which fields ask for them: the compute profile for vCPUs and memory, the disk size
-    for disk. Over the VM count, or when the figures saw no excess (a race), it goes above the form.
-    """
-    if isinstance(exc, ValidationFailed):
-        choice = getattr(form, "network_choice", None)  # a NIC's field: the create form's networks
-        field = (choice.field_for(exc.field) if choice else None) or exc.field
-        form.add_error(field if field in form.fields else None, exc.message)
-    elif isinstance(exc, QuotaExceeded):
-        fields = {line.field if line.field in form.fields else None for line in quota if line.over} or {None}
-        for field in sorted(fields, key=lambda f: f or ""):
-            form.add_error(field, exc.message)
-    else:
-        form.add_error(None, exc.message)
 
 
 class VmFilterForm(forms.Form):
@@ -160,6 +141,11 @@ class CreateVmForm(forms.Form):
         data = super().clean() or {}
         self.network_choice.clean(data)
         return data
+
+    def form_field(self, service_field: str) -> str:
+        """The field a service's field is shown at: a NIC's is one of the networks'
+        (``networks[1].ip_address``: the address of the second network ticked), any other its own."""
+        return self.network_choice.field_for(service_field) or service_field
 
     def renew_idempotency_key(self) -> None:
         """A new key for a form shown again (after an error): each rendering of the form is one request,

@@ -7,6 +7,7 @@ shows them, and recomputes them over htmx while the user picks a profile or a di
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from orchestrator.models import ComputeProfile, Image, StorageProfile, Usage, Vdc
@@ -97,6 +98,12 @@ def quota_lines(vdc: Vdc, used: Usage, asked: Usage) -> list[QuotaLine]:
         for attr, label, unit in Usage.RESOURCES
         if attr in QUOTA_FIELDS  # what a VM uses (not the VDC's networks)
     ]
+
+
+def over_quota(lines: Iterable[QuotaLine]) -> list[str | None]:
+    """The fields of a form that ask for what would go over the quota (the compute profile for vCPUs and
+    memory, the disk size for disk; None for the VM count): where a ``QuotaExceeded`` is shown."""
+    return [line.field for line in lines if line.over]
 
 
 def asked_for(

@@ -35,8 +35,8 @@ from orchestrator.services.snapshots import Snapshot
 from orchestrator.services.tasks import failed_task
 from portal.activity import trail as activity
 from portal.context import vdc_view
+from portal.forms import CONTROL, show_error
 from portal.vms.actions import SNAPSHOT_MUTATIONS
-from portal.vms.forms import CONTROL, show_service_error
 
 # Failures that leave the VM and its snapshots as they were: said on the VM's page (a VM that does not
 # exist is the 404 page).
@@ -146,11 +146,11 @@ def snapshot_create(request: HttpRequest, ctx: Context, zone: str, vmid: int) ->
                     ctx, ident, data["name"], data["description"], data["include_memory"]
                 )
         except ValidationFailed as exc:
-            show_service_error(form, exc)
+            show_error(form, exc)
         except FAILURES as exc:
             task = failed_task(exc)
             if task is None:
-                show_service_error(form, exc)
+                show_error(form, exc)
             else:
                 messages.error(request, f"Snapshot {data['name']} failed: {exc.message}")
                 return _detail(ctx, zone, vmid, task)

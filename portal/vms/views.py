@@ -6,8 +6,8 @@ per zone, keyset cursors), the create form is ``createVirtualMachine``, each act
 :data:`portal.vms.actions.MUTATIONS` names. A VM of another VDC answers the same 404 page as one
 that does not exist (the services report it so).
 
-One URL serves a page and its htmx fragments: :func:`_respond` picks the fragment by the element
-htmx asks to swap (``HX-Target``).
+One URL serves a page and its htmx fragments: :func:`portal.htmx.respond` picks the fragment by the
+element htmx asks to swap (``HX-Target``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
-from django_htmx.http import HttpResponseClientRedirect
 
 from orchestrator.errors import (
     Conflict,
@@ -39,12 +38,14 @@ from orchestrator.services.tasks import failed_task
 from orchestrator.services.vms import Outcome
 from portal.activity import trail as activity
 from portal.context import vdc_view
+from portal.forms import show_error
 from portal.gateways.views import vm_public
+from portal.htmx import HtmxHttpRequest, redirect, respond, targets
 from portal.networks.views import vm_networking
 from portal.tasks import live_context
 from portal.vms.actions import ACTIONS, CREATE_MUTATION, VmAction
-from portal.vms.forms import CreateVmForm, ResizeForm, ShutdownForm, VmFilterForm, show_service_error
-from portal.vms.offer import Offer, QuotaLine, asked_for, quota_lines
+from portal.vms.forms import CreateVmForm, ResizeForm, ShutdownForm, VmFilterForm
+from portal.vms.offer import Offer, QuotaLine, asked_for, over_quota, quota_lines
 from portal.vms.snapshots import listing as snapshot_listing
 
 PAGE_SIZE = vms.DEFAULT_PAGE_SIZE
@@ -67,15 +68,6 @@ def available_actions(vm: VirtualMachine) -> list[VmAction]:
     """The actions that make sense for the VM as it is (all of them when Proxmox cannot say)."""
     useless = {"running": {"start"}, "stopped": {"shutdown", "reboot", "stop"}}.get(vm.status, set())
     return [action for name, action in ACTIONS.items() if name not in useless]
-
-
-def _respond(
-    request: HttpRequest, page: str, context: dict[str, Any], fragments: dict[str, str] | None = None
-) -> HttpResponse:
-    """The page, or for htmx the fragment of the element it targets (the page when it targets none)."""
-    target = request.htmx.target if getattr(request, "htmx", False) else None  # type: ignore[attr-defined]  # django-htmx
-    template = (fragments or {}).get(target or "", page)
-    return render(request, template, {**context, "fragment": template != page})
 
 
 def _vdc(ctx: Context) -> Vdc:
@@ -118,7 +110,7 @@ def _followed(request: HttpRequest, ctx: Context) -> dict[str, Any] | None:
 
 
 @vdc_view
-def vm_list(request: HttpRequest, ctx: Context) -> HttpResponse:
+def vm_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
     """``/vdc/<vdc>/vms/``: the VDC's VMs by name, 50 a page, filtered by status, zone and name."""
     vdc = _vdc(ctx)
     form = VmFilterForm(request.GET, zones=vdc.zones)
@@ -129,7 +121,7 @@ def vm_list(request: HttpRequest, ctx: Context) -> HttpResponse:
                 ctx, first=PAGE_SIZE, after=form.cleaned_data["after"] or None, where=form.where()
             )
         except ValidationFailed as exc:  # a page link from an older version, or edited by hand
-            form.add_error("after" if exc.field == "after" else None, exc.message)
+            show_error(form, exc, lambda field: field if field == "after" else None)
     context = {
         "vdc": vdc,
         "form": form,
@@ -139,7 +131,7 @@ def vm_list(request: HttpRequest, ctx: Context) -> HttpResponse:
         "first_query": urlencode(form.query()) if form.is_valid() and form.cleaned_data["after"] else None,
         "followed": _followed(request, ctx),
     }
-    return _respond(request, "portal/vms/list.html", context, {"vm-table": "portal/vms/_table.html"})
+    return respond(request, "portal/vms/list.html", context, {"vm-table": "portal/vms/_table.html"})
 
 
 @vdc_view
@@ -180,7 +172,7 @@ def _remember_placement(request: HttpRequest, vm: VirtualMachine, placement: Pla
 
 
 @vdc_view
-def vm_create(request: HttpRequest, ctx: Context) -> HttpResponse:
+def vm_create(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
     """``/vdc/<vdc>/vms/new/``: ``createVirtualMachine`` as a form; on success, the VM's page with
     its task. For htmx: the form alone (sent), or the quota figures alone (recomputed)."""
     vdc = _vdc(ctx)
@@ -197,9 +189,9 @@ def vm_create(request: HttpRequest, ctx: Context) -> HttpResponse:
                 form.add_error("zone", exc.message)
                 placement = exc.placement
             except QuotaExceeded as exc:
-                show_service_error(form, exc, _quota(ctx, offer, form))
+                show_error(form, exc, quota=over_quota(_quota(ctx, offer, form)))
             except (ValidationFailed, Conflict, Unavailable, UpstreamFailure) as exc:
-                show_service_error(form, exc)
+                show_error(form, exc, form.form_field)
             else:
                 _remember_placement(request, created.vm, created.placement)
                 if not created.created:
@@ -208,18 +200,15 @@ def vm_create(request: HttpRequest, ctx: Context) -> HttpResponse:
                         f"VM {created.vm.name} already exists in VDC {vdc.id} (an earlier create made it): "
                         "no second one was made.",
                     )
-                url = _detail_url(vdc.id, created.vm.id, created.task)
-                if getattr(request, "htmx", False):
-                    return HttpResponseClientRedirect(url)
-                return HttpResponseRedirect(url, status=303)
+                return redirect(request, _detail_url(vdc.id, created.vm.id, created.task))
         # Shown again, with what was typed and what was wrong: a new request, so a new key.
         form.renew_idempotency_key()
     else:
         # The quota figures are recomputed from the choices made so far, sent along as parameters.
-        recompute = getattr(request, "htmx", False) and request.htmx.target == "quota"  # type: ignore[attr-defined]  # django-htmx
+        recompute = targets(request, "quota")
         form = CreateVmForm(offer, request.GET if recompute else None, networks=nets)
     context = {"vdc": vdc, "form": form, "quota": _quota(ctx, offer, form), "rejected": placement}
-    return _respond(
+    return respond(
         request,
         "portal/vms/new.html",
         context,
@@ -236,7 +225,7 @@ def _placement_of(request: HttpRequest, vm: VirtualMachine) -> dict[str, Any] | 
 
 
 @vdc_view
-def vm_detail(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponse:
+def vm_detail(request: HtmxHttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponse:
     """``/vdc/<vdc>/vms/<zone>/<vmid>/``: the VM live, its addresses, how it was placed, its latest
     tasks and its actions; with ``?task=``, the task an action started, followed live."""
     vm = vms.get_vm(ctx, vm_id(zone, vmid))
@@ -245,8 +234,8 @@ def vm_detail(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpR
         "changing": changing(vm),
         "actions": available_actions(vm),
     }
-    if getattr(request, "htmx", False) and request.htmx.target == "vm-facts":  # type: ignore[attr-defined]  # django-htmx
-        return _respond(request, "portal/vms/detail.html", context, {"vm-facts": "portal/vms/_facts.html"})
+    if targets(request, "vm-facts"):
+        return respond(request, "portal/vms/detail.html", context, {"vm-facts": "portal/vms/_facts.html"})
     context.update(
         followed=_followed(request, ctx),
         placement=_placement_of(request, vm),
@@ -272,7 +261,7 @@ def _run(request: HttpRequest, ctx: Context, action: VmAction, vm: VirtualMachin
         with activity.action(ctx, action.mutation):
             outcome = _call(ctx, action, vm.id, shutdown)
     except ValidationFailed as exc:
-        show_service_error(shutdown, exc)
+        show_error(shutdown, exc)
         return _confirm_page(request, action, vm, shutdown)
     except ACTION_FAILURES as exc:
         messages.error(request, f"{action.label} of VM {vm.name} did not happen: {exc.message}")
@@ -356,11 +345,11 @@ def _resize(request: HttpRequest, ctx: Context, ident: str) -> HttpResponse:
                 with activity.action(ctx, ACTIONS["resize"].mutation, vm=ident):
                     outcome = vms.resize_vm(ctx, ident, compute_profile=profile, disk_gb=disk)
             except QuotaExceeded as exc:
-                show_service_error(form, exc, _resize_quota(ctx, offer, form))
+                show_error(form, exc, quota=over_quota(_resize_quota(ctx, offer, form)))
             except (ValidationFailed, Conflict, Unavailable, UpstreamFailure) as exc:
                 task = failed_task(exc)
                 if task is None:
-                    show_service_error(form, exc)
+                    show_error(form, exc)
                 else:  # Proxmox took it on and failed: its task says why, on the VM's page
                     messages.error(request, f"Resize of VM {vm.name} failed: {exc.message}")
                     return HttpResponseRedirect(_detail_url(vdc.id, vm.id, task), status=303)
