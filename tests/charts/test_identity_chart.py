@@ -36,7 +36,7 @@ VALUES = {
     "given-masterkey": MINIMAL | {"masterkey": {"value": MASTERKEY}},
     "example": yaml.safe_load((CHART / "ci" / "example-values.yaml").read_text()),
     "external-database": yaml.safe_load((CHART / "ci" / "external-database-values.yaml").read_text()),
-    "k3s": yaml.safe_load((CHART / "ci" / "k3s-values.yaml").read_text()),  # the README's install
+    "k3s": yaml.safe_load((CHART / "ci" / "k3s-values.yaml").read_text()),  # docs/install.md's k3s
 }
 HOOKS = ("helm.sh/hook", "helm.sh/hook-weight")
 SECRET_NAMES = re.compile(r"PASSWORD|MASTERKEY|SECRET|TOKEN|_KEY\b|KEY$")
@@ -564,7 +564,7 @@ def test_the_tenant_chart_mounts_the_secrets_the_identity_chart_hands_over(
     assert tenant["ingress"]["hosts"][0] == settings["portal"]["url"].removeprefix("https://")
 
 
-def test_the_readmes_k3s_install_of_the_tenant_chart_renders_valid_manifests() -> None:
+def test_the_documented_k3s_install_of_the_tenant_chart_renders_valid_manifests() -> None:
     # The identity chart's k3s values are among VALUES above; the tenant chart's are rendered here.
     values = yaml.safe_load((TENANT / "ci" / "k3s-values.yaml").read_text())
     with helm_python.Chart.load(TENANT) as tenant:
