@@ -25,8 +25,8 @@ from agentclient.errors import (
     SnippetFailed,
     SnippetRefused,
 )
-from agentclient.identity import host_identity
-from agentclient.pool import AgentInfo, AgentPool, AgentTarget, ClientTLS
+from agentclient.identity import AgentTarget, host_identity
+from agentclient.pool import AgentInfo, AgentPool, ClientTLS
 from agentclient.templates import TemplatePhase, TemplateProgress, TemplateRef
 
 __all__ = [

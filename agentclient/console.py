@@ -19,7 +19,8 @@ from typing import Any, cast
 import grpc
 
 from agentclient.errors import AgentError, translate_error
-from agentclient.pool import AgentTarget, ClientTLS, channel_options
+from agentclient.identity import AgentTarget
+from agentclient.pool import ClientTLS, channel_options
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
 
 OPEN_TIMEOUT = 15.0

@@ -1,6 +1,6 @@
 """Typed errors of calls to agents.
 
-Every error is an :class:`AgentError` carrying the :class:`~agentclient.pool.AgentTarget`
+Every error is an :class:`AgentError` carrying the :class:`~agentclient.identity.AgentTarget`
 that was called, and its ``str()`` is one sentence naming the host and the cause, fit
 for an operator's log or an API error message.
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 if TYPE_CHECKING:
-    from agentclient.pool import AgentTarget
+    from agentclient.identity import AgentTarget
 
 # Trailing metadata the agent sets on its error statuses.
 ERROR_METADATA_KEY = "flexplane-error"

@@ -37,7 +37,7 @@ from agentclient.errors import ERROR_METADATA_KEY, AgentError, translate_error
 from agentclient.proto.flexplane.agent.v1 import agent_pb2
 
 if TYPE_CHECKING:
-    from agentclient.pool import AgentTarget
+    from agentclient.identity import AgentTarget
 
 # Trailing metadata of the agent's Gateways errors (with ERROR_METADATA_KEY of agentclient.errors).
 GATEWAY_REFUSED = "gateway-refused"  # INVALID_ARGUMENT: the spec is refused; nothing changed

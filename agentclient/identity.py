@@ -1,4 +1,4 @@
-"""The names agents are known by.
+"""The names agents are known by, and what a caller dials (``AgentTarget``).
 
 Every agent presents a certificate whose subject alternative name (DNSName) is its
 host identity, ``<node>.<zone>.agents.flexplane``. Callers dial an agent's address
@@ -8,6 +8,7 @@ and check, during the TLS handshake, that its certificate names the host they me
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 AGENTS_DOMAIN = "agents.flexplane"
 
@@ -17,6 +18,17 @@ DNS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 # VDCs, VMs, Proxmox pools after their prefix). The one definition of both, for the agent and the rest.
 LOWER_DNS_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 _LABEL = re.compile(DNS_LABEL)
+
+
+@dataclass(frozen=True)
+class AgentTarget:
+    """An agent to call: the identity its certificate must name, and the address to dial."""
+
+    identity: str
+    address: str
+
+    def __str__(self) -> str:
+        return f"{self.identity} ({self.address})"
 
 
 def is_dns_label(value: str) -> bool:

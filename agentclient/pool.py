@@ -39,6 +39,7 @@ from agentclient.gateways import (
     state_from_proto,
     translate_gateway_error,
 )
+from agentclient.identity import AgentTarget
 from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
 from agentclient.snippets import check_snippet_content, check_snippet_name
 from agentclient.templates import (
@@ -63,17 +64,6 @@ KEEPALIVE_TIME_MS = 30_000
 KEEPALIVE_TIMEOUT_MS = 10_000
 # Reconnect soon after an agent comes back instead of gRPC's default of up to 2 minutes.
 RECONNECT_BACKOFF_MS = (500, 10_000)
-
-
-@dataclass(frozen=True)
-class AgentTarget:
-    """An agent to call: the identity its certificate must name, and the address to dial."""
-
-    identity: str
-    address: str
-
-    def __str__(self) -> str:
-        return f"{self.identity} ({self.address})"
 
 
 @dataclass(frozen=True)

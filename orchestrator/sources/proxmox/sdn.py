@@ -9,12 +9,13 @@ not handed out twice). Everything goes through the zone's agents like the rest o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from orchestrator.sources.proxmox.zone import ZoneApi
+# The zone's read (path, params) and write (node, method, path, params), failed over as ``ZoneApi``'s.
+Read = Callable[..., Any]
+Write = Callable[..., Any]
 
 
 def _pending_view(item: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -106,15 +107,16 @@ PENDING = {"pending": "1"}
 class Sdn:
     """The SDN of one zone's Proxmox cluster."""
 
-    def __init__(self, api: ZoneApi) -> None:
-        self.api = api
+    def __init__(self, read: Read, write: Write) -> None:
+        self._read = read
+        self._write = write
 
     def zones(self) -> list[SdnZone]:
-        return [SdnZone.parse(z) for z in self.api._read("/cluster/sdn/zones") or [] if isinstance(z, dict)]
+        return [SdnZone.parse(z) for z in self._read("/cluster/sdn/zones") or [] if isinstance(z, dict)]
 
     def node_addresses(self) -> list[str]:
         """The cluster's nodes' addresses (a VXLAN zone's peers)."""
-        status = self.api._read("/cluster/status") or []
+        status = self._read("/cluster/status") or []
         return sorted(
             str(item["ip"])
             for item in status
@@ -129,27 +131,27 @@ class Sdn:
             params["bridge"] = bridge
         else:
             params["peers"] = ",".join(peers or [])
-        self.api._write(None, "POST", "/cluster/sdn/zones", params)
+        self._write(None, "POST", "/cluster/sdn/zones", params)
 
     def delete_zone(self, zone: str) -> None:
-        self.api._write(None, "DELETE", f"/cluster/sdn/zones/{zone}")
+        self._write(None, "DELETE", f"/cluster/sdn/zones/{zone}")
 
     def vnets(self) -> list[VNet]:
         """Every VNet of the cluster, pending ones included (those being deleted left out)."""
-        return list(parse_vnets(self.api._read(VNETS_PATH, PENDING)))
+        return list(parse_vnets(self._read(VNETS_PATH, PENDING)))
 
     def create_vnet(self, vnet: str, zone: str, tag: int, alias: str) -> None:
-        self.api._write(None, "POST", VNETS_PATH, {"vnet": vnet, "zone": zone, "tag": tag, "alias": alias})
+        self._write(None, "POST", VNETS_PATH, {"vnet": vnet, "zone": zone, "tag": tag, "alias": alias})
 
     def delete_vnet(self, vnet: str) -> None:
-        self.api._write(None, "DELETE", f"/cluster/sdn/vnets/{vnet}")
+        self._write(None, "DELETE", f"/cluster/sdn/vnets/{vnet}")
 
     def subnets(self, vnet: str) -> list[Subnet]:
-        answer = self.api._read(f"/cluster/sdn/vnets/{vnet}/subnets")
+        answer = self._read(f"/cluster/sdn/vnets/{vnet}/subnets")
         return [Subnet.parse(s) for s in answer or [] if isinstance(s, dict)]
 
     def create_subnet(self, vnet: str, cidr: str, gateway: str) -> None:
-        self.api._write(
+        self._write(
             None,
             "POST",
             f"/cluster/sdn/vnets/{vnet}/subnets",
@@ -157,9 +159,9 @@ class Sdn:
         )
 
     def delete_subnet(self, vnet: str, subnet: str) -> None:
-        self.api._write(None, "DELETE", f"/cluster/sdn/vnets/{vnet}/subnets/{subnet}")
+        self._write(None, "DELETE", f"/cluster/sdn/vnets/{vnet}/subnets/{subnet}")
 
     def apply(self) -> str | None:
         """Apply every pending SDN change on the cluster's nodes; answers the task (if Proxmox made one)."""
-        answer = self.api._write(None, "PUT", "/cluster/sdn")
+        answer = self._write(None, "PUT", "/cluster/sdn")
         return answer if isinstance(answer, str) and answer else None

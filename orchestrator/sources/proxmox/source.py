@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from agentclient import (
     AgentConnectionLost,
@@ -30,16 +30,17 @@ from agentclient import (
 from orchestrator.errors import Unavailable, UpstreamFailure
 from orchestrator.sources.proxmox.agents import HostAgents
 from orchestrator.sources.proxmox.sdn import PENDING, VNETS_PATH, VNet, parse_vnets
-from orchestrator.sources.proxmox.values import AgentReport, ClusterResources, Guest, parse_pool_vms
-
-if TYPE_CHECKING:
-    from orchestrator.sources.proxmox.zone import ZoneApi
+from orchestrator.sources.proxmox.values import (
+    NODE_UNREACHABLE,
+    AgentReport,
+    ClusterResources,
+    Guest,
+    ZoneTargets,
+    parse_pool_vms,
+)
+from orchestrator.sources.proxmox.zone import ZoneApi
 
 T = TypeVar("T")
-
-# Proxmox's own codes for "that node is not reachable from here" (pveproxy's 595/596).
-NODE_UNREACHABLE = frozenset({595, 596})
-
 
 # How Proxmox (PVE/API2/Pool.pm) refuses to read a pool it does not have: a 500, the same on any node.
 _NO_SUCH_POOL = "does not exist"
@@ -51,14 +52,6 @@ def _no_such_pool(exc: ProxmoxError) -> bool:
 
 class NotSent(Unavailable):
     """The call surely never reached Proxmox: safe to send elsewhere."""
-
-
-@dataclass(frozen=True)
-class ZoneTargets:
-    """A zone and the agents that can answer for it, in the order to try them."""
-
-    zone: str
-    targets: tuple[AgentTarget, ...]
 
 
 @dataclass
@@ -92,8 +85,6 @@ class ProxmoxSource:
 
     def zone(self, targets: ZoneTargets) -> ZoneApi:
         """One zone's Proxmox in domain terms, through the agents ``targets`` names."""
-        from orchestrator.sources.proxmox.zone import ZoneApi  # it is built on this source
-
         return ZoneApi(self, targets)
 
     def zone_call(

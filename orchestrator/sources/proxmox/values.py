@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from agentclient import AgentInfo
+from agentclient import AgentInfo, AgentTarget
 from agentclient.templates import (
     IMAGE_TAG_PREFIX,
     STORAGE_TAG_PREFIX,
@@ -22,6 +22,18 @@ from agentclient.templates import (
     split_tags,
 )
 from orchestrator.sources.qemu_config import parse_tags
+
+# Proxmox's own codes for "that node is not reachable from here" (pveproxy's 595/596).
+NODE_UNREACHABLE = frozenset({595, 596})
+
+
+@dataclass(frozen=True)
+class ZoneTargets:
+    """A zone and the agents that can answer for it, in the order to try them."""
+
+    zone: str
+    targets: tuple[AgentTarget, ...]
+
 
 RUNNING = "running"
 STOPPED = "stopped"

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from agentclient import (
     AgentDeadlineExceeded,
     AgentError,
+    AgentPool,
     AgentTarget,
     AgentUnavailable,
+    ProxmoxError,
     ProxmoxUnreachable,
     TemplatePhase,
     TemplateProgress,
@@ -34,9 +36,9 @@ from orchestrator.errors import (
     ValidationFailed,
 )
 from orchestrator.sources.proxmox.sdn import Sdn
-from orchestrator.sources.proxmox.source import NODE_UNREACHABLE, ProxmoxSource, ZoneTargets
 from orchestrator.sources.proxmox.usage import VmUsage
 from orchestrator.sources.proxmox.values import (
+    NODE_UNREACHABLE,
     ClusterResources,
     GuestInterface,
     MigrationCheck,
@@ -44,6 +46,7 @@ from orchestrator.sources.proxmox.values import (
     TaskStatus,
     Template,
     TemplatePreparing,
+    ZoneTargets,
     parse_interfaces,
 )
 from orchestrator.sources.qemu_config import ConfigChange, QemuConfig, parse_config, render_size
@@ -91,10 +94,50 @@ def _upid(answer: Any) -> str | None:
     return answer if isinstance(answer, str) and answer else None
 
 
+class ZoneCalls(Protocol):
+    """What a zone's API is built on (``source.ProxmoxSource``): a call failed over across the zone's
+    agents, a write sent once, a call to one host's agent, and the agents' pool for their services
+    beyond the proxy (images, snippets)."""
+
+    pool: AgentPool
+
+    def zone_call(
+        self,
+        zone: ZoneTargets,
+        method: str,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        deadline_at: float | None = None,
+        definite: Callable[[ProxmoxError], bool] | None = None,
+    ) -> Any: ...
+
+    def zone_write(
+        self,
+        zone: ZoneTargets,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any: ...
+
+    def host_call(
+        self,
+        zone: str,
+        target: AgentTarget,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any: ...
+
+
 class ZoneApi:
     """One zone's Proxmox, through the agents of its hosts (``targets``, from the catalog)."""
 
-    def __init__(self, source: ProxmoxSource, targets: ZoneTargets) -> None:
+    def __init__(self, source: ZoneCalls, targets: ZoneTargets) -> None:
         self.source = source
         self.targets = targets
         self.zone = targets.zone
@@ -138,7 +181,7 @@ class ZoneApi:
     @property
     def sdn(self) -> Sdn:
         """The cluster's SDN: the VNets tenant networks are."""
-        return Sdn(self)
+        return Sdn(self._read, self._write)
 
     def resources(self, kind: str | None = None) -> ClusterResources:
         """The zone's ``/cluster/resources`` now (not a request's memo: callers need it fresh);
