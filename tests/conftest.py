@@ -17,8 +17,9 @@ from devstack.world import World, WorldConfig
 from tests import addresses, secretscan
 from tests.support import GraphQL
 
-# The promise markers and the end-of-run summary of the suites' figures; the parallel run's order.
-pytest_plugins = ["tests.promises", "tests.schedule"]
+# The promise markers and the end-of-run summary of the suites' figures; the parallel run's order; the
+# share of the run's time the whole devstack costs.
+pytest_plugins = ["tests.promises", "tests.schedule", "tests.worldshare"]
 
 # Short deadlines, so that the fault tests see a slow zone given up on quickly.
 DEADLINES = (("AGENT_TIMEOUT", "1.0"), ("ZONE_DEADLINE", "2.5"))
