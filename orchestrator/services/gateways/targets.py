@@ -12,7 +12,8 @@ from orchestrator.models.networks import addresses_in
 from orchestrator.models.vms import VirtualMachine, vdc_in
 from orchestrator.services import inventory
 from orchestrator.services.context import Context
-from orchestrator.services.gateways import PublicAddress, store
+from orchestrator.services.gateways import store
+from orchestrator.services.gateways.reads import PublicAddress
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from orchestrator.errors import ValidationFailed
 from orchestrator.models import Vdc
 from orchestrator.models.networks import Network, Nic, address_tag
 from orchestrator.models.vms import VirtualMachine
-from orchestrator.services import locks, vdcs
+from orchestrator.services import locks
 from orchestrator.services.context import Context
 from orchestrator.services.networks import nics
 from orchestrator.services.networks.nics import NicRequest
+from orchestrator.services.vdcs.definitions import get_vdc
 from orchestrator.services.vms.listing import locate, reread
 from orchestrator.sources.proxmox import ConfigChange, ZoneApi
 
@@ -44,7 +45,7 @@ def vm_nics(ctx: Context, ident: str) -> list[Nic]:
 
 
 def _vdc(ctx: Context, vm: VirtualMachine) -> Vdc:
-    return vdcs.get_vdc(ctx, vm.vdc)
+    return get_vdc(ctx, vm.vdc)
 
 
 def attach_network(ctx: Context, ident: str, network: str, ip_address: str | None = None) -> NicChange:

@@ -5,14 +5,19 @@ each affected VM's firewall brought to what ``realise.desired`` says, with ``rea
 VMs are updated in parallel, at most ``PER_NODE`` at once on one node. A VM that cannot be updated does
 not stop the others: it is reported (``NotUpdated``), and doing the same again converges, since every
 update compares the firewall as it is with what it should be.
+
+What writes firewalls holds the VDC's security-group lock (``lock``: not the lock of its creates), so
+that two changes never write one VM's firewall at once; the VDC's networks (``vdc_cidrs``) are read
+from ``services.networks.reads``.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from threading import Lock
 
@@ -20,8 +25,9 @@ from orchestrator.errors import FlexPlaneError, Unavailable
 from orchestrator.models import Vdc
 from orchestrator.models.security_groups import SecurityGroup, groups_in
 from orchestrator.models.vms import parse_tags, vdc_in, vm_id
-from orchestrator.services import catalog, inventory
+from orchestrator.services import catalog, inventory, locks
 from orchestrator.services.context import Context
+from orchestrator.services.networks.reads import vdc_networks
 from orchestrator.services.security_groups.realise import (
     VDC_NETS_IPSET,
     Firewall,
@@ -39,6 +45,8 @@ logger = logging.getLogger(__name__)
 # How many VMs' firewalls are written at once on one node, and at most in all.
 PER_NODE = 4
 MAX_WORKERS = 32
+# How long a change waits for another change of the same VDC's groups before answering CONFLICT.
+LOCK_WAIT = 60.0
 
 
 @dataclass(frozen=True)
@@ -246,3 +254,22 @@ def realise(
         updated=[vm.id for vm in targets if vm.id not in failures],
         failures=[NotUpdated(vm.id, vm.name, failures[vm.id]) for vm in targets if vm.id in failures],
     )
+
+
+@contextmanager
+def lock(ctx: Context, vdc: Vdc) -> Iterator[None]:
+    """The VDC's security-group lock: its own lease (a '.' is in no VDC id), not the one its creates hold."""
+    with locks.vdc_lock(ctx, f"{vdc.id}.security-groups", wait=LOCK_WAIT):
+        yield
+
+
+def vdc_cidrs(ctx: Context, vdc: Vdc, *, strict: bool = True) -> list[str]:
+    """The VDC's network CIDRs; ``strict``: ``Unavailable`` unless every zone of the VDC answered (see
+    ``apply.complete``)."""
+    cidrs = [str(network.cidr) for network in vdc_networks(ctx, vdc)]
+    if strict and not complete(ctx, vdc):
+        failure = next(f for f in ctx.unavailable if f.where in vdc.zones)
+        raise Unavailable(
+            failure.where, f"the networks of VDC {vdc.id} cannot be read now: {failure.message}"
+        )
+    return cidrs

@@ -1,0 +1,185 @@
+"""VDCs' definitions: who may see which, the VDC a request acts in, and a definition's input checked.
+
+A VDC's definition is a catalog ConfigMap (kind ``vdc``). ADMIN sees every VDC; an ORG_OWNER those of the
+organizations they own; a USER those they are a member of. Any other VDC is reported exactly as one that
+does not exist. Reading a definition costs no Proxmox call.
+
+This module imports nothing of the networks, gateways or security groups: they read VDCs through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from orchestrator.errors import NotFound, ValidationFailed
+from orchestrator.models import Vdc
+from orchestrator.models.vdcs import (
+    DEFAULT_NETWORKS_QUOTA,
+    DEFAULT_PUBLIC_IPS_QUOTA,
+    DEFAULT_SNAPSHOTS_PER_VM,
+    MAX_SNAPSHOTS_PER_VM,
+)
+from orchestrator.services import access, catalog
+from orchestrator.services.context import Context
+
+FIELDS = (
+    "id",
+    "name",
+    "description",
+    "zones",
+    "compute_profiles",
+    "storage_profiles",
+    "images",
+    "quota",
+    "organization",
+)
+QUOTA_FIELDS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
+# Quotas a VDC's input may leave out (the VDC then has the default).
+_OPTIONAL_QUOTAS = {"networks": DEFAULT_NETWORKS_QUOTA, "public_ips": DEFAULT_PUBLIC_IPS_QUOTA}
+# GraphQL's Int is 32 bits: no quota beyond what the API can carry.
+_INT_MAX = 2**31 - 1
+_QUOTA_LIMITS = {
+    "vcpus": 1_000_000,
+    "memory_mib": _INT_MAX,
+    "disk_gb": _INT_MAX,
+    "vms": 1_000_000,
+    "networks": 10_000,
+    "public_ips": 10_000,
+}
+_QUOTA_UNITS = {
+    "vcpus": "",
+    "memory_mib": " MiB",
+    "disk_gb": " GiB",
+    "vms": "",
+    "networks": "",
+    "public_ips": "",
+}
+
+
+# ------------------------------------------------------------------------------------- reading
+
+
+def _may_see(ctx: Context, vdc: Vdc) -> bool:
+    """ADMIN, a member, or an ORG_OWNER of the VDC's organization."""
+    return vdc.id in ctx.principal.vdcs or access.manages_organization(ctx, vdc.organization)
+
+
+def _definitions(ctx: Context) -> list[Vdc]:
+    return catalog.objects(ctx, catalog.VDC, Vdc.from_spec)
+
+
+def visible_vdcs(ctx: Context) -> list[Vdc]:
+    """The VDCs the caller may see, by id (no Proxmox call). USER: their own; ADMIN: all."""
+    access.require_self_service(ctx)
+    return [vdc for vdc in _definitions(ctx) if _may_see(ctx, vdc)]
+
+
+def get_vdc(ctx: Context, vdc_id: str) -> Vdc:
+    """One VDC; ``NotFound`` if there is none, or if the caller is not a member (indistinguishable)."""
+    access.require_self_service(ctx)
+    for vdc in _definitions(ctx):
+        if vdc.id == vdc_id and _may_see(ctx, vdc):
+            return vdc
+    raise NotFound("VDC", vdc_id)
+
+
+def acting_vdc(ctx: Context) -> Vdc:
+    """The VDC a write acts in: the one the request names, of which the caller is a member (or ADMIN;
+    FORBIDDEN otherwise)."""
+    access.require_self_service(ctx)
+    if ctx.vdc is None:
+        raise ValidationFailed("vdc", "name the VDC with the FlexPlane-VDC-ID header")
+    access.visible_vdcs(ctx)
+    return get_vdc(ctx, ctx.vdc)
+
+
+# ------------------------------------------------------------------------------------ validation
+
+
+def _existing_names(
+    ctx: Context, f: catalog.Fields, field: str, kind: str, rule: Any, what: str, before: list[str]
+) -> list[str]:
+    """A list of catalog names; names added (not already in the VDC) must exist in the catalog.
+
+    Names already in the VDC may outlive their catalog object (a removed profile), harmlessly.
+    """
+    names: list[str] = f.names(field, rule, what)
+    known = catalog.entries(ctx, kind)
+    for name in names:
+        if name not in before and name not in known:
+            raise f.fail(field, f"there is no {what} {name!r}")
+    return names
+
+
+def validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vdc:
+    """The VDC ``values`` define, checked (``before``: the VDC as it is, for a change)."""
+    f = catalog.Fields(values)
+    ident = f.slug("id")
+    zones = _existing_names(
+        ctx, f, "zones", catalog.ZONE, catalog.is_slug, "zone", before.zones if before else []
+    )
+    compute = _existing_names(
+        ctx,
+        f,
+        "compute_profiles",
+        catalog.COMPUTE_PROFILE,
+        catalog.is_name,
+        "compute profile",
+        before.compute_profiles if before else [],
+    )
+    storage = _existing_names(
+        ctx,
+        f,
+        "storage_profiles",
+        catalog.STORAGE_PROFILE,
+        catalog.is_name,
+        "storage profile",
+        before.storage_profiles if before else [],
+    )
+    images = _existing_names(
+        ctx, f, "images", catalog.IMAGE, catalog.is_name, "image", before.images if before else []
+    )
+    quota = f.nested("quota")
+    # The networks and public IPs quotas are optional: without, a VDC has the default (for networks: room
+    # for its default networks).
+    required = [q for q in QUOTA_FIELDS if q not in _OPTIONAL_QUOTAS]
+    limits = {q: quota.integer(q, 0, _QUOTA_LIMITS[q], _QUOTA_UNITS[q]) for q in required}
+    optional = {q: quota.optional_integer(q, 0, _QUOTA_LIMITS[q]) for q in _OPTIONAL_QUOTAS}
+    network_quota = optional["networks"]
+    snapshots = quota.optional_integer("snapshots_per_vm", 0, MAX_SNAPSHOTS_PER_VM)
+    return Vdc(
+        id=ident,
+        name=f.title("name", ident),
+        description=f.text("description"),
+        zones=zones,
+        compute_profiles=compute,
+        storage_profiles=storage,
+        images=images,
+        quota_vcpus=limits["vcpus"],
+        quota_memory_mib=limits["memory_mib"],
+        quota_disk_gb=limits["disk_gb"],
+        quota_vms=limits["vms"],
+        quota_networks=DEFAULT_NETWORKS_QUOTA if network_quota is None else network_quota,
+        quota_public_ips=DEFAULT_PUBLIC_IPS_QUOTA
+        if optional["public_ips"] is None
+        else optional["public_ips"],
+        quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else snapshots,
+        organization=str(values.get("organization") or ""),
+    )
+
+
+def values_of(vdc: Vdc) -> dict[str, Any]:
+    """A VDC as the input that defines it (what ``validate`` takes)."""
+    quota = vdc.quota
+    return {
+        "id": vdc.id,
+        "name": vdc.name,
+        "description": vdc.description,
+        "zones": list(vdc.zones),
+        "compute_profiles": list(vdc.compute_profiles),
+        "storage_profiles": list(vdc.storage_profiles),
+        "images": list(vdc.images),
+        "organization": vdc.organization,
+        "quota": {q: getattr(quota, q) for q in QUOTA_FIELDS} | {"snapshots_per_vm": vdc.snapshots_per_vm},
+    }
