@@ -61,6 +61,7 @@ IDENTITY_SUITE = 202  # tests/devstack: identity providers
 MIGRATION_ZONE = 203  # tests/devstack/test_fakezones_migrate.py: a fake zone's nodes (port 8006)
 FAKE_ZONE = 204  # tests/devstack/test_fakezones.py: a fake zone's node (port 8006)
 SNAPSHOT_ZONE = 205  # tests/devstack/test_fakesnapshots.py: a fake zone's node (port 8006)
+LIGHT_ZONES = 206  # tests/orchestrator/lightworld.py: its zones' nodes, one third octet a zone (206, 207)
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

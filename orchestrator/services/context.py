@@ -9,9 +9,10 @@ from typing import Any, TypeVar
 
 from orchestrator.auth import Principal
 from orchestrator.errors import Unavailable
+from orchestrator.sources import clusterapi as clusterapi_source
 from orchestrator.sources import kube as kube_source
 from orchestrator.sources import proxmox as proxmox_source
-from orchestrator.sources.protocols import KubeApi, ProxmoxApi
+from orchestrator.sources.protocols import ClusterApi, KubeApi, ProxmoxApi
 
 T = TypeVar("T")
 
@@ -23,6 +24,7 @@ class Sources:
 
     kube: KubeApi | None = None
     proxmox: ProxmoxApi | None = None
+    clusterapi: ClusterApi | None = None
 
 
 @dataclass
@@ -43,6 +45,13 @@ class Context:
         if self.sources.kube is None:
             self.sources.kube = kube_source.kube()
         return self.sources.kube
+
+    @property
+    def clusterapi(self) -> ClusterApi:
+        """The management cluster's tenant-cluster objects."""
+        if self.sources.clusterapi is None:
+            self.sources.clusterapi = clusterapi_source.clusterapi()
+        return self.sources.clusterapi
 
     @property
     def proxmox(self) -> ProxmoxApi:

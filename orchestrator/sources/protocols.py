@@ -16,7 +16,14 @@ if TYPE_CHECKING:
     from kubernetes import client
 
     from agentclient import AgentTarget
-    from orchestrator.sources.kube_objects import CatalogEntry, EventEntry, Lease, SecretEntry
+    from orchestrator.sources.kube_objects import (
+        CatalogEntry,
+        EventEntry,
+        KubeObject,
+        Lease,
+        Resource,
+        SecretEntry,
+    )
     from orchestrator.sources.proxmox.agents import HostAgents
     from orchestrator.sources.proxmox.sdn import VNet
     from orchestrator.sources.proxmox.source import FanOut, ZoneTargets
@@ -83,6 +90,25 @@ class KubeApi(Protocol):
     def list_events(self, label_selector: str, limit: int) -> list[EventEntry]: ...
 
     def ping(self) -> None: ...
+
+
+class ClusterApi(Protocol):
+    """The management cluster's tenant-cluster objects (Cluster API's kinds and our providers'), each
+    VDC's in its namespace ``vdc-<id>``, and the Secrets there (a cluster's CA)."""
+
+    def list(self, resource: Resource, namespace: str | None, label_selector: str) -> list[KubeObject]: ...
+
+    def create(self, resource: Resource, namespace: str, body: Mapping[str, Any]) -> KubeObject: ...
+
+    def patch(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> KubeObject: ...
+
+    def delete(self, resource: Resource, namespace: str, name: str) -> bool: ...
+
+    def ensure_namespace(self, namespace: str, labels: Mapping[str, str]) -> None: ...
+
+    def secret(self, namespace: str, name: str) -> SecretEntry | None: ...
 
 
 class ProxmoxApi(Protocol):

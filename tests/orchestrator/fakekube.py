@@ -32,18 +32,21 @@ from orchestrator.sources.kube_objects import (
     KIND_LABEL,
     CatalogEntry,
     EventEntry,
+    KubeObject,
     Lease,
+    Resource,
     SecretEntry,
     config_map_name,
 )
-from orchestrator.sources.protocols import KubeApi
+from orchestrator.sources.protocols import ClusterApi, KubeApi
 
 WHERE = "management cluster"
 _IN = re.compile(r"^\s*([^\s=!]+)\s+in\s+\(([^)]*)\)\s*$")
 
 
-def _requirements(selector: str) -> list[tuple[str, frozenset[str]]]:
-    """``k=v,k2 in (a,b)`` as (label, allowed values) pairs; commas inside ``( )`` belong to the set."""
+def _requirements(selector: str) -> list[tuple[str, frozenset[str] | None]]:
+    """``k=v,k2 in (a,b),k3`` as (label, allowed values) pairs, None for a label that need only exist;
+    commas inside ``( )`` belong to the set."""
     parts, depth, current = [], 0, ""
     for char in selector:
         if char == "," and depth == 0:
@@ -53,10 +56,12 @@ def _requirements(selector: str) -> list[tuple[str, frozenset[str]]]:
         depth += {"(": 1, ")": -1}.get(char, 0)
         current += char
     parts.append(current)
-    out: list[tuple[str, frozenset[str]]] = []
+    out: list[tuple[str, frozenset[str] | None]] = []
     for part in filter(str.strip, parts):
         if match := _IN.match(part):
             out.append((match[1], frozenset(v.strip() for v in match[2].split(","))))
+        elif "=" not in part:
+            out.append((part.strip(), None))
         else:
             key, _, value = part.partition("=")
             out.append((key.strip().rstrip("="), frozenset({value.strip().lstrip("=")})))
@@ -64,7 +69,10 @@ def _requirements(selector: str) -> list[tuple[str, frozenset[str]]]:
 
 
 def matches(selector: str, labels: Mapping[str, str]) -> bool:
-    return all(labels.get(key) in allowed for key, allowed in _requirements(selector))
+    return all(
+        key in labels if allowed is None else labels.get(key) in allowed
+        for key, allowed in _requirements(selector)
+    )
 
 
 class FakeKube:
@@ -277,6 +285,89 @@ class FakeKube:
             self._call()
 
 
+class FakeClusterApi:
+    """The management cluster's custom objects (Cluster API's kinds, our providers') by kind, namespace and
+    name, with the surface of ``sources.protocols.ClusterApi``: creates conflict, patches merge (RFC 7386)
+    and need the object, label selectors select; ``secrets`` holds the namespaces' Secrets."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._versions = itertools.count(1)
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.secrets: dict[tuple[str, str], SecretEntry] = {}
+
+    def _object(self, resource: Resource, body: Mapping[str, Any]) -> KubeObject:
+        meta = body.get("metadata") or {}
+        return KubeObject(
+            kind=resource.kind,
+            name=str(meta.get("name", "")),
+            namespace=str(meta.get("namespace", "")),
+            labels=dict(meta.get("labels") or {}),
+            spec=copy.deepcopy(body.get("spec") or {}),
+            status=copy.deepcopy(body.get("status") or {}),
+            uid=str(meta.get("uid", "")),
+            resource_version=str(meta.get("resourceVersion", "")),
+            deleting=bool(meta.get("deletionTimestamp")),
+            owners=tuple((str(o.get("kind")), str(o.get("name"))) for o in meta.get("ownerReferences") or ()),
+            generation=int(meta.get("generation") or 0),
+        )
+
+    def list(self, resource: Resource, namespace: str | None, label_selector: str) -> list[KubeObject]:
+        with self._lock:
+            return [
+                self._object(resource, body)
+                for (plural, ns, _name), body in sorted(self.objects.items())
+                if plural == resource.plural
+                and namespace in (None, ns)
+                and matches(label_selector, (body.get("metadata") or {}).get("labels") or {})
+            ]
+
+    def create(self, resource: Resource, namespace: str, body: Mapping[str, Any]) -> KubeObject:
+        stored = copy.deepcopy(dict(body))
+        meta = stored.setdefault("metadata", {})
+        key = (resource.plural, namespace, str(meta.get("name")))
+        with self._lock:
+            if key in self.objects:
+                raise Conflict(f"{resource.kind} {key[2]} already exists in namespace {namespace}")
+            meta.update(namespace=namespace, uid=str(uuid.uuid4()), resourceVersion=str(next(self._versions)))
+            meta.setdefault("generation", 1)
+            self.objects[key] = stored
+            return self._object(resource, stored)
+
+    def patch(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject:
+        with self._lock:
+            body = self.objects.get((resource.plural, namespace, name))
+            if body is None:
+                raise NotFound(resource.kind, name)
+            _merge(body, patch)
+            body["metadata"]["resourceVersion"] = str(next(self._versions))
+            return self._object(resource, body)
+
+    def delete(self, resource: Resource, namespace: str, name: str) -> bool:
+        with self._lock:
+            return self.objects.pop((resource.plural, namespace, name), None) is not None
+
+    def ensure_namespace(self, namespace: str, labels: Mapping[str, str]) -> None:
+        with self._lock:
+            self.namespaces.setdefault(namespace, dict(labels))
+
+    def secret(self, namespace: str, name: str) -> SecretEntry | None:
+        with self._lock:
+            return copy.deepcopy(self.secrets.get((namespace, name)))
+
+
+def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    """A JSON merge patch (RFC 7386): null removes, objects merge, anything else replaces."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
 def seeded(zones: Sequence[str] = ("zone-a", "zone-b"), *, kubernetes: bool = False) -> FakeKube:
     """A management cluster holding the devstack's catalog (``devstack.seed``), as a world's starts; its
     images' addresses are those of an image server that is never started."""
@@ -286,7 +377,15 @@ def seeded(zones: Sequence[str] = ("zone-a", "zone-b"), *, kubernetes: bool = Fa
     return kube
 
 
-def context_on(kube: KubeApi, *roles: str, subject: str = "tester", vdc: str | None = None) -> Context:
-    """A fresh request of a caller of ``roles`` whose management cluster is ``kube``."""
+def context_on(
+    kube: KubeApi,
+    *roles: str,
+    subject: str = "tester",
+    vdc: str | None = None,
+    clusterapi: ClusterApi | None = None,
+) -> Context:
+    """A fresh request of a caller of ``roles`` whose management cluster is ``kube`` (and ``clusterapi``,
+    an empty one of its own unless given)."""
     principal = Principal(subject=subject, name=subject, email="", roles=frozenset(roles))
-    return Context(principal=principal, vdc=vdc, sources=Sources(kube=kube))
+    sources = Sources(kube=kube, clusterapi=clusterapi or FakeClusterApi())
+    return Context(principal=principal, vdc=vdc, sources=sources)

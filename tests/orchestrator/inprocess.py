@@ -4,7 +4,8 @@ the services on the in-memory management cluster and zones.
 
 Everything of the API runs as it does in the orchestrator (the view, token validation against the issuer's
 keys, the schema, the resolvers, the services, the audit trail); what stands in is below the services:
-``fakekube.FakeKube`` for the management cluster and ``fakeproxmox.FakeProxmox`` for the zones. The
+``fakekube.FakeKube`` for the management cluster, and for the zones ``fakeproxmox.FakeProxmox`` (in
+memory) or ``lightworld.LightWorld`` (fake Proxmox clusters behind in-process agents). The
 devstack's world plays the wiring (HTTP serving, mTLS to the agents, the agents, Zitadel's API); these
 are for what the API and the services decide.
 
@@ -41,12 +42,13 @@ from devstack.identity.claims import (
     subject_of,
 )
 from orchestrator import auth
+from orchestrator.sources import clusterapi as clusterapi_source
 from orchestrator.sources import kube as kube_source
 from orchestrator.sources import proxmox as proxmox_source
+from orchestrator.sources.protocols import ProxmoxApi
 from portal.auth import EXPIRATION_KEY, remember_user
 from portal.models import PortalUser
-from tests.orchestrator.fakekube import FakeKube
-from tests.orchestrator.fakeproxmox import FakeProxmox
+from tests.orchestrator.fakekube import FakeClusterApi, FakeKube
 from tests.support import Answer
 
 AUDIENCE = seed.PROJECT_ID
@@ -119,7 +121,7 @@ class InProcessApi:
 
     issuer: LocalIssuer
     kube: FakeKube
-    proxmox: FakeProxmox
+    proxmox: ProxmoxApi
 
     def __post_init__(self) -> None:
         self.client = Client()
@@ -131,7 +133,12 @@ class InProcessApi:
         return self._tokens[user]
 
     def raw(
-        self, query: str, *, headers: dict[str, str] | None = None, variables: dict[str, Any] | None = None
+        self,
+        query: str,
+        *,
+        headers: dict[str, str] | None = None,
+        variables: dict[str, Any] | None = None,
+        timeout: float | None = None,  # as tests.support.GraphQL's: a request here waits for its answer
     ) -> Answer:
         response = self.client.post(
             "/graphql",
@@ -183,8 +190,12 @@ def signed_in(username: str) -> Client:
 
 
 @contextmanager
-def in_process(issuer: LocalIssuer, kube: FakeKube, proxmox: FakeProxmox) -> Iterator[InProcessApi]:
-    """The API of this process on ``kube`` and ``proxmox``, its tokens those of ``issuer``."""
+def in_process(
+    issuer: LocalIssuer, kube: FakeKube, proxmox: ProxmoxApi, clusterapi: FakeClusterApi | None = None
+) -> Iterator[InProcessApi]:
+    """The API of this process on ``kube``, ``clusterapi`` (an empty one unless given) and ``proxmox``,
+    its tokens those of ``issuer``."""
+    tenant_clusters = clusterapi or FakeClusterApi()
     with (
         override_settings(
             FLEXPLANE_OIDC_ISSUER=issuer.url,
@@ -199,4 +210,5 @@ def in_process(issuer: LocalIssuer, kube: FakeKube, proxmox: FakeProxmox) -> Ite
         patch.setattr(auth, "_validator", None)
         patch.setattr(kube_source, "_source", kube)
         patch.setattr(proxmox_source, "_source", proxmox)
+        patch.setattr(clusterapi_source, "clusterapi", lambda: tenant_clusters)
         yield InProcessApi(issuer, kube, proxmox)

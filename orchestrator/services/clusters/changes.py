@@ -46,16 +46,15 @@ from orchestrator.services.clusters.quota import size_of
 from orchestrator.services.clusters.reads import VdcObjects, acting_vdc, assemble, read, templates_by_name
 from orchestrator.services.context import Context
 from orchestrator.services.vms.plan import still_held, vdc_lock
-from orchestrator.sources.clusterapi import clusterapi
 
 
 def _objects(
-    vdc: Vdc, cluster: str, kinds: tuple[Any, ...] = WRITTEN
+    ctx: Context, vdc: Vdc, cluster: str, kinds: tuple[Any, ...] = WRITTEN
 ) -> tuple[VdcObjects, KubernetesCluster]:
     """The cluster's objects read now, and the cluster; ``NotFound`` if it has no ``Cluster`` object."""
     if not isinstance(cluster, str) or not inputs.is_label(cluster):
         raise NotFound("Kubernetes cluster", str(cluster)[:63])
-    found = read([namespace_of(vdc.id)], cluster, kinds)
+    found = read(ctx, [namespace_of(vdc.id)], cluster, kinds)
     made = [c for c in assemble(found) if c.name == cluster]
     if not made:
         raise NotFound("Kubernetes cluster", cluster)
@@ -68,7 +67,7 @@ def _changeable(cluster: KubernetesCluster) -> None:
 
 
 def _reread(ctx: Context, vdc: Vdc, cluster: str) -> KubernetesCluster:
-    return _objects(vdc, cluster)[1]
+    return _objects(ctx, vdc, cluster)[1]
 
 
 def scale_node_pool(ctx: Context, cluster: str, pool: str, count: int) -> KubernetesCluster:
@@ -76,7 +75,7 @@ def scale_node_pool(ctx: Context, cluster: str, pool: str, count: int) -> Kubern
     vdc = acting_vdc(ctx)
     inputs.validate_count(count, "count")
     with vdc_lock(ctx, vdc) as held:
-        found, current = _objects(vdc, cluster)
+        found, current = _objects(ctx, vdc, cluster)
         _changeable(current)
         deployment = next(
             (md for md in found.of(MACHINE_DEPLOYMENT) if md.labels.get(NODE_POOL_LABEL) == pool), None
@@ -102,7 +101,7 @@ def scale_node_pool(ctx: Context, cluster: str, pool: str, count: int) -> Kubern
             )
             vdcs.check_quota(ctx, vdc, add, current=vdc_usage_now(ctx, vdc))
         still_held(held, vdc)
-        clusterapi().patch(
+        ctx.clusterapi.patch(
             MACHINE_DEPLOYMENT, namespace_of(vdc.id), deployment.name, {"spec": {"replicas": count}}
         )
     return _reread(ctx, vdc, cluster)
@@ -141,9 +140,9 @@ def upgrade_cluster(ctx: Context, cluster: str, version: str) -> KubernetesClust
     vdc = acting_vdc(ctx)
     target = offered_version(ctx, vdc, version)
     namespace = namespace_of(vdc.id)
-    source = clusterapi()
+    source = ctx.clusterapi
     with vdc_lock(ctx, vdc) as held:
-        found, current = _objects(vdc, cluster)
+        found, current = _objects(ctx, vdc, cluster)
         _changeable(current)
         # Never below what it is asked to run; one minor step above what its control plane runs now (an
         # upgrade under way finishes before the next minor one).
@@ -175,8 +174,8 @@ def delete_cluster(ctx: Context, cluster: str) -> KubernetesCluster:
     """Delete a cluster and everything of it (see the module's docstring); answers it as it was."""
     vdc = acting_vdc(ctx)
     namespace = namespace_of(vdc.id)
-    source = clusterapi()
-    found, current = _objects(vdc, cluster)
+    source = ctx.clusterapi
+    found, current = _objects(ctx, vdc, cluster)
     failures: list[str] = []
 
     def delete(obj: KubeObject, resource: Any) -> None:

@@ -41,7 +41,7 @@ from orchestrator.services.clusters.reads import acting_vdc
 from orchestrator.services.context import Context
 from orchestrator.services.vms.inputs import catalog_choice
 from orchestrator.services.vms.plan import everything_now, still_held, usage, vdc_lock
-from orchestrator.sources.clusterapi import ClusterApiSource, clusterapi
+from orchestrator.sources.protocols import ClusterApi
 
 logger = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ def asked(pools: Sequence[objects.PoolPlan]) -> Usage:
 
 
 def take_back(
-    source: ClusterApiSource, namespace: str, written: Sequence[tuple[Resource, str]], error: FlexPlaneError
+    source: ClusterApi, namespace: str, written: Sequence[tuple[Resource, str]], error: FlexPlaneError
 ) -> None:
     """Delete what a failed write made (newest first), and say in ``error`` whether that worked."""
     if not written:
@@ -180,7 +180,7 @@ def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
     within its quota (``quota.CONTROL_PLANE_REPLICA`` per replica)."""
     vdc, planned = plan(ctx, spec)
     namespace = namespace_of(vdc.id)
-    source = clusterapi()
+    source = ctx.clusterapi
     with vdc_lock(ctx, vdc) as held:
         taken = source.list(CLUSTER, namespace, f"{VDC_LABEL},{CLUSTER_NAME_LABEL}={planned.name}")
         if taken:

@@ -35,7 +35,6 @@ from orchestrator.errors import Conflict, UpstreamFailure
 from orchestrator.models.clusters import Kubeconfig, namespace_of
 from orchestrator.services.clusters.reads import acting_vdc, get_cluster
 from orchestrator.services.context import Context
-from orchestrator.sources.clusterapi import clusterapi
 
 VALIDITY = datetime.timedelta(hours=8)
 # Clocks of the tenant's API server and ours may differ a little.
@@ -48,8 +47,8 @@ def group_of(vdc: str) -> str:
     return f"{GROUP_PREFIX}{vdc}"
 
 
-def _ca(vdc: str, cluster: str) -> tuple[x509.Certificate, bytes, object]:
-    secret = clusterapi().secret(namespace_of(vdc), f"{cluster}-ca")
+def _ca(ctx: Context, vdc: str, cluster: str) -> tuple[x509.Certificate, bytes, object]:
+    secret = ctx.clusterapi.secret(namespace_of(vdc), f"{cluster}-ca")
     if secret is None or not secret.data.get("tls.crt") or not secret.data.get("tls.key"):
         raise Conflict(
             f"Kubernetes cluster {cluster} has no certificate authority yet: it is still being made"
@@ -135,7 +134,7 @@ def kubeconfig(ctx: Context, cluster: str) -> Kubeconfig:
     found = get_cluster(ctx, cluster)
     if found.endpoint is None:
         raise Conflict(f"Kubernetes cluster {cluster} has no API endpoint yet: it is still being made")
-    certificate, ca_pem, ca_key = _ca(vdc.id, found.name)
+    certificate, ca_pem, ca_key = _ca(ctx, vdc.id, found.name)
     user = ctx.principal.email or ctx.principal.subject
     now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)  # what a certificate can say
     cert_pem, key_pem, expires = issue(certificate, ca_key, user, group_of(vdc.id), now)

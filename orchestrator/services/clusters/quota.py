@@ -40,7 +40,6 @@ from orchestrator.models.vms import vdc_in
 from orchestrator.services import catalog
 from orchestrator.services.clusters.reads import read, templates_by_name
 from orchestrator.services.context import Context
-from orchestrator.sources.clusterapi import clusterapi
 from orchestrator.sources.proxmox import ClusterResources
 
 # What one control-plane replica counts for in its VDC's quota (see the module's docstring).
@@ -119,17 +118,17 @@ def reserved_for_clusters(
     a node pool), five otherwise.
     """
     namespace = namespace_of(vdc.id)
-    found = read([namespace], kinds=(MACHINE_DEPLOYMENT,))
+    found = read(ctx, [namespace], kinds=(MACHINE_DEPLOYMENT,))
     deployments = found.of(MACHINE_DEPLOYMENT)
     if not deployments:
         return Usage()
-    planes = control_planes(read([namespace], kinds=(FLEX_CONTROL_PLANE,)).of(FLEX_CONTROL_PLANE))
+    planes = control_planes(read(ctx, [namespace], kinds=(FLEX_CONTROL_PLANE,)).of(FLEX_CONTROL_PLANE))
     names = {
         guest.name for resources in zones.values() for guest in resources.vms if vdc_in(guest.tags) == vdc.id
     }
     if creating is not None:
         names.add(creating)
-    templates = templates_by_name(read([namespace], kinds=(PROXMOX_MACHINE_TEMPLATE,)))
-    machines = clusterapi().list(MACHINE, namespace, DEPLOYMENT_NAME_LABEL)
+    templates = templates_by_name(read(ctx, [namespace], kinds=(PROXMOX_MACHINE_TEMPLATE,)))
+    machines = ctx.clusterapi.list(MACHINE, namespace, DEPLOYMENT_NAME_LABEL)
     profiles = {p.name: p for p in catalog.objects(ctx, catalog.COMPUTE_PROFILE, ComputeProfile.from_spec)}
     return planned(deployments, templates, machines, names, profiles) + planes

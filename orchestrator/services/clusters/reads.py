@@ -34,7 +34,6 @@ from orchestrator.models.vdcs import Vdc
 from orchestrator.services import access, vdcs
 from orchestrator.services.clusters.inputs import is_label
 from orchestrator.services.context import Context
-from orchestrator.sources.clusterapi import clusterapi
 
 
 @dataclass
@@ -64,10 +63,13 @@ def _belongs(obj: KubeObject) -> bool:
 
 
 def read(
-    namespaces: Iterable[str] | None, cluster: str | None = None, kinds: Sequence[Resource] = LISTED
+    ctx: Context,
+    namespaces: Iterable[str] | None,
+    cluster: str | None = None,
+    kinds: Sequence[Resource] = LISTED,
 ) -> VdcObjects:
     """The objects of ``kinds`` in ``namespaces`` (None: every namespace), of one cluster if named."""
-    source = clusterapi()
+    source = ctx.clusterapi
     found = VdcObjects()
     for resource in kinds:
         objects: list[KubeObject] = []
@@ -117,7 +119,7 @@ def list_clusters(ctx: Context) -> list[KubernetesCluster]:
 
     USER or ADMIN; naming a VDC one is not a member of is FORBIDDEN. Five reads per VDC namespace
     (ADMIN naming none: five in all)."""
-    return ctx.memoize(("clusters", ctx.vdc), lambda: assemble(read(_scope(ctx))))
+    return ctx.memoize(("clusters", ctx.vdc), lambda: assemble(read(ctx, _scope(ctx))))
 
 
 def acting_vdc(ctx: Context) -> Vdc:
@@ -136,7 +138,7 @@ def get_cluster(ctx: Context, name: str) -> KubernetesCluster:
     vdc = acting_vdc(ctx)
     if not is_label(name):
         raise NotFound("Kubernetes cluster", str(name)[:63])
-    found = [c for c in assemble(read([namespace_of(vdc.id)], name)) if c.name == name]
+    found = [c for c in assemble(read(ctx, [namespace_of(vdc.id)], name)) if c.name == name]
     if not found:
         raise NotFound("Kubernetes cluster", name)
     return found[0]
