@@ -12,7 +12,8 @@ from orchestrator.errors import Unavailable
 from orchestrator.sources import clusterapi as clusterapi_source
 from orchestrator.sources import kube as kube_source
 from orchestrator.sources import proxmox as proxmox_source
-from orchestrator.sources.protocols import ClusterApi, KubeApi, ProxmoxApi
+from orchestrator.sources import zitadel as zitadel_source
+from orchestrator.sources.protocols import ClusterApi, KubeApi, ProxmoxApi, ZitadelApi
 
 T = TypeVar("T")
 
@@ -25,6 +26,8 @@ class Sources:
     kube: KubeApi | None = None
     proxmox: ProxmoxApi | None = None
     clusterapi: ClusterApi | None = None
+    # Zitadel's management API; the process's is None where the deployment configures none.
+    zitadel: ZitadelApi | None = None
 
 
 @dataclass
@@ -59,6 +62,18 @@ class Context:
         if self.sources.proxmox is None:
             self.sources.proxmox = proxmox_source.proxmox()
         return self.sources.proxmox
+
+    @property
+    def zitadel(self) -> ZitadelApi | None:
+        """Zitadel's management API; None where the deployment configures none."""
+        return self.sources.zitadel or zitadel_source.zitadel()
+
+    def require_zitadel(self) -> ZitadelApi:
+        """Zitadel's management API, or ``Unavailable`` naming Zitadel when none is configured."""
+        source = self.zitadel
+        if source is None:
+            raise Unavailable(zitadel_source.WHERE, zitadel_source.NOT_CONFIGURED)
+        return source
 
     def fresh(self) -> Context:
         """The same caller, VDC and sources with nothing read yet: for a step that must read anew."""

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from orchestrator.sources.proxmox.source import FanOut, ZoneTargets
     from orchestrator.sources.proxmox.values import AgentReport, ClusterResources, Guest
     from orchestrator.sources.proxmox.zone import ZoneApi
+    from orchestrator.sources.zitadel import Authorization, Organization, User
 
 T = TypeVar("T")
 
@@ -138,3 +139,41 @@ class ProxmoxApi(Protocol):
     ) -> FanOut[tuple[Guest, ...]]: ...
 
     def agent_reports(self, agents: Mapping[str, AgentTarget]) -> FanOut[AgentReport]: ...
+
+
+class ZitadelApi(Protocol):
+    """Zitadel's management API as the services use it, as the platform's service user: users, the
+    project's roles and its grants to organizations, users' authorizations (their roles), organizations.
+    A refusal is ``ZitadelRefused``, no answer ``Unavailable`` naming Zitadel."""
+
+    def search_users(
+        self, search: str, *, organization_id: str | None = None, limit: int = 50
+    ) -> list[User]: ...
+
+    def users(self, user_ids: Iterable[str]) -> list[User]: ...
+
+    def add_project_role(self, role_key: str, display_name: str, group: str) -> bool: ...
+
+    def project_organization(self) -> str: ...
+
+    def grant_project(self, organization_id: str, role_keys: Sequence[str]) -> None: ...
+
+    def revoke_project(self, organization_id: str) -> bool: ...
+
+    def remove_project_role(self, role_key: str) -> None: ...
+
+    def authorizations(
+        self,
+        *,
+        user_ids: Sequence[str] = (),
+        organization_id: str | None = None,
+        role_key: str | None = None,
+    ) -> list[Authorization]: ...
+
+    def create_authorization(self, user_id: str, organization_id: str, role_keys: Sequence[str]) -> str: ...
+
+    def update_authorization(self, authorization_id: str, role_keys: Sequence[str]) -> None: ...
+
+    def delete_authorization(self, authorization_id: str) -> None: ...
+
+    def organization(self, organization_id: str) -> Organization | None: ...

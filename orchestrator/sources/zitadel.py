@@ -495,9 +495,12 @@ def zitadel() -> ZitadelSource | None:
         return _source
 
 
+NOT_CONFIGURED = "Zitadel's management API is not configured (FLEXPLANE_ZITADEL_KEY_FILE)"
+
+
 def require_zitadel() -> ZitadelSource:
     """The Zitadel client, or ``Unavailable`` naming Zitadel when none is configured."""
     source = zitadel()
     if source is None:
-        raise Unavailable(WHERE, "Zitadel's management API is not configured (FLEXPLANE_ZITADEL_KEY_FILE)")
+        raise Unavailable(WHERE, NOT_CONFIGURED)
     return source

@@ -26,7 +26,8 @@ from orchestrator.services.access_admin.users import (
     grants_of,
 )
 from orchestrator.services.context import Context
-from orchestrator.sources.zitadel import User, ZitadelSource, require_zitadel
+from orchestrator.sources.protocols import ZitadelApi
+from orchestrator.sources.zitadel import User
 
 USER_LEASE_PREFIX = "fp-lock-user-"
 
@@ -66,7 +67,7 @@ def _same_organization(user: User, vdc: Vdc) -> None:
 class _Home:
     """The organization that owns the project, asked of Zitadel once per change, and only if needed."""
 
-    def __init__(self, source: ZitadelSource) -> None:
+    def __init__(self, source: ZitadelApi) -> None:
         self.source = source
         self.known: str | None = None
 
@@ -78,7 +79,7 @@ class _Home:
 
 def _change(
     ctx: Context,
-    source: ZitadelSource,
+    source: ZitadelApi,
     user: User,
     change: Callable[[set[str]], set[str]],
     place: Callable[[str], str],
@@ -111,7 +112,7 @@ def grant_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess:
     within the organization that owns the project for a VDC of the platform's own.
     """
     access.require_access_manager(ctx)
-    source = require_zitadel()
+    source = ctx.require_zitadel()
     vdc = _vdc(ctx, vdc_id)
     user = get_user(ctx, source, user_id)
     _same_organization(user, vdc)
@@ -123,7 +124,7 @@ def grant_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess:
 def revoke_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess:
     """End the user's membership of the VDC (ADMIN, or ORG_OWNER of the VDC's organization)."""
     access.require_access_manager(ctx)
-    source = require_zitadel()
+    source = ctx.require_zitadel()
     vdc = _vdc(ctx, vdc_id)
     user = get_user(ctx, source, user_id)
     role = f"{VDC_ROLE_PREFIX}{vdc.id}"
@@ -152,7 +153,7 @@ def set_platform_roles(ctx: Context, user_id: str, roles: Sequence[str]) -> User
             "roles", f"unknown role(s) {', '.join(unknown)}: one of {', '.join(PLATFORM_ROLES)}"
         )
     wanted = {r for r in PLATFORM_ROLES if r in roles}
-    source = require_zitadel()
+    source = ctx.require_zitadel()
     user = get_user(ctx, source, user_id)
     home = _Home(source)
     org = user.organization_id
@@ -181,7 +182,7 @@ def vdc_members(ctx: Context, vdc_id: str) -> list[UserAccess]:
     """The members of a VDC (ADMIN, or ORG_OWNER of the VDC's organization): two reads of Zitadel."""
     access.require_access_manager(ctx)
     vdc = _vdc(ctx, vdc_id)
-    source = require_zitadel()
+    source = ctx.require_zitadel()
     role = f"{VDC_ROLE_PREFIX}{vdc.id}"
     holders = source.authorizations(role_key=role)
     users = [

@@ -13,7 +13,7 @@ import logging
 
 from orchestrator.auth import VDC_ROLE_PREFIX
 from orchestrator.errors import FlexPlaneError
-from orchestrator.sources.zitadel import zitadel
+from orchestrator.services.context import Context
 
 logger = logging.getLogger(__name__)
 
@@ -24,14 +24,14 @@ def role_of(vdc_id: str) -> str:
     return f"{VDC_ROLE_PREFIX}{vdc_id}"
 
 
-def add_vdc_role(vdc_id: str, name: str, grant: tuple[str, list[str]] | None = None) -> bool:
+def add_vdc_role(ctx: Context, vdc_id: str, name: str, grant: tuple[str, list[str]] | None = None) -> bool:
     """Give the project the VDC's role, with no member yet; False when Zitadel is not configured.
 
     ``grant``: for a VDC of an organization, the organization and the roles the project is then granted
     to it with (the VDC's among them), so that its users can be made members within it.
     Raises ``Unavailable`` (naming Zitadel) or ``ZitadelRefused``: the VDC must then not be made.
     """
-    source = zitadel()
+    source = ctx.zitadel
     if source is None:
         logger.warning("access: Zitadel is not configured: VDC %s gets no role %s", vdc_id, role_of(vdc_id))
         return False
@@ -41,23 +41,23 @@ def add_vdc_role(vdc_id: str, name: str, grant: tuple[str, list[str]] | None = N
         try:
             source.grant_project(*grant)
         except FlexPlaneError:
-            remove_vdc_role(vdc_id)
+            remove_vdc_role(ctx, vdc_id)
             raise
     return True
 
 
-def check_reachable(vdc_id: str) -> None:
+def check_reachable(ctx: Context, vdc_id: str) -> None:
     """``Unavailable`` naming Zitadel unless it answers now: before a VDC is taken apart, so that its role
     does not outlive it for want of Zitadel (one read: the role's memberships)."""
-    source = zitadel()
+    source = ctx.zitadel
     if source is not None:
         source.authorizations(role_key=role_of(vdc_id))
 
 
-def remove_vdc_role(vdc_id: str) -> None:
+def remove_vdc_role(ctx: Context, vdc_id: str) -> None:
     """Remove the VDC's role and every membership of it. Best effort: a failure is logged (the next VDC
     of that id clears the role before it is given out again)."""
-    source = zitadel()
+    source = ctx.zitadel
     if source is None:
         return
     try:

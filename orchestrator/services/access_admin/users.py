@@ -18,7 +18,8 @@ from orchestrator.auth import ADMIN, ORG_OWNER, USER, VDC_ROLE_PREFIX
 from orchestrator.errors import NotFound, ValidationFailed
 from orchestrator.services import access
 from orchestrator.services.context import Context
-from orchestrator.sources.zitadel import Authorization, User, ZitadelSource, require_zitadel
+from orchestrator.sources.protocols import ZitadelApi
+from orchestrator.sources.zitadel import Authorization, User
 
 PLATFORM_ROLES = (ADMIN, USER, ORG_OWNER)
 SEARCH_MAX = 100
@@ -78,7 +79,7 @@ def _organizations(ctx: Context) -> Sequence[str | None]:
     return [None] if ctx.principal.is_admin else sorted(ctx.principal.owned_organizations)
 
 
-def grants_of(source: ZitadelSource, ctx: Context) -> list[Authorization]:
+def grants_of(source: ZitadelApi, ctx: Context) -> list[Authorization]:
     """The project's authorizations the caller may see (one call, or one per organization owned)."""
     return [g for org in _organizations(ctx) for g in source.authorizations(organization_id=org)]
 
@@ -87,7 +88,7 @@ def search_users(ctx: Context, search: str) -> list[UserAccess]:
     """Users whose name, user name or email contains ``search`` (ADMIN, or ORG_OWNER for their users)."""
     access.require_access_manager(ctx)
     text = search_text(search)
-    source = require_zitadel()
+    source = ctx.require_zitadel()
     found = {u.id: u for org in _organizations(ctx) for u in source.search_users(text, organization_id=org)}
     if not found:
         return []
@@ -95,7 +96,7 @@ def search_users(ctx: Context, search: str) -> list[UserAccess]:
     return [access_of(user, grants) for user in sorted(found.values(), key=lambda u: (u.name, u.id))]
 
 
-def get_user(ctx: Context, source: ZitadelSource, user_id: str) -> User:
+def get_user(ctx: Context, source: ZitadelApi, user_id: str) -> User:
     """One user the caller may manage; ``NotFound`` for one that does not exist or is not theirs."""
     ident = user_id_of(user_id)
     for user in source.users([ident]):
@@ -107,6 +108,6 @@ def get_user(ctx: Context, source: ZitadelSource, user_id: str) -> User:
 def user_access(ctx: Context, user_id: str) -> UserAccess:
     """One user with their roles and VDCs (ADMIN, or ORG_OWNER for their users; others NOT_FOUND)."""
     access.require_access_manager(ctx)
-    source = require_zitadel()
+    source = ctx.require_zitadel()
     user = get_user(ctx, source, user_id)
     return access_of(user, source.authorizations(user_ids=[user.id]))

@@ -59,17 +59,17 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
         if ctx.kube.get_catalog(catalog.VDC, vdc.id) is not None:
             raise Conflict(f"VDC {vdc.id!r} already exists")
         # Its role in Zitadel first: a VDC whose role could not be added is not made at all.
-        roles.add_vdc_role(vdc.id, vdc.name, organizations.project_grant(ctx, vdc))
+        roles.add_vdc_role(ctx, vdc.id, vdc.name, organizations.project_grant(ctx, vdc))
         try:
             created = ensure_pools(ctx, vdc, vdc.zones)
         except FlexPlaneError:
-            roles.remove_vdc_role(vdc.id)
+            roles.remove_vdc_role(ctx, vdc.id)
             raise
         try:
             made = networks.ensure_default_networks(ctx, vdc)
         except FlexPlaneError:
             remove_pools(ctx, vdc.pool, created)
-            roles.remove_vdc_role(vdc.id)
+            roles.remove_vdc_role(ctx, vdc.id)
             raise
         try:
             entry = ctx.kube.create_catalog(catalog.VDC, vdc.id, vdc.to_spec())
@@ -77,7 +77,7 @@ def create_vdc(ctx: Context, data: Mapping[str, Any]) -> Vdc:
             # Surely not stored: take the pools, networks and role back.
             _remove_networks(ctx, vdc, made)
             remove_pools(ctx, vdc.pool, created)
-            roles.remove_vdc_role(vdc.id)
+            roles.remove_vdc_role(ctx, vdc.id)
             raise
         # Unavailable: the ConfigMap may have been stored; its pools stay (a retry finds them).
     catalog.remember(ctx, entry)
@@ -160,7 +160,7 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
         if vms:
             where = ", ".join(f"{n} in {zone}" for zone, n in sorted(vms.items()))
             raise Conflict(f"VDC {vdc_id!r} still has {sum(vms.values())} VM(s) ({where}): delete them first")
-        roles.check_reachable(vdc_id)  # its role goes with it: not while Zitadel does not answer
+        roles.check_reachable(ctx, vdc_id)  # its role goes with it: not while Zitadel does not answer
         gateways.delete_vdc_gateways(ctx, vdc_id)  # its public IPs go back to the zones' pools
         try:
             networks.delete_vdc_networks(ctx, vdc)
@@ -173,6 +173,6 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
         if not ctx.kube.delete_catalog(catalog.VDC, vdc_id, entry.resource_version):
             raise NotFound("VDC", vdc_id)
         catalog.forget(ctx, catalog.VDC, vdc_id)
-        roles.remove_vdc_role(vdc_id)
+        roles.remove_vdc_role(ctx, vdc_id)
     locks.forget_vdc_lock(ctx, vdc_id)
     return vdc
