@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import graphene
 
-from orchestrator.graphql.core import ADMIN, Role, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import ADMIN, Role, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
+from orchestrator.graphql.fields import attr
 from orchestrator.graphql.vdcs import VdcResources
-from orchestrator.models import Usage
 from orchestrator.services import organizations
 from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.access_admin.users import UserAccess as UserAccessModel
@@ -26,8 +26,7 @@ ACCESS_MANAGER = Role(
 )
 TAKES_EFFECT = "It takes effect with the user's next token."
 
-AccessErrorCode = error_code_enum("AccessErrorCode", "QUOTA_EXCEEDED")
-AccessError = error_type("AccessError", AccessErrorCode)
+AccessErrorCode, AccessError = error_types("Access", "QUOTA_EXCEEDED")
 
 
 class UserAccess(graphene.ObjectType):
@@ -50,28 +49,35 @@ class UserAccess(graphene.ObjectType):
     )
 
 
-class GrantVdcMembership(ServiceMutation):
+class UserMutation(ServiceMutation):
     class Meta:
-        role, service, result, error = ACCESS_MANAGER, memberships.grant_vdc_membership, "user", AccessError
+        abstract = True
+
+    shared = Shared(ACCESS_MANAGER, AccessError, "user")
+    user = graphene.Field(UserAccess, description="The user, as Zitadel now holds them.")
+
+
+class MembershipArguments:
+    """The arguments naming a user's membership of a VDC."""
+
+    user = graphene.ID(required=True, description="The user's id.")
+    vdc = graphene.ID(required=True)
+
+
+class GrantVdcMembership(UserMutation):
+    class Meta:
+        service = memberships.grant_vdc_membership
         description = f"Make a user a member of a VDC (its role vdc:<id>). {TAKES_EFFECT}"
 
-    class Arguments:
-        user = graphene.ID(required=True, description="The user's id.")
-        vdc = graphene.ID(required=True)
-
-    user = graphene.Field(UserAccess, description="The user, as Zitadel now holds them.")
+    Arguments = MembershipArguments
 
 
-class RevokeVdcMembership(ServiceMutation):
+class RevokeVdcMembership(UserMutation):
     class Meta:
-        role, service, result, error = ACCESS_MANAGER, memberships.revoke_vdc_membership, "user", AccessError
+        service = memberships.revoke_vdc_membership
         description = f"End a user's membership of a VDC (none: nothing changes). {TAKES_EFFECT}"
 
-    class Arguments:
-        user = graphene.ID(required=True, description="The user's id.")
-        vdc = graphene.ID(required=True)
-
-    user = graphene.Field(UserAccess, description="The user, as Zitadel now holds them.")
+    Arguments = MembershipArguments
 
 
 class SetPlatformRoles(ServiceMutation):
@@ -121,13 +127,8 @@ class OrganizationAllowance(graphene.ObjectType):
         description="The sum of its VDCs' quotas: what they take of the allowance.",
     )
 
-    @staticmethod
-    def resolve_organization(item: AllowanceUsage, info: graphene.ResolveInfo) -> str:
-        return item.allowance.organization
-
-    @staticmethod
-    def resolve_name(item: AllowanceUsage, info: graphene.ResolveInfo) -> str:
-        return item.allowance.name
+    resolve_organization = attr("allowance.organization")
+    resolve_name = attr("allowance.name")
 
     @staticmethod
     def resolve_zones(item: AllowanceUsage, info: graphene.ResolveInfo) -> list[str]:
@@ -152,10 +153,6 @@ class OrganizationAllowance(graphene.ObjectType):
             attr: getattr(allowance.quota, attr) if attr in allowance.bounded else None
             for attr in ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
         }
-
-    @staticmethod
-    def resolve_allotted(item: AllowanceUsage, info: graphene.ResolveInfo) -> Usage:
-        return item.allotted
 
 
 class AllowanceQuotaInput(graphene.InputObjectType):

@@ -12,8 +12,9 @@ from typing import Any
 import graphene
 
 from orchestrator.graphql.catalog import CatalogError
-from orchestrator.graphql.core import ADMIN, VDC_MEMBER, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import ADMIN, VDC_MEMBER, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
+from orchestrator.graphql.fields import attr
 from orchestrator.graphql.inputs import input_type
 from orchestrator.models.clusters import KUBERNETES_VERSION_INPUTS, PHASES
 from orchestrator.models.clusters import Kubeconfig as KubeconfigModel
@@ -23,8 +24,7 @@ from orchestrator.services import audit, catalog, clusters
 from orchestrator.services.clusters import CreateCluster, NodePoolSpec
 from orchestrator.services.context import Context
 
-KubernetesClusterErrorCode = error_code_enum("KubernetesClusterErrorCode", "QUOTA_EXCEEDED")
-KubernetesClusterError = error_type("KubernetesClusterError", KubernetesClusterErrorCode)
+KubernetesClusterErrorCode, KubernetesClusterError = error_types("KubernetesCluster", "QUOTA_EXCEEDED")
 
 
 # ------------------------------------------------------------------------------------------ types
@@ -98,9 +98,7 @@ class Kubeconfig(graphene.ObjectType):
     kubeconfig = graphene.String(required=True, description="The file, YAML.")
     expires_at = graphene.DateTime(required=True)
 
-    @staticmethod
-    def resolve_kubeconfig(issued: KubeconfigModel, info: graphene.ResolveInfo) -> str:
-        return issued.text
+    resolve_kubeconfig = attr("text")
 
 
 # ------------------------------------------------------------------------------------------ reads
@@ -220,9 +218,17 @@ KubernetesVersionUpdateInput = input_type(
 # -------------------------------------------------------------------------------------- mutations
 
 
-class CreateKubernetesCluster(ServiceMutation):
+class KubernetesClusterMutation(ServiceMutation):
     class Meta:
-        role, service, result, error = VDC_MEMBER, _create, "kubernetes_cluster", KubernetesClusterError
+        abstract = True
+
+    shared = Shared(VDC_MEMBER, KubernetesClusterError, "kubernetes_cluster")
+    kubernetes_cluster = graphene.Field(KubernetesCluster)
+
+
+class CreateKubernetesCluster(KubernetesClusterMutation):
+    class Meta:
+        service = _create
         description = (
             "Create a Kubernetes cluster in the VDC: its Cluster API objects, which the providers make real "
             "(follow its phase). Its workers count against the VDC's quota as the VMs they become, checked "
@@ -232,17 +238,10 @@ class CreateKubernetesCluster(ServiceMutation):
     class Arguments:
         input = CreateKubernetesClusterInput(required=True)
 
-    kubernetes_cluster = graphene.Field(KubernetesCluster)
 
-
-class ScaleNodePool(ServiceMutation):
+class ScaleNodePool(KubernetesClusterMutation):
     class Meta:
-        role, service, result, error = (
-            VDC_MEMBER,
-            clusters.scale_node_pool,
-            "kubernetes_cluster",
-            KubernetesClusterError,
-        )
+        service = clusters.scale_node_pool
         description = "Set a node pool's node count (1 to 100); growing it must fit the VDC's quota."
 
     class Arguments:
@@ -250,17 +249,10 @@ class ScaleNodePool(ServiceMutation):
         pool = graphene.String(required=True)
         count = graphene.Int(required=True)
 
-    kubernetes_cluster = graphene.Field(KubernetesCluster)
 
-
-class UpgradeKubernetesCluster(ServiceMutation):
+class UpgradeKubernetesCluster(KubernetesClusterMutation):
     class Meta:
-        role, service, result, error = (
-            VDC_MEMBER,
-            clusters.upgrade_cluster,
-            "kubernetes_cluster",
-            KubernetesClusterError,
-        )
+        service = clusters.upgrade_cluster
         description = (
             "Upgrade the control plane and every node pool to an offered version, one minor version at a "
             "time, never down; the workers are replaced one by one with nodes of the version's image."
@@ -270,17 +262,10 @@ class UpgradeKubernetesCluster(ServiceMutation):
         cluster = graphene.String(required=True)
         version = graphene.String(required=True)
 
-    kubernetes_cluster = graphene.Field(KubernetesCluster)
 
-
-class DeleteKubernetesCluster(ServiceMutation):
+class DeleteKubernetesCluster(KubernetesClusterMutation):
     class Meta:
-        role, service, result, error = (
-            VDC_MEMBER,
-            clusters.delete_cluster,
-            "kubernetes_cluster",
-            KubernetesClusterError,
-        )
+        service = clusters.delete_cluster
         description = "Delete a cluster: its workers' VMs, its control plane, everything of it."
 
     class Arguments:
@@ -289,47 +274,36 @@ class DeleteKubernetesCluster(ServiceMutation):
     kubernetes_cluster = graphene.Field(KubernetesCluster, description="The cluster, being deleted.")
 
 
-class CreateKubernetesVersion(ServiceMutation):
+class KubernetesVersionMutation(ServiceMutation):
     class Meta:
-        role, service, result, error = (
-            ADMIN,
-            catalog.create_kubernetes_version,
-            "kubernetes_version",
-            CatalogError,
-        )
+        abstract = True
+
+    shared = Shared(ADMIN, CatalogError, "kubernetes_version")
+    kubernetes_version = graphene.Field(KubernetesVersion)
+
+
+class CreateKubernetesVersion(KubernetesVersionMutation):
+    class Meta:
+        service = catalog.create_kubernetes_version
         description = "Offer a Kubernetes version, with the catalog image its worker nodes boot from."
 
     class Arguments:
         input = KubernetesVersionInput(required=True)
 
-    kubernetes_version = graphene.Field(KubernetesVersion)
 
-
-class UpdateKubernetesVersion(ServiceMutation):
+class UpdateKubernetesVersion(KubernetesVersionMutation):
     class Meta:
-        role, service, result, error = (
-            ADMIN,
-            catalog.update_kubernetes_version,
-            "kubernetes_version",
-            CatalogError,
-        )
+        service = catalog.update_kubernetes_version
         description = "Change a version's node image (nodes made from now on boot from it)."
 
     class Arguments:
         version = graphene.String(required=True)
         input = KubernetesVersionUpdateInput(required=True)
 
-    kubernetes_version = graphene.Field(KubernetesVersion)
 
-
-class DeleteKubernetesVersion(ServiceMutation):
+class DeleteKubernetesVersion(KubernetesVersionMutation):
     class Meta:
-        role, service, result, error = (
-            ADMIN,
-            catalog.delete_kubernetes_version,
-            "kubernetes_version",
-            CatalogError,
-        )
+        service = catalog.delete_kubernetes_version
         description = "Stop offering a version; clusters running it keep running."
 
     class Arguments:

@@ -17,22 +17,21 @@ the service function it calls, the payload field the result goes to and its doma
         image = graphene.Field(Image, description="The image as it was.")
 
 The service is called with the request's ``Context`` and the arguments in the order they are
-declared (absent ones as None); ``renames`` maps the API's field names to the service's where they
-differ, both ways (input fields in, the field an error names out). An expected failure (a domain
-error) becomes the payload's ``errors { field message code }``; UNAUTHENTICATED and FORBIDDEN stay
-top-level errors.
+declared (absent ones as None); the services speak the API's words (``host``, not ``node``), so its
+fields and an error's field pass through as they are. An expected failure (a domain error) becomes
+the payload's ``errors { field message code }``; UNAUTHENTICATED and FORBIDDEN stay top-level errors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import graphene
 from graphene.types.mutation import MutationOptions
 
-from orchestrator.errors import FlexPlaneError, ValidationFailed
+from orchestrator.errors import FlexPlaneError
 from orchestrator.graphql.errors import payload_errors
 from orchestrator.services import audit
 from orchestrator.services.context import Context
@@ -62,6 +61,26 @@ VM_MEMBER = Role(
 )
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What a domain's mutations have in common: the role, the error type, the payload's result field.
+
+    An abstract base gives it once to each of its mutations, which then declare only their service,
+    description and arguments::
+
+        class ClusterMutation(ServiceMutation):
+            class Meta:
+                abstract = True
+
+            shared = Shared(VDC_MEMBER, KubernetesClusterError, "kubernetes_cluster")
+            kubernetes_cluster = graphene.Field(KubernetesCluster)
+    """
+
+    role: Role
+    error: type[graphene.ObjectType]
+    result: str | None = None
+
+
 class ServiceMutationOptions(MutationOptions):
     role: Role
     service: Callable[..., Any]
@@ -69,14 +88,14 @@ class ServiceMutationOptions(MutationOptions):
     codes: frozenset[str] = frozenset()
     # The arguments in the order the class declares them (graphene's own order is not that).
     order: tuple[str, ...] = ()
-    # The API's name of a field -> the service's, where they differ (``host`` for ``node``).
-    renames: Mapping[str, str] = {}
 
 
 class ServiceMutation(graphene.Mutation):
     """The base of every mutation: see the module's docstring."""
 
     _meta: ServiceMutationOptions
+    # What the mutation shares with the others of its abstract base; its Meta may say otherwise.
+    shared: ClassVar[Shared | None] = None
 
     class Meta:
         abstract = True
@@ -84,22 +103,29 @@ class ServiceMutation(graphene.Mutation):
     @classmethod
     def __init_subclass_with_meta__(
         cls,
-        role: Role,
         service: Callable[..., Any],
-        error: type[graphene.ObjectType],
+        role: Role | None = None,
+        error: type[graphene.ObjectType] | None = None,
         result: str | None = None,
-        renames: Mapping[str, str] | None = None,
         name: str | None = None,
         description: str | None = None,
         _meta: ServiceMutationOptions | None = None,
         **options: Any,
     ) -> None:
+        if cls.shared is not None:
+            role, error, result = (
+                role or cls.shared.role,
+                error or cls.shared.error,
+                result or cls.shared.result,
+            )
+        assert role is not None, f"{cls.__name__} must name its role"
+        assert error is not None, f"{cls.__name__} must name its error type"
         _meta = _meta or ServiceMutationOptions(cls)
         _meta.role = role
         _meta.service = service
         _meta.result = result
-        _meta.renames = dict(renames or {})
-        declared = vars(getattr(cls, "Arguments", object))
+        arguments = getattr(cls, "Arguments", object)
+        declared = {name: None for base in reversed(arguments.__mro__) for name in vars(base)}
         _meta.order = tuple(name for name in declared if not name.startswith("_"))
         _meta.codes = frozenset(error._meta.fields["code"].type.of_type._meta.enum.__members__)
         cls.errors = graphene.List(
@@ -113,22 +139,7 @@ class ServiceMutation(graphene.Mutation):
     @classmethod
     def call(cls, info: graphene.ResolveInfo, **args: Any) -> Any:
         """The service call: the context, then the arguments as declared. Override to adapt them."""
-        return cls._meta.service(flexplane(info), *(cls._renamed(args.get(name)) for name in cls._meta.order))
-
-    @classmethod
-    def _renamed(cls, value: Any) -> Any:
-        """An input object's fields under the service's names."""
-        if not cls._meta.renames or not isinstance(value, Mapping):
-            return value
-        return {cls._meta.renames.get(field, field): item for field, item in value.items()}
-
-    @classmethod
-    def _api_error(cls, exc: FlexPlaneError) -> FlexPlaneError:
-        """The error naming the field as the API does."""
-        api_names = {service: api for api, service in cls._meta.renames.items()}
-        if isinstance(exc, ValidationFailed) and exc.field in api_names:
-            return ValidationFailed(api_names[exc.field], exc.message)
-        return exc
+        return cls._meta.service(flexplane(info), *(args.get(name) for name in cls._meta.order))
 
     @classmethod
     def answer(cls, result: Any) -> dict[str, Any]:
@@ -156,6 +167,6 @@ class ServiceMutation(graphene.Mutation):
                 result = cls.call(info, **args)
             except FlexPlaneError as exc:
                 trail.failed(exc)
-                return cls(errors=payload_errors(cls._api_error(exc), cls._meta.codes), **cls.failed(exc))
+                return cls(errors=payload_errors(exc, cls._meta.codes), **cls.failed(exc))
             trail.succeeded(result)
             return cls(**{"errors": [], **cls.answer(result)})

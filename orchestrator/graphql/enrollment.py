@@ -11,12 +11,12 @@ from typing import Any
 import graphene
 
 from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.errors import domain_errors, error_types
+from orchestrator.graphql.fields import attr
 from orchestrator.services import enrollment
 from orchestrator.services.enrollment import JoinTokenRecord, NewJoinToken
 
-EnrollmentErrorCode = error_code_enum("EnrollmentErrorCode")
-EnrollmentError = error_type("EnrollmentError", EnrollmentErrorCode)
+EnrollmentErrorCode, EnrollmentError = error_types("Enrollment")
 
 
 class HostJoinToken(graphene.ObjectType):
@@ -30,10 +30,6 @@ class HostJoinToken(graphene.ObjectType):
         required=True, description="The command to run on the node, as root, to enroll it."
     )
 
-    @staticmethod
-    def resolve_host(root: NewJoinToken, info: graphene.ResolveInfo) -> str:
-        return root.host_name
-
 
 class StoredHostJoinToken(graphene.ObjectType):
     """A join token as the platform keeps it: no secret, only who it is for and whether it was used."""
@@ -46,23 +42,13 @@ class StoredHostJoinToken(graphene.ObjectType):
     used_at = graphene.DateTime(description="When a node enrolled with it; null while unused.")
     used_by = graphene.String(description="The endpoint of the node that used it.")
 
-    @staticmethod
-    def resolve_id(root: JoinTokenRecord, info: graphene.ResolveInfo) -> str:
-        return root.ident
-
-    @staticmethod
-    def resolve_host(root: JoinTokenRecord, info: graphene.ResolveInfo) -> str:
-        return root.host_name
-
-    @staticmethod
-    def resolve_used_by(root: JoinTokenRecord, info: graphene.ResolveInfo) -> str | None:
-        return root.used_by or None
+    resolve_id = attr("ident")
+    resolve_used_by = attr("used_by", blank_is_null=True)
 
 
 class CreateHostJoinToken(ServiceMutation):
     class Meta:
         role, service, result, error = ADMIN, enrollment.create_join_token, "join_token", EnrollmentError
-        renames = {"host": "host_name"}
         description = (
             "A single-use token that enrolls the host `host` (a Proxmox node) into `zone`, valid for an hour "
             "by default; the answer is the only time it is shown."

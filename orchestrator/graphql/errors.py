@@ -69,6 +69,12 @@ def error_type(name: str, codes: type[graphene.Enum]) -> type[graphene.ObjectTyp
     )
 
 
+def error_types(domain: str, *extra: str) -> tuple[type[graphene.Enum], type[graphene.ObjectType]]:
+    """A domain's error-code enum ``<domain>ErrorCode`` (with its own codes) and its ``<domain>Error``."""
+    codes = error_code_enum(f"{domain}ErrorCode", *extra)
+    return codes, error_type(f"{domain}Error", codes)
+
+
 def payload_errors(exc: FlexPlaneError, codes: Collection[str]) -> list[dict[str, Any]]:
     """The payload's ``errors`` for an expected failure; who-may-do-what failures stay top-level.
 

@@ -6,8 +6,9 @@ from typing import Any
 
 import graphene
 
-from orchestrator.graphql.core import VDC_MEMBER, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import VDC_MEMBER, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
+from orchestrator.graphql.fields import attr
 from orchestrator.models.gateways import FirewallRule as RuleModel
 from orchestrator.models.gateways import PortForward as ForwardModel
 from orchestrator.services import gateways
@@ -16,8 +17,7 @@ from orchestrator.services.gateways import EdgeGateway as EdgeGatewayView
 from orchestrator.services.gateways import ForwardRequest, PublicAddress
 from orchestrator.services.gateways.node import Live
 
-EdgeGatewayErrorCode = error_code_enum("EdgeGatewayErrorCode", "QUOTA_EXCEEDED")
-EdgeGatewayError = error_type("EdgeGatewayError", EdgeGatewayErrorCode)
+EdgeGatewayErrorCode, EdgeGatewayError = error_types("EdgeGateway", "QUOTA_EXCEEDED")
 
 
 class PortForward(graphene.ObjectType):
@@ -39,9 +39,7 @@ class PublicIp(graphene.ObjectType):
     nat_to = graphene.String(description="The VM address it is 1:1 NAT'd to; null: none.")
     port_forwards = graphene.List(graphene.NonNull(PortForward), required=True)
 
-    @staticmethod
-    def resolve_port_forwards(root: PublicAddress, info: graphene.ResolveInfo) -> list[ForwardModel]:
-        return root.forwards
+    resolve_port_forwards = attr("forwards")
 
 
 class GatewayFirewallRule(graphene.ObjectType):
@@ -111,37 +109,14 @@ class EdgeGateway(graphene.ObjectType):
         GatewayStatus, required=True, description="Health and counters, read live from its host."
     )
 
-    @staticmethod
-    def resolve_id(root: EdgeGatewayView, info: graphene.ResolveInfo) -> str:
-        return root.gateway.id
-
-    @staticmethod
-    def resolve_vdc(root: EdgeGatewayView, info: graphene.ResolveInfo) -> str:
-        return root.gateway.vdc
-
-    @staticmethod
-    def resolve_zone(root: EdgeGatewayView, info: graphene.ResolveInfo) -> str:
-        return root.gateway.zone
-
-    @staticmethod
-    def resolve_node(root: EdgeGatewayView, info: graphene.ResolveInfo) -> str | None:
-        return root.gateway.node
-
-    @staticmethod
-    def resolve_generation(root: EdgeGatewayView, info: graphene.ResolveInfo) -> int:
-        return root.gateway.generation
-
-    @staticmethod
-    def resolve_applied_generation(root: EdgeGatewayView, info: graphene.ResolveInfo) -> int:
-        return root.gateway.applied_generation
-
-    @staticmethod
-    def resolve_applied(root: EdgeGatewayView, info: graphene.ResolveInfo) -> bool:
-        return root.gateway.applied
-
-    @staticmethod
-    def resolve_uplink_address(root: EdgeGatewayView, info: graphene.ResolveInfo) -> str:
-        return root.gateway.uplink_address
+    resolve_id = attr("gateway.id")
+    resolve_vdc = attr("gateway.vdc")
+    resolve_zone = attr("gateway.zone")
+    resolve_node = attr("gateway.node")
+    resolve_generation = attr("gateway.generation")
+    resolve_applied_generation = attr("gateway.applied_generation")
+    resolve_applied = attr("gateway.applied")
+    resolve_uplink_address = attr("gateway.uplink_address")
 
     @staticmethod
     def resolve_networks(root: EdgeGatewayView, info: graphene.ResolveInfo) -> list[str]:
@@ -230,16 +205,13 @@ class GatewayMutation(ServiceMutation):
     class Meta:
         abstract = True
 
+    shared = Shared(VDC_MEMBER, EdgeGatewayError, "edge_gateway")
     edge_gateway = graphene.Field(EdgeGateway)
-
-    @classmethod
-    def answer(cls, result: EdgeGatewayView) -> dict[str, Any]:
-        return {"edge_gateway": result}
 
 
 class CreateEdgeGateway(GatewayMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.create_edge_gateway, EdgeGatewayError
+        service = gateways.create_edge_gateway
         description = (
             "Make the VDC's edge gateway in a zone (its external address from the zone's public pool) and "
             "run it on a host of the zone; one there already is answered as it is. " + _ERRORS
@@ -251,7 +223,7 @@ class CreateEdgeGateway(GatewayMutation):
 
 class DeleteEdgeGateway(GatewayMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.delete_edge_gateway, EdgeGatewayError
+        service = gateways.delete_edge_gateway
         description = "Remove the VDC's edge gateway in a zone; refused (CONFLICT) while it holds public IPs."
 
     class Arguments:
@@ -262,16 +234,13 @@ class PublicIpMutation(ServiceMutation):
     class Meta:
         abstract = True
 
+    shared = Shared(VDC_MEMBER, EdgeGatewayError, "public_ip")
     public_ip = graphene.Field(PublicIp)
-
-    @classmethod
-    def answer(cls, result: PublicAddress) -> dict[str, Any]:
-        return {"public_ip": result}
 
 
 class AllocatePublicIp(PublicIpMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.allocate_public_ip, EdgeGatewayError
+        service = gateways.allocate_public_ip
         description = (
             "Hand the VDC a public IP from the zone's pool (its edge gateway there made if it has none); "
             "QUOTA_EXCEEDED past its publicIps quota, CONFLICT when the pool is used up. " + _ERRORS
@@ -283,7 +252,7 @@ class AllocatePublicIp(PublicIpMutation):
 
 class ReleasePublicIp(PublicIpMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.release_public_ip, EdgeGatewayError
+        service = gateways.release_public_ip
         description = "Give a public IP back to the pool, with its 1:1 NAT and port forwards. " + _ERRORS
 
     class Arguments:
@@ -292,7 +261,7 @@ class ReleasePublicIp(PublicIpMutation):
 
 class AttachPublicIp(PublicIpMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.attach_public_ip, EdgeGatewayError
+        service = gateways.attach_public_ip
         description = "1:1 NAT a public IP to a VM's address on a network of the VDC in its zone. " + _ERRORS
 
     class Arguments:
@@ -302,7 +271,7 @@ class AttachPublicIp(PublicIpMutation):
 
 class DetachPublicIp(PublicIpMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.detach_public_ip, EdgeGatewayError
+        service = gateways.detach_public_ip
         description = "Take a public IP's 1:1 NAT away; the VDC keeps the IP. " + _ERRORS
 
     class Arguments:
@@ -332,7 +301,7 @@ def _forward(ctx: Context, input: dict[str, Any]) -> PublicAddress:
 
 class AddPortForward(PublicIpMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, _forward, EdgeGatewayError
+        service = _forward
         description = "Forward a port of a public IP to a VM's address and port. " + _ERRORS
 
     class Arguments:
@@ -341,7 +310,7 @@ class AddPortForward(PublicIpMutation):
 
 class RemovePortForward(PublicIpMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.remove_port_forward, EdgeGatewayError
+        service = gateways.remove_port_forward
         description = "Stop forwarding a port of a public IP. " + _ERRORS
 
     class Arguments:
@@ -364,7 +333,7 @@ class GatewayFirewallRuleInput(graphene.InputObjectType):
 
 class AddGatewayFirewallRule(GatewayMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.add_firewall_rule, EdgeGatewayError
+        service = gateways.add_firewall_rule
         description = "Add a rule to the firewall of the VDC's edge gateway in a zone. " + _ERRORS
 
     class Arguments:
@@ -374,7 +343,7 @@ class AddGatewayFirewallRule(GatewayMutation):
 
 class RemoveGatewayFirewallRule(GatewayMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, gateways.remove_firewall_rule, EdgeGatewayError
+        service = gateways.remove_firewall_rule
         description = "Remove the rule at a position of the firewall of the VDC's edge gateway. " + _ERRORS
 
     class Arguments:

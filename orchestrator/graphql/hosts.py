@@ -14,12 +14,12 @@ from typing import Any
 import graphene
 
 from orchestrator.errors import Unavailable
-from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import ADMIN, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
+from orchestrator.graphql.fields import attr, described_enum
 from orchestrator.graphql.inputs import input_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Host as HostModel
-from orchestrator.models.catalog import HOST_INPUTS
 from orchestrator.services import catalog, hosts, image_cache, inventory, mesh
 from orchestrator.services.hosts import AgentReport, DrainVm, HostDetails
 from orchestrator.services.hosts import HostDrain as HostDrainModel
@@ -27,8 +27,7 @@ from orchestrator.services.image_cache import HostImage as HostImageModel
 from orchestrator.services.image_cache import host_images
 from orchestrator.services.inventory import HostStatus
 
-HostErrorCode = error_code_enum("HostErrorCode")
-HostError = error_type("HostError", HostErrorCode)
+HostErrorCode, HostError = error_types("Host")
 
 
 # ------------------------------------------------------------------------------------------ types
@@ -72,9 +71,7 @@ class HostCertificateRenewal(graphene.ObjectType):
     failures = graphene.Int(required=True, description="Attempts failed in a row.")
     next_attempt_at = graphene.DateTime(description="When the agent tries next (null: not planned).")
 
-    @staticmethod
-    def resolve_last_error(renewal: hosts.CertificateRenewal, info: graphene.ResolveInfo) -> str | None:
-        return renewal.last_error or None
+    resolve_last_error = attr("last_error", blank_is_null=True)
 
 
 class HostUpdate(graphene.ObjectType):
@@ -86,53 +83,35 @@ class HostUpdate(graphene.ObjectType):
     message = graphene.String(description="What happened, in words.")
     at = graphene.DateTime(description="When (null: never).")
 
-    @staticmethod
-    def resolve_from_version(update: hosts.UpdateOutcome, info: graphene.ResolveInfo) -> str | None:
-        return update.from_version or None
-
-    @staticmethod
-    def resolve_to_version(update: hosts.UpdateOutcome, info: graphene.ResolveInfo) -> str | None:
-        return update.to_version or None
-
-    @staticmethod
-    def resolve_message(update: hosts.UpdateOutcome, info: graphene.ResolveInfo) -> str | None:
-        return update.message or None
+    resolve_from_version = attr("from_version", blank_is_null=True)
+    resolve_to_version = attr("to_version", blank_is_null=True)
+    resolve_message = attr("message", blank_is_null=True)
 
 
-class HostDrainState(graphene.Enum):
-    RUNNING = hosts.RUNNING
-    DONE = hosts.DONE
-    INCOMPLETE = hosts.INCOMPLETE
-    FAILED = hosts.FAILED
-    INTERRUPTED = hosts.INTERRUPTED
+HostDrainState = described_enum(
+    "HostDrainState",
+    {
+        "RUNNING": (hosts.RUNNING, "Moving the host's VMs away, one after another."),
+        "DONE": (hosts.DONE, "Every VM moved: the host is empty."),
+        "INCOMPLETE": (
+            hosts.INCOMPLETE,
+            "It ended; some VMs could not move (each says why): drainHost tries them again.",
+        ),
+        "FAILED": (hosts.FAILED, "The drain itself stopped (`message` says why); drainHost resumes it."),
+        "INTERRUPTED": (hosts.INTERRUPTED, "The replica running it stopped; drainHost resumes it."),
+    },
+)
 
-    @property
-    def description(self) -> str:
-        return {
-            "RUNNING": "Moving the host's VMs away, one after another.",
-            "DONE": "Every VM moved: the host is empty.",
-            "INCOMPLETE": "It ended; some VMs could not move (each says why): drainHost tries them again.",
-            "FAILED": "The drain itself stopped (`message` says why); drainHost resumes it.",
-            "INTERRUPTED": "The replica running it stopped; drainHost resumes it.",
-        }[self.name]
-
-
-class HostDrainVmState(graphene.Enum):
-    PENDING = hosts.PENDING
-    MIGRATING = hosts.MIGRATING
-    MOVED = hosts.MOVED
-    FAILED = hosts.VM_FAILED
-    GONE = hosts.GONE
-
-    @property
-    def description(self) -> str:
-        return {
-            "PENDING": "Still to move.",
-            "MIGRATING": "Proxmox is migrating it (follow `taskId`).",
-            "MOVED": "It runs on `target` now.",
-            "FAILED": "It could not move; `reason` says why.",
-            "GONE": "It was deleted while the drain ran.",
-        }[self.name]
+HostDrainVmState = described_enum(
+    "HostDrainVmState",
+    {
+        "PENDING": (hosts.PENDING, "Still to move."),
+        "MIGRATING": (hosts.MIGRATING, "Proxmox is migrating it (follow `taskId`)."),
+        "MOVED": (hosts.MOVED, "It runs on `target` now."),
+        "FAILED": (hosts.VM_FAILED, "It could not move; `reason` says why."),
+        "GONE": (hosts.GONE, "It was deleted while the drain ran."),
+    },
+)
 
 
 class HostDrainVm(graphene.ObjectType):
@@ -201,17 +180,8 @@ class HostDrain(graphene.ObjectType):
     ended_at = graphene.DateTime()
     virtual_machines = graphene.List(graphene.NonNull(HostDrainVm), required=True)
 
-    @staticmethod
-    def resolve_host(drain: HostDrainModel, info: graphene.ResolveInfo) -> str:
-        return drain.node
-
-    @staticmethod
-    def resolve_state(drain: HostDrainModel, info: graphene.ResolveInfo) -> str:
-        return drain.status
-
-    @staticmethod
-    def resolve_message(drain: HostDrainModel, info: graphene.ResolveInfo) -> str | None:
-        return drain.message or None
+    resolve_state = attr("status")
+    resolve_message = attr("message", blank_is_null=True)
 
     @staticmethod
     def resolve_virtual_machines(
@@ -220,23 +190,20 @@ class HostDrain(graphene.ObjectType):
         return [(drain, vm) for vm in drain.vms]
 
 
-class HostImageState(graphene.Enum):
-    """Whether a host holds an image's template, from which its VMs are cloned."""
-
-    CACHED = image_cache.CACHED
-    IMPORTING = image_cache.IMPORTING
-    MISSING = image_cache.MISSING
-    UNKNOWN = image_cache.UNKNOWN
-
-    @property
-    def description(self) -> str:
-        return {
-            "CACHED": "Its template is ready: a VM is cloned from it without a download.",
-            "IMPORTING": "The host's agent is importing it into Proxmox.",
-            "MISSING": "Not there: being downloaded, failed, or not asked for yet (the host's next create of "
-            "it, or publishing the image again, starts it).",
-            "UNKNOWN": "The host's zone did not answer.",
-        }[self.name]
+HostImageState = described_enum(
+    "HostImageState",
+    {
+        "CACHED": (image_cache.CACHED, "Its template is ready: a VM is cloned from it without a download."),
+        "IMPORTING": (image_cache.IMPORTING, "The host's agent is importing it into Proxmox."),
+        "MISSING": (
+            image_cache.MISSING,
+            "Not there: being downloaded, failed, or not asked for yet (the host's next create of it, or "
+            "publishing the image again, starts it).",
+        ),
+        "UNKNOWN": (image_cache.UNKNOWN, "The host's zone did not answer."),
+    },
+    doc="Whether a host holds an image's template, from which its VMs are cloned.",
+)
 
 
 class HostImage(graphene.ObjectType):
@@ -289,6 +256,18 @@ def _from_agent(read: Callable[[AgentReport], Any]) -> Callable[[HostStatus | Ho
     def resolve(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> Any:
         agent = _agent(info, root)
         return read(agent) if agent else None
+
+    return resolve
+
+
+def _from_peer(read: Callable[[mesh.MeshPeer], Any]) -> Callable[[HostStatus | HostModel, Any], Any]:
+    """A resolver of a field of the host's peer on the mesh (None when it has none)."""
+
+    @domain_errors
+    def resolve(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> Any:
+        host = _host(root)
+        peer = mesh.peer_of_host(flexplane(info), host.zone, host.node)
+        return read(peer) if peer else None
 
     return resolve
 
@@ -394,21 +373,8 @@ class Host(graphene.ObjectType):
         details = _details(info, root)
         return details.usage if details else None
 
-    @staticmethod
-    @domain_errors
-    def resolve_mesh_address(root: HostStatus | HostModel, info: graphene.ResolveInfo) -> str | None:
-        host = _host(root)
-        peer = mesh.peer_of_host(flexplane(info), host.zone, host.node)
-        return peer.address if peer else None
-
-    @staticmethod
-    @domain_errors
-    def resolve_mesh_last_handshake(
-        root: HostStatus | HostModel, info: graphene.ResolveInfo
-    ) -> datetime | None:
-        host = _host(root)
-        peer = mesh.peer_of_host(flexplane(info), host.zone, host.node)
-        return peer.handshake_at if peer else None
+    resolve_mesh_address = staticmethod(_from_peer(lambda peer: peer.address))
+    resolve_mesh_last_handshake = staticmethod(_from_peer(lambda peer: peer.handshake_at))
 
     @staticmethod
     @domain_errors
@@ -432,60 +398,60 @@ class Host(graphene.ObjectType):
 _HOST_NAME = "The host's name (its Proxmox node)."
 
 
-HostInput = input_type("HostInput", HOST_INPUTS, renames={"node": "host"})
-HostUpdateInput = input_type("HostUpdateInput", HOST_INPUTS, update=True)
+HostInput = input_type("HostInput", hosts.HOST_INPUTS)
+HostUpdateInput = input_type("HostUpdateInput", hosts.HOST_INPUTS, update=True)
 
 
 # -------------------------------------------------------------------------------------- mutations
 
 
-class CreateHost(ServiceMutation):
+class HostArguments:
+    """The arguments naming a host."""
+
+    zone = graphene.String(required=True)
+    host = graphene.String(required=True, description=_HOST_NAME)
+
+
+class HostMutation(ServiceMutation):
     class Meta:
-        role, service, result, error = ADMIN, hosts.add_host, "host", HostError
-        renames = {"host": "node"}
+        abstract = True
+
+    shared = Shared(ADMIN, HostError, "host")
+    host = graphene.Field(Host)
+
+
+class CreateHost(HostMutation):
+    class Meta:
+        service = hosts.add_host
         description = "Add a host (a Proxmox node running the agent) to a zone."
 
     class Arguments:
         input = HostInput(required=True)
 
-    host = graphene.Field(Host)
 
-
-class UpdateHost(ServiceMutation):
+class UpdateHost(HostMutation):
     class Meta:
-        role, service, result, error = ADMIN, catalog.update_host, "host", HostError
+        service = catalog.update_host
         description = "Change a host: cordon it, move its agent, set its overcommit."
 
-    class Arguments:
-        zone = graphene.String(required=True)
-        host = graphene.String(required=True, description=_HOST_NAME)
+    class Arguments(HostArguments):
         input = HostUpdateInput(required=True)
 
-    host = graphene.Field(Host)
 
-
-class CordonHost(ServiceMutation):
+class CordonHost(HostMutation):
     class Meta:
-        role, service, result, error = ADMIN, hosts.cordon_host, "host", HostError
+        service = hosts.cordon_host
         description = "Keep new VMs off a host; the VMs on it keep running."
 
-    class Arguments:
-        zone = graphene.String(required=True)
-        host = graphene.String(required=True, description=_HOST_NAME)
-
-    host = graphene.Field(Host)
+    Arguments = HostArguments
 
 
-class UncordonHost(ServiceMutation):
+class UncordonHost(HostMutation):
     class Meta:
-        role, service, result, error = ADMIN, hosts.uncordon_host, "host", HostError
+        service = hosts.uncordon_host
         description = "Let placement use a host again; refused (CONFLICT) while it is being drained."
 
-    class Arguments:
-        zone = graphene.String(required=True)
-        host = graphene.String(required=True, description=_HOST_NAME)
-
-    host = graphene.Field(Host)
+    Arguments = HostArguments
 
 
 class DrainHost(ServiceMutation):
@@ -497,9 +463,7 @@ class DrainHost(ServiceMutation):
             "as it is, any other resumes with the VMs on the host now."
         )
 
-    class Arguments:
-        zone = graphene.String(required=True)
-        host = graphene.String(required=True, description=_HOST_NAME)
+    Arguments = HostArguments
 
     drain = graphene.Field(HostDrain, description="The drain as it starts (or runs).")
 
@@ -508,18 +472,16 @@ def _remove_host(ctx: Any, zone: str, host: str, force: bool | None) -> HostMode
     return hosts.remove_host(ctx, zone, host, force=bool(force))
 
 
-class RemoveHost(ServiceMutation):
+class RemoveHost(HostMutation):
     class Meta:
-        role, service, result, error = ADMIN, _remove_host, "host", HostError
+        service = _remove_host
         description = (
             "Remove a host from flex.plane: its agent is no longer dialled, Proxmox and the node are "
             "untouched. Refused (CONFLICT) while VMs are on it: drain it first. When no host of its zone "
             "answers, refused (UNAVAILABLE) unless `force`."
         )
 
-    class Arguments:
-        zone = graphene.String(required=True)
-        host = graphene.String(required=True, description=_HOST_NAME)
+    class Arguments(HostArguments):
         force = graphene.Boolean(
             description="Remove it even when Proxmox cannot be asked whether VMs are on it (a dead zone, "
             "a host added with a wrong address). Never when Proxmox says VMs are on it. Default false."

@@ -6,19 +6,18 @@ from typing import Any
 
 import graphene
 
-from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
+from orchestrator.graphql.fields import attr
 from orchestrator.graphql.partial import report_partial
 from orchestrator.graphql.vms import VirtualMachine
 from orchestrator.models.networks import Network as NetworkModel
-from orchestrator.models.networks import Nic as NicModel
 from orchestrator.services import networks
 from orchestrator.services.context import Context
 from orchestrator.services.networks import CreateNetwork as CreateNetworkSpec
 from orchestrator.services.networks.attach import NicChange, attach_network, detach_network
 
-NetworkErrorCode = error_code_enum("NetworkErrorCode", "QUOTA_EXCEEDED")
-NetworkError = error_type("NetworkError", NetworkErrorCode)
+NetworkErrorCode, NetworkError = error_types("Network", "QUOTA_EXCEEDED")
 
 
 class Network(graphene.ObjectType):
@@ -56,9 +55,7 @@ class Nic(graphene.ObjectType):
     prefix = graphene.Int(description="The prefix length of its network.")
     gateway = graphene.String()
 
-    @staticmethod
-    def resolve_ip_address(nic: NicModel, info: graphene.ResolveInfo) -> str | None:
-        return nic.address
+    resolve_ip_address = attr("address")
 
 
 class Query(graphene.ObjectType):
@@ -109,9 +106,17 @@ def _create(ctx: Context, input: dict[str, Any]) -> NetworkModel:
     )
 
 
-class CreateNetwork(ServiceMutation):
+class NetworkMutation(ServiceMutation):
     class Meta:
-        role, service, result, error = VDC_MEMBER, _create, "network", NetworkError
+        abstract = True
+
+    shared = Shared(VDC_MEMBER, NetworkError, "network")
+    network = graphene.Field(Network)
+
+
+class CreateNetwork(NetworkMutation):
+    class Meta:
+        service = _create
         description = (
             "Create a network in the VDC: a Proxmox SDN VNet with one subnet, applied before the answer. "
             "Repeating a create with the same name, zone and addresses answers the network it made. Errors: "
@@ -122,12 +127,10 @@ class CreateNetwork(ServiceMutation):
     class Arguments:
         input = CreateNetworkInput(required=True)
 
-    network = graphene.Field(Network)
 
-
-class DeleteNetwork(ServiceMutation):
+class DeleteNetwork(NetworkMutation):
     class Meta:
-        role, service, result, error = VDC_MEMBER, networks.delete_network, "network", NetworkError
+        service = networks.delete_network
         description = (
             "Delete a network of the VDC. Refused (CONFLICT) while VMs have a NIC on it, naming them, and "
             "for the VDC's default networks."
@@ -143,6 +146,8 @@ class NicMutation(ServiceMutation):
     class Meta:
         abstract = True
 
+    shared = Shared(VM_MEMBER, NetworkError)
+
     virtual_machine = graphene.Field(VirtualMachine)
     nic = graphene.Field(Nic)
     message = graphene.String(description="What the guest must do for the change to take effect.")
@@ -154,7 +159,7 @@ class NicMutation(ServiceMutation):
 
 class AttachNetwork(NicMutation):
     class Meta:
-        role, service, error = VM_MEMBER, attach_network, NetworkError
+        service = attach_network
         description = (
             "Give a VM a NIC on a network of its VDC in its zone, with the address named or the next free "
             "one. Proxmox adds the card at once; the guest takes the address at its next boot (cloud-init), "
@@ -171,7 +176,7 @@ class AttachNetwork(NicMutation):
 
 class DetachNetwork(NicMutation):
     class Meta:
-        role, service, error = VM_MEMBER, detach_network, NetworkError
+        service = detach_network
         description = "Remove a VM's NIC on a network."
 
     class Arguments:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import graphene
 
-from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import ADMIN, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
 from orchestrator.graphql.hosts import Host
 from orchestrator.services import releases
 from orchestrator.services.releases import Channel, PublishedRelease
 
-AgentReleaseErrorCode = error_code_enum("AgentReleaseErrorCode")
-AgentReleaseError = error_type("AgentReleaseError", AgentReleaseErrorCode)
+AgentReleaseErrorCode, AgentReleaseError = error_types("AgentRelease")
 
 
 class AgentVersionPin(graphene.ObjectType):
@@ -45,9 +44,17 @@ class AgentReleaseChannel(graphene.ObjectType):
         return served.version if served else None
 
 
-class PinAgentVersion(ServiceMutation):
+class PinMutation(ServiceMutation):
     class Meta:
-        role, service, result, error = ADMIN, releases.pin_version, "pin", AgentReleaseError
+        abstract = True
+
+    shared = Shared(ADMIN, AgentReleaseError, "pin")
+    pin = graphene.Field(AgentVersionPin)
+
+
+class PinAgentVersion(PinMutation):
+    class Meta:
+        service = releases.pin_version
         description = (
             "Serve `version` to every agent, even those running a newer one (which then downgrade). "
             "It must be published in the channel."
@@ -56,12 +63,10 @@ class PinAgentVersion(ServiceMutation):
     class Arguments:
         version = graphene.String(required=True, description="A published version, e.g. 1.4.0.")
 
-    pin = graphene.Field(AgentVersionPin)
 
-
-class UnpinAgentVersion(ServiceMutation):
+class UnpinAgentVersion(PinMutation):
     class Meta:
-        role, service, result, error = ADMIN, releases.unpin_version, "pin", AgentReleaseError
+        service = releases.unpin_version
         description = "Remove the pin: the channel serves the highest published version again."
 
     pin = graphene.Field(AgentVersionPin, description="The pin removed; null if there was none.")

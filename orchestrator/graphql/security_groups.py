@@ -12,15 +12,14 @@ from typing import Any
 
 import graphene
 
-from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
 from orchestrator.graphql.vms import VirtualMachine
 from orchestrator.models.security_groups import SecurityGroup as SecurityGroupModel
 from orchestrator.services import security_groups
 from orchestrator.services.security_groups import Assigned, Changed, NotUpdated
 
-SecurityGroupErrorCode = error_code_enum("SecurityGroupErrorCode")
-SecurityGroupError = error_type("SecurityGroupError", SecurityGroupErrorCode)
+SecurityGroupErrorCode, SecurityGroupError = error_types("SecurityGroup")
 
 _REMOTE = (
     "Exactly one of cidr, group and vdcNetworks is given: where the traffic comes from (in) or goes to (out)."
@@ -120,6 +119,8 @@ class RealisingMutation(ServiceMutation):
     class Meta:
         abstract = True
 
+    shared = Shared(VDC_MEMBER, SecurityGroupError)
+
     @classmethod
     def not_updated(cls, result: Changed | Assigned) -> dict[str, Any]:
         return {"errors": [_not_updated(f, cls._meta.codes) for f in result.realised.failures]}
@@ -128,13 +129,11 @@ class RealisingMutation(ServiceMutation):
 _ERRORS = "Errors: INVALID (naming the field, e.g. rules[2].ports), NOT_FOUND, CONFLICT, UNAVAILABLE."
 
 
-class CreateSecurityGroup(RealisingMutation):
-    class Meta:
-        role, service, error = VDC_MEMBER, security_groups.create_security_group, SecurityGroupError
-        description = f"Add a security group to the VDC; no VM is in it yet. {_ERRORS}"
+class GroupChangeMutation(RealisingMutation):
+    """A change of a group: the group as it is now, and the VMs whose firewall could not follow."""
 
-    class Arguments:
-        input = CreateSecurityGroupInput(required=True)
+    class Meta:
+        abstract = True
 
     security_group = graphene.Field(SecurityGroup)
 
@@ -143,9 +142,18 @@ class CreateSecurityGroup(RealisingMutation):
         return {"security_group": result.group, **cls.not_updated(result)}
 
 
-class UpdateSecurityGroup(RealisingMutation):
+class CreateSecurityGroup(GroupChangeMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, security_groups.update_security_group, SecurityGroupError
+        service = security_groups.create_security_group
+        description = f"Add a security group to the VDC; no VM is in it yet. {_ERRORS}"
+
+    class Arguments:
+        input = CreateSecurityGroupInput(required=True)
+
+
+class UpdateSecurityGroup(GroupChangeMutation):
+    class Meta:
+        service = security_groups.update_security_group
         description = (
             "Change a security group's description or rules (default's too); the firewall of every VM in it "
             f"follows, at most 4 VMs at once per host. {_ERRORS} A VM whose firewall could not be updated "
@@ -155,12 +163,6 @@ class UpdateSecurityGroup(RealisingMutation):
     class Arguments:
         name = graphene.String(required=True)
         input = UpdateSecurityGroupInput(required=True)
-
-    security_group = graphene.Field(SecurityGroup)
-
-    @classmethod
-    def answer(cls, result: Changed) -> dict[str, Any]:
-        return {"security_group": result.group, **cls.not_updated(result)}
 
 
 class DeleteSecurityGroup(ServiceMutation):
@@ -180,7 +182,8 @@ class DeleteSecurityGroup(ServiceMutation):
 
 class AssignSecurityGroups(RealisingMutation):
     class Meta:
-        role, service, error = VM_MEMBER, security_groups.assign_security_groups, SecurityGroupError
+        role = VM_MEMBER
+        service = security_groups.assign_security_groups
         description = (
             "Put a VM in exactly these security groups of its VDC (at least one; default is a group like "
             "the others) and update its firewall, and the IP sets of the VMs whose rules name its old or new "

@@ -7,8 +7,8 @@ from typing import Any
 import graphene
 
 from orchestrator.errors import FlexPlaneError
-from orchestrator.graphql.core import VM_MEMBER, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import VM_MEMBER, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
 from orchestrator.graphql.tasks import Task
 from orchestrator.graphql.vms import VirtualMachine
 from orchestrator.services import snapshots
@@ -16,8 +16,7 @@ from orchestrator.services.snapshots import Snapshot as SnapshotModel
 from orchestrator.services.snapshots import SnapshotOutcome
 from orchestrator.services.tasks import failed_task
 
-SnapshotErrorCode = error_code_enum("SnapshotErrorCode", "QUOTA_EXCEEDED")
-SnapshotError = error_type("SnapshotError", SnapshotErrorCode)
+SnapshotErrorCode, SnapshotError = error_types("Snapshot", "QUOTA_EXCEEDED")
 
 
 class Snapshot(graphene.ObjectType):
@@ -45,6 +44,8 @@ class SnapshotMutation(ServiceMutation):
 
     class Meta:
         abstract = True
+
+    shared = Shared(VM_MEMBER, SnapshotError)
 
     snapshot = graphene.Field(Snapshot)
     virtual_machine = graphene.Field(VirtualMachine, description="The VM after the operation.")
@@ -74,7 +75,7 @@ _ERRORS = (
 
 class CreateSnapshot(SnapshotMutation):
     class Meta:
-        role, service, error = VM_MEMBER, snapshots.create_snapshot, SnapshotError
+        service = snapshots.create_snapshot
         description = (
             "Take a snapshot of a VM's disks and configuration, and of its memory with includeMemory (a "
             "running VM only). INVALID: a name that is not 2-40 letters, digits, '-' or '_' starting with a "
@@ -92,7 +93,7 @@ class CreateSnapshot(SnapshotMutation):
 
 class RollbackSnapshot(SnapshotMutation):
     class Meta:
-        role, service, error = VM_MEMBER, snapshots.rollback_snapshot, SnapshotError
+        service = snapshots.rollback_snapshot
         description = (
             "Put a VM back as it was in a snapshot; what was written since is lost. As Proxmox does, a "
             "running VM is stopped first; a snapshot holding memory resumes it where it was, otherwise it "
@@ -107,7 +108,7 @@ class RollbackSnapshot(SnapshotMutation):
 
 class DeleteSnapshot(SnapshotMutation):
     class Meta:
-        role, service, error = VM_MEMBER, snapshots.delete_snapshot, SnapshotError
+        service = snapshots.delete_snapshot
         description = f"Delete a snapshot of a VM; the VM as it is now does not change. {_ERRORS}"
 
     class Arguments:

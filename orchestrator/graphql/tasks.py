@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import graphene
 
 from orchestrator.graphql.errors import domain_errors
+from orchestrator.graphql.fields import attr, described_enum
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models.tasks import Task as TaskModel
 from orchestrator.services import tasks
 
-
-class TaskStatus(graphene.Enum):
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-
-    @property
-    def description(self) -> str:
-        return {
-            "RUNNING": "Proxmox is still working on it.",
-            "SUCCEEDED": "It ended well (Proxmox's exit status OK, or WARNINGS).",
-            "FAILED": "It ended in TASK ERROR; `result` carries Proxmox's message.",
-        }[self.name]
+TaskStatus = described_enum(
+    "TaskStatus",
+    {
+        "RUNNING": ("RUNNING", "Proxmox is still working on it."),
+        "SUCCEEDED": ("SUCCEEDED", "It ended well (Proxmox's exit status OK, or WARNINGS)."),
+        "FAILED": ("FAILED", "It ended in TASK ERROR; `result` carries Proxmox's message."),
+    },
+)
 
 
 class Task(graphene.ObjectType):
@@ -61,17 +55,8 @@ class Task(graphene.ObjectType):
         description="Proxmox's task log lines (in a listing, one Proxmox call per task that asks for it).",
     )
 
-    @staticmethod
-    def resolve_host(task: TaskModel, info: graphene.ResolveInfo) -> str:
-        return task.node
-
-    @staticmethod
-    def resolve_type(task: TaskModel, info: graphene.ResolveInfo) -> str:
-        return task.kind
-
-    @staticmethod
-    def resolve_title(task: TaskModel, info: graphene.ResolveInfo) -> str:
-        return task.title
+    resolve_host = attr("node")
+    resolve_type = attr("kind")
 
     @staticmethod
     @domain_errors
@@ -86,13 +71,7 @@ class Task(graphene.ObjectType):
     def resolve_status(task: TaskModel, info: graphene.ResolveInfo) -> str:
         return "RUNNING" if task.running else "SUCCEEDED" if task.succeeded else "FAILED"
 
-    @staticmethod
-    def resolve_result(task: TaskModel, info: graphene.ResolveInfo) -> str | None:
-        return task.exitstatus or None
-
-    @staticmethod
-    def resolve_ended_at(task: TaskModel, info: graphene.ResolveInfo) -> datetime | None:
-        return task.ended_at
+    resolve_result = attr("exitstatus", blank_is_null=True)
 
     @staticmethod
     @domain_errors

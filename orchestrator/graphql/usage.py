@@ -7,28 +7,24 @@ from datetime import UTC, datetime
 import graphene
 
 from orchestrator.graphql.errors import domain_errors
+from orchestrator.graphql.fields import attr, described_enum
 from orchestrator.services import usage
 from orchestrator.sources.proxmox.usage import UsageSample as SampleModel
 from orchestrator.sources.proxmox.usage import VmUsage
 
-
-class UsageTimeframe(graphene.Enum):
-    HOUR = "hour"
-    DAY = "day"
-    WEEK = "week"
-    MONTH = "month"
-    YEAR = "year"
-
-    @property
-    def description(self) -> str:
-        steps = {
-            "HOUR": "a minute",
-            "DAY": "30 minutes",
-            "WEEK": "3 hours",
-            "MONTH": "12 hours",
-            "YEAR": "a week",
-        }
-        return f"About 70 samples of {steps[self.name]} each."
+UsageTimeframe = described_enum(
+    "UsageTimeframe",
+    {
+        name: (value, f"About 70 samples of {step} each.")
+        for name, value, step in (
+            ("HOUR", "hour", "a minute"),
+            ("DAY", "day", "30 minutes"),
+            ("WEEK", "week", "3 hours"),
+            ("MONTH", "month", "12 hours"),
+            ("YEAR", "year", "a week"),
+        )
+    },
+)
 
 
 class UsageSample(graphene.ObjectType):
@@ -48,38 +44,17 @@ class UsageSample(graphene.ObjectType):
     def resolve_time(sample: SampleModel, info: graphene.ResolveInfo) -> datetime:
         return datetime.fromtimestamp(sample.time, UTC)
 
-    @staticmethod
-    def resolve_memory_bytes(sample: SampleModel, info: graphene.ResolveInfo) -> float | None:
-        return sample.memory
-
-    @staticmethod
-    def resolve_memory_total_bytes(sample: SampleModel, info: graphene.ResolveInfo) -> float | None:
-        return sample.memory_total
-
-    @staticmethod
-    def resolve_disk_read_bytes_per_second(sample: SampleModel, info: graphene.ResolveInfo) -> float | None:
-        return sample.disk_read
-
-    @staticmethod
-    def resolve_disk_write_bytes_per_second(sample: SampleModel, info: graphene.ResolveInfo) -> float | None:
-        return sample.disk_write
-
-    @staticmethod
-    def resolve_net_in_bytes_per_second(sample: SampleModel, info: graphene.ResolveInfo) -> float | None:
-        return sample.net_in
-
-    @staticmethod
-    def resolve_net_out_bytes_per_second(sample: SampleModel, info: graphene.ResolveInfo) -> float | None:
-        return sample.net_out
+    resolve_memory_bytes = attr("memory")
+    resolve_memory_total_bytes = attr("memory_total")
+    resolve_disk_read_bytes_per_second = attr("disk_read")
+    resolve_disk_write_bytes_per_second = attr("disk_write")
+    resolve_net_in_bytes_per_second = attr("net_in")
+    resolve_net_out_bytes_per_second = attr("net_out")
 
 
 class VirtualMachineUsage(graphene.ObjectType):
     timeframe = graphene.Field(UsageTimeframe, required=True)
     samples = graphene.List(graphene.NonNull(UsageSample), required=True, description="Oldest first.")
-
-    @staticmethod
-    def resolve_timeframe(data: VmUsage, info: graphene.ResolveInfo) -> str:
-        return data.timeframe
 
 
 class Query(graphene.ObjectType):

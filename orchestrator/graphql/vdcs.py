@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import graphene
 
-from orchestrator.graphql.core import Role, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import Role, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Usage as UsageModel
 from orchestrator.models import Vdc as VdcModel
@@ -22,8 +22,7 @@ VDC_WRITER = Role(
     "Needs ADMIN, or ORG_OWNER of the VDC's organization (within its allowance; others are NOT_FOUND).",
 )
 
-VdcErrorCode = error_code_enum("VdcErrorCode", "QUOTA_EXCEEDED")
-VdcError = error_type("VdcError", VdcErrorCode)
+VdcErrorCode, VdcError = error_types("Vdc", "QUOTA_EXCEEDED")
 
 
 class VdcResources(graphene.ObjectType):
@@ -71,14 +70,6 @@ class Vdc(graphene.ObjectType):
         description="What its VMs use now, read from Proxmox (one call per zone for all VDCs). A zone that "
         "does not answer is left out, with an UNAVAILABLE error naming it.",
     )
-
-    @staticmethod
-    def resolve_quota(vdc: VdcModel, info: graphene.ResolveInfo) -> UsageModel:
-        return vdc.quota
-
-    @staticmethod
-    def resolve_snapshots_per_vm(vdc: VdcModel, info: graphene.ResolveInfo) -> int:
-        return vdc.snapshots_per_vm
 
     @staticmethod
     @domain_errors
@@ -134,9 +125,17 @@ class VdcUpdateInput(graphene.InputObjectType):
     quota = VdcQuotaInput(description="Only the limits that change.")
 
 
-class CreateVdc(ServiceMutation):
+class VdcMutation(ServiceMutation):
     class Meta:
-        role, service, result, error = VDC_WRITER, vdcs.create_vdc, "vdc", VdcError
+        abstract = True
+
+    shared = Shared(VDC_WRITER, VdcError, "vdc")
+    vdc = graphene.Field(Vdc)
+
+
+class CreateVdc(VdcMutation):
+    class Meta:
+        service = vdcs.create_vdc
         description = (
             "Create a VDC and its Proxmox pool fp-<id> in each of its zones: all of them, or nothing."
         )
@@ -144,24 +143,20 @@ class CreateVdc(ServiceMutation):
     class Arguments:
         input = VdcInput(required=True)
 
-    vdc = graphene.Field(Vdc)
 
-
-class UpdateVdc(ServiceMutation):
+class UpdateVdc(VdcMutation):
     class Meta:
-        role, service, result, error = VDC_WRITER, vdcs.update_vdc, "vdc", VdcError
+        service = vdcs.update_vdc
         description = "Change a VDC: its allow-lists, zones and quota."
 
     class Arguments:
         id = graphene.ID(required=True)
         input = VdcUpdateInput(required=True)
 
-    vdc = graphene.Field(Vdc)
 
-
-class DeleteVdc(ServiceMutation):
+class DeleteVdc(VdcMutation):
     class Meta:
-        role, service, result, error = VDC_WRITER, vdcs.delete_vdc, "vdc", VdcError
+        service = vdcs.delete_vdc
         description = "Delete a VDC and its pools; refused (CONFLICT) while it has VMs."
 
     class Arguments:

@@ -7,8 +7,9 @@ from typing import Any
 import graphene
 
 from orchestrator.errors import FlexPlaneError
-from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import VDC_MEMBER, VM_MEMBER, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
+from orchestrator.graphql.fields import attr
 from orchestrator.graphql.partial import report_partial
 from orchestrator.graphql.tasks import Task
 from orchestrator.models.networks import Nic
@@ -23,8 +24,7 @@ from orchestrator.services.placement import Placement as PlacementDecision
 from orchestrator.services.tasks import failed_task
 from orchestrator.services.vms import Created, CreateVm, Outcome, Page, VmFilter
 
-VirtualMachineErrorCode = error_code_enum("VirtualMachineErrorCode", "QUOTA_EXCEEDED", "NO_CAPACITY")
-VirtualMachineError = error_type("VirtualMachineError", VirtualMachineErrorCode)
+VirtualMachineErrorCode, VirtualMachineError = error_types("VirtualMachine", "QUOTA_EXCEEDED", "NO_CAPACITY")
 
 
 class VirtualMachine(graphene.ObjectType):
@@ -58,21 +58,10 @@ class VirtualMachine(graphene.ObjectType):
         "Proxmox call per VM, so ask for it on one VM, not in a long listing).",
     )
 
-    @staticmethod
-    def resolve_compute_profile(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:
-        return vm.compute_profile or None
-
-    @staticmethod
-    def resolve_storage_profile(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:
-        return vm.storage_profile or None
-
-    @staticmethod
-    def resolve_image(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:
-        return vm.image or None
-
-    @staticmethod
-    def resolve_lock(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:
-        return vm.lock or None
+    resolve_compute_profile = attr("compute_profile", blank_is_null=True)
+    resolve_storage_profile = attr("storage_profile", blank_is_null=True)
+    resolve_image = attr("image", blank_is_null=True)
+    resolve_lock = attr("lock", blank_is_null=True)
 
     security_groups = graphene.List(
         graphene.NonNull(graphene.String),
@@ -256,6 +245,8 @@ class VirtualMachineMutation(ServiceMutation):
     class Meta:
         abstract = True
 
+    shared = Shared(VM_MEMBER, VirtualMachineError)
+
     virtual_machine = graphene.Field(VirtualMachine)
     task = graphene.Field(
         Task, description="The Proxmox task (FAILED with an error); null when there was nothing to do."
@@ -272,7 +263,8 @@ class VirtualMachineMutation(ServiceMutation):
 
 class CreateVirtualMachine(VirtualMachineMutation):
     class Meta:
-        role, service, error = VDC_MEMBER, _create_vm, VirtualMachineError
+        role = VDC_MEMBER
+        service = _create_vm
         description = (
             "Create a VM from an image, on the host placement chooses (in the zone named, or in the VDC's "
             "zone with the most room), and start it. An earlier create's VM of the same idempotency key, or "
@@ -308,7 +300,7 @@ _ERRORS = (
 
 class StartVirtualMachine(VirtualMachineMutation):
     class Meta:
-        role, service, error = VM_MEMBER, vms.start_vm, VirtualMachineError
+        service = vms.start_vm
         description = f"Start a stopped VM (a running one is left as it is). {_ERRORS}"
 
     class Arguments:
@@ -317,7 +309,7 @@ class StartVirtualMachine(VirtualMachineMutation):
 
 class StopVirtualMachine(VirtualMachineMutation):
     class Meta:
-        role, service, error = VM_MEMBER, vms.stop_vm, VirtualMachineError
+        service = vms.stop_vm
         description = f"Power a VM off at once (a stopped one is left as it is). {_ERRORS}"
 
     class Arguments:
@@ -326,7 +318,7 @@ class StopVirtualMachine(VirtualMachineMutation):
 
 class ShutdownVirtualMachine(VirtualMachineMutation):
     class Meta:
-        role, service, error = VM_MEMBER, vms.shutdown_vm, VirtualMachineError
+        service = vms.shutdown_vm
         description = (
             "Ask the guest OS to shut down; Proxmox gives up after `timeout` seconds (default 60) and the VM "
             "keeps running. The answer waits up to 30 s: a longer shutdown's task is returned RUNNING. "
@@ -340,7 +332,7 @@ class ShutdownVirtualMachine(VirtualMachineMutation):
 
 class RebootVirtualMachine(VirtualMachineMutation):
     class Meta:
-        role, service, error = VM_MEMBER, vms.reboot_vm, VirtualMachineError
+        service = vms.reboot_vm
         description = f"Reboot a running VM through its guest OS (CONFLICT when it is not running). {_ERRORS}"
 
     class Arguments:
@@ -349,7 +341,7 @@ class RebootVirtualMachine(VirtualMachineMutation):
 
 class DeleteVirtualMachine(VirtualMachineMutation):
     class Meta:
-        role, service, error = VM_MEMBER, vms.delete_vm, VirtualMachineError
+        service = vms.delete_vm
         description = (
             "Stop a VM and destroy it with its disks; it leaves its VDC's pool and nothing remains. The "
             f"payload's virtualMachine is its last state, with status deleted. {_ERRORS}"
@@ -369,7 +361,7 @@ class ResizeVirtualMachineInput(graphene.InputObjectType):
 
 class ResizeVirtualMachine(VirtualMachineMutation):
     class Meta:
-        role, service, error = VM_MEMBER, _resize_vm, VirtualMachineError
+        service = _resize_vm
         description = (
             "Move a VM to another compute profile (it must be stopped: CONFLICT otherwise) and/or grow its "
             f"disk, within the VDC's quota (QUOTA_EXCEEDED saying by how much). {_ERRORS}"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import graphene
 
-from orchestrator.graphql.core import ADMIN, ServiceMutation, flexplane
-from orchestrator.graphql.errors import domain_errors, error_code_enum, error_type
+from orchestrator.graphql.core import ADMIN, ServiceMutation, Shared, flexplane
+from orchestrator.graphql.errors import domain_errors, error_types
 from orchestrator.graphql.hosts import Host
 from orchestrator.graphql.inputs import input_type
 from orchestrator.graphql.partial import report_partial
@@ -18,8 +18,7 @@ from orchestrator.models.catalog import ZONE_INPUTS
 from orchestrator.services import catalog, inventory
 from orchestrator.services.inventory import HostStatus, ZoneStatus
 
-ZoneErrorCode = error_code_enum("ZoneErrorCode")
-ZoneError = error_type("ZoneError", ZoneErrorCode)
+ZoneErrorCode, ZoneError = error_types("Zone")
 
 
 def _zone(root: ZoneStatus | ZoneModel) -> ZoneModel:
@@ -119,32 +118,36 @@ ZoneInput = input_type("ZoneInput", ZONE_INPUTS)
 ZoneUpdateInput = input_type("ZoneUpdateInput", ZONE_INPUTS, update=True)
 
 
-class CreateZone(ServiceMutation):
+class ZoneMutation(ServiceMutation):
     class Meta:
-        role, service, result, error = ADMIN, catalog.create_zone, "zone", ZoneError
+        abstract = True
+
+    shared = Shared(ADMIN, ZoneError, "zone")
+    zone = graphene.Field(Zone)
+
+
+class CreateZone(ZoneMutation):
+    class Meta:
+        service = catalog.create_zone
         description = "Add a zone (a Proxmox cluster); add its hosts next."
 
     class Arguments:
         input = ZoneInput(required=True)
 
-    zone = graphene.Field(Zone)
 
-
-class UpdateZone(ServiceMutation):
+class UpdateZone(ZoneMutation):
     class Meta:
-        role, service, result, error = ADMIN, catalog.update_zone, "zone", ZoneError
+        service = catalog.update_zone
         description = "Change a zone's name, description or network settings (for networks made later)."
 
     class Arguments:
         id = graphene.ID(required=True)
         input = ZoneUpdateInput(required=True)
 
-    zone = graphene.Field(Zone)
 
-
-class DeleteZone(ServiceMutation):
+class DeleteZone(ZoneMutation):
     class Meta:
-        role, service, result, error = ADMIN, catalog.delete_zone, "zone", ZoneError
+        service = catalog.delete_zone
         description = "Remove a zone; refused (CONFLICT) while it has hosts or VDCs allow it."
 
     class Arguments:

@@ -93,9 +93,14 @@ class NewJoinToken:
 
     token: str
     zone: str
-    host_name: str
+    host: str
     expires_at: datetime.datetime
     command: str
+
+    @property
+    def host_name(self) -> str:
+        """``host`` under its former name, until the portal's templates say ``host`` (issue 31)."""
+        return self.host
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ class JoinTokenRecord:
 
     ident: str
     zone: str
-    host_name: str
+    host: str
     expires_at: datetime.datetime
     created_by: str
     used_at: datetime.datetime | None
@@ -117,12 +122,17 @@ class JoinTokenRecord:
         return cls(
             ident=entry.name.removeprefix(f"{JOIN_TOKEN_KIND}-"),
             zone=data.get("zone", ""),
-            host_name=data.get("host", ""),
+            host=data.get("host", ""),
             expires_at=_from_unix(data.get("expires", "0")),
             created_by=data.get("created-by", ""),
             used_at=_from_unix(used) if used else None,
             used_by=data.get("used-by", ""),
         )
+
+    @property
+    def host_name(self) -> str:
+        """``host`` under its former name, until the portal's templates say ``host`` (issue 31)."""
+        return self.host
 
     @property
     def spent_since(self) -> datetime.datetime:
@@ -162,23 +172,23 @@ def enrollment_url(origin: str) -> str:
 # ------------------------------------------------------------------------------------ join tokens
 
 
-def create_join_token(ctx: Context, zone: str, host_name: str, origin: str) -> NewJoinToken:
-    """A single-use join token for host ``host_name`` of ``zone`` (ADMIN), valid FLEXPLANE_JOIN_TOKEN_TTL.
+def create_join_token(ctx: Context, zone: str, host: str, origin: str) -> NewJoinToken:
+    """A single-use join token for host ``host`` of ``zone`` (ADMIN), valid FLEXPLANE_JOIN_TOKEN_TTL.
 
     The answer carries the token and the command to run on the node; only its hash is stored.
     """
     access.require_admin(ctx)
     if not isinstance(zone, str) or not is_slug(zone):
         raise ValidationFailed("zone", f"zone {zone!r} is not a zone id")
-    if not isinstance(host_name, str) or not is_slug(host_name):
+    if not isinstance(host, str) or not is_slug(host):
         raise ValidationFailed(
-            "host_name",
-            f"hostName {host_name!r} is not a DNS label (lowercase letters, digits and inner '-', "
+            "host",
+            f"hostName {host!r} is not a DNS label (lowercase letters, digits and inner '-', "
             "at most 63 characters): use the node's name in Proxmox",
         )
-    if len(host_ident(zone, host_name)) > MAX_NAME_LENGTH:
+    if len(host_ident(zone, host)) > MAX_NAME_LENGTH:
         raise ValidationFailed(
-            "host_name", f"zone and host names together must be at most {MAX_NAME_LENGTH - 1} characters"
+            "host", f"zone and host names together must be at most {MAX_NAME_LENGTH - 1} characters"
         )
     source = ctx.kube
     if source.get_catalog(ZONE, zone) is None:
@@ -186,23 +196,23 @@ def create_join_token(ctx: Context, zone: str, host_name: str, origin: str) -> N
     _remove_spent_tokens(source)
     now = utc_now()
     expires = int((now + datetime.timedelta(seconds=settings.FLEXPLANE_JOIN_TOKEN_TTL)).timestamp())
-    parts = JoinTokenParts(zone, host_name, expires, secrets.token_hex(8), secrets.token_urlsafe(32))
+    parts = JoinTokenParts(zone, host, expires, secrets.token_hex(8), secrets.token_urlsafe(32))
     source.create_secret(
         _secret_name(parts.ident),
         {
             "hash": _hash(parts.secret).encode(),
             "zone": zone.encode(),
-            "host": host_name.encode(),
+            "host": host.encode(),
             "expires": str(expires).encode(),
             "created-at": str(int(now.timestamp())).encode(),
             "created-by": ctx.principal.subject.encode(),
         },
-        labels={KIND_LABEL: JOIN_TOKEN_KIND, ZONE_LABEL: zone, HOST_LABEL: host_name},
+        labels={KIND_LABEL: JOIN_TOKEN_KIND, ZONE_LABEL: zone, HOST_LABEL: host},
     )
     token = str(parts)
     url = enrollment_url(origin)
     command = f"flexplane-agent bootstrap --orchestrator {shlex.quote(url)} --token {shlex.quote(token)}"
-    return NewJoinToken(token, zone, host_name, parts.expires_at, command)
+    return NewJoinToken(token, zone, host, parts.expires_at, command)
 
 
 def list_join_tokens(ctx: Context) -> list[JoinTokenRecord]:
@@ -239,7 +249,7 @@ def _token_entry(source: KubeApi, token: str) -> tuple[SecretEntry, JoinTokenRec
             "create one with createHostJoinToken"
         )
     record = JoinTokenRecord.from_secret(entry)
-    if (parts.zone, parts.host, parts.expires_at) != (record.zone, record.host_name, record.expires_at):
+    if (parts.zone, parts.host, parts.expires_at) != (record.zone, record.host, record.expires_at):
         raise Unauthenticated("unknown join token: its zone, host or expiry were changed")
     if record.used_at is not None:
         by = f" by {record.used_by}" if record.used_by else ""
@@ -354,11 +364,11 @@ def registry_settings() -> dict[str, Any]:
     return {"update_registry": site.node_access()} if site is not None else {}
 
 
-def _settings(zone: str, node: str, endpoint: str, origin: str) -> dict[str, Any]:
-    """What the agent's configuration needs from the platform."""
+def _settings(zone: str, host: str, endpoint: str, origin: str) -> dict[str, Any]:
+    """What the agent's configuration needs from the platform (the agent calls its host ``node``)."""
     return {
         "zone": zone,
-        "node": node,
+        "node": host,
         "listen": endpoint,
         "allowed_clients": list(settings.FLEXPLANE_AGENT_ALLOWED_CLIENTS),
         "orchestrator_url": enrollment_url(origin),
@@ -369,22 +379,22 @@ def _settings(zone: str, node: str, endpoint: str, origin: str) -> dict[str, Any
 # ---------------------------------------------------------------------------------- the catalog
 
 
-def _put_host(source: KubeApi, zone: str, node: str, endpoint: str) -> None:
+def _put_host(source: KubeApi, zone: str, host: str, endpoint: str) -> None:
     """The host in the catalog with this endpoint: created with the defaults, or its endpoint updated."""
-    ident = host_ident(zone, node)
+    ident = host_ident(zone, host)
     for _ in range(3):
         entry = source.get_catalog(HOST, ident)
         try:
             if entry is None:
-                host = Host(key=f"{zone}/{node}", zone=zone, node=node, endpoint=endpoint)
-                source.create_catalog(HOST, ident, host.to_spec(), labels={ZONE_LABEL: zone})
+                entered = Host(key=f"{zone}/{host}", zone=zone, node=host, endpoint=endpoint)
+                source.create_catalog(HOST, ident, entered.to_spec(), labels={ZONE_LABEL: zone})
             elif entry.spec.get("endpoint") != endpoint:
                 spec = {**entry.spec, "endpoint": endpoint}
                 source.replace_catalog(HOST, ident, spec, entry.resource_version, labels=entry.labels)
             return
         except (Conflict, NotFound):
             continue  # created, changed or removed meanwhile: read it again
-    raise Conflict(f"host {zone}/{node} kept changing while it was enrolled; run the bootstrap again")
+    raise Conflict(f"host {zone}/{host} kept changing while it was enrolled; run the bootstrap again")
 
 
 # ------------------------------------------------------------------------------------ use-cases
@@ -402,8 +412,8 @@ def join(
     if not isinstance(token, str):
         raise Unauthenticated("a join token is required")
     entry, record = _token_entry(source, token)
-    zone, node = record.zone, record.host_name
-    identity = host_identity(zone, node)
+    zone, host = record.zone, record.host
+    identity = host_identity(zone, host)
     csr = check_csr(csr_pem, identity)
     address, ip = _endpoint(endpoint)
     ca = platform_ca(source)
@@ -418,20 +428,20 @@ def join(
             )
         hub = mesh.hub(source)
         known = mesh.peers(source)
-        key = mesh.check_key(source, mesh_key, zone, node, known)
-        mesh.check_room(known, zone, node)
+        key = mesh.check_key(source, mesh_key, zone, host, known)
+        mesh.check_room(known, zone, host)
     _use(source, entry, address)
     ips = [ip]
     mesh_settings: dict[str, Any] = {}
     if hub is not None:
-        peer = mesh.allocate(source, zone, node, key)
+        peer = mesh.allocate(source, zone, host, key)
         address = mesh.endpoint_of(peer, int(address.rpartition(":")[2]))
         ips = [ipaddress.ip_address(peer.address), ip]
         mesh_settings = {"mesh": hub.settings(peer)}
-    _put_host(source, zone, node, address)
-    image_cache.cache_on_new_host(zone, node)  # once its agent, started after this answer, answers
+    _put_host(source, zone, host, address)
+    image_cache.cache_on_new_host(zone, host)  # once its agent, started after this answer, answers
     certificate = sign(ca, csr, identity, ips)
-    node_settings = {**_settings(zone, node, address, origin), **updates, **mesh_settings}
+    node_settings = {**_settings(zone, host, address, origin), **updates, **mesh_settings}
     return Issued(certificate, ca.bundle, node_settings)
 
 
@@ -450,7 +460,7 @@ def renew(
     recorded key once every check has passed: the hub takes the new one and refuses the old.
     """
     ca = platform_ca(source)
-    current, zone, node = presented(certificate_pem, ca)
+    current, zone, host = presented(certificate_pem, ca)
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise ValidationFailed("timestamp", "timestamp must be the request's time, whole Unix seconds")
     skew = abs(time.time() - timestamp)
@@ -465,11 +475,11 @@ def renew(
         raise Unauthenticated(
             "the signature does not verify with the certificate's key: no proof of possession"
         )
-    identity = host_identity(zone, node)
+    identity = host_identity(zone, host)
     csr = check_csr(csr_pem, identity)
-    entry = source.get_catalog(HOST, host_ident(zone, node))
+    entry = source.get_catalog(HOST, host_ident(zone, host))
     if entry is None:
-        raise PermissionDenied(f"host {zone}/{node} is not in the host list: its certificate is not renewed")
+        raise PermissionDenied(f"host {zone}/{host} is not in the host list: its certificate is not renewed")
     endpoint = str(entry.spec.get("endpoint", ""))
     try:
         address, ip = _endpoint(endpoint)
@@ -477,8 +487,8 @@ def renew(
     except ValidationFailed:  # an admin gave it a DNS name: keep the addresses it had
         address = endpoint
         ips = ip_names(current)
-    node_settings = {**_settings(zone, node, address, origin), **registry_settings()}
+    node_settings = {**_settings(zone, host, address, origin), **registry_settings()}
     if mesh_key is not None and mesh.enabled():
         hub = mesh.hub(source)
-        node_settings["mesh"] = hub.settings(mesh.rotate(source, zone, node, mesh_key))
+        node_settings["mesh"] = hub.settings(mesh.rotate(source, zone, host, mesh_key))
     return Issued(sign(ca, csr, identity, ips), ca.bundle, node_settings)

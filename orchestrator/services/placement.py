@@ -115,7 +115,7 @@ class NoCapacity(FlexPlaneError):
 class HostRoom:
     """A host's capacity and what is already allocated on it, in the units placement reasons in."""
 
-    node: str
+    host: str
     memory_capacity_mib: float
     memory_allocated_mib: float
     cpu_capacity: float
@@ -224,7 +224,7 @@ def host_rooms(
         else:
             on_node = guests.get(host.node, [])
             rooms[host.node] = HostRoom(
-                node=host.node,
+                host=host.node,
                 memory_capacity_mib=node.maxmem / MIB * host.memory_overcommit,
                 memory_allocated_mib=sum(g.memory for g in on_node) / MIB,
                 cpu_capacity=float(node.maxcpu) * host.cpu_overcommit,
@@ -277,14 +277,14 @@ def _decide(
 
     cached = resources.nodes_with_template(request.image, request.storage) if request.image else frozenset()
     # Hosts that have the image cached come first; the others only when none that fits has it.
-    holding = [item for item in fitting if item[0].node in cached]
+    holding = [item for item in fitting if item[0].host in cached]
     pool = holding or fitting
     best_share = max(share for _, share, _ in pool)
     # Equally free (within the band of the best): fewest VMs of the VDC, then the most free, then by name.
     contenders = [item for item in pool if best_share - item[1] < SPREAD_BAND]
-    contenders.sort(key=lambda item: (item[0].vdc_vms, -item[1], item[0].node))
+    contenders.sort(key=lambda item: (item[0].vdc_vms, -item[1], item[0].host))
     chosen, chosen_share, tightest = contenders[0]
-    has_image = chosen.node in cached
+    has_image = chosen.host in cached
 
     among = f" of the hosts that have image {request.image} cached" if len(pool) < len(fitting) else ""
     reasons = [
@@ -312,25 +312,25 @@ def _decide(
     for room, share, _ in fitting:
         if room is chosen:
             continue
-        if has_image and room.node not in cached:
-            why = f"fits, but would download image {request.image} first; {chosen.node} has it cached"
+        if has_image and room.host not in cached:
+            why = f"fits, but would download image {request.image} first; {chosen.host} has it cached"
         elif best_share - share >= SPREAD_BAND:
             why = (
                 f"fits, but less free capacity: {_percent(share)} would stay free, against "
-                f"{_percent(chosen_share)} on {chosen.node}"
+                f"{_percent(chosen_share)} on {chosen.host}"
             )
         elif room.vdc_vms > chosen.vdc_vms:
             why = (
                 f"fits and is about as free ({_percent(share)}), but has {_count(room.vdc_vms, 'VM')} of VDC "
-                f"{request.vdc} against {chosen.vdc_vms} on {chosen.node}"
+                f"{request.vdc} against {chosen.vdc_vms} on {chosen.host}"
             )
         else:
             why = (
                 f"fits, as free ({_percent(share)}) and with as many VMs of VDC {request.vdc}; "
-                f"{chosen.node} has slightly more free capacity or comes first by name"
+                f"{chosen.host} has slightly more free capacity or comes first by name"
             )
-        rejected.append(Rejection(room.node, why))
-    placement = Placement(zone=request.zone, host=chosen.node, reasons=reasons, rejected=_ordered(rejected))
+        rejected.append(Rejection(room.host, why))
+    placement = Placement(zone=request.zone, host=chosen.host, reasons=reasons, rejected=_ordered(rejected))
     return _Decision(placement, chosen, chosen_share, has_image)
 
 
@@ -386,7 +386,7 @@ def place_in_zones(
     contenders = [item for item in pool if best_share - item[1].share < SPREAD_BAND]
     contenders.sort(key=lambda item: (item[2], -item[1].share, item[0]))
     zone, chosen, chosen_vms = contenders[0]
-    where = f"{zone}/{chosen.room.node}"
+    where = f"{zone}/{chosen.room.host}"
     image = requests[zone].image
     cached = f"has image {image} cached and " if len(pool) < len(decided) else ""
     reasons = [
@@ -401,7 +401,7 @@ def place_in_zones(
     for other, decision, vms in decided:
         if other == zone:
             continue
-        host = f"{other}/{decision.room.node}"
+        host = f"{other}/{decision.room.host}"
         if chosen.cached and not decision.cached:
             reasons.append(
                 f"zone {other}: its best host {host} fits, but would download image {image} first; "
@@ -424,13 +424,13 @@ def place_in_zones(
     rejected = list(chosen.placement.rejected)
     for other, decision, _ in decided:
         if other != zone:
-            host = f"{other}/{decision.room.node}"
+            host = f"{other}/{decision.room.host}"
             rejected.append(Rejection(host, "fits, but its zone was not chosen"))
             rejected += [Rejection(f"{other}/{r.host}", r.reason) for r in decision.placement.rejected]
     rejected += [
         Rejection(f"{other}/{r.host}", r.reason) for other, exc in full for r in exc.placement.rejected
     ]
-    return Placement(zone=zone, host=chosen.room.node, reasons=reasons, rejected=rejected)
+    return Placement(zone=zone, host=chosen.room.host, reasons=reasons, rejected=rejected)
 
 
 def _ordered(rejected: list[Rejection]) -> list[Rejection]:

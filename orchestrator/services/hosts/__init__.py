@@ -3,6 +3,8 @@
 Everything here needs ADMIN.
 
 - ``lifecycle``: add (by hand), cordon, uncordon, remove;
+
+A host is named by its zone and its ``host`` name (its Proxmox node's), as in the API.
 - ``drain``: move a host's VMs away in the background (``drain_host``, ``drain_status``);
 - ``records``: a drain's record in the management cluster;
 - ``details``: each host with its agent's report, its node's use and its drain.
@@ -18,7 +20,13 @@ from orchestrator.services.hosts.details import (
     host_details,
 )
 from orchestrator.services.hosts.drain import MIGRATION_TIMEOUT, drain_host, drain_status, drains
-from orchestrator.services.hosts.lifecycle import add_host, cordon_host, remove_host, uncordon_host
+from orchestrator.services.hosts.lifecycle import (
+    HOST_INPUTS,
+    add_host,
+    cordon_host,
+    remove_host,
+    uncordon_host,
+)
 from orchestrator.services.hosts.records import (
     DONE,
     DRAIN,
@@ -43,6 +51,7 @@ __all__ = [
     "FAILED",
     "GONE",
     "HEARTBEAT",
+    "HOST_INPUTS",
     "INCOMPLETE",
     "INTERRUPTED",
     "MIGRATING",

@@ -8,7 +8,7 @@ reason, and the drain goes on with the others. VDC quotas need no check: a VM th
 uses what it used before.
 
 The orchestrator keeps no state, so neither does a drain: its record is a ConfigMap of the platform
-namespace (kind ``host-drain``, id ``<zone>.<node>``), rewritten as the drain goes. The work runs in a
+namespace (kind ``host-drain``, id ``<zone>.<host>``), rewritten as the drain goes. The work runs in a
 background thread of the replica that was asked. That thread claims the record (``runner``) and shows
 it is alive by writing ``heartbeat`` at least every ``HEARTBEAT`` seconds; a record whose runner has
 been quiet for ``STALE_AFTER`` seconds is *interrupted* (its replica stopped), and calling
@@ -70,38 +70,38 @@ logger = logging.getLogger(__name__)
 MIGRATION_TIMEOUT = 4 * 3600.0
 
 
-def drain_status(ctx: Context, zone: str, node: str) -> HostDrain | None:
+def drain_status(ctx: Context, zone: str, host: str) -> HostDrain | None:
     """The host's drain as recorded (None when it is not being drained)."""
     require_admin(ctx)
-    host_of(ctx, zone, node)
-    return load(ctx, zone, node)
+    host_of(ctx, zone, host)
+    return load(ctx, zone, host)
 
 
 def drains(ctx: Context) -> list[HostDrain]:
     """Every host's drain as recorded, by zone then host (one read): for pages that follow them live."""
     require_admin(ctx)
-    return sorted(all_drains(ctx).values(), key=lambda d: (d.zone, d.node))
+    return sorted(all_drains(ctx).values(), key=lambda d: (d.zone, d.host))
 
 
-def drain_host(ctx: Context, zone: str, node: str) -> HostDrain:
+def drain_host(ctx: Context, zone: str, host: str) -> HostDrain:
     """Cordon the host and move its VMs away, in the background; answers the drain as it starts.
 
     A drain that runs is returned as it is; one that ended, failed or was interrupted is resumed with
     the VMs on the host now.
     """
     require_admin(ctx)
-    host = host_of(ctx, zone, node)
-    current = load(ctx, zone, node)
+    found = host_of(ctx, zone, host)
+    current = load(ctx, zone, host)
     if current is not None and current.active:
         return current
-    cordon_host(ctx, zone, node)
-    on_host = [g for g in inventory.zone_api(ctx, zone).resources("vm").vms if g.node == node]
+    cordon_host(ctx, zone, host)
+    on_host = [g for g in inventory.zone_api(ctx, zone).resources("vm").vms if g.node == host]
     at = now()
     runner = f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
     principal = ctx.principal
     drain = HostDrain(
-        zone=host.zone,
-        node=host.node,
+        zone=found.zone,
+        host=found.node,
         state=RUNNING,
         vms=_resumed(current.vms if current else [], on_host),
         requested_by=principal.name or principal.subject,
@@ -115,12 +115,12 @@ def drain_host(ctx: Context, zone: str, node: str) -> HostDrain:
         store(ctx, drain, create=current is None)
     except (Conflict, NotFound):
         # Another request (on this replica or another) claimed or ended it first: that drain is the one.
-        claimed = load(ctx, zone, node)
+        claimed = load(ctx, zone, host)
         if claimed is None:
-            raise Conflict(f"the drain of {where(zone, node)} changed meanwhile, retry") from None
+            raise Conflict(f"the drain of {where(zone, host)} changed meanwhile, retry") from None
         return claimed
     threading.Thread(
-        target=_run, args=(ctx.fresh(), zone, node, runner), name=f"drain-{zone}-{node}", daemon=True
+        target=_run, args=(ctx.fresh(), zone, host, runner), name=f"drain-{zone}-{host}", daemon=True
     ).start()
     return drain
 
@@ -146,14 +146,14 @@ class _Stop(Exception):
 class _Runner:
     """One drain's background work, writing its record as it goes."""
 
-    def __init__(self, ctx: Context, zone: str, node: str, runner: str) -> None:
+    def __init__(self, ctx: Context, zone: str, host: str, runner: str) -> None:
         self.ctx = ctx  # the caller who started it, and the sources: each step reads anew (``fresh``)
         self.zone = zone
-        self.node = node
+        self.host = host
         self.runner = runner
 
     def record(self) -> HostDrain:
-        drain = load(self.ctx, self.zone, self.node)
+        drain = load(self.ctx, self.zone, self.host)
         if drain is None or drain.runner != self.runner:
             raise _Stop
         return drain
@@ -172,11 +172,11 @@ class _Runner:
             while self.step(self.record()):
                 pass
         except _Stop:
-            logger.info("drain of %s/%s: no longer this runner's, stopping", self.zone, self.node)
+            logger.info("drain of %s/%s: no longer this runner's, stopping", self.zone, self.host)
         except FlexPlaneError as exc:
             self.fail(f"the drain stopped: {exc.message}; drain the host again to resume")
         except Exception:
-            logger.exception("drain of %s/%s failed", self.zone, self.node)
+            logger.exception("drain of %s/%s failed", self.zone, self.host)
             self.fail(
                 "the drain stopped on an internal error (see the orchestrator's log); drain the host again"
             )
@@ -186,13 +186,13 @@ class _Runner:
         from orchestrator.services.gateways.reconcile import evacuate
 
         try:
-            for item in evacuate(self.ctx.fresh(), self.zone, self.node):
+            for item in evacuate(self.ctx.fresh(), self.zone, self.host):
                 if item.error:
                     logger.warning(
-                        "drain of %s/%s: gateway %s: %s", self.zone, self.node, item.gateway, item.error
+                        "drain of %s/%s: gateway %s: %s", self.zone, self.host, item.gateway, item.error
                     )
         except FlexPlaneError as exc:
-            logger.warning("drain of %s/%s: its gateways did not move: %s", self.zone, self.node, exc.message)
+            logger.warning("drain of %s/%s: its gateways did not move: %s", self.zone, self.host, exc.message)
 
     def fail(self, message: str) -> None:
         try:
@@ -201,13 +201,13 @@ class _Runner:
             self.save(drain)
         except (_Stop, FlexPlaneError) as exc:
             logger.warning(
-                "drain of %s/%s: could not record its failure (%s): %s", self.zone, self.node, exc, message
+                "drain of %s/%s: could not record its failure (%s): %s", self.zone, self.host, exc, message
             )
 
     def step(self, drain: HostDrain) -> bool:
         """Move the next VM, or end the drain when none is left; False once it ended."""
         ctx = self.ctx.fresh()  # fresh reads for every step: no memo outlives it
-        if not any(h.zone == self.zone and h.node == self.node for h in catalog.hosts(ctx)):
+        if not any(h.zone == self.zone and h.node == self.host for h in catalog.hosts(ctx)):
             raise _Stop  # removed from the catalog
         api = inventory.zone_api(ctx, self.zone)
         resources = api.resources()
@@ -232,7 +232,7 @@ class _Runner:
     def reconcile(self, drain: HostDrain, guests: Sequence[Guest]) -> dict[int, Guest]:
         """Bring the record in line with where the VMs are now; answers the guests still on the host."""
         placed = {g.vmid: g for g in guests}
-        here = {vmid: g for vmid, g in placed.items() if g.node == self.node}
+        here = {vmid: g for vmid, g in placed.items() if g.node == self.host}
         known = {vm.vmid for vm in drain.vms}
         for vm in drain.vms:
             if vm.state not in (PENDING, MIGRATING) or vm.vmid in here:
@@ -259,12 +259,12 @@ class _Runner:
     ) -> None:
         vm.started_at = now()
         try:
-            check = api.migration_check(self.node, vm.vmid)
-            target, local_disks = target_of(catalog.hosts(ctx), api, self.node, vm, guest, check, resources)
+            check = api.migration_check(self.host, vm.vmid)
+            target, local_disks = target_of(catalog.hosts(ctx), api, self.host, vm, guest, check, resources)
             # A running VM moves live, its local disks copied along; a stopped one offline, disks and all.
             running = guest.status == "running"
             answer = api.migrate(
-                self.node, vm.vmid, target, online=running, with_local_disks=running and local_disks
+                self.host, vm.vmid, target, online=running, with_local_disks=running and local_disks
             )
         except _Unmovable as exc:
             vm.end(VM_FAILED, exc.reason)
@@ -318,8 +318,8 @@ class _Runner:
         self.save(drain)
 
 
-def _run(ctx: Context, zone: str, node: str, runner: str) -> None:
-    _Runner(ctx, zone, node, runner).run()
+def _run(ctx: Context, zone: str, host: str, runner: str) -> None:
+    _Runner(ctx, zone, host, runner).run()
 
 
 class _Unmovable(Exception):
@@ -333,14 +333,14 @@ class _Unmovable(Exception):
 def target_of(
     hosts: Sequence[Host],
     api: ZoneApi,
-    node: str,
+    host: str,
     vm: DrainVm,
     guest: Guest,
     check: MigrationCheck,
     resources: ClusterResources,
 ) -> tuple[str, bool]:
-    """The host placement picks for the VM among ``hosts`` (the catalog's), and whether its local disks
-    go with it (``_Unmovable``: none)."""
+    """The host placement picks among ``hosts`` (the catalog's) for the VM leaving ``host``, and whether
+    its local disks go with it (``_Unmovable``: none)."""
     devices = list(check.local_resources)
     if devices:
         raise _Unmovable(
@@ -350,7 +350,7 @@ def target_of(
     local_bytes: dict[str, int] = {}
     for disk in local:
         local_bytes[disk.storage] = local_bytes.get(disk.storage, 0) + disk.size
-    storages = api.config(node, vm.vmid).storages
+    storages = api.config(host, vm.vmid).storages
     if not storages:
         raise _Unmovable("it has no disk on a Proxmox storage, so placement cannot choose a host for it")
     primary = max(storages, key=lambda s: (local_bytes.get(s, 0), -storages.index(s)))
@@ -366,15 +366,15 @@ def target_of(
     allowed, refused = check.allowed_nodes, check.refused
     candidates: list[Host] = []
     excluded: dict[str, str] = {}
-    for host in hosts:
-        if host.zone != api.zone or host.node == node:
+    for other in hosts:
+        if other.zone != api.zone or other.node == host:
             continue
-        if host.node in refused:
-            excluded[host.node] = refused[host.node]
-        elif allowed is not None and host.node not in allowed:
-            excluded[host.node] = "not among the nodes it allows"
+        if other.node in refused:
+            excluded[other.node] = refused[other.node]
+        elif allowed is not None and other.node not in allowed:
+            excluded[other.node] = "not among the nodes it allows"
         else:
-            candidates.append(host)
+            candidates.append(other)
     why_not = "; ".join(f"{n}: Proxmox refuses it ({reason})" for n, reason in sorted(excluded.items()))
     if not candidates:
         raise _Unmovable(

@@ -11,10 +11,12 @@ or not; templates (the images' copies on each host) are not VMs and stay.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from orchestrator.errors import Conflict, NotFound, Unavailable
+from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFailed
 from orchestrator.models import Host
+from orchestrator.models.catalog import HOST_INPUTS as CATALOG_HOST_INPUTS
 from orchestrator.services import access, catalog, image_cache, inventory, mesh
 from orchestrator.services.context import Context
 from orchestrator.services.hosts import records
@@ -22,11 +24,24 @@ from orchestrator.services.hosts.records import where
 
 # ------------------------------------------------------------------------------------------ adding
 
+# A host's inputs as this service takes them: the catalog's declaration, its Proxmox node name called
+# ``host`` as everywhere above the catalog (which stores it as ``node``).
+HOST_INPUTS = replace(
+    CATALOG_HOST_INPUTS,
+    inputs=tuple(replace(i, name="host") if i.name == "node" else i for i in CATALOG_HOST_INPUTS.inputs),
+)
+
 
 def add_host(ctx: Context, data: Mapping[str, Any]) -> Host:
-    """Add a host by hand (``catalog.create_host``: its zone, node, agent endpoint, overcommit); the
-    images its zone offers are cached on it once its agent answers, as on a host that joined."""
-    host = catalog.create_host(ctx, data)
+    """Add a host by hand (``HOST_INPUTS``: its zone, host name, agent endpoint, overcommit); the images
+    its zone offers are cached on it once its agent answers, as on a host that joined."""
+    spec = {("node" if name == "host" else name): value for name, value in data.items()}
+    try:
+        host = catalog.create_host(ctx, spec)
+    except ValidationFailed as exc:
+        if exc.field != "node":
+            raise
+        raise ValidationFailed("host", exc.message) from exc
     image_cache.cache_on_new_host(host.zone, host.node)
     return host
 
@@ -34,37 +49,37 @@ def add_host(ctx: Context, data: Mapping[str, Any]) -> Host:
 # ------------------------------------------------------------------------------------ cordon, uncordon
 
 
-def host_of(ctx: Context, zone: str, node: str) -> Host:
-    for host in catalog.hosts(ctx):
-        if host.zone == zone and host.node == node:
-            return host
-    raise NotFound("host", f"{zone}/{node}")
+def host_of(ctx: Context, zone: str, host: str) -> Host:
+    for found in catalog.hosts(ctx):
+        if found.zone == zone and found.node == host:
+            return found
+    raise NotFound("host", f"{zone}/{host}")
 
 
-def cordon_host(ctx: Context, zone: str, node: str) -> Host:
+def cordon_host(ctx: Context, zone: str, host: str) -> Host:
     """Keep new VMs off the host; the VMs on it keep running."""
     access.require_admin(ctx)
-    host = host_of(ctx, zone, node)
-    return host if host.cordoned else catalog.update_host(ctx, zone, node, {"cordoned": True})
+    found = host_of(ctx, zone, host)
+    return found if found.cordoned else catalog.update_host(ctx, zone, host, {"cordoned": True})
 
 
-def uncordon_host(ctx: Context, zone: str, node: str) -> Host:
+def uncordon_host(ctx: Context, zone: str, host: str) -> Host:
     """Let placement use the host again; refused (``Conflict``) while a drain of it runs. Its drain
     record goes: the host is back in service."""
     access.require_admin(ctx)
-    host = host_of(ctx, zone, node)
-    drain = records.load(ctx, zone, node)
+    found = host_of(ctx, zone, host)
+    drain = records.load(ctx, zone, host)
     if drain is not None and drain.active:
-        raise Conflict(f"{where(zone, node)} is being drained: uncordon it once the drain has ended")
+        raise Conflict(f"{where(zone, host)} is being drained: uncordon it once the drain has ended")
     if drain is not None:
-        records.forget(ctx, zone, node)
-    return catalog.update_host(ctx, zone, node, {"cordoned": False}) if host.cordoned else host
+        records.forget(ctx, zone, host)
+    return catalog.update_host(ctx, zone, host, {"cordoned": False}) if found.cordoned else found
 
 
 # ------------------------------------------------------------------------------------------ removal
 
 
-def remove_host(ctx: Context, zone: str, node: str, *, force: bool = False) -> Host:
+def remove_host(ctx: Context, zone: str, host: str, *, force: bool = False) -> Host:
     """Remove the host from the catalog: Proxmox and the node are untouched, and flex.plane no longer
     dials its agent. Refused (``Conflict``) while VMs are on it: drain it first.
 
@@ -72,7 +87,7 @@ def remove_host(ctx: Context, zone: str, node: str, *, force: bool = False) -> H
     unless ``force`` (a dead zone, a host added with a wrong address); VMs known to be there always refuse.
     """
     access.require_admin(ctx)
-    host_of(ctx, zone, node)
+    host_of(ctx, zone, host)
 
     def empty(_host: Host) -> None:
         try:
@@ -82,15 +97,15 @@ def remove_host(ctx: Context, zone: str, node: str, *, force: bool = False) -> H
                 return
             raise Unavailable(
                 exc.where,
-                f"cannot tell whether VMs are on {where(zone, node)}: {exc.message}; "
+                f"cannot tell whether VMs are on {where(zone, host)}: {exc.message}; "
                 "remove it with force to remove it anyway",
             ) from exc
-        names = sorted(g.name or str(g.vmid) for g in vms if g.node == node)
+        names = sorted(g.name or str(g.vmid) for g in vms if g.node == host)
         if names:
             count = f"{len(names)} VM" + ("s are" if len(names) > 1 else " is")
-            raise Conflict(f"{count} still on {where(zone, node)} ({', '.join(names)}): drain the host first")
+            raise Conflict(f"{count} still on {where(zone, host)} ({', '.join(names)}): drain the host first")
 
-    removed = catalog.drop_host(ctx, zone, node, empty)
-    records.forget(ctx, zone, node)
-    mesh.forget(ctx.kube, zone, node)  # the hub drops its peer on its next pass: the node's key is refused
+    removed = catalog.drop_host(ctx, zone, host, empty)
+    records.forget(ctx, zone, host)
+    mesh.forget(ctx.kube, zone, host)  # the hub drops its peer on its next pass: the node's key is refused
     return removed

@@ -1,5 +1,7 @@
 """A host's drain as the management cluster records it: a ConfigMap of the platform namespace (kind
-``host-drain``, id ``<zone>.<node>``), rewritten as the drain goes (see ``hosts.drain``)."""
+``host-drain``, id ``<zone>.<host>``), rewritten as the drain goes (see ``hosts.drain``).
+
+The record stores the host's name under ``node``, as every record written so far has it."""
 
 from __future__ import annotations
 
@@ -45,8 +47,8 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def where(zone: str, node: str) -> str:
-    return f"host {node} of zone {zone}"
+def where(zone: str, host: str) -> str:
+    return f"host {host} of zone {zone}"
 
 
 # ------------------------------------------------------------------------------------ the drain record
@@ -104,7 +106,7 @@ class HostDrain:
     """A host's drain as recorded in the management cluster."""
 
     zone: str
-    node: str
+    host: str
     state: str
     vms: list[DrainVm]
     requested_by: str
@@ -120,7 +122,7 @@ class HostDrain:
     def from_entry(cls, entry: CatalogEntry) -> HostDrain:
         """The record as stored; what does not parse reads as a drain that stopped long ago."""
         spec = entry.spec
-        zone, _, node = entry.ident.partition(".")
+        zone, _, host = entry.ident.partition(".")
         long_ago = datetime.fromtimestamp(0, UTC)
         vms: list[DrainVm] = []
         for item in spec.get("vms") or []:
@@ -130,7 +132,7 @@ class HostDrain:
                 logger.warning("drain %s: skipping an unreadable VM entry %r", entry.ident, item)
         return cls(
             zone=str(spec.get("zone") or zone),
-            node=str(spec.get("node") or node),
+            host=str(spec.get("node") or host),
             state=str(spec.get("state") or FAILED),
             vms=vms,
             requested_by=str(spec.get("requestedBy") or ""),
@@ -146,7 +148,7 @@ class HostDrain:
     def to_spec(self) -> dict[str, Any]:
         return {
             "zone": self.zone,
-            "node": self.node,
+            "node": self.host,
             "state": self.state,
             "vms": [vm.to_spec() for vm in self.vms],
             "requestedBy": self.requested_by,
@@ -159,8 +161,13 @@ class HostDrain:
         }
 
     @property
+    def node(self) -> str:
+        """The host's name under its former word, until portal/admin/hosts.py says ``host`` (issue 31)."""
+        return self.host
+
+    @property
     def ident(self) -> str:
-        return host_ident(self.zone, self.node)
+        return host_ident(self.zone, self.host)
 
     @property
     def status(self) -> str:
@@ -178,8 +185,8 @@ class HostDrain:
         return encode_task_id(self.zone, vm.upid, vm.vdc or "") if vm.upid else None
 
 
-def load(ctx: Context, zone: str, node: str) -> HostDrain | None:
-    entry = ctx.kube.get_catalog(DRAIN, host_ident(zone, node))
+def load(ctx: Context, zone: str, host: str) -> HostDrain | None:
+    entry = ctx.kube.get_catalog(DRAIN, host_ident(zone, host))
     return HostDrain.from_entry(entry) if entry is not None else None
 
 
@@ -200,12 +207,12 @@ def store(ctx: Context, drain: HostDrain, *, create: bool) -> HostDrain:
     return drain
 
 
-def forget(ctx: Context, zone: str, node: str) -> None:
+def forget(ctx: Context, zone: str, host: str) -> None:
     """Delete a host's drain record (it may have none)."""
     try:
-        ctx.kube.delete_catalog(DRAIN, host_ident(zone, node))
+        ctx.kube.delete_catalog(DRAIN, host_ident(zone, host))
     except FlexPlaneError as exc:
-        logger.warning("drain of %s/%s: record not deleted: %s", zone, node, exc.message)
+        logger.warning("drain of %s/%s: record not deleted: %s", zone, host, exc.message)
 
 
 def all_drains(ctx: Context) -> dict[str, HostDrain]:
@@ -213,6 +220,6 @@ def all_drains(ctx: Context) -> dict[str, HostDrain]:
 
     def read() -> dict[str, HostDrain]:
         drains = (HostDrain.from_entry(e) for e in ctx.kube.list_catalog([DRAIN]))
-        return {f"{d.zone}/{d.node}": d for d in drains}
+        return {f"{d.zone}/{d.host}": d for d in drains}
 
     return ctx.memoize(("hosts", "drains"), read)
