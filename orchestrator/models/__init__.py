@@ -1,8 +1,9 @@
-"""View-adapters over live Proxmox and Kubernetes payloads.
+"""Typed values built from live Proxmox and Kubernetes payloads, never saved: there is no database.
 
-These are unmanaged Django models (``Meta.managed = False``): typed objects built by
-classmethods from what the neighbours answered, never queried through the ORM and never
-saved. There is no database behind them.
+What the management cluster stores (the catalog's kinds, VDCs, security groups, gateways) is declared
+once per spec as a pydantic model (``models.specs``), which reads and writes its camelCase JSON. VMs and
+tasks, read live from Proxmox, are unmanaged Django models (``Meta.managed = False``), never queried
+through the ORM (docs/architecture.md, "Specs and models").
 """
 
 from orchestrator.models.catalog import ComputeProfile, Image, StorageProfile

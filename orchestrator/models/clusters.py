@@ -18,9 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import models
-
-from orchestrator.models.catalog import MAX_CATALOG_NAME_LENGTH, Input, Kind
+from orchestrator.models.catalog import MAX_CATALOG_NAME_LENGTH
+from orchestrator.models.specs import Kind, Spec, field
 
 # The kinds, labels and annotations of tenant clusters are the Kubernetes layer's (shared with the providers),
 # re-exported here with the views built from them.
@@ -70,28 +69,6 @@ PHASES = (PROVISIONING, READY, UPGRADING, SCALING, DELETING, FAILED)
 
 KUBERNETES_VERSION = re.compile(r"v(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})")
 
-KUBERNETES_VERSION_INPUTS = Kind(
-    "kubernetesversion",
-    "Kubernetes version",
-    (
-        Input(
-            "version",
-            str,
-            "Version",
-            "A Kubernetes release, v<major>.<minor>.<patch> (e.g. v1.34.2); it cannot change later.",
-            max_length=16,
-            key=True,
-        ),
-        Input(
-            "image",
-            str,
-            "Node image",
-            "The catalog image its worker nodes boot from (with kubeadm and the kubelet of this version).",
-            max_length=MAX_CATALOG_NAME_LENGTH,
-        ),
-    ),
-)
-
 
 def version_key(version: str) -> tuple[int, ...]:
     """``v1.34.2`` -> (1, 34, 2), for ordering (an unparsable one sorts first)."""
@@ -99,24 +76,28 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in match.groups()) if match else (-1,)
 
 
-class KubernetesVersion(models.Model):
+class KubernetesVersion(Spec):
     """A Kubernetes version tenants may choose, and the node image of its workers."""
 
-    version = models.CharField(primary_key=True, max_length=16)
-    image = models.CharField(max_length=MAX_CATALOG_NAME_LENGTH)
-
-    class Meta:
-        managed = False
+    version: str = field(
+        label="Version",
+        help="A Kubernetes release, v<major>.<minor>.<patch> (e.g. v1.34.2); it cannot change later.",
+        required=True,
+        max_length=16,
+        key=True,
+    )
+    image: str = field(
+        label="Node image",
+        help="The catalog image its worker nodes boot from (with kubeadm and the kubelet of this version).",
+        required=True,
+        max_length=MAX_CATALOG_NAME_LENGTH,
+    )
 
     def __str__(self) -> str:
         return self.version
 
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> KubernetesVersion:
-        return cls(version=str(spec["version"]), image=str(spec["image"]))
 
-    def to_spec(self) -> dict[str, Any]:
-        return {"version": self.version, "image": self.image}
+KUBERNETES_VERSION_INPUTS = Kind.of(KubernetesVersion, "kubernetesversion", "Kubernetes version")
 
 
 # ------------------------------------------------------------------------------ the objects

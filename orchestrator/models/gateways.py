@@ -18,9 +18,13 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import field, replace
+from typing import Annotated, Any
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from orchestrator.models.specs import SPEC_CONFIG, Stored, load
 from orchestrator.sources.kube_objects import VDC_LABEL
 
 GATEWAY_KIND = "gateway"
@@ -150,7 +154,7 @@ def in_pool(pool: Iterable[str], address: str) -> bool:
 # ------------------------------------------------------------------------------ desired state
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SPEC_CONFIG)
 class PublicIp:
     """A public address of the gateway; ``nat_to``: the VM address it is 1:1 NAT'd to, if any."""
 
@@ -158,7 +162,7 @@ class PublicIp:
     nat_to: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SPEC_CONFIG)
 class PortForward:
     """``public_ip:port/protocol`` forwarded to ``to_address:to_port``."""
 
@@ -173,7 +177,7 @@ class PortForward:
         return (self.public_ip, self.protocol, self.port)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SPEC_CONFIG)
 class FirewallRule:
     """An exception to the gateway's defaults (inbound deny, egress allow), in order: the first
     rule a packet matches decides. ``ports`` is an inclusive range (tcp and udp only)."""
@@ -187,7 +191,7 @@ class FirewallRule:
     description: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SPEC_CONFIG)
 class Leg:
     """The gateway's leg on one of the VDC's networks: its VNet bridge and the network's gateway
     address with the prefix (``10.0.0.1/24``)."""
@@ -201,9 +205,10 @@ class Leg:
         return ipaddress.IPv4Interface(self.address).network
 
 
-@dataclass(frozen=True)
-class Gateway:
-    """A VDC's edge gateway in one zone, as its ConfigMap holds it."""
+@dataclass(frozen=True, config=SPEC_CONFIG)
+class Gateway(Stored):
+    """A VDC's edge gateway in one zone, as its ConfigMap holds it (every field but its
+    ``resource_version``, in camelCase: ``models.specs``)."""
 
     vdc: str
     zone: str
@@ -216,7 +221,8 @@ class Gateway:
     node: str | None = None
     applied_generation: int = 0
     left_on: tuple[str, ...] = ()
-    resource_version: str = field(default="", compare=False)
+    # The version of the ConfigMap it was read from (not stored: the next write is made at it).
+    resource_version: Annotated[str, Field(exclude=True)] = field(default="", compare=False)
 
     @property
     def id(self) -> str:
@@ -242,79 +248,6 @@ class Gateway:
     def labels(self) -> dict[str, str]:
         return {VDC_LABEL: self.vdc, ZONE_LABEL: self.zone}
 
-    def to_spec(self) -> dict[str, Any]:
-        return {
-            "vdc": self.vdc,
-            "zone": self.zone,
-            "generation": self.generation,
-            "uplinkAddress": self.uplink_address,
-            "publicIps": [{"address": p.address, "natTo": p.nat_to} for p in self.public_ips],
-            "forwards": [
-                {
-                    "publicIp": f.public_ip,
-                    "protocol": f.protocol,
-                    "port": f.port,
-                    "toAddress": f.to_address,
-                    "toPort": f.to_port,
-                }
-                for f in self.forwards
-            ],
-            "rules": [
-                {
-                    "direction": r.direction,
-                    "action": r.action,
-                    "protocol": r.protocol,
-                    "source": r.source,
-                    "destination": r.destination,
-                    "ports": list(r.ports) if r.ports is not None else None,
-                    "description": r.description,
-                }
-                for r in self.rules
-            ],
-            "legs": [{"network": g.network, "bridge": g.bridge, "address": g.address} for g in self.legs],
-            "node": self.node,
-            "appliedGeneration": self.applied_generation,
-            "leftOn": list(self.left_on),
-        }
-
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], resource_version: str = "") -> Gateway:
-        return cls(
-            vdc=str(spec["vdc"]),
-            zone=str(spec["zone"]),
-            uplink_address=str(spec["uplinkAddress"]),
-            generation=int(spec.get("generation") or 1),
-            public_ips=tuple(
-                PublicIp(str(p["address"]), str(p["natTo"]) if p.get("natTo") else None)
-                for p in spec.get("publicIps") or []
-            ),
-            forwards=tuple(
-                PortForward(
-                    str(f["publicIp"]),
-                    str(f["protocol"]),
-                    int(f["port"]),
-                    str(f["toAddress"]),
-                    int(f["toPort"]),
-                )
-                for f in spec.get("forwards") or []
-            ),
-            rules=tuple(
-                FirewallRule(
-                    str(r["direction"]),
-                    str(r["action"]),
-                    str(r["protocol"]),
-                    str(r.get("source") or ANYWHERE),
-                    str(r.get("destination") or ANYWHERE),
-                    (int(r["ports"][0]), int(r["ports"][1])) if r.get("ports") else None,
-                    str(r.get("description") or ""),
-                )
-                for r in spec.get("rules") or []
-            ),
-            legs=tuple(
-                Leg(str(g["network"]), str(g["bridge"]), str(g["address"])) for g in spec.get("legs") or []
-            ),
-            node=str(spec["node"]) if spec.get("node") else None,
-            applied_generation=int(spec.get("appliedGeneration") or 0),
-            left_on=tuple(str(n) for n in spec.get("leftOn") or []),
-            resource_version=resource_version,
-        )
+        return load(cls, {**spec, "resource_version": resource_version})

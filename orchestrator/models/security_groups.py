@@ -7,14 +7,20 @@ in ``/cluster/resources``, so membership is read with one call per zone. A VM wi
 
 A rule lets traffic through: inbound (``in``) from, or outbound (``out``) to, one remote, which is a
 CIDR, another group of the same VDC (its member VMs' addresses), or the VDC's own networks. Values
-are frozen dataclasses, not Django models: a group nests its rules, which no model field holds.
+are frozen pydantic dataclasses, declared once: their fields are what is stored, in camelCase
+(``models.specs``); a rule is stored without what it leaves out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from orchestrator.models.specs import SPEC_CONFIG, Stored, load
 
 DEFAULT_GROUP = "default"
 GROUP_TAG_PREFIX = "fp-sg-"
@@ -31,18 +37,22 @@ MAX_DESCRIPTION_LENGTH = 200
 ANYWHERE = "0.0.0.0/0"
 
 
-@dataclass(frozen=True)
-class Rule:
+def _unset(value: Any) -> bool:
+    return value is None or value is False or value == ""
+
+
+@dataclass(frozen=True, config=SPEC_CONFIG)
+class Rule(Stored):
     """What one rule lets through. Exactly one of ``cidr``, ``group`` and ``vdc_networks`` is its remote;
     ``ports`` (``"22"`` or ``"8000-8080"``) only with tcp or udp, None for every port."""
 
     direction: str
     protocol: str
-    ports: str | None = None
-    cidr: str | None = None
-    group: str | None = None
-    vdc_networks: bool = False
-    description: str = ""
+    ports: str | None = Field(default=None, exclude_if=_unset)
+    cidr: str | None = Field(default=None, exclude_if=_unset)
+    group: str | None = Field(default=None, exclude_if=_unset)
+    vdc_networks: bool = Field(default=False, exclude_if=_unset)
+    description: str = Field(default="", exclude_if=_unset)
 
     @property
     def port_range(self) -> tuple[int, int] | None:
@@ -51,39 +61,16 @@ class Rule:
         first, _, last = self.ports.partition("-")
         return int(first), int(last or first)
 
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> Rule:
-        return cls(
-            direction=str(spec["direction"]),
-            protocol=str(spec["protocol"]),
-            ports=str(spec["ports"]) if spec.get("ports") else None,
-            cidr=str(spec["cidr"]) if spec.get("cidr") else None,
-            group=str(spec["group"]) if spec.get("group") else None,
-            vdc_networks=bool(spec.get("vdcNetworks")),
-            description=str(spec.get("description") or ""),
-        )
 
-    def to_spec(self) -> dict[str, Any]:
-        spec: dict[str, Any] = {"direction": self.direction, "protocol": self.protocol}
-        for key, value in (("ports", self.ports), ("cidr", self.cidr), ("group", self.group)):
-            if value is not None:
-                spec[key] = value
-        if self.vdc_networks:
-            spec["vdcNetworks"] = True
-        if self.description:
-            spec["description"] = self.description
-        return spec
-
-
-@dataclass(frozen=True)
-class SecurityGroup:
+@dataclass(frozen=True, config=SPEC_CONFIG)
+class SecurityGroup(Stored):
     """A named set of rules of one VDC."""
 
     name: str
     description: str = ""
     rules: tuple[Rule, ...] = field(default_factory=tuple)
     # The VDC it is of (not stored: it is stored in that VDC's entry).
-    vdc: str = ""
+    vdc: str = Field(default="", exclude=True)
 
     @property
     def referenced_groups(self) -> frozenset[str]:
@@ -96,19 +83,7 @@ class SecurityGroup:
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], vdc: str = "") -> SecurityGroup:
-        return cls(
-            name=str(spec["name"]),
-            description=str(spec.get("description") or ""),
-            rules=tuple(Rule.from_spec(rule) for rule in spec.get("rules") or []),
-            vdc=vdc,
-        )
-
-    def to_spec(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "rules": [rule.to_spec() for rule in self.rules],
-        }
+        return load(cls, {**spec, "vdc": vdc})
 
 
 def default_group(vdc: str = "") -> SecurityGroup:

@@ -7,12 +7,14 @@ Proxmox: the VMs tagged ``fp-vdc-<id>``, which sit in the pool ``fp-<id>`` of ea
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import fields
+from typing import Any, ClassVar
 
-from django.db import models
+from pydantic import AliasPath, Field, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic.dataclasses import dataclass
 
+from orchestrator.models.specs import SPEC_CONFIG, Spec, Stored, named_by_id
 from orchestrator.models.vms import VDC_TAG_PREFIX, requested_in
 from orchestrator.sources.proxmox import Guest
 
@@ -35,9 +37,10 @@ def pool_name(vdc_id: str) -> str:
     return f"{POOL_PREFIX}{vdc_id}"
 
 
-@dataclass(frozen=True)
-class Usage:
-    """Amounts of the four quota'd resources: used by a VDC, allowed to it, or asked for."""
+@dataclass(frozen=True, config=SPEC_CONFIG)
+class Usage(Stored):
+    """Amounts of the quota'd resources: used by a VDC, allowed to it, or asked for (stored as a VDC's
+    ``quota``, camelCase). A pydantic dataclass: amounts are added and compared as values."""
 
     vcpus: int = 0
     memory_mib: int = 0
@@ -47,7 +50,7 @@ class Usage:
     public_ips: int = 0
 
     # (attribute, how a message names it, unit)
-    RESOURCES = (
+    RESOURCES: ClassVar[tuple[tuple[str, str, str], ...]] = (
         ("vcpus", "vCPUs", ""),
         ("memory_mib", "memory", " MiB"),
         ("disk_gb", "disk", " GiB"),
@@ -77,94 +80,56 @@ class Usage:
             )
         return cls(vcpus=vcpus, memory_mib=memory_mib, disk_gb=disk_gb, vms=1)
 
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> Usage:
-        return cls(
-            vcpus=int(spec.get("vcpus") or 0),
-            memory_mib=int(spec.get("memoryMib") or 0),
-            disk_gb=int(spec.get("diskGb") or 0),
-            vms=int(spec.get("vms") or 0),
-            networks=int(spec.get("networks") or 0),
-            public_ips=int(spec.get("publicIps") or 0),
-        )
-
-    def to_spec(self) -> dict[str, int]:
-        return {
-            "vcpus": self.vcpus,
-            "memoryMib": self.memory_mib,
-            "diskGb": self.disk_gb,
-            "vms": self.vms,
-            "networks": self.networks,
-            "publicIps": self.public_ips,
-        }
+    @staticmethod
+    def key(resource: str) -> str:
+        """The key a resource is stored under (``memory_mib`` -> ``memoryMib``)."""
+        return to_camel(resource)
 
 
-class Vdc(models.Model):
+def _quota(name: str, default: int = 0) -> Any:
+    return Field(default, validation_alias=AliasPath("quota", to_camel(name)))
+
+
+class Vdc(Spec):
     """A tenant's virtual data center: allowed zones and catalog offerings, and its quota.
 
-    An empty allow-list allows nothing. The quota bounds the sum over the VDC's VMs.
+    An empty allow-list allows nothing. The quota bounds the sum over the VDC's VMs. Stored with its
+    quota nested (``quota``), its organization only when it has one, and its security groups beside
+    (``securityGroups``, ``models.security_groups``).
     """
 
-    id = models.CharField(primary_key=True, max_length=63)
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True, default="")
-    zones = models.JSONField(default=list)
-    compute_profiles = models.JSONField(default=list)
-    storage_profiles = models.JSONField(default=list)
-    images = models.JSONField(default=list)
-    quota_vcpus = models.PositiveIntegerField()
-    quota_memory_mib = models.PositiveIntegerField()
-    quota_disk_gb = models.PositiveIntegerField()
-    quota_vms = models.PositiveIntegerField()
-    quota_networks = models.PositiveIntegerField(default=DEFAULT_NETWORKS_QUOTA)
-    quota_public_ips = models.PositiveIntegerField(default=DEFAULT_PUBLIC_IPS_QUOTA)
-    # Not a sum over the VDC like the four above: the most snapshots any one of its VMs may have.
-    quota_snapshots_per_vm = models.PositiveIntegerField(default=DEFAULT_SNAPSHOTS_PER_VM)
+    id: str
+    name: str = ""
+    description: str = ""
+    zones: list[str] = Field(default_factory=list)
+    compute_profiles: list[str] = Field(default_factory=list)
+    storage_profiles: list[str] = Field(default_factory=list)
+    images: list[str] = Field(default_factory=list)
+    quota_vcpus: int = _quota("vcpus")
+    quota_memory_mib: int = _quota("memory_mib")
+    quota_disk_gb: int = _quota("disk_gb")
+    quota_vms: int = _quota("vms")
+    # A VDC stored before networks had a quota may have a few (its default ones among them).
+    quota_networks: int = _quota("networks", DEFAULT_NETWORKS_QUOTA)
+    quota_public_ips: int = _quota("public_ips", DEFAULT_PUBLIC_IPS_QUOTA)
+    # Not a sum over the VDC like the others: the most snapshots any one of its VMs may have.
+    quota_snapshots_per_vm: int = _quota("snapshots_per_vm", DEFAULT_SNAPSHOTS_PER_VM)
     # The Zitadel organization (tenant) the VDC belongs to; empty for a VDC of the platform's own.
-    organization = models.CharField(max_length=200, blank=True, default="")
-
-    class Meta:
-        managed = False
+    organization: str = ""
 
     def __str__(self) -> str:
         return self.id
 
+    @model_validator(mode="before")
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> Vdc:
-        quota_spec = spec.get("quota") or {}
-        quota = Usage.from_spec(quota_spec)
-        snapshots = (spec.get("quota") or {}).get("snapshotsPerVm")
-        return cls(
-            id=str(spec["id"]),
-            name=str(spec.get("name") or spec["id"]),
-            description=str(spec.get("description") or ""),
-            zones=[str(z) for z in spec.get("zones") or []],
-            compute_profiles=[str(p) for p in spec.get("computeProfiles") or []],
-            storage_profiles=[str(p) for p in spec.get("storageProfiles") or []],
-            images=[str(i) for i in spec.get("images") or []],
-            quota_vcpus=quota.vcpus,
-            quota_memory_mib=quota.memory_mib,
-            quota_disk_gb=quota.disk_gb,
-            quota_vms=quota.vms,
-            # A VDC stored before networks had a quota may have a few (its default ones among them).
-            quota_networks=quota.networks if "networks" in quota_spec else DEFAULT_NETWORKS_QUOTA,
-            quota_public_ips=quota.public_ips if "publicIps" in quota_spec else DEFAULT_PUBLIC_IPS_QUOTA,
-            quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else int(snapshots),
-            organization=str(spec.get("organization") or ""),
-        )
+    def _named(cls, data: Any) -> Any:
+        return named_by_id(data)
 
     def to_spec(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "zones": list(self.zones),
-            "computeProfiles": list(self.compute_profiles),
-            "storageProfiles": list(self.storage_profiles),
-            "images": list(self.images),
-            "quota": {**self.quota.to_spec(), "snapshotsPerVm": self.quota_snapshots_per_vm},
-            **({"organization": self.organization} if self.organization else {}),
-        }
+        spec = super().to_spec()
+        if not self.organization:
+            del spec["organization"]
+        return spec
 
     @property
     def quota(self) -> Usage:

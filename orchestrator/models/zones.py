@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from django.db import models
+from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
 from agentclient import AgentTarget, host_identity
+from orchestrator.models.specs import (
+    MAX_DESCRIPTION_LENGTH,
+    MAX_NAME_LENGTH,
+    MAX_TITLE_LENGTH,
+    Spec,
+    field,
+    named_by_id,
+)
 
 DEFAULT_MEMORY_OVERCOMMIT = 1.0
 DEFAULT_CPU_OVERCOMMIT = 4.0
@@ -26,63 +34,158 @@ MAX_VLAN_TAG = 4094
 NO_VLAN = 0
 
 
-class Zone(models.Model):
-    """A Proxmox cluster that VMs can be placed in."""
+def _joined(value: Any) -> Any:
+    """A stored list as the model holds it: comma-separated, as the form and the API take it."""
+    return ", ".join(str(item) for item in value) if isinstance(value, list) else value
 
-    id = models.CharField(primary_key=True, max_length=63)
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True, default="")
-    # How its tenant networks are built: a Proxmox SDN zone of this type (VXLAN among the zone's nodes,
-    # or VLANs on ``network_bridge``), VNets numbered from the id range, with this MTU; tenants may use
-    # RFC 1918 addresses and ``network_ranges``; ``network_dns`` are a new network's default resolvers.
-    network_type = models.CharField(max_length=8, default=DEFAULT_NETWORK_TYPE)
-    network_bridge = models.CharField(max_length=15, default=DEFAULT_NETWORK_BRIDGE)
-    network_id_first = models.PositiveIntegerField(default=DEFAULT_NETWORK_ID_FIRST)
-    network_id_last = models.PositiveIntegerField(default=DEFAULT_NETWORK_ID_LAST)
-    network_mtu = models.PositiveIntegerField(default=DEFAULT_NETWORK_MTU)
-    # Comma-separated, as the form and the API take them (``ranges``, ``dns_servers``: as lists).
-    network_ranges = models.CharField(max_length=1000, default="")
-    network_dns = models.CharField(max_length=200, default="")
-    # Its external network, where edge gateways have their uplink (none while ``external_bridge`` is
-    # empty: no gateways in the zone): the bridge (and VLAN tag, 0 for none), its CIDR and gateway, the
-    # public addresses flex.plane hands out (comma-separated ranges ``a-b``, CIDRs or addresses, all in
-    # the CIDR) and the nodes that may host gateways (comma-separated; empty: any host of the zone).
-    external_bridge = models.CharField(max_length=15, default="")
-    external_vlan = models.PositiveIntegerField(default=NO_VLAN)
-    external_cidr = models.CharField(max_length=18, default="")
-    external_gateway = models.CharField(max_length=15, default="")
-    external_pool = models.CharField(max_length=1000, default="")
-    gateway_nodes = models.CharField(max_length=1000, default="")
 
-    class Meta:
-        managed = False
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+# A list the spec stores as a JSON list, and the model, the form and the API hold comma-separated.
+CommaList = Annotated[str, BeforeValidator(_joined), PlainSerializer(_items, return_type=list[str])]
+
+
+def _network(name: str, *more: Any, **declared: Any) -> Any:
+    return field(*more, path=("network", name), **declared)
+
+
+def _external(name: str, *more: Any, **declared: Any) -> Any:
+    return field(*more, path=("external", name), **declared)
+
+
+class Zone(Spec):
+    """A Proxmox cluster that VMs can be placed in.
+
+    Its tenant networks are a Proxmox SDN zone of ``network_type`` (VXLAN among the zone's nodes, or
+    VLANs on ``network_bridge``), VNets numbered from the id range, with this MTU; tenants may use
+    RFC 1918 addresses and ``network_ranges``; ``network_dns`` are a new network's default resolvers.
+    Its external network, where edge gateways have their uplink (none while ``external_bridge`` is
+    empty: no gateways in the zone): the bridge (and VLAN tag, 0 for none), its CIDR and gateway, the
+    public addresses flex.plane hands out and the nodes that may host gateways. Stored nested
+    (``network``, ``external``); a zone without an external network is stored without ``external``,
+    as zones were before gateways.
+    """
+
+    id: str = field(
+        label="Id",
+        help="A lowercase slug of letters, digits and '-'; it cannot change later.",
+        required=True,
+        max_length=MAX_NAME_LENGTH,
+        key=True,
+    )
+    name: str = field(
+        label="Display name", help="Its name on pages (default: the id).", max_length=MAX_TITLE_LENGTH
+    )
+    description: str = field("", label="Description", max_length=MAX_DESCRIPTION_LENGTH, widget="textarea")
+    network_type: str = _network(
+        "type",
+        DEFAULT_NETWORK_TYPE,
+        label="Tenant networks",
+        help="How its tenant networks are built: VXLAN among its hosts, or VLANs on one bridge.",
+        choices=NETWORK_TYPES,
+    )
+    network_bridge: str = _network(
+        "bridge",
+        DEFAULT_NETWORK_BRIDGE,
+        label="VLAN bridge",
+        help="The bridge tenant VLANs ride on (VLAN only), e.g. vmbr0.",
+        max_length=15,
+    )
+    network_id_first: int = _network(
+        "idFirst",
+        DEFAULT_NETWORK_ID_FIRST,
+        label="First network id",
+        help="The first VXLAN id or VLAN tag flex.plane may hand out:",
+        ge=1,
+        le=MAX_VXLAN_ID,
+    )
+    network_id_last: int = _network(
+        "idLast",
+        DEFAULT_NETWORK_ID_LAST,
+        label="Last network id",
+        help="The last VXLAN id or VLAN tag flex.plane may hand out (a VLAN tag is at most 4094):",
+        ge=1,
+        le=MAX_VXLAN_ID,
+    )
+    network_mtu: int = _network(
+        "mtu",
+        DEFAULT_NETWORK_MTU,
+        label="Network MTU",
+        help="The MTU of tenant networks (VXLAN needs 50 bytes less than the hosts' links):",
+        ge=576,
+        le=9000,
+    )
+    network_ranges: CommaList = _network(
+        "ranges",
+        "",
+        label="Other address ranges",
+        help="IPv4 ranges tenants may use besides RFC 1918's, comma-separated CIDRs (empty: none).",
+        max_length=1000,
+    )
+    network_dns: CommaList = _network(
+        "dns",
+        "",
+        label="DNS servers",
+        help="The resolvers a new network gets unless its creator names others, comma-separated "
+        "IPv4 addresses (empty: none).",
+        max_length=200,
+    )
+    external_bridge: str = _external(
+        "bridge",
+        "",
+        label="External bridge",
+        help="The bridge of the external network edge gateways' uplinks are on, e.g. vmbr1 "
+        "(empty: no edge gateways in this zone).",
+        max_length=15,
+    )
+    external_vlan: int = _external(
+        "vlan",
+        NO_VLAN,
+        label="External VLAN",
+        help="The VLAN tag of the external network on that bridge (0: untagged):",
+        ge=0,
+        le=MAX_VLAN_TAG,
+    )
+    external_cidr: str = _external(
+        "cidr",
+        "",
+        label="External CIDR",
+        help="The external network's IPv4 subnet, e.g. 203.0.113.0/24.",
+        max_length=18,
+    )
+    external_gateway: str = _external(
+        "gateway",
+        "",
+        label="External gateway",
+        help="The external network's router, an address of its CIDR.",
+        max_length=15,
+    )
+    external_pool: CommaList = _external(
+        "pool",
+        "",
+        label="Public address pool",
+        help="The addresses flex.plane hands to edge gateways and public IPs, comma-separated ranges "
+        "(203.0.113.10-203.0.113.99), CIDRs or addresses, all in the external CIDR.",
+        max_length=1000,
+    )
+    gateway_nodes: CommaList = _external(
+        "nodes",
+        "",
+        label="Gateway hosts",
+        help="The hosts (Proxmox nodes) that may run edge gateways, comma-separated (empty: any host of "
+        "the zone).",
+        max_length=1000,
+    )
 
     def __str__(self) -> str:
         return self.id
 
+    @model_validator(mode="before")
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> Zone:
-        ident = str(spec["id"])
-        network = spec.get("network") or {}
-        external = spec.get("external") or {}
-        return cls(
-            id=ident,
-            name=str(spec.get("name") or ident),
-            description=str(spec.get("description") or ""),
-            network_type=str(network.get("type") or DEFAULT_NETWORK_TYPE),
-            network_bridge=str(network.get("bridge") or DEFAULT_NETWORK_BRIDGE),
-            network_id_first=int(network.get("idFirst") or DEFAULT_NETWORK_ID_FIRST),
-            network_id_last=int(network.get("idLast") or DEFAULT_NETWORK_ID_LAST),
-            network_mtu=int(network.get("mtu") or DEFAULT_NETWORK_MTU),
-            network_ranges=", ".join(str(r) for r in network.get("ranges") or []),
-            network_dns=", ".join(str(a) for a in network.get("dns") or []),
-            external_bridge=str(external.get("bridge") or ""),
-            external_vlan=int(external.get("vlan") or NO_VLAN),
-            external_cidr=str(external.get("cidr") or ""),
-            external_gateway=str(external.get("gateway") or ""),
-            external_pool=", ".join(str(r) for r in external.get("pool") or []),
-            gateway_nodes=", ".join(str(n) for n in external.get("nodes") or []),
-        )
+    def _named(cls, data: Any) -> Any:
+        return named_by_id(data)
 
     @property
     def ranges(self) -> list[str]:
@@ -110,38 +213,10 @@ class Zone(models.Model):
         return _items(self.gateway_nodes)
 
     def to_spec(self) -> dict[str, Any]:
-        spec = self._spec()
+        spec = super().to_spec()
         if not (self.external_bridge or self.external_cidr or self.external_gateway or self.external_pool):
             del spec["external"]  # a zone without one is stored as zones were before gateways
         return spec
-
-    def _spec(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "network": {
-                "type": self.network_type,
-                "bridge": self.network_bridge,
-                "idFirst": self.network_id_first,
-                "idLast": self.network_id_last,
-                "mtu": self.network_mtu,
-                "ranges": self.ranges,
-                "dns": self.dns_servers,
-            },
-            "external": {
-                "bridge": self.external_bridge,
-                "vlan": self.external_vlan,
-                "cidr": self.external_cidr,
-                "gateway": self.external_gateway,
-                "pool": self.public_pool,
-                "nodes": self.gateway_hosts,
-            },
-        }
-
-
-def _items(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def host_ident(zone: str, node: str) -> str:
@@ -149,49 +224,51 @@ def host_ident(zone: str, node: str) -> str:
     return f"{zone}.{node}"
 
 
-class Host(models.Model):
+class Host(Spec):
     """A Proxmox node of a zone, and the address of the flex.plane agent that runs on it.
 
     A cordoned host takes no new VMs; its VMs keep running. Placement counts a host's memory
     times ``memory_overcommit`` and its CPU threads times ``cpu_overcommit``.
     """
 
-    key = models.CharField(primary_key=True, max_length=127)
-    zone = models.CharField(max_length=63)
-    node = models.CharField(max_length=63)
-    endpoint = models.CharField(max_length=255)
-    cordoned = models.BooleanField(default=False)
-    memory_overcommit = models.FloatField(default=DEFAULT_MEMORY_OVERCOMMIT)
-    cpu_overcommit = models.FloatField(default=DEFAULT_CPU_OVERCOMMIT)
-
-    class Meta:
-        managed = False
+    # ``<zone>/<node>``, made from them (not stored).
+    key: str = Field(default="", exclude=True)
+    zone: str = field(label="Zone", help="A zone's id.", required=True, max_length=MAX_NAME_LENGTH, key=True)
+    node: str = field(
+        label="Host",
+        help="The host's name (its Proxmox node).",
+        required=True,
+        max_length=MAX_NAME_LENGTH,
+        key=True,
+    )
+    endpoint: str = field(
+        label="Agent endpoint", help="The agent's address, host:port.", required=True, max_length=255
+    )
+    cordoned: bool = field(False, label="Cordoned", help="Cordoned hosts take no new VMs.")
+    memory_overcommit: float = field(
+        DEFAULT_MEMORY_OVERCOMMIT,
+        label="Memory overcommit",
+        help="Placement counts the host's memory times this ratio:",
+        ge=0.1,
+        le=8.0,
+    )
+    cpu_overcommit: float = field(
+        DEFAULT_CPU_OVERCOMMIT,
+        label="CPU overcommit",
+        help="Placement counts the host's CPU threads times this ratio:",
+        ge=0.1,
+        le=64.0,
+    )
 
     def __str__(self) -> str:
         return self.key
 
+    @model_validator(mode="before")
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> Host:
-        zone, node = str(spec["zone"]), str(spec["node"])
-        return cls(
-            key=f"{zone}/{node}",
-            zone=zone,
-            node=node,
-            endpoint=str(spec["endpoint"]),
-            cordoned=bool(spec.get("cordoned", False)),
-            memory_overcommit=float(spec.get("memoryOvercommit", DEFAULT_MEMORY_OVERCOMMIT)),
-            cpu_overcommit=float(spec.get("cpuOvercommit", DEFAULT_CPU_OVERCOMMIT)),
-        )
-
-    def to_spec(self) -> dict[str, Any]:
-        return {
-            "zone": self.zone,
-            "node": self.node,
-            "endpoint": self.endpoint,
-            "cordoned": self.cordoned,
-            "memoryOvercommit": self.memory_overcommit,
-            "cpuOvercommit": self.cpu_overcommit,
-        }
+    def _keyed(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and not data.get("key") and data.get("zone") and data.get("node"):
+            return {**data, "key": f"{data['zone']}/{data['node']}"}
+        return data
 
     @property
     def ident(self) -> str:

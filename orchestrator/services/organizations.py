@@ -30,16 +30,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass as plain_dataclass
+from dataclasses import field
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, Field, field_serializer, model_validator
+from pydantic.dataclasses import dataclass
 
 from orchestrator.auth import ORG_OWNER, USER
 from orchestrator.errors import Conflict, NotFound, QuotaExceeded, ValidationFailed
 from orchestrator.models import Usage, Vdc
+from orchestrator.models.specs import SPEC_CONFIG, Stored
 from orchestrator.services import access, catalog, locks
 from orchestrator.services.access_admin.roles import role_of
 from orchestrator.services.context import Context
-from orchestrator.sources.zitadel import require_zitadel
 
 KIND = "organization"
 LEASE_PREFIX = "fp-lock-org-"
@@ -47,60 +51,43 @@ FIELDS = ("organization", "zones", "compute_profiles", "storage_profiles", "imag
 QUOTA_REQUIRED = ("vcpus", "memory_mib", "disk_gb", "vms")
 QUOTA_OPTIONAL = ("networks", "public_ips")
 _QUOTA_MAX = 2**31 - 1
-# Each quota's key in a spec (the API's camelCase), as ``Usage.to_spec`` writes it.
-_SPEC_KEYS = {
-    "vcpus": "vcpus",
-    "memory_mib": "memoryMib",
-    "disk_gb": "diskGb",
-    "vms": "vms",
-    "networks": "networks",
-    "public_ips": "publicIps",
-}
 # Zitadel's organization ids: digits (a snowflake); tolerate its other id forms.
 _ORG_ID = re.compile(r"^[A-Za-z0-9_-]{1,63}\Z")
 
 
-@dataclass(frozen=True)
-class Allowance:
-    """What an organization's VDCs may use, together."""
+@dataclass(frozen=True, config=SPEC_CONFIG)
+class Allowance(Stored):
+    """What an organization's VDCs may use, together. Stored as a VDC is (camelCase, ``models.specs``),
+    its organization's id as ``id``, and only the quotas it bounds."""
 
-    organization: str
-    name: str
+    organization: str = Field(validation_alias=AliasChoices("id", "organization"), serialization_alias="id")
+    name: str = ""
     zones: tuple[str, ...] = ()
     compute_profiles: tuple[str, ...] = ()
     storage_profiles: tuple[str, ...] = ()
     images: tuple[str, ...] = ()
     quota: Usage = field(default_factory=Usage)
-    # The quotas it bounds: the four required ones, and networks or public IPs when it names them.
-    bounded: tuple[str, ...] = QUOTA_REQUIRED
+    # The quotas it bounds: the four required ones, and networks or public IPs when it names them (not
+    # stored: the quotas stored are those it bounds).
+    bounded: Annotated[tuple[str, ...], Field(exclude=True)] = QUOTA_REQUIRED
 
+    @model_validator(mode="before")
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> Allowance:
-        quota = spec.get("quota") or {}
-        return cls(
-            organization=str(spec["id"]),
-            name=str(spec.get("name") or spec["id"]),
-            zones=tuple(str(z) for z in spec.get("zones") or []),
-            compute_profiles=tuple(str(p) for p in spec.get("computeProfiles") or []),
-            storage_profiles=tuple(str(p) for p in spec.get("storageProfiles") or []),
-            images=tuple(str(i) for i in spec.get("images") or []),
-            quota=Usage.from_spec(quota),
-            bounded=tuple(attr for attr, key in _SPEC_KEYS.items() if key in quota),
-        )
+    def _stored(cls, data: Any) -> Any:
+        """A stored one is named by its id when it has no name, and bounds the quotas it stores."""
+        if not isinstance(data, Mapping) or "bounded" in data:
+            return data
+        quota = data.get("quota") or {}
+        bounded = tuple(attr for attr, _, _ in Usage.RESOURCES if Usage.key(attr) in quota)
+        return {**data, "name": data.get("name") or data.get("id"), "bounded": bounded}
 
-    def to_spec(self) -> dict[str, Any]:
-        return {
-            "id": self.organization,
-            "name": self.name,
-            "zones": list(self.zones),
-            "computeProfiles": list(self.compute_profiles),
-            "storageProfiles": list(self.storage_profiles),
-            "images": list(self.images),
-            "quota": {_SPEC_KEYS[a]: getattr(self.quota, a) for a in self.bounded},
-        }
+    @field_serializer("quota")
+    def _bounded(self, quota: Usage) -> dict[str, int]:
+        keys = {Usage.key(attr) for attr in self.bounded}
+        return {key: amount for key, amount in quota.to_spec().items() if key in keys}
 
 
-@dataclass(frozen=True)
+@plain_dataclass(frozen=True)
 class AllowanceUsage:
     """An allowance with what its organization's VDCs take of it (the sum of their quotas)."""
 
@@ -164,7 +151,7 @@ def list_allowances(ctx: Context) -> list[AllowanceUsage]:
     return shown
 
 
-@dataclass(frozen=True)
+@plain_dataclass(frozen=True)
 class OrganizationVdc:
     """A VDC of an organization, with the organization's allowance and what its VDCs take of it."""
 
@@ -230,7 +217,7 @@ def _validate(ctx: Context, org: str, name: str, values: Mapping[str, Any]) -> A
         ),
         images=existing("images", catalog.IMAGE, catalog.is_name, "image"),
         quota=Usage(**limits),
-        bounded=tuple(q for q in _SPEC_KEYS if q in limits),
+        bounded=tuple(attr for attr, _, _ in Usage.RESOURCES if attr in limits),
     )
 
 
@@ -263,7 +250,7 @@ def set_allowance(ctx: Context, organization: str, data: Mapping[str, Any]) -> A
     access.require_admin(ctx)
     catalog.check_fields({**data, "organization": organization}, FIELDS)
     org = organization_id(organization)
-    source = require_zitadel()
+    source = ctx.require_zitadel()
     known = source.organization(org)  # a write: the organization must exist in Zitadel
     if known is None:
         raise NotFound("organization", org)
@@ -309,7 +296,7 @@ def delete_allowance(ctx: Context, organization: str) -> Allowance:
             raise Conflict(
                 f"organization {org} still has VDC(s) {', '.join(v.id for v in mine)}: delete them first"
             )
-        require_zitadel().revoke_project(org)
+        ctx.require_zitadel().revoke_project(org)
         ctx.kube.delete_catalog(KIND, org, entry.resource_version)
     return Allowance.from_spec(entry.spec)
 

@@ -15,8 +15,9 @@ PROCESS_SOURCES = {
     "orchestrator.sources.kube": {"kube"},
     "orchestrator.sources.proxmox": {"proxmox"},
     "orchestrator.sources.clusterapi": {"clusterapi"},
+    "orchestrator.sources.zitadel": {"zitadel", "require_zitadel"},
 }
-CLIENTS = {"KubeSource", "ProxmoxSource", "ZoneApi", "ClusterApiSource"}
+CLIENTS = {"KubeSource", "ProxmoxSource", "ZoneApi", "ClusterApiSource", "ZitadelSource"}
 ALLOWED = {SERVICES / "context.py"}
 
 
@@ -27,7 +28,7 @@ def reaches_process_sources(path: Path) -> list[str]:
             names = {alias.name for alias in node.names} & PROCESS_SOURCES[node.module]
             found += [f"{path.relative_to(SERVICES.parent.parent)}:{node.lineno} {n}" for n in sorted(names)]
         elif isinstance(node, ast.ImportFrom) and node.module == "orchestrator.sources":
-            modules = {alias.name for alias in node.names} & {"kube", "proxmox", "clusterapi"}
+            modules = {alias.name for alias in node.names} & {"kube", "proxmox", "clusterapi", "zitadel"}
             found += [
                 f"{path.relative_to(SERVICES.parent.parent)}:{node.lineno} {m}" for m in sorted(modules)
             ]
@@ -46,4 +47,4 @@ def test_no_service_but_the_context_reaches_the_process_sources() -> None:
 
 def test_the_check_sees_the_one_module_allowed_to_reach_them() -> None:
     found = reaches_process_sources(SERVICES / "context.py")
-    assert sorted(line.rpartition(" ")[2] for line in found) == ["clusterapi", "kube", "proxmox"]
+    assert sorted(line.rpartition(" ")[2] for line in found) == ["clusterapi", "kube", "proxmox", "zitadel"]

@@ -21,6 +21,7 @@ from orchestrator.errors import Conflict, NotFound, ValidationFailed
 from orchestrator.models import ComputeProfile, Host, Image, StorageProfile, Zone
 from orchestrator.models.catalog import MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, MAX_TITLE_LENGTH
 from orchestrator.models.clusters import KubernetesVersion, version_key
+from orchestrator.models.specs import Spec
 from orchestrator.models.zones import host_ident
 from orchestrator.services import access
 from orchestrator.services.catalog.fields import (
@@ -98,7 +99,7 @@ __all__ = [
     "zones",
 ]
 
-M = TypeVar("M")
+M = TypeVar("M", bound=Spec)
 
 
 # --- the reads callers make (USER or ADMIN) ---------------------------------------------------------

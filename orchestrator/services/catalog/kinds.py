@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from pydantic import ValidationError
+
 from agentclient.identity import LOWER_DNS_LABEL
 from orchestrator.models import ComputeProfile, Host, Image, StorageProfile, Zone
 from orchestrator.models.catalog import (
@@ -23,6 +25,7 @@ from orchestrator.models.catalog import (
 )
 from orchestrator.models.clusters import KUBERNETES_VERSION, KUBERNETES_VERSION_INPUTS, KubernetesVersion
 from orchestrator.models.gateways import pool_problem
+from orchestrator.models.specs import Spec
 from orchestrator.models.zones import MAX_VLAN_TAG, MAX_VXLAN_ID, host_ident
 from orchestrator.services.catalog.fields import (
     CPU_TYPE,
@@ -37,10 +40,25 @@ from orchestrator.services.catalog.fields import (
 from orchestrator.services.catalog.snapshot import IMAGE, ZONE, ZONE_LABEL, entries
 from orchestrator.services.context import Context
 
-M = TypeVar("M")
+M = TypeVar("M", bound=Spec)
 
 # A Linux bridge's name as Proxmox allows it (vmbr0, vmbr100, br-tenant).
 BRIDGE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,14}")
+
+
+def _made(fields: Fields, model: type[M], **values: Any) -> M:
+    """The model of checked values. A limit that only the finished value breaks (a list that joins
+    longer than it was given) is a ``ValidationFailed`` naming its field, as every other."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0])
+        if error["type"] == "string_too_long":
+            message = f"{label(field)} is longer than {error['ctx']['max_length']} characters"
+        else:
+            message = f"{label(field)}: {error['msg']}"
+        raise fields.fail(field, message) from None
 
 
 def _known_zone(ctx: Context, fields: Fields, field: str, zone_id: str) -> None:
@@ -89,7 +107,9 @@ def _compute_profile(ctx: Context, values: Mapping[str, Any]) -> ComputeProfile:
     cpu_type = f.declared(d["cpu_type"])
     if not CPU_TYPE.fullmatch(cpu_type):
         raise f.fail("cpu_type", f"cpuType {cpu_type!r} is not a QEMU CPU model name")
-    return ComputeProfile(
+    return _made(
+        f,
+        ComputeProfile,
         name=f.name("name"),
         vcpus=f.declared(d["vcpus"]),
         memory_mib=f.declared(d["memory_mib"]),
@@ -111,7 +131,9 @@ def _storage_profile(ctx: Context, values: Mapping[str, Any]) -> StorageProfile:
         raise f.fail(
             "default_gb", f"defaultGb ({default_gb}) must be between minGb ({min_gb}) and maxGb ({max_gb})"
         )
-    return StorageProfile(
+    return _made(
+        f,
+        StorageProfile,
         name=name,
         storages=storages,
         default_gb=default_gb,
@@ -132,7 +154,9 @@ def _image(ctx: Context, values: Mapping[str, Any]) -> Image:
     default_user = f.declared(d["default_user"])
     if not USER_NAME.fullmatch(default_user):
         raise f.fail("default_user", f"defaultUser {default_user!r} is not a valid login name")
-    return Image(
+    return _made(
+        f,
+        Image,
         name=f.name("name"),
         os_family=f.declared(d["os_family"]),
         source_url=source_url(f, d["source_url"]),
@@ -173,7 +197,9 @@ def _zone(ctx: Context, values: Mapping[str, Any]) -> Zone:
     bridge = f.declared(d["network_bridge"])
     if not BRIDGE_NAME.fullmatch(bridge):
         raise f.fail("network_bridge", f"networkBridge {bridge[:40]!r} is not a bridge name")
-    return Zone(
+    return _made(
+        f,
+        Zone,
         id=ident,
         name=f.title("name", ident),
         description=_description(f, d),
@@ -240,8 +266,9 @@ def _host(ctx: Context, values: Mapping[str, Any]) -> Host:
     node = f.slug("node")
     if len(host_ident(zone_id, node)) > MAX_NAME_LENGTH:
         raise f.fail("node", f"zone and node names together must be at most {MAX_NAME_LENGTH - 1} characters")
-    return Host(
-        key=f"{zone_id}/{node}",
+    return _made(
+        f,
+        Host,
         zone=zone_id,
         node=node,
         endpoint=endpoint(f, d["endpoint"]),
@@ -259,20 +286,18 @@ def _kubernetes_version(ctx: Context, values: Mapping[str, Any]) -> KubernetesVe
     image = f.declared(d["image"])
     if image not in entries(ctx, IMAGE):
         raise f.fail("image", f"there is no image {image[:70]!r} in the catalog")
-    return KubernetesVersion(version=version, image=image)
+    return _made(f, KubernetesVersion, version=version, image=image)
 
 
 @dataclass(frozen=True)
 class CatalogKind(Generic[M]):
-    """How the generic create/update/delete handle one kind: its declaration, and its model."""
+    """How the generic create/update/delete handle one kind: its model (whose fields declare its inputs,
+    ``declared``), the checks between them, and its id."""
 
+    model: type[M]
     declared: Kind
-    build: Callable[[Mapping[str, Any]], M]
     validate: Callable[[Context, Mapping[str, Any]], M]
     ident: Callable[[M], str]
-    spec: Callable[[M], dict[str, Any]]
-    # The object's values as inputs (snake_case), for an update to start from.
-    values: Callable[[M], dict[str, Any]]
     labels: Callable[[M], dict[str, str]] = lambda _obj: {}
 
     @property
@@ -283,57 +308,23 @@ class CatalogKind(Generic[M]):
     def noun(self) -> str:
         return self.declared.noun
 
+    def build(self, spec: Mapping[str, Any]) -> M:
+        """The object of a stored spec."""
+        return self.model.from_spec(spec)
 
-def _attributes(declared: Kind) -> Callable[[Any], dict[str, Any]]:
-    return lambda obj: {name: getattr(obj, name) for name in declared.names}
+    def spec(self, obj: M) -> dict[str, Any]:
+        return obj.to_spec()
+
+    def values(self, obj: M) -> dict[str, Any]:
+        """The object's values as inputs (snake_case), for an update to start from."""
+        return {name: getattr(obj, name) for name in self.declared.names}
 
 
-COMPUTE_PROFILE_KIND = CatalogKind[ComputeProfile](
-    declared=COMPUTE_PROFILE_INPUTS,
-    build=ComputeProfile.from_spec,
-    validate=_compute_profile,
-    ident=lambda p: p.name,
-    spec=lambda p: p.to_spec(),
-    values=_attributes(COMPUTE_PROFILE_INPUTS),
-)
-STORAGE_PROFILE_KIND = CatalogKind[StorageProfile](
-    declared=STORAGE_PROFILE_INPUTS,
-    build=StorageProfile.from_spec,
-    validate=_storage_profile,
-    ident=lambda p: p.name,
-    spec=lambda p: p.to_spec(),
-    values=_attributes(STORAGE_PROFILE_INPUTS),
-)
-IMAGE_KIND = CatalogKind[Image](
-    declared=IMAGE_INPUTS,
-    build=Image.from_spec,
-    validate=_image,
-    ident=lambda i: i.name,
-    spec=lambda i: i.to_spec(),
-    values=_attributes(IMAGE_INPUTS),
-)
-ZONE_KIND = CatalogKind[Zone](
-    declared=ZONE_INPUTS,
-    build=Zone.from_spec,
-    validate=_zone,
-    ident=lambda z: z.id,
-    spec=lambda z: z.to_spec(),
-    values=_attributes(ZONE_INPUTS),
-)
-HOST_KIND = CatalogKind[Host](
-    declared=HOST_INPUTS,
-    build=Host.from_spec,
-    validate=_host,
-    ident=lambda h: h.ident,
-    spec=lambda h: h.to_spec(),
-    values=_attributes(HOST_INPUTS),
-    labels=lambda h: {ZONE_LABEL: h.zone},
-)
-KUBERNETES_VERSION_KIND = CatalogKind[KubernetesVersion](
-    declared=KUBERNETES_VERSION_INPUTS,
-    build=KubernetesVersion.from_spec,
-    validate=_kubernetes_version,
-    ident=lambda v: v.version,
-    spec=lambda v: v.to_spec(),
-    values=_attributes(KUBERNETES_VERSION_INPUTS),
+COMPUTE_PROFILE_KIND = CatalogKind(ComputeProfile, COMPUTE_PROFILE_INPUTS, _compute_profile, lambda p: p.name)
+STORAGE_PROFILE_KIND = CatalogKind(StorageProfile, STORAGE_PROFILE_INPUTS, _storage_profile, lambda p: p.name)
+IMAGE_KIND = CatalogKind(Image, IMAGE_INPUTS, _image, lambda i: i.name)
+ZONE_KIND = CatalogKind(Zone, ZONE_INPUTS, _zone, lambda z: z.id)
+HOST_KIND = CatalogKind(Host, HOST_INPUTS, _host, lambda h: h.ident, labels=lambda h: {ZONE_LABEL: h.zone})
+KUBERNETES_VERSION_KIND = CatalogKind(
+    KubernetesVersion, KUBERNETES_VERSION_INPUTS, _kubernetes_version, lambda v: v.version
 )

@@ -1,19 +1,20 @@
-"""Each catalog kind is declared once (``orchestrator.models.catalog``): every field of every kind is
-enumerated here and checked in every place it shows up, so that none can drift from its declaration.
+"""Each catalog kind is declared once, as a pydantic model (``orchestrator.models.specs``): every field of
+every kind is enumerated here and checked in every place it shows up, so none drifts from its declaration.
 
 - the GraphQL create and update inputs (made from the declaration): names, types, non-null, words;
 - the portal's forms (made from it): limits, choices, lengths, required;
-- the unmanaged models: a field of the same name and type, of the same length;
+- the stored spec (made from it): each field under its camelCase key, the keys as they always were,
+  and what is stored loads back as it was;
 - the service's validation: the limits, choices, lengths and required inputs it enforces.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from django import forms
-from django.db import models
 from graphene.utils.str_converters import to_camel_case
 from graphql import GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLScalarType, get_nullable_type
 
@@ -30,6 +31,7 @@ from orchestrator.models.catalog import (
     Input,
     Kind,
 )
+from orchestrator.models.specs import Spec
 from orchestrator.services.catalog import kinds
 from portal.admin.forms import ComputeProfileForm, ImageForm, StorageProfileForm, ZoneForm
 from tests.orchestrator.fakekube import context_on, seeded
@@ -50,7 +52,7 @@ FORMS: dict[Kind, type[forms.Form]] = {
     IMAGE_INPUTS: ImageForm,
     ZONE_INPUTS: ZoneForm,
 }
-MODELS: dict[Kind, type[models.Model]] = {
+MODELS: dict[Kind, type[Spec]] = {
     COMPUTE_PROFILE_INPUTS: ComputeProfile,
     STORAGE_PROFILE_INPUTS: StorageProfile,
     IMAGE_INPUTS: Image,
@@ -85,13 +87,33 @@ VALID: dict[Kind, dict[str, Any]] = {
     HOST_INPUTS: {"zone": "zone-a", "node": "probe", "endpoint": "192.0.2.1:7443"},
 }
 SCALARS = {str: ("String", "ID"), int: ("Int",), float: ("Float",), bool: ("Boolean",)}
-MODEL_FIELDS = {
-    str: (models.CharField, models.TextField),
-    int: (models.PositiveIntegerField, models.IntegerField),
-    float: (models.FloatField,),
-    bool: (models.BooleanField,),
-    list: (models.JSONField,),
+# The keys each kind's spec is stored under (nested ones dotted), in the order they are written: the
+# ConfigMaps already stored must load, and what is written must keep these keys.
+STORED = {
+    COMPUTE_PROFILE_INPUTS: "name vcpus memoryMib cpuType description",
+    STORAGE_PROFILE_INPUTS: "name storages defaultGb minGb maxGb bus format readMbps writeMbps readIops "
+    "writeIops description",
+    IMAGE_INPUTS: "name osFamily sourceUrl checksum defaultUser minDiskGb description",
+    ZONE_INPUTS: "id name description network.type network.bridge network.idFirst network.idLast "
+    "network.mtu network.ranges network.dns external.bridge external.vlan external.cidr external.gateway "
+    "external.pool external.nodes",
+    HOST_INPUTS: "zone node endpoint cordoned memoryOvercommit cpuOvercommit",
 }
+# Values that fill every field (a zone's external network included: stored only when it has one).
+FULL: dict[Kind, dict[str, Any]] = {
+    STORAGE_PROFILE_INPUTS: {"read_mbps": 100, "write_mbps": 100, "read_iops": 1000, "write_iops": 1000},
+    ZONE_INPUTS: {
+        "network_ranges": "100.64.0.0/10",
+        "network_dns": "192.0.2.53, 192.0.2.54",
+        "external_bridge": "vmbr1",
+        "external_vlan": 7,
+        "external_cidr": "203.0.113.0/24",
+        "external_gateway": "203.0.113.1",
+        "external_pool": "203.0.113.10-203.0.113.20",
+        "gateway_nodes": "pve1",
+    },
+}
+
 
 FIELDS = [pytest.param(kind, i, id=f"{kind.kind}.{i.name}") for kind in CATALOG_KINDS for i in kind.inputs]
 
@@ -154,15 +176,32 @@ def test_the_portal_form_follows_the_declaration(kind: Kind, declared: Input) ->
         assert field.max_length == declared.max_length
 
 
-@pytest.mark.parametrize(("kind", "declared"), FIELDS)
-def test_the_model_follows_the_declaration(kind: Kind, declared: Input) -> None:
-    field = MODELS[kind]._meta.get_field(declared.name)
-    assert isinstance(field, MODEL_FIELDS[declared.type]), type(field)
-    if isinstance(field, models.CharField) and declared.choices:
-        assert field.max_length is not None
-        assert max(len(choice) for choice in declared.choices) <= field.max_length
-    elif isinstance(field, models.CharField):
-        assert field.max_length == declared.max_length
+def keys(spec: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in spec.items():
+        out += (
+            keys(value, f"{prefix}{key}.")
+            if isinstance(value, dict) and key != "storages"
+            else [prefix + key]
+        )
+    return out
+
+
+@pytest.mark.parametrize("kind", CATALOG_KINDS, ids=lambda k: k.kind)
+def test_the_stored_spec_follows_the_declaration(kind: Kind) -> None:
+    ctx = context_on(seeded(), "ADMIN")
+    made = SERVICE[kind].validate(ctx, {**kind.defaults, **VALID[kind], **FULL.get(kind, {})})
+    spec = made.to_spec()
+    assert keys(spec) == STORED[kind].split()
+    again = MODELS[kind].from_spec(json.loads(json.dumps(spec)))
+    assert again == made
+    assert again.to_spec() == spec
+
+
+def test_a_zone_without_an_external_network_is_stored_as_before_gateways() -> None:
+    made = kinds.ZONE_KIND.validate(context_on(seeded(), "ADMIN"), {**ZONE_INPUTS.defaults, "id": "probe"})
+    assert "external" not in made.to_spec()
+    assert Zone.from_spec({"id": "old"}) == Zone(id="old", name="old")
 
 
 def companions(kind: Kind, field: str, value: Any) -> dict[str, Any]:
@@ -211,3 +250,23 @@ def test_the_service_enforces_the_declaration(kind: Kind, declared: Input) -> No
         with pytest.raises(ValidationFailed) as missing:
             SERVICE[kind].validate(ctx, values)
         assert missing.value.field == name
+
+
+def test_a_list_that_joins_longer_than_its_limit_is_refused_naming_it() -> None:
+    ranges = ",".join(f"10.0.{i}.0/24" for i in range(100))
+    with pytest.raises(ValidationFailed) as refused_ranges:
+        kinds.ZONE_KIND.validate(
+            context_on(seeded(), "ADMIN"), {**ZONE_INPUTS.defaults, "id": "probe", "network_ranges": ranges}
+        )
+    assert refused_ranges.value.field == "network_ranges"
+    assert "networkRanges is longer than 1000 characters" in str(refused_ranges.value)
+
+
+def test_a_spec_stored_beyond_a_limit_still_loads_as_stored() -> None:
+    stored: dict[str, Any] = {
+        "id": "old",
+        "network": {"ranges": [f"10.0.{i}.0/24" for i in range(100)], "mtu": 9216},
+    }
+    zone = Zone.from_spec(stored)
+    assert (zone.name, zone.network_mtu, len(zone.ranges)) == ("old", 9216, 100)
+    assert zone.to_spec()["network"]["ranges"] == stored["network"]["ranges"]
