@@ -46,11 +46,20 @@ _INTERNAL_MESSAGE = (
 )
 
 
+# Errors that are pages of their own (404, 403, the login), never said in place on the page a form is on.
+PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
+
+
 def status_of(exc: FlexPlaneError) -> tuple[int, str]:
     for kind, status, title in _PAGES:
         if isinstance(exc, kind):
             return status, title
     return 400, "Could not be done"
+
+
+def failure_status(failure: FlexPlaneError | None) -> int:
+    """The status of a page that says ``failure`` in place: the failure's, or 200 without one."""
+    return status_of(failure)[0] if failure is not None else 200
 
 
 def error_page(request: HttpRequest, exc: FlexPlaneError) -> HttpResponse:

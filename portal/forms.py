@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from django import forms
+from django.http import HttpRequest, QueryDict
 
 from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
 
@@ -23,10 +24,22 @@ CONTROL = "block w-full rounded border border-slate-300 px-2 py-1 focus:outline-
 FieldNames = Mapping[str, str] | Callable[[str], str | None]
 
 
-def styled(form: forms.Form) -> None:
-    """The portal's look on the form's inputs (checkboxes and hidden inputs keep their own)."""
+def posted(request: HttpRequest) -> QueryDict | None:
+    """The form's data: what was POSTed, or None for a GET (an unbound form)."""
+    return request.POST if request.method == "POST" else None
+
+
+def confirmed(request: HttpRequest) -> bool:
+    """Whether a confirmation page's form was sent with its "yes" (``confirm=yes``)."""
+    return request.method == "POST" and request.POST.get("confirm") == "yes"
+
+
+def styled(
+    form: forms.Form, keep: tuple[type[forms.Widget], ...] = (forms.CheckboxSelectMultiple, forms.HiddenInput)
+) -> None:
+    """The portal's look on the form's inputs (those of the ``keep`` kinds keep their own)."""
     for field in form.fields.values():
-        if not isinstance(field.widget, forms.CheckboxSelectMultiple | forms.HiddenInput):
+        if not isinstance(field.widget, keep):
             field.widget.attrs.setdefault("class", CONTROL)
 
 

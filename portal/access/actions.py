@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from portal.actions import checked
+
 MUTATIONS: dict[str, str] = {
     "access.grant": "grantVdcMembership",
     "access.revoke": "revokeVdcMembership",
@@ -14,8 +16,4 @@ MUTATIONS: dict[str, str] = {
 }
 
 
-def action(name: str) -> str:
-    """A registered action's name: an unregistered one fails when the module naming it loads."""
-    if name not in MUTATIONS:
-        raise LookupError(f"portal action {name!r} is not in portal.access.actions.MUTATIONS")
-    return name
+action = checked(MUTATIONS, __name__)

@@ -4,6 +4,7 @@ what went wrong is said in place."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -17,31 +18,21 @@ from orchestrator.services.context import Context
 from orchestrator.services.organizations import Allowance
 from portal.access.actions import action
 from portal.access.forms import AllowanceForm, OrganizationVdcForm
-from portal.access.views import PAGE_ERRORS, access_view, post_only
-from portal.activity import trail as activity
+from portal.access.views import access_view, post_only
 from portal.admin.forms import AdminForm
-from portal.errors import status_of
-from portal.forms import show_error
+from portal.admin.pages import page_status
+from portal.forms import posted, show_error
+from portal.perform import attempt
 
 
-def _attempt(call: Any, form: AdminForm | None = None) -> FlexPlaneError | None:
-    try:
-        with activity.action():
-            call()
-    except PAGE_ERRORS:
-        raise
-    except FlexPlaneError as exc:
-        if form is not None:  # a quota next to each the allowance's refusal names (``quota.vcpus``)
-            quota = [form.form_field(f) for f in exc.fields] if isinstance(exc, QuotaExceeded) else []
-            show_error(form, exc, form.form_field, quota=quota)
-        return exc
-    return None
-
-
-def _status(failure: FlexPlaneError | None, form: AdminForm) -> int:
-    if failure is not None:
-        return status_of(failure)[0]
-    return 400 if form.is_bound and form.errors else 200
+def _attempt(call: Callable[[], object], form: AdminForm | None = None) -> FlexPlaneError | None:
+    failure = attempt(call)
+    if (
+        failure is not None and form is not None
+    ):  # a quota next to each one the refusal names (``quota.vcpus``)
+        quota = [form.form_field(f) for f in failure.fields] if isinstance(failure, QuotaExceeded) else []
+        show_error(form, failure, form.form_field, quota=quota)
+    return failure
 
 
 @access_view
@@ -63,7 +54,7 @@ def allowance_page(request: HttpRequest, ctx: Context, org: str | None = None) -
     if not ctx.principal.is_admin:
         raise NotFound("page", request.path)
     initial = _allowance_of(ctx, org) if org else {}
-    data = request.POST if request.method == "POST" else None
+    data = posted(request)
     form = AllowanceForm(data, ctx=ctx, editing=org is not None, initial=initial)
     failure = None
     if form.is_bound and form.is_valid():
@@ -77,7 +68,7 @@ def allowance_page(request: HttpRequest, ctx: Context, org: str | None = None) -
         "heading": f"Allowance of organization {org}" if org else "Give an organization an allowance",
         "action": action("access.allowance"),
     }
-    return render(request, "portal/access/form.html", context, status=_status(failure, form))
+    return render(request, "portal/access/form.html", context, status=page_status(failure, form))
 
 
 def _allowance_of(ctx: Context, org: str) -> dict[str, Any]:
@@ -110,7 +101,7 @@ def vdc_create(request: HttpRequest, ctx: Context, org: str) -> HttpResponseBase
         allowance = organizations.get_allowance(ctx, org)
     except NotFound:
         allowance = Allowance(org, org)  # none yet: nothing is offered, and the create says why
-    data = request.POST if request.method == "POST" else None
+    data = posted(request)
     form = OrganizationVdcForm(data, ctx=ctx, allowance=allowance)
     failure = None
     if form.is_bound and form.is_valid():
@@ -123,7 +114,7 @@ def vdc_create(request: HttpRequest, ctx: Context, org: str) -> HttpResponseBase
         "heading": f"New VDC of organization {org}",
         "action": action("access.vdc-create"),
     }
-    return render(request, "portal/access/form.html", context, status=_status(failure, form))
+    return render(request, "portal/access/form.html", context, status=page_status(failure, form))
 
 
 @access_view
@@ -131,7 +122,7 @@ def vdc_edit(request: HttpRequest, ctx: Context, org: str, vdc: str) -> HttpResp
     """GET: a VDC of the organization's form, each quota with the allowance's limit; POST: change it within
     the allowance, as ``updateVdc`` does. Another organization's VDC: the 404 page, as a missing one's."""
     found = organizations.organization_vdc(ctx, org, vdc)
-    data = request.POST if request.method == "POST" else None
+    data = posted(request)
     initial = OrganizationVdcForm.initial_from(found.vdc)
     form = OrganizationVdcForm(
         data, ctx=ctx, allowance=found.usage.allowance, usage=found.usage, editing=True, initial=initial
@@ -147,7 +138,7 @@ def vdc_edit(request: HttpRequest, ctx: Context, org: str, vdc: str) -> HttpResp
         "heading": f"VDC {vdc} of organization {org}",
         "action": action("access.vdc-update"),
     }
-    return render(request, "portal/access/form.html", context, status=_status(failure, form))
+    return render(request, "portal/access/form.html", context, status=page_status(failure, form))
 
 
 @access_view

@@ -15,21 +15,20 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 
-from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
+from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.context import Context
 from portal.access.actions import action
 from portal.access.forms import GrantForm, RolesForm, SearchForm
-from portal.activity import trail as activity
 from portal.context import View, Wrapped, portal_view
+from portal.errors import PAGE_ERRORS
 from portal.htmx import HtmxHttpRequest
+from portal.perform import attempt
 
 TAKES_EFFECT = (
     "Changes take effect with the user's next token: when they sign in again, or when their session is "
     "renewed. Tokens already issued keep the roles they carry until they expire."
 )
-# Errors that are pages of their own; the rest are said in place.
-PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 
 
 def access_view(view: View[Any]) -> Wrapped:
@@ -42,17 +41,6 @@ def access_view(view: View[Any]) -> Wrapped:
         return view(request, ctx, *args, **kwargs)
 
     return portal_view(guarded)
-
-
-def _attempt(call: Any) -> FlexPlaneError | None:
-    try:
-        with activity.action():
-            call()
-    except PAGE_ERRORS:
-        raise
-    except FlexPlaneError as exc:
-        return exc
-    return None
 
 
 @access_view
@@ -108,7 +96,7 @@ def grant(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
     if refused := post_only(request):
         return refused
     vdc = str(request.POST.get("vdc", ""))
-    failure = _attempt(lambda: memberships.grant_vdc_membership(ctx, user, vdc))
+    failure = attempt(lambda: memberships.grant_vdc_membership(ctx, user, vdc))
     return _done(request, failure, f"The user is now a member of VDC {vdc}.", user)
 
 
@@ -118,7 +106,7 @@ def revoke(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
     if refused := post_only(request):
         return refused
     vdc = str(request.POST.get("vdc", ""))
-    failure = _attempt(lambda: memberships.revoke_vdc_membership(ctx, user, vdc))
+    failure = attempt(lambda: memberships.revoke_vdc_membership(ctx, user, vdc))
     return _done(request, failure, f"The user is no longer a member of VDC {vdc}.", user)
 
 
@@ -128,7 +116,7 @@ def set_roles(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase
     if refused := post_only(request):
         return refused
     roles = [str(r) for r in request.POST.getlist("roles")]
-    failure = _attempt(lambda: memberships.set_platform_roles(ctx, user, roles))
+    failure = attempt(lambda: memberships.set_platform_roles(ctx, user, roles))
     label = ", ".join(roles) or "none"
     return _done(request, failure, f"The user's platform roles are now: {label}.", user)
 

@@ -10,6 +10,8 @@ schema, or when a form of the portal names no registered action.
 
 from __future__ import annotations
 
+from portal.actions import checked
+
 MUTATIONS: dict[str, str] = {
     "compute-profile.create": "createComputeProfile",
     "compute-profile.update": "updateComputeProfile",
@@ -38,8 +40,4 @@ MUTATIONS: dict[str, str] = {
 }
 
 
-def action(name: str) -> str:
-    """A registered action's name: an unregistered one fails when the module naming it loads."""
-    if name not in MUTATIONS:
-        raise LookupError(f"portal action {name!r} is not in portal.admin.actions.MUTATIONS")
-    return name
+action = checked(MUTATIONS, __name__)

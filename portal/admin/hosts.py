@@ -21,6 +21,7 @@ from portal.admin.actions import action
 from portal.admin.forms import JoinTokenForm
 from portal.admin.pages import admin_page, attempt, confirm, page_status
 from portal.context import admin_view
+from portal.forms import posted
 from portal.htmx import HtmxHttpRequest, targets
 
 
@@ -216,7 +217,7 @@ def host_remove(request: HttpRequest, ctx: Context, zone: str, host: str) -> Htt
 def join_token(request: HttpRequest, ctx: Context) -> HttpResponse:
     """A join token for a new host: shown once, with the command to run on its Proxmox node."""
     form = JoinTokenForm(
-        request.POST if request.method == "POST" else None,
+        posted(request),
         ctx=ctx,
         initial={"zone": request.GET.get("zone")},
     )

@@ -14,12 +14,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
-from portal.activity import trail as activity
+from orchestrator.errors import FlexPlaneError
 from portal.admin.forms import AdminForm
 from portal.admin.sections import SECTIONS
-from portal.errors import status_of
+from portal.errors import failure_status
 from portal.forms import show_error
+from portal.perform import perform
 
 
 def admin_page(
@@ -32,28 +32,21 @@ def admin_page(
     return render(request, template, {"admin_nav": nav, **context}, status=status)
 
 
-# Errors a page shows in place; the rest (NotFound, PermissionDenied, Unauthenticated) are pages of their own.
-_PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
-
-
 def attempt(call: Callable[[], Any], form: AdminForm | None = None) -> tuple[Any, FlexPlaneError | None]:
     """Run a service call; a failure to show in place is returned, and put on ``form`` if given
     (a field's next to the field, any other at the form's top)."""
-    try:
-        with activity.action():  # the action's audit record (the operation is the URL's)
-            return call(), None
-    except _PAGE_ERRORS:
-        raise
-    except FlexPlaneError as exc:
-        if form is not None:
-            show_error(form, exc, form.form_field)
-        return None, exc
+    outcome = perform(call)  # the action's audit record (the operation is the URL's)
+    if not isinstance(outcome, FlexPlaneError):
+        return outcome, None
+    if form is not None:
+        show_error(form, outcome, form.form_field)
+    return None, outcome
 
 
 def page_status(failure: FlexPlaneError | None, form: AdminForm | None = None) -> int:
-    if failure is not None:
-        return status_of(failure)[0]
-    return 400 if form is not None and form.is_bound and form.errors else 200
+    if failure is None and form is not None and form.is_bound and form.errors:
+        return 400
+    return failure_status(failure)
 
 
 def confirm(

@@ -21,6 +21,7 @@ from portal.admin.forms import AdminForm
 from portal.admin.pages import admin_page, attempt, confirm, page_status
 from portal.admin.sections import SECTIONS
 from portal.context import admin_view
+from portal.forms import posted
 
 
 def _offered(form: AdminForm) -> str:
@@ -78,7 +79,7 @@ def section_list(request: HttpRequest, ctx: Context, kind: str) -> HttpResponse:
 @admin_view
 def section_create(request: HttpRequest, ctx: Context, kind: str) -> HttpResponseBase:
     section = SECTIONS[kind]
-    form = section.form(request.POST if request.method == "POST" else None, ctx=ctx)
+    form = section.form(posted(request), ctx=ctx)
     failure = None
     if form.is_bound and form.is_valid():
         created, failure = attempt(lambda: section.create(ctx, form.to_data()), form)
@@ -108,7 +109,7 @@ def section_edit(request: HttpRequest, ctx: Context, kind: str, ident: str) -> H
     section = SECTIONS[kind]
     current = section.get(ctx, ident)  # NotFound: the 404 page
     form = section.form(
-        request.POST if request.method == "POST" else None,
+        posted(request),
         ctx=ctx,
         editing=True,
         initial=section.form.initial_from(current),

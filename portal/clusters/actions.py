@@ -7,15 +7,12 @@ is a link, not a form, and has no entry here.
 
 from __future__ import annotations
 
-CREATE = "cluster.create"
-SCALE = "cluster.scale"
-UPGRADE = "cluster.upgrade"
-DELETE = "cluster.delete"
+from portal.actions import Action, registry
 
-# Every portal action on Kubernetes clusters -> the GraphQL mutation that does the same.
-MUTATIONS: dict[str, str] = {
-    CREATE: "createKubernetesCluster",
-    SCALE: "scaleNodePool",
-    UPGRADE: "upgradeKubernetesCluster",
-    DELETE: "deleteKubernetesCluster",
-}
+# Every portal action on Kubernetes clusters, with the GraphQL mutation that does the same.
+CREATE = Action("cluster.create", "createKubernetesCluster")
+SCALE = Action("cluster.scale", "scaleNodePool")
+UPGRADE = Action("cluster.upgrade", "upgradeKubernetesCluster")
+DELETE = Action("cluster.delete", "deleteKubernetesCluster")
+
+MUTATIONS: dict[str, str] = registry(CREATE, SCALE, UPGRADE, DELETE)

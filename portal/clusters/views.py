@@ -16,15 +16,13 @@ so). A delete asks for a confirmation first; the other refusals are said in plac
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
+from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.models import Vdc
 from orchestrator.models.clusters import FAILED, READY, KubernetesCluster, version_key
 from orchestrator.services import catalog, clusters, networks, vdcs
@@ -33,11 +31,11 @@ from portal.activity import trail as activity
 from portal.clusters import actions
 from portal.clusters.forms import ClusterForm, Offer, ScaleForm, UpgradeForm, network_choices
 from portal.context import vdc_view
-from portal.errors import status_of
-from portal.forms import show_error
+from portal.errors import failure_status
+from portal.forms import confirmed, posted, show_error
 from portal.htmx import HtmxHttpRequest, redirect, respond, targets
+from portal.perform import attempt, perform
 
-_PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 # Phases a cluster rests in: its page stops reading itself again.
 SETTLED = frozenset({READY, FAILED})
 # How often a changing cluster's status is read again (htmx's hx-trigger).
@@ -49,10 +47,6 @@ KUBECONFIG = "kubeconfig"
 def _vdc(ctx: Context) -> Vdc:
     assert ctx.vdc is not None  # a vdc_view's context
     return vdcs.get_vdc(ctx, ctx.vdc)
-
-
-def _posted(request: HttpRequest) -> Any:
-    return request.POST if request.method == "POST" else None
 
 
 def _detail_url(vdc: str, name: str) -> str:
@@ -135,19 +129,17 @@ def cluster_create(request: HtmxHttpRequest, ctx: Context) -> HttpResponseBase:
     "Add a node pool" shows it again with one more pool, creating nothing."""
     vdc = _vdc(ctx)
     offer = _offer(ctx, vdc)
-    data = _posted(request)
+    data = posted(request)
     if data is not None and "add_pool" in data:
         form = ClusterForm.with_another_pool(offer, data)
     else:
         form = ClusterForm(offer, data)
         if form.is_bound and form.is_valid():
-            try:
-                with activity.action(ctx, actions.MUTATIONS[actions.CREATE]):
-                    made = clusters.create_cluster(ctx, form.spec())
-            except _PAGE_ERRORS:
-                raise
-            except FlexPlaneError as exc:
-                form.show_error(exc)
+            made = perform(
+                lambda: clusters.create_cluster(ctx, form.spec()), ctx=ctx, operation=actions.CREATE.mutation
+            )
+            if isinstance(made, FlexPlaneError):
+                form.show_error(made)
             else:
                 messages.success(
                     request, f"Cluster {made.name} is being made: this page follows it until it is ready."
@@ -208,18 +200,20 @@ def cluster_scale(request: HtmxHttpRequest, ctx: Context, cluster: str) -> HttpR
     """``scaleNodePool`` as a form (the cluster page's): on success, the cluster's page following the
     change; otherwise that page with the error next to its field."""
     found = clusters.get_cluster(ctx, cluster)  # NotFound: the 404 page
-    form = ScaleForm([(p.name, p.count) for p in found.node_pools], _posted(request))
+    form = ScaleForm([(p.name, p.count) for p in found.node_pools], posted(request))
     if not form.is_bound:
         return HttpResponseRedirect(_detail_url(_vdc(ctx).id, found.name), status=303)
     if form.is_valid():
         pool, count = form.cleaned_data["pool"], form.cleaned_data["count"]
-        try:
-            with activity.action(ctx, actions.MUTATIONS[actions.SCALE], cluster=found.name, pool=pool):
-                clusters.scale_node_pool(ctx, found.name, pool, count)
-        except _PAGE_ERRORS:
-            raise
-        except FlexPlaneError as exc:
-            show_error(form, exc, quota=["count"])  # over quota: the count is what to ask less of
+        failure = attempt(
+            lambda: clusters.scale_node_pool(ctx, found.name, pool, count),
+            ctx=ctx,
+            operation=actions.SCALE.mutation,
+            cluster=found.name,
+            pool=pool,
+        )
+        if failure is not None:
+            show_error(form, failure, quota=["count"])  # over quota: the count is what to ask less of
         else:
             messages.success(request, f"Node pool {pool} of cluster {found.name} is being scaled to {count}.")
             return redirect(request, _detail_url(_vdc(ctx).id, found.name))
@@ -231,20 +225,20 @@ def cluster_upgrade(request: HtmxHttpRequest, ctx: Context, cluster: str) -> Htt
     """``upgradeKubernetesCluster`` as a form (the cluster page's): the control plane, then each pool's
     nodes, one at a time."""
     found = clusters.get_cluster(ctx, cluster)
-    form = UpgradeForm(newer_versions(ctx, found), _posted(request))
+    form = UpgradeForm(newer_versions(ctx, found), posted(request))
     if not form.is_bound:
         return HttpResponseRedirect(_detail_url(_vdc(ctx).id, found.name), status=303)
     if form.is_valid():
         version = form.cleaned_data["version"]
-        try:
-            with activity.action(
-                ctx, actions.MUTATIONS[actions.UPGRADE], cluster=found.name, version=version
-            ):
-                clusters.upgrade_cluster(ctx, found.name, version)
-        except _PAGE_ERRORS:
-            raise
-        except FlexPlaneError as exc:
-            show_error(form, exc, lambda _: "version")  # the form's one field
+        failure = attempt(
+            lambda: clusters.upgrade_cluster(ctx, found.name, version),
+            ctx=ctx,
+            operation=actions.UPGRADE.mutation,
+            cluster=found.name,
+            version=version,
+        )
+        if failure is not None:
+            show_error(form, failure, lambda _: "version")  # the form's one field
         else:
             messages.success(request, f"Cluster {found.name} is being upgraded to {version}.")
             return redirect(request, _detail_url(_vdc(ctx).id, found.name))
@@ -258,15 +252,14 @@ def cluster_delete(request: HttpRequest, ctx: Context, cluster: str) -> HttpResp
     vdc = _vdc(ctx)
     found = clusters.get_cluster(ctx, cluster)  # NotFound: the 404 page
     failure: FlexPlaneError | None = None
-    if request.method == "POST" and request.POST.get("confirm") == "yes":
-        try:
-            with activity.action(ctx, actions.MUTATIONS[actions.DELETE], cluster=found.name):
-                clusters.delete_cluster(ctx, found.name)
-        except _PAGE_ERRORS:
-            raise
-        except FlexPlaneError as exc:
-            failure = exc
-        else:
+    if confirmed(request):
+        failure = attempt(
+            lambda: clusters.delete_cluster(ctx, found.name),
+            ctx=ctx,
+            operation=actions.DELETE.mutation,
+            cluster=found.name,
+        )
+        if failure is None:
             messages.success(
                 request, f"Cluster {found.name} is being deleted: its nodes, then its control plane."
             )
@@ -277,8 +270,7 @@ def cluster_delete(request: HttpRequest, ctx: Context, cluster: str) -> HttpResp
         "nodes": nodes(found),
         "failure": failure,
     }
-    status = status_of(failure)[0] if failure is not None else 200
-    return render(request, "portal/clusters/delete.html", context, status=status)
+    return render(request, "portal/clusters/delete.html", context, status=failure_status(failure))
 
 
 @vdc_view

@@ -3,23 +3,18 @@
 
 from __future__ import annotations
 
-ALLOCATE = "gateway.allocate"
-RELEASE = "gateway.release"
-ATTACH = "gateway.attach"
-DETACH = "gateway.detach"
-FORWARD = "gateway.forward"
-UNFORWARD = "gateway.unforward"
-ADD_RULE = "gateway.rule.add"
-REMOVE_RULE = "gateway.rule.remove"
+from portal.actions import Action, registry
 
-# Every portal action on edge gateways -> the GraphQL mutation that does the same.
-MUTATIONS: dict[str, str] = {
-    ALLOCATE: "allocatePublicIp",
-    RELEASE: "releasePublicIp",
-    ATTACH: "attachPublicIp",
-    DETACH: "detachPublicIp",
-    FORWARD: "addPortForward",
-    UNFORWARD: "removePortForward",
-    ADD_RULE: "addGatewayFirewallRule",
-    REMOVE_RULE: "removeGatewayFirewallRule",
-}
+# Every portal action on edge gateways, with the GraphQL mutation that does the same.
+ALLOCATE = Action("gateway.allocate", "allocatePublicIp")
+RELEASE = Action("gateway.release", "releasePublicIp")
+ATTACH = Action("gateway.attach", "attachPublicIp")
+DETACH = Action("gateway.detach", "detachPublicIp")
+FORWARD = Action("gateway.forward", "addPortForward")
+UNFORWARD = Action("gateway.unforward", "removePortForward")
+ADD_RULE = Action("gateway.rule.add", "addGatewayFirewallRule")
+REMOVE_RULE = Action("gateway.rule.remove", "removeGatewayFirewallRule")
+
+MUTATIONS: dict[str, str] = registry(
+    ALLOCATE, RELEASE, ATTACH, DETACH, FORWARD, UNFORWARD, ADD_RULE, REMOVE_RULE
+)

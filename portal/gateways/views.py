@@ -17,21 +17,20 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpRespons
 from django.shortcuts import render
 from django.urls import reverse
 
-from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
+from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.models import Vdc
 from orchestrator.models.vms import VirtualMachine
 from orchestrator.services import gateways, vdcs
 from orchestrator.services.context import Context
 from orchestrator.services.gateways import ForwardRequest, PublicAddress
 from orchestrator.services.gateways.targets import of_vm, vm_targets
-from portal.activity import trail as activity
+from portal.actions import Action
 from portal.context import vdc_view
-from portal.errors import status_of
-from portal.forms import show_error
+from portal.errors import failure_status
+from portal.forms import confirmed, posted, show_error
 from portal.gateways import actions
 from portal.gateways.forms import FIELDS, AllocateForm, ForwardForm, NatForm, RuleForm
-
-_PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
+from portal.perform import attempt, perform
 
 
 def _vdc(ctx: Context) -> Vdc:
@@ -43,20 +42,9 @@ def _redirect(name: str, vdc: str) -> HttpResponseRedirect:
     return HttpResponseRedirect(reverse(name, args=[vdc]), status=303)
 
 
-def _posted(request: HttpRequest) -> Any:
-    return request.POST if request.method == "POST" else None
-
-
-def _do(ctx: Context, action: str, call: Callable[[], Any], **targets: str) -> FlexPlaneError | None:
+def _do(ctx: Context, action: Action, call: Callable[[], object], **targets: str) -> FlexPlaneError | None:
     """Run a mutation's service call under the portal's audit trail; its expected failure, if any."""
-    try:
-        with activity.action(ctx, actions.MUTATIONS[action], **targets):
-            call()
-    except _PAGE_ERRORS:
-        raise
-    except FlexPlaneError as exc:
-        return exc
-    return None
+    return attempt(call, ctx=ctx, operation=action.mutation, **targets)
 
 
 # ------------------------------------------------------------------------------------------ public IPs
@@ -85,8 +73,7 @@ def _ips_page(
         "attach": actions.ATTACH,
         "detach": actions.DETACH,
     }
-    status = status_of(failure)[0] if failure is not None else 200
-    return render(request, "portal/gateways/public_ips.html", context, status=status)
+    return render(request, "portal/gateways/public_ips.html", context, status=failure_status(failure))
 
 
 @vdc_view
@@ -99,18 +86,17 @@ def public_ip_list(request: HttpRequest, ctx: Context) -> HttpResponse:
 def public_ip_allocate(request: HttpRequest, ctx: Context) -> HttpResponseBase:
     """``allocatePublicIp`` as a form; shown again with the service's error in place."""
     vdc = _vdc(ctx)
-    form = AllocateForm(gateways.gateway_zones(ctx, vdc), _posted(request))
+    form = AllocateForm(gateways.gateway_zones(ctx, vdc), posted(request))
     if form.is_bound and form.is_valid():
-        made: list[PublicAddress] = []
-        failure = _do(
-            ctx,
-            actions.ALLOCATE,
-            lambda: made.append(gateways.allocate_public_ip(ctx, form.cleaned_data["zone"])),
+        made = perform(
+            lambda: gateways.allocate_public_ip(ctx, form.cleaned_data["zone"]),
+            ctx=ctx,
+            operation=actions.ALLOCATE.mutation,
         )
-        if failure is None:
-            messages.success(request, f"Public IP {made[0].address} is yours in zone {made[0].zone}.")
+        if not isinstance(made, FlexPlaneError):
+            messages.success(request, f"Public IP {made.address} is yours in zone {made.zone}.")
             return _redirect("public-ip-list", vdc.id)
-        show_error(form, failure)
+        show_error(form, made)
     return _ips_page(request, ctx, form)
 
 
@@ -127,14 +113,13 @@ def public_ip_release(request: HttpRequest, ctx: Context, address: str) -> HttpR
     vdc = _vdc(ctx)
     ip = _one(ctx, address)  # another VDC's: the 404 page
     failure: FlexPlaneError | None = None
-    if request.method == "POST" and request.POST.get("confirm") == "yes":
+    if confirmed(request):
         failure = _do(ctx, actions.RELEASE, lambda: gateways.release_public_ip(ctx, address), address=address)
         if failure is None:
             messages.success(request, f"Public IP {address} went back to the zone's pool.")
             return _redirect("public-ip-list", vdc.id)
     context = {"vdc": vdc, "ip": ip, "failure": failure, "release": actions.RELEASE}
-    status = status_of(failure)[0] if failure is not None else 200
-    return render(request, "portal/gateways/release.html", context, status=status)
+    return render(request, "portal/gateways/release.html", context, status=failure_status(failure))
 
 
 @vdc_view
@@ -187,8 +172,7 @@ def _forwards_page(
         "forward": actions.FORWARD,
         "unforward": actions.UNFORWARD,
     }
-    status = status_of(failure)[0] if failure is not None else 200
-    return render(request, "portal/gateways/forwards.html", context, status=status)
+    return render(request, "portal/gateways/forwards.html", context, status=failure_status(failure))
 
 
 @vdc_view
@@ -201,7 +185,7 @@ def forward_list(request: HttpRequest, ctx: Context) -> HttpResponse:
 def forward_add(request: HttpRequest, ctx: Context) -> HttpResponseBase:
     """``addPortForward`` as a form; shown again with the service's error next to its field."""
     ips = gateways.list_public_ips(ctx)
-    form = ForwardForm([ip.address for ip in ips], vm_targets(ctx), _posted(request))
+    form = ForwardForm([ip.address for ip in ips], vm_targets(ctx), posted(request))
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
         request_ = ForwardRequest(
@@ -253,8 +237,7 @@ def _firewall_page(
         "add_rule": actions.ADD_RULE,
         "remove_rule": actions.REMOVE_RULE,
     }
-    status = status_of(failure)[0] if failure is not None else 200
-    return render(request, "portal/gateways/firewall.html", context, status=status)
+    return render(request, "portal/gateways/firewall.html", context, status=failure_status(failure))
 
 
 @vdc_view
@@ -267,7 +250,7 @@ def firewall(request: HttpRequest, ctx: Context) -> HttpResponse:
 @vdc_view
 def rule_add(request: HttpRequest, ctx: Context) -> HttpResponseBase:
     """``addGatewayFirewallRule`` as a form."""
-    form = RuleForm(gateways.gateway_zones(ctx, _vdc(ctx)), _posted(request))
+    form = RuleForm(gateways.gateway_zones(ctx, _vdc(ctx)), posted(request))
     if form.is_bound and form.is_valid():
         zone = form.cleaned_data["zone"]
         failure = _do(ctx, actions.ADD_RULE, lambda: gateways.add_firewall_rule(ctx, zone, form.values()))

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-CREATE = "network.create"
-DELETE = "network.delete"
-ATTACH = "network.attach"
-DETACH = "network.detach"
+from portal.actions import Action, registry
 
-# Every portal action on networks and NICs -> the GraphQL mutation that does the same.
-MUTATIONS: dict[str, str] = {
-    CREATE: "createNetwork",
-    DELETE: "deleteNetwork",
-    ATTACH: "attachNetwork",
-    DETACH: "detachNetwork",
-}
+# Every portal action on networks and NICs, with the GraphQL mutation that does the same.
+CREATE = Action("network.create", "createNetwork")
+DELETE = Action("network.delete", "deleteNetwork")
+ATTACH = Action("network.attach", "attachNetwork")
+DETACH = Action("network.detach", "detachNetwork")
+
+MUTATIONS: dict[str, str] = registry(CREATE, DELETE, ATTACH, DETACH)

@@ -16,23 +16,20 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpRespons
 from django.shortcuts import render
 from django.urls import reverse
 
-from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
+from orchestrator.errors import FlexPlaneError
 from orchestrator.models import Vdc
 from orchestrator.models.networks import Network, Nic
 from orchestrator.models.vms import VirtualMachine, vm_id
 from orchestrator.services import networks, vdcs, vms
 from orchestrator.services.context import Context
 from orchestrator.services.networks.attach import attach_network, detach_network, vm_nics
-from portal.activity import trail as activity
 from portal.context import vdc_view
-from portal.errors import status_of
-from portal.forms import show_error
+from portal.errors import PAGE_ERRORS, failure_status
+from portal.forms import confirmed, posted, show_error
 from portal.networks import actions
 from portal.networks.forms import AttachForm, NetworkForm
+from portal.perform import attempt, perform
 from portal.security_groups.views import vm_groups
-
-# Errors that are pages of their own (404, 403, the login), not said in place.
-_PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 
 
 def _vdc(ctx: Context) -> Vdc:
@@ -46,10 +43,6 @@ def _list_url(vdc: str) -> str:
 
 def _vm_url(vdc: str, vm: VirtualMachine) -> str:
     return reverse("vm-detail", args=[vdc, vm.zone, vm.vmid])
-
-
-def _confirmed(request: HttpRequest) -> bool:
-    return request.method == "POST" and request.POST.get("confirm") == "yes"
 
 
 # ------------------------------------------------------------------------------------------ networks
@@ -79,15 +72,13 @@ def network_list(request: HttpRequest, ctx: Context) -> HttpResponse:
 def network_create(request: HttpRequest, ctx: Context) -> HttpResponseBase:
     """``createNetwork`` as a form (the list page's); shown again with the service's errors in place."""
     vdc = _vdc(ctx)
-    form = NetworkForm(vdc.zones, request.POST if request.method == "POST" else None)
+    form = NetworkForm(vdc.zones, posted(request))
     if form.is_bound and form.is_valid():
-        try:
-            with activity.action(ctx, actions.MUTATIONS[actions.CREATE]):
-                made = networks.create_network(ctx, form.spec())
-        except _PAGE_ERRORS:
-            raise
-        except FlexPlaneError as exc:
-            show_error(form, exc)
+        made = perform(
+            lambda: networks.create_network(ctx, form.spec()), ctx=ctx, operation=actions.CREATE.mutation
+        )
+        if isinstance(made, FlexPlaneError):
+            show_error(form, made)
         else:
             messages.success(request, f"Network {made.name} ({made.cidr}) is ready in zone {made.zone}.")
             return HttpResponseRedirect(_list_url(vdc.id), status=303)
@@ -101,20 +92,18 @@ def network_delete(request: HttpRequest, ctx: Context, zone: str, network: str) 
     vdc = _vdc(ctx)
     found = networks.get_network(ctx, f"{zone}/{network}")  # by name (the API takes it so); NotFound: 404
     failure: FlexPlaneError | None = None
-    if _confirmed(request):
-        try:
-            with activity.action(ctx, actions.MUTATIONS[actions.DELETE], network=found.id):
-                networks.delete_network(ctx, found.id)
-        except _PAGE_ERRORS:
-            raise
-        except FlexPlaneError as exc:
-            failure = exc
-        else:
+    if confirmed(request):
+        failure = attempt(
+            lambda: networks.delete_network(ctx, found.id),
+            ctx=ctx,
+            operation=actions.DELETE.mutation,
+            network=found.id,
+        )
+        if failure is None:
             messages.success(request, f"Network {found.name} of zone {found.zone} was deleted.")
             return HttpResponseRedirect(_list_url(vdc.id), status=303)
     context = {"vdc": vdc, "network": found, "failure": failure, "delete": actions.DELETE}
-    status = status_of(failure)[0] if failure is not None else 200
-    return render(request, "portal/networks/delete.html", context, status=status)
+    return render(request, "portal/networks/delete.html", context, status=failure_status(failure))
 
 
 # ------------------------------------------------------------------------------------------ a VM's NICs
@@ -135,7 +124,7 @@ def vm_networking(ctx: Context, vm: VirtualMachine) -> dict[str, Any]:
     try:
         nics = vm_nics(ctx, vm.id)
         attachable = _attachable(ctx, vm, nics)
-    except _PAGE_ERRORS:
+    except PAGE_ERRORS:
         raise
     except FlexPlaneError as exc:
         nics_error, attachable = exc.message, []
@@ -157,23 +146,22 @@ def nic_attach(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> Http
     failure: FlexPlaneError | None = None
     try:
         attachable = _attachable(ctx, vm, vm_nics(ctx, vm.id))
-    except _PAGE_ERRORS:
+    except PAGE_ERRORS:
         raise
     except FlexPlaneError as exc:
         attachable, failure = [], exc
-    form = AttachForm(attachable, request.POST if request.method == "POST" else None)
+    form = AttachForm(attachable, posted(request))
     if failure is not None:
         form.add_error(None, failure.message)
     elif form.is_bound and form.is_valid():
-        try:
-            with activity.action(ctx, actions.MUTATIONS[actions.ATTACH]):
-                change = attach_network(
-                    ctx, vm.id, form.cleaned_data["network"], form.cleaned_data["ip_address"].strip() or None
-                )
-        except _PAGE_ERRORS:
-            raise
-        except FlexPlaneError as exc:
-            show_error(form, exc)
+        data = form.cleaned_data
+        change = perform(
+            lambda: attach_network(ctx, vm.id, data["network"], data["ip_address"].strip() or None),
+            ctx=ctx,
+            operation=actions.ATTACH.mutation,
+        )
+        if isinstance(change, FlexPlaneError):
+            show_error(form, change)
         else:
             messages.success(request, change.note)
             return HttpResponseRedirect(_vm_url(ctx.vdc, vm), status=303)
@@ -187,17 +175,17 @@ def nic_detach(request: HttpRequest, ctx: Context, zone: str, vmid: int, network
     vm = vms.get_vm(ctx, vm_id(zone, vmid))  # NotFound: the 404 page
     assert ctx.vdc is not None
     failure: FlexPlaneError | None = None
-    if _confirmed(request):
-        try:
-            with activity.action(ctx, actions.MUTATIONS[actions.DETACH], network=f"{zone}/{network}"):
-                change = detach_network(ctx, vm.id, network)
-        except _PAGE_ERRORS:
-            raise
-        except FlexPlaneError as exc:
-            failure = exc
+    if confirmed(request):
+        change = perform(
+            lambda: detach_network(ctx, vm.id, network),
+            ctx=ctx,
+            operation=actions.DETACH.mutation,
+            network=f"{zone}/{network}",
+        )
+        if isinstance(change, FlexPlaneError):
+            failure = change
         else:
             messages.success(request, change.note)
             return HttpResponseRedirect(_vm_url(ctx.vdc, vm), status=303)
     context = {"vm": vm, "network": network, "failure": failure, "detach": actions.DETACH}
-    status = status_of(failure)[0] if failure is not None else 200
-    return render(request, "portal/networks/detach.html", context, status=status)
+    return render(request, "portal/networks/detach.html", context, status=failure_status(failure))

@@ -3,15 +3,12 @@ reads :data:`MUTATIONS`): each view calls the same service function as that muta
 
 from __future__ import annotations
 
-CREATE = "security-group.create"
-UPDATE = "security-group.update"
-DELETE = "security-group.delete"
-ASSIGN = "security-group.assign"
+from portal.actions import Action, registry
 
-# Every portal action on security groups -> the GraphQL mutation that does the same.
-MUTATIONS: dict[str, str] = {
-    CREATE: "createSecurityGroup",
-    UPDATE: "updateSecurityGroup",
-    DELETE: "deleteSecurityGroup",
-    ASSIGN: "assignSecurityGroups",
-}
+# Every portal action on security groups, with the GraphQL mutation that does the same.
+CREATE = Action("security-group.create", "createSecurityGroup")
+UPDATE = Action("security-group.update", "updateSecurityGroup")
+DELETE = Action("security-group.delete", "deleteSecurityGroup")
+ASSIGN = Action("security-group.assign", "assignSecurityGroups")
+
+MUTATIONS: dict[str, str] = registry(CREATE, UPDATE, DELETE, ASSIGN)

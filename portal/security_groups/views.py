@@ -17,21 +17,19 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpRespons
 from django.shortcuts import render
 from django.urls import reverse
 
-from orchestrator.errors import FlexPlaneError, NotFound, PermissionDenied, Unauthenticated
+from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.models import Vdc
 from orchestrator.models.security_groups import DEFAULT_GROUP, SecurityGroup, groups_in
 from orchestrator.models.vms import VirtualMachine, vm_id
 from orchestrator.services import security_groups, vdcs, vms
 from orchestrator.services.context import Context
 from orchestrator.services.security_groups import Realised
-from portal.activity import trail as activity
 from portal.context import vdc_view
-from portal.errors import status_of
-from portal.forms import show_error
+from portal.errors import failure_status
+from portal.forms import confirmed, posted, show_error
+from portal.perform import attempt, perform
 from portal.security_groups import actions
 from portal.security_groups.forms import AssignForm, GroupEditor
-
-_PAGE_ERRORS = (NotFound, PermissionDenied, Unauthenticated)
 
 
 def _vdc(ctx: Context) -> Vdc:
@@ -118,18 +116,23 @@ def _save(
     if not posted or "more" in request.POST or not editor.is_valid():
         return editor, None
     values = editor.values()
-    try:
-        if group is None:
-            with activity.action(ctx, actions.MUTATIONS[actions.CREATE], name=values["name"]):
-                changed = security_groups.create_security_group(ctx, values)
-        else:
-            changes = {"description": values["description"], "rules": values["rules"]}
-            with activity.action(ctx, actions.MUTATIONS[actions.UPDATE], name=group.name):
-                changed = security_groups.update_security_group(ctx, group.name, changes)
-    except _PAGE_ERRORS:
-        raise
-    except FlexPlaneError as exc:
-        editor.show_error(exc)
+    if group is None:
+        changed = perform(
+            lambda: security_groups.create_security_group(ctx, values),
+            ctx=ctx,
+            operation=actions.CREATE.mutation,
+            name=values["name"],
+        )
+    else:
+        changes = {"description": values["description"], "rules": values["rules"]}
+        changed = perform(
+            lambda: security_groups.update_security_group(ctx, group.name, changes),
+            ctx=ctx,
+            operation=actions.UPDATE.mutation,
+            name=group.name,
+        )
+    if isinstance(changed, FlexPlaneError):
+        editor.show_error(changed)
         return editor, None
     _say_not_updated(request, changed.realised)
     verb = "created" if group is None else "saved"
@@ -159,20 +162,18 @@ def group_delete(request: HttpRequest, ctx: Context, group: str) -> HttpResponse
     vdc = _vdc(ctx)
     found = _group(ctx, group)  # NotFound: the 404 page
     failure: FlexPlaneError | None = None
-    if request.method == "POST" and request.POST.get("confirm") == "yes":
-        try:
-            with activity.action(ctx, actions.MUTATIONS[actions.DELETE], name=found.name):
-                security_groups.delete_security_group(ctx, found.name)
-        except _PAGE_ERRORS:
-            raise
-        except FlexPlaneError as exc:
-            failure = exc
-        else:
+    if confirmed(request):
+        failure = attempt(
+            lambda: security_groups.delete_security_group(ctx, found.name),
+            ctx=ctx,
+            operation=actions.DELETE.mutation,
+            name=found.name,
+        )
+        if failure is None:
             messages.success(request, f"Security group {found.name} was deleted.")
             return HttpResponseRedirect(_list_url(vdc.id), status=303)
     context = {"vdc": vdc, "group": found, "failure": failure, "delete": actions.DELETE}
-    status = status_of(failure)[0] if failure is not None else 200
-    return render(request, "portal/security_groups/delete.html", context, status=status)
+    return render(request, "portal/security_groups/delete.html", context, status=failure_status(failure))
 
 
 # ------------------------------------------------------------------------------------------ a VM's groups
@@ -200,16 +201,16 @@ def vm_assign(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpR
     """``assignSecurityGroups`` as a form (also on the VM's page): the VM is in exactly the groups ticked."""
     vm = vms.get_vm(ctx, vm_id(zone, vmid))  # NotFound: the 404 page
     assert ctx.vdc is not None
-    form = AssignForm(_groups(ctx), groups_in(vm.tags), request.POST if request.method == "POST" else None)
+    form = AssignForm(_groups(ctx), groups_in(vm.tags), posted(request))
     if not form.is_bound or not form.is_valid():
         return _assign_page(request, vm, form)
-    try:
-        with activity.action(ctx, actions.MUTATIONS[actions.ASSIGN]):
-            assigned = security_groups.assign_security_groups(ctx, vm.id, form.cleaned_data["groups"])
-    except _PAGE_ERRORS:
-        raise
-    except FlexPlaneError as exc:
-        show_error(form, exc)
+    assigned = perform(
+        lambda: security_groups.assign_security_groups(ctx, vm.id, form.cleaned_data["groups"]),
+        ctx=ctx,
+        operation=actions.ASSIGN.mutation,
+    )
+    if isinstance(assigned, FlexPlaneError):
+        show_error(form, assigned)
         return _assign_page(request, vm, form)
     _say_not_updated(request, assigned.realised)
     messages.success(request, f"VM {vm.name} is in security group(s) {', '.join(assigned.groups)}.")

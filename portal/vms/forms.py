@@ -18,24 +18,12 @@ from orchestrator.models import VirtualMachine
 from orchestrator.models.networks import Network
 from orchestrator.services import vms
 from orchestrator.services.vms import CreateVm, VmFilter
-from portal.forms import CONTROL
+from portal.forms import choices, styled
 from portal.networks.forms import NetworkChoice
 from portal.templatetags.sizes import size
 from portal.vms.offer import Offer
 
 STATUSES = ("running", "stopped", "unknown")
-
-
-def _styled(form: forms.Form) -> None:
-    for field in form.fields.values():
-        field.widget.attrs.setdefault("class", CONTROL)
-
-
-def _offer(form: forms.Form, name: str, choices: Iterable[tuple[str, str]]) -> None:
-    """Set the choices of one of the form's ``ChoiceField``s."""
-    field = form.fields[name]
-    assert isinstance(field, forms.ChoiceField)
-    field.choices = list(choices)
 
 
 def _profile_choices(offer: Offer) -> list[tuple[str, str]]:
@@ -53,10 +41,10 @@ class VmFilterForm(forms.Form):
 
     def __init__(self, data: Any, zones: Iterable[str]) -> None:
         super().__init__(data)
-        _offer(self, "status", [("", "Any status"), *((s, s) for s in STATUSES)])
-        _offer(self, "zone", [("", "Any zone"), *((z, z) for z in zones)])
+        choices(self.fields["status"], [("", "Any status"), *((s, s) for s in STATUSES)])
+        choices(self.fields["zone"], [("", "Any zone"), *((z, z) for z in zones)])
         self.fields["q"].widget.attrs.update(type="search", placeholder="part of a name", autocomplete="off")
-        _styled(self)
+        styled(self, keep=())
 
     def where(self) -> VmFilter:
         data = self.cleaned_data
@@ -117,25 +105,25 @@ class CreateVmForm(forms.Form):
         super().__init__(data, initial=initial)
         self.offer = offer
         images = offer.images.values()
-        _offer(
-            self,
-            "image",
+        choices(
+            self.fields["image"],
             [(i.name, f"{i.name}: {i.description}" if i.description else i.name) for i in images],
         )
-        _offer(self, "compute_profile", _profile_choices(offer))
+        choices(self.fields["compute_profile"], _profile_choices(offer))
         storages = offer.storage_profiles.values()
-        _offer(
-            self, "storage_profile", [(p.name, f"{p.name}: {p.min_gb} to {p.max_gb} GiB") for p in storages]
+        choices(
+            self.fields["storage_profile"],
+            [(p.name, f"{p.name}: {p.min_gb} to {p.max_gb} GiB") for p in storages],
         )
         # More than one zone: the create may leave the choice to placement (the zone with the most room).
         anywhere = [("", "Any zone: placement chooses")] if len(offer.zones) > 1 else []
-        _offer(self, "zone", [*anywhere, *((z, z) for z in offer.zones)])
+        choices(self.fields["zone"], [*anywhere, *((z, z) for z in offer.zones)])
         default = offer.default_disk_gb(initial["storage_profile"] or "", initial["image"] or "")
         if default is not None:
             self.fields["disk_gb"].widget.attrs["placeholder"] = f"{default} (the default)"
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
         self.network_choice = NetworkChoice(self, networks)
-        _styled(self)
+        styled(self, keep=())
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -193,7 +181,7 @@ class ShutdownForm(forms.Form):
 
     def __init__(self, data: Any = None) -> None:
         super().__init__(data)
-        _styled(self)
+        styled(self, keep=())
 
 
 class ResizeForm(forms.Form):
@@ -215,13 +203,13 @@ class ResizeForm(forms.Form):
         self.vm = vm
         now = f"{vm.cores} vCPU, {size(vm.memory_mb, 'MiB')}"
         keep = f"Keep the current one ({vm.compute_profile}: {now})" if vm.compute_profile else f"Keep {now}"
-        _offer(self, "compute_profile", [("", keep), *_profile_choices(offer)])
+        choices(self.fields["compute_profile"], [("", keep), *_profile_choices(offer)])
         self.fields["disk_gb"].help_text = f"Now {vm.disk_gb:g} GiB. Disks only grow, never shrink."
         if vm.status != "stopped":  # the service refuses a new profile while the VM runs: say so first
             profile = self.fields["compute_profile"]
             profile.disabled = True
             profile.help_text = f"VM {vm.name} is {vm.status}: stop it to move it to another compute profile."
-        _styled(self)
+        styled(self, keep=())
 
     def changes(self) -> tuple[str | None, int | None]:
         """``(compute_profile, disk_gb)`` to send: only what differs from the VM as it is."""

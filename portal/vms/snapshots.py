@@ -35,7 +35,7 @@ from orchestrator.services.snapshots import Snapshot
 from orchestrator.services.tasks import failed_task
 from portal.activity import trail as activity
 from portal.context import vdc_view
-from portal.forms import CONTROL, show_error
+from portal.forms import CONTROL, confirmed, posted, show_error
 from portal.vms.actions import SNAPSHOT_MUTATIONS
 
 # Failures that leave the VM and its snapshots as they were: said on the VM's page (a VM that does not
@@ -137,7 +137,7 @@ def snapshot_create(request: HttpRequest, ctx: Context, zone: str, vmid: int) ->
     """``.../<zone>/<vmid>/snapshots/new/``: the form (GET), ``createSnapshot`` (POST). A VM that does
     not exist (or is another VDC's) is the 404 page, after the attempt's audit record."""
     ident = vm_id(zone, vmid)
-    form = SnapshotForm(request.POST if request.method == "POST" else None)
+    form = SnapshotForm(posted(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -170,7 +170,7 @@ def snapshot_action(
     if chosen is None:
         raise NotFound("page", request.path)
     ident = vm_id(zone, vmid)
-    if request.method == "POST" and request.POST.get("confirm") == "yes":
+    if confirmed(request):
         try:
             with activity.action(ctx, chosen.mutation, name=name):
                 if chosen.name == "rollback":

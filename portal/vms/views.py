@@ -38,7 +38,7 @@ from orchestrator.services.tasks import failed_task
 from orchestrator.services.vms import Outcome
 from portal.activity import trail as activity
 from portal.context import vdc_view
-from portal.forms import show_error
+from portal.forms import posted, show_error
 from portal.gateways.views import vm_public
 from portal.htmx import HtmxHttpRequest, redirect, respond, targets
 from portal.networks.views import vm_networking
@@ -334,7 +334,7 @@ def _resize(request: HttpRequest, ctx: Context, ident: str) -> HttpResponse:
     vdc = _vdc(ctx)
     vm = vms.get_vm(ctx, ident)
     offer = Offer.of(ctx, vdc)
-    form = ResizeForm(offer, vm, request.POST if request.method == "POST" else None)
+    form = ResizeForm(offer, vm, posted(request))
     confirming = False
     if request.method == "POST" and form.is_valid():
         if form.shrinks() and not form.cleaned_data["confirm"]:
