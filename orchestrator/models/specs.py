@@ -33,7 +33,16 @@ from dataclasses import dataclass
 from typing import Any, Self, TypeVar, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import AliasPath, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import (
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
@@ -186,6 +195,15 @@ def named_by_id(data: Any) -> Any:
     if isinstance(data, Mapping) and not data.get("name") and data.get("id"):
         return {**data, "name": data["id"]}
     return data
+
+
+class NamedById(Spec):
+    """A spec with an ``id`` and a display ``name``: stored without a name, it is shown by its id."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, data: Any) -> Any:
+        return named_by_id(data)
 
 
 def _without_nulls(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,11 +10,11 @@ import math
 from dataclasses import fields
 from typing import Any, ClassVar
 
-from pydantic import AliasPath, Field, model_validator
+from pydantic import AliasPath, Field
 from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass
 
-from orchestrator.models.specs import SPEC_CONFIG, Spec, Stored, named_by_id
+from orchestrator.models.specs import SPEC_CONFIG, NamedById, Stored
 from orchestrator.models.vms import VDC_TAG_PREFIX, requested_in
 from orchestrator.sources.proxmox import Guest
 
@@ -90,7 +90,7 @@ def _quota(name: str, default: int = 0) -> Any:
     return Field(default, validation_alias=AliasPath("quota", to_camel(name)))
 
 
-class Vdc(Spec):
+class Vdc(NamedById):
     """A tenant's virtual data center: allowed zones and catalog offerings, and its quota.
 
     An empty allow-list allows nothing. The quota bounds the sum over the VDC's VMs. Stored with its
@@ -120,11 +120,6 @@ class Vdc(Spec):
     def __str__(self) -> str:
         return self.id
 
-    @model_validator(mode="before")
-    @classmethod
-    def _named(cls, data: Any) -> Any:
-        return named_by_id(data)
-
     def to_spec(self) -> dict[str, Any]:
         spec = super().to_spec()
         if not self.organization:
@@ -133,14 +128,8 @@ class Vdc(Spec):
 
     @property
     def quota(self) -> Usage:
-        return Usage(
-            vcpus=self.quota_vcpus,
-            memory_mib=self.quota_memory_mib,
-            disk_gb=self.quota_disk_gb,
-            vms=self.quota_vms,
-            networks=self.quota_networks,
-            public_ips=self.quota_public_ips,
-        )
+        """Its quota as amounts: each resource's ``quota_<resource>``."""
+        return Usage(**{f.name: getattr(self, f"quota_{f.name}") for f in fields(Usage)})
 
     @property
     def snapshots_per_vm(self) -> int:

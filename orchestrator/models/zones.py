@@ -12,9 +12,9 @@ from orchestrator.models.specs import (
     MAX_DESCRIPTION_LENGTH,
     MAX_NAME_LENGTH,
     MAX_TITLE_LENGTH,
+    NamedById,
     Spec,
     field,
-    named_by_id,
 )
 
 DEFAULT_MEMORY_OVERCOMMIT = 1.0
@@ -55,7 +55,7 @@ def _external(name: str, *more: Any, **declared: Any) -> Any:
     return field(*more, path=("external", name), **declared)
 
 
-class Zone(Spec):
+class Zone(NamedById):
     """A Proxmox cluster that VMs can be placed in.
 
     Its tenant networks are a Proxmox SDN zone of ``network_type`` (VXLAN among the zone's nodes, or
@@ -181,11 +181,6 @@ class Zone(Spec):
 
     def __str__(self) -> str:
         return self.id
-
-    @model_validator(mode="before")
-    @classmethod
-    def _named(cls, data: Any) -> Any:
-        return named_by_id(data)
 
     @property
     def ranges(self) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from orchestrator.errors import NotFound
 from orchestrator.models import Host, Vdc, Zone
 from orchestrator.models.vdcs import POOL_PREFIX
-from orchestrator.models.vms import vdc_in
+from orchestrator.models.vms import parse_vm_id, vdc_in
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
 from orchestrator.sources.proxmox import (
@@ -35,6 +35,19 @@ def zone_api(ctx: Context, zone: str) -> ZoneApi:
         if targets.zone == zone:
             return ctx.proxmox.zone(targets)
     raise NotFound("zone", zone)
+
+
+def vm_zone_api(ctx: Context, ident: str) -> tuple[str, int, ZoneApi]:
+    """The zone and VMID a VM's id names, and that zone's Proxmox; ``NotFound`` naming the VM when the
+    id is malformed or names no zone (before anything is read, so a VM never seen reads as missing)."""
+    parsed = parse_vm_id(ident)
+    if parsed is None:
+        raise NotFound("virtual machine", ident)
+    zone, vmid = parsed
+    try:
+        return zone, vmid, zone_api(ctx, zone)
+    except NotFound:
+        raise NotFound("virtual machine", ident) from None
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from django.conf import settings
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
 from orchestrator.models.tasks import Task, Upid
-from orchestrator.models.vms import parse_vm_id, vdc_in
+from orchestrator.models.vms import vdc_in
 from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
 from orchestrator.sources.proxmox import (
@@ -340,14 +340,7 @@ def _visible_vm(
     ctx: Context, ident: str, visible: frozenset[str] | None
 ) -> tuple[str, int, ClusterResources]:
     """``(zone, vmid, its zone's /cluster/resources)`` of a VM the caller may see, read live (one call)."""
-    parsed = parse_vm_id(ident)
-    if parsed is None:
-        raise NotFound(VM, ident)
-    zone, vmid = parsed
-    try:
-        api = inventory.zone_api(ctx, zone)
-    except NotFound:
-        raise NotFound(VM, ident) from None
+    zone, vmid, api = inventory.vm_zone_api(ctx, ident)
     read = api.resources()
     guest = read.vm(vmid)
     vdc = vdc_in(guest.tags) if guest is not None else None

@@ -11,7 +11,7 @@ domain errors naming the management cluster, as ``sources.kube``'s are.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -100,14 +100,27 @@ class ClusterApiSource:
                 _continue=token,
                 _request_timeout=self.timeout,
             )
-        return self.custom.list_namespaced_custom_object(
+        return self._namespaced(
+            self.custom.list_namespaced_custom_object,
+            resource,
+            namespace,
+            label_selector=label_selector,
+            limit=LIST_PAGE_SIZE,
+            _continue=token,
+        )()
+
+    def _namespaced(
+        self, call: Callable[..., object], resource: Resource, namespace: str, *args: object, **params: object
+    ) -> Callable[[], object]:
+        """``call`` of the custom objects API on ``resource`` in ``namespace`` (its group, version,
+        namespace and plural, then ``args``), under the deadline: made, not yet sent."""
+        return lambda: call(
             resource.group,
             resource.version,
             namespace,
             resource.plural,
-            label_selector=label_selector,
-            limit=LIST_PAGE_SIZE,
-            _continue=token,
+            *args,
+            **params,
             _request_timeout=self.timeout,
         )
 
@@ -116,31 +129,19 @@ class ClusterApiSource:
         name = str((body.get("metadata") or {}).get("name"))
         item = api_call(
             f"create {resource.kind} {name}",
-            lambda: self.custom.create_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                namespace,
-                resource.plural,
-                dict(body),
-                _request_timeout=self.timeout,
-            ),
+            self._namespaced(self.custom.create_namespaced_custom_object, resource, namespace, dict(body)),
             refusals={409: Conflict(f"{resource.kind} {name} already exists in namespace {namespace}")},
         )
         return _object(resource, _dict(item))
 
     def patch(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject:
         """A JSON merge patch of one object's spec or metadata; ``NotFound`` if it is gone."""
+        send = self._namespaced(
+            self.custom.patch_namespaced_custom_object, resource, namespace, name, dict(patch)
+        )
         item = api_call(
             f"update {resource.kind} {name}",
-            lambda: self.custom.patch_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                namespace,
-                resource.plural,
-                name,
-                dict(patch),
-                _request_timeout=self.timeout,
-            ),
+            send,
             refusals={
                 404: NotFound(resource.kind, name),
                 409: Conflict(f"{resource.kind} {name} changed meanwhile, retry"),
@@ -152,14 +153,7 @@ class ClusterApiSource:
         """Delete one object (its finalizers may keep it a while); False when it was already gone."""
         return api_call.delete(
             f"delete {resource.kind} {name}",
-            lambda: self.custom.delete_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                namespace,
-                resource.plural,
-                name,
-                _request_timeout=self.timeout,
-            ),
+            self._namespaced(self.custom.delete_namespaced_custom_object, resource, namespace, name),
         )
 
     def ensure_namespace(self, namespace: str, labels: Mapping[str, str]) -> None:

@@ -106,6 +106,8 @@ M = TypeVar("M", bound=Spec)
 
 
 def _all(ctx: Context, k: CatalogKind[M]) -> list[M]:
+    """Every object of kind ``k``, for a caller who may read the catalog (USER or ADMIN)."""
+    access.require_self_service(ctx)
     return objects(ctx, k.kind, k.build)
 
 
@@ -117,33 +119,27 @@ def _one(ctx: Context, k: CatalogKind[M], ident: str) -> M:
 
 
 def list_compute_profiles(ctx: Context) -> list[ComputeProfile]:
-    access.require_self_service(ctx)
     return _all(ctx, COMPUTE_PROFILE_KIND)
 
 
 def compute_profile(ctx: Context, name: str) -> ComputeProfile:
     """One compute profile; ``NotFound`` if there is none of that name."""
-    access.require_self_service(ctx)
     return _one(ctx, COMPUTE_PROFILE_KIND, name)
 
 
 def list_storage_profiles(ctx: Context) -> list[StorageProfile]:
-    access.require_self_service(ctx)
     return _all(ctx, STORAGE_PROFILE_KIND)
 
 
 def storage_profile(ctx: Context, name: str) -> StorageProfile:
-    access.require_self_service(ctx)
     return _one(ctx, STORAGE_PROFILE_KIND, name)
 
 
 def list_images(ctx: Context) -> list[Image]:
-    access.require_self_service(ctx)
     return _all(ctx, IMAGE_KIND)
 
 
 def image(ctx: Context, name: str) -> Image:
-    access.require_self_service(ctx)
     return _one(ctx, IMAGE_KIND, name)
 
 
@@ -153,7 +149,6 @@ def list_zones(ctx: Context) -> list[Zone]:
 
 
 def zone(ctx: Context, zone_id: str) -> Zone:
-    access.require_self_service(ctx)
     return _one(ctx, ZONE_KIND, zone_id)
 
 
@@ -163,7 +158,6 @@ def list_hosts(ctx: Context, zone_id: str | None = None) -> list[Host]:
 
 
 def host(ctx: Context, zone_id: str, node: str) -> Host:
-    access.require_self_service(ctx)
     return _one(ctx, HOST_KIND, host_ident(zone_id, node))
 
 
@@ -308,12 +302,10 @@ def delete_image(ctx: Context, name: str) -> Withdrawn[Image]:
 
 def list_kubernetes_versions(ctx: Context) -> list[KubernetesVersion]:
     """The Kubernetes versions tenant clusters may run, newest first."""
-    access.require_self_service(ctx)
     return sorted(_all(ctx, KUBERNETES_VERSION_KIND), key=lambda v: version_key(v.version), reverse=True)
 
 
 def kubernetes_version(ctx: Context, version: str) -> KubernetesVersion:
-    access.require_self_service(ctx)
     return _one(ctx, KUBERNETES_VERSION_KIND, version)
 
 

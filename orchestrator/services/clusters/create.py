@@ -39,8 +39,14 @@ from orchestrator.services.clusters.inputs import CreateCluster
 from orchestrator.services.clusters.quota import control_plane, reserved_for_clusters, worker
 from orchestrator.services.clusters.reads import acting_vdc
 from orchestrator.services.context import Context
-from orchestrator.services.vms.inputs import catalog_choice
-from orchestrator.services.vms.plan import everything_now, still_held, usage, vdc_lock
+from orchestrator.services.vms.plan import (
+    allowed_compute_profile,
+    allowed_storage_profile,
+    everything_now,
+    still_held,
+    usage,
+    vdc_lock,
+)
 from orchestrator.sources.protocols import ClusterApi
 
 logger = logging.getLogger(__name__)
@@ -86,22 +92,8 @@ def _pool(
 ) -> objects.PoolPlan:
     at = f"node_pools[{index}]"
     network = _network(ctx, vdc, pool.network, f"{at}.network") if pool.network else cluster_network
-    compute = catalog_choice(
-        f"{at}.compute_profile",
-        "compute profile",
-        vdc.allows_compute_profile(pool.compute_profile),
-        vdc,
-        pool.compute_profile,
-        lambda: catalog.compute_profile(ctx, pool.compute_profile),
-    )
-    storage = catalog_choice(
-        f"{at}.storage_profile",
-        "storage profile",
-        vdc.allows_storage_profile(pool.storage_profile),
-        vdc,
-        pool.storage_profile,
-        lambda: catalog.storage_profile(ctx, pool.storage_profile),
-    )
+    compute = allowed_compute_profile(ctx, vdc, pool.compute_profile, f"{at}.compute_profile")
+    storage = allowed_storage_profile(ctx, vdc, pool.storage_profile, f"{at}.storage_profile")
     if storage.storage_in(network.zone) is None:
         raise ValidationFailed(
             f"{at}.storage_profile",

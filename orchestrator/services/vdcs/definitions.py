@@ -112,34 +112,24 @@ def _existing_names(
     return names
 
 
+# A VDC's allow-lists: (its field, the catalog kind named, the rule a name follows, what one is called).
+_ALLOWED = (
+    ("zones", catalog.ZONE, catalog.is_slug, "zone"),
+    ("compute_profiles", catalog.COMPUTE_PROFILE, catalog.is_name, "compute profile"),
+    ("storage_profiles", catalog.STORAGE_PROFILE, catalog.is_name, "storage profile"),
+    ("images", catalog.IMAGE, catalog.is_name, "image"),
+)
+
+
 def validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vdc:
     """The VDC ``values`` define, checked (``before``: the VDC as it is, for a change)."""
     f = catalog.Fields(values)
     ident = f.slug("id")
-    zones = _existing_names(
-        ctx, f, "zones", catalog.ZONE, catalog.is_slug, "zone", before.zones if before else []
-    )
-    compute = _existing_names(
-        ctx,
-        f,
-        "compute_profiles",
-        catalog.COMPUTE_PROFILE,
-        catalog.is_name,
-        "compute profile",
-        before.compute_profiles if before else [],
-    )
-    storage = _existing_names(
-        ctx,
-        f,
-        "storage_profiles",
-        catalog.STORAGE_PROFILE,
-        catalog.is_name,
-        "storage profile",
-        before.storage_profiles if before else [],
-    )
-    images = _existing_names(
-        ctx, f, "images", catalog.IMAGE, catalog.is_name, "image", before.images if before else []
-    )
+    # Checked in this order, so the first field at fault is the one named.
+    allowed = {
+        field: _existing_names(ctx, f, field, kind, rule, what, getattr(before, field) if before else [])
+        for field, kind, rule, what in _ALLOWED
+    }
     quota = f.nested("quota")
     # The networks and public IPs quotas are optional: without, a VDC has the default (for networks: room
     # for its default networks).
@@ -152,10 +142,10 @@ def validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vdc
         id=ident,
         name=f.title("name", ident),
         description=f.text("description"),
-        zones=zones,
-        compute_profiles=compute,
-        storage_profiles=storage,
-        images=images,
+        zones=allowed["zones"],
+        compute_profiles=allowed["compute_profiles"],
+        storage_profiles=allowed["storage_profiles"],
+        images=allowed["images"],
         quota_vcpus=limits["vcpus"],
         quota_memory_mib=limits["memory_mib"],
         quota_disk_gb=limits["disk_gb"],

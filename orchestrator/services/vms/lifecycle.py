@@ -25,9 +25,15 @@ from orchestrator.models.vms import (
 from orchestrator.services import catalog, security_groups, tasks, vdcs
 from orchestrator.services.clusters.quota import reserved_for_clusters
 from orchestrator.services.context import Context
-from orchestrator.services.vms.inputs import catalog_choice
 from orchestrator.services.vms.listing import VM, locate, reread
-from orchestrator.services.vms.plan import BOOTSTRAP_TAG, everything_now, still_held, usage, vdc_lock
+from orchestrator.services.vms.plan import (
+    BOOTSTRAP_TAG,
+    allowed_compute_profile,
+    everything_now,
+    still_held,
+    usage,
+    vdc_lock,
+)
 from orchestrator.sources.proxmox import ConfigChange, ZoneApi
 
 logger = logging.getLogger(__name__)
@@ -254,14 +260,7 @@ def resize_vm(
     vdc = vdcs.get_vdc(ctx, vm.vdc)
     compute: ComputeProfile | None = None
     if compute_profile:
-        compute = catalog_choice(
-            "compute_profile",
-            "compute profile",
-            vdc.allows_compute_profile(compute_profile),
-            vdc,
-            compute_profile,
-            lambda: catalog.compute_profile(ctx, compute_profile),
-        )
+        compute = allowed_compute_profile(ctx, vdc, compute_profile, "compute_profile")
     if disk_gb is not None:
         _check_disk_size(ctx, vm, disk_gb)
 

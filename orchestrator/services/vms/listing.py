@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
-from orchestrator.models.vms import VirtualMachine, parse_vm_id, vdc_in
+from orchestrator.models.vms import VirtualMachine, vdc_in
 from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
 from orchestrator.sources.proxmox import Guest, ZoneApi
@@ -215,14 +215,7 @@ def misplaced(ctx: Context) -> list[Misplaced]:
 def locate(ctx: Context, ident: str) -> tuple[ZoneApi, VirtualMachine]:
     """A VM the caller may see, read live from its zone (one call); ``NotFound`` otherwise."""
     visible = access.visible_vdcs(ctx)
-    parsed = parse_vm_id(ident)
-    if parsed is None:
-        raise NotFound(VM, ident)
-    zone, vmid = parsed
-    try:
-        api = inventory.zone_api(ctx, zone)
-    except NotFound:
-        raise NotFound(VM, ident) from None
+    zone, vmid, api = inventory.vm_zone_api(ctx, ident)
     guest = api.resources("vm").vm(vmid)
     if guest is not None:
         vm = VirtualMachine.from_guest(zone, guest)

@@ -3,6 +3,7 @@ now (its VMs in every zone, what they use, the one an earlier create made), read
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
@@ -222,6 +223,18 @@ def marker(vdc: Vdc) -> str:
     return f"Managed by flex.plane: a VM of VDC {vdc.id}."
 
 
+def allowed_compute_profile(ctx: Context, vdc: Vdc, name: str, field: str) -> ComputeProfile:
+    """The compute profile ``name`` if ``vdc`` allows it, else ``ValidationFailed`` naming ``field``."""
+    read = functools.partial(catalog.compute_profile, ctx, name)
+    return catalog_choice(field, "compute profile", vdc.allows_compute_profile(name), vdc, name, read)
+
+
+def allowed_storage_profile(ctx: Context, vdc: Vdc, name: str, field: str) -> StorageProfile:
+    """The storage profile ``name`` if ``vdc`` allows it, else ``ValidationFailed`` naming ``field``."""
+    read = functools.partial(catalog.storage_profile, ctx, name)
+    return catalog_choice(field, "storage profile", vdc.allows_storage_profile(name), vdc, name, read)
+
+
 def plan(ctx: Context, spec: CreateVm) -> Plan:
     """The create checked: the caller may create in the request's VDC, which allows what is asked."""
     access.require_self_service(ctx)
@@ -230,22 +243,8 @@ def plan(ctx: Context, spec: CreateVm) -> Plan:
     access.visible_vdcs(ctx)  # a member of the VDC, or ADMIN
     vdc = vdcs.get_vdc(ctx, ctx.vdc)
     name = validate_name(spec.name)
-    compute = catalog_choice(
-        "compute_profile",
-        "compute profile",
-        vdc.allows_compute_profile(spec.compute_profile),
-        vdc,
-        spec.compute_profile,
-        lambda: catalog.compute_profile(ctx, spec.compute_profile),
-    )
-    storage_profile = catalog_choice(
-        "storage_profile",
-        "storage profile",
-        vdc.allows_storage_profile(spec.storage_profile),
-        vdc,
-        spec.storage_profile,
-        lambda: catalog.storage_profile(ctx, spec.storage_profile),
-    )
+    compute = allowed_compute_profile(ctx, vdc, spec.compute_profile, "compute_profile")
+    storage_profile = allowed_storage_profile(ctx, vdc, spec.storage_profile, "storage_profile")
     image = catalog_choice(
         "image",
         "image",

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.sources.proxmox.zone import ZoneApi, _upid
+from orchestrator.sources.proxmox.zone import ZoneApi, _upid, with_set
 from orchestrator.sources.qemu_config import QemuConfig
 
 # Storage types whose volumes snapshot whatever their format (PVE::Storage's plugins with 'snapshot').
@@ -123,11 +123,7 @@ def list_snapshots(api: ZoneApi, node: str, vmid: int) -> Snapshots:
 
 def take(api: ZoneApi, node: str, vmid: int, name: str, description: str, *, vmstate: bool) -> str | None:
     """Take snapshot ``name`` (with the guest's memory when ``vmstate``: a running guest only); the task."""
-    params: dict[str, Any] = {"snapname": name}
-    if description:
-        params["description"] = description
-    if vmstate:
-        params["vmstate"] = True
+    params = with_set({"snapname": name}, {"description": description, "vmstate": vmstate})
     return _upid(api._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/snapshot", params))
 
 

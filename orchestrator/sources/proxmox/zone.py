@@ -94,6 +94,12 @@ def _upid(answer: Any) -> str | None:
     return answer if isinstance(answer, str) and answer else None
 
 
+def with_set(params: Mapping[str, Any], optional: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` and those of ``optional`` that are set (a flag that is true, a text that is not empty):
+    for the others Proxmox's default stands."""
+    return {**params, **{key: value for key, value in optional.items() if value}}
+
+
 class ZoneCalls(Protocol):
     """What a zone's API is built on (``source.ProxmoxSource``): a call failed over across the zone's
     agents, a write sent once, a call to one host's agent, and the agents' pool for their services
@@ -277,11 +283,7 @@ class ZoneApi:
     ) -> str | None:
         """Migrate the guest to node ``target`` (live when ``online``, copying its local disks when
         ``with_local_disks``); answers the task."""
-        params: dict[str, Any] = {"target": target}
-        if online:
-            params["online"] = True
-        if with_local_disks:
-            params["with-local-disks"] = True
+        params = with_set({"target": target}, {"online": online, "with-local-disks": with_local_disks})
         return _upid(self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/migrate", params))
 
     # ----------------------------------------------------------- tasks
