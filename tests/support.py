@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import requests
 
@@ -35,13 +35,36 @@ class Answer:
         return [e.get("extensions", {}).get("code") for e in self.errors]
 
 
+class Api(Protocol):
+    """What the tests ask of the API: ``GraphQL`` over HTTP to the world's orchestrator, or the API in the
+    test's own process (``tests.orchestrator.inprocess.InProcessApi``)."""
+
+    def token(self, user: str) -> str: ...
+
+    def raw(
+        self,
+        query: str,
+        *,
+        headers: dict[str, str] | None = None,
+        variables: dict[str, Any] | None = None,
+        timeout: float = 30,
+    ) -> Answer: ...
+
+    def __call__(
+        self, query: str, *, user: str, vdc: str | None = None, variables: dict[str, Any] | None = None
+    ) -> Answer: ...
+
+
 class GraphQL:
     """POSTs queries to the orchestrator's /graphql with a user's token."""
 
     def __init__(self, world: World) -> None:
         self.world = world
         self.url = f"{world.url}/graphql"
-        self.token = cache(world.token)
+        self._token = cache(world.token)
+
+    def token(self, user: str) -> str:
+        return self._token(user)
 
     def raw(
         self,

@@ -138,7 +138,7 @@ class InProcessApi:
         *,
         headers: dict[str, str] | None = None,
         variables: dict[str, Any] | None = None,
-        timeout: float | None = None,  # as tests.support.GraphQL's: a request here waits for its answer
+        timeout: float = 30,  # as tests.support.GraphQL's: a request here waits for its answer
     ) -> Answer:
         response = self.client.post(
             "/graphql",

@@ -10,7 +10,6 @@ import pytest
 from tests.orchestrator.fakekube import FakeKube, seeded
 from tests.orchestrator.fakeproxmox import FakeProxmox, seeded_zones
 from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
-from tests.orchestrator.lightworld import LightWorld
 
 
 @pytest.fixture(scope="session")
@@ -33,17 +32,4 @@ def zones() -> FakeProxmox:
 @pytest.fixture
 def api(issuer: LocalIssuer, kube: FakeKube, zones: FakeProxmox) -> Iterator[InProcessApi]:
     with in_process(issuer, kube, zones) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LightWorld]:
-    """The devstack's zones served from this process (tests/orchestrator/lightworld.py), for a module."""
-    with LightWorld(tmp_path_factory.mktemp("light")) as running:
-        yield running
-
-
-@pytest.fixture
-def light_api(issuer: LocalIssuer, light: LightWorld) -> Iterator[InProcessApi]:
-    with in_process(issuer, light.kube, light.proxmox) as running:
         yield running

@@ -1,0 +1,37 @@
+"""The API in this process on the light world (tests/orchestrator/lightworld.py): the devstack's fake Proxmox
+clusters served from the test's process, reached by the orchestrator's own Proxmox source through agents
+in this process. A module's tests share one light world, as a session's share the devstack's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.orchestrator.fakekube import FakeClusterApi
+from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
+from tests.orchestrator.lightworld import LightWorld
+from tests.vmkit import vm_names
+
+
+@pytest.fixture(scope="module")
+def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LightWorld]:
+    with LightWorld(tmp_path_factory.mktemp("light")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def tenant_clusters() -> FakeClusterApi:
+    return FakeClusterApi()
+
+
+@pytest.fixture
+def api(issuer: LocalIssuer, light: LightWorld, tenant_clusters: FakeClusterApi) -> Iterator[InProcessApi]:
+    with in_process(issuer, light.kube, light.proxmox, tenant_clusters) as running:
+        yield running
+
+
+@pytest.fixture
+def vm_name(api: InProcessApi, light: LightWorld) -> Iterator[Callable[[str], str]]:
+    with vm_names(api, light) as name:
+        yield name
