@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 import requests
 
+from devstack.fakezones import FakeZones
 from devstack.world import World
 
 T = TypeVar("T")
@@ -33,6 +34,14 @@ class Answer:
     @property
     def codes(self) -> list[str]:
         return [e.get("extensions", {}).get("code") for e in self.errors]
+
+
+class Zones(Protocol):
+    """Where the tests read fake Proxmox's own state: the devstack's world, or the light world in the test's
+    own process (``tests.orchestrator.lightworld.LightWorld``)."""
+
+    @property
+    def fakes(self) -> FakeZones: ...
 
 
 class Api(Protocol):

@@ -20,8 +20,9 @@ T = TypeVar("T")
 
 @dataclass
 class Sources:
-    """The management cluster and the zones' Proxmox a service call uses: the process's own (made on
-    first use, then shared by every request) unless a test hands in its stand-ins."""
+    """The systems a service call reads and writes: the management cluster (its catalog, locks and
+    Secrets; its tenant-cluster objects), every zone's Proxmox, Zitadel's management API. The process's
+    own (made on first use, then shared by every request) unless a test hands in its stand-ins."""
 
     kube: KubeApi | None = None
     proxmox: ProxmoxApi | None = None
