@@ -112,6 +112,36 @@ def build_release(
     return build(version, key, out / version, source)
 
 
+def release_files(release: BuiltRelease) -> list[str]:
+    """The agent CLI's arguments that name a built release's files (``release install``, ``release push``)."""
+    return ["--artifact", str(release.artifact), "--manifest", str(release.envelope)]
+
+
+@dataclass(frozen=True)
+class Releases:
+    keys: Keys
+    base: BuiltRelease  # 1.0.0, what every test starts from
+    newer: BuiltRelease  # 1.1.0
+    older: BuiltRelease  # 0.9.0
+    broken: BuiltRelease  # 1.2.0, which exits at startup
+    stranger: BuiltRelease  # 1.3.0, signed by a key the agents do not trust
+
+
+def build_releases(directory: Path) -> Releases:
+    """The update suites' releases, built in ``directory`` under its own signing key."""
+    keys = Keys.create(directory / "keys")
+    key = keys.signing()
+    broken = broken_source(directory / "broken-source")
+    return Releases(
+        keys=keys,
+        base=build_release("1.0.0", key, directory),
+        newer=build_release("1.1.0", key, directory),
+        older=build_release("0.9.0", key, directory),
+        broken=build_release("1.2.0", key, directory, broken),
+        stranger=build_release("1.3.0", Keys.create(directory / "other-keys").signing(), directory),
+    )
+
+
 # ------------------------------------------------------------------------------------- platform
 
 

@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from devstack.world import World
-from tests.support import Answer, GraphQL
+from tests.support import Answer, Api, Zones
 
 VM_FIELDS = "id name status zone host vdc cores memoryMb diskGb computeProfile storageProfile image lock"
 TASK_FIELDS = "id status type host result"
@@ -51,7 +50,7 @@ def payload(answer: Answer, field: str) -> dict[str, Any]:
 CREATE_TIMEOUT = 120.0
 
 
-def create(api: GraphQL, user: str, vdc: str | None, **fields: Any) -> dict[str, Any]:
+def create(api: Api, user: str, vdc: str | None, **fields: Any) -> dict[str, Any]:
     """createVirtualMachine's payload (defaults: a small Debian VM in zone-a)."""
     values: dict[str, Any] = {
         "computeProfile": SMALL,
@@ -65,7 +64,7 @@ def create(api: GraphQL, user: str, vdc: str | None, **fields: Any) -> dict[str,
     return payload(answer, "createVirtualMachine")
 
 
-def act(api: GraphQL, user: str, name: str, ident: str, **variables: Any) -> dict[str, Any]:
+def act(api: Api, user: str, name: str, ident: str, **variables: Any) -> dict[str, Any]:
     extra = ", timeout: $timeout" if "timeout" in variables else ""
     return payload(api(action(name, extra), user=user, variables={"id": ident, **variables}), name)
 
@@ -82,7 +81,7 @@ def vmid_of(ident: str) -> int:
 # --- the fake's own state -------------------------------------------------------------------------
 
 
-def fake_vms(world: World, zone: str) -> dict[int, dict[str, Any]]:
+def fake_vms(world: Zones, zone: str) -> dict[int, dict[str, Any]]:
     """Every guest of a zone's fake, as the fake holds it."""
     pve = world.fakes[zone].pve
 
@@ -105,19 +104,39 @@ def fake_vms(world: World, zone: str) -> dict[int, dict[str, Any]]:
     return result
 
 
-def fake_vm(world: World, ident: str) -> dict[str, Any] | None:
+def fake_vm(world: Zones, ident: str) -> dict[str, Any] | None:
     zone, vmid = ident.split("/")
     return fake_vms(world, zone).get(int(vmid))
 
 
-def present(world: World, ident: str) -> dict[str, Any]:
+def put_tagged_vm(
+    pve: Any, vmid: int, name: str, vdc: str, *, status: str, tags: str = "", disk: str
+) -> None:
+    """A VM of ``vdc`` put straight into a fake's Proxmox (on its loop), on pve1: 1 vCPU, 512 MiB, a disk of
+    ``disk``, tagged and pooled as flex.plane tags and pools its VMs (``tags``: more tags after the VDC's)."""
+    pve.add_vm(
+        vmid,
+        name,
+        node="pve1",
+        status=status,
+        config={
+            "cores": 1,
+            "memory": 512,
+            "tags": f"fp-vdc-{vdc}{tags}",
+            "scsi0": f"local-lvm:vm-{vmid}-disk-0,size={disk}",
+        },
+        pool=f"fp-{vdc}",
+    )
+
+
+def present(world: Zones, ident: str) -> dict[str, Any]:
     """The fake's guest of that global id, which must exist."""
     vm = fake_vm(world, ident)
     assert vm is not None, f"{ident} is not in the fake"
     return vm
 
 
-def named(world: World, name: str) -> list[tuple[str, int]]:
+def named(world: Zones, name: str) -> list[tuple[str, int]]:
     """(zone, vmid) of every guest of that name, in every zone."""
     return [
         (zone, vmid)
@@ -127,7 +146,7 @@ def named(world: World, name: str) -> list[tuple[str, int]]:
     ]
 
 
-def volumes_of(world: World, zone: str, vmid: int) -> list[str]:
+def volumes_of(world: Zones, zone: str, vmid: int) -> list[str]:
     """The disks the fake's storages hold for a VMID."""
     pve = world.fakes[zone].pve
 
@@ -143,20 +162,20 @@ def volumes_of(world: World, zone: str, vmid: int) -> list[str]:
     return result
 
 
-def pool_members(world: World, zone: str, pool: str) -> set[int]:
+def pool_members(world: Zones, zone: str, pool: str) -> set[int]:
     pve = world.fakes[zone].pve
     result: set[int] = world.fakes.on_loop(lambda: set(pve.pools.get(pool, set())))
     return result
 
 
-def requests_to(world: World, zone: str, method: str, suffix: str) -> list[dict[str, str]]:
+def requests_to(world: Zones, zone: str, method: str, suffix: str) -> list[dict[str, str]]:
     """The form bodies of the requests the fake received for paths ending with suffix."""
     pve = world.fakes[zone].pve
     seen = world.fakes.on_loop(lambda: [(m, p, b) for m, p, b in pve.requests if m == method])
     return [dict(urllib.parse.parse_qsl(body.decode())) for _, path, body in seen if path.endswith(suffix)]
 
 
-def forget(world: World, zone: str, vmid: int) -> None:
+def forget(world: Zones, zone: str, vmid: int) -> None:
     """Remove a guest from a fake directly (the last resort of cleanup), with its disks."""
     pve = world.fakes[zone].pve
 
@@ -172,7 +191,7 @@ def forget(world: World, zone: str, vmid: int) -> None:
     world.fakes.on_loop(drop)
 
 
-def restore(world: World) -> None:
+def restore(world: Zones) -> None:
     """Undo the faults a test may have left: nodes back online, no injected failures, no latency, no locks."""
     for zone, fake in world.fakes.zones.items():
         for node in fake.node_addresses:
@@ -193,7 +212,7 @@ def restore(world: World) -> None:
 
 
 @contextmanager
-def vm_names(api: GraphQL, world: World) -> Iterator[Callable[[str], str]]:
+def vm_names(api: Api, world: Zones) -> Iterator[Callable[[str], str]]:
     """Names for a test's VMs; afterwards every VM so named is deleted (through the API as admin, else
     from the fake), and the faults the test injected are undone."""
     prefix = f"t{uuid.uuid4().hex[:8]}"
@@ -208,7 +227,7 @@ def vm_names(api: GraphQL, world: World) -> Iterator[Callable[[str], str]]:
 
 
 @contextmanager
-def scratch_vdcs(api: GraphQL, world: World) -> Iterator[Callable[..., str]]:
+def scratch_vdcs(api: Api, world: Zones) -> Iterator[Callable[..., str]]:
     """Makes VDCs (of zone-a unless told) as admin, with a quota; afterwards their VMs go, and the VDCs."""
     made: list[str] = []
 
@@ -251,7 +270,7 @@ def scratch_vdcs(api: GraphQL, world: World) -> Iterator[Callable[..., str]]:
             )
 
 
-def _delete(api: GraphQL, world: World, zone: str, vmid: int) -> None:
+def _delete(api: Api, world: Zones, zone: str, vmid: int) -> None:
     answer = api(action("deleteVirtualMachine"), user="admin", variables={"id": f"{zone}/{vmid}"})
     if answer.errors or answer.data["deleteVirtualMachine"]["errors"]:
         forget(world, zone, vmid)

@@ -81,6 +81,22 @@ def agent_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("FLEXPLANE_AGENT_")}
 
 
+def stand_in_settings(directory: Path, zone: str = "zone-a") -> dict[str, str]:
+    """The settings an agent's configuration must hold, its TLS files stand-ins written in ``directory``:
+    for checking how one more setting validates."""
+    for name in ("cert", "key", "ca"):
+        (directory / name).write_text("x")
+    return {
+        "listen": "127.0.0.1:7443",
+        "zone": zone,
+        "node": "pve1",
+        "tls_cert": str(directory / "cert"),
+        "tls_key": str(directory / "key"),
+        "ca": str(directory / "ca"),
+        "proxmox_token_secret": "s",
+    }
+
+
 def write_config(directory: Path, pki: Pki, **overrides: Any) -> Path:
     """An agent configuration file; overrides replace keys (None removes one)."""
     cert, key = pki.agent

@@ -126,36 +126,28 @@ def test_the_agent_distribution_installs_into_a_clean_venv_without_django(tmp_pa
     # With uv and the lock, as make installs the project (the same resolution as pip's, from the same
     # metadata, in a fraction of the time); its cache holds what the project's install fetched.
     uv = Path(sys.executable).with_name("uv")
-    installed = subprocess.run(
-        [
-            str(uv),
-            "pip",
-            "install",
-            "--quiet",
-            "--system-certs",
-            "--python",
-            str(python),
-            *LOCKED,
-            str(AGENT_PROJECT),
-        ],
-        capture_output=True,
-        text=True,
+
+    def run(*command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """A command run outside the checkout, with that environment; its output captured."""
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=env, check=False
+        )
+
+    installed = run(
+        str(uv),
+        "pip",
+        "install",
+        "--quiet",
+        "--system-certs",
+        "--python",
+        str(python),
+        *LOCKED,
+        str(AGENT_PROJECT),
         timeout=INSTALL_TIMEOUT,
-        cwd=tmp_path,
-        env=env,
-        check=False,
     )
     assert installed.returncode == 0, installed.stderr[-3000:]
 
-    helped = subprocess.run(
-        [str(venv / "bin" / "flexplane-agent"), "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-        check=False,
-    )
+    helped = run(str(venv / "bin" / "flexplane-agent"), "--help")
     assert helped.returncode == 0, helped.stderr
     for command in ("serve", "bootstrap", "release", "update-apply"):
         assert command in helped.stdout
@@ -170,14 +162,6 @@ def test_the_agent_distribution_installs_into_a_clean_venv_without_django(tmp_pa
         f"present = [name for name in {sorted(FORBIDDEN)!r} if importlib.util.find_spec(name)]\n"
         "print(agent.__version__, present)\n"
     )
-    checked = subprocess.run(
-        [str(python), "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-        check=False,
-    )
+    checked = run(str(python), "-c", probe)
     assert checked.returncode == 0, checked.stderr[-3000:]
     assert checked.stdout.split() == [__version__, "[]"]

@@ -11,7 +11,7 @@ import requests
 
 from agent.config import ConfigError, validate
 from agentclient import AgentPool, ProxmoxError
-from tests.agent.conftest import AGENT_HOST, AgentProcess
+from tests.agent.conftest import AGENT_HOST, AgentProcess, stand_in_settings
 from tests.metricskit import sample
 
 METRICS_LINE = "flexplane-agent metrics on "
@@ -72,17 +72,7 @@ def test_the_agent_reports_its_certificate_days_left_and_update_state(metrics_ag
 
 
 def test_metrics_listen_must_be_a_loopback_address(tmp_path: Path) -> None:
-    for name in ("cert", "key", "ca"):
-        (tmp_path / name).write_text("x")
-    raw = {
-        "listen": "127.0.0.1:7443",
-        "zone": "zone1",
-        "node": "pve1",
-        "tls_cert": str(tmp_path / "cert"),
-        "tls_key": str(tmp_path / "key"),
-        "ca": str(tmp_path / "ca"),
-        "proxmox_token_secret": "s",
-    }
+    raw = stand_in_settings(tmp_path, zone="zone1")
 
     with pytest.raises(ConfigError, match="metrics_listen: must be a loopback address"):
         validate({**raw, "metrics_listen": "0.0.0.0:9464"})

@@ -91,6 +91,16 @@ async def https_servers(
             await runner.cleanup()
 
 
+async def blob(registry: str, access: Access) -> tuple[int, bytes]:
+    """A blob asked of the registry at ``registry`` (host:port) through the client: the status and body."""
+    async with aiohttp.ClientSession() as session:
+        client = Client(session, Repository.parse(f"{registry}/flexplane/agent"), access)
+        response = await client.request("GET", client.repository.url("blobs", "sha256:" + "0" * 64))
+        body = await response.read()
+        response.release()
+    return response.status, body
+
+
 async def test_a_blob_redirected_to_storage_is_fetched_there_without_the_registrys_credentials(
     tmp_path: Path,
 ) -> None:
@@ -109,12 +119,8 @@ async def test_a_blob_redirected_to_storage_is_fetched_there_without_the_registr
     async with https_servers(tmp_path, registry, storage) as (host, ca, listening):
         ports += listening
         access = Access(f"{host}:{ports[0]}", "nodes", "pull-only", ca.cert_pem.decode())
-        async with aiohttp.ClientSession() as session:
-            client = Client(session, Repository.parse(f"{host}:{ports[0]}/flexplane/agent"), access)
-            response = await client.request("GET", client.repository.url("blobs", "sha256:" + "0" * 64))
-            body = await response.read()
-            response.release()
-    assert (response.status, body) == (200, b"the blob")
+        answer = await blob(f"{host}:{ports[0]}", access)
+    assert answer == (200, b"the blob")
     assert seen["registry"] == "Basic " + base64.b64encode(b"nodes:pull-only").decode()
     assert seen["storage"] is None
 
@@ -158,12 +164,8 @@ async def test_a_registry_with_token_auth_gets_the_bearer_token_its_realm_hands_
     async with https_servers(tmp_path, registry, tokens) as (host, ca, listening):
         ports += listening
         access = Access(f"{host}:{ports[0]}", "robot", "pull-only", ca.cert_pem.decode())
-        async with aiohttp.ClientSession() as session:
-            client = Client(session, Repository.parse(f"{host}:{ports[0]}/flexplane/agent"), access)
-            response = await client.request("GET", client.repository.url("blobs", "sha256:" + "0" * 64))
-            body = await response.read()
-            response.release()
-    assert (response.status, body) == (200, b"the blob")
+        answer = await blob(f"{host}:{ports[0]}", access)
+    assert answer == (200, b"the blob")
     assert asked == [
         {
             "service": "registry",

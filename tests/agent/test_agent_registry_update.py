@@ -12,16 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent.config import load_config
-from agent.release import BuiltRelease, Installation, install_file
+from agent.release import Installation, install_file
 from agent.update import StateFile, Updater
 from agent.update.registry import ARTIFACT_TYPE, Timeouts
 from agentclient import AgentPool
@@ -32,17 +30,16 @@ from tests.agent.conftest import AgentProcess, Pki, write_config
 from tests.agent.test_agent_update import (
     AGENT_HOST,
     PIN_VERSION,
-    SUPERVISOR,
     Node,
+    updating_config,
     wait_for_result,
 )
 from tests.releasekit import (
-    Keys,
     Proxy,
     ReleasePlatform,
+    Releases,
     address,
-    broken_source,
-    build_release,
+    build_releases,
     clear,
     get_manifest,
     node_access,
@@ -50,6 +47,7 @@ from tests.releasekit import (
     push,
     put_manifest,
     registry_env,
+    release_files,
 )
 from tests.support import eventually
 
@@ -60,29 +58,9 @@ HEALTH_DEADLINE = 6
 MID_ARTIFACT = 100_000
 
 
-@dataclass(frozen=True)
-class Releases:
-    keys: Keys
-    base: BuiltRelease  # 1.0.0, what every test starts from
-    newer: BuiltRelease  # 1.1.0
-    older: BuiltRelease  # 0.9.0
-    broken: BuiltRelease  # 1.2.0, which exits at startup
-    stranger: BuiltRelease  # 1.3.0, signed by a key the agents do not trust
-
-
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory: pytest.TempPathFactory) -> Releases:
-    directory = tmp_path_factory.mktemp("registry-releases")
-    keys = Keys.create(directory / "keys")
-    key = keys.signing()
-    return Releases(
-        keys=keys,
-        base=build_release("1.0.0", key, directory),
-        newer=build_release("1.1.0", key, directory),
-        older=build_release("0.9.0", key, directory),
-        broken=build_release("1.2.0", key, directory, broken_source(directory / "broken-source")),
-        stranger=build_release("1.3.0", Keys.create(directory / "other-keys").signing(), directory),
-    )
+    return build_releases(tmp_path_factory.mktemp("registry-releases"))
 
 
 @pytest.fixture(scope="module")
@@ -195,10 +173,7 @@ async def test_a_release_pushed_with_the_cli_is_pulled_by_digest_verified_and_in
     pushed = run_agent(
         "release",
         "push",
-        "--artifact",
-        str(releases.newer.artifact),
-        "--manifest",
-        str(releases.newer.envelope),
+        *release_files(releases.newer),
         "--registry",
         registry.repository,
         "--public-key",
@@ -372,26 +347,14 @@ def node(
     """An agent running 1.0.0 from install_dir/current, its releases from the registry."""
     install = tmp_path / "install"
     install_file(Installation(install), releases.base.artifact, releases.base.envelope, _public(releases))
-    configuration = write_config(
+    configuration = updating_config(
         tmp_path,
         pki,
-        listen=f"{AGENT_HOST}:{free_port(AGENT_HOST)}",
-        proxmox_url=proxmox.url,
-        proxmox_ca=fakepve_cafile,
-        update_channel_url=channel.channel_url,
-        update_channel_ca=str(pki.ca.cert_path),
-        release_public_key=str(releases.keys.public),
-        install_dir=str(install),
+        (proxmox, fakepve_cafile),
+        channel,
+        releases,
         update_registry_credentials=str(credentials(tmp_path, registry, proxy)),
         health_deadline=HEALTH_DEADLINE,
-        service_restart_command=[
-            sys.executable,
-            str(SUPERVISOR),
-            "restart",
-            "--state-dir",
-            str(tmp_path / "unit"),
-        ],
-        update_apply_launcher=[],
         **node_settings,
     )
     running = Node(tmp_path, configuration, pki)

@@ -28,7 +28,7 @@ from agent.release import (
 )
 from agent.status import AgentStatus, UpdateState
 from agent.update import Result, StateFile, dial_address, refuses
-from tests.releasekit import Keys, build_release
+from tests.releasekit import Keys, build_release, release_files
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -170,10 +170,7 @@ def test_the_install_command_refuses_a_release_signed_by_another_key(
     done = run_agent(
         "release",
         "install",
-        "--artifact",
-        str(release.artifact),
-        "--manifest",
-        str(release.envelope),
+        *release_files(release),
         "--public-key",
         str(keys.stranger.with_name("stranger-public.pem")),
         "--install-dir",

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,11 @@ from devstack.supervisor import MAIN_PID, read_pid
 from tests import addresses
 from tests.agent.conftest import IDENTITY, ROOT, AgentProcess, Pki, agent_env, write_config
 from tests.releasekit import (
-    Keys,
     ReleasePlatform,
-    broken_source,
-    build_release,
+    Releases,
+    build_releases,
     die_with_parent,
+    release_files,
     stop_pid,
 )
 from tests.support import eventually
@@ -54,30 +53,9 @@ def platform(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rel
         yield running
 
 
-@dataclass(frozen=True)
-class Releases:
-    keys: Keys
-    base: BuiltRelease  # 1.0.0, what every test starts from
-    newer: BuiltRelease  # 1.1.0
-    older: BuiltRelease  # 0.9.0
-    broken: BuiltRelease  # 1.2.0, which exits at startup
-    stranger: BuiltRelease  # 1.3.0, signed by a key the agents do not trust
-
-
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory: pytest.TempPathFactory) -> Releases:
-    directory = tmp_path_factory.mktemp("built-releases")
-    keys = Keys.create(directory / "keys")
-    key = keys.signing()
-    broken = broken_source(directory / "broken-source")
-    return Releases(
-        keys=keys,
-        base=build_release("1.0.0", key, directory),
-        newer=build_release("1.1.0", key, directory),
-        older=build_release("0.9.0", key, directory),
-        broken=build_release("1.2.0", key, directory, broken),
-        stranger=build_release("1.3.0", Keys.create(directory / "other-keys").signing(), directory),
-    )
+    return build_releases(tmp_path_factory.mktemp("built-releases"))
 
 
 @pytest.fixture
@@ -177,6 +155,35 @@ def _listen(configuration: Path) -> str:
     return str(json.loads(line.split("=", 1)[1]))
 
 
+def updating_config(
+    directory: Path,
+    pki: Pki,
+    pve: tuple[Any, str],
+    channel: ReleasePlatform,
+    releases: Releases,
+    **settings: Any,
+) -> Path:
+    """The configuration of a node's agent in front of ``pve`` (the fake Proxmox and its CA file) that
+    updates itself from the channel, trusting the releases' key and installing under ``directory``/install;
+    restarted by the systemd stand-in, whose state is under ``directory``. ``settings``: more keys, or
+    other values (the update_apply_launcher is none)."""
+    proxmox, cafile = pve
+    restart = [sys.executable, str(SUPERVISOR), "restart", "--state-dir", str(directory / "unit")]
+    return write_config(
+        directory,
+        pki,
+        listen=f"{AGENT_HOST}:{free_port(AGENT_HOST)}",
+        proxmox_url=proxmox.url,
+        proxmox_ca=cafile,
+        update_channel_url=channel.channel_url,
+        update_channel_ca=str(pki.ca.cert_path),
+        release_public_key=str(releases.keys.public),
+        install_dir=str(directory / "install"),
+        service_restart_command=restart,
+        **{"update_apply_launcher": [], **settings},
+    )
+
+
 @pytest.fixture
 def node_settings() -> dict[str, Any]:
     """Configuration keys a test changes (parametrize it to change them)."""
@@ -199,37 +206,15 @@ def node(
     installed = run_agent(
         "release",
         "install",
-        "--artifact",
-        str(releases.base.artifact),
-        "--manifest",
-        str(releases.base.envelope),
+        *release_files(releases.base),
         "--public-key",
         str(releases.keys.public),
         "--install-dir",
         str(install),
     )
     assert installed.returncode == 0, installed.stderr
-    configuration = write_config(
-        tmp_path,
-        pki,
-        listen=f"{AGENT_HOST}:{free_port(AGENT_HOST)}",
-        proxmox_url=proxmox.url,
-        proxmox_ca=fakepve_cafile,
-        update_channel_url=channel.channel_url,
-        update_channel_ca=str(pki.ca.cert_path),
-        release_public_key=str(releases.keys.public),
-        install_dir=str(install),
-        update_interval=1,
-        health_deadline=HEALTH_DEADLINE,
-        service_restart_command=[
-            sys.executable,
-            str(SUPERVISOR),
-            "restart",
-            "--state-dir",
-            str(tmp_path / "unit"),
-        ],
-        **{"update_apply_launcher": [], **node_settings},
-    )
+    settings = {"update_interval": 1, "health_deadline": HEALTH_DEADLINE, **node_settings}
+    configuration = updating_config(tmp_path, pki, (proxmox, fakepve_cafile), channel, releases, **settings)
     running = Node(tmp_path, configuration, pki)
     yield running
     running.stop()

@@ -27,7 +27,7 @@ from agent.renewal import backoff, renew_time
 from devstack.net import free_port
 from devstack.processes import Process
 from devstack.world import World
-from tests.agent.conftest import AGENT_HOST, IDENTITY, AgentProcess, Pki
+from tests.agent.conftest import AGENT_HOST, IDENTITY, AgentProcess, Pki, stand_in_settings
 from tests.enrollkit import Node, added_node, info, peer_certificate, served_certificate
 from tests.support import GraphQL
 
@@ -159,17 +159,7 @@ def test_retries_back_off_from_a_hundredth_of_the_life_to_a_tenth_and_at_most_an
 
 
 def test_renewal_needs_an_https_orchestrator_url(tmp_path: Path) -> None:
-    for name in ("cert", "key", "ca"):
-        (tmp_path / name).write_text("x")
-    base = {
-        "listen": "127.0.0.1:7443",
-        "zone": "zone-a",
-        "node": "pve1",
-        "tls_cert": "cert",
-        "tls_key": "key",
-        "ca": "ca",
-        "proxmox_token_secret": "s",
-    }
+    base = stand_in_settings(tmp_path)
     with pytest.raises(ConfigError, match="orchestrator_url: must be an https:// URL"):
         validate({**base, "orchestrator_url": "http://flexplane.example.com"}, base=tmp_path)
     config = validate({**base, "orchestrator_url": "https://flexplane.example.com/"}, base=tmp_path)
@@ -219,36 +209,56 @@ def serving(agent: AgentProcess, pki: Pki) -> x509.Certificate:
     return served_certificate(agent.address, *pki.orchestrator)
 
 
-def test_an_agent_finishes_at_start_a_swap_interrupted_between_the_key_and_the_certificate(
-    pairs: tuple[Pair, Pair], files: Files, pki: Pki, launch: Callable[..., AgentProcess]
-) -> None:
-    old, new = pairs
-    # The renewal renamed the new key into place; the node lost power before the certificate's turn.
+def crashed_between_the_renames(files: Files, old: Pair, new: Pair) -> Path:
+    """The renewal renamed the new key into place; the node lost power before the certificate's turn."""
     files.holding(old.cert, new.key)
     pending(files.cert).write_bytes(new.cert)
-
-    agent = launch(tls_cert=str(files.cert), tls_key=str(files.key))
-
-    assert serving(agent, pki) == x509.load_pem_x509_certificate(new.cert)
-    assert (files.cert.read_bytes(), files.key.read_bytes()) == (new.cert, new.key)
-    assert not pending(files.cert).exists()
-    assert "finished a certificate renewal a crash interrupted" in agent.output()
+    return pending(files.cert)
 
 
-def test_an_agent_discards_at_start_a_pending_pair_that_never_got_whole(
-    pairs: tuple[Pair, Pair], files: Files, pki: Pki, launch: Callable[..., AgentProcess]
-) -> None:
-    old, new = pairs
-    # The renewal wrote the pending key; the node lost power before the pending certificate.
+def crashed_before_the_pending_certificate(files: Files, old: Pair, new: Pair) -> Path:
+    """The renewal wrote the pending key; the node lost power before the pending certificate."""
     files.holding(old.cert, old.key)
     pending(files.key).write_bytes(new.key)
+    return pending(files.key)
+
+
+@pytest.mark.parametrize(
+    ("crash", "served", "said"),
+    [
+        pytest.param(
+            crashed_between_the_renames,
+            "new",
+            "finished a certificate renewal a crash interrupted",
+            id="it finishes a swap interrupted between the key and the certificate",
+        ),
+        pytest.param(
+            crashed_before_the_pending_certificate,
+            "old",
+            "discarded",
+            id="it discards a pending pair that never got whole",
+        ),
+    ],
+)
+def test_an_agent_settles_at_start_a_renewal_a_crash_interrupted(
+    pairs: tuple[Pair, Pair],
+    files: Files,
+    pki: Pki,
+    launch: Callable[..., AgentProcess],
+    crash: Callable[[Files, Pair, Pair], Path],
+    served: str,
+    said: str,
+) -> None:
+    old, new = pairs
+    left = crash(files, old, new)
 
     agent = launch(tls_cert=str(files.cert), tls_key=str(files.key))
 
-    assert serving(agent, pki) == x509.load_pem_x509_certificate(old.cert)
-    assert (files.cert.read_bytes(), files.key.read_bytes()) == (old.cert, old.key)
-    assert not pending(files.key).exists()
-    assert "discarded" in agent.output()
+    pair = {"old": old, "new": new}[served]
+    assert serving(agent, pki) == x509.load_pem_x509_certificate(pair.cert)
+    assert (files.cert.read_bytes(), files.key.read_bytes()) == (pair.cert, pair.key)
+    assert not left.exists()
+    assert said in agent.output()
 
 
 def test_a_pending_pair_complete_before_any_rename_is_put_in_place(

@@ -33,6 +33,11 @@ exec chroot "$root" /usr/bin/env -i PATH="$PATH_INSIDE" HOME=/root LANG=C.UTF-8 
 """
 
 
+def in_namespace(script: str, name: str, *args: str) -> list[str]:
+    """The command that runs ``script`` (sh, as ``name`` with ``args``) in a mount namespace of its own."""
+    return ["unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c", script, name, *args]
+
+
 def cached_root(suite: str) -> Path:
     """The cached minimal root of suite, made by debootstrap the first time."""
     done = subprocess.run(
@@ -66,20 +71,7 @@ class Chroot:
         cache = BUILD / "apt-archives" / self.suite
         cache.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            [
-                "unshare",
-                "--mount",
-                "--propagation",
-                "private",
-                "--fork",
-                "sh",
-                "-c",
-                ENTER,
-                "enter",
-                str(self.path),
-                str(cache),
-                command,
-            ],
+            in_namespace(ENTER, "enter", str(self.path), str(cache), command),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

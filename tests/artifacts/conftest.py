@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,17 +50,23 @@ def _artifact_tools() -> None:
         pytest.fail(f"missing {', '.join(missing)}: make test-artifacts installs them")
 
 
+def artifact(variable: str, build: list[str], built: Callable[[str], Path]) -> Path:
+    """An artifact under test: the one the environment's ``variable`` names (make test-artifacts' build),
+    else one ``build`` (a script and its arguments) makes now, found from its output by ``built``."""
+    given = os.environ.get(variable)
+    if given:
+        return Path(given)
+    done = subprocess.run([sys.executable, *build], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return built(done.stdout.strip())
+
+
 @pytest.fixture(scope="session")
 def deb() -> Path:
     """The package under test: make test-artifacts' build, else one built now."""
-    given = os.environ.get("FLEXPLANE_DEB")
-    if given:
-        return Path(given)
-    done = subprocess.run(
-        [sys.executable, str(BUILD_DEB), "--out", str(BUILD)], capture_output=True, text=True, check=False
+    return artifact(
+        "FLEXPLANE_DEB", [str(BUILD_DEB), "--out", str(BUILD)], lambda out: Path(out.splitlines()[-1])
     )
-    assert done.returncode == 0, done.stderr
-    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def field(deb: Path, name: str) -> str:

@@ -31,7 +31,8 @@ from devstack.identity.process import IdentityProvider
 from devstack.kube.server import KubeServer
 from devstack.net import free_port
 from tests.addresses import address
-from tests.artifacts.chroot import BUILD, ROOT
+from tests.artifacts.chroot import BUILD, ROOT, in_namespace
+from tests.artifacts.conftest import artifact
 
 sys.path.insert(0, str(ROOT / "packaging"))
 from build_image import CONTAINERFILE, ROOTFS_STAGE, image_config, stages, tags
@@ -58,14 +59,9 @@ exec chroot --userspec="$USERSPEC" "$root" "$@"
 @pytest.fixture(scope="module")
 def layout() -> Path:
     """The OCI layout under test: make test-artifacts' build, else one built now."""
-    given = os.environ.get("FLEXPLANE_IMAGE")
-    if given:
-        return Path(given)
-    done = subprocess.run(
-        [sys.executable, str(BUILD_IMAGE), "--build", str(BUILD)], check=False, capture_output=True, text=True
+    return artifact(
+        "FLEXPLANE_IMAGE", [str(BUILD_IMAGE), "--build", str(BUILD)], lambda _: BUILD / "image" / "oci"
     )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return BUILD / "image" / "oci"
 
 
 def blob(layout: Path, digest: str) -> dict:
@@ -250,20 +246,7 @@ def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
         "flexplane.asgi:application",
     ]
     process = subprocess.Popen(
-        [
-            "unshare",
-            "--mount",
-            "--propagation",
-            "private",
-            "--fork",
-            "sh",
-            "-c",
-            RUN,
-            "run",
-            str(rootfs),
-            str(config_dir),
-            *command,
-        ],
+        in_namespace(RUN, "run", str(rootfs), str(config_dir), *command),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "USERSPEC": USER},

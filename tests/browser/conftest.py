@@ -136,3 +136,11 @@ def login(base_url: str) -> LoginFn:
         log_in(page, base_url, username, next_path)
 
     return _login
+
+
+def assert_not_found(page: Page, path: str) -> None:
+    """Going to ``path`` answers 404, and the page says it found nothing."""
+    answer = page.goto(path)
+    assert answer is not None
+    assert answer.status == 404, path
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.browser.conftest import LoginFn
+from tests.browser.conftest import LoginFn, assert_not_found
 from tests.support import GraphQL
 
 PROFILE = "browser-xl"
@@ -74,7 +74,4 @@ def test_a_bad_value_is_said_next_to_its_field_and_keyboard_only_works(page: Pag
 def test_alice_finds_no_admin_area(page: Page, login: LoginFn) -> None:
     login(page, "alice", "/vdc/demo/")
     expect(page.get_by_role("link", name="Admin")).to_have_count(0)
-    answer = page.goto("/admin/")
-    assert answer is not None
-    assert answer.status == 404
-    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    assert_not_found(page, "/admin/")

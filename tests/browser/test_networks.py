@@ -15,7 +15,7 @@ from pathlib import Path
 from playwright.sync_api import Browser, Page, expect
 
 from devstack.world import World
-from tests.browser.conftest import LoginFn
+from tests.browser.conftest import LoginFn, assert_not_found
 from tests.support import GraphQL
 from tests.vmkit import named, present, vm_names
 
@@ -76,10 +76,7 @@ def bob_sees_none_of_it(
             f"/vdc/other/networks/zone-a/{name}/delete/",
             f"/vdc/demo/vms/{vm}/",
         ):
-            answer = his.goto(path)
-            assert answer is not None
-            assert answer.status == 404, path
-            expect(his.get_by_role("heading", name="Not found")).to_be_visible()
+            assert_not_found(his, path)
             expect(his.locator("main")).not_to_contain_text(cidr)
     finally:
         context.close()

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from devstack.world import World
-from tests.browser.conftest import LoginFn
+from tests.browser.conftest import LoginFn, assert_not_found
 from tests.support import GraphQL
 from tests.vmkit import fake_vm, named, vm_names
 
@@ -93,10 +93,7 @@ def test_bob_cannot_reach_alices_vm(page: Page, login: LoginFn) -> None:
     login(page, "bob", "/vdc/other/vms/")
     expect(page.get_by_role("link", name="web-1")).to_have_count(0)
 
-    alices = page.goto("/vdc/demo/vms/zone-a/100/")
-    assert alices is not None
-    assert alices.status == 404
-    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    assert_not_found(page, "/vdc/demo/vms/zone-a/100/")
     expect(page.locator("main")).not_to_contain_text("web-1")
     said = page.locator("main").inner_text()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,9 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from tests.charts.kit import Manifest, manifests
-from tests.kubeschema import invalid, schema_version
+from tests.charts import kit
+from tests.charts.kit import Manifest, kinds, manifests
+from tests.kubeschema import invalid
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "flextenant"
@@ -47,36 +47,19 @@ def example_values() -> dict[str, Any]:
 VALUES = {"default": dict[str, Any](), "example": example_values()}
 
 
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm_python.Chart]:
-    with helm_python.Chart.load(CHART) as loaded:
-        yield loaded
-
-
-@pytest.fixture(scope="module")
-def renders(chart: helm_python.Chart) -> dict[str, list[Manifest]]:
-    """Every set of values, rendered once for the whole module."""
-    return {name: manifests(render(chart, values)) for name, values in VALUES.items()}
-
-
-@pytest.fixture(params=sorted(VALUES))
-def rendered(request: pytest.FixtureRequest, renders: dict[str, list[Manifest]]) -> list[Manifest]:
-    """The manifests of one set of values (each test runs with the defaults and with the example)."""
-    return renders[request.param]
-
-
 def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
     return chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+
+
+chart = kit.loaded(CHART)
+renders = kit.rendered_once(VALUES, render)
+rendered = kit.rendering(VALUES)
 
 
 def only(rendered: list[Manifest], kind: str) -> Manifest:
     found = [m for m in rendered if m["kind"] == kind]
     assert len(found) == 1, f"expected one {kind}, found {len(found)}"
     return found[0]
-
-
-def kinds(rendered: list[Manifest]) -> set[str]:
-    return {m["kind"] for m in rendered}
 
 
 def component(rendered: list[Manifest], kind: str, name: str) -> Manifest:
@@ -96,13 +79,11 @@ def pod_spec(rendered: list[Manifest], name: str = "orchestrator") -> dict[str, 
 
 
 def container(rendered: list[Manifest]) -> dict[str, Any]:
-    (app,) = pod_spec(rendered)["containers"]
-    return dict(app)
+    return kit.sole_container(pod_spec(rendered))
 
 
 def env(rendered: list[Manifest]) -> dict[str, Any]:
-    """The container's environment: plain values as strings, references as their valueFrom."""
-    return {var["name"]: var.get("value", var.get("valueFrom")) for var in container(rendered)["env"]}
+    return kit.env_of(container(rendered))
 
 
 def named(rendered: list[Manifest], kind: str, name: str) -> Manifest:
@@ -130,12 +111,7 @@ def bytes_of(quantity: str) -> int:
 
 @pytest.mark.parametrize("values", sorted(VALUES))
 def test_the_chart_lints_without_errors_or_warnings(values: str) -> None:
-    report = helm_python.lint(
-        CHART, VALUES[values], strict=True, namespace=NAMESPACE, kube_version=f"v{schema_version()}.0"
-    )
-    problems = [m for m in report["messages"] if m["severity"] >= 2]
-    assert report["errors"] == [], report
-    assert problems == []
+    kit.assert_lints_clean(CHART, VALUES[values], NAMESPACE)
 
 
 def test_every_manifest_validates_against_the_kubernetes_schema(rendered: list[Manifest]) -> None:
@@ -171,10 +147,7 @@ def test_the_example_renders_every_optional_resource(renders: dict[str, list[Man
 
 
 def test_the_schema_describes_exactly_the_values_of_values_yaml(chart: helm_python.Chart) -> None:
-    schema = chart.schema
-    assert schema is not None
-    assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) - {"global"} == set(chart.values)
+    kit.assert_schema_is_exactly_the_values(chart)
 
 
 # --- the stateless promise --------------------------------------------------------------------
@@ -271,8 +244,7 @@ def test_the_container_is_locked_down(rendered: list[Manifest]) -> None:
 
 def test_the_agent_certificate_is_mounted_read_only_where_the_settings_look(rendered: list[Manifest]) -> None:
     variables = env(rendered)
-    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "agent-tls"]
-    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "agent-tls"]
+    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "agent-tls")
     files = {f"{mount['mountPath']}/{item['path']}" for item in volume["secret"]["items"]}
     assert mount["readOnly"] is True
     assert {variables[f"FLEXPLANE_AGENT_{part}"] for part in ("CA", "CERT", "KEY")} == files
@@ -346,8 +318,7 @@ def test_the_zitadel_service_users_key_is_mounted_read_only_where_the_settings_l
 ) -> None:
     # The identity chart hands the key over in this Secret (its serviceUser.secret).
     rendered = renders["example"]
-    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "zitadel-service-user"]
-    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "zitadel-service-user"]
+    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "zitadel-service-user")
     assert mount["readOnly"] is True
     assert volume["secret"]["secretName"] == "flexplane-zitadel-service-user"
     (item,) = volume["secret"]["items"]
@@ -412,8 +383,7 @@ def test_the_agent_releases_are_mounted_read_only_where_the_channel_reads_them(
 ) -> None:
     rendered = renders["example"]
     variables = env(rendered)
-    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "agent-releases"]
-    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "agent-releases"]
+    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "agent-releases")
     assert mount["readOnly"] is True
     assert variables["FLEXPLANE_AGENT_RELEASES_DIR"] == mount["mountPath"]
     assert volume["configMap"] == {"name": "flexplane-agent-releases", "defaultMode": 0o444, "optional": True}
@@ -430,8 +400,7 @@ def test_agent_releases_from_a_registry_take_its_account_from_a_secret_and_its_c
     for part, key in (("USERNAME", "username"), ("PASSWORD", "password")):
         reference = {"secretKeyRef": {"name": "flexplane-agent-registry", "key": key}}
         assert variables[f"FLEXPLANE_AGENT_REGISTRY_{part}"] == reference
-    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "agent-registry-ca"]
-    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "agent-registry-ca"]
+    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "agent-registry-ca")
     assert mount["readOnly"] is True
     assert volume["secret"]["secretName"] == "acme-internal-ca"
     (item,) = volume["secret"]["items"]

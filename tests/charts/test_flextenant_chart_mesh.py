@@ -4,12 +4,13 @@ which the orchestrator's pods (no route to the mesh's range) reach the agents th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import helm_python
 import pytest
 
+from tests.charts.kit import env_of as container_env
+from tests.charts.kit import loaded, sole_container
 from tests.charts.test_flextenant_chart import (
     CHART,
     NAMESPACE,
@@ -38,10 +39,7 @@ PROXY = f"{RELEASE}-flextenant-mesh-proxy"
 ORCHESTRATOR = f"{RELEASE}-flextenant"
 
 
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm_python.Chart]:
-    with helm_python.Chart.load(CHART) as loaded:
-        yield loaded
+chart = loaded(CHART)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +48,7 @@ def meshed(chart: helm_python.Chart) -> list[Manifest]:
 
 
 def env_of(deployment: Manifest) -> dict[str, Any]:
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    return {var["name"]: var.get("value", var.get("valueFrom")) for var in container["env"]}
+    return container_env(sole_container(deployment["spec"]["template"]["spec"]))
 
 
 def test_the_mesh_is_off_by_default_and_the_orchestrator_then_enrolls_nodes_off_it(

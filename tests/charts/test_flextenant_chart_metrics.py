@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import helm_python
 import pytest
 
+from tests.charts.kit import kinds, loaded
 from tests.charts.test_flextenant_chart import (
     CHART,
     Manifest,
     container,
     env,
     invalid,
-    kinds,
     manifests,
     only,
     render,
@@ -27,10 +26,7 @@ MONITORED = {
 }
 
 
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm_python.Chart]:
-    with helm_python.Chart.load(CHART) as loaded:
-        yield loaded
+chart = loaded(CHART)
 
 
 @pytest.fixture(scope="module")

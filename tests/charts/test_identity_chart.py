@@ -18,8 +18,9 @@ import helm_python
 import pytest
 import yaml
 
-from tests.charts.kit import Manifest, manifests
-from tests.kubeschema import invalid, schema_version
+from tests.charts import kit
+from tests.charts.kit import Manifest, kinds, manifests
+from tests.kubeschema import invalid
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "identity"
@@ -42,10 +43,7 @@ HOOKS = ("helm.sh/hook", "helm.sh/hook-weight")
 SECRET_NAMES = re.compile(r"PASSWORD|MASTERKEY|SECRET|TOKEN|_KEY\b|KEY$")
 
 
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm_python.Chart]:
-    with helm_python.Chart.load(CHART) as loaded:
-        yield loaded
+chart = kit.loaded(CHART)
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +57,7 @@ def renders(texts: dict[str, dict[str, str]]) -> dict[str, list[Manifest]]:
     return {name: manifests(rendered) for name, rendered in texts.items()}
 
 
-@pytest.fixture(params=sorted(VALUES))
-def rendered(request: pytest.FixtureRequest, renders: dict[str, list[Manifest]]) -> list[Manifest]:
-    return renders[request.param]
+rendered = kit.rendering(VALUES)
 
 
 def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
@@ -72,10 +68,6 @@ def named(rendered: list[Manifest], kind: str, name: str) -> Manifest:
     found = [m for m in rendered if m["kind"] == kind and m["metadata"]["name"] == name]
     assert len(found) == 1, f"expected one {kind} {name}, found {len(found)}"
     return found[0]
-
-
-def kinds(rendered: list[Manifest]) -> set[str]:
-    return {m["kind"] for m in rendered}
 
 
 def pod_specs(rendered: list[Manifest]) -> dict[str, dict[str, Any]]:
@@ -152,11 +144,7 @@ def admitted(
 
 @pytest.mark.parametrize("values", sorted(VALUES))
 def test_the_chart_lints_without_errors_or_warnings(values: str) -> None:
-    report = helm_python.lint(
-        CHART, VALUES[values], strict=True, namespace=NAMESPACE, kube_version=f"v{schema_version()}.0"
-    )
-    assert report["errors"] == [], report
-    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+    kit.assert_lints_clean(CHART, VALUES[values], NAMESPACE)
 
 
 def test_every_manifest_validates_against_the_kubernetes_schema(rendered: list[Manifest]) -> None:
@@ -164,10 +152,7 @@ def test_every_manifest_validates_against_the_kubernetes_schema(rendered: list[M
 
 
 def test_the_schema_describes_exactly_the_values_of_values_yaml(chart: helm_python.Chart) -> None:
-    schema = chart.schema
-    assert schema is not None
-    assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) - {"global"} == set(chart.values)
+    kit.assert_schema_is_exactly_the_values(chart)
 
 
 def test_the_schema_refuses_an_unknown_key(chart: helm_python.Chart) -> None:

@@ -17,8 +17,9 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.charts.kit import Manifest, manifests
-from tests.kubeschema import invalid, schema_version
+from tests.charts import kit
+from tests.charts.kit import Manifest, kinds, manifests
+from tests.kubeschema import invalid
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "providers"
@@ -42,24 +43,13 @@ CONTRACT_KINDS = {
 VALUES: dict[str, dict[str, Any]] = {"default": {}, "example": yaml.safe_load(EXAMPLE_VALUES.read_text())}
 
 
-@pytest.fixture(scope="module")
-def chart() -> Iterator[helm_python.Chart]:
-    with helm_python.Chart.load(CHART) as loaded:
-        yield loaded
-
-
-@pytest.fixture(scope="module")
-def renders(chart: helm_python.Chart) -> dict[str, list[Manifest]]:
-    return {name: manifests(render(chart, values)) for name, values in VALUES.items()}
-
-
-@pytest.fixture(params=sorted(VALUES))
-def rendered(request: pytest.FixtureRequest, renders: dict[str, list[Manifest]]) -> list[Manifest]:
-    return renders[request.param]
-
-
 def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
     return chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+
+
+chart = kit.loaded(CHART)
+renders = kit.rendered_once(VALUES, render)
+rendered = kit.rendering(VALUES)
 
 
 def crds() -> dict[str, Manifest]:
@@ -77,22 +67,17 @@ def only(rendered: list[Manifest], kind: str, name: str | None = None) -> Manife
     return found[0]
 
 
-def kinds(rendered: list[Manifest]) -> set[str]:
-    return {m["kind"] for m in rendered}
-
-
 def pod_spec(rendered: list[Manifest]) -> dict[str, Any]:
     spec: dict[str, Any] = only(rendered, "Deployment")["spec"]["template"]["spec"]
     return spec
 
 
 def container(rendered: list[Manifest]) -> dict[str, Any]:
-    (providers,) = pod_spec(rendered)["containers"]
-    return dict(providers)
+    return kit.sole_container(pod_spec(rendered))
 
 
 def env(rendered: list[Manifest]) -> dict[str, Any]:
-    return {var["name"]: var.get("value", var.get("valueFrom")) for var in container(rendered)["env"]}
+    return kit.env_of(container(rendered))
 
 
 def rules(role: Manifest) -> list[dict[str, Any]]:
@@ -125,11 +110,7 @@ def conforms(kind: str, obj: Manifest) -> bool:
 
 @pytest.mark.parametrize("values", sorted(VALUES))
 def test_the_chart_lints_without_errors_or_warnings(values: str) -> None:
-    report = helm_python.lint(
-        CHART, VALUES[values], strict=True, namespace=NAMESPACE, kube_version=f"v{schema_version()}.0"
-    )
-    assert report["errors"] == [], report
-    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+    kit.assert_lints_clean(CHART, VALUES[values], NAMESPACE)
 
 
 def test_every_manifest_validates_against_the_kubernetes_schema(rendered: list[Manifest]) -> None:
@@ -165,10 +146,7 @@ def test_the_chart_renders_what_the_providers_run_with(renders: dict[str, list[M
 
 
 def test_the_schema_describes_exactly_the_values_of_values_yaml(chart: helm_python.Chart) -> None:
-    schema = chart.schema
-    assert schema is not None
-    assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) - {"global"} == set(chart.values)
+    kit.assert_schema_is_exactly_the_values(chart)
 
 
 def test_the_schema_refuses_an_unknown_top_level_key(chart: helm_python.Chart) -> None:
@@ -472,8 +450,7 @@ def test_the_agent_client_certificate_is_mounted_read_only_where_the_settings_lo
     renders: dict[str, list[Manifest]],
 ) -> None:
     rendered = renders["example"]
-    (mount,) = [m for m in container(rendered)["volumeMounts"] if m["name"] == "agent-tls"]
-    (volume,) = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "agent-tls"]
+    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "agent-tls")
 
     assert mount["readOnly"] is True
     assert volume["secret"]["secretName"] == "flexplane-capi-client"

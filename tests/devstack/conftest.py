@@ -1,4 +1,5 @@
-"""Fixtures for the development identity provider's tests: real provider processes on loopback."""
+"""Fixtures for the development identity provider's tests: real provider processes on loopback; and how the
+fake zones' tests call a fake Proxmox's API."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from devstack import seed
+from devstack.fakezones import TOKEN_ID, FakeZones
 from devstack.identity.process import IdentityProvider
 from devstack.net import free_port
 from tests import addresses
@@ -55,3 +58,18 @@ def start_identity() -> Iterator[StartIdentity]:
     yield start
     for provider in started:
         provider.stop()
+
+
+def pve_api(
+    fakes: FakeZones, zone: str, method: str, path: str, node: str = "pve1", /, **data: Any
+) -> requests.Response:
+    """A call to the API of a fake zone's node, as the agent makes it (a GET's data in the query)."""
+    return requests.request(
+        method,
+        f"{fakes[zone].url(node)}/api2/json{path}",
+        params=data if method == "GET" else None,
+        data=data if method != "GET" else None,
+        headers={"Authorization": f"PVEAPIToken={TOKEN_ID}=s3cret"},
+        verify=fakes.certfile,
+        timeout=10,
+    )

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 import yaml
@@ -26,6 +25,7 @@ from devstack.kube import KubeServer
 from devstack.kube.crds import custom_resource_definition
 from devstack.pki import CertificateAuthority
 from tests import addresses
+from tests.support import eventually
 
 T = TypeVar("T")
 Body = dict[str, Any]
@@ -40,14 +40,7 @@ CONTRACT = {"cluster.x-k8s.io/v1beta2": "v1alpha1"}
 
 
 def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 15.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    return cast(T, eventually(probe, timeout, what))  # a true value: never None
 
 
 class Mgmt:

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import requests
 
-from devstack.fakezones import TOKEN_ID, FakeZones
+from devstack.fakezones import FakeZones
 from tests import addresses
+from tests.devstack.conftest import pve_api
 
 # Two nodes of one cluster: what one writes, the other answers.
 NODES = {"pve1": addresses.address(addresses.FAKE_ZONE, 2), "pve2": addresses.address(addresses.FAKE_ZONE, 3)}
@@ -49,15 +50,7 @@ def clean(fakes: FakeZones) -> Iterator[None]:
 
 
 def call(fakes: FakeZones, method: str, path: str, node: str = "pve1", **data: Any) -> requests.Response:
-    return requests.request(
-        method,
-        f"{fakes['zone-s'].url(node)}/api2/json{path}",
-        params=data if method == "GET" else None,
-        data=data if method != "GET" else None,
-        headers={"Authorization": f"PVEAPIToken={TOKEN_ID}=s3cret"},
-        verify=fakes.certfile,
-        timeout=10,
-    )
+    return pve_api(fakes, "zone-s", method, path, node, **data)
 
 
 def ok(answer: requests.Response) -> Any:

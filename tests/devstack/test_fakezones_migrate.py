@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import requests
 
-from devstack.fakezones import TOKEN_ID, FakeZones
+from devstack.fakezones import FakeZones
 from tests import addresses
+from tests.devstack.conftest import pve_api
 
 NODES = {f"pve{n}": addresses.address(addresses.MIGRATION_ZONE, n) for n in (1, 2, 3)}
 
@@ -50,15 +51,7 @@ def guest(fakes: FakeZones) -> Iterator[Any]:
 
 
 def call(fakes: FakeZones, method: str, path: str, **data: str) -> requests.Response:
-    return requests.request(
-        method,
-        f"{fakes['zone-m'].url('pve1')}/api2/json{path}",
-        params=data if method == "GET" else None,
-        data=data if method != "GET" else None,
-        headers={"Authorization": f"PVEAPIToken={TOKEN_ID}=s3cret"},
-        verify=fakes.certfile,
-        timeout=10,
-    )
+    return pve_api(fakes, "zone-m", method, path, **data)
 
 
 def node_of(fakes: FakeZones, vmid: int) -> tuple[str, str, str | None]:

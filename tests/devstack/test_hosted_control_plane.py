@@ -5,10 +5,9 @@ Deployment whose kube-apiserver container mounts it."""
 from __future__ import annotations
 
 import base64
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 import requests
@@ -19,6 +18,7 @@ from devstack.hosted_control_plane import HostedControlPlanes
 from devstack.kube import KubeServer
 from devstack.pki import CertificateAuthority
 from tests import addresses
+from tests.support import eventually
 
 T = TypeVar("T")
 
@@ -30,14 +30,7 @@ NS = "fpcp-demo-hosted"
 
 
 def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 10.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    return cast(T, eventually(probe, timeout, what))  # a true value: never None
 
 
 @pytest.fixture(scope="module")

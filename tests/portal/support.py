@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 from urllib.parse import urlencode, urljoin
 
+import pytest
 import requests
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.signed_cookies import SessionStore
@@ -63,6 +65,16 @@ def login(
     landed = submit_login_form(session, form, username)
     assert landed.url.startswith(world.url), f"the login did not come back to the portal: {landed.url}"
     return session, landed
+
+
+def signed_in(username: str, next_url: str | None = None) -> Any:
+    """A module-scoped fixture: a session signed in to the portal as ``username`` (see ``login``)."""
+
+    @pytest.fixture(scope="module", name=username)
+    def session(world: World) -> requests.Session:
+        return login(world, username, next_url)[0]
+
+    return session
 
 
 def csrf_token(session: requests.Session, world: World) -> str:

@@ -42,7 +42,6 @@ from tests.portal.clusterkit import (
     self_signed_ca,
     vdc_network,
 )
-from tests.portal.support import login
 from tests.portal.test_vm_pages import field_error, get, post
 from tests.support import GraphQL
 
@@ -65,16 +64,6 @@ def text(page: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ fixtures
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
-
-
-@pytest.fixture(scope="module")
-def bob(world: World) -> requests.Session:
-    return login(world, "bob")[0]
 
 
 @pytest.fixture(scope="module")
@@ -286,12 +275,16 @@ def test_the_list_shows_each_clusters_version_status_nodes_and_endpoint(
 # ------------------------------------------------------------------------------------------ actions
 
 
+def scale_workers(session: requests.Session, world: World, cluster: str, count: str) -> requests.Response:
+    """The scale form of the cluster's page, sent for its pool ``workers``: the answer."""
+    get(session, world, f"/vdc/demo/kubernetes/{cluster}/")
+    return post(session, world, f"/vdc/demo/kubernetes/{cluster}/scale/", {"pool": "workers", "count": count})
+
+
 def test_scaling_a_pool_writes_its_new_count_and_the_page_follows_it(
     alice: requests.Session, world: World, management: Management, made: str
 ) -> None:
-    get(alice, world, f"/vdc/demo/kubernetes/{made}/")
-
-    answer = post(alice, world, f"/vdc/demo/kubernetes/{made}/scale/", {"pool": "workers", "count": "5"})
+    answer = scale_workers(alice, world, made, "5")
 
     assert answer.status_code == 303
     assert answer.headers["Location"] == f"/vdc/demo/kubernetes/{made}/"
@@ -305,9 +298,7 @@ def test_scaling_a_pool_writes_its_new_count_and_the_page_follows_it(
 def test_a_scale_out_of_bounds_is_said_next_to_the_count(
     alice: requests.Session, world: World, management: Management, made: str
 ) -> None:
-    get(alice, world, f"/vdc/demo/kubernetes/{made}/")
-
-    answer = post(alice, world, f"/vdc/demo/kubernetes/{made}/scale/", {"pool": "workers", "count": "0"})
+    answer = scale_workers(alice, world, made, "0")
 
     assert answer.status_code == 200
     assert "1 to 100 nodes" in field_error(answer.text, "count")

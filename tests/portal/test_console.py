@@ -34,16 +34,6 @@ WEB_1 = ("zone-a", 100)  # devstack/seed.py: alice's VM (VDC demo), running
 SOCKET = re.compile(r'data-socket="([^"]+)"')
 
 
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
-
-
-@pytest.fixture(scope="module")
-def bob(world: World) -> requests.Session:
-    return login(world, "bob")[0]
-
-
 def console_page(world: World, session: requests.Session, vm: tuple[str, int] = WEB_1) -> requests.Response:
     zone, vmid = vm
     return session.get(f"{world.url}/vdc/demo/console/{zone}/{vmid}/", timeout=30)
@@ -195,16 +185,19 @@ def test_the_consoles_past_the_limit_per_vm_are_refused_in_words(
         assert handshake(again) == b"web-1"
 
 
+def replica(world: World, name: str, env: dict[str, str]) -> Iterator[str]:
+    """Another orchestrator of the world's, with these settings, while the fixture lasts: its URL."""
+    host = world.cfg.orchestrator_host
+    port, https_port = free_port(host), free_port(host)
+    spawned = world.spawn_orchestrator(name, port, https_port, env)
+    yield f"http://{host}:{port}"
+    spawned.stop()
+
+
 @pytest.fixture(scope="module")
 def impatient(world: World) -> Iterator[str]:
     """A replica that closes consoles after one second without input: its URL."""
-    host = world.cfg.orchestrator_host
-    port, https_port = free_port(host), free_port(host)
-    replica = world.spawn_orchestrator(
-        "orchestrator-console-idle", port, https_port, {"FLEXPLANE_CONSOLE_IDLE_TIMEOUT": "1"}
-    )
-    yield f"http://{host}:{port}"
-    replica.stop()
+    yield from replica(world, "orchestrator-console-idle", {"FLEXPLANE_CONSOLE_IDLE_TIMEOUT": "1"})
 
 
 def test_an_idle_console_is_closed(world: World, alice: requests.Session, impatient: str) -> None:
@@ -270,13 +263,7 @@ def test_a_console_ends_with_its_session(world: World) -> None:
 @pytest.fixture(scope="module")
 def one_each(world: World) -> Iterator[str]:
     """A replica that lets a user open one console at a time: its URL."""
-    host = world.cfg.orchestrator_host
-    port, https_port = free_port(host), free_port(host)
-    replica = world.spawn_orchestrator(
-        "orchestrator-console-per-user", port, https_port, {"FLEXPLANE_CONSOLE_MAX_PER_USER": "1"}
-    )
-    yield f"http://{host}:{port}"
-    replica.stop()
+    yield from replica(world, "orchestrator-console-per-user", {"FLEXPLANE_CONSOLE_MAX_PER_USER": "1"})
 
 
 def test_a_users_consoles_past_their_limit_are_refused_in_words(

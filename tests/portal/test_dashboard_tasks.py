@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from devstack.world import World
-from tests.portal.support import login
+from tests.orchestrator.services.test_tasks import demo_nodes, zone_nodes
 from tests.support import GraphQL
 from tests.vmkit import act, ok, scratch_vdcs
 
@@ -30,16 +30,6 @@ TASK_ROW = re.compile(
 HISTORY_TITLE = re.compile(r'<tr [^>]*data-task-row>.*?href="/vdc/demo/tasks/[^"]+/">([^<]+)</a>', re.S)
 ROW_NAME = re.compile(r'<th scope="row"[^>]*><a [^>]*>([^<]+)</a></th>')
 DB_1 = "zone-a/101"  # devstack/seed.py: alice's VM on pve2, stopped
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
-
-
-@pytest.fixture(scope="module")
-def admin(world: World) -> requests.Session:
-    return login(world, "admin")[0]
 
 
 @pytest.fixture
@@ -102,25 +92,6 @@ def proxmox_reads(world: World) -> dict[tuple[str, str], int]:
 def words(fragment: str) -> str:
     """An HTML fragment's text, its tags and runs of white space each one space."""
     return " ".join(re.sub(r"<[^>]+>", " ", fragment).split())
-
-
-def zone_nodes(world: World, zones: set[str]) -> set[tuple[str, str]]:
-    """Every node of these zones, as the fakes hold them (a VM's tasks may be on any of them)."""
-
-    def read(pve: Any) -> set[str]:
-        return set(pve.nodes)
-
-    return {(zone, node) for zone in zones for node in world.fakes.on_loop(read, world.fakes[zone].pve)}
-
-
-def demo_nodes(world: World) -> set[tuple[str, str]]:
-    """The nodes that host VDC demo's VMs, as the fakes hold them."""
-
-    def read(pve: Any) -> set[str]:
-        return {vm.node for vm in pve.vms if "fp-vdc-demo" in str(vm.config.get("tags"))}
-
-    zones = world.fakes.zones.items()
-    return {(zone, node) for zone, fake in zones for node in world.fakes.on_loop(read, fake.pve)}
 
 
 def test_the_dashboards_recent_tasks_are_the_apis(

@@ -17,7 +17,6 @@ import requests
 
 from devstack.world import World
 from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
-from tests.portal.support import login
 from tests.portal.test_vm_pages import field_error, get, post
 from tests.support import GraphQL
 from tests.vmkit import create, vm_names
@@ -28,16 +27,6 @@ FORWARD_ROW = re.compile(r'<tr data-forward="([^"]+)">(.*?)</tr>', re.S)
 
 def text(fragment: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>|\s+", " ", fragment)).strip()
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
-
-
-@pytest.fixture(scope="module")
-def bob(world: World) -> requests.Session:
-    return login(world, "bob")[0]
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,14 @@ def forget_identity_provider(session: requests.Session, world: World) -> None:
     session.cookies.clear(domain=world.cfg.identity_host)
 
 
+def expire_id_token(session: requests.Session, world: World) -> None:
+    """The session's ID token past its time, as the portal's session records it."""
+    store = portal_session(session, world)
+    store["oidc_id_token_expiration"] = time.time() - 1
+    store.save()
+    set_portal_session(session, world, store)
+
+
 def test_signing_in_goes_through_the_identity_provider_to_the_users_first_vdc(world: World) -> None:
     _, landed = login(world, "alice")
     assert landed.status_code == 200
@@ -78,10 +86,7 @@ def test_signing_out_needs_the_csrf_token(world: World) -> None:
 
 def test_an_id_token_past_its_time_is_renewed_silently_and_the_page_follows(world: World) -> None:
     session, _ = login(world, "alice")
-    store = portal_session(session, world)
-    store["oidc_id_token_expiration"] = time.time() - 1
-    store.save()
-    set_portal_session(session, world, store)
+    expire_id_token(session, world)
     page = session.get(f"{world.url}/vdc/demo/?from=refresh", timeout=30)
     assert page.url == f"{world.url}/vdc/demo/?from=refresh"
     assert any("prompt=none" in r.headers.get("Location", "") for r in page.history)
@@ -90,10 +95,7 @@ def test_an_id_token_past_its_time_is_renewed_silently_and_the_page_follows(worl
 
 def test_a_silent_renewal_the_identity_provider_refuses_asks_for_the_login_then_returns(world: World) -> None:
     session, _ = login(world, "alice")
-    store = portal_session(session, world)
-    store["oidc_id_token_expiration"] = time.time() - 1
-    store.save()
-    set_portal_session(session, world, store)
+    expire_id_token(session, world)
     forget_identity_provider(session, world)
     form = session.get(f"{world.url}/vdc/demo/?from=renewal", timeout=30)
     assert form.url.startswith(world.identity.issuer)

@@ -22,7 +22,6 @@ from devstack.world import World
 from orchestrator.models.networks import Network
 from orchestrator.services.networks.nics import NicRequest
 from portal.networks.forms import NetworkChoice
-from tests.portal.support import login
 from tests.portal.test_vm_pages import create_form, field_error, get, post
 from tests.support import GraphQL
 from tests.vmkit import create, named, present, vm_names
@@ -45,16 +44,6 @@ class Scratch:
         self.networks.append((vdc, f"{zone}/{name}"))
         octets = uuid.uuid4().bytes
         return name, f"10.{100 + octets[0] % 100}.{octets[1]}.0/24"
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
-
-
-@pytest.fixture(scope="module")
-def bob(world: World) -> requests.Session:
-    return login(world, "bob")[0]
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +93,13 @@ def new_network(session: requests.Session, world: World, vdc: str, **fields: str
     get(session, world, f"/vdc/{vdc}/networks/")
     values = {"zone": "zone-a", "gateway": "", "dns": "", **fields}
     return post(session, world, f"/vdc/{vdc}/networks/new/", values)
+
+
+def made_network(session: requests.Session, world: World, scratch: Scratch) -> tuple[str, str]:
+    """A scratch network of VDC demo, made through the portal's form: its name and CIDR."""
+    name, cidr = scratch.network()
+    assert new_network(session, world, "demo", name=name, cidr=cidr).status_code == 303
+    return name, cidr
 
 
 def blanked(page: str, ident: str) -> str:
@@ -173,8 +169,7 @@ def test_bad_input_shows_the_form_again_with_the_fields_error(world: World, alic
 def test_a_delete_asks_first_and_is_refused_naming_the_vms_on_the_network(
     world: World, alice: requests.Session, scratch: Scratch
 ) -> None:
-    name, cidr = scratch.network()
-    assert new_network(alice, world, "demo", name=name, cidr=cidr).status_code == 303
+    name, _ = made_network(alice, world, scratch)
     url = f"/vdc/demo/networks/zone-a/{name}/delete/"
     confirm = get(alice, world, url)
     assert confirm.status_code == 200
@@ -199,8 +194,7 @@ def test_a_delete_asks_first_and_is_refused_naming_the_vms_on_the_network(
 
 
 def test_a_confirmed_delete_removes_the_vnet(world: World, alice: requests.Session, scratch: Scratch) -> None:
-    name, cidr = scratch.network()
-    assert new_network(alice, world, "demo", name=name, cidr=cidr).status_code == 303
+    name, _ = made_network(alice, world, scratch)
     deleted = post(alice, world, f"/vdc/demo/networks/zone-a/{name}/delete/", {"confirm": "yes"})
     assert deleted.status_code == 303
     assert deleted.headers["Location"] == "/vdc/demo/networks/"
@@ -216,8 +210,7 @@ def test_a_confirmed_delete_removes_the_vnet(world: World, alice: requests.Sessi
 def test_the_create_form_offers_the_vdcs_networks_with_default_ticked(
     world: World, alice: requests.Session, scratch: Scratch
 ) -> None:
-    name, cidr = scratch.network()
-    assert new_network(alice, world, "demo", name=name, cidr=cidr).status_code == 303
+    name, cidr = made_network(alice, world, scratch)
     page = get(alice, world, "/vdc/demo/vms/new/").text
     default = re.search(r'<input[^>]*name="networks"[^>]*value="default"[^>]*>', page)
     assert default is not None
@@ -233,8 +226,7 @@ def test_the_create_form_offers_the_vdcs_networks_with_default_ticked(
 def test_a_vm_made_on_a_chosen_network_with_its_address_shows_the_nic_on_its_page(
     world: World, alice: requests.Session, scratch: Scratch
 ) -> None:
-    name, cidr = scratch.network()
-    assert new_network(alice, world, "demo", name=name, cidr=cidr).status_code == 303
+    name, cidr = made_network(alice, world, scratch)
     address = cidr.replace(".0/24", ".42")
     vm_name = scratch.names("nic")
     form = create_form(name=vm_name, networks=f"zone-a/{name}", idempotency_key=f"{vm_name}-k")
@@ -259,8 +251,7 @@ def test_a_vm_made_on_a_chosen_network_with_its_address_shows_the_nic_on_its_pag
 def test_a_bad_address_is_said_next_to_its_networks_address_field(
     world: World, alice: requests.Session, scratch: Scratch
 ) -> None:
-    name, cidr = scratch.network()
-    assert new_network(alice, world, "demo", name=name, cidr=cidr).status_code == 303
+    name, cidr = made_network(alice, world, scratch)
     vm_name = scratch.names("bad-address")
     form = create_form(name=vm_name, networks=f"zone-a/{name}")
     outside = post(alice, world, "/vdc/demo/vms/new/", {**form, f"address__zone-a__{name}": "192.168.99.9"})
@@ -280,8 +271,7 @@ def test_a_bad_address_is_said_next_to_its_networks_address_field(
 def test_a_network_is_attached_and_detached_from_the_vms_page(
     world: World, alice: requests.Session, scratch: Scratch
 ) -> None:
-    name, cidr = scratch.network()
-    assert new_network(alice, world, "demo", name=name, cidr=cidr).status_code == 303
+    name, cidr = made_network(alice, world, scratch)
     vm_name = scratch.names("attach")
     made = post(alice, world, "/vdc/demo/vms/new/", create_form(name=vm_name, idempotency_key=f"{vm_name}-k"))
     assert made.status_code == 303, made.text[:2000]
@@ -319,8 +309,7 @@ def test_a_network_is_attached_and_detached_from_the_vms_page(
 def test_bob_sees_none_of_alices_networks_and_gets_the_page_of_a_missing_one(
     world: World, alice: requests.Session, bob: requests.Session, scratch: Scratch
 ) -> None:
-    name, cidr = scratch.network()
-    assert new_network(alice, world, "demo", name=name, cidr=cidr).status_code == 303
+    name, cidr = made_network(alice, world, scratch)
     assert get(bob, world, "/vdc/demo/networks/").status_code == 404
     his = get(bob, world, "/vdc/other/networks/")
     assert his.status_code == 200

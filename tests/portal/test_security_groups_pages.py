@@ -19,7 +19,6 @@ from django.http import QueryDict
 from devstack.world import World
 from orchestrator.errors import ValidationFailed
 from portal.security_groups.forms import GroupEditor
-from tests.portal.support import login
 from tests.portal.test_networks_pages import blanked
 from tests.portal.test_vm_pages import create_form, field_error, get, post
 from tests.support import GraphQL
@@ -27,16 +26,6 @@ from tests.vmkit import named, present, vm_names
 
 GROUPS = "query { securityGroups { name vdc description rules { direction protocol ports cidr group } } }"
 DELETE_GROUP = "mutation($name: String!) { deleteSecurityGroup(name: $name) { errors { message } } }"
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
-
-
-@pytest.fixture(scope="module")
-def bob(world: World) -> requests.Session:
-    return login(world, "bob")[0]
 
 
 @pytest.fixture

@@ -16,30 +16,25 @@ import pytest
 import requests
 
 from devstack.world import World
-from tests.portal.support import csrf_token, login
+from tests.portal.support import csrf_token
 from tests.support import GraphQL
-from tests.vmkit import SSH_KEY, fake_vm, fake_vms, forget, named, present, scratch_vdcs, vm_names
+from tests.vmkit import (
+    SSH_KEY,
+    fake_vm,
+    fake_vms,
+    forget,
+    named,
+    present,
+    put_tagged_vm,
+    scratch_vdcs,
+    vm_names,
+)
 
 # The devstack's VMs (devstack/seed.py): VDC demo is alice's, VDC other bob's.
 DEMO_VMS = ["db-1", "web-1", "web-2"]
 OTHER_VMS = ["analytics", "ci-runner"]
 ROW_NAME = re.compile(r'<th scope="row"[^>]*><a [^>]*>([^<]+)</a></th>')
 HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
-
-
-@pytest.fixture(scope="module")
-def bob(world: World) -> requests.Session:
-    return login(world, "bob")[0]
-
-
-@pytest.fixture(scope="module")
-def admin(world: World) -> requests.Session:
-    return login(world, "admin")[0]
 
 
 @pytest.fixture
@@ -56,6 +51,13 @@ def vdc_of(api: GraphQL, world: World) -> Iterator[Callable[..., str]]:
 
 def get(session: requests.Session, world: World, path: str, **headers: str) -> requests.Response:
     return session.get(f"{world.url}{path}", headers=headers, timeout=60)
+
+
+def served(session: requests.Session, world: World, path: str) -> str:
+    """The page at ``path``, which must be served (200): its HTML."""
+    page = get(session, world, path)
+    assert page.status_code == 200
+    return page.text
 
 
 def post(
@@ -105,19 +107,7 @@ def add_fake_vms(world: World, zone: str, vdc: str, names_: list[str], **extra: 
         first = max([vm.vmid for vm in pve.vms] + [5000]) + 1
         for offset, name in enumerate(names_):
             vmid = first + offset
-            pve.add_vm(
-                vmid,
-                name,
-                node="pve1",
-                status=extra.get("status", "stopped"),
-                config={
-                    "cores": 1,
-                    "memory": 512,
-                    "tags": f"fp-vdc-{vdc}",
-                    "scsi0": f"local-lvm:vm-{vmid}-disk-0,size=4G",
-                },
-                pool=f"fp-{vdc}",
-            )
+            put_tagged_vm(pve, vmid, name, vdc, status=extra.get("status", "stopped"), disk="4G")
             if "lock" in extra:
                 pve.vm(vmid).lock = extra["lock"]
         return list(range(first, first + len(names_)))
@@ -130,16 +120,15 @@ def add_fake_vms(world: World, zone: str, vdc: str, names_: list[str], **extra: 
 
 
 def test_the_list_shows_the_vdcs_vms_with_status_zone_and_host(world: World, alice: requests.Session) -> None:
-    page = get(alice, world, "/vdc/demo/vms/")
-    assert page.status_code == 200
-    shown = row_names(page.text)
+    text = served(alice, world, "/vdc/demo/vms/")
+    shown = row_names(text)
     assert [n for n in shown if n in DEMO_VMS + OTHER_VMS + ["legacy-mail"]] == DEMO_VMS
-    row = re.search(r'<tr id="vm-zone-a-101".*?</tr>', page.text, re.S)
+    row = re.search(r'<tr id="vm-zone-a-101".*?</tr>', text, re.S)
     assert row is not None
     assert 'data-vm-status="stopped"' in row.group(0)
     assert ">zone-a<" in row.group(0)
     assert ">pve2<" in row.group(0)
-    assert "<html" in page.text
+    assert "<html" in text
 
 
 def test_filters_answer_the_table_alone_for_htmx(world: World, alice: requests.Session) -> None:
@@ -157,10 +146,9 @@ def test_filters_answer_the_table_alone_for_htmx(world: World, alice: requests.S
 
 
 def test_a_filter_it_cannot_apply_is_said_in_words(world: World, alice: requests.Session) -> None:
-    page = get(alice, world, "/vdc/demo/vms/?zone=nowhere&after=not-a-cursor")
-    assert page.status_code == 200
-    assert "Zone: Select a valid choice" in html.unescape(page.text)
-    assert row_names(page.text) == []
+    text = served(alice, world, "/vdc/demo/vms/?zone=nowhere&after=not-a-cursor")
+    assert "Zone: Select a valid choice" in html.unescape(text)
+    assert row_names(text) == []
 
 
 def test_pages_of_fifty_follow_each_other_by_cursor(
@@ -226,9 +214,7 @@ def test_a_changing_vms_row_refreshes_itself_until_it_is_stable(
 def test_the_create_form_offers_what_the_vdc_allows_and_shows_the_quota(
     world: World, bob: requests.Session
 ) -> None:
-    page = get(bob, world, "/vdc/other/vms/new/")
-    assert page.status_code == 200
-    text = page.text
+    text = served(bob, world, "/vdc/other/vms/new/")
     for label in (
         "Name",
         "Image",
@@ -325,12 +311,11 @@ def test_a_create_goes_to_the_vms_page_with_its_task_and_placement(
     assert "fp-vdc-demo" in vm["config"]["tags"]
     assert vm["status"] == "running"
 
-    page = get(alice, world, answer.headers["Location"])
-    assert page.status_code == 200
-    assert "data-task-live" in page.text
-    assert 'data-task-state="succeeded"' in page.text
-    assert "data-placement-reasons" in page.text
-    assert f">{name} <" in page.text
+    text = served(alice, world, answer.headers["Location"])
+    assert "data-task-live" in text
+    assert 'data-task-state="succeeded"' in text
+    assert "data-placement-reasons" in text
+    assert f">{name} <" in text
 
     again = post(
         alice,
@@ -388,9 +373,7 @@ def test_the_create_form_renders_a_new_idempotency_key_each_time(
 def test_the_vms_page_shows_its_configuration_addresses_and_actions(
     world: World, alice: requests.Session
 ) -> None:
-    page = get(alice, world, "/vdc/demo/vms/zone-a/100/")
-    assert page.status_code == 200
-    text = page.text
+    text = served(alice, world, "/vdc/demo/vms/zone-a/100/")
     assert "web-1" in text
     assert "data-vm-ips" in text
     assert 'data-action="stop"' in text
@@ -406,6 +389,14 @@ def _made(world: World, session: requests.Session, vdc: str, name: str) -> str:
     assert answer.status_code == 303, answer.text[:2000]
     ((zone, vmid),) = named(world, name)
     return f"{zone}/{vmid}"
+
+
+def _made_and_stopped(world: World, session: requests.Session, name: str) -> tuple[str, str]:
+    """A VM of VDC demo made through the create form, then stopped from its page: its id and page path."""
+    ident = _made(world, session, "demo", name)
+    base = f"/vdc/demo/vms/{ident}"
+    post(session, world, f"{base}/stop/", {"confirm": "yes"})
+    return ident, base
 
 
 def test_stop_asks_first_then_powers_off_and_start_powers_on(
@@ -434,9 +425,7 @@ def test_stop_asks_first_then_powers_off_and_start_powers_on(
 def test_an_action_refused_says_why_on_the_vms_page(
     world: World, alice: requests.Session, names: Callable[[str], str]
 ) -> None:
-    ident = _made(world, alice, "demo", names("refused"))
-    base = f"/vdc/demo/vms/{ident}"
-    post(alice, world, f"{base}/stop/", {"confirm": "yes"})
+    _, base = _made_and_stopped(world, alice, names("refused"))
     answer = post(alice, world, f"{base}/reboot/", {})
     assert answer.status_code == 303
     page = get(alice, world, answer.headers["Location"])
@@ -451,9 +440,7 @@ def test_an_action_refused_says_why_on_the_vms_page(
 def test_resize_grows_and_a_resize_down_is_confirmed_first(
     world: World, alice: requests.Session, names: Callable[[str], str]
 ) -> None:
-    ident = _made(world, alice, "demo", names("resize"))
-    base = f"/vdc/demo/vms/{ident}"
-    post(alice, world, f"{base}/stop/", {"confirm": "yes"})
+    ident, base = _made_and_stopped(world, alice, names("resize"))
 
     form = get(alice, world, f"{base}/resize/")
     assert form.status_code == 200

@@ -7,26 +7,15 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import requests
 
 from devstack.world import World
-from tests.orchestrator.graphql.test_snapshots import fake_snapshots
-from tests.portal.support import csrf_token, login
+from tests.orchestrator.api.light.test_snapshots import fake_snapshots
+from tests.portal.test_vm_pages import get, post
 from tests.support import GraphQL
 from tests.vmkit import create, ok, present, scratch_vdcs
-
-
-@pytest.fixture(scope="module")
-def admin(world: World) -> requests.Session:
-    return login(world, "admin")[0]
-
-
-@pytest.fixture(scope="module")
-def bob(world: World) -> requests.Session:
-    return login(world, "bob")[0]
 
 
 @pytest.fixture(scope="module")
@@ -36,20 +25,6 @@ def scratch(api: GraphQL, world: World) -> Iterator[tuple[str, str]]:
         vdc = make()
         vm = ok(create(api, "admin", vdc, name=f"psnap-{uuid.uuid4().hex[:6]}"))["virtualMachine"]["id"]
         yield vdc, vm
-
-
-def get(session: requests.Session, world: World, path: str) -> requests.Response:
-    return session.get(f"{world.url}{path}", timeout=60)
-
-
-def post(session: requests.Session, world: World, path: str, data: dict[str, Any]) -> requests.Response:
-    return session.post(
-        f"{world.url}{path}",
-        data={"csrfmiddlewaretoken": csrf_token(session, world), **data},
-        headers={"Referer": f"{world.url}{path}"},
-        allow_redirects=False,
-        timeout=180,
-    )
 
 
 def test_a_snapshot_is_taken_rolled_back_and_deleted_from_the_vms_page(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import requests
 
 from devstack.world import World
@@ -13,11 +12,6 @@ from orchestrator.sources.proxmox.usage import UsageSample, VmUsage
 from portal.vms.usage import graphs
 from tests.portal.support import login
 from tests.support import GraphQL
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
 
 
 def usage(

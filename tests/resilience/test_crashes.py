@@ -136,16 +136,24 @@ def clone_arrival(arrivals: Arrivals) -> Arrival:
     return found
 
 
+def create_held_at_its_clone(
+    api: GraphQL, world: World, arrivals: Arrivals, name: str
+) -> tuple[threading.Thread, dict[str, Any], Arrival]:
+    """alice's create of ``name`` under way, its clone held by zone-a's fake for HOLD seconds: the thread
+    that creates (its answer lands in the dict once it ends), and the clone's arrival at the fake."""
+    delay(world, "zone-a", "POST", "/clone", HOLD)
+    outcome: dict[str, Any] = {}
+    creating = threading.Thread(target=lambda: outcome.update(create(api, "alice", "demo", name=name)))
+    creating.start()
+    return creating, outcome, clone_arrival(arrivals)
+
+
 def test_an_agent_stopped_mid_call_finishes_it_and_the_create_completes(
     api: GraphQL, world: World, vm_name: Callable[[str], str], arrivals: Arrivals, record_figure: RecordFigure
 ) -> None:
     """SIGTERM, as systemd stops it: the agent finishes the calls in flight, then exits."""
     name = vm_name("graceful")
-    delay(world, "zone-a", "POST", "/clone", HOLD)
-    outcome: dict[str, Any] = {}
-    creating = threading.Thread(target=lambda: outcome.update(create(api, "alice", "demo", name=name)))
-    creating.start()
-    clone = clone_arrival(arrivals)
+    creating, outcome, clone = create_held_at_its_clone(api, world, arrivals, name)
     world.stop_agent(clone.zone, clone.node)  # waits for it to exit
     creating.join(120)
     restart_agent(api, clone.zone, clone.node)
@@ -163,11 +171,7 @@ def test_an_agent_killed_mid_call_fails_it_cleanly_and_never_twice(
     """SIGKILL: the call's answer is lost; Proxmox made the clone anyway. The create says it may have, does
     not send it again, and the VDC's next create removes what it left."""
     name = vm_name("killed")
-    delay(world, "zone-a", "POST", "/clone", HOLD)
-    outcome: dict[str, Any] = {}
-    creating = threading.Thread(target=lambda: outcome.update(create(api, "alice", "demo", name=name)))
-    creating.start()
-    clone = clone_arrival(arrivals)
+    creating, outcome, clone = create_held_at_its_clone(api, world, arrivals, name)
     agent = world.agents[(clone.zone, clone.node)]
     assert agent.process is not None
     os.kill(agent.process.popen.pid, signal.SIGKILL)

@@ -41,6 +41,7 @@ from tests.agent.conftest import (  # noqa: F401  # fixtures, imported to be fou
     target,
 )
 from tests.portal.support import COOKIE, recorded_session
+from tests.promises import RecordFigure
 from tests.support import GraphQL
 from tests.vmkit import act, create, vm_names
 
@@ -156,6 +157,20 @@ class Production:
 
 # What the ingress adds to every request it forwards after ending TLS (SECURE_PROXY_SSL_HEADER).
 BEHIND_THE_INGRESS = {"X-Forwarded-Proto": "https"}
+
+
+def refused_before_proxmox(suite: str, refusals: str, requests_made: str) -> Any:
+    """A module's ``refused`` fixture: the attempts its tests saw refused, counted in the summary as
+    ``refusals``, beside ``requests_made`` (to Proxmox by those attempts): none."""
+
+    @pytest.fixture(scope="module", name="refused")
+    def fixture(record_figure: RecordFigure) -> Iterator[list[str]]:
+        attempts: list[str] = []
+        yield attempts
+        record_figure(suite, refusals, len(attempts))
+        record_figure(suite, requests_made, 0)
+
+    return fixture
 
 
 @pytest.fixture(scope="session")

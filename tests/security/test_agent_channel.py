@@ -33,6 +33,7 @@ from agentclient.proto.flexplane.agent.v1 import agent_pb2, agent_pb2_grpc
 from devstack.pki import generate_key, write_certificate, write_key
 from tests.agent.conftest import AGENT_HOST, IDENTITY, TOKEN_ID, TOKEN_SECRET, AgentProcess, Pki
 from tests.promises import RecordFigure
+from tests.security.conftest import refused_before_proxmox
 
 pytestmark = pytest.mark.promise("agent-channel")
 
@@ -73,13 +74,9 @@ def short_lived(
     return cert_path, key_path
 
 
-@pytest.fixture(scope="module")
-def refused(record_figure: RecordFigure) -> Iterator[list[str]]:
-    """The attempts refused in this module, for the summary (each also reached no Proxmox)."""
-    attempts: list[str] = []
-    yield attempts
-    record_figure(SUITE, "attempts refused before Proxmox was called", len(attempts))
-    record_figure(SUITE, "requests those attempts made to Proxmox", 0)
+refused = refused_before_proxmox(
+    SUITE, "attempts refused before Proxmox was called", "requests those attempts made to Proxmox"
+)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from agent.proxy import REFUSED, refusals
 from agentclient import AgentPool, AgentTarget, ProxmoxError, ProxyRefused
 from tests.agent.conftest import AgentProcess
-from tests.promises import RecordFigure
+from tests.security.conftest import refused_before_proxmox
 
 pytestmark = pytest.mark.promise("agent-hostile")
 
@@ -217,13 +216,9 @@ ATTEMPTS: list[tuple[str, str, str, dict[str, str], str | None]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def refused(record_figure: RecordFigure) -> Iterator[list[str]]:
-    """The attempts refused in this module, for the summary (each also reached no Proxmox)."""
-    attempts: list[str] = []
-    yield attempts
-    record_figure(SUITE, "hostile calls refused before Proxmox was called", len(attempts))
-    record_figure(SUITE, "requests those calls made to Proxmox", 0)
+refused = refused_before_proxmox(
+    SUITE, "hostile calls refused before Proxmox was called", "requests those calls made to Proxmox"
+)
 
 
 def logged_refusals(agent: AgentProcess) -> list[str]:

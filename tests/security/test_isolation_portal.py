@@ -36,7 +36,7 @@ from portal.vms.actions import ACTIONS
 from portal.vms.snapshots import ACTIONS as SNAPSHOT_ACTIONS
 from tests.gatewaykit import clean_gateway, external_network
 from tests.portal.clusterkit import cleaned, create_in_portal, prepare, vdc_network
-from tests.portal.support import COOKIE, csrf_token, login
+from tests.portal.support import COOKIE, csrf_token, signed_in
 from tests.promises import RecordFigure
 from tests.security.conftest import (
     BEHIND_THE_INGRESS,
@@ -185,20 +185,9 @@ def blanked(response: requests.Response, ident: str) -> tuple[int, str, str]:
 
 # ------------------------------------------------------------------------------------------ fixtures
 
-
-@pytest.fixture(scope="module")
-def bob(world: World) -> requests.Session:
-    return login(world, "bob")[0]
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
-
-
-@pytest.fixture(scope="module")
-def admin(world: World) -> requests.Session:
-    return login(world, "admin")[0]
+bob = signed_in("bob")
+alice = signed_in("alice")
+admin = signed_in("admin")
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from devstack.world import World
-from tests.portal.support import COOKIE, csrf_token, login
+from tests.portal.support import COOKIE, csrf_token, login, signed_in
 from tests.promises import RecordFigure
 from tests.security.conftest import (
     BEHIND_THE_INGRESS,
@@ -76,10 +76,7 @@ ROUTES = portal_routes()
 
 # ------------------------------------------------------------------------------------------ CSRF
 
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    return login(world, "alice")[0]
+alice = signed_in("alice")
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from orchestrator.models import Usage
 from orchestrator.models.vms import request_tag
 from orchestrator.sources.qemu_config import parse_config
 from tests.support import GraphQL
-from tests.vmkit import MEDIUM, SMALL, create, fake_vms, scratch_vdcs, vm_names
+from tests.vmkit import MEDIUM, SMALL, create, fake_vms, put_tagged_vm, scratch_vdcs, vm_names
 
 pytestmark = pytest.mark.promise("quota")
 
@@ -95,19 +95,8 @@ def add_in_flight(world: World, vdc: str, name: str, profile: str, disk_gb: int)
 
     def add() -> int:
         vmid = max([vm.vmid for vm in pve.vms] + [6000]) + 1
-        pve.add_vm(
-            vmid,
-            name,
-            node="pve1",
-            status="stopped",
-            config={
-                "cores": 1,
-                "memory": 512,
-                "tags": f"fp-vdc-{vdc};{request_tag(vcpus, memory, disk_gb)}",
-                "scsi0": f"local-lvm:vm-{vmid}-disk-0,size=1G",
-            },
-            pool=f"fp-{vdc}",
-        )
+        tags = f";{request_tag(vcpus, memory, disk_gb)}"
+        put_tagged_vm(pve, vmid, name, vdc, status="stopped", tags=tags, disk="1G")
         return vmid
 
     vmid: int = world.fakes.on_loop(add)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client, config, watch
@@ -19,15 +21,21 @@ from tests.devstack.kube.support import (
 )
 
 
+def config_map_events(core: client.CoreV1Api, **selection: Any) -> Iterator[dict[str, Any]]:
+    """A second's watch of the namespace's config maps (``selection``: resource_version, label_selector)."""
+    events: Iterator[dict[str, Any]] = watch.Watch().stream(
+        core.list_namespaced_config_map, NAMESPACE, timeout_seconds=1, **selection
+    )
+    return events
+
+
 def test_watch_events_carry_the_namespace(core: client.CoreV1Api) -> None:
     start = list_version(core.list_namespaced_config_map(NAMESPACE))
     core.create_namespaced_config_map(NAMESPACE, config_map("catalog"))
     core.patch_namespaced_config_map("catalog", NAMESPACE, {"data": {"zone": "zone-b"}})
     core.delete_namespaced_config_map("catalog", NAMESPACE)
 
-    events = watch.Watch().stream(
-        core.list_namespaced_config_map, NAMESPACE, resource_version=start, timeout_seconds=1
-    )
+    events = config_map_events(core, resource_version=start)
 
     assert [(event["type"], event["raw_object"]["metadata"]["namespace"]) for event in events] == [
         ("ADDED", NAMESPACE),
@@ -53,7 +61,7 @@ def test_a_watch_streams_writes_made_while_it_is_open(core: client.CoreV1Api) ->
 def test_a_watch_ends_after_its_timeout(core: client.CoreV1Api) -> None:
     started = time.monotonic()
 
-    events = list(watch.Watch().stream(core.list_namespaced_config_map, NAMESPACE, timeout_seconds=1))
+    events = list(config_map_events(core))
 
     assert events == []
     assert 0.9 < time.monotonic() - started < 3
@@ -63,13 +71,7 @@ def test_a_watch_honours_its_label_selector(core: client.CoreV1Api) -> None:
     start = list_version(core.list_namespaced_config_map(NAMESPACE))
     labelled(core)
 
-    events = watch.Watch().stream(
-        core.list_namespaced_config_map,
-        NAMESPACE,
-        label_selector="team=a",
-        resource_version=start,
-        timeout_seconds=1,
-    )
+    events = config_map_events(core, label_selector="team=a", resource_version=start)
 
     assert [meta(event["object"]).name for event in events] == ["web", "api"]
 
@@ -81,13 +83,7 @@ def test_a_watch_reports_an_object_that_leaves_its_selector_as_deleted(core: cli
         "catalog", NAMESPACE, {"metadata": {"labels": {"flexplane.io/kind": "host"}}}
     )
 
-    events = watch.Watch().stream(
-        core.list_namespaced_config_map,
-        NAMESPACE,
-        label_selector="flexplane.io/kind=zone",
-        resource_version=start,
-        timeout_seconds=1,
-    )
+    events = config_map_events(core, label_selector="flexplane.io/kind=zone", resource_version=start)
 
     assert [(event["type"], meta(event["object"]).name) for event in events] == [("DELETED", "catalog")]
 
@@ -97,9 +93,7 @@ def test_a_watch_from_a_resource_version_sees_only_later_writes(core: client.Cor
     start = list_version(core.list_namespaced_config_map(NAMESPACE))
     core.create_namespaced_config_map(NAMESPACE, config_map("later"))
 
-    events = watch.Watch().stream(
-        core.list_namespaced_config_map, NAMESPACE, resource_version=start, timeout_seconds=1
-    )
+    events = config_map_events(core, resource_version=start)
 
     assert [(event["type"], meta(event["object"]).name) for event in events] == [("ADDED", "later")]
 

@@ -19,10 +19,8 @@ import pytest
 from kubernetes import client
 
 from devstack.kube import KubeServer
-from devstack.kube.crds import CLUSTER_API_CORE_CRDS
 from orchestrator.sources.kube_objects import CLUSTER
 from providers.common import kube as common_kube
-from providers.common.crds import load_crds
 from providers.common.objects import owner_reference_to
 from providers.common.operator import run
 from providers.controlplane import handlers, model, steps
@@ -35,22 +33,6 @@ VDC_NS = "vdc-demo"
 CP_NS = "fpcp-demo-api"
 LB_ADDRESS = f"127.{addresses.WORLD}.205.2"
 TIMEOUT = 20.0
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[KubeServer]:
-    with KubeServer.start() as kube:
-        kube.install_crds([*CLUSTER_API_CORE_CRDS, *load_crds()])
-        yield kube
-
-
-@pytest.fixture(scope="module")
-def kube(server: KubeServer) -> Iterator[Kube]:
-    configuration = client.Configuration()
-    configuration.host = server.url
-    api_client = client.ApiClient(configuration)
-    yield Kube(api_client)
-    api_client.close()
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,10 @@ from typing import Any
 import kmock
 import pytest
 import yaml
-from kubernetes import client
 
 from devstack.kube import KubeServer
-from devstack.kube.crds import CLUSTER_API_CORE_CRDS
 from orchestrator.services.clusters import objects
 from orchestrator.sources.kube_objects import CLUSTER
-from providers.common.crds import load_crds
 from providers.common.objects import owner_reference_to
 from providers.controlplane import model, pki, steps
 from providers.controlplane.kube import Kube
@@ -44,22 +41,6 @@ def written(cluster: str) -> dict[str, dict[str, Any]]:
         body["metadata"]["namespace"] = VDC_NS
         made[resource.kind] = body
     return made
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[KubeServer]:
-    with KubeServer.start() as kube:
-        kube.install_crds([*CLUSTER_API_CORE_CRDS, *load_crds()])
-        yield kube
-
-
-@pytest.fixture(scope="module")
-def kube(server: KubeServer) -> Iterator[Kube]:
-    configuration = client.Configuration()
-    configuration.host = server.url
-    api_client = client.ApiClient(configuration)
-    yield Kube(api_client)
-    api_client.close()
 
 
 @pytest.fixture(scope="module")
