@@ -23,10 +23,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from agentclient.enrollment import JOIN_PATH, RENEW_PATH, parse_join_token, renewal_message, sign_proof
 from devstack import seed
-from devstack.net import free_port
 from devstack.pki import CertificateAuthority
 from devstack.world import World
 from tests.enrollkit import CREATE_TOKEN, core, csr, host_spec, join, join_token, post, remove_host
+from tests.orchestrator.replicas import replica
 from tests.support import GraphQL
 
 ZONE = "zone-b"
@@ -203,13 +203,8 @@ def test_an_unknown_join_token_is_refused(api: GraphQL, world: World) -> None:
 @pytest.fixture(scope="module")
 def short_tokens(world: World) -> Iterator[str]:
     """A second orchestrator replica, whose join tokens live one second: its HTTP URL."""
-    host = world.cfg.orchestrator_host
-    port, https_port = free_port(host), free_port(host)
-    replica = world.spawn_orchestrator(
-        "orchestrator-short-tokens", port, https_port, {"FLEXPLANE_JOIN_TOKEN_TTL": "1"}
-    )
-    yield f"http://{host}:{port}"
-    replica.stop()
+    with replica(world, "orchestrator-short-tokens", {"FLEXPLANE_JOIN_TOKEN_TTL": "1"}) as url:
+        yield url
 
 
 def test_an_expired_join_token_is_refused(api: GraphQL, world: World, short_tokens: str) -> None:

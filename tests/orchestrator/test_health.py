@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,10 +10,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from devstack.net import free_port
-from devstack.world import World, WorldConfig
+from devstack.world import World
 from tests import addresses
-from tests.conftest import DEADLINES
+from tests.conftest import world_config
 from tests.support import GraphQL
 
 
@@ -32,16 +32,8 @@ def test_readyz_answers_ready_when_cluster_and_identity_answer(world: World) -> 
 @pytest.fixture(scope="module")
 def fragile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """A small world of its own, whose neighbours these tests stop."""
-    host = addresses.address(0, 1, addresses.FRAGILE)
-    cfg = WorldConfig(
-        scratch=Path(tmp_path_factory.mktemp("fragile")),
-        subnet=addresses.FRAGILE,
-        zones=("zone-a",),
-        nodes_per_zone=1,
-        orchestrator_host=host,
-        orchestrator_port=free_port(host),
-        orchestrator_settings=DEADLINES,
-    )
+    tests_world = world_config(Path(tmp_path_factory.mktemp("fragile")), addresses.FRAGILE)
+    cfg = dataclasses.replace(tests_world, zones=("zone-a",), nodes_per_zone=1)
     with World(cfg) as running:
         yield running
 

@@ -13,6 +13,7 @@ import requests
 from devstack.net import free_port
 from devstack.world import World
 from tests.metricskit import sample
+from tests.orchestrator.replicas import replica
 from tests.support import GraphQL
 
 VMS = "query Listing { virtualMachines(first: 5) { edges { node { id } } } }"
@@ -75,12 +76,10 @@ def test_portal_views_are_counted_by_their_url_name(world: World) -> None:
 def metrics_port_replica(world: World) -> Iterator[tuple[str, str]]:
     """A replica with FLEXPLANE_METRICS_PORT on its second (HTTPS) endpoint: its two URLs."""
     host = world.cfg.orchestrator_host
-    port, second = free_port(host), free_port(host)
-    replica = world.spawn_orchestrator(
-        "orchestrator-metrics-port", port, second, {"FLEXPLANE_METRICS_PORT": str(second)}
-    )
-    yield f"http://{host}:{port}", f"https://{host}:{second}"
-    replica.stop()
+    second = free_port(host)
+    settings = {"FLEXPLANE_METRICS_PORT": str(second)}
+    with replica(world, "orchestrator-metrics-port", settings, https_port=second) as public:
+        yield public, f"https://{host}:{second}"
 
 
 def test_with_a_metrics_port_metrics_are_served_there_only(
@@ -98,16 +97,9 @@ def test_with_a_metrics_port_metrics_are_served_there_only(
 @pytest.fixture(scope="module")
 def one_query_at_a_time(world: World) -> Iterator[str]:
     """A replica that runs one query at a time and lets the next wait 0.3 s: its URL."""
-    host = world.cfg.orchestrator_host
-    port = free_port(host)
-    replica = world.spawn_orchestrator(
-        "orchestrator-metrics-admission",
-        port,
-        free_port(host),
-        {"FLEXPLANE_MAX_CONCURRENT_QUERIES": "1", "FLEXPLANE_QUERY_QUEUE_TIMEOUT": "0.3"},
-    )
-    yield f"http://{host}:{port}"
-    replica.stop()
+    settings = {"FLEXPLANE_MAX_CONCURRENT_QUERIES": "1", "FLEXPLANE_QUERY_QUEUE_TIMEOUT": "0.3"}
+    with replica(world, "orchestrator-metrics-admission", settings) as url:
+        yield url
 
 
 def test_a_query_answered_503_for_want_of_a_slot_is_counted(

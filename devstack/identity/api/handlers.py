@@ -74,6 +74,16 @@ def _strings(values: Mapping[str, Any], name: str, where: str) -> list[str]:
     return list(value)
 
 
+def _list(values: Mapping[str, Any], name: str, where: str = "") -> list[Any]:
+    """``values[name]``, a list (empty when absent); ``invalid_argument`` for anything else."""
+    value = values.get(name) or []
+    if not isinstance(value, list):
+        raise ConnectError(
+            "invalid_argument", f"{where}.{name} must be a list" if where else f"{name} must be a list"
+        )
+    return value
+
+
 def _now() -> str:
     return _timestamp(timezone.now())
 
@@ -87,6 +97,12 @@ def _project(values: Mapping[str, Any], where: str, name: str = "project_id") ->
     if project != current_config().project_id:
         raise ConnectError("not_found", "Project not found (PROJECT-3n9fs)")
     return project
+
+
+def _project_and(body: Body, name: str, where: str) -> tuple[str, str]:
+    """A request of the project and one string ``name``: the two, checked."""
+    values = fields(body, ("project_id", name), where)
+    return _project(values, where), _string(values, name, where)
 
 
 def _page(values: Mapping[str, Any], name: str) -> tuple[int, int]:
@@ -194,9 +210,7 @@ def _user_matcher(query: Any, depth: int = 0) -> Callable[[Account], bool]:
             raise ConnectError("invalid_argument", "type_query.type must be TYPE_HUMAN or TYPE_MACHINE")
         return lambda account: kind_name == "TYPE_HUMAN"
     if kind in ("or_query", "and_query"):
-        subs = fields(inner, ("queries",), kind).get("queries") or []
-        if not isinstance(subs, list):
-            raise ConnectError("invalid_argument", f"{kind}.queries must be a list")
+        subs = _list(fields(inner, ("queries",), kind), "queries", kind)
         matchers = [_user_matcher(sub, depth + 1) for sub in subs]
         combine = any if kind == "or_query" else all
         return lambda account: combine(m(account) for m in matchers)
@@ -209,10 +223,7 @@ def _user_matcher(query: Any, depth: int = 0) -> Callable[[Account], bool]:
 def list_users(body: Body) -> Body:
     values = fields(body, ("query", "sorting_column", "queries"), "ListUsersRequest")
     offset, limit = _page(values, "query")
-    queries = values.get("queries") or []
-    if not isinstance(queries, list):
-        raise ConnectError("invalid_argument", "queries must be a list")
-    matchers = [_user_matcher(q) for q in queries]
+    matchers = [_user_matcher(q) for q in _list(values, "queries")]
     accounts = [
         a
         for a in Account.objects.select_related("user", "organization").order_by("user__username")
@@ -245,10 +256,7 @@ def add_project_role(body: Body) -> Body:
 
 
 def remove_project_role(body: Body) -> Body:
-    where = "RemoveProjectRoleRequest"
-    values = fields(body, ("project_id", "role_key"), where)
-    project = _project(values, where)
-    key = _string(values, "role_key", where)
+    project, key = _project_and(body, "role_key", "RemoveProjectRoleRequest")
     with transaction.atomic():
         deleted, _ = ProjectRole.objects.filter(project_id=project, key=key).delete()
         holders: list[Authorization | ProjectGrant] = [
@@ -319,10 +327,7 @@ def update_project_grant(body: Body) -> Body:
 def delete_project_grant(body: Body) -> Body:
     """The grant removed, and with it the organization's authorizations of the project (as Zitadel does);
     none to remove is no error (no deletion date)."""
-    where = "DeleteProjectGrantRequest"
-    values = fields(body, ("project_id", "granted_organization_id"), where)
-    project = _project(values, where)
-    org = _string(values, "granted_organization_id", where)
+    project, org = _project_and(body, "granted_organization_id", "DeleteProjectGrantRequest")
     with transaction.atomic():
         deleted, _ = ProjectGrant.objects.filter(project_id=project, organization_id=org).delete()
         if deleted:
@@ -420,11 +425,8 @@ def _authorization_filter(item: Any) -> Q:
 def list_authorizations(body: Body) -> Body:
     values = fields(body, ("pagination", "sorting_column", "filters"), "ListAuthorizationsRequest")
     offset, limit = _page(values, "pagination")
-    filters = values.get("filters") or []
-    if not isinstance(filters, list):
-        raise ConnectError("invalid_argument", "filters must be a list")
     query = Q()
-    for item in filters:
+    for item in _list(values, "filters"):
         query &= _authorization_filter(item)
     grants = list(
         Authorization.objects.filter(query)

@@ -60,14 +60,22 @@ class ProjectRole(models.Model):
         return self.key
 
 
-class ProjectGrant(models.Model):
-    """The project granted to another organization: the roles its users may be given within it."""
+class Grant(models.Model):
+    """Role keys of a project, given within an organization (to it, or to one of its users)."""
 
     project_id = models.CharField(max_length=200)
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="project_grants")
     role_keys = models.JSONField(default=list)
     created = models.DateTimeField(auto_now_add=True)
     changed = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class ProjectGrant(Grant):
+    """The project granted to another organization: the roles its users may be given within it."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="project_grants")
     objects: ClassVar[models.Manager[ProjectGrant]] = models.Manager()
 
     class Meta:
@@ -79,17 +87,13 @@ class ProjectGrant(models.Model):
         return f"{self.project_id}@{self.organization.pk}"
 
 
-class Authorization(models.Model):
+class Authorization(Grant):
     """A user grant: role keys of a project for a user, within an organization."""
 
     id = models.CharField(primary_key=True, max_length=200, default=new_id)
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="authorizations")
-    project_id = models.CharField(max_length=200)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="authorizations")
-    role_keys = models.JSONField(default=list)
     active = models.BooleanField(default=True)
-    created = models.DateTimeField(auto_now_add=True)
-    changed = models.DateTimeField(auto_now=True)
     objects: ClassVar[models.Manager[Authorization]] = models.Manager()
 
     class Meta:

@@ -14,6 +14,7 @@ from devstack.net import free_port
 from devstack.world import World
 from orchestrator.sources.zitadel import ServiceKey, ZitadelSource
 from tests import addresses
+from tests.orchestrator.replicas import replica
 from tests.support import Answer, GraphQL
 
 USERS = "query($s: String!) { users(search: $s) { id username name email organization roles vdcs } }"
@@ -62,15 +63,21 @@ def zitadel(world: World) -> ZitadelSource:
     )
 
 
-def vdc_input(ident: str) -> dict[str, Any]:
+def vdc(ident: str, vcpus: int = 2, **extra: Any) -> dict[str, Any]:
+    """createVdc's input: a VDC in zone-a offering the seeded small, standard and debian-12."""
     return {
         "id": ident,
         "zones": ["zone-a"],
         "computeProfiles": ["small"],
         "storageProfiles": ["standard"],
         "images": ["debian-12"],
-        "quota": {"vcpus": 2, "memoryMib": 2048, "diskGb": 40, "vms": 2},
+        "quota": {"vcpus": vcpus, "memoryMib": 2048, "diskGb": 20, "vms": 1},
+        **extra,
     }
+
+
+def vdc_input(ident: str) -> dict[str, Any]:
+    return vdc(ident, quota={"vcpus": 2, "memoryMib": 2048, "diskGb": 40, "vms": 2})
 
 
 def test_users_lists_name_email_roles_and_vdcs(api: GraphQL) -> None:
@@ -193,17 +200,13 @@ def test_a_vdc_has_its_role_while_it_exists(api: GraphQL, world: World) -> None:
 @pytest.fixture(scope="module")
 def without_zitadel(world: World) -> Iterator[str]:
     """A replica whose Zitadel API address answers nothing (tokens are still checked): its /graphql URL."""
-    host = world.cfg.orchestrator_host
-    port = free_port(host)
     closed = addresses.address(0, 250, world.cfg.subnet)
-    replica = world.spawn_orchestrator(
-        "orchestrator-no-zitadel",
-        port,
-        free_port(host),
-        {"FLEXPLANE_ZITADEL_URL": f"http://{closed}:{free_port(closed)}", "FLEXPLANE_ZITADEL_TIMEOUT": "1"},
-    )
-    yield f"http://{host}:{port}/graphql"
-    replica.stop()
+    settings = {
+        "FLEXPLANE_ZITADEL_URL": f"http://{closed}:{free_port(closed)}",
+        "FLEXPLANE_ZITADEL_TIMEOUT": "1",
+    }
+    with replica(world, "orchestrator-no-zitadel", settings) as url:
+        yield f"{url}/graphql"
 
 
 def test_without_zitadel_reads_keep_working_from_the_tokens_claims(

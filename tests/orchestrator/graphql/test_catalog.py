@@ -131,6 +131,16 @@ def cleanup(api: GraphQL) -> Iterator[list[tuple[str, dict[str, Any]]]]:
         api(document, user="admin", variables=variables)
 
 
+def created(
+    api: GraphQL, cleanup: list[tuple[str, dict[str, Any]]], create: str, delete: str, values: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """An admin's create of an offering from ``values`` under a name of its own (``values``' name and a
+    unique suffix), deleted after the test: the name and the payload."""
+    name = unique(values["name"])
+    cleanup.append((delete, {"name": name}))
+    return name, mutate(api, create, {"input": {**values, "name": name}})
+
+
 # ---------------------------------------------------------------------------------------- queries
 
 
@@ -158,21 +168,11 @@ def test_users_read_the_seeded_profiles_and_images(api: GraphQL) -> None:
         {"name": "medium", "vcpus": 2, "memoryMib": 4096, "cpuType": "x86-64-v2-AES"},
         {"name": "small", "vcpus": 1, "memoryMib": 1024, "cpuType": "x86-64-v2-AES"},
     ]
-    assert answer.data["storageProfiles"] == [
-        {
-            "name": "standard",
-            "storages": [
-                {"zone": "zone-a", "storage": "local-lvm"},
-                {"zone": "zone-b", "storage": "local-lvm"},
-            ],
-            "defaultGb": 20,
-            "minGb": 10,
-            "maxGb": 200,
-            "bus": "scsi",
-            "format": "raw",
-            "readMbps": None,
-        }
-    ]
+    # The seed's one storage profile, on the local LVM of every zone of the world.
+    (standard,) = seed.STORAGE_PROFILES
+    asked = ("name", "defaultGb", "minGb", "maxGb", "bus", "format", "readMbps")
+    local = [{"zone": zone, "storage": "local-lvm"} for zone in ("zone-a", "zone-b")]
+    assert answer.data["storageProfiles"] == [{**{key: standard[key] for key in asked}, "storages": local}]
     images = {i["name"]: i for i in answer.data["images"]}
     assert set(images) == {"debian-12", "ubuntu-24.04"}
     assert images["ubuntu-24.04"]["defaultUser"] == "ubuntu"
@@ -201,9 +201,9 @@ def test_hosts_carry_their_zone_and_overcommit_and_only_admin_sees_endpoints(
 def test_admin_creates_updates_and_deletes_a_compute_profile(
     api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
 ) -> None:
-    name = unique("cp")
-    cleanup.append((DELETE_PROFILE, {"name": name}))
-    made = mutate(api, CREATE_PROFILE, {"input": profile_input(name, description="two and two")})
+    name, made = created(
+        api, cleanup, CREATE_PROFILE, DELETE_PROFILE, profile_input("cp", description="two and two")
+    )
     assert made == {
         "computeProfile": {
             "name": name,
@@ -237,10 +237,12 @@ def test_admin_creates_updates_and_deletes_a_compute_profile(
 def test_admin_creates_updates_and_deletes_a_storage_profile(
     api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
 ) -> None:
-    name = unique("sp")
-    cleanup.append((DELETE_STORAGE, {"name": name}))
-    made = mutate(
-        api, CREATE_STORAGE, {"input": storage_input(name, bus="virtio", readMbps=300, writeIops=900)}
+    name, made = created(
+        api,
+        cleanup,
+        CREATE_STORAGE,
+        DELETE_STORAGE,
+        storage_input("sp", bus="virtio", readMbps=300, writeIops=900),
     )
     assert made["errors"] == []
     assert made["storageProfile"] == {
@@ -269,17 +271,8 @@ def test_admin_creates_updates_and_deletes_a_storage_profile(
 def test_admin_creates_updates_and_deletes_an_image(
     api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
 ) -> None:
-    name = unique("img")
-    cleanup.append((DELETE_IMAGE, {"name": name}))
-    made = mutate(api, CREATE_IMAGE, {"input": image_input(name)})
-    assert made["image"] == {
-        "name": name,
-        "osFamily": "debian",
-        "sourceUrl": IMAGE_URL,
-        "checksum": CHECKSUM,
-        "defaultUser": "debian",
-        "minDiskGb": 3,
-    }
+    name, made = created(api, cleanup, CREATE_IMAGE, DELETE_IMAGE, image_input("img"))
+    assert made["image"] == image_input(name)  # every field as it was given
     assert stored_spec(core, f"image-{name}")["sourceUrl"] == IMAGE_URL  # type: ignore[index]
     assert mutate(api, UPDATE_IMAGE, {"name": name, "input": {"minDiskGb": 8}})["image"] == {
         "name": name,

@@ -13,7 +13,7 @@ import pytest
 
 from devstack import seed
 from devstack.world import World
-from tests.orchestrator.graphql.test_access import SET_ROLES, fresh, without_zitadel, zitadel
+from tests.orchestrator.graphql.test_access import SET_ROLES, fresh, vdc, without_zitadel, zitadel
 from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
 from tests.support import GraphQL
 
@@ -45,18 +45,6 @@ GRANT = (
     "errors { field code message } } }"
 )
 MEMBERS = "query($v: ID!) { vdcMembers(vdc: $v) { username } }"
-
-
-def vdc(ident: str, vcpus: int = 2, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": ident,
-        "zones": ["zone-a"],
-        "computeProfiles": ["small"],
-        "storageProfiles": ["standard"],
-        "images": ["debian-12"],
-        "quota": {"vcpus": vcpus, "memoryMib": 2048, "diskGb": 20, "vms": 1},
-        **extra,
-    }
 
 
 def user(api: GraphQL, username: str) -> dict[str, Any]:

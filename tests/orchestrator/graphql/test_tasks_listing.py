@@ -9,7 +9,7 @@ from devstack.world import World
 from orchestrator.services.tasks import decode_task_id
 from tests.orchestrator.graphql.test_hosts import DRAIN, by_vmid, ended, guests, mutate, uncordoned_after
 from tests.support import Answer, GraphQL
-from tests.vmkit import act, create, fake_vm, forget, ok, restore
+from tests.vmkit import act, create, fake_vm, forget, ok, restore, vmid_of
 
 TASKS = """query($first: Int, $vm: ID) { tasks(first: $first, vm: $vm) {
   id zone host type title virtualMachineId virtualMachineName status result startedAt endedAt } }"""
@@ -155,7 +155,7 @@ def test_a_vmid_taken_over_by_another_vdcs_vm_does_not_bring_the_earlier_guests_
 ) -> None:
     created = ok(create(api, "alice", "demo", name=vm_name("before")))
     vm = created["virtualMachine"]
-    zone, vmid = vm["zone"], int(vm["id"].split("/")[1])
+    zone, vmid = vm["zone"], vmid_of(vm["id"])
     alices = ok(act(api, "alice", "stopVirtualMachine", vm["id"]))["task"]["id"]
     ok(act(api, "alice", "deleteVirtualMachine", vm["id"]))
     # Proxmox hands the freed VMID to the next guest: here bob's, on the same node.

@@ -36,16 +36,25 @@ def vms_of(world: World, vdc: str) -> dict[tuple[str, int], dict[str, Any]]:
     }
 
 
+def created_twice(
+    api: GraphQL, vdc: str, first: tuple[str, str], second: tuple[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two creates in ``vdc``, each (name, idempotency key), the second a retry of the first: both
+    answers, the second's the first's VM with no task."""
+    made = ok(create(api, "admin", vdc, name=first[0], idempotencyKey=first[1]))
+    again = ok(create(api, "admin", vdc, name=second[0], idempotencyKey=second[1]))
+    assert again["virtualMachine"]["id"] == made["virtualMachine"]["id"]
+    assert again["task"] is None
+    return made, again
+
+
 def test_the_same_idempotency_key_twice_makes_one_vm(
     api: GraphQL, world: World, vm_name: Callable[[str], str], vdc_factory: Callable[..., str]
 ) -> None:
     vdc = vdc_factory()
-    first = ok(create(api, "admin", vdc, name=vm_name("a"), idempotencyKey="retry-me"))
     # A retry after a lost answer, even under another name: the first VM, not a second one.
-    again = ok(create(api, "admin", vdc, name=vm_name("b"), idempotencyKey="retry-me"))
-    assert again["virtualMachine"]["id"] == first["virtualMachine"]["id"]
+    first, again = created_twice(api, vdc, (vm_name("a"), "retry-me"), (vm_name("b"), "retry-me"))
     assert again["virtualMachine"]["name"] == vm_name("a")
-    assert again["task"] is None
     assert again["placement"] is None
     zone, vmid = first["virtualMachine"]["id"].split("/")
     assert list(vms_of(world, vdc)) == [(zone, int(vmid))]
@@ -55,11 +64,8 @@ def test_the_same_name_and_spec_twice_in_a_vdc_makes_one_vm(
     api: GraphQL, world: World, vm_name: Callable[[str], str], vdc_factory: Callable[..., str]
 ) -> None:
     vdc = vdc_factory()
-    first = ok(create(api, "admin", vdc, name=vm_name("same"), idempotencyKey="form-1"))
     # Another form (another key), the same request: a retry, the first VM.
-    again = ok(create(api, "admin", vdc, name=vm_name("same"), idempotencyKey="form-2"))
-    assert again["virtualMachine"]["id"] == first["virtualMachine"]["id"]
-    assert again["task"] is None
+    first, _ = created_twice(api, vdc, (vm_name("same"), "form-1"), (vm_name("same"), "form-2"))
     assert len(named(world, vm_name("same"))) == 1
     # Another VDC may use the name.
     elsewhere = ok(create(api, "admin", vdc_factory(), name=vm_name("same")))

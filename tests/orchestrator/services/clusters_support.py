@@ -1,6 +1,9 @@
 """What the tenant cluster services' tests share (``test_clusters``, ``test_clusters_lifecycle``): the
 catalog's Kubernetes versions, the VDCs' default networks, the objects a cluster is made of in the
-management cluster, and a create's spec."""
+management cluster, and a create's spec.
+
+No provider runs in these tests: where a test needs a cluster the providers would have made ready, it
+writes the status and Secrets on the objects itself, as the providers would."""
 
 from __future__ import annotations
 

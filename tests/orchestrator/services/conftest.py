@@ -30,23 +30,31 @@ from tests.orchestrator.services.clusters_support import FAR, NEXT, VERSION, wip
 MakeContext = Callable[..., Context]
 
 
-@pytest.fixture(scope="module")
-def wired(world: World) -> Iterator[KubeSource]:
-    """Point this process's kube and Proxmox sources at the world for the module; yields the kube source."""
+@contextlib.contextmanager
+def wire(world: World, pool: Callable[[ClientTLS], AgentPool]) -> Iterator[tuple[KubeSource, AgentPool]]:
+    """Point this process's kube and Proxmox sources at the world (the Proxmox source through ``pool``,
+    made with the orchestrator's client certificate) until the block ends."""
     assert world.kubeconfig is not None
     source = KubeSource(config.new_client_from_config(config_file=str(world.kubeconfig)), seed.NAMESPACE, 5.0)
     env = world.orchestrator_env()
-    tls = ClientTLS.from_files(
-        env["FLEXPLANE_AGENT_CA"], env["FLEXPLANE_AGENT_CERT"], env["FLEXPLANE_AGENT_KEY"]
+    agents = pool(
+        ClientTLS.from_files(
+            env["FLEXPLANE_AGENT_CA"], env["FLEXPLANE_AGENT_CERT"], env["FLEXPLANE_AGENT_KEY"]
+        )
     )
-    pool = AgentPool(tls, timeout=2.0)
-    pve = ProxmoxSource(pool, call_timeout=2.0, deadline=5.0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(kube_module, "_source", source)
-        patch.setattr(proxmox_module, "_source", pve)
-        yield source
-    pool.close()
+        patch.setattr(proxmox_module, "_source", ProxmoxSource(agents, call_timeout=2.0, deadline=5.0))
+        yield source, agents
+    agents.close()
     source.core.api_client.close()
+
+
+@pytest.fixture(scope="module")
+def wired(world: World) -> Iterator[KubeSource]:
+    """Point this process's kube and Proxmox sources at the world for the module; yields the kube source."""
+    with wire(world, lambda tls: AgentPool(tls, timeout=2.0)) as (source, _):
+        yield source
 
 
 def context(*roles: str, subject: str = "tester") -> Context:

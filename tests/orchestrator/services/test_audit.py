@@ -131,15 +131,21 @@ def test_every_mutation_writes_exactly_one_record_with_the_right_fields(
     assert [line["audit"]["operation"] for line in log_records(world, request_id)] == [mutation]
 
 
-def test_a_mutation_in_a_vdc_of_the_caller_is_that_vdcs_and_names_its_targets(
-    api: GraphQL, events: KubeSource
-) -> None:
+def snapshot_in_demo(api: GraphQL, events: KubeSource, user: str) -> audit.AuditRecord:
+    """``user``'s snapshot of a missing VM, naming VDC demo: its one audit record."""
     answer = api(
         'mutation { createSnapshot(vm: "zone-a/999999", name: "x1") { errors { code } } }',
-        user="alice",
+        user=user,
         vdc="demo",
     )
     (record,) = records_of(events, answer.headers["X-Request-ID"])
+    return record
+
+
+def test_a_mutation_in_a_vdc_of_the_caller_is_that_vdcs_and_names_its_targets(
+    api: GraphQL, events: KubeSource
+) -> None:
+    record = snapshot_in_demo(api, events, "alice")
     assert record.vdc == "demo"
     assert record.roles == ("USER", "vdc:demo")
     assert record.targets == {"vm": "zone-a/999999", "name": "x1"}
@@ -149,12 +155,7 @@ def test_a_mutation_in_a_vdc_of_the_caller_is_that_vdcs_and_names_its_targets(
 def test_naming_a_vdc_one_is_not_a_member_of_writes_nothing_into_its_activity(
     api: GraphQL, events: KubeSource
 ) -> None:
-    answer = api(
-        'mutation { createSnapshot(vm: "zone-a/999999", name: "x1") { errors { code } } }',
-        user="bob",
-        vdc="demo",
-    )
-    (record,) = records_of(events, answer.headers["X-Request-ID"])
+    record = snapshot_in_demo(api, events, "bob")
     assert (record.outcome, record.error_code) == (audit.REFUSED, "FORBIDDEN")
     assert record.vdc is None
 

@@ -5,9 +5,8 @@ image is ``tests/orchestrator/graphql/test_catalog.py``."""
 
 from __future__ import annotations
 
-import itertools
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -18,65 +17,30 @@ from hypothesis import strategies as st
 from agentclient.templates import check_image_name, template_name, template_tags
 from devstack import seed
 from orchestrator.auth import Principal
-from orchestrator.errors import Conflict, ValidationFailed
+from orchestrator.errors import ValidationFailed
 from orchestrator.services import catalog
 from orchestrator.services.catalog import VDC, ZONE
 from orchestrator.services.context import Context
 from orchestrator.services.vms import create, plan
 from orchestrator.sources import kube as kube_module
-from orchestrator.sources.kube import KubeSource
-from orchestrator.sources.kube_objects import CatalogEntry
 from orchestrator.sources.qemu_config import is_tag
+from tests.orchestrator.fakekube import FakeKube
 from tests.orchestrator.fakezone import FakeZone
 
-_versions = itertools.count(1)
 
-
-class MemoryCatalog(KubeSource):
-    """The platform namespace's catalog in a dict: what the catalog services store, with no cluster."""
-
-    def __init__(self, objects: Iterable[tuple[str, dict[str, Any]]] = ()) -> None:
-        self.stored: dict[tuple[str, str], CatalogEntry] = {}
-        for kind, spec in objects:
-            ident = str(spec.get("name") or spec["id"])
-            self.create_catalog(kind, ident, spec)
-
-    def list_catalog(self, kinds: Iterable[str]) -> list[CatalogEntry]:
-        wanted = set(kinds)
-        return [entry for (kind, _), entry in self.stored.items() if kind in wanted]
-
-    def create_catalog(
-        self, kind: str, ident: str, spec: Mapping[str, Any], *, labels: Mapping[str, str] | None = None
-    ) -> CatalogEntry:
-        if (kind, ident) in self.stored:
-            raise Conflict(f"{kind} {ident!r} already exists")
-        entry = CatalogEntry(kind, ident, dict(spec), str(next(_versions)), dict(labels or {}))
-        self.stored[kind, ident] = entry
-        return entry
-
-    def replace_catalog(
-        self,
-        kind: str,
-        ident: str,
-        spec: Mapping[str, Any],
-        resource_version: str,
-        *,
-        labels: Mapping[str, str] | None = None,
-    ) -> CatalogEntry:
-        if self.stored[kind, ident].resource_version != resource_version:
-            raise Conflict(f"{kind} {ident!r} changed meanwhile, retry")
-        del self.stored[kind, ident]
-        return self.create_catalog(kind, ident, spec, labels=labels)
-
-    def delete_catalog(self, kind: str, ident: str, resource_version: str | None = None) -> bool:
-        return self.stored.pop((kind, ident), None) is not None
+def memory_catalog(objects: Iterable[tuple[str, dict[str, Any]]]) -> FakeKube:
+    """The platform namespace's catalog in memory (the fake management cluster), holding ``objects``."""
+    kube = FakeKube()
+    for kind, spec in objects:
+        kube.create_catalog(kind, str(spec.get("name") or spec["id"]), spec)
+    return kube
 
 
 def context(*roles: str, vdc: str | None = None) -> Context:
     return Context(Principal(subject="tester", name="tester", email="", roles=frozenset(roles)), vdc=vdc)
 
 
-def world_of(name: str) -> MemoryCatalog:
+def world_of(name: str) -> FakeKube:
     """A catalog with one zone and a VDC that allows the compute profile, storage profile and image
     ``name`` (which the test's admin then creates)."""
     vdc = {
@@ -87,7 +51,7 @@ def world_of(name: str) -> MemoryCatalog:
         "images": [name],
         "quota": {"vcpus": 64, "memoryMib": 65536, "diskGb": 1000, "vms": 10},
     }
-    return MemoryCatalog([(ZONE, {"id": "zone-a", "name": "zone-a"}), (VDC, vdc)])
+    return memory_catalog([(ZONE, {"id": "zone-a", "name": "zone-a"}), (VDC, vdc)])
 
 
 def admin_creates(name: str) -> bool:

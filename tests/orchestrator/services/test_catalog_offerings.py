@@ -14,7 +14,8 @@ from orchestrator.services import catalog
 from orchestrator.services.catalog import COMPUTE_PROFILE, IMAGE, STORAGE_PROFILE, VDC, ZONE
 from orchestrator.services.context import Context
 from orchestrator.sources import kube as kube_module
-from tests.orchestrator.services.test_catalog_ids import MemoryCatalog, context
+from tests.orchestrator.fakekube import FakeKube
+from tests.orchestrator.services.test_catalog_ids import context, memory_catalog
 
 
 def vdc(ident: str, **allowed: list[str]) -> dict[str, Any]:
@@ -23,8 +24,8 @@ def vdc(ident: str, **allowed: list[str]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def store() -> Iterator[MemoryCatalog]:
-    memory = MemoryCatalog(
+def store() -> Iterator[FakeKube]:
+    memory = memory_catalog(
         [
             (ZONE, {"id": "zone-a", "name": "zone-a"}),
             (COMPUTE_PROFILE, {"name": "small", "vcpus": 1, "memoryMib": 1024}),
@@ -59,8 +60,10 @@ def store() -> Iterator[MemoryCatalog]:
         yield memory
 
 
-def allowed(store: MemoryCatalog, vdc_id: str, field: str) -> list[str]:
-    listed: list[str] = store.stored[VDC, vdc_id].spec[field]
+def allowed(store: FakeKube, vdc_id: str, field: str) -> list[str]:
+    entry = store.get_catalog(VDC, vdc_id)
+    assert entry is not None
+    listed: list[str] = entry.spec[field]
     return listed
 
 
@@ -102,7 +105,7 @@ DELETES: dict[str, Callable[[Context, str], catalog.Withdrawn[Any]]] = {
 
 @pytest.mark.parametrize(("kind", "existing", "field", "create", "values"), OFFERINGS)
 def test_a_deleted_offering_leaves_every_vdc_that_allowed_it_and_names_them(
-    store: MemoryCatalog, kind: str, existing: str, field: str, create: Any, values: dict[str, Any]
+    store: FakeKube, kind: str, existing: str, field: str, create: Any, values: dict[str, Any]
 ) -> None:
     admin = context("ADMIN")
     before = {"other": list(allowed(store, "other", field))}
@@ -110,7 +113,7 @@ def test_a_deleted_offering_leaves_every_vdc_that_allowed_it_and_names_them(
     assert catalog.allowed_in(admin, kind, existing) == allowing
     withdrawn = DELETES[kind](admin, existing)
     assert (withdrawn.offering.name, withdrawn.vdcs) == (existing, allowing)
-    assert (kind, existing) not in store.stored
+    assert store.get_catalog(kind, existing) is None
     for ident in ("demo", "other", "empty"):
         assert existing not in allowed(store, ident, field)
     # The rest of each VDC's list is kept, in its order.
@@ -120,7 +123,7 @@ def test_a_deleted_offering_leaves_every_vdc_that_allowed_it_and_names_them(
 
 @pytest.mark.parametrize(("kind", "existing", "field", "create", "values"), OFFERINGS)
 def test_a_new_offering_is_allowed_in_the_vdcs_its_create_names_and_no_others(
-    store: MemoryCatalog, kind: str, existing: str, field: str, create: Any, values: dict[str, Any]
+    store: FakeKube, kind: str, existing: str, field: str, create: Any, values: dict[str, Any]
 ) -> None:
     create(context("ADMIN"), {"name": "new-1.0", **values, "allow_in_vdcs": ["empty", "demo", "empty"]})
     assert allowed(store, "empty", field) == ["new-1.0"]
@@ -131,24 +134,24 @@ def test_a_new_offering_is_allowed_in_the_vdcs_its_create_names_and_no_others(
 
 @pytest.mark.parametrize(("kind", "existing", "field", "create", "values"), OFFERINGS)
 def test_a_new_offering_without_vdcs_is_allowed_nowhere(
-    store: MemoryCatalog, kind: str, existing: str, field: str, create: Any, values: dict[str, Any]
+    store: FakeKube, kind: str, existing: str, field: str, create: Any, values: dict[str, Any]
 ) -> None:
     create(context("ADMIN"), {"name": "new-2", **values})
     assert catalog.allowed_in(context("ADMIN"), kind, "new-2") == []
 
 
-def test_an_unknown_vdc_is_refused_before_the_offering_is_stored(store: MemoryCatalog) -> None:
+def test_an_unknown_vdc_is_refused_before_the_offering_is_stored(store: FakeKube) -> None:
     with pytest.raises(ValidationFailed) as refused:
         catalog.create_compute_profile(
             context("ADMIN"),
             {"name": "new", "vcpus": 2, "memory_mib": 2048, "allow_in_vdcs": ["demo", "nope"]},
         )
     assert (refused.value.field, refused.value.message) == ("allow_in_vdcs", "there is no VDC 'nope'")
-    assert (COMPUTE_PROFILE, "new") not in store.stored
+    assert store.get_catalog(COMPUTE_PROFILE, "new") is None
     assert "new" not in allowed(store, "demo", "computeProfiles")
 
 
-def test_vdcs_cannot_be_named_on_a_zone_or_on_an_update(store: MemoryCatalog) -> None:
+def test_vdcs_cannot_be_named_on_a_zone_or_on_an_update(store: FakeKube) -> None:
     admin = context("ADMIN")
     with pytest.raises(ValidationFailed) as zone:
         catalog.create_zone(admin, {"id": "zone-b", "allow_in_vdcs": ["demo"]})
@@ -158,7 +161,7 @@ def test_vdcs_cannot_be_named_on_a_zone_or_on_an_update(store: MemoryCatalog) ->
     assert update.value.field == "allow_in_vdcs"
 
 
-def test_deleting_a_missing_offering_touches_no_vdc_and_only_admin_may_ask(store: MemoryCatalog) -> None:
+def test_deleting_a_missing_offering_touches_no_vdc_and_only_admin_may_ask(store: FakeKube) -> None:
     with pytest.raises(NotFound):
         catalog.delete_compute_profile(context("ADMIN"), "medium")  # "other" still lists it
     assert allowed(store, "other", "computeProfiles") == ["small", "medium"]

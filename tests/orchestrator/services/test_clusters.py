@@ -3,8 +3,7 @@ emulator) and fake zones: the objects a create writes, what bad input and a full
 isolation and the bounded reads of a listing (scale, upgrade, delete and the kubeconfig:
 ``test_clusters_lifecycle``; what both share: ``clusters_support``).
 
-No provider runs here: where a test needs a cluster the providers would have made ready, it writes the
-status and Secrets on the objects itself, as the providers would.
+No provider runs here (``clusters_support`` says how a test stands in for them).
 """
 
 from __future__ import annotations
@@ -19,12 +18,7 @@ from kubernetes import client
 
 from devstack.world import World
 from orchestrator.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded, ValidationFailed
-from orchestrator.models.clusters import (
-    CLUSTER,
-    MACHINE,
-    VDC_LABEL,
-    namespace_of,
-)
+from orchestrator.models.clusters import CLUSTER, MACHINE, VDC_LABEL, namespace_of
 from orchestrator.services import catalog, clusters, vdcs, vms
 from orchestrator.services.clusters import CreateCluster, NodePoolSpec
 from orchestrator.services.clusters.create import vdc_usage_now
@@ -32,14 +26,7 @@ from orchestrator.services.clusters.inputs import DEFAULT_CONTROL_PLANE
 from orchestrator.services.clusters.quota import CONTROL_PLANE_REPLICA, control_plane, worker
 from orchestrator.services.vms import CreateVm
 from orchestrator.sources.kube import KubeSource
-from tests.orchestrator.services.clusters_support import (
-    NEXT,
-    VERSION,
-    alice,
-    demo_network,
-    objects_in,
-    spec,
-)
+from tests.orchestrator.services.clusters_support import NEXT, VERSION, alice, demo_network, objects_in, spec
 from tests.orchestrator.services.conftest import MakeContext
 
 # --------------------------------------------------------------------------------------- create

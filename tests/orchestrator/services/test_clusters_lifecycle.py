@@ -1,8 +1,7 @@
 """Tenant clusters through the services, after their create: scale, upgrade, delete, and the kubeconfig
 (``test_clusters`` has the create, isolation and reads; what both share: ``clusters_support``).
 
-No provider runs here: where a test needs a cluster the providers would have made ready, it writes the
-status and Secrets on the objects itself, as the providers would.
+No provider runs here (``clusters_support`` says how a test stands in for them).
 """
 
 from __future__ import annotations
@@ -31,14 +30,7 @@ from orchestrator.models.clusters import (
 from orchestrator.services import clusters, vdcs
 from orchestrator.sources.kube import KubeSource
 from tests.orchestrator.clusterkit import ca_secret
-from tests.orchestrator.services.clusters_support import (
-    FAR,
-    NEXT,
-    VERSION,
-    alice,
-    objects_in,
-    spec,
-)
+from tests.orchestrator.services.clusters_support import FAR, NEXT, VERSION, alice, objects_in, spec
 from tests.orchestrator.services.conftest import MakeContext
 
 # ------------------------------------------------------------------------------------- changes

@@ -5,18 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import config
 
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
-from devstack import seed
 from devstack.world import World
-from orchestrator.auth import Principal
 from orchestrator.services import catalog, hosts, inventory, vms
 from orchestrator.services.context import Context
-from orchestrator.sources import kube as kube_module
-from orchestrator.sources import proxmox as proxmox_module
-from orchestrator.sources.kube import KubeSource
-from orchestrator.sources.proxmox import ProxmoxSource
+from tests.orchestrator.services.conftest import context, wire
 
 
 class RecordingPool(AgentPool):
@@ -34,24 +28,14 @@ class RecordingPool(AgentPool):
 @pytest.fixture(scope="module")
 def pool(world: World) -> Iterator[RecordingPool]:
     """This process's kube and Proxmox sources pointed at the world, through a recording pool."""
-    assert world.kubeconfig is not None
-    source = KubeSource(config.new_client_from_config(config_file=str(world.kubeconfig)), seed.NAMESPACE, 5.0)
-    env = world.orchestrator_env()
-    tls = ClientTLS.from_files(
-        env["FLEXPLANE_AGENT_CA"], env["FLEXPLANE_AGENT_CERT"], env["FLEXPLANE_AGENT_KEY"]
-    )
-    recording = RecordingPool(tls, timeout=2.0)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(kube_module, "_source", source)
-        patch.setattr(proxmox_module, "_source", ProxmoxSource(recording, call_timeout=2.0, deadline=5.0))
+    with wire(world, lambda tls: RecordingPool(tls, timeout=2.0)) as (_, recording):
+        assert isinstance(recording, RecordingPool)
         yield recording
-    recording.close()
-    source.core.api_client.close()
 
 
 def admin() -> Context:
     """A fresh request's context (its own catalog snapshot and memo)."""
-    return Context(principal=Principal(subject="tester", name="tester", email="", roles=frozenset({"ADMIN"})))
+    return context("ADMIN")
 
 
 def test_nothing_dials_a_host_that_is_no_longer_in_the_catalog(pool: RecordingPool) -> None:

@@ -3,7 +3,6 @@ the world's fakes."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ from orchestrator.errors import NotFound
 from orchestrator.services import inventory, security_groups, vdcs
 from orchestrator.services.security_groups.rules import parse_group
 from orchestrator.services.security_groups.store import change_groups
+from tests.orchestrator.api.light.test_security_groups import firewall
 from tests.orchestrator.services.conftest import MakeContext
 from tests.support import GraphQL
 from tests.vmkit import act, create, ok, present, vm_names
@@ -23,21 +23,6 @@ from tests.vmkit import act, create, ok, present, vm_names
 def vm_name(api: GraphQL, world: World) -> Iterator[Callable[[str], str]]:
     with vm_names(api, world) as name:
         yield name
-
-
-def firewall(world: World, zone: str, vmid: int) -> dict[str, Any]:
-    pve = world.fakes[zone].pve
-
-    def read() -> dict[str, Any]:
-        conf = pve.firewall_config("vm", None, vmid)
-        return {
-            "options": dict(conf["options"]),
-            "rules": copy.deepcopy(conf["rules"]),
-            "ipset": {name: sorted(e["cidr"] for e in entries) for name, entries in conf["ipset"].items()},
-        }
-
-    result: dict[str, Any] = world.fakes.on_loop(read)
-    return result
 
 
 def address(world: World, ident: str) -> str:
@@ -76,16 +61,16 @@ def test_a_new_vms_firewall_is_made_and_its_address_joins_its_peers_ip_sets(
         assert set(done.updated) == {first["id"], second["id"]}
 
         both = sorted([address(world, first["id"]), address(world, second["id"])])
-        mine = firewall(world, second["zone"], vmid)
+        mine = firewall(world, second["id"])
         assert mine["options"]["enable"] == 1
         assert mine["ipset"] == {f"fp-sg-{peers}": both}
-        theirs = firewall(world, first["zone"], int(first["id"].split("/")[1]))
+        theirs = firewall(world, first["id"])
         assert theirs["ipset"] == {f"fp-sg-{peers}": both}  # the new VM's address joined
 
         ok(act(api, "alice", "deleteVirtualMachine", second["id"]))
         gone = security_groups.forget_vm(ctx, vdc, [peers])
         assert gone.updated == [first["id"]]
-        theirs = firewall(world, first["zone"], int(first["id"].split("/")[1]))
+        theirs = firewall(world, first["id"])
         assert theirs["ipset"] == {f"fp-sg-{peers}": [address(world, first["id"])]}  # and left with it
     finally:
 

@@ -173,30 +173,27 @@ def test_a_request_within_quota_passes_and_says_the_usage_after(make_context: Ma
     assert after == Usage(vcpus=8, memory_mib=10240, disk_gb=80, vms=4)
 
 
-def test_quota_exceeded_says_which_resource_and_by_how_much(make_context: MakeContext) -> None:
+def over_demos_quota(make_context: MakeContext, asked: Usage, current: Usage) -> str:
+    """The refusal of ``asked`` on top of ``current`` in VDC demo: its message."""
     demo = vdcs.get_vdc(make_context("ADMIN"), "demo")
     with pytest.raises(QuotaExceeded) as caught:
-        vdcs.check_quota(
-            make_context("ADMIN"),
-            demo,
-            Usage(vcpus=4, memory_mib=1024, disk_gb=20, vms=1),
-            current=Usage(14, 4096, 60, 3),
-        )
-    assert caught.value.message == (
+        vdcs.check_quota(make_context("ADMIN"), demo, asked, current=current)
+    return caught.value.message
+
+
+def test_quota_exceeded_says_which_resource_and_by_how_much(make_context: MakeContext) -> None:
+    refused = over_demos_quota(
+        make_context, Usage(vcpus=4, memory_mib=1024, disk_gb=20, vms=1), Usage(14, 4096, 60, 3)
+    )
+    assert refused == (
         "this would exceed the quota of VDC 'demo': vCPUs by 2 (14 used + 4 requested > 16 allowed)"
     )
 
 
 def test_every_resource_over_quota_is_named(make_context: MakeContext) -> None:
-    demo = vdcs.get_vdc(make_context("ADMIN"), "demo")
-    with pytest.raises(QuotaExceeded) as caught:
-        vdcs.check_quota(
-            make_context("ADMIN"),
-            demo,
-            Usage(vcpus=1, memory_mib=8192, disk_gb=200, vms=1),
-            current=Usage(1, 30000, 400, 10),
-        )
-    message = caught.value.message
+    message = over_demos_quota(
+        make_context, Usage(vcpus=1, memory_mib=8192, disk_gb=200, vms=1), Usage(1, 30000, 400, 10)
+    )
     assert "memory by 5424 MiB (30000 MiB used + 8192 MiB requested > 32768 MiB allowed)" in message
     assert "disk by 100 GiB (400 GiB used + 200 GiB requested > 500 GiB allowed)" in message
     assert "VMs by 1 (10 used + 1 requested > 10 allowed)" in message

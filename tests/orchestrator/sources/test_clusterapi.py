@@ -5,7 +5,6 @@ wrapper): nothing, ``Conflict``, ``NotFound``, ``Unavailable``."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ from kubernetes import client, config
 
 from devstack.kube import KubeServer
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS
+from devstack.net import free_port
 from orchestrator.errors import Conflict, NotFound, Unavailable
 from orchestrator.services.clusters import objects
 from orchestrator.sources.clusterapi import ClusterApiSource
@@ -87,11 +87,8 @@ def test_a_second_create_of_one_name_is_a_conflict(api_client: client.ApiClient,
 
 
 def test_a_management_cluster_that_does_not_answer_is_unavailable() -> None:
-    with socket.socket() as closed:  # a loopback port of the test's own, with nothing listening
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
     configuration = client.Configuration()
-    configuration.host = f"http://127.0.0.1:{port}"
+    configuration.host = f"http://127.0.0.1:{free_port('127.0.0.1')}"  # a loopback port nothing listens on
     configuration.retries = False
     with client.ApiClient(configuration) as nowhere:
         source = ClusterApiSource(nowhere, 2.0)

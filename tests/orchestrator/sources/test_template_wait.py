@@ -42,16 +42,9 @@ class StubPool:
         self.delivered = 0
 
     def ensure_template(
-        self,
-        target: AgentTarget,
-        image: str,
-        url: str,
-        checksum: str,
-        storage: str,
-        *,
-        timeout: float,
-        on_progress: Callable[[TemplateProgress], None] | None = None,
+        self, *_: object, on_progress: Callable[[TemplateProgress], None] | None = None, **__: object
     ) -> TemplateRef:
+        """AgentPool.ensure_template's stream; the target, image and deadline do not change it."""
         for report in self.reports:
             assert on_progress is not None
             self.delivered += 1
