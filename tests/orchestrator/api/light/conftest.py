@@ -25,7 +25,7 @@ def tenant_clusters() -> FakeClusterApi:
     return FakeClusterApi()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def api(issuer: LocalIssuer, light: LightWorld, tenant_clusters: FakeClusterApi) -> Iterator[InProcessApi]:
     with in_process(issuer, light.kube, light.proxmox, tenant_clusters) as running:
         yield running

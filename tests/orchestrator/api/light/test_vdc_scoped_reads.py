@@ -1,7 +1,7 @@
 """A tenant's reads cost what the tenant has: its VDC's pools, not the whole fleet's resources.
 
 The fake zones count what reaches them (``devstack.fakezones.Traffic``): every request and the bytes
-of every answer. A crowd of other VMs, larger than the rest of the world by far, is added to each zone
+of every answer. A crowd of other VMs, larger than the rest of the light by far, is added to each zone
 for these tests and taken away after.
 """
 
@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from devstack.world import World
-from tests.support import GraphQL
+from tests.orchestrator.inprocess import InProcessApi
+from tests.orchestrator.lightworld import LightWorld
+from tests.support import Zones
 from tests.vmkit import create, ok, pool_members
 
 CROWD = 2_000  # per zone
@@ -22,7 +23,7 @@ LIST = "{ virtualMachines(first: 100) { edges { node { id name vdc status cores 
 
 
 @pytest.fixture
-def large_fleet(world: World) -> Iterator[int]:
+def large_fleet(light: Zones) -> Iterator[int]:
     """``CROWD`` VMs of another VDC in each zone, in that VDC's pool, tagged as flex.plane tags them."""
 
     def add(pve: Any) -> None:
@@ -42,55 +43,64 @@ def large_fleet(world: World) -> Iterator[int]:
         pve.pools.pop("fp-crowd", None)
         pve.pool_info.pop("fp-crowd", None)
 
-    for fake in world.fakes.zones.values():
-        world.fakes.on_loop(add, fake.pve)
+    for fake in light.fakes.zones.values():
+        light.fakes.on_loop(add, fake.pve)
     try:
-        yield CROWD * len(world.fakes.zones)
+        yield CROWD * len(light.fakes.zones)
     finally:
-        for fake in world.fakes.zones.values():
-            world.fakes.on_loop(remove, fake.pve)
+        for fake in light.fakes.zones.values():
+            light.fakes.on_loop(remove, fake.pve)
 
 
-def _marks(world: World) -> dict[str, int]:
+Calls = dict[str, list[tuple[str, str, int]]]  # per zone, the (method, path, bytes) of API answers
+
+
+def _marks(light: Zones) -> dict[str, int]:
     return {
-        zone: world.fakes.on_loop(lambda f=fake: f.pve.traffic.answered)
-        for zone, fake in world.fakes.zones.items()
+        zone: light.fakes.on_loop(lambda f=fake: f.pve.traffic.answered)
+        for zone, fake in light.fakes.zones.items()
     }
 
 
-def _answers(world: World, marks: dict[str, int]) -> dict[str, list[tuple[str, str, int]]]:
+def _answers(light: Zones, marks: dict[str, int]) -> Calls:
     """Per zone, the (method, path, bytes) of the API answers since ``marks``."""
     out: dict[str, list[tuple[str, str, int]]] = {}
-    for zone, fake in world.fakes.zones.items():
-        seen = world.fakes.on_loop(lambda f=fake, z=zone: f.pve.traffic.answers_since(marks[z]))
+    for zone, fake in light.fakes.zones.items():
+        seen = light.fakes.on_loop(lambda f=fake, z=zone: f.pve.traffic.answers_since(marks[z]))
         out[zone] = [a for a in seen if a[1].startswith("/api2/json/") and not a[1].endswith("/version")]
     return out
 
 
-def test_a_vdc_listing_in_a_large_fleet_reads_only_the_vdcs_pool_once_per_zone(
-    api: GraphQL, world: World, large_fleet: int
-) -> None:
-    marks = _marks(world)
-    answer = api(LIST, user="alice", vdc="demo")
-    tenant = _answers(world, marks)
+def read_counting(
+    api: InProcessApi, light: Zones, document: str, user: str, vdc: str | None = None
+) -> tuple[Any, Calls]:
+    """Ask ``document`` as ``user`` (in ``vdc``), which must answer without errors: its data, and per zone
+    the Proxmox API answers it cost."""
+    marks = _marks(light)
+    answer = api(document, user=user, vdc=vdc)
+    calls = _answers(light, marks)
     assert answer.errors == []
-    assert {e["node"]["vdc"] for e in answer.data["virtualMachines"]["edges"]} == {"demo"}
+    return answer.data, calls
+
+
+def test_a_vdc_listing_in_a_large_fleet_reads_only_the_vdcs_pool_once_per_zone(
+    api: InProcessApi, light: LightWorld, large_fleet: int
+) -> None:
+    data, tenant = read_counting(api, light, LIST, "alice", "demo")
+    assert {e["node"]["vdc"] for e in data["virtualMachines"]["edges"]} == {"demo"}
     assert {zone: [(m, p) for m, p, _ in calls] for zone, calls in tenant.items()} == {
-        zone: [("GET", "/api2/json/pools/fp-demo")] for zone in world.fakes.zones
+        zone: [("GET", "/api2/json/pools/fp-demo")] for zone in light.fakes.zones
     }
 
-    marks = _marks(world)
-    fleet = api(LIST, user="admin")
-    everything = _answers(world, marks)
-    assert fleet.errors == []
+    _, everything = read_counting(api, light, LIST, "admin")
     assert {zone: [p for _, p, _ in calls] for zone, calls in everything.items()} == {
-        zone: ["/api2/json/cluster/resources"] for zone in world.fakes.zones
+        zone: ["/api2/json/cluster/resources"] for zone in light.fakes.zones
     }
     # What crosses the wire is the VDC's few VMs, not the fleet's thousands.
     tenant_bytes = sum(size for calls in tenant.values() for _, _, size in calls)
     fleet_bytes = sum(size for calls in everything.values() for _, _, size in calls)
     assert fleet_bytes > large_fleet * 200  # every guest is a few hundred bytes of JSON
-    assert tenant_bytes < 4_000 * len(world.fakes.zones)
+    assert tenant_bytes < 4_000 * len(light.fakes.zones)
     assert tenant_bytes * 50 < fleet_bytes
 
 
@@ -99,25 +109,21 @@ ZONES = "{ zones { id hosts { name online } } }"
 
 @pytest.mark.parametrize("user", ["alice", "admin"])
 def test_the_zones_status_in_a_large_fleet_reads_each_zones_nodes_alone(
-    api: GraphQL, world: World, large_fleet: int, user: str
+    api: InProcessApi, light: LightWorld, large_fleet: int, user: str
 ) -> None:
     """Whether each host is online is in the zone's node entries (``?type=node``): the zones' page costs
     what the zones have, never the fleet's guests."""
-    marks = _marks(world)
-    answer = api(ZONES, user=user, vdc="demo" if user == "alice" else None)
-    calls = _answers(world, marks)
-
-    assert answer.errors == []
-    assert all(h["online"] for z in answer.data["zones"] for h in z["hosts"])
+    data, calls = read_counting(api, light, ZONES, user, "demo" if user == "alice" else None)
+    assert all(h["online"] for z in data["zones"] for h in z["hosts"])
     assert {zone: [p for _, p, _ in seen] for zone, seen in calls.items()} == {
-        zone: ["/api2/json/cluster/resources"] for zone in world.fakes.zones
+        zone: ["/api2/json/cluster/resources"] for zone in light.fakes.zones
     }
-    assert sum(size for seen in calls.values() for _, _, size in seen) < 2_000 * len(world.fakes.zones)
+    assert sum(size for seen in calls.values() for _, _, size in seen) < 2_000 * len(light.fakes.zones)
 
 
-def test_a_pools_members_carry_what_proxmox_builds_from_the_vm_stats_and_no_tags(world: World) -> None:
-    fake = world.fakes["zone-a"]
-    answer = world.fakes.on_loop(lambda: fake.pve._members("fp-demo", "qemu"))
+def test_a_pools_members_carry_what_proxmox_builds_from_the_vm_stats_and_no_tags(light: LightWorld) -> None:
+    fake = light.fakes["zone-a"]
+    answer = light.fakes.on_loop(lambda: fake.pve._members("fp-demo", "qemu"))
     assert answer
     for member in answer:
         assert {
@@ -136,11 +142,11 @@ def test_a_pools_members_carry_what_proxmox_builds_from_the_vm_stats_and_no_tags
 
 
 def test_a_vdc_whose_pool_a_zone_lacks_has_no_vms_there_and_the_zone_is_not_unavailable(
-    api: GraphQL, world: World
+    api: InProcessApi, light: LightWorld
 ) -> None:
-    fake = world.fakes["zone-b"]
-    members = world.fakes.on_loop(lambda: set(fake.pve.pools.get("fp-demo", set())))
-    info = world.fakes.on_loop(lambda: fake.pve.pool_info.get("fp-demo"))
+    fake = light.fakes["zone-b"]
+    members = light.fakes.on_loop(lambda: set(fake.pve.pools.get("fp-demo", set())))
+    info = light.fakes.on_loop(lambda: fake.pve.pool_info.get("fp-demo"))
 
     def drop_pool(pve: Any) -> None:
         pve.pools.pop("fp-demo", None)
@@ -153,15 +159,12 @@ def test_a_vdc_whose_pool_a_zone_lacks_has_no_vms_there_and_the_zone_is_not_unav
             pve.pool_info["fp-demo"] = info
         pve._sync_pools()
 
-    world.fakes.on_loop(drop_pool, fake.pve)
+    light.fakes.on_loop(drop_pool, fake.pve)
     try:
-        marks = _marks(world)
-        answer = api(LIST, user="alice", vdc="demo")
-        calls = _answers(world, marks)
+        data, calls = read_counting(api, light, LIST, "alice", "demo")
     finally:
-        world.fakes.on_loop(restore, fake.pve)
-    assert answer.errors == []
-    assert {e["node"]["id"].split("/")[0] for e in answer.data["virtualMachines"]["edges"]} == {"zone-a"}
+        light.fakes.on_loop(restore, fake.pve)
+    assert {e["node"]["id"].split("/")[0] for e in data["virtualMachines"]["edges"]} == {"zone-a"}
     assert len(calls["zone-b"]) == 1  # Proxmox's "does not exist" is its answer: no other node is asked
 
 
@@ -169,12 +172,9 @@ TASKS = "{ tasks(first: 20) { id virtualMachineId } }"
 
 
 def test_a_vdcs_task_list_in_a_large_fleet_reads_its_pools_and_nodes_not_the_fleets_guests(
-    api: GraphQL, world: World, large_fleet: int
+    api: InProcessApi, light: LightWorld, large_fleet: int
 ) -> None:
-    marks = _marks(world)
-    answer = api(TASKS, user="alice", vdc="demo")
-    calls = _answers(world, marks)
-    assert answer.errors == []
+    _, calls = read_counting(api, light, TASKS, "alice", "demo")
     for zone, seen in calls.items():
         paths = [path for _, path, _ in seen]
         assert paths.count("/api2/json/pools/fp-demo") == 1, zone
@@ -190,10 +190,10 @@ def test_a_vdcs_task_list_in_a_large_fleet_reads_its_pools_and_nodes_not_the_fle
 
 
 def test_a_created_vm_is_in_its_vdcs_pool_and_so_in_its_tenants_listing(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     made = ok(create(api, "alice", "demo", name=vm_name("pooled")))["virtualMachine"]
     zone, vmid = made["id"].split("/")
-    assert int(vmid) in pool_members(world, zone, "fp-demo")  # the fake's own state
+    assert int(vmid) in pool_members(light, zone, "fp-demo")  # the fake's own state
     listed = api(LIST, user="alice", vdc="demo").data["virtualMachines"]["edges"]
     assert made["id"] in {e["node"]["id"] for e in listed}

@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from devstack.world import World
 from orchestrator.models.tasks import STOPPED, Task, Upid, progress_of
 from orchestrator.sources.proxmox import TaskStatus
-from tests.support import GraphQL
+from tests.orchestrator.inprocess import InProcessApi
+from tests.orchestrator.lightworld import LightWorld
+from tests.support import Zones
 from tests.vmkit import act, create, ok, vm_names
 
 TASK = """query($id: ID!) { task(id: $id) {
@@ -19,13 +20,13 @@ UPID = "UPID:pve2:0000043F:00001DB9:6B0CA1DA:qmclone:104:root@pam!flexplane:"
 
 
 @pytest.fixture
-def vm_name(api: GraphQL, world: World) -> Iterator[Callable[[str], str]]:
-    with vm_names(api, world) as name:
+def vm_name(api: InProcessApi, light: Zones) -> Iterator[Callable[[str], str]]:
+    with vm_names(api, light) as name:
         yield name
 
 
 def test_a_create_answers_its_start_task_with_proxmoxs_log(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     created = ok(create(api, "alice", "demo", name=vm_name("t")))
     task = api(TASK, user="alice", vdc="demo", variables={"id": created["task"]["id"]}).data["task"]
@@ -43,17 +44,17 @@ def test_a_create_answers_its_start_task_with_proxmoxs_log(
     assert task["endedAt"] is not None
     assert datetime.fromisoformat(task["endedAt"]) >= started
     # The fake's own record of it.
-    pve = world.fakes["zone-a"].pve
-    upids = world.fakes.on_loop(lambda: {t["upid"]: t for t in pve.tasklog})
+    pve = light.fakes["zone-a"].pve
+    upids = light.fakes.on_loop(lambda: {t["upid"]: t for t in pve.tasklog})
     assert any(upid.startswith(f"UPID:{vm['host']}:") and t["type"] == "qmstart" for upid, t in upids.items())
 
 
 def test_a_failed_task_comes_with_the_error_and_says_what_proxmox_said(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     vm = ok(create(api, "alice", "demo", name=vm_name("f")))["virtualMachine"]
-    pve = world.fakes["zone-a"].pve
-    world.fakes.on_loop(lambda: pve.fail("POST", "/status/stop", error="quit_powerdown_failed", times=1))
+    pve = light.fakes["zone-a"].pve
+    light.fakes.on_loop(lambda: pve.fail("POST", "/status/stop", error="quit_powerdown_failed", times=1))
     result = act(api, "alice", "stopVirtualMachine", vm["id"])
     assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
     assert result["task"]["status"] == "FAILED"
@@ -63,12 +64,12 @@ def test_a_failed_task_comes_with_the_error_and_says_what_proxmox_said(
     assert task["type"] == "qmstop"
     assert task["log"][-1] == "TASK ERROR: VM quit/powerdown failed"
     # The fake's own record of it.
-    recorded = world.fakes.on_loop(lambda: [t for t in pve.tasklog if t["type"] == "qmstop"][-1])
+    recorded = light.fakes.on_loop(lambda: [t for t in pve.tasklog if t["type"] == "qmstop"][-1])
     assert recorded["exitstatus"] == "VM quit/powerdown failed"
 
 
 def test_bob_cannot_read_alices_task_exactly_as_if_it_did_not_exist(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     task_id = ok(create(api, "alice", "demo", name=vm_name("secret")))["task"]["id"]
     hers = api(TASK, user="bob", vdc="other", variables={"id": task_id})
@@ -83,7 +84,7 @@ def test_bob_cannot_read_alices_task_exactly_as_if_it_did_not_exist(
 
 
 def test_a_task_of_a_deleted_vm_stays_readable_by_its_vdc(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     vm = ok(create(api, "alice", "demo", name=vm_name("gone")))["virtualMachine"]
     deleted = ok(act(api, "alice", "deleteVirtualMachine", vm["id"]))
@@ -93,7 +94,7 @@ def test_a_task_of_a_deleted_vm_stays_readable_by_its_vdc(
     assert task["virtualMachineId"] == vm["id"]
 
 
-def test_a_task_id_is_not_a_upid(api: GraphQL) -> None:
+def test_a_task_id_is_not_a_upid(api: InProcessApi) -> None:
     answer = api(TASK, user="alice", variables={"id": f"zone-a/{UPID}"})
     assert answer.codes == ["NOT_FOUND"]
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from devstack.world import World
-from tests.support import GraphQL
+from tests.orchestrator.inprocess import InProcessApi
+from tests.orchestrator.lightworld import LightWorld
+from tests.support import Zones
 from tests.vmkit import create, ok, payload, present, scratch_vdcs
 
 GROUP = "{ name vdc description rules { direction protocol ports cidr group vdcNetworks description } }"
@@ -31,19 +32,21 @@ VM = "query($id: ID!) { virtualMachine(id: $id) { id securityGroups } }"
 SSH = {"direction": "in", "protocol": "tcp", "ports": "22", "cidr": "10.0.0.0/8"}
 
 
-def call(api: GraphQL, user: str, vdc: str | None, document: str, **variables: Any) -> Any:
+def call(api: InProcessApi, user: str, vdc: str | None, document: str, **variables: Any) -> Any:
     headers = {"Authorization": f"Bearer {api.token(user)}", **({"FlexPlane-VDC-ID": vdc} if vdc else {})}
     return api.raw(document, headers=headers, variables=variables, timeout=120)
 
 
-def mutation(api: GraphQL, user: str, vdc: str | None, document: str, field: str, **variables: Any) -> Any:
+def mutation(
+    api: InProcessApi, user: str, vdc: str | None, document: str, field: str, **variables: Any
+) -> Any:
     return payload(call(api, user, vdc, document, **variables), field)
 
 
-def firewall(world: World, ident: str) -> dict[str, Any]:
+def firewall(light: Zones, ident: str) -> dict[str, Any]:
     """The fake's firewall of a VM: options, rules (in order) and IP sets (name -> entries)."""
     zone, vmid = ident.split("/")
-    pve = world.fakes[zone].pve
+    pve = light.fakes[zone].pve
 
     def read() -> dict[str, Any]:
         conf = pve.firewall_config("vm", None, int(vmid))
@@ -53,22 +56,22 @@ def firewall(world: World, ident: str) -> dict[str, Any]:
             "ipset": {name: sorted(e["cidr"] for e in entries) for name, entries in conf["ipset"].items()},
         }
 
-    result: dict[str, Any] = world.fakes.on_loop(read)
+    result: dict[str, Any] = light.fakes.on_loop(read)
     return result
 
 
-def firewall_requests(world: World, ident: str) -> list[str]:
+def firewall_requests(light: Zones, ident: str) -> list[str]:
     """The methods of the requests the fake received for the VM's firewall, in order."""
     zone, vmid = ident.split("/")
-    pve = world.fakes[zone].pve
+    pve = light.fakes[zone].pve
     marker = f"/qemu/{vmid}/firewall"
-    found: list[str] = world.fakes.on_loop(lambda: [m for m, path, _ in pve.requests if marker in path])
+    found: list[str] = light.fakes.on_loop(lambda: [m for m, path, _ in pve.requests if marker in path])
     return found
 
 
-def address(world: World, ident: str) -> str:
+def address(light: Zones, ident: str) -> str:
     """The VM's address, from the fake's config (ipconfig0 ip=<address>/<prefix>)."""
-    ipconfig = str(present(world, ident)["config"].get("ipconfig0", ""))
+    ipconfig = str(present(light, ident)["config"].get("ipconfig0", ""))
     ip = dict(part.split("=", 1) for part in ipconfig.split(",") if "=" in part).get("ip", "")
     assert "/" in ip, f"{ident} has no static address: {ipconfig!r}"
     return ip.split("/")[0]
@@ -80,7 +83,7 @@ def ours(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def groups(api: GraphQL) -> Iterator[Callable[[str], str]]:
+def groups(api: InProcessApi) -> Iterator[Callable[[str], str]]:
     """Names for a test's groups of VDC demo; afterwards each is deleted (its VMs are gone by then: ask
     for this fixture before vm_name)."""
     prefix = f"g{uuid.uuid4().hex[:6]}"
@@ -95,14 +98,26 @@ def groups(api: GraphQL) -> Iterator[Callable[[str], str]]:
         call(api, "admin", "demo", DELETE, name=group)
 
 
-def make_vm(api: GraphQL, vm_name: Callable[[str], str], what: str) -> dict[str, Any]:
+def make_vm(api: InProcessApi, vm_name: Callable[[str], str], what: str) -> dict[str, Any]:
     made = ok(create(api, "alice", "demo", name=vm_name(what)))
     vm: dict[str, Any] = made["virtualMachine"]
     return vm
 
 
+def group_on_new_vms(
+    api: InProcessApi, groups: Callable[[str], str], vm_name: Callable[[str], str], what: str, count: int
+) -> tuple[str, list[dict[str, Any]]]:
+    """A group ``what`` of VDC demo letting SSH in, assigned to ``count`` new VMs of its own."""
+    group = groups(what)
+    ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": group, "rules": [SSH]}))
+    vms = [make_vm(api, vm_name, f"{what[0]}{i}") for i in range(count)]
+    for vm in vms:
+        ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[group]))
+    return group, vms
+
+
 def test_a_group_assigned_to_a_vm_is_on_the_vms_own_firewall(
-    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, groups: Callable[[str], str], vm_name: Callable[[str], str]
 ) -> None:
     web = groups("web")
     made = mutation(
@@ -136,7 +151,7 @@ def test_a_group_assigned_to_a_vm_is_on_the_vms_own_firewall(
     assert sorted(assigned["securityGroups"]) == sorted([web, "default"])
     assert sorted(assigned["virtualMachine"]["securityGroups"]) == sorted([web, "default"])
 
-    fw = firewall(world, vm["id"])
+    fw = firewall(light, vm["id"])
     assert fw["options"]["enable"] == 1
     assert fw["options"]["policy_in"] == "DROP"
     assert fw["options"]["policy_out"] == "DROP"  # default's rule allows all egress
@@ -150,22 +165,19 @@ def test_a_group_assigned_to_a_vm_is_on_the_vms_own_firewall(
         {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "8000:8080", "source": f"+fp-sg-{web}",
          "dest": None, "enable": 1, "comment": f"fp-sg:{web}"},
     ]  # fmt: skip
-    assert fw["ipset"][f"fp-sg-{web}"] == [address(world, vm["id"])]
+    assert fw["ipset"][f"fp-sg-{web}"] == [address(light, vm["id"])]
     assert "fp-vdc-nets" in fw["ipset"]
-    tags = str(present(world, vm["id"])["config"]["tags"])
+    tags = str(present(light, vm["id"])["config"]["tags"])
     assert f"fp-sg-{web}" in tags
     assert "fp-sg-default" in tags
 
 
 def test_changing_a_rule_updates_every_members_firewall_and_again_changes_nothing(
-    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, groups: Callable[[str], str], vm_name: Callable[[str], str]
 ) -> None:
-    app = groups("app")
-    ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": app, "rules": [SSH]}))
-    vms = [make_vm(api, vm_name, f"m{i}") for i in range(2)]
+    app, vms = group_on_new_vms(api, groups, vm_name, "app", 2)
     for vm in vms:
-        ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[app]))
-        assert firewall(world, vm["id"])["options"]["policy_out"] == "ACCEPT"  # app lists no egress
+        assert firewall(light, vm["id"])["options"]["policy_out"] == "ACCEPT"  # app lists no egress
 
     rules = [
         {"direction": "in", "protocol": "udp", "ports": "53", "group": app},
@@ -175,9 +187,9 @@ def test_changing_a_rule_updates_every_members_firewall_and_again_changes_nothin
         mutation(api, "alice", "demo", UPDATE, "updateSecurityGroup", name=app, input={"rules": rules})
     )
     assert [r["ports"] for r in updated["securityGroup"]["rules"]] == ["53", "443"]
-    members = sorted(address(world, vm["id"]) for vm in vms)
+    members = sorted(address(light, vm["id"]) for vm in vms)
     for vm in vms:
-        fw = firewall(world, vm["id"])
+        fw = firewall(light, vm["id"])
         assert [(r["type"], r["proto"], r["dport"]) for r in ours(fw["rules"])] == [
             ("in", "udp", "53"),
             ("out", "tcp", "443"),
@@ -185,18 +197,18 @@ def test_changing_a_rule_updates_every_members_firewall_and_again_changes_nothin
         assert fw["options"]["policy_out"] == "DROP"
         assert fw["ipset"] == {f"fp-sg-{app}": members}
 
-    before = [firewall(world, vm["id"]) for vm in vms]
-    seen = {vm["id"]: firewall_requests(world, vm["id"]) for vm in vms}
+    before = [firewall(light, vm["id"]) for vm in vms]
+    seen = {vm["id"]: firewall_requests(light, vm["id"]) for vm in vms}
     ok(mutation(api, "alice", "demo", UPDATE, "updateSecurityGroup", name=app, input={"rules": rules}))
-    assert [firewall(world, vm["id"]) for vm in vms] == before
+    assert [firewall(light, vm["id"]) for vm in vms] == before
     for vm in vms:
-        new = Counter(firewall_requests(world, vm["id"])) - Counter(seen[vm["id"]])
+        new = Counter(firewall_requests(light, vm["id"])) - Counter(seen[vm["id"]])
         # Read: its options, its rules, its IP sets and the one of them it holds; written: nothing.
         assert sorted(new.elements()) == ["GET"] * 4
 
 
 def test_another_vdcs_groups_are_missing_to_bob(
-    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, groups: Callable[[str], str], vm_name: Callable[[str], str]
 ) -> None:
     mine = groups("mine")
     ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": mine, "rules": [SSH]}))
@@ -238,7 +250,7 @@ def test_another_vdcs_groups_are_missing_to_bob(
     ],
 )
 def test_bad_rules_are_invalid_naming_the_field(
-    api: GraphQL, groups: Callable[[str], str], rule: dict[str, Any], field: str
+    api: InProcessApi, groups: Callable[[str], str], rule: dict[str, Any], field: str
 ) -> None:
     answer = mutation(
         api,
@@ -252,7 +264,7 @@ def test_bad_rules_are_invalid_naming_the_field(
     assert answer["securityGroup"] is None
 
 
-def test_a_group_of_another_vdc_is_invalid_in_a_rule(api: GraphQL, groups: Callable[[str], str]) -> None:
+def test_a_group_of_another_vdc_is_invalid_in_a_rule(api: InProcessApi, groups: Callable[[str], str]) -> None:
     bobs = f"b{uuid.uuid4().hex[:6]}"
     ok(mutation(api, "bob", "other", CREATE, "createSecurityGroup", input={"name": bobs, "rules": [SSH]}))
     try:
@@ -266,7 +278,7 @@ def test_a_group_of_another_vdc_is_invalid_in_a_rule(api: GraphQL, groups: Calla
 
 
 def test_a_group_with_vms_and_the_default_group_are_not_deleted(
-    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, groups: Callable[[str], str], vm_name: Callable[[str], str]
 ) -> None:
     held = groups("held")
     ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": held, "rules": [SSH]}))
@@ -279,7 +291,7 @@ def test_a_group_with_vms_and_the_default_group_are_not_deleted(
     assert [e["code"] for e in default["errors"]] == ["CONFLICT"]
     # Back to default: the group's rules and IP set leave the VM's firewall, default's stay.
     ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=["default"]))
-    fw = firewall(world, vm["id"])
+    fw = firewall(light, vm["id"])
     assert {r["comment"] for r in ours(fw["rules"])} == {"fp-sg:default"}
     assert set(fw["ipset"]) == {"fp-vdc-nets"}
     gone = mutation(api, "alice", "demo", DELETE, "deleteSecurityGroup", name=held)
@@ -287,38 +299,34 @@ def test_a_group_with_vms_and_the_default_group_are_not_deleted(
 
 
 def test_vms_on_a_host_that_is_down_are_named_and_the_same_update_later_reaches_them(
-    api: GraphQL, world: World, groups: Callable[[str], str], vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, groups: Callable[[str], str], vm_name: Callable[[str], str]
 ) -> None:
-    part = groups("part")
-    ok(mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": part, "rules": [SSH]}))
-    vms = [make_vm(api, vm_name, f"p{i}") for i in range(3)]
-    for vm in vms:
-        ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[part]))
+    part, vms = group_on_new_vms(api, groups, vm_name, "part", 3)
     zone, host = vms[0]["zone"], vms[0]["host"]
     down = sorted(vm["id"] for vm in vms if vm["host"] == host)
     rules = [{**SSH, "ports": "2222"}]
-    world.fakes.set_node_offline(zone, host, True)
+    light.fakes.set_node_offline(zone, host, True)
     try:
         answer = mutation(
             api, "alice", "demo", UPDATE, "updateSecurityGroup", name=part, input={"rules": rules}
         )
     finally:
-        world.fakes.set_node_offline(zone, host, False)
+        light.fakes.set_node_offline(zone, host, False)
     assert answer["securityGroup"]["rules"][0]["ports"] == "2222"  # stored all the same
     assert sorted(e["message"].split("(")[1].split(")")[0] for e in answer["errors"]) == down
     assert {e["code"] for e in answer["errors"]} == {"UNAVAILABLE"}
     for vm in vms:
-        dports = [r["dport"] for r in ours(firewall(world, vm["id"])["rules"])]
+        dports = [r["dport"] for r in ours(firewall(light, vm["id"])["rules"])]
         assert dports == (["22"] if vm["id"] in down else ["2222"])
 
     again = mutation(api, "alice", "demo", UPDATE, "updateSecurityGroup", name=part, input={"rules": rules})
     assert again["errors"] == []
     for vm in vms:
-        assert [r["dport"] for r in ours(firewall(world, vm["id"])["rules"])] == ["2222"]
+        assert [r["dport"] for r in ours(firewall(light, vm["id"])["rules"])] == ["2222"]
 
 
-def test_a_vdcs_groups_outlive_an_update_of_the_vdc(api: GraphQL, world: World) -> None:
-    with scratch_vdcs(api, world) as make:
+def test_a_vdcs_groups_outlive_an_update_of_the_vdc(api: InProcessApi, light: LightWorld) -> None:
+    with scratch_vdcs(api, light) as make:
         vdc = make()
         rules = [SSH, {"direction": "in", "protocol": "icmp", "vdcNetworks": True}]
         ok(mutation(api, "admin", vdc, CREATE, "createSecurityGroup", input={"name": "kept", "rules": rules}))
@@ -337,29 +345,29 @@ def test_a_vdcs_groups_outlive_an_update_of_the_vdc(api: GraphQL, world: World) 
 
 
 def test_an_entry_no_network_of_the_vdc_has_leaves_the_vms_ip_set(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     vm = make_vm(api, vm_name, "nets")
     ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=["default"]))
-    networks = firewall(world, vm["id"])["ipset"]["fp-vdc-nets"]
+    networks = firewall(light, vm["id"])["ipset"]["fp-vdc-nets"]
     zone, vmid = vm["id"].split("/")
-    pve = world.fakes[zone].pve
+    pve = light.fakes[zone].pve
     # A network deleted since (its CIDR, with its /, is removed by a path Proxmox reads as one entry).
-    world.fakes.on_loop(
+    light.fakes.on_loop(
         lambda: pve.firewall_config("vm", None, int(vmid))["ipset"]["fp-vdc-nets"].insert(
             0, {"cidr": "192.168.77.0/24"}
         )
     )
     ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=["default"]))
-    assert firewall(world, vm["id"])["ipset"]["fp-vdc-nets"] == networks
+    assert firewall(light, vm["id"])["ipset"]["fp-vdc-nets"] == networks
 
 
 def test_a_vm_created_without_groups_starts_behind_the_default_groups_firewall(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     vm = make_vm(api, vm_name, "fresh")
     assert call(api, "alice", None, VM, id=vm["id"]).data["virtualMachine"]["securityGroups"] == ["default"]
-    fw = firewall(world, vm["id"])
+    fw = firewall(light, vm["id"])
     assert fw["options"] == {"enable": 1, "policy_in": "DROP", "policy_out": "DROP", "dhcp": 1}
     assert [(r["type"], r.get("source"), r.get("dest")) for r in ours(fw["rules"])] == [
         ("in", "+fp-vdc-nets", None),

@@ -1,4 +1,4 @@
-"""VM snapshots through the whole stack (GraphQL over HTTP, the orchestrator, the agents, fake Proxmox),
+"""VM snapshots through the whole stack (InProcessApi over HTTP, the orchestrator, the agents, fake Proxmox),
 checked in the fake's own snapshot state."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from devstack.world import World
-from tests.support import GraphQL
+from tests.orchestrator.inprocess import InProcessApi
+from tests.orchestrator.lightworld import LightWorld
+from tests.support import Zones
 from tests.vmkit import RESIZE, action, create, fake_vm, ok, payload, scratch_vdcs
 
 SNAPSHOT_FIELDS = "vm name description takenAt includesMemory parent current state"
@@ -26,10 +27,10 @@ ROLLBACK = f"""mutation($vm: ID!, $name: String!, $start: Boolean) {{
 DELETE = f"""mutation($vm: ID!, $name: String!) {{ deleteSnapshot(vm: $vm, name: $name) {{ {OUTCOME} }} }}"""
 
 
-def fake_snapshots(world: World, ident: str) -> dict[str, dict[str, Any]]:
+def fake_snapshots(light: Zones, ident: str) -> dict[str, dict[str, Any]]:
     """The VM's snapshots as the fake Proxmox holds them: name -> its saved config and state."""
     zone, vmid = ident.split("/")
-    pve = world.fakes[zone].pve
+    pve = light.fakes[zone].pve
 
     def read() -> dict[str, dict[str, Any]]:
         vm = next(vm for vm in pve.vms if vm.vmid == int(vmid))
@@ -37,40 +38,40 @@ def fake_snapshots(world: World, ident: str) -> dict[str, dict[str, Any]]:
             "@parent": {"name": vm.config.get("parent")}
         }
 
-    result: dict[str, dict[str, Any]] = world.fakes.on_loop(read)
+    result: dict[str, dict[str, Any]] = light.fakes.on_loop(read)
     return result
 
 
-def snap(api: GraphQL, user: str, document: str, field: str, **variables: Any) -> dict[str, Any]:
+def snap(api: InProcessApi, user: str, document: str, field: str, **variables: Any) -> dict[str, Any]:
     return payload(api(document, user=user, variables=variables), field)
 
 
 @pytest.fixture(scope="module")
-def scratch_vm(api: GraphQL, world: World) -> Iterator[str]:
+def scratch_vm(api: InProcessApi, light: Zones) -> Iterator[str]:
     """A running VM of a scratch VDC whose VMs may have 3 snapshots each; gone with its VDC afterwards."""
-    with scratch_vdcs(api, world) as make:
+    with scratch_vdcs(api, light) as make:
         vdc = make(snapshotsPerVm=3)
         created = ok(create(api, "admin", vdc, name=f"snap-{uuid.uuid4().hex[:6]}"))
         yield created["virtualMachine"]["id"]
 
 
 @pytest.fixture
-def vm(api: GraphQL, world: World, scratch_vm: str) -> Iterator[str]:
+def vm(api: InProcessApi, light: Zones, scratch_vm: str) -> Iterator[str]:
     """The module's VM, running and with no snapshot left after each test."""
     yield scratch_vm
-    release(world, scratch_vm)
-    for name in [n for n in fake_snapshots(world, scratch_vm) if not n.startswith("@")]:
+    release(light, scratch_vm)
+    for name in [n for n in fake_snapshots(light, scratch_vm) if not n.startswith("@")]:
         snap(api, "admin", DELETE, "deleteSnapshot", vm=scratch_vm, name=name)
     api(action("startVirtualMachine"), user="admin", variables={"id": scratch_vm})
 
 
-def test_a_snapshot_taken_is_in_proxmox_and_listed(api: GraphQL, world: World, vm: str) -> None:
+def test_a_snapshot_taken_is_in_proxmox_and_listed(api: InProcessApi, light: LightWorld, vm: str) -> None:
     taken = ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="before-upgrade", description="v1"))
     assert taken["task"]["type"] == "qmsnapshot"
     assert taken["task"]["status"] == "SUCCEEDED"
     assert taken["snapshot"]["name"] == "before-upgrade"
     assert taken["snapshot"]["current"] is True
-    held = fake_snapshots(world, vm)
+    held = fake_snapshots(light, vm)
     assert "before-upgrade" in held
     assert held["before-upgrade"]["description"] == "v1"
     assert "vmstate" not in held["before-upgrade"]
@@ -79,72 +80,78 @@ def test_a_snapshot_taken_is_in_proxmox_and_listed(api: GraphQL, world: World, v
     assert listed[0]["takenAt"]
 
 
-def test_a_snapshot_with_memory_saves_the_running_vms_state(api: GraphQL, world: World, vm: str) -> None:
+def test_a_snapshot_with_memory_saves_the_running_vms_state(
+    api: InProcessApi, light: LightWorld, vm: str
+) -> None:
     ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="warm", includeMemory=True))
-    assert fake_snapshots(world, vm)["warm"].get("vmstate")
+    assert fake_snapshots(light, vm)["warm"].get("vmstate")
 
 
-def test_a_rollback_of_a_running_vm_stops_it_and_says_so(api: GraphQL, world: World, vm: str) -> None:
+def test_a_rollback_of_a_running_vm_stops_it_and_says_so(
+    api: InProcessApi, light: LightWorld, vm: str
+) -> None:
     ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="cold"))
     rolled = ok(snap(api, "admin", ROLLBACK, "rollbackSnapshot", vm=vm, name="cold"))
     assert rolled["task"]["type"] == "qmrollback"
     assert "was running: Proxmox stopped it" in rolled["message"]
     assert rolled["message"].endswith("It is stopped (start it when you are ready).")
     assert rolled["virtualMachine"]["status"] == "stopped"
-    assert fake_vm(world, vm)["status"] == "stopped"  # type: ignore[index]
-    assert fake_snapshots(world, vm)["@parent"]["name"] == "cold"
+    assert fake_vm(light, vm)["status"] == "stopped"  # type: ignore[index]
+    assert fake_snapshots(light, vm)["@parent"]["name"] == "cold"
     started = ok(snap(api, "admin", ROLLBACK, "rollbackSnapshot", vm=vm, name="cold", start=True))
     assert "started it, as asked" in started["message"]
-    assert fake_vm(world, vm)["status"] == "running"  # type: ignore[index]
+    assert fake_vm(light, vm)["status"] == "running"  # type: ignore[index]
 
 
-def test_a_rollback_to_a_snapshot_with_memory_resumes_the_vm(api: GraphQL, world: World, vm: str) -> None:
+def test_a_rollback_to_a_snapshot_with_memory_resumes_the_vm(
+    api: InProcessApi, light: LightWorld, vm: str
+) -> None:
     ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="warm", includeMemory=True))
     rolled = ok(snap(api, "admin", ROLLBACK, "rollbackSnapshot", vm=vm, name="warm"))
     assert "resumed where the snapshot was taken" in rolled["message"]
-    assert fake_vm(world, vm)["status"] == "running"  # type: ignore[index]
+    assert fake_vm(light, vm)["status"] == "running"  # type: ignore[index]
 
 
-def test_a_deleted_snapshot_is_gone_from_proxmox(api: GraphQL, world: World, vm: str) -> None:
+def test_a_deleted_snapshot_is_gone_from_proxmox(api: InProcessApi, light: LightWorld, vm: str) -> None:
     ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="one"))
     ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="two"))
     gone = ok(snap(api, "admin", DELETE, "deleteSnapshot", vm=vm, name="one"))
     assert gone["snapshot"]["name"] == "one"
     assert gone["task"]["type"] == "qmdelsnapshot"
-    held = fake_snapshots(world, vm)
+    held = fake_snapshots(light, vm)
     assert "one" not in held
     assert held["two"].get("parent") is None  # its child now descends from what "one" descended from
 
 
-def test_the_vdcs_quota_of_snapshots_per_vm_is_kept(api: GraphQL, world: World, vm: str) -> None:
+def test_the_vdcs_quota_of_snapshots_per_vm_is_kept(api: InProcessApi, light: LightWorld, vm: str) -> None:
     for name in ("s1", "s2", "s3"):
         ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name=name))
     over = snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="s4")
     assert [e["code"] for e in over["errors"]] == ["QUOTA_EXCEEDED"]
     assert "each VM may have 3" in over["errors"][0]["message"]
-    assert "s4" not in fake_snapshots(world, vm)
+    assert "s4" not in fake_snapshots(light, vm)
 
 
 @pytest.mark.parametrize(
     ("name", "field"),
     [("1abc", "name"), ("a", "name"), ("current", "name"), ("a/b", "name"), ("x" * 41, "name")],
 )
-def test_a_name_proxmox_would_refuse_is_invalid(api: GraphQL, vm: str, name: str, field: str) -> None:
+def test_a_name_proxmox_would_refuse_is_invalid(api: InProcessApi, vm: str, name: str, field: str) -> None:
     refused = snap(api, "admin", CREATE, "createSnapshot", vm=vm, name=name)
     assert [(e["code"], e["field"]) for e in refused["errors"]] == [("INVALID", field)]
 
 
-def test_a_name_the_vm_already_has_is_a_conflict(api: GraphQL, vm: str) -> None:
+def test_a_name_the_vm_already_has_is_a_conflict(api: InProcessApi, vm: str) -> None:
     ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="twice"))
     again = snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="twice")
     assert [e["code"] for e in again["errors"]] == ["CONFLICT"]
 
 
 def test_a_vm_whose_disk_cannot_snapshot_is_invalid_naming_its_storage_profile(
-    api: GraphQL, world: World, vm: str
+    api: InProcessApi, light: LightWorld, vm: str
 ) -> None:
     zone, vmid = vm.split("/")
-    pve = world.fakes[zone].pve
+    pve = light.fakes[zone].pve
 
     def move(to: str | None) -> str:
         guest = next(g for g in pve.vms if g.vmid == int(vmid))
@@ -152,48 +159,48 @@ def test_a_vm_whose_disk_cannot_snapshot_is_invalid_naming_its_storage_profile(
         guest.config["scsi0"] = to if to is not None else before
         return before
 
-    original = world.fakes.on_loop(lambda: move(None))
+    original = light.fakes.on_loop(lambda: move(None))
     raw_on_dir = f"local:{vmid}/vm-{vmid}-disk-0.raw," + original.split(",", 1)[1]
-    world.fakes.on_loop(lambda: move(raw_on_dir))
+    light.fakes.on_loop(lambda: move(raw_on_dir))
     try:
         refused = snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="nope")
     finally:
-        world.fakes.on_loop(lambda: move(original))
+        light.fakes.on_loop(lambda: move(original))
     assert [(e["code"], e["field"]) for e in refused["errors"]] == [("INVALID", "vm")]
     assert "storage profile standard" in refused["errors"][0]["message"]
     assert "dir storage local" in refused["errors"][0]["message"]
-    assert "nope" not in fake_snapshots(world, vm)
+    assert "nope" not in fake_snapshots(light, vm)
 
 
-def test_a_missing_snapshot_is_not_found(api: GraphQL, vm: str) -> None:
+def test_a_missing_snapshot_is_not_found(api: InProcessApi, vm: str) -> None:
     for document, field in ((ROLLBACK, "rollbackSnapshot"), (DELETE, "deleteSnapshot")):
         answer = snap(api, "admin", document, field, vm=vm, name="never")
         assert [e["code"] for e in answer["errors"]] == ["NOT_FOUND"]
 
 
 def test_a_snapshot_while_the_vm_is_locked_is_a_conflict_and_changes_nothing(
-    api: GraphQL, world: World, vm: str
+    api: InProcessApi, light: LightWorld, vm: str
 ) -> None:
     zone, vmid = vm.split("/")
-    pve = world.fakes[zone].pve
+    pve = light.fakes[zone].pve
 
     def lock() -> None:  # as a backup or a migration running holds it
         guest = next(g for g in pve.vms if g.vmid == int(vmid))
         guest.lock = "backup"
         guest.config["lock"] = "backup"
 
-    world.fakes.on_loop(lock)
+    light.fakes.on_loop(lock)
     try:
         locked = snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="locked")
     finally:
-        release(world, vm)
+        release(light, vm)
     assert [e["code"] for e in locked["errors"]] == ["CONFLICT"]
-    assert "locked" not in fake_snapshots(world, vm)
+    assert "locked" not in fake_snapshots(light, vm)
 
 
-def release(world: World, vm: str) -> None:
+def release(light: Zones, vm: str) -> None:
     zone, vmid = vm.split("/")
-    pve = world.fakes[zone].pve
+    pve = light.fakes[zone].pve
 
     def free() -> None:
         for guest in pve.vms:
@@ -202,13 +209,13 @@ def release(world: World, vm: str) -> None:
                 guest.lock = None
                 guest.config.pop("lock", None)
 
-    world.fakes.on_loop(free)
+    light.fakes.on_loop(free)
 
 
 def test_a_snapshot_and_a_resize_at_once_each_happen_whole_or_fail_cleanly(
-    api: GraphQL, world: World, vm: str
+    api: InProcessApi, light: LightWorld, vm: str
 ) -> None:
-    before = fake_vm(world, vm)
+    before = fake_vm(light, vm)
     assert before is not None
 
     def take() -> dict[str, Any]:
@@ -223,8 +230,8 @@ def test_a_snapshot_and_a_resize_at_once_each_happen_whole_or_fail_cleanly(
         taken, grown = [f.result() for f in [pool.submit(take), pool.submit(grow)]]
     for outcome in (taken, grown):
         assert [e["code"] for e in outcome["errors"]] in ([], ["CONFLICT"]), outcome["errors"]
-    held = fake_snapshots(world, vm)
-    after = fake_vm(world, vm)
+    held = fake_snapshots(light, vm)
+    after = fake_vm(light, vm)
     assert after is not None
     assert not after["lock"]  # nothing left half-done
     assert ("racing" in held) == (taken["errors"] == [])
@@ -233,7 +240,7 @@ def test_a_snapshot_and_a_resize_at_once_each_happen_whole_or_fail_cleanly(
 
 
 def test_bob_cannot_list_roll_back_or_delete_another_vdcs_snapshots(
-    api: GraphQL, world: World, vm: str
+    api: InProcessApi, light: LightWorld, vm: str
 ) -> None:
     ok(snap(api, "admin", CREATE, "createSnapshot", vm=vm, name="theirs"))
     for outsider in ("bob", "alice"):  # neither is a member of the scratch VDC
@@ -249,12 +256,14 @@ def test_bob_cannot_list_roll_back_or_delete_another_vdcs_snapshots(
             assert [e["code"] for e in refused["errors"]] == ["NOT_FOUND"]
             said = refused["errors"][0]["message"].replace(vm, "X")
             assert said == missing["errors"][0]["message"].replace("zone-a/999999", "X")
-    held = fake_snapshots(world, vm)
+    held = fake_snapshots(light, vm)
     assert set(held) == {"theirs", "@parent"}
     assert held["@parent"]["name"] == "theirs"  # not rolled back, not deleted
 
 
-def test_snapshots_taken_at_once_never_exceed_the_quota(api: GraphQL, world: World, vm: str) -> None:
+def test_snapshots_taken_at_once_never_exceed_the_quota(
+    api: InProcessApi, light: LightWorld, vm: str
+) -> None:
     def take(n: int) -> dict[str, Any]:
         return snap(api, "admin", CREATE, "createSnapshot", vm=vm, name=f"burst{n}")
 
@@ -264,4 +273,4 @@ def test_snapshots_taken_at_once_never_exceed_the_quota(api: GraphQL, world: Wor
     taken = [o for o in outcomes if not o["errors"]]
     assert len(taken) == 3, codes
     assert set(codes) <= {"QUOTA_EXCEEDED", "CONFLICT"}, codes
-    assert len([n for n in fake_snapshots(world, vm) if not n.startswith("@")]) == 3
+    assert len([n for n in fake_snapshots(light, vm) if not n.startswith("@")]) == 3

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from devstack.world import World
 from orchestrator.models import Usage
 from orchestrator.models.vms import parse_tags, vdc_of
 from orchestrator.sources.proxmox import Guest
-from tests.support import GraphQL
+from tests.orchestrator.inprocess import InProcessApi
+from tests.orchestrator.lightworld import LightWorld
+from tests.support import Zones
 
 ZONES = ("zone-a", "zone-b")
 CREATE = """mutation($input: VdcInput!) {
@@ -25,11 +26,11 @@ UPDATE = """mutation($id: ID!, $input: VdcUpdateInput!) {
 DELETE = """mutation($id: ID!) { deleteVdc(id: $id) { vdc { id } errors { field message code } } }"""
 
 
-def pools(world: World, zone: str) -> set[str]:
-    return world.fakes.on_loop(lambda pve: set(pve.pools), world.fakes[zone].pve)
+def pools(light: Zones, zone: str) -> set[str]:
+    return light.fakes.on_loop(lambda pve: set(pve.pools), light.fakes[zone].pve)
 
 
-def proxmox_usage(world: World, vdc_id: str) -> dict[str, int]:
+def proxmox_usage(light: Zones, vdc_id: str) -> dict[str, int]:
     """The VDC's usage as the fake zones hold it, in the API's terms."""
 
     def read(pve: Any) -> list[dict[str, Any]]:
@@ -41,7 +42,7 @@ def proxmox_usage(world: World, vdc_id: str) -> dict[str, int]:
 
     total = Usage()
     for zone in ZONES:
-        for item in world.fakes.on_loop(read, world.fakes[zone].pve):
+        for item in light.fakes.on_loop(read, light.fakes[zone].pve):
             total = total + Usage.of_guest(Guest.from_resource({"type": "qemu", "vmid": 100, **item}))
     return {"vcpus": total.vcpus, "memoryMib": total.memory_mib, "diskGb": total.disk_gb, "vms": total.vms}
 
@@ -66,14 +67,14 @@ def payload(answer: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def new_vdc(api: GraphQL) -> Iterator[str]:
+def new_vdc(api: InProcessApi) -> Iterator[str]:
     ident = f"t-{uuid.uuid4().hex[:8]}"
     yield ident
     api(DELETE, user="admin", variables={"id": ident})
 
 
 def test_admin_creates_a_vdc_with_a_pool_in_each_zone_and_deletes_it(
-    api: GraphQL, world: World, new_vdc: str
+    api: InProcessApi, light: LightWorld, new_vdc: str
 ) -> None:
     made = payload(api(CREATE, user="admin", variables={"input": vdc_input(new_vdc)}))
     assert made == {
@@ -86,24 +87,24 @@ def test_admin_creates_a_vdc_with_a_pool_in_each_zone_and_deletes_it(
         },
         "errors": [],
     }
-    assert all(f"fp-{new_vdc}" in pools(world, zone) for zone in ZONES)
+    assert all(f"fp-{new_vdc}" in pools(light, zone) for zone in ZONES)
 
     gone = payload(api(DELETE, user="admin", variables={"id": new_vdc}))
     assert gone == {"vdc": {"id": new_vdc}, "errors": []}
-    assert all(f"fp-{new_vdc}" not in pools(world, zone) for zone in ZONES)
+    assert all(f"fp-{new_vdc}" not in pools(light, zone) for zone in ZONES)
     assert api(f'{{ vdc(id: "{new_vdc}") {{ id }} }}', user="admin").codes == ["NOT_FOUND"]
 
 
-def test_deleting_a_vdc_with_vms_is_refused_with_their_count(api: GraphQL, world: World) -> None:
+def test_deleting_a_vdc_with_vms_is_refused_with_their_count(api: InProcessApi, light: LightWorld) -> None:
     answer = payload(api(DELETE, user="admin", variables={"id": "demo"}))
     assert answer["vdc"] is None
     (error,) = answer["errors"]
     assert error["code"] == "CONFLICT"
-    assert f"VDC 'demo' still has {proxmox_usage(world, 'demo')['vms']} VM(s)" in error["message"]
-    assert all("fp-demo" in pools(world, zone) for zone in ZONES)
+    assert f"VDC 'demo' still has {proxmox_usage(light, 'demo')['vms']} VM(s)" in error["message"]
+    assert all("fp-demo" in pools(light, zone) for zone in ZONES)
 
 
-def test_admin_updates_a_vdc_quota_and_zones(api: GraphQL, world: World, new_vdc: str) -> None:
+def test_admin_updates_a_vdc_quota_and_zones(api: InProcessApi, light: LightWorld, new_vdc: str) -> None:
     payload(api(CREATE, user="admin", variables={"input": vdc_input(new_vdc, zones=["zone-a"])}))
     changed = payload(
         api(
@@ -118,7 +119,7 @@ def test_admin_updates_a_vdc_quota_and_zones(api: GraphQL, world: World, new_vdc
         "zones": list(ZONES),
         "quota": {"vcpus": 8, "vms": 9},
     }
-    assert f"fp-{new_vdc}" in pools(world, "zone-b")
+    assert f"fp-{new_vdc}" in pools(light, "zone-b")
 
 
 @pytest.mark.parametrize(
@@ -140,16 +141,16 @@ def test_admin_updates_a_vdc_quota_and_zones(api: GraphQL, world: World, new_vdc
     ],
 )
 def test_each_bad_vdc_value_is_a_payload_error_naming_its_field(
-    api: GraphQL, world: World, new_vdc: str, change: dict[str, Any], field: str
+    api: InProcessApi, light: LightWorld, new_vdc: str, change: dict[str, Any], field: str
 ) -> None:
     answer = payload(api(CREATE, user="admin", variables={"input": vdc_input(new_vdc) | change}))
     assert answer["vdc"] is None
     assert [(e["field"], e["code"]) for e in answer["errors"]] == [(field, "INVALID")]
-    assert all(f"fp-{new_vdc}" not in pools(world, zone) for zone in ZONES)
+    assert all(f"fp-{new_vdc}" not in pools(light, zone) for zone in ZONES)
 
 
-def test_a_user_cannot_create_a_vdc(api: GraphQL, world: World, new_vdc: str) -> None:
+def test_a_user_cannot_create_a_vdc(api: InProcessApi, light: LightWorld, new_vdc: str) -> None:
     answer = api(CREATE, user="alice", variables={"input": vdc_input(new_vdc)})
     assert answer.codes == ["FORBIDDEN"]
     assert answer.data == {"createVdc": None}
-    assert all(f"fp-{new_vdc}" not in pools(world, zone) for zone in ZONES)
+    assert all(f"fp-{new_vdc}" not in pools(light, zone) for zone in ZONES)

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from devstack.world import World
-from tests.support import GraphQL
+from tests.orchestrator.inprocess import InProcessApi
+from tests.orchestrator.lightworld import LightWorld
+from tests.support import Zones
 from tests.vmkit import (
     LARGE,
     act,
@@ -34,86 +35,86 @@ from tests.vmkit import (
 
 
 @pytest.fixture
-def vm_name(api: GraphQL, world: World) -> Iterator[Callable[[str], str]]:
-    with vm_names(api, world) as name:
+def vm_name(api: InProcessApi, light: Zones) -> Iterator[Callable[[str], str]]:
+    with vm_names(api, light) as name:
         yield name
 
 
-def pve(world: World, zone: str = "zone-a") -> Any:
-    return world.fakes[zone].pve
+def pve(light: Zones, zone: str = "zone-a") -> Any:
+    return light.fakes[zone].pve
 
 
-def fail(world: World, method: str, suffix: str, zone: str = "zone-a", **how: Any) -> None:
+def fail(light: Zones, method: str, suffix: str, zone: str = "zone-a", **how: Any) -> None:
     """Make the zone's fake fail the next matching request (pve.fail(..., times=1))."""
-    fake = pve(world, zone)
-    world.fakes.on_loop(lambda: fake.fail(method, suffix, times=1, **how))
+    fake = pve(light, zone)
+    light.fakes.on_loop(lambda: fake.fail(method, suffix, times=1, **how))
 
 
-def last_clone(world: World, zone: str = "zone-a") -> int:
+def last_clone(light: Zones, zone: str = "zone-a") -> int:
     """The VMID the last clone request to the zone asked for."""
-    return int(requests_to(world, zone, "POST", "/clone")[-1]["newid"])
+    return int(requests_to(light, zone, "POST", "/clone")[-1]["newid"])
 
 
-def nothing_left(world: World, name: str, vmid: int, zone: str = "zone-a") -> None:
+def nothing_left(light: Zones, name: str, vmid: int, zone: str = "zone-a") -> None:
     """No VM of that name anywhere; no VM, disk or pool membership of its VMID."""
-    assert named(world, name) == []
-    assert fake_vm(world, f"{zone}/{vmid}") is None
-    assert volumes_of(world, zone, vmid) == []
-    assert vmid not in pool_members(world, zone, "fp-demo")
+    assert named(light, name) == []
+    assert fake_vm(light, f"{zone}/{vmid}") is None
+    assert volumes_of(light, zone, vmid) == []
+    assert vmid not in pool_members(light, zone, "fp-demo")
 
 
-def vmids_now(world: World, zone: str = "zone-a") -> set[int]:
-    return set(fake_vms(world, zone))
+def vmids_now(light: Zones, zone: str = "zone-a") -> set[int]:
+    return set(fake_vms(light, zone))
 
 
 # ------------------------------------------------------------------------------------------ creates
 
 
 def test_a_clone_that_proxmox_refuses_makes_nothing(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
-    fail(world, "POST", "/clone", status=500, message="clone failed: storage 'local-lvm' is out of space")
+    fail(light, "POST", "/clone", status=500, message="clone failed: storage 'local-lvm' is out of space")
     result = create(api, "alice", "demo", name=vm_name("noclone"))
     assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
     assert "storage 'local-lvm' is out of space" in result["errors"][0]["message"]
-    nothing_left(world, vm_name("noclone"), last_clone(world))
+    nothing_left(light, vm_name("noclone"), last_clone(light))
 
 
 def test_a_tag_write_refused_right_after_the_clone_removes_the_untagged_vm(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
-    fail(world, "PUT", "/config", status=500, message="cluster not ready - no quorum?")
+    fail(light, "PUT", "/config", status=500, message="cluster not ready - no quorum?")
     result = create(api, "alice", "demo", name=vm_name("notags"))
     assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
     assert "no quorum" in result["errors"][0]["message"]
     assert "was removed" in result["errors"][0]["message"]
-    nothing_left(world, vm_name("notags"), last_clone(world))
+    nothing_left(light, vm_name("notags"), last_clone(light))
 
 
 def test_a_disk_resize_refused_after_the_clone_removes_the_vm_and_its_disk(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
-    fail(world, "PUT", "/resize", status=500, message="unable to resize: thin pool data is full")
+    fail(light, "PUT", "/resize", status=500, message="unable to resize: thin pool data is full")
     result = create(api, "alice", "demo", name=vm_name("noroom"))
     assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
     assert "thin pool data is full" in result["errors"][0]["message"]
     assert "was removed" in result["errors"][0]["message"]
-    nothing_left(world, vm_name("noroom"), last_clone(world))
+    nothing_left(light, vm_name("noroom"), last_clone(light))
 
 
 OCCUPANT_VMID = 60_000
 
 
 @pytest.fixture
-def occupied(world: World) -> Iterator[None]:
+def occupied(light: Zones) -> Iterator[None]:
     """A guest of 6 GiB on every node of every zone (not flex.plane's: no tags), whatever earlier modules
     left on the nodes, taken away after."""
     added: list[tuple[str, int]] = []
-    for zone, fake in world.fakes.zones.items():
+    for zone, fake in light.fakes.zones.items():
         for n, node in enumerate(sorted(fake.pve.nodes)):
             vmid = OCCUPANT_VMID + n
             config = {"cores": 1, "memory": 6144}
-            world.fakes.on_loop(
+            light.fakes.on_loop(
                 lambda f=fake, v=vmid, o=node, c=config: f.pve.add_vm(v, f"occupant-{v}", node=o, config=c)
             )
             added.append((zone, vmid))
@@ -121,13 +122,13 @@ def occupied(world: World) -> Iterator[None]:
         yield
     finally:
         for zone, vmid in added:
-            forget(world, zone, vmid)
+            forget(light, zone, vmid)
 
 
 def test_a_zone_without_room_is_no_capacity_naming_what_was_short(
-    api: GraphQL, world: World, vm_name: Callable[[str], str], occupied: None
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str], occupied: None
 ) -> None:
-    before = vmids_now(world)
+    before = vmids_now(light)
     # "large" is 4 vCPUs and 8 GiB: each fake node has 8 GiB, and every node holds a guest of 6 GiB.
     result = create(api, "alice", "demo", name=vm_name("huge"), computeProfile=LARGE)
     assert [e["code"] for e in result["errors"]] == ["NO_CAPACITY"]
@@ -136,14 +137,14 @@ def test_a_zone_without_room_is_no_capacity_naming_what_was_short(
     assert placement["host"] is None
     assert {r["host"] for r in placement["rejected"]} == {"pve1", "pve2", "pve3"}
     assert all("not enough memory: needs 8192 MiB" in r["reason"] for r in placement["rejected"])
-    assert vmids_now(world) == before
+    assert vmids_now(light) == before
 
 
 def test_a_host_that_goes_offline_mid_create_is_a_clear_error_and_its_leftover_is_cleaned_up(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     name = vm_name("lost")
-    fake = pve(world)
+    fake = pve(light)
 
     # Slow the zone down (every request takes 0.15 s) so that the host can go away mid-create: right
     # after Proxmox made the clone, before the orchestrator could tag or configure it.
@@ -151,15 +152,15 @@ def test_a_host_that_goes_offline_mid_create_is_a_clear_error_and_its_leftover_i
         fake.time_scale = 1.0
         fake.network.update(latency=0.15)
 
-    world.fakes.on_loop(slow_down)
+    light.fakes.on_loop(slow_down)
     gone: list[tuple[str, int]] = []
 
     def take_its_host_offline() -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not gone:
-            for vmid, vm in fake_vms(world, "zone-a").items():
+            for vmid, vm in fake_vms(light, "zone-a").items():
                 if vm["name"] == name:
-                    world.fakes.set_node_offline("zone-a", vm["node"])
+                    light.fakes.set_node_offline("zone-a", vm["node"])
                     gone.append((vm["node"], vmid))
                     return
             time.sleep(0.005)
@@ -182,69 +183,71 @@ def test_a_host_that_goes_offline_mid_create_is_a_clear_error_and_its_leftover_i
     assert shown.get(f"zone-a/{vmid}") == "unknown"
 
     # ... and once the host is back, the VDC's next create removes it: nothing half-made remains.
-    leftover = volumes_of(world, "zone-a", vmid)
+    leftover = volumes_of(light, "zone-a", vmid)
     assert leftover
-    restore(world)
+    restore(light)
     after = ok(create(api, "alice", "demo", name=vm_name("next")))["virtualMachine"]
-    assert named(world, name) == []
+    assert named(light, name) == []
     # Proxmox hands the freed VMID out again: whatever holds it now is the new VM, with its own disk.
     if after["id"] == f"zone-a/{vmid}":
-        assert len(volumes_of(world, "zone-a", vmid)) == len(leftover)
+        assert len(volumes_of(light, "zone-a", vmid)) == len(leftover)
     else:
-        assert volumes_of(world, "zone-a", vmid) == []
-        assert vmid not in pool_members(world, "zone-a", "fp-demo")
+        assert volumes_of(light, "zone-a", vmid) == []
+        assert vmid not in pool_members(light, "zone-a", "fp-demo")
     assert node in {"pve1", "pve2", "pve3"}
 
 
 def test_a_vm_an_admin_put_in_the_pool_by_hand_is_never_taken_for_a_leftover(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
-    fake = pve(world)
+    fake = pve(light)
     stranger = 880
-    world.fakes.on_loop(
+    light.fakes.on_loop(
         lambda: fake.add_vm(
             stranger, vm_name("stranger"), node="pve2", config={"memory": 512}, pool="fp-demo"
         )
     )
     ok(create(api, "alice", "demo", name=vm_name("after")))
-    assert fake_vm(world, f"zone-a/{stranger}") is not None
+    assert fake_vm(light, f"zone-a/{stranger}") is not None
 
 
 # ------------------------------------------------------------------------------------------ lifecycle
 
 
 @pytest.fixture
-def running(api: GraphQL, vm_name: Callable[[str], str]) -> dict[str, Any]:
+def running(api: InProcessApi, vm_name: Callable[[str], str]) -> dict[str, Any]:
     vm: dict[str, Any] = ok(create(api, "alice", "demo", name=vm_name("victim")))["virtualMachine"]
     return vm
 
 
 def test_a_stop_that_ends_in_task_error_says_what_proxmox_said(
-    api: GraphQL, world: World, running: dict[str, Any]
+    api: InProcessApi, light: LightWorld, running: dict[str, Any]
 ) -> None:
-    fail(world, "POST", "/status/stop", error="quit_powerdown_failed")
+    fail(light, "POST", "/status/stop", error="quit_powerdown_failed")
     result = act(api, "alice", "stopVirtualMachine", running["id"])
     assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
     assert "VM quit/powerdown failed" in result["errors"][0]["message"]
-    assert present(world, running["id"])["status"] == "running"
+    assert present(light, running["id"])["status"] == "running"
 
 
-def test_a_vm_locked_by_a_backup_is_a_conflict(api: GraphQL, world: World, running: dict[str, Any]) -> None:
-    fake = pve(world)
-    world.fakes.on_loop(lambda: fake.snapshot_lock(vmid_of(running["id"]), "backup"))
+def test_a_vm_locked_by_a_backup_is_a_conflict(
+    api: InProcessApi, light: LightWorld, running: dict[str, Any]
+) -> None:
+    fake = pve(light)
+    light.fakes.on_loop(lambda: fake.snapshot_lock(vmid_of(running["id"]), "backup"))
     result = act(api, "alice", "deleteVirtualMachine", running["id"])
     assert [e["code"] for e in result["errors"]] == ["CONFLICT"]
     assert "VM is locked (backup)" in result["errors"][0]["message"]
-    assert fake_vm(world, running["id"]) is not None
+    assert fake_vm(light, running["id"]) is not None
 
 
 def test_a_delete_that_ends_in_task_error_keeps_the_vm_and_says_why(
-    api: GraphQL, world: World, running: dict[str, Any]
+    api: InProcessApi, light: LightWorld, running: dict[str, Any]
 ) -> None:
-    fail(world, "DELETE", f"/qemu/{vmid_of(running['id'])}", error="failed_remove_config_file")
+    fail(light, "DELETE", f"/qemu/{vmid_of(running['id'])}", error="failed_remove_config_file")
     result = act(api, "alice", "deleteVirtualMachine", running["id"])
     assert [e["code"] for e in result["errors"]] == ["UPSTREAM_FAILURE"]
     assert "failed to remove config file" in result["errors"][0]["message"]
-    vm = fake_vm(world, running["id"])
+    vm = fake_vm(light, running["id"])
     assert vm is not None
     assert vm["status"] == "stopped"  # the stop before the destroy went through
