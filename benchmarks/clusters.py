@@ -42,8 +42,8 @@ from orchestrator.models.clusters import (  # noqa: E402
     namespace_of,
 )
 from orchestrator.services.clusters import objects  # noqa: E402
+from tests.apikit import vdc_namespace  # noqa: E402
 from tests.orchestrator.clusterkit import install_crds  # noqa: E402
-from tests.support import vdc_namespace  # noqa: E402
 
 VDC = "demo"
 QUERY = """{ kubernetesClusters { name vdc version phase endpoint network

@@ -41,7 +41,7 @@ from benchmarks.kit import bench_world, percentile
 from devstack.fakeconsole import vnc_response
 from devstack.fakezones import TOKEN_ID
 from devstack.world import World
-from tests.portal.support import COOKIE, login
+from tests.portal.sessionkit import COOKIE, login
 
 ZONE, NODE, VMID, VDC = "zone-a", "pve1", 100, "demo"
 WIDTH, HEIGHT = 1024, 768

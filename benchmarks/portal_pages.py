@@ -27,7 +27,7 @@ import requests
 
 from benchmarks.kit import bench_world, interleaved, percentile, seed_vms
 from devstack.world import World
-from tests.portal.support import login
+from tests.portal.sessionkit import login
 
 ZONES = ("zone-a", "zone-b")
 NODES = 3

@@ -36,7 +36,7 @@ from kubernetes.config import new_client_from_config
 from benchmarks.kit import bench_world
 from devstack.world import World
 from providers.controlplane.handlers import DRIFT_INTERVAL
-from tests.support import vdc_namespace
+from tests.apikit import vdc_namespace
 
 KAMAJI_MCPU_PER_CLUSTER = 12.0
 KAMAJI_MIB_PER_CLUSTER = 6.0

@@ -15,7 +15,7 @@ from agent.proxy import refusals
 from devstack.net import free_port
 from devstack.world import World, WorldConfig
 from tests import addresses, secretscan
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 
 # The promise markers and the end-of-run summary of the suites' figures; the parallel run's order; the
 # share of the run's time the whole devstack costs.

@@ -31,7 +31,7 @@ from devstack import seed
 from devstack.processes import Process
 from devstack.world import World
 from devstack.world.config import AGENT_PORT
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 
 CREATE_TOKEN = """mutation($zone: String!, $host: String!) {
   createHostJoinToken(zone: $zone, host: $host) {

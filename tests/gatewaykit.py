@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from devstack.world import World
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 
 ZONE = "zone-a"
 CIDR, ROUTER, POOL = "203.0.113.0/24", "203.0.113.1", "203.0.113.10-203.0.113.60"

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.support import Answer, Api, Zones
+from tests.apikit import Answer, Api, Zones
 
 VM_FIELDS = "id name status zone host vdc cores memoryMb diskGb computeProfile storageProfile image lock"
 TASK_FIELDS = "id status type host result"

@@ -97,11 +97,6 @@ class NewJoinToken:
     expires_at: datetime.datetime
     command: str
 
-    @property
-    def host_name(self) -> str:
-        """``host`` under its former name, until the portal's templates say ``host`` (issue 31)."""
-        return self.host
-
 
 @dataclass(frozen=True)
 class JoinTokenRecord:
@@ -128,11 +123,6 @@ class JoinTokenRecord:
             used_at=_from_unix(used) if used else None,
             used_by=data.get("used-by", ""),
         )
-
-    @property
-    def host_name(self) -> str:
-        """``host`` under its former name, until the portal's templates say ``host`` (issue 31)."""
-        return self.host
 
     @property
     def spent_since(self) -> datetime.datetime:
@@ -183,7 +173,7 @@ def create_join_token(ctx: Context, zone: str, host: str, origin: str) -> NewJoi
     if not isinstance(host, str) or not is_slug(host):
         raise ValidationFailed(
             "host",
-            f"hostName {host!r} is not a DNS label (lowercase letters, digits and inner '-', "
+            f"host {host!r} is not a DNS label (lowercase letters, digits and inner '-', "
             "at most 63 characters): use the node's name in Proxmox",
         )
     if len(host_ident(zone, host)) > MAX_NAME_LENGTH:

@@ -309,9 +309,6 @@ class JoinTokenForm(AdminForm):
         help_text="The host's name: its Proxmox node's (a DNS label, e.g. pve4).",
     )
 
-    def form_field(self, service_field: str) -> str | None:
-        return "host" if service_field == "host_name" else super().form_field(service_field)
-
     def add_fields(self) -> None:
         zone_field = self.fields["zone"]
         assert isinstance(zone_field, forms.ChoiceField)

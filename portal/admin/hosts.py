@@ -50,7 +50,7 @@ class DrainCell:
         states = [vm.state for vm in drain.vms]
         return cls(
             drain.zone,
-            drain.node,
+            drain.host,
             drain.status,
             states.count(hosts.MOVED),
             states.count(hosts.VM_FAILED),

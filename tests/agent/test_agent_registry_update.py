@@ -34,6 +34,7 @@ from tests.agent.test_agent_update import (
     updating_config,
     wait_for_result,
 )
+from tests.apikit import eventually
 from tests.releasekit import (
     Proxy,
     ReleasePlatform,
@@ -49,7 +50,6 @@ from tests.releasekit import (
     registry_env,
     release_files,
 )
-from tests.support import eventually
 
 CHANNEL = "{ agentReleaseChannel { versions servedVersion pin { version } } }"
 # The broken release never answers: a rollback waits this long for it.

@@ -27,6 +27,7 @@ from devstack.net import free_port
 from devstack.supervisor import MAIN_PID, read_pid
 from tests import addresses
 from tests.agent.conftest import IDENTITY, ROOT, AgentProcess, Pki, agent_env, write_config
+from tests.apikit import eventually
 from tests.releasekit import (
     ReleasePlatform,
     Releases,
@@ -35,7 +36,6 @@ from tests.releasekit import (
     release_files,
     stop_pid,
 )
-from tests.support import eventually
 
 AGENT_HOST = addresses.address(addresses.AGENT_SUITE, 1)
 SUPERVISOR = ROOT / "devstack" / "supervisor.py"

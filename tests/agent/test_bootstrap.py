@@ -32,8 +32,8 @@ from agentclient.errors import AgentError
 from devstack.net import free_port
 from devstack.processes import Process
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.enrollkit import Node, added_node, info, join_token, peer_certificate
-from tests.support import GraphQL
 
 ZONE = "zone-a"
 HOSTS = "{ zones { id hosts { id online endpoint } } }"

@@ -28,8 +28,8 @@ from devstack.net import free_port
 from devstack.processes import Process
 from devstack.world import World
 from tests.agent.conftest import AGENT_HOST, IDENTITY, AgentProcess, Pki, stand_in_settings
+from tests.apikit import GraphQL
 from tests.enrollkit import Node, added_node, info, peer_certificate, served_certificate
-from tests.support import GraphQL
 
 ZONE = "zone-b"
 LIFETIME = 20

@@ -8,9 +8,9 @@ from playwright.sync_api import Page, expect
 
 from devstack.world import World
 from orchestrator.services import hosts
+from tests.apikit import GraphQL
 from tests.browser.conftest import LoginFn
 from tests.portal.test_admin_pages import drained_host, write_drain
-from tests.support import GraphQL
 
 # The page polls every 2 s while a drain runs; a few polls' worth.
 LIVE_MS = 10_000

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
+from tests.apikit import GraphQL
 from tests.browser.conftest import LoginFn, assert_not_found
-from tests.support import GraphQL
 
 PROFILE = "browser-xl"
 

@@ -20,6 +20,7 @@ from playwright.sync_api import Page, ViewportSize, expect
 
 from devstack.world import World
 from orchestrator.models.clusters import MACHINE_DEPLOYMENT
+from tests.apikit import GraphQL
 from tests.browser.conftest import LoginFn
 from tests.portal.clusterkit import (
     VERSIONS,
@@ -31,7 +32,6 @@ from tests.portal.clusterkit import (
     self_signed_ca,
     vdc_network,
 )
-from tests.support import GraphQL
 
 DESKTOP: ViewportSize = {"width": 1280, "height": 860}
 NARROW: ViewportSize = {"width": 390, "height": 844}

@@ -13,9 +13,9 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.browser.conftest import LoginFn
 from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
-from tests.support import GraphQL
 from tests.vmkit import create, vm_names
 
 PUBLIC = re.compile(r"Public IP (203\.0\.113\.\d+) is yours in zone zone-a\.")

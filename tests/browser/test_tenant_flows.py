@@ -15,8 +15,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.browser.conftest import LoginFn, assert_not_found
-from tests.support import GraphQL
 from tests.vmkit import fake_vm, named, vm_names
 
 # Cloning, configuring and starting a VM takes a few seconds in the fake zones.

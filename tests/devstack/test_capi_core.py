@@ -25,7 +25,7 @@ from devstack.kube import KubeServer
 from devstack.kube.crds import custom_resource_definition
 from devstack.pki import CertificateAuthority
 from tests import addresses
-from tests.support import eventually
+from tests.apikit import eventually
 
 T = TypeVar("T")
 Body = dict[str, Any]

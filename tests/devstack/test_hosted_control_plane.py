@@ -18,7 +18,7 @@ from devstack.hosted_control_plane import HostedControlPlanes
 from devstack.kube import KubeServer
 from devstack.pki import CertificateAuthority
 from tests import addresses
-from tests.support import eventually
+from tests.apikit import eventually
 
 T = TypeVar("T")
 

@@ -23,7 +23,7 @@ from kubernetes.client import ApiException
 
 from devstack.kube import KubeServer
 from devstack.kube.crds import CRDS, ScalePaths, custom_resource_definition
-from tests.support import eventually
+from tests.apikit import eventually
 
 GROUP, VERSION, PLURAL = "widgets.flexplane.io", "v1alpha1", "widgets"
 NAMESPACE = "vdc-demo"

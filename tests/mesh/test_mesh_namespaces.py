@@ -46,7 +46,7 @@ from orchestrator.services.hosts import lifecycle
 from orchestrator.sources.kube import KubeSource, kube
 from tests import addresses
 from tests.enrollkit import remove_host
-from tests.portal.support import login
+from tests.portal.sessionkit import login
 
 ZONE = "zone-b"
 HUB_PORT = 51820

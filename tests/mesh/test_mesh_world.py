@@ -26,9 +26,9 @@ from devstack.meshnet import mesh_possible
 from devstack.world import World
 from devstack.world.config import AGENT_PORT
 from tests import addresses
+from tests.apikit import GraphQL
 from tests.conftest import world_config
 from tests.enrollkit import core, csr, host_spec, join_token, post
-from tests.support import GraphQL
 from tests.vmkit import LIST, create, fake_vms, ok
 
 ZONE = "zone-a"

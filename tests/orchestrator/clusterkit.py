@@ -25,7 +25,7 @@ from orchestrator.models.clusters import (
     namespace_of,
 )
 from providers.common.crds import load_crds
-from tests.support import GraphQL, vdc_namespace
+from tests.apikit import GraphQL, vdc_namespace
 
 
 def install_crds(world: World) -> None:

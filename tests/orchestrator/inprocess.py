@@ -48,8 +48,8 @@ from orchestrator.sources import proxmox as proxmox_source
 from orchestrator.sources.protocols import ProxmoxApi
 from portal.auth import EXPIRATION_KEY, remember_user
 from portal.models import PortalUser
+from tests.apikit import Answer
 from tests.orchestrator.fakekube import FakeClusterApi, FakeKube
-from tests.support import Answer
 
 AUDIENCE = seed.PROJECT_ID
 
@@ -117,7 +117,7 @@ class LocalIssuer:
 
 @dataclass
 class InProcessApi:
-    """``api(query, user="alice", vdc="demo")`` as ``tests.support.GraphQL`` answers it, in this process."""
+    """``api(query, user="alice", vdc="demo")`` as ``tests.apikit.GraphQL`` answers it, in this process."""
 
     issuer: LocalIssuer
     kube: FakeKube
@@ -138,7 +138,7 @@ class InProcessApi:
         *,
         headers: dict[str, str] | None = None,
         variables: dict[str, Any] | None = None,
-        timeout: float = 30,  # as tests.support.GraphQL's: a request here waits for its answer
+        timeout: float = 30,  # as tests.apikit.GraphQL's: a request here waits for its answer
     ) -> Answer:
         response = self.client.post(
             "/graphql",

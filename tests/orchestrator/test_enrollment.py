@@ -25,9 +25,9 @@ from agentclient.enrollment import JOIN_PATH, RENEW_PATH, parse_join_token, rene
 from devstack import seed
 from devstack.pki import CertificateAuthority
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.enrollkit import CREATE_TOKEN, core, csr, host_spec, join, join_token, post, remove_host
 from tests.orchestrator.replicas import replica
-from tests.support import GraphQL
 
 ZONE = "zone-b"
 

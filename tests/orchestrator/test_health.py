@@ -12,8 +12,8 @@ import requests
 
 from devstack.world import World
 from tests import addresses
+from tests.apikit import GraphQL
 from tests.conftest import world_config
-from tests.support import GraphQL
 
 
 def test_healthz_answers_while_the_process_lives(world: World) -> None:

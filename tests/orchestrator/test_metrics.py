@@ -12,9 +12,9 @@ import requests
 
 from devstack.net import free_port
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.metricskit import sample
 from tests.orchestrator.replicas import replica
-from tests.support import GraphQL
 
 VMS = "query Listing { virtualMachines(first: 5) { edges { node { id } } } }"
 

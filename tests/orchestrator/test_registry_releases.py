@@ -18,10 +18,10 @@ from agent import __version__
 from agentclient.enrollment import RENEW_PATH, renewal_message, sign_proof
 from devstack.registry import NODES
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.enrollkit import csr, join, join_token, post, remove_host
-from tests.portal.support import csrf_token, login
+from tests.portal.sessionkit import csrf_token, login
 from tests.releasekit import get_manifest
-from tests.support import GraphQL
 
 ZONE = "zone-b"
 

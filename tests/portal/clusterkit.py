@@ -36,8 +36,8 @@ from orchestrator.models.clusters import (
     Resource,
     namespace_of,
 )
+from tests.apikit import GraphQL
 from tests.orchestrator.clusterkit import NEXT, VERSION, ensure_versions, install_crds
-from tests.support import GraphQL
 
 # The Kubernetes versions the tests offer, oldest first: the service's tests' (tests.orchestrator.clusterkit),
 # so that a world's catalog holds one set whichever module runs first.

@@ -1,6 +1,6 @@
 """The portal suites' sessions: alice (VDC demo), bob (VDC other) and admin, each signed in once a module."""
 
-from tests.portal.support import signed_in
+from tests.portal.sessionkit import signed_in
 
 alice = signed_in("alice")
 bob = signed_in("bob")

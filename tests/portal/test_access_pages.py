@@ -8,10 +8,10 @@ import requests
 
 from devstack.identity.claims import organisation_of
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.orchestrator.graphql.test_access import zitadel
 from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
-from tests.portal.support import csrf_token, login
-from tests.support import GraphQL
+from tests.portal.sessionkit import csrf_token, login
 
 ACCESS = "/admin/access/"
 USERS = "query($s: String!) { users(search: $s) { id username vdcs } }"

@@ -14,8 +14,8 @@ from devstack import seed
 from devstack.world import World
 from orchestrator.services import audit
 from orchestrator.sources.kube import KubeSource
-from tests.portal.support import csrf_token, login
-from tests.support import GraphQL
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import csrf_token, login
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ from devstack.world import World
 from orchestrator.models.zones import host_ident
 from orchestrator.services import catalog, hosts
 from orchestrator.sources.kube_objects import config_map, config_map_name
-from tests.portal.support import csrf_token, login
-from tests.support import GraphQL
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import csrf_token, login
 
 PROFILES = "{ computeProfiles { name vcpus memoryMib cpuType description } }"
 

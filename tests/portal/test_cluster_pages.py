@@ -30,6 +30,7 @@ from orchestrator.models.clusters import (
     PROXMOX_CLUSTER,
     VDC_LABEL,
 )
+from tests.apikit import GraphQL
 from tests.portal.clusterkit import (
     VERSIONS,
     Management,
@@ -43,7 +44,6 @@ from tests.portal.clusterkit import (
     vdc_network,
 )
 from tests.portal.test_vm_pages import field_error, get, post
-from tests.support import GraphQL
 
 HTMX = {"HX-Request": "true"}
 TOKENS = re.compile(r'(csrfmiddlewaretoken" value="|"X-CSRFToken": ")[^"]+')

@@ -27,7 +27,7 @@ from devstack.net import free_port
 from devstack.world import World
 from orchestrator.services.console import TICKET_SALT
 from portal.auth import EXPIRATION_KEY
-from tests.portal.support import COOKIE, login, portal_session, set_portal_session
+from tests.portal.sessionkit import COOKIE, login, portal_session, set_portal_session
 
 RFB = b"RFB 003.008\n"
 WEB_1 = ("zone-a", 100)  # devstack/seed.py: alice's VM (VDC demo), running

@@ -7,8 +7,8 @@ from collections import Counter
 
 from devstack.world import World
 from orchestrator.services.tasks import decode_task_id
-from tests.portal.support import login, recorded_session
-from tests.support import GraphQL
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import login, recorded_session
 from tests.vmkit import LIST, act, ok, payload, restore
 
 QUOTA = re.compile(r'data-quota="([^"]+)">.*?(\d+)(?: \w+)? of (\d+)', re.S)

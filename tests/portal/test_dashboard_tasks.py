@@ -12,8 +12,8 @@ import pytest
 import requests
 
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.orchestrator.services.test_tasks import demo_nodes, zone_nodes
-from tests.support import GraphQL
 from tests.vmkit import act, ok, scratch_vdcs
 
 TASKS = "query($first: Int, $vm: ID) { tasks(first: $first, vm: $vm) { id type } }"

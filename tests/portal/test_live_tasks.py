@@ -21,8 +21,8 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
 from devstack.world import World
-from tests.portal.support import COOKIE, login
-from tests.support import GraphQL
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import COOKIE, login
 from tests.vmkit import act, ok, restore
 
 DB_1 = "zone-a/101"  # devstack/seed.py: alice's VM, stopped

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from devstack.world import World
-from tests.portal.support import csrf_token, login, portal_session, set_portal_session, submit_login_form
+from tests.portal.sessionkit import csrf_token, login, portal_session, set_portal_session, submit_login_form
 
 
 def forget_identity_provider(session: requests.Session, world: World) -> None:

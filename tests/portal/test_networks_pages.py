@@ -22,8 +22,8 @@ from devstack.world import World
 from orchestrator.models.networks import Network
 from orchestrator.services.networks.nics import NicRequest
 from portal.networks.forms import NetworkChoice
+from tests.apikit import GraphQL
 from tests.portal.test_vm_pages import create_form, field_error, get, post
-from tests.support import GraphQL
 from tests.vmkit import create, named, present, vm_names
 
 DELETE_NETWORK = "mutation($id: ID!) { deleteNetwork(id: $id) { errors { message } } }"

@@ -25,7 +25,7 @@ from graphql import build_schema
 
 import portal
 from devstack.world import World
-from tests.portal.support import login
+from tests.portal.sessionkit import login
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates" / "portal"

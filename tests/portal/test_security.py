@@ -8,8 +8,8 @@ import pytest
 import requests
 
 from devstack.world import World
-from tests.portal.support import login
-from tests.support import GraphQL
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import login
 
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\ssrc=)[^>]*>", re.I)
 INLINE_STYLE = re.compile(r"\sstyle=", re.I)

@@ -19,9 +19,9 @@ from django.http import QueryDict
 from devstack.world import World
 from orchestrator.errors import ValidationFailed
 from portal.security_groups.forms import GroupEditor
+from tests.apikit import GraphQL
 from tests.portal.test_networks_pages import blanked
 from tests.portal.test_vm_pages import create_form, field_error, get, post
-from tests.support import GraphQL
 from tests.vmkit import named, present, vm_names
 
 GROUPS = "query { securityGroups { name vdc description rules { direction protocol ports cidr group } } }"

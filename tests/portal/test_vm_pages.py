@@ -16,8 +16,8 @@ import pytest
 import requests
 
 from devstack.world import World
-from tests.portal.support import csrf_token
-from tests.support import GraphQL
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import csrf_token
 from tests.vmkit import (
     SSH_KEY,
     fake_vm,

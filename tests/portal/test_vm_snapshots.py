@@ -12,9 +12,9 @@ import pytest
 import requests
 
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.orchestrator.api.light.test_snapshots import fake_snapshots
 from tests.portal.test_vm_pages import get, post
-from tests.support import GraphQL
 from tests.vmkit import create, ok, present, scratch_vdcs
 
 

@@ -10,8 +10,8 @@ import requests
 from devstack.world import World
 from orchestrator.sources.proxmox.usage import UsageSample, VmUsage
 from portal.vms.usage import graphs
-from tests.portal.support import login
-from tests.support import GraphQL
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import login
 
 
 def usage(

@@ -14,7 +14,7 @@ from kubernetes import client, config
 from devstack.kube import KubeServer
 from orchestrator.sources.kube import KubeSource
 from providers import leader
-from tests.support import eventually
+from tests.apikit import eventually
 
 NAMESPACE = "flexplane"
 

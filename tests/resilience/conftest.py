@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.conftest import DEADLINES
-from tests.support import GraphQL
 from tests.vmkit import fake_vm, fake_vms, named, pool_members, restore, vm_names, volumes_of
 
 # The world's orchestrator runs with these deadlines (tests/conftest.py).

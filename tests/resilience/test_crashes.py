@@ -20,6 +20,7 @@ import requests
 
 from devstack.net import free_port
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.promises import RecordFigure
 from tests.resilience.conftest import (
     AGENT_TIMEOUT,
@@ -30,7 +31,6 @@ from tests.resilience.conftest import (
     restart_agent,
     timed,
 )
-from tests.support import GraphQL
 from tests.vmkit import CREATE, create, fake_vms, named, ok, present
 
 pytestmark = pytest.mark.promise("faults")

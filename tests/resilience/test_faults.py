@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from devstack.world import World
+from tests.apikit import Answer, GraphQL
 from tests.promises import RecordFigure
 from tests.resilience.conftest import (
     AGENT_TIMEOUT,
@@ -30,7 +31,6 @@ from tests.resilience.conftest import (
     snippets,
     timed,
 )
-from tests.support import Answer, GraphQL
 from tests.vmkit import (
     RESIZE,
     act,

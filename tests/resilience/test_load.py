@@ -28,10 +28,10 @@ from agentclient.pool import DEFAULT_MAX_IN_FLIGHT
 from devstack.net import free_port
 from devstack.world import World
 from devstack.world.config import ORCHESTRATOR_CLIENT_CN
+from tests.apikit import GraphQL
 from tests.promises import RecordFigure
 from tests.resilience.conftest import Arrivals, timed
 from tests.resilience.loadgen import LIST, Seen, list_until
-from tests.support import GraphQL
 from tests.vmkit import CREATE_TIMEOUT, action, create, fake_vms, named, payload
 
 pytestmark = [pytest.mark.load, pytest.mark.alone, pytest.mark.promise("load")]

@@ -26,9 +26,9 @@ from agentclient import (
 from agentclient.errors import ERROR_METADATA_KEY, PROXMOX_NO_ANSWER, PROXMOX_UNREACHABLE
 from agentclient.pool import translate_error
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.promises import RecordFigure
 from tests.resilience.conftest import AGENT_TIMEOUT, SLACK, ZONE_DEADLINE, Arrivals, drop, timed
-from tests.support import GraphQL
 from tests.vmkit import RESIZE, act, create, fake_vm, ok, payload, present, vmid_of
 
 pytestmark = pytest.mark.promise("faults")

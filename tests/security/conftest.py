@@ -40,9 +40,9 @@ from tests.agent.conftest import (  # noqa: F401  # fixtures, imported to be fou
     pve,
     target,
 )
-from tests.portal.support import COOKIE, recorded_session
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import COOKIE, recorded_session
 from tests.promises import RecordFigure
-from tests.support import GraphQL
 from tests.vmkit import act, create, vm_names
 
 Reply = TypeVar("Reply")

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from devstack.world import World
+from tests.apikit import Answer, GraphQL
 from tests.orchestrator.clusterkit import staged_cluster
 from tests.security.conftest import AlicesVms
-from tests.support import Answer, GraphQL
 from tests.vmkit import create
 
 SUITE = "isolation"

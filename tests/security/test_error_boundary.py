@@ -26,8 +26,8 @@ from orchestrator.errors import NotFound, ValidationFailed
 from orchestrator.graphql.view import FlexPlaneGraphQLView
 from orchestrator.models.vms import parse_vm_id
 from orchestrator.services.vms import decode_cursor, encode_cursor
-from tests.portal.support import login
-from tests.support import Answer, GraphQL
+from tests.apikit import Answer, GraphQL
+from tests.portal.sessionkit import login
 
 pytestmark = pytest.mark.promise("errors")
 

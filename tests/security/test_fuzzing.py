@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from devstack import seed
 from devstack.world import World
+from tests.apikit import Answer, GraphQL
 from tests.promises import RecordFigure
 from tests.security.conftest import Issuer, ProxmoxCalls
-from tests.support import Answer, GraphQL
 from tests.vmkit import CREATE, DEBIAN, MEDIUM, RESIZE, SMALL, SSH_KEY, STANDARD, scratch_vdcs
 
 pytestmark = pytest.mark.promise("fuzzing")

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import Mode, queries
 
+from tests.apikit import Answer, GraphQL
 from tests.promises import RecordFigure
 from tests.security.test_error_boundary import PYTHON_WORDS
-from tests.support import Answer, GraphQL
 
 pytestmark = pytest.mark.promise("fuzzing")
 

@@ -19,9 +19,9 @@ from graphql import get_introspection_query, parse, validate
 
 from orchestrator.graphql.schema import schema
 from orchestrator.graphql.validation import validation_rules
+from tests.apikit import Answer, GraphQL
 from tests.promises import RecordFigure
 from tests.security.conftest import BEHIND_THE_INGRESS, Production, ProxmoxCalls
-from tests.support import Answer, GraphQL
 
 pytestmark = pytest.mark.promise("graphql-abuse")
 

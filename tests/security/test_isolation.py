@@ -29,6 +29,7 @@ from graphql import GraphQLSchema, OperationDefinitionNode, build_schema, parse
 
 from devstack.world import World
 from orchestrator.graphql.schema import schema
+from tests.apikit import Answer, GraphQL
 from tests.promises import RecordFigure
 from tests.security.conftest import AlicesVms
 from tests.security.isolation_matrix import (
@@ -42,7 +43,6 @@ from tests.security.isolation_matrix import (
 )
 from tests.security.isolation_mutations import MUTATION_ROWS
 from tests.security.isolation_queries import QUERY_ROWS
-from tests.support import Answer, GraphQL
 
 pytestmark = pytest.mark.promise("isolation")
 

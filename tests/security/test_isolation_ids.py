@@ -24,10 +24,10 @@ from graphql import FieldNode, GraphQLInputObjectType, OperationDefinitionNode, 
 from devstack.world import World
 from orchestrator.graphql.schema import schema
 from orchestrator.services.tasks import decode_task_id, encode_task_id
+from tests.apikit import Answer, GraphQL
 from tests.orchestrator.clusterkit import staged_cluster
 from tests.promises import RecordFigure
 from tests.security.conftest import AlicesVms, ProxmoxCalls, Timings
-from tests.support import Answer, GraphQL
 from tests.vmkit import DEBIAN, SMALL, STANDARD, create, fake_vm
 
 pytestmark = pytest.mark.promise("isolation")

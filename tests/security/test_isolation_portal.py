@@ -34,9 +34,10 @@ from devstack.world import World
 from orchestrator.services.tasks import decode_task_id, encode_task_id
 from portal.vms.actions import ACTIONS
 from portal.vms.snapshots import ACTIONS as SNAPSHOT_ACTIONS
+from tests.apikit import GraphQL
 from tests.gatewaykit import clean_gateway, external_network
 from tests.portal.clusterkit import cleaned, create_in_portal, prepare, vdc_network
-from tests.portal.support import COOKIE, csrf_token, signed_in
+from tests.portal.sessionkit import COOKIE, csrf_token, signed_in
 from tests.promises import RecordFigure
 from tests.security.conftest import (
     BEHIND_THE_INGRESS,
@@ -48,7 +49,6 @@ from tests.security.conftest import (
     portal_routes,
     production_cookie,
 )
-from tests.support import GraphQL
 from tests.vmkit import act, create, fake_vm
 
 pytestmark = pytest.mark.promise("isolation")

@@ -12,7 +12,7 @@ import pytest
 
 from devstack.world import World
 from orchestrator.services.tasks import decode_task_id
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 from tests.vmkit import act, create, forget, ok, vm_names
 
 pytestmark = pytest.mark.promise("isolation")

@@ -22,7 +22,7 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from devstack.world import World
-from tests.portal.support import COOKIE, csrf_token, login, signed_in
+from tests.portal.sessionkit import COOKIE, csrf_token, login, signed_in
 from tests.security.conftest import (
     BEHIND_THE_INGRESS,
     Production,

@@ -19,7 +19,7 @@ from devstack.world import World
 from orchestrator.models import Usage
 from orchestrator.models.vms import request_tag
 from orchestrator.sources.qemu_config import parse_config
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 from tests.vmkit import MEDIUM, SMALL, create, fake_vms, put_tagged_vm, scratch_vdcs, vm_names
 
 pytestmark = pytest.mark.promise("quota")

@@ -23,8 +23,8 @@ from devstack.world import World
 from orchestrator.services import audit
 from orchestrator.sources.kube import KubeSource
 from tests import secretscan
-from tests.portal.support import COOKIE, login
-from tests.support import GraphQL
+from tests.apikit import GraphQL
+from tests.portal.sessionkit import COOKIE, login
 from tests.vmkit import DEBIAN, SMALL, STANDARD
 
 # What a create carries that is the tenant's own secret: a password in its user data.

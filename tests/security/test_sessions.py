@@ -21,7 +21,7 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from devstack.world import World
-from tests.portal.support import (
+from tests.portal.sessionkit import (
     COOKIE,
     csrf_token,
     login,

@@ -25,9 +25,9 @@ from agentclient import AgentPool, AgentTarget, ClientTLS, ImageRefused
 from devstack.images import ImageServer
 from devstack.world import World
 from devstack.world.config import ORCHESTRATOR_CLIENT_CN
+from tests.apikit import GraphQL
 from tests.promises import RecordFigure
 from tests.security.conftest import ProxmoxCalls
-from tests.support import GraphQL
 from tests.vmkit import CREATE, SMALL, STANDARD
 
 pytestmark = pytest.mark.promise("ssrf")

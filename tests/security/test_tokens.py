@@ -30,9 +30,9 @@ from graphql import (
 )
 
 from orchestrator.graphql.schema import schema
+from tests.apikit import Answer, GraphQL
 from tests.promises import RecordFigure
 from tests.security.conftest import Issuer
-from tests.support import Answer, GraphQL
 
 pytestmark = pytest.mark.promise("tokens")
 

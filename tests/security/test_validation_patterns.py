@@ -31,7 +31,7 @@ from orchestrator.models.vms import parse_vm_id
 from orchestrator.services.catalog.fields import Fields
 from orchestrator.services.vms.inputs import validate_name
 from orchestrator.sources.qemu_config import is_drive_key, is_tag
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 from tests.vmkit import CREATE, DEBIAN, SMALL, STANDARD
 
 pytestmark = pytest.mark.promise("validation")

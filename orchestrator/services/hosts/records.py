@@ -161,11 +161,6 @@ class HostDrain:
         }
 
     @property
-    def node(self) -> str:
-        """The host's name under its former word, until portal/admin/hosts.py says ``host`` (issue 31)."""
-        return self.host
-
-    @property
     def ident(self) -> str:
         return host_ident(self.zone, self.host)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from devstack.world import World
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 from tests.vmkit import vm_names
 
 

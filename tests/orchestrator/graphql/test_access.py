@@ -14,8 +14,8 @@ from devstack.net import free_port
 from devstack.world import World
 from orchestrator.sources.zitadel import ServiceKey, ZitadelSource
 from tests import addresses
+from tests.apikit import Answer, GraphQL
 from tests.orchestrator.replicas import replica
-from tests.support import Answer, GraphQL
 
 USERS = "query($s: String!) { users(search: $s) { id username name email organization roles vdcs } }"
 MEMBERS = "query($v: ID!) { vdcMembers(vdc: $v) { id username vdcs } }"

@@ -13,7 +13,7 @@ from kubernetes import client, config
 from devstack import seed
 from devstack.world import World
 from tests import vmkit
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 
 CHECKSUM = "sha256:" + "0123456789abcdef" * 4
 IMAGE_URL = "https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2"

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.orchestrator.clusterkit import (
     CLUSTER_FIELDS,
     CREATE_CLUSTER,
@@ -21,7 +22,6 @@ from tests.orchestrator.clusterkit import (
     delete_all,
     prepare,
 )
-from tests.support import GraphQL
 
 CLUSTERS = f"{{ kubernetesClusters {{ {CLUSTER_FIELDS} }} }}"
 CLUSTER = f"query($name: String!) {{ kubernetesCluster(name: $name) {{ {CLUSTER_FIELDS} }} }}"

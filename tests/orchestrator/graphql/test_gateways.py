@@ -20,6 +20,7 @@ from devstack import seed
 from devstack.world import World
 from orchestrator.models.gateways import GATEWAY_KIND, gateway_id
 from orchestrator.sources.kube import KubeSource
+from tests.apikit import GraphQL, eventually
 from tests.gatewaykit import (
     POOL,
     UPDATE_ZONE,
@@ -30,7 +31,6 @@ from tests.gatewaykit import (
     unbridge,
     vnets_of,
 )
-from tests.support import GraphQL, eventually
 from tests.vmkit import payload, scratch_vdcs
 
 ZONE = "zone-a"

@@ -20,7 +20,7 @@ from agent import __version__ as AGENT_VERSION
 from devstack import seed
 from devstack.world import World
 from orchestrator.sources.kube_objects import config_map, config_map_name
-from tests.support import Answer, GraphQL
+from tests.apikit import Answer, GraphQL
 from tests.vmkit import create, fake_vms, forget, ok, requests_to
 
 GIB = 1024**3

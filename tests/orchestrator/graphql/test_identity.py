@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 
 
 def test_me_describes_the_caller_from_the_token(api: GraphQL) -> None:

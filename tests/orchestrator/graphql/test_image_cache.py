@@ -16,7 +16,7 @@ from devstack.images import fake_image
 from devstack.world import World
 from orchestrator.services.vms import TEMPLATE_WAIT
 from tests import vmkit
-from tests.support import GraphQL, eventually
+from tests.apikit import GraphQL, eventually
 
 PUBLISH = """mutation($input: ImageInput!) { createImage(input: $input) {
   image { name } caching { host storage started message } errors { field message code } } }"""

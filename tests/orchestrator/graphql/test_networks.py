@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from devstack.world import World
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 from tests.vmkit import scratch_vdcs
 
 NETWORKS = "query { networks { id name zone vdc cidr gateway dns vnet isDefault pending } }"

@@ -13,9 +13,9 @@ import pytest
 
 from devstack import seed
 from devstack.world import World
+from tests.apikit import GraphQL
 from tests.orchestrator.graphql.test_access import SET_ROLES, fresh, vdc, without_zitadel, zitadel
 from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
-from tests.support import GraphQL
 
 __all__ = ["without_zitadel"]  # a fixture of this module's too
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from devstack.world import World
 from orchestrator.services.tasks import decode_task_id
+from tests.apikit import Answer, GraphQL
 from tests.orchestrator.graphql.test_hosts import DRAIN, by_vmid, ended, guests, mutate, uncordoned_after
-from tests.support import Answer, GraphQL
 from tests.vmkit import act, create, fake_vm, forget, ok, restore, vmid_of
 
 TASKS = """query($first: Int, $vm: ID) { tasks(first: $first, vm: $vm) {

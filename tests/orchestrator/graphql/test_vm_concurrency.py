@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from devstack.world import World
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 from tests.vmkit import create, fake_vms, named, ok, scratch_vdcs, vm_names
 
 

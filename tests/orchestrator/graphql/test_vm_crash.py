@@ -23,7 +23,7 @@ from kubernetes.config import new_client_from_config
 from devstack import seed
 from devstack.net import free_port
 from devstack.world import World
-from tests.support import GraphQL, eventually
+from tests.apikit import GraphQL, eventually
 from tests.vmkit import CREATE, create, fake_vms, named, scratch_vdcs
 
 ZONE = "zone-a"

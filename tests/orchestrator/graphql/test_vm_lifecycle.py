@@ -11,7 +11,7 @@ import urllib.parse
 from collections.abc import Callable
 
 from devstack.world import World
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 from tests.vmkit import (
     SSH_KEY,
     act,

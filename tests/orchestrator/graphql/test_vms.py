@@ -4,7 +4,7 @@ a listing costs in calls to each zone. Who sees what is tested in-process
 
 from __future__ import annotations
 
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 
 LIST = "{ virtualMachines { edges { node { id name zone status vdc host cores memoryMb } } } }"
 

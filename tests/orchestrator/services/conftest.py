@@ -25,7 +25,7 @@ from orchestrator.sources import proxmox as proxmox_module
 from orchestrator.sources.kube import KubeSource
 from orchestrator.sources.proxmox import ProxmoxSource
 from tests.orchestrator.clusterkit import install_crds
-from tests.orchestrator.services.clusters_support import FAR, NEXT, VERSION, wipe
+from tests.orchestrator.services.clusterkit import FAR, NEXT, VERSION, wipe
 
 MakeContext = Callable[..., Context]
 

@@ -21,7 +21,7 @@ from orchestrator.graphql.schema import schema
 from orchestrator.services import audit
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import KubeSource
-from tests.support import Answer, Api, GraphQL
+from tests.apikit import Answer, Api, GraphQL
 
 SDL = build_schema(str(schema))
 MUTATIONS = sorted(SDL.mutation_type.fields)  # type: ignore[union-attr]  # it has one

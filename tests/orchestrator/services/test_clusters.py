@@ -1,9 +1,9 @@
 """Tenant clusters through the services, against the world's management cluster (the Kubernetes
 emulator) and fake zones: the objects a create writes, what bad input and a full quota leave (nothing),
 isolation and the bounded reads of a listing (scale, upgrade, delete and the kubeconfig:
-``test_clusters_lifecycle``; what both share: ``clusters_support``).
+``test_clusters_lifecycle``; what both share: ``services.clusterkit``).
 
-No provider runs here (``clusters_support`` says how a test stands in for them).
+No provider runs here (``services.clusterkit`` says how a test stands in for them).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from orchestrator.services.clusters.inputs import DEFAULT_CONTROL_PLANE
 from orchestrator.services.clusters.quota import CONTROL_PLANE_REPLICA, control_plane, worker
 from orchestrator.services.vms import CreateVm
 from orchestrator.sources.kube import KubeSource
-from tests.orchestrator.services.clusters_support import NEXT, VERSION, alice, demo_network, objects_in, spec
+from tests.orchestrator.services.clusterkit import NEXT, VERSION, alice, demo_network, objects_in, spec
 from tests.orchestrator.services.conftest import MakeContext
 
 # --------------------------------------------------------------------------------------- create

@@ -1,7 +1,7 @@
 """Tenant clusters through the services, after their create: scale, upgrade, delete, and the kubeconfig
-(``test_clusters`` has the create, isolation and reads; what both share: ``clusters_support``).
+(``test_clusters`` has the create, isolation and reads; what both share: ``services.clusterkit``).
 
-No provider runs here (``clusters_support`` says how a test stands in for them).
+No provider runs here (``services.clusterkit`` says how a test stands in for them).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from orchestrator.models.clusters import (
 from orchestrator.services import clusters, vdcs
 from orchestrator.sources.kube import KubeSource
 from tests.orchestrator.clusterkit import ca_secret
-from tests.orchestrator.services.clusters_support import FAR, NEXT, VERSION, alice, objects_in, spec
+from tests.orchestrator.services.clusterkit import FAR, NEXT, VERSION, alice, objects_in, spec
 from tests.orchestrator.services.conftest import MakeContext
 
 # ------------------------------------------------------------------------------------- changes

@@ -15,9 +15,9 @@ from devstack.world import World
 from orchestrator.models.gateways import Gateway
 from orchestrator.services.gateways import reconcile, store
 from orchestrator.sources.kube import KubeSource
+from tests.apikit import GraphQL
 from tests.gatewaykit import ZONE, bridge, clean_gateway, external_network, unbridge, vnets_of
 from tests.orchestrator.services.conftest import MakeContext, context
-from tests.support import GraphQL
 from tests.vmkit import payload, scratch_vdcs
 
 RULE = """mutation($zone: String, $input: GatewayFirewallRuleInput!) {

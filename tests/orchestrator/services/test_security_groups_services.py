@@ -13,9 +13,9 @@ from orchestrator.errors import NotFound
 from orchestrator.services import inventory, security_groups, vdcs
 from orchestrator.services.security_groups.rules import parse_group
 from orchestrator.services.security_groups.store import change_groups
+from tests.apikit import GraphQL
 from tests.orchestrator.api.light.test_security_groups import firewall
 from tests.orchestrator.services.conftest import MakeContext
-from tests.support import GraphQL
 from tests.vmkit import act, create, ok, present, vm_names
 
 

@@ -12,8 +12,8 @@ from orchestrator.models.tasks import TITLES, Upid, title_of
 from orchestrator.services import tasks
 from orchestrator.services.context import Context
 from orchestrator.services.tasks import decode_task_id, encode_task_id, of_the_guests_now
+from tests.apikit import GraphQL
 from tests.orchestrator.services.conftest import MakeContext
-from tests.support import GraphQL
 from tests.vmkit import act, ok, restore
 
 UPID = "UPID:pve2:0000043F:00001DB9:6B0CA1DA:qmstart:101:root@pam!flexplane:"

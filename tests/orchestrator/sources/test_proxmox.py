@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from devstack.world import World
-from tests.support import GraphQL
+from tests.apikit import GraphQL
 
 LIST = "{ virtualMachines { edges { node { name zone } } } }"
 

@@ -26,8 +26,8 @@ from providers.common.operator import run
 from providers.controlplane import handlers, model, steps
 from providers.controlplane.kube import Kube
 from tests import addresses
+from tests.apikit import eventually
 from tests.providers.controlplane.test_steps import written
-from tests.support import eventually
 
 VDC_NS = "vdc-demo"
 CP_NS = "fpcp-demo-api"

@@ -37,7 +37,7 @@ from orchestrator.sources.kube_objects import (
     OUR_VERSION,
     Resource,
 )
-from tests.support import GraphQL, eventually, vdc_namespace
+from tests.apikit import GraphQL, eventually, vdc_namespace
 from tests.vmkit import fake_vms, named
 
 Body = dict[str, Any]

@@ -32,10 +32,10 @@ from orchestrator.models.clusters import (
     VDC_LABEL,
     namespace_of,
 )
+from tests.apikit import GraphQL, eventually
 from tests.orchestrator.clusterkit import CLUSTER_FIELDS, CREATE_CLUSTER, NEXT, VERSION, cluster_input
 from tests.portal.clusterkit import Management, create_in_portal, prepare, vdc_network
-from tests.portal.support import login
-from tests.support import GraphQL, eventually
+from tests.portal.sessionkit import login
 from tests.vmkit import fake_vms
 
 Body = dict[str, Any]

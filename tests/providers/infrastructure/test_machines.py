@@ -39,7 +39,7 @@ from orchestrator.sources.kube_objects import (
 from providers.common.crds import load_crds
 from providers.common.kube import Kube
 from providers.infrastructure.spec import FINALIZER
-from tests.support import GraphQL, eventually, vdc_namespace
+from tests.apikit import GraphQL, eventually, vdc_namespace
 from tests.vmkit import fake_vms, forget, named, requests_to
 
 NAMESPACE = "vdc-demo"

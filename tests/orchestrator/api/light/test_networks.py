@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests.apikit import Zones
 from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
-from tests.support import Zones
 from tests.vmkit import create, ok, payload, present, scratch_vdcs
 
 NETWORK_FIELDS = "id name zone vdc cidr gateway dns vnet isDefault pending"

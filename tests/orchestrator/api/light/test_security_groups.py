@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.apikit import Zones
 from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
-from tests.support import Zones
 from tests.vmkit import create, ok, payload, present, scratch_vdcs
 
 GROUP = "{ name vdc description rules { direction protocol ports cidr group vdcNetworks description } }"

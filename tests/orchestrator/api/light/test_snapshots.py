@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests.apikit import Zones
 from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
-from tests.support import Zones
 from tests.vmkit import RESIZE, action, create, fake_vm, ok, payload, scratch_vdcs
 
 SNAPSHOT_FIELDS = "vm name description takenAt includesMemory parent current state"

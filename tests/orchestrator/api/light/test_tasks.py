@@ -9,9 +9,9 @@ import pytest
 
 from orchestrator.models.tasks import STOPPED, Task, Upid, progress_of
 from orchestrator.sources.proxmox import TaskStatus
+from tests.apikit import Zones
 from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
-from tests.support import Zones
 from tests.vmkit import act, create, ok, vm_names
 
 TASK = """query($id: ID!) { task(id: $id) {

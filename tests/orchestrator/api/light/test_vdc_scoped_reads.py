@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.apikit import Zones
 from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
-from tests.support import Zones
 from tests.vmkit import create, ok, pool_members
 
 CROWD = 2_000  # per zone

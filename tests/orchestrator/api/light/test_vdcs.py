@@ -12,9 +12,9 @@ import pytest
 from orchestrator.models import Usage
 from orchestrator.models.vms import parse_tags, vdc_of
 from orchestrator.sources.proxmox import Guest
+from tests.apikit import Zones
 from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
-from tests.support import Zones
 
 ZONES = ("zone-a", "zone-b")
 CREATE = """mutation($input: VdcInput!) {
