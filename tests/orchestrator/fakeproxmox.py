@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from agentclient import AgentPool, AgentTarget, AgentUnavailable
+from agentclient.gateways import GatewaySpec, GatewayState
+from agentclient.pool import UpdateNowResult
 from devstack import seed
 from orchestrator.errors import Unavailable
 from orchestrator.sources.proxmox import (
@@ -32,20 +34,27 @@ from tests.orchestrator.fakezone import GIB, FakeZone, guest
 T = TypeVar("T")
 
 
-class _NoAgents(AgentPool):
-    """The agents' own services, which in-memory zones do not run: every call is a host not answering."""
+class AbsentAgents(AgentPool):
+    """The agents' own services (edge gateways, update now) where no agent runs them: each call is a host
+    whose agent does not answer. Stand-ins that serve the rest build on it (``lightworld.LocalAgents``)."""
 
     def __init__(self) -> None:  # no channels
         pass
 
-    def __getattribute__(self, name: str) -> Any:
-        if name.startswith("__"):
-            return object.__getattribute__(self, name)
+    def apply_gateway(self, target: AgentTarget, spec: GatewaySpec, *, timeout: float) -> GatewayState:
+        raise AgentUnavailable(target, "no agent here runs edge gateways")
 
-        def refuse(target: AgentTarget, *args: Any, **kwargs: Any) -> Any:
-            raise AgentUnavailable(target, "in-memory zones run no agents")
+    def gateway_state(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> GatewayState | None:
+        raise AgentUnavailable(target, "no agent here runs edge gateways")
 
-        return refuse
+    def remove_gateway(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> None:
+        raise AgentUnavailable(target, "no agent here runs edge gateways")
+
+    def update_now(self, target: AgentTarget, *, timeout: float | None = None) -> UpdateNowResult:
+        raise AgentUnavailable(target, "no agent here updates itself")
+
+    def close(self) -> None:
+        pass
 
 
 class FakeProxmox:
@@ -54,7 +63,7 @@ class FakeProxmox:
     def __init__(self, *zones: FakeZone) -> None:
         self.zones = {zone.zone: zone for zone in zones}
         self.silent: set[str] = set()
-        self.agents = HostAgents(_NoAgents())
+        self.agents = HostAgents(AbsentAgents())
         self.version = "9.0.3"
         # ``/cluster/resources`` reads per zone, as a listing's cost is counted on the real zones.
         self.reads: dict[str, int] = dict.fromkeys(self.zones, 0)

@@ -26,10 +26,9 @@ import requests
 from agent.proxy.check import authorize
 from agent.proxy.params import Policy
 from agent.proxy.refusal import NotAllowed
-from agentclient import AgentInfo, AgentPool, AgentTarget, AgentUnavailable, ProxmoxError, host_identity
+from agentclient import AgentInfo, AgentTarget, AgentUnavailable, ProxmoxError, host_identity
 from agentclient.errors import ProxyRefused
-from agentclient.gateways import GatewaySpec, GatewayState
-from agentclient.pool import UpdateNowResult, encode_params
+from agentclient.pool import encode_params
 from agentclient.templates import TemplateProgress, TemplateRef, split_tags, template_name, template_tags
 from devstack import seed
 from devstack.fakezones import TOKEN_ID, FakeZones
@@ -39,6 +38,7 @@ from orchestrator.services.catalog import HOST, ZONE_LABEL
 from orchestrator.sources.proxmox import ProxmoxSource
 from tests import addresses
 from tests.orchestrator.fakekube import FakeKube, seeded
+from tests.orchestrator.fakeproxmox import AbsentAgents
 
 ZONES = ("zone-a", "zone-b")
 NODES = ("pve1", "pve2", "pve3")
@@ -48,10 +48,10 @@ SNIPPETS_STORAGE = "local"
 FIRST_OCTET = addresses.LIGHT_ZONES
 
 
-class LocalAgents(AgentPool):
+class LocalAgents(AbsentAgents):
     """The agents of the light world's nodes, in this process: their proxy (the allowlist, then the node's
     Proxmox API with its token), their templates and snippets. Their gateways and updates are not here:
-    such a call is a host whose agent does not answer."""
+    such a call is a host whose agent does not answer (``AbsentAgents``)."""
 
     def __init__(self, fakes: FakeZones, nodes: Mapping[str, tuple[str, str]]) -> None:  # no channels
         self.fakes = fakes
@@ -154,23 +154,6 @@ class LocalAgents(AgentPool):
 
     def delete_snippet(self, target: AgentTarget, name: str, *, timeout: float) -> None:
         self.snippets.pop((target.identity, name), None)
-
-    # The agents' other services: not in the light world (a host whose agent does not answer).
-
-    def apply_gateway(self, target: AgentTarget, spec: GatewaySpec, *, timeout: float) -> GatewayState:
-        raise AgentUnavailable(target, "the light world's agents run no edge gateways")
-
-    def gateway_state(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> GatewayState | None:
-        raise AgentUnavailable(target, "the light world's agents run no edge gateways")
-
-    def remove_gateway(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> None:
-        raise AgentUnavailable(target, "the light world's agents run no edge gateways")
-
-    def update_now(self, target: AgentTarget, *, timeout: float | None = None) -> UpdateNowResult:
-        raise AgentUnavailable(target, "the light world's agents do not update themselves")
-
-    def close(self) -> None:
-        pass
 
 
 def _seed_templates(pve: Any, zone: str, nodes: tuple[str, ...], storage: str) -> None:
