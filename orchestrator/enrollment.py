@@ -28,7 +28,7 @@ from orchestrator.errors import (
     ValidationFailed,
 )
 from orchestrator.services import enrollment
-from orchestrator.sources.kube import kube
+from orchestrator.services.context import process_kube
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def join(request: HttpRequest) -> JsonResponse:
         request,
         "join",
         lambda body: enrollment.join(
-            kube(),
+            process_kube(),
             body.get("token"),
             body.get("csr"),
             body.get("endpoint"),
@@ -113,7 +113,7 @@ def renew(request: HttpRequest) -> JsonResponse:
         request,
         "renewal",
         lambda body: enrollment.renew(
-            kube(),
+            process_kube(),
             body.get("csr"),
             body.get("certificate"),
             body.get("timestamp"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from orchestrator.services.context import process_kube
 from orchestrator.services.health import readiness
-from orchestrator.sources.kube import kube
 
 
 @require_GET
@@ -16,7 +16,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
-    checks = readiness(kube())
+    checks = readiness(process_kube())
     ready = all(c.ok for c in checks)
     body = {
         "status": "ready" if ready else "not ready",

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_safe
 
 from orchestrator.errors import FlexPlaneError, NotFound, Unavailable
 from orchestrator.services import releases
-from orchestrator.sources.kube import kube
+from orchestrator.services.context import process_kube
 
 
 def _error(exc: FlexPlaneError) -> JsonResponse:
@@ -41,7 +41,7 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 @require_safe
 def channel(request: HttpRequest) -> HttpResponse:
     try:
-        document = releases.channel_document(kube())
+        document = releases.channel_document(process_kube())
     except FlexPlaneError as exc:
         return _no_store(_error(exc))
     return _no_store(JsonResponse(document))

@@ -31,6 +31,12 @@ class Sources:
     zitadel: ZitadelApi | None = None
 
 
+def process_kube() -> KubeApi:
+    """The process's management cluster, for the work no caller's request carries (a node's join or
+    renewal, the release channel, readiness): what the views hand those services."""
+    return kube_source.kube()
+
+
 @dataclass
 class Context:
     """One request's caller and its per-request memo (the only cache allowed: it dies with the request)."""
@@ -47,7 +53,7 @@ class Context:
     def kube(self) -> KubeApi:
         """The management cluster."""
         if self.sources.kube is None:
-            self.sources.kube = kube_source.kube()
+            self.sources.kube = process_kube()
         return self.sources.kube
 
     @property

@@ -3,9 +3,9 @@ run on in-process tests instead of the devstack's Kubernetes emulator.
 
 It keeps what the services count on from the API server: every write gets a new resource version, a
 write naming an older one is refused (``Conflict``, as a 409), a create of an existing name too, a
-replace of a missing object is ``NotFound``; label selectors of the forms the services use (``k=v``,
-``k in (a,b)``, comma-joined) select. Thread-safe, as the services write from threads (lock renewals,
-fan-outs). ``unreachable()`` makes every call fail as a cluster that does not answer would.
+replace of a missing object is ``NotFound``; label selectors select as the devstack's Kubernetes
+emulator reads them (``devstack.kube.selectors``). Thread-safe, as the services write from threads
+(lock renewals, fan-outs). ``unreachable()`` makes every call fail as a cluster that does not answer would.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import datetime
 import itertools
-import re
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,6 +23,7 @@ from kubernetes import client
 
 from devstack import seed
 from devstack.images import ImageServer
+from devstack.kube.selectors import parse_label_selector
 from orchestrator.auth import Principal
 from orchestrator.errors import Conflict, NotFound, Unavailable
 from orchestrator.services.context import Context, Sources
@@ -41,38 +41,11 @@ from orchestrator.sources.kube_objects import (
 from orchestrator.sources.protocols import ClusterApi, KubeApi
 
 WHERE = "management cluster"
-_IN = re.compile(r"^\s*([^\s=!]+)\s+in\s+\(([^)]*)\)\s*$")
-
-
-def _requirements(selector: str) -> list[tuple[str, frozenset[str] | None]]:
-    """``k=v,k2 in (a,b),k3`` as (label, allowed values) pairs, None for a label that need only exist;
-    commas inside ``( )`` belong to the set."""
-    parts, depth, current = [], 0, ""
-    for char in selector:
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        current += char
-    parts.append(current)
-    out: list[tuple[str, frozenset[str] | None]] = []
-    for part in filter(str.strip, parts):
-        if match := _IN.match(part):
-            out.append((match[1], frozenset(v.strip() for v in match[2].split(","))))
-        elif "=" not in part:
-            out.append((part.strip(), None))
-        else:
-            key, _, value = part.partition("=")
-            out.append((key.strip().rstrip("="), frozenset({value.strip().lstrip("=")})))
-    return out
 
 
 def matches(selector: str, labels: Mapping[str, str]) -> bool:
-    return all(
-        key in labels if allowed is None else labels.get(key) in allowed
-        for key, allowed in _requirements(selector)
-    )
+    """Whether ``labels`` satisfy a label selector, as the devstack's Kubernetes emulator reads it."""
+    return all(requirement.matches(labels) for requirement in parse_label_selector(selector))
 
 
 class FakeKube:
