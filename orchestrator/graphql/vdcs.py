@@ -11,10 +11,11 @@ import graphene
 
 from orchestrator.graphql.core import Role, ServiceMutation, Shared, flexplane
 from orchestrator.graphql.errors import domain_errors, error_types
+from orchestrator.graphql.inputs import group_type, input_type
 from orchestrator.graphql.partial import report_partial
 from orchestrator.models import Usage as UsageModel
 from orchestrator.models import Vdc as VdcModel
-from orchestrator.models.vdcs import DEFAULT_SNAPSHOTS_PER_VM, MAX_SNAPSHOTS_PER_VM
+from orchestrator.models.vdcs import QUOTA, VDC_INPUTS
 from orchestrator.services import vdcs
 
 VDC_WRITER = Role(
@@ -77,52 +78,16 @@ class Vdc(graphene.ObjectType):
         return report_partial(info, vdcs.usage(flexplane(info), vdc.id))
 
 
-class VdcQuotaInput(graphene.InputObjectType):
-    """Quota limits; 0 allows none."""
-
-    vcpus = graphene.Int()
-    memory_mib = graphene.Int(description="MiB.")
-    disk_gb = graphene.Int(description="GiB.")
-    vms = graphene.Int()
-    networks = graphene.Int(description="Networks it may have, its default ones included (default 10).")
-    public_ips = graphene.Int(
-        description="Public IPs its edge gateways may hold, each gateway's uplink address included "
-        "(default 4)."
-    )
-    snapshots_per_vm = graphene.Int(
-        description=f"Snapshots each VM may have (not a sum; default {DEFAULT_SNAPSHOTS_PER_VM}, at most "
-        f"{MAX_SNAPSHOTS_PER_VM}, the platform's maximum)."
-    )
-
-
-class VdcInput(graphene.InputObjectType):
-    id = graphene.ID(required=True, description="A lowercase slug (letters, digits, '-'); never changes.")
-    name = graphene.String(description="Display name (default: the id).")
-    description = graphene.String()
-    zones = graphene.List(graphene.NonNull(graphene.String), description="Allowed zones: each gets a pool.")
-    compute_profiles = graphene.List(graphene.NonNull(graphene.String))
-    storage_profiles = graphene.List(graphene.NonNull(graphene.String))
-    images = graphene.List(graphene.NonNull(graphene.String))
-    quota = VdcQuotaInput(required=True, description="All four limits.")
-    organization = graphene.ID(
-        description="The organization it belongs to, within whose allowance it must fit (ADMIN: none for a "
-        "VDC of the platform's own; ORG_OWNER: theirs, the default when they own one). Never changes."
-    )
-
-
-class VdcUpdateInput(graphene.InputObjectType):
-    """The fields to change; those left out (or null) keep their value. An empty list allows none."""
-
-    name = graphene.String()
-    description = graphene.String()
-    zones = graphene.List(
-        graphene.NonNull(graphene.String),
-        description="A zone added gets the VDC's pool; one removed must hold none of its VMs.",
-    )
-    compute_profiles = graphene.List(graphene.NonNull(graphene.String))
-    storage_profiles = graphene.List(graphene.NonNull(graphene.String))
-    images = graphene.List(graphene.NonNull(graphene.String))
-    quota = VdcQuotaInput(description="Only the limits that change.")
+# The inputs, made from the VDC's declaration (``models.vdcs``): its quota is one input object.
+VdcQuotaInput = group_type("VdcQuotaInput", VDC_INPUTS, QUOTA.name)
+VdcInput = input_type("VdcInput", VDC_INPUTS, groups={QUOTA.name: VdcQuotaInput}, ids=("organization",))
+VdcUpdateInput = input_type(
+    "VdcUpdateInput",
+    VDC_INPUTS,
+    update=True,
+    groups={QUOTA.name: VdcQuotaInput},
+    doc="The fields to change; those left out (or null) keep their value. An empty list allows none.",
+)
 
 
 class VdcMutation(ServiceMutation):

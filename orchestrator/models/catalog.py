@@ -23,7 +23,7 @@ from orchestrator.models.specs import MAX_DESCRIPTION_LENGTH as MAX_DESCRIPTION_
 from orchestrator.models.specs import MAX_NAME_LENGTH as MAX_NAME_LENGTH
 from orchestrator.models.specs import MAX_TITLE_LENGTH as MAX_TITLE_LENGTH
 from orchestrator.models.specs import Input as Input
-from orchestrator.models.specs import Kind, Spec, field
+from orchestrator.models.specs import Kind, Spec, description_field, field
 from orchestrator.models.specs import number as number
 from orchestrator.models.zones import Host, Zone
 
@@ -63,10 +63,6 @@ def _name() -> Any:
     )
 
 
-def _description() -> Any:
-    return field("", label="Description", max_length=MAX_DESCRIPTION_LENGTH, widget="textarea")
-
-
 def _limit(label: str, high: int, unit: str) -> Any:
     return field(label=label, help="Empty or null: no limit.", ge=1, le=high, unit=unit)
 
@@ -86,7 +82,7 @@ class ComputeProfile(Spec):
     cpu_type: str = field(
         DEFAULT_CPU_TYPE, label="CPU type", help="The CPU model QEMU presents.", max_length=64
     )
-    description: str = _description()
+    description: str = description_field()
 
     def __str__(self) -> str:
         return self.name
@@ -117,7 +113,7 @@ class StorageProfile(Spec):
     write_mbps: int | None = _limit("Write limit (MiB/s)", 100_000, " MiB/s")
     read_iops: int | None = _limit("Read limit (IOPS)", 10_000_000, " IOPS")
     write_iops: int | None = _limit("Write limit (IOPS)", 10_000_000, " IOPS")
-    description: str = _description()
+    description: str = description_field()
 
     def __str__(self) -> str:
         return self.name
@@ -163,7 +159,7 @@ class Image(Spec):
         label="Default user", help="The login user cloud-init sets up.", required=True, max_length=32
     )
     min_disk_gb: int = _gib("Smallest disk (GiB)", "The smallest disk it fits on:")
-    description: str = _description()
+    description: str = description_field()
 
     def __str__(self) -> str:
         return self.name

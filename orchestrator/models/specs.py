@@ -16,11 +16,14 @@ From that one declaration come:
   portal's forms (``portal.admin.forms``) and the services' checks (``services.catalog.fields``,
   whose messages name the field) are made from.
 
+A VDC is declared the same way (``models.vdcs``); its quota's inputs are stored under ``quota`` and
+given together, as one object (a :class:`Group`).
+
 Building a model checks types and limits (pydantic's own); reading a stored spec checks types only
 (:meth:`Spec.from_spec`). What comes in from a caller is checked first, by ``services.catalog``
 against the declaration, with messages that name the field. Specs that callers build positionally
-and ``dataclasses.replace`` (a VDC's ``Usage``, security groups, gateways) are pydantic dataclasses
-with the same camelCase config (``SPEC_CONFIG``, :class:`Stored`).
+and ``dataclasses.replace`` (a VDC's ``Usage``, security groups, gateways, mesh peers, hosts' drain
+records) are pydantic dataclasses with the same camelCase config (``SPEC_CONFIG``, :class:`Stored`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import copy
 import functools
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Self, TypeVar, Union, get_args, get_origin
 
 import annotated_types
@@ -72,15 +75,27 @@ def field(
     widget: str = "",
     path: tuple[str, ...] = (),
     default_factory: Any = None,
+    api: str | None = None,
+    api_update: str | None = None,
 ) -> Any:
     """One input of a spec, declared once (see the module's docstring).
 
     ``required``: a create needs it (the model's default is then a blank, None, as an unmanaged Django
     model's was); ``key``: it identifies the object, an update never changes it; ``unit``: after a
     number in words (" MiB"); ``widget``: how the portal shows a string ("textarea", "url"); ``path``:
-    where the stored spec nests it, when it does.
+    where the stored spec nests it, when it does; ``api``: the API's words for it, where they are not the
+    portal's (each audience then reads its own words as written, no limits or default added);
+    ``api_update``: the update input's words, where they are not the create input's.
     """
-    extra: dict[str, Any] = {"input": True, "required": required, "key": key, "unit": unit, "widget": widget}
+    extra: dict[str, Any] = {
+        "input": True,
+        "required": required,
+        "key": key,
+        "unit": unit,
+        "widget": widget,
+        "api": api,
+        "api_update": api_update,
+    }
     if choices:
         extra["enum"] = list(choices)
     declared: dict[str, Any] = {
@@ -95,6 +110,24 @@ def field(
     if default_factory is not None:
         return Field(default_factory=default_factory, **declared)
     return Field(default, **declared)
+
+
+def id_field(default: Any = None, **more: Any) -> Any:
+    """The id of a zone or a VDC: a DNS label that identifies it and never changes."""
+    return field(
+        default,
+        label="Id",
+        help="A lowercase slug of letters, digits and '-'; it cannot change later.",
+        required=True,
+        max_length=MAX_NAME_LENGTH,
+        key=True,
+        **more,
+    )
+
+
+def description_field(**more: Any) -> Any:
+    """What an object is, in an admin's words (a few lines; empty by default)."""
+    return field("", label="Description", max_length=MAX_DESCRIPTION_LENGTH, widget="textarea", **more)
 
 
 # Every spec: stored in camelCase, built from either spelling, keys it does not know ignored.
@@ -237,10 +270,16 @@ class Input:
     default: Any = None  # what a create that leaves it out gets
     key: bool = False  # it identifies the object: an update never changes it
     widget: str = ""  # how the portal shows a string: "textarea" or "url" (default: one line)
+    api: str | None = None  # the API's words, where they are not the portal's (``help``)
+    api_update: str | None = None  # the update input's words, where they are not the create input's
+    group: str = ""  # the object it is given in, with others (a VDC's quota: ``quota.vcpus``), if any
 
     @property
     def description(self) -> str:
-        """The API's description and the portal's help text: what it is, its limits, its default."""
+        """The API's description (and the portal's help text, unless the API has words of its own): what
+        it is, its limits, its default."""
+        if self.api is not None:
+            return self.api
         parts = [self.help] if self.help else []
         if self.low is not None and self.high is not None:
             parts.append(f"{number(self.low)} to {number(self.high)}{self.unit}.")
@@ -250,8 +289,18 @@ class Input:
             parts.append(f"Default {self.default}.")
         return " ".join(parts)
 
+    @property
+    def help_text(self) -> str:
+        """The portal's help text: the description, or its own words as written where the API has others."""
+        return self.help if self.api is not None else self.description
+
+    @property
+    def given_as(self) -> str:
+        """Its name inside its group (``quota_vcpus`` -> ``vcpus``), or its name."""
+        return self.name.removeprefix(f"{self.group}_") if self.group else self.name
+
     @classmethod
-    def of(cls, name: str, info: FieldInfo) -> Input:
+    def of(cls, name: str, info: FieldInfo, group: str = "") -> Input:
         extra = info.json_schema_extra
         assert isinstance(extra, dict), f"{name} is not declared with field()"
         low = high = None
@@ -276,7 +325,14 @@ class Input:
             default=default,
             key=bool(extra["key"]),
             widget=str(extra["widget"]),
+            api=_words(extra.get("api")),
+            api_update=_words(extra.get("api_update")),
+            group=group,
         )
+
+
+def _words(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _scalar(annotation: Any) -> type:
@@ -291,32 +347,56 @@ def _scalar(annotation: Any) -> type:
 
 
 @dataclass(frozen=True)
+class Group:
+    """Inputs given together, as one object: the fields stored under ``name`` (a VDC's ``quota``), each
+    named inside it without the prefix (``quota_vcpus`` is ``quota.vcpus``). Its words are the API's:
+    its input type's (``doc``), and the create and update inputs' (``create``, ``update``)."""
+
+    name: str
+    doc: str
+    create: str
+    update: str
+    required: bool = True  # whether a create needs it
+
+
+@dataclass(frozen=True)
 class Kind:
-    """A catalog kind: its ConfigMap kind, the noun messages use, its inputs (made from its model)."""
+    """A catalog kind (or a VDC): its ConfigMap kind, the noun messages use, its inputs (made from its
+    model) and the groups some of them are given in."""
 
     kind: str
     noun: str
     inputs: tuple[Input, ...]
+    groups: tuple[Group, ...] = ()
 
     @classmethod
-    def of(cls, model: type[Spec], kind: str, noun: str) -> Kind:
-        """The kind whose inputs are ``model``'s fields declared with :func:`field`, in their order."""
-        return cls(
-            kind,
-            noun,
-            tuple(
-                Input.of(name, info)
-                for name, info in model.model_fields.items()
-                if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("input")
-            ),
-        )
+    def of(cls, model: type[Spec], kind: str, noun: str, groups: tuple[Group, ...] = ()) -> Kind:
+        """The kind whose inputs are ``model``'s fields declared with :func:`field`, in their order; those
+        stored under a group's name are given in that group."""
+        named = {g.name for g in groups}
+        inputs = []
+        for name, info in model.model_fields.items():
+            if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("input"):
+                path = spec_path(name, info)
+                group = path[0] if len(path) > 1 and path[0] in named else ""
+                assert not group or name.startswith(f"{group}_"), f"{name} is not named after {group}"
+                inputs.append(Input.of(name, info, group))
+        return cls(kind, noun, tuple(inputs), groups)
 
     def __getitem__(self, name: str) -> Input:
         return next(i for i in self.inputs if i.name == name)
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(i.name for i in self.inputs)
+        """The names a caller gives, in order: each input's, a group's once in place of its inputs'."""
+        return tuple(dict.fromkeys(i.group or i.name for i in self.inputs))
+
+    def group(self, name: str) -> Group:
+        return next(g for g in self.groups if g.name == name)
+
+    def members(self, group: str) -> tuple[Input, ...]:
+        """A group's inputs, each named as it is given inside the group (``vcpus``)."""
+        return tuple(replace(i, name=i.given_as, group="") for i in self.inputs if i.group == group)
 
     @property
     def key_fields(self) -> tuple[str, ...]:

@@ -2,6 +2,11 @@
 
 A VDC's definition is a ConfigMap of the platform namespace; what it uses is read live from
 Proxmox: the VMs tagged ``fp-vdc-<id>``, which sit in the pool ``fp-<id>`` of each zone.
+
+A VDC is declared once, as the catalog's kinds are (``models.specs``): each field of :class:`Vdc` says
+its type, label, words, limits and default. ``VDC_INPUTS`` is the view of them that the GraphQL inputs
+(``graphql.vdcs``), the admin form (``portal.admin.forms``) and the service's checks
+(``services.vdcs.definitions``) are made from. Its quota is given as one object (``QUOTA``).
 """
 
 from __future__ import annotations
@@ -10,11 +15,20 @@ import math
 from dataclasses import fields
 from typing import Any, ClassVar
 
-from pydantic import AliasPath, Field
 from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass
 
-from orchestrator.models.specs import SPEC_CONFIG, NamedById, Stored
+from orchestrator.models.specs import (
+    MAX_TITLE_LENGTH,
+    SPEC_CONFIG,
+    Group,
+    Kind,
+    NamedById,
+    Stored,
+    description_field,
+    field,
+    id_field,
+)
 from orchestrator.models.vms import VDC_TAG_PREFIX, requested_in
 from orchestrator.sources.proxmox import Guest
 
@@ -28,6 +42,8 @@ DEFAULT_SNAPSHOTS_PER_VM = 10
 # The most any VDC may allow (an organization owner sets their VDCs' quotas): every snapshot of a VM is
 # kept in the same storage its disks share with every tenant's, and long snapshot chains slow its disks.
 MAX_SNAPSHOTS_PER_VM = 50
+# GraphQL's Int is 32 bits: no quota beyond what the API can carry.
+_INT_MAX = 2**31 - 1
 _MIB = 1024**2
 _GIB = 1024**3
 
@@ -86,8 +102,42 @@ class Usage(Stored):
         return to_camel(resource)
 
 
-def _quota(name: str, default: int = 0) -> Any:
-    return Field(default, validation_alias=AliasPath("quota", to_camel(name)))
+def _quota(
+    name: str,
+    default: int | None = None,
+    *,
+    label: str,
+    high: int,
+    help: str = "",
+    api: str = "",
+    **more: Any,
+) -> Any:
+    """A quota's limit, stored under ``quota`` (0 allows none). Without a default, a create needs it (and
+    one stored without it reads as 0)."""
+    return field(
+        0 if default is None else default,
+        label=label,
+        help=help,
+        api=api,
+        required=default is None,
+        ge=0,
+        le=high,
+        path=("quota", to_camel(name)),
+        **more,
+    )
+
+
+def _allowed(what: str, api: str = "", **more: Any) -> Any:
+    """An allow-list: catalog names (empty: none allowed)."""
+    return field(label=f"Allowed {what}", api=api, default_factory=list, **more)
+
+
+QUOTA = Group(
+    "quota",
+    doc="Quota limits; 0 allows none.",
+    create="All four limits.",
+    update="Only the limits that change.",
+)
 
 
 class Vdc(NamedById):
@@ -98,24 +148,65 @@ class Vdc(NamedById):
     (``securityGroups``, ``models.security_groups``).
     """
 
-    id: str
-    name: str = ""
-    description: str = ""
-    zones: list[str] = Field(default_factory=list)
-    compute_profiles: list[str] = Field(default_factory=list)
-    storage_profiles: list[str] = Field(default_factory=list)
-    images: list[str] = Field(default_factory=list)
-    quota_vcpus: int = _quota("vcpus")
-    quota_memory_mib: int = _quota("memory_mib")
-    quota_disk_gb: int = _quota("disk_gb")
-    quota_vms: int = _quota("vms")
+    id: str = id_field(..., api="A lowercase slug (letters, digits, '-'); never changes.")
+    name: str = field(
+        "",
+        label="Display name",
+        api="Display name (default: the id).",
+        api_update="",
+        max_length=MAX_TITLE_LENGTH,
+    )
+    description: str = description_field(api="")
+    zones: list[str] = _allowed(
+        "zones",
+        api="Allowed zones: each gets a pool.",
+        api_update="A zone added gets the VDC's pool; one removed must hold none of its VMs.",
+    )
+    compute_profiles: list[str] = _allowed("compute profiles")
+    storage_profiles: list[str] = _allowed("storage profiles")
+    images: list[str] = _allowed("images")
+    quota_vcpus: int = _quota("vcpus", label="vCPUs quota", high=1_000_000)
+    quota_memory_mib: int = _quota(
+        "memory_mib", label="Memory quota (MiB)", high=_INT_MAX, unit=" MiB", api="MiB."
+    )
+    quota_disk_gb: int = _quota("disk_gb", label="Disk quota (GiB)", high=_INT_MAX, unit=" GiB", api="GiB.")
+    quota_vms: int = _quota("vms", label="VM quota", high=1_000_000, help="How many VMs at most.")
     # A VDC stored before networks had a quota may have a few (its default ones among them).
-    quota_networks: int = _quota("networks", DEFAULT_NETWORKS_QUOTA)
-    quota_public_ips: int = _quota("public_ips", DEFAULT_PUBLIC_IPS_QUOTA)
+    quota_networks: int = _quota(
+        "networks",
+        DEFAULT_NETWORKS_QUOTA,
+        label="Network quota",
+        high=10_000,
+        help=f"How many networks at most, its default ones included (empty: {DEFAULT_NETWORKS_QUOTA}).",
+        api=f"Networks it may have, its default ones included (default {DEFAULT_NETWORKS_QUOTA}).",
+    )
+    quota_public_ips: int = _quota(
+        "public_ips",
+        DEFAULT_PUBLIC_IPS_QUOTA,
+        label="Public IP quota",
+        high=10_000,
+        help=f"How many public IPs its edge gateways may hold (empty: {DEFAULT_PUBLIC_IPS_QUOTA}).",
+        api="Public IPs its edge gateways may hold, each gateway's uplink address included "
+        f"(default {DEFAULT_PUBLIC_IPS_QUOTA}).",
+    )
     # Not a sum over the VDC like the others: the most snapshots any one of its VMs may have.
-    quota_snapshots_per_vm: int = _quota("snapshots_per_vm", DEFAULT_SNAPSHOTS_PER_VM)
+    quota_snapshots_per_vm: int = _quota(
+        "snapshots_per_vm",
+        DEFAULT_SNAPSHOTS_PER_VM,
+        label="Snapshots per VM",
+        high=MAX_SNAPSHOTS_PER_VM,
+        help="How many snapshots each of its VMs may have.",
+        api=f"Snapshots each VM may have (not a sum; default {DEFAULT_SNAPSHOTS_PER_VM}, at most "
+        f"{MAX_SNAPSHOTS_PER_VM}, the platform's maximum).",
+    )
     # The Zitadel organization (tenant) the VDC belongs to; empty for a VDC of the platform's own.
-    organization: str = ""
+    organization: str = field(
+        "",
+        label="Organization",
+        api="The organization it belongs to, within whose allowance it must fit (ADMIN: none for a "
+        "VDC of the platform's own; ORG_OWNER: theirs, the default when they own one). Never changes.",
+        key=True,
+    )
 
     def __str__(self) -> str:
         return self.id
@@ -156,3 +247,6 @@ class Vdc(NamedById):
 
     def allows_image(self, name: str) -> bool:
         return name in self.images
+
+
+VDC_INPUTS = Kind.of(Vdc, "vdc", "VDC", groups=(QUOTA,))

@@ -9,12 +9,13 @@ from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 
 from agentclient import AgentTarget, host_identity
 from orchestrator.models.specs import (
-    MAX_DESCRIPTION_LENGTH,
     MAX_NAME_LENGTH,
     MAX_TITLE_LENGTH,
     NamedById,
     Spec,
+    description_field,
     field,
+    id_field,
 )
 
 DEFAULT_MEMORY_OVERCOMMIT = 1.0
@@ -68,17 +69,11 @@ class Zone(NamedById):
     as zones were before gateways.
     """
 
-    id: str = field(
-        label="Id",
-        help="A lowercase slug of letters, digits and '-'; it cannot change later.",
-        required=True,
-        max_length=MAX_NAME_LENGTH,
-        key=True,
-    )
+    id: str = id_field()
     name: str = field(
         label="Display name", help="Its name on pages (default: the id).", max_length=MAX_TITLE_LENGTH
     )
-    description: str = field("", label="Description", max_length=MAX_DESCRIPTION_LENGTH, widget="textarea")
+    description: str = description_field()
     network_type: str = _network(
         "type",
         DEFAULT_NETWORK_TYPE,

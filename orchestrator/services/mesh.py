@@ -25,13 +25,16 @@ import datetime
 import ipaddress
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Annotated, Any
 
 from django.conf import settings
+from pydantic import Field
+from pydantic.dataclasses import dataclass as stored
 
 from agentclient.wireguard import check_public_key, new_private_key, public_key
 from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFailed
+from orchestrator.models.specs import SPEC_CONFIG, Stored
 from orchestrator.models.zones import host_ident
 from orchestrator.services.catalog import HOST, ZONE_LABEL
 from orchestrator.services.context import Context
@@ -66,44 +69,27 @@ class Hub:
         }
 
 
-@dataclass(frozen=True)
-class MeshPeer:
-    """A node's place in the mesh: its address, its WireGuard public key, its last handshake."""
+@stored(frozen=True, config=SPEC_CONFIG)
+class MeshPeer(Stored):
+    """A node's place in the mesh: its address, its WireGuard public key, its last handshake. Stored in
+    camelCase (``publicKey``); its handshake and endpoint only once the hub has seen it."""
 
-    zone: str
-    node: str
-    address: str
-    public_key: str
+    zone: str = ""
+    node: str = ""
+    address: str = ""
+    public_key: str = ""
     last_handshake: int = 0
     # Where the hub last saw the node (its NAT's address): a restarted hub dials it at once.
     endpoint: str = ""
-    resource_version: str = ""
+    resource_version: Annotated[str, Field(exclude=True)] = ""
 
     @classmethod
     def from_entry(cls, entry: CatalogEntry) -> MeshPeer:
-        spec = entry.spec
-        return cls(
-            zone=str(spec.get("zone", "")),
-            node=str(spec.get("node", "")),
-            address=str(spec.get("address", "")),
-            public_key=str(spec.get("publicKey", "")),
-            last_handshake=int(spec.get("lastHandshake", 0) or 0),
-            endpoint=str(spec.get("endpoint", "") or ""),
-            resource_version=entry.resource_version,
-        )
+        return replace(cls.from_spec(entry.spec), resource_version=entry.resource_version)
 
     def to_spec(self) -> dict[str, Any]:
-        spec: dict[str, Any] = {
-            "zone": self.zone,
-            "node": self.node,
-            "address": self.address,
-            "publicKey": self.public_key,
-        }
-        if self.last_handshake:
-            spec["lastHandshake"] = self.last_handshake
-        if self.endpoint:
-            spec["endpoint"] = self.endpoint
-        return spec
+        seen = ("lastHandshake", "endpoint")
+        return {key: value for key, value in super().to_spec().items() if value or key not in seen}
 
     @property
     def ident(self) -> str:

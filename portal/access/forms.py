@@ -43,9 +43,9 @@ class AllowanceForm(VdcForm):
     """An organization's allowance: the offerings its VDCs may use (the catalog's) and their totals."""
 
     # A VDC's fields but for its id, name and description (Django drops a field set to None).
-    id = None  # type: ignore[assignment]  # removes VdcForm's field
-    name = None  # type: ignore[assignment]  # removes VdcForm's field
-    description = None  # type: ignore[assignment]  # removes VdcForm's field
+    id = None  # removes VdcForm's field
+    name = None  # removes VdcForm's field
+    description = None  # removes VdcForm's field
     organization = forms.CharField(label="Organization id", max_length=63, help_text="Its id in Zitadel.")
     quota_vcpus = forms.IntegerField(label="vCPUs, in all", min_value=0)
     quota_memory_mib = forms.IntegerField(label="Memory, in all (MiB)", min_value=0)

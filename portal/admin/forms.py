@@ -26,9 +26,10 @@ from orchestrator.models.catalog import (
     Kind,
 )
 from orchestrator.models.clusters import KUBERNETES_VERSION_INPUTS
+from orchestrator.models.vdcs import QUOTA, VDC_INPUTS
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
-from orchestrator.services.vdcs import QUOTA_FIELDS, visible_vdcs
+from orchestrator.services.vdcs import visible_vdcs
 
 INPUT = (
     "mt-1 block w-full rounded border border-slate-300 bg-white px-3 py-2 text-slate-900 "
@@ -96,7 +97,7 @@ def declared_field(declared: Input) -> forms.Field:
     common: dict[str, Any] = {
         "label": declared.label,
         "required": declared.required or bool(declared.choices),  # a select always sends a choice
-        "help_text": declared.description,
+        "help_text": declared.help_text,
     }
     if declared.choices:
         return forms.ChoiceField(
@@ -223,65 +224,28 @@ class KubernetesVersionForm(CatalogForm):
     declared = KUBERNETES_VERSION_INPUTS
 
 
-def _description() -> forms.CharField:
-    return forms.CharField(
-        label="Description",
-        required=False,
-        max_length=catalog.MAX_DESCRIPTION_LENGTH,
-        widget=forms.Textarea(attrs={"rows": 3}),
-    )
+class VdcForm(CatalogForm):
+    """A VDC: what it may use (zones and offerings, checkboxes from the catalog) and how much. Its fields
+    are made from the VDC's declaration (``models.vdcs``), its quota's named ``quota_<limit>``; but for its
+    organization (the page's) and the snapshots each VM may have (the API's)."""
 
-
-class VdcForm(AdminForm):
-    """A VDC: what it may use (zones and offerings, checkboxes from the catalog) and how much."""
-
-    key_fields = ("id",)
-
-    id = forms.CharField(
-        label="Id",
-        max_length=63,
-        help_text="A lowercase slug of letters, digits and '-'; it cannot change later.",
-    )
-    name = forms.CharField(label="Display name", required=False, max_length=catalog.MAX_TITLE_LENGTH)
-    description = _description()
-    quota_vcpus = forms.IntegerField(label="vCPUs quota", min_value=0)
-    quota_memory_mib = forms.IntegerField(label="Memory quota (MiB)", min_value=0)
-    quota_disk_gb = forms.IntegerField(label="Disk quota (GiB)", min_value=0)
-    quota_vms = forms.IntegerField(label="VM quota", min_value=0, help_text="How many VMs at most.")
-    quota_networks = forms.IntegerField(
-        label="Network quota",
-        min_value=0,
-        required=False,
-        help_text="How many networks at most, its default ones included (empty: 10).",
-    )
-    quota_public_ips = forms.IntegerField(
-        label="Public IP quota",
-        min_value=0,
-        required=False,
-        help_text="How many public IPs its edge gateways may hold (empty: 4).",
-    )
-
-    # The allow-lists: checkboxes of the catalog's names.
-    ALLOWED: ClassVar[tuple[str, ...]] = ("zones", "compute_profiles", "storage_profiles", "images")
+    declared = VDC_INPUTS
+    # The allow-lists: checkboxes of the catalog's names (``add_fields``).
+    ALLOWED: ClassVar[tuple[str, ...]] = tuple(i.name for i in VDC_INPUTS.inputs if i.type is list)
+    skip = (*ALLOWED, "quota_snapshots_per_vm", "organization")
 
     def add_fields(self) -> None:
         offered = {
-            "zones": ("Allowed zones", [z.id for z in catalog.list_zones(self.ctx)]),
-            "compute_profiles": (
-                "Allowed compute profiles",
-                [p.name for p in catalog.list_compute_profiles(self.ctx)],
-            ),
-            "storage_profiles": (
-                "Allowed storage profiles",
-                [p.name for p in catalog.list_storage_profiles(self.ctx)],
-            ),
-            "images": ("Allowed images", [i.name for i in catalog.list_images(self.ctx)]),
+            "zones": [z.id for z in catalog.list_zones(self.ctx)],
+            "compute_profiles": [p.name for p in catalog.list_compute_profiles(self.ctx)],
+            "storage_profiles": [p.name for p in catalog.list_storage_profiles(self.ctx)],
+            "images": [i.name for i in catalog.list_images(self.ctx)],
         }
-        for field, (label, names) in offered.items():
+        for field, names in offered.items():
             # A name the VDC still lists after it left the catalog stays offered, so an edit keeps it.
             kept = [n for n in self.initial.get(field) or [] if n not in names]
             self.fields[field] = forms.MultipleChoiceField(
-                label=label,
+                label=VDC_INPUTS[field].label,
                 required=False,
                 choices=[(n, n) for n in [*names, *kept]],
                 widget=forms.CheckboxSelectMultiple(attrs={"class": CHECKBOX}),
@@ -289,7 +253,8 @@ class VdcForm(AdminForm):
 
     def to_data(self) -> dict[str, Any]:
         data = super().to_data()
-        data["quota"] = {q: data.pop(f"quota_{q}") for q in QUOTA_FIELDS}
+        quota = [name for name in data if name.startswith(f"{QUOTA.name}_")]
+        data[QUOTA.name] = {name.removeprefix(f"{QUOTA.name}_"): data.pop(name) for name in quota}
         data["name"] = data.get("name") or None
         return data
 

@@ -6,8 +6,8 @@ Authorization: USER of the cluster's VDC, or ADMIN; a cluster is named within th
 (``FlexPlane-VDC-ID``), so another VDC's cluster is reported exactly like one that does not exist.
 
 - ``reads``: ``list_clusters`` (five lists per VDC namespace, whatever the number of clusters),
-  ``get_cluster``;
-- ``inputs``: what a create is given, and the limits;
+  ``get_cluster``, ``kubernetes_versions``;
+- ``inputs``: what a create is given, and the limits (read them there);
 - ``objects``: the objects a cluster is made of (pure);
 - ``quota``: workers counted as the VMs they become, before they are made;
 - ``create``: ``create_cluster``;
@@ -17,35 +17,13 @@ Authorization: USER of the cluster's VDC, or ADMIN; a cluster is named within th
 
 from __future__ import annotations
 
-from orchestrator.models.clusters import KubernetesVersion
-from orchestrator.services import catalog
 from orchestrator.services.clusters.changes import delete_cluster, scale_node_pool, upgrade_cluster
 from orchestrator.services.clusters.create import create_cluster
-from orchestrator.services.clusters.inputs import (
-    DEFAULT_CONTROL_PLANE,
-    MAX_CLUSTER_NAME,
-    MAX_CONTROL_PLANE,
-    MAX_NODE_POOLS,
-    MAX_NODES,
-    MAX_POOL_NAME,
-    MIN_CONTROL_PLANE,
-    MIN_NODES,
-    CreateCluster,
-    NodePoolSpec,
-)
+from orchestrator.services.clusters.inputs import CreateCluster, NodePoolSpec
 from orchestrator.services.clusters.kubeconfig import VALIDITY, kubeconfig
-from orchestrator.services.clusters.reads import get_cluster, list_clusters
-from orchestrator.services.context import Context
+from orchestrator.services.clusters.reads import get_cluster, kubernetes_versions, list_clusters
 
 __all__ = [
-    "DEFAULT_CONTROL_PLANE",
-    "MAX_CLUSTER_NAME",
-    "MAX_CONTROL_PLANE",
-    "MAX_NODES",
-    "MAX_NODE_POOLS",
-    "MAX_POOL_NAME",
-    "MIN_CONTROL_PLANE",
-    "MIN_NODES",
     "VALIDITY",
     "CreateCluster",
     "NodePoolSpec",
@@ -58,8 +36,3 @@ __all__ = [
     "scale_node_pool",
     "upgrade_cluster",
 ]
-
-
-def kubernetes_versions(ctx: Context) -> list[KubernetesVersion]:
-    """The Kubernetes versions a cluster may run (USER or ADMIN), newest first."""
-    return catalog.list_kubernetes_versions(ctx)

@@ -19,11 +19,6 @@ from orchestrator.errors import FlexPlaneError, NotFound, Unavailable, Validatio
 from orchestrator.models import Usage
 from orchestrator.models.clusters import (
     CLUSTER,
-    CLUSTER_NAME_LABEL,
-    FLEX_CONTROL_PLANE,
-    MACHINE_DEPLOYMENT,
-    PROXMOX_CLUSTER,
-    PROXMOX_MACHINE_TEMPLATE,
     VDC_LABEL,
     KubeObject,
     KubernetesCluster,
@@ -37,7 +32,7 @@ from orchestrator.services import catalog, networks, vdcs
 from orchestrator.services.clusters import inputs, objects
 from orchestrator.services.clusters.inputs import CreateCluster
 from orchestrator.services.clusters.quota import control_plane, reserved_for_clusters, worker
-from orchestrator.services.clusters.reads import acting_vdc
+from orchestrator.services.clusters.reads import VdcObjects, acting_vdc, assemble, selector
 from orchestrator.services.context import Context
 from orchestrator.services.vms.plan import (
     allowed_compute_profile,
@@ -174,7 +169,7 @@ def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
     namespace = namespace_of(vdc.id)
     source = ctx.clusterapi
     with vdc_lock(ctx, vdc) as held:
-        taken = source.list(CLUSTER, namespace, f"{VDC_LABEL},{CLUSTER_NAME_LABEL}={planned.name}")
+        taken = source.list(CLUSTER, namespace, selector(planned.name))
         if taken:
             raise ValidationFailed(
                 "name", f"VDC {vdc.id} already has a Kubernetes cluster named {planned.name!r}"
@@ -192,16 +187,4 @@ def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
         except FlexPlaneError as exc:
             take_back(source, namespace, written, exc)
             raise
-    return _built(made)
-
-
-def _built(made: Sequence[KubeObject]) -> KubernetesCluster:
-    """The new cluster, from the objects as the management cluster answered them."""
-    by_kind = {o.kind: o for o in made}
-    return KubernetesCluster.of(
-        by_kind[CLUSTER.kind],
-        by_kind.get(FLEX_CONTROL_PLANE.kind),
-        by_kind.get(PROXMOX_CLUSTER.kind),
-        [o for o in made if o.kind == MACHINE_DEPLOYMENT.kind],
-        {o.name: o for o in made if o.kind == PROXMOX_MACHINE_TEMPLATE.kind},
-    )
+    return assemble(VdcObjects.holding(made))[0]

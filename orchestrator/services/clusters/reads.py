@@ -26,12 +26,13 @@ from orchestrator.models.clusters import (
     VDC_LABEL,
     KubeObject,
     KubernetesCluster,
+    KubernetesVersion,
     Resource,
     namespace_of,
     vdc_of,
 )
 from orchestrator.models.vdcs import Vdc
-from orchestrator.services import access, vdcs
+from orchestrator.services import access, catalog, vdcs
 from orchestrator.services.clusters.inputs import is_label
 from orchestrator.services.context import Context
 
@@ -51,8 +52,15 @@ class VdcObjects:
             if (cluster is None or o.cluster == cluster) and (namespace is None or o.namespace == namespace)
         ]
 
+    @classmethod
+    def holding(cls, objects: Iterable[KubeObject]) -> VdcObjects:
+        """The objects given (a create's, as the management cluster answered them), by kind."""
+        given = list(objects)
+        return cls({r.plural: [o for o in given if o.kind == r.kind] for r in LISTED})
 
-def _selector(cluster: str | None) -> str:
+
+def selector(cluster: str | None) -> str:
+    """The label selector of a VDC's objects (of one cluster, if named)."""
     return VDC_LABEL if cluster is None else f"{VDC_LABEL},{CLUSTER_NAME_LABEL}={cluster}"
 
 
@@ -74,10 +82,10 @@ def read(
     for resource in kinds:
         objects: list[KubeObject] = []
         if namespaces is None:
-            objects = source.list(resource, None, _selector(cluster))
+            objects = source.list(resource, None, selector(cluster))
         else:
             for namespace in namespaces:
-                objects += source.list(resource, namespace, _selector(cluster))
+                objects += source.list(resource, namespace, selector(cluster))
         found.by_kind[resource.plural] = [o for o in objects if _belongs(o)]
     return found
 
@@ -142,6 +150,11 @@ def get_cluster(ctx: Context, name: str) -> KubernetesCluster:
     if not found:
         raise NotFound("Kubernetes cluster", name)
     return found[0]
+
+
+def kubernetes_versions(ctx: Context) -> list[KubernetesVersion]:
+    """The Kubernetes versions a cluster may run (USER or ADMIN), newest first."""
+    return catalog.list_kubernetes_versions(ctx)
 
 
 def templates_by_name(found: VdcObjects) -> Mapping[str, KubeObject]:

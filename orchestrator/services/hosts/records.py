@@ -1,17 +1,24 @@
 """A host's drain as the management cluster records it: a ConfigMap of the platform namespace (kind
 ``host-drain``, id ``<zone>.<host>``), rewritten as the drain goes (see ``hosts.drain``).
 
-The record stores the host's name under ``node``, as every record written so far has it."""
+The record stores the host's name under ``node``, as every record written so far has it, and its times as
+``isoformat()`` writes them; what is missing, empty or does not parse reads as a drain that stopped long
+ago. Both are pydantic dataclasses stored in camelCase (``models.specs.Stored``)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
+from pydantic.dataclasses import dataclass
 
 from orchestrator.errors import FlexPlaneError
+from orchestrator.models.specs import SPEC_CONFIG, Stored
+from orchestrator.models.specs import load as load_spec
 from orchestrator.models.zones import host_ident
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
@@ -47,6 +54,25 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+LONG_AGO = datetime.fromtimestamp(0, UTC)
+
+
+def _when(value: Any) -> datetime | None:
+    return value if isinstance(value, datetime) else parse_time(value)
+
+
+# A time as records store it (``isoformat()``); one that does not parse reads as none, or as long ago.
+Time = Annotated[datetime | None, BeforeValidator(_when), PlainSerializer(iso)]
+Since = Annotated[datetime, BeforeValidator(lambda value: _when(value) or LONG_AGO), PlainSerializer(iso)]
+
+
+def _filled(data: Any, keep: tuple[str, ...] = ()) -> Any:
+    """A stored record without its empty values (they read as their defaults), but for those it ``keep``s."""
+    if isinstance(data, Mapping):
+        return {key: value for key, value in data.items() if value or key in keep}
+    return data
+
+
 def where(zone: str, host: str) -> str:
     return f"host {host} of zone {zone}"
 
@@ -54,46 +80,24 @@ def where(zone: str, host: str) -> str:
 # ------------------------------------------------------------------------------------ the drain record
 
 
-@dataclass
-class DrainVm:
+@dataclass(config=SPEC_CONFIG)
+class DrainVm(Stored):
     """One VM of a drain: where it went, or why it could not."""
 
     vmid: int
-    name: str
-    vdc: str | None
+    name: str = ""
+    vdc: str | None = None
     state: str = PENDING
     target: str | None = None
     reason: str = ""
     upid: str | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
+    started_at: Time = None
+    ended_at: Time = None
 
+    @model_validator(mode="before")
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> DrainVm:
-        return cls(
-            vmid=int(spec["vmid"]),
-            name=str(spec.get("name") or ""),
-            vdc=spec.get("vdc") or None,
-            state=str(spec.get("state") or PENDING),
-            target=spec.get("target") or None,
-            reason=str(spec.get("reason") or ""),
-            upid=spec.get("upid") or None,
-            started_at=parse_time(spec.get("startedAt")),
-            ended_at=parse_time(spec.get("endedAt")),
-        )
-
-    def to_spec(self) -> dict[str, Any]:
-        return {
-            "vmid": self.vmid,
-            "name": self.name,
-            "vdc": self.vdc,
-            "state": self.state,
-            "target": self.target,
-            "reason": self.reason,
-            "upid": self.upid,
-            "startedAt": iso(self.started_at),
-            "endedAt": iso(self.ended_at),
-        }
+    def _stored(cls, data: Any) -> Any:
+        return _filled(data, keep=("vmid",))
 
     def end(self, state: str, reason: str = "", target: str | None = None) -> None:
         self.state, self.reason, self.ended_at = state, reason, now()
@@ -101,64 +105,39 @@ class DrainVm:
             self.target = target
 
 
-@dataclass
-class HostDrain:
+@dataclass(config=SPEC_CONFIG)
+class HostDrain(Stored):
     """A host's drain as recorded in the management cluster."""
 
     zone: str
-    host: str
+    host: Annotated[str, Field(alias="node")]
     state: str
     vms: list[DrainVm]
     requested_by: str
-    started_at: datetime
-    updated_at: datetime
+    started_at: Since
+    updated_at: Since
     runner: str
-    heartbeat: datetime
-    ended_at: datetime | None = None
+    heartbeat: Since
+    ended_at: Time = None
     message: str = ""
-    resource_version: str = field(default="", compare=False)
+    resource_version: Annotated[str, Field(exclude=True)] = field(default="", compare=False)
 
     @classmethod
     def from_entry(cls, entry: CatalogEntry) -> HostDrain:
         """The record as stored; what does not parse reads as a drain that stopped long ago."""
-        spec = entry.spec
         zone, _, host = entry.ident.partition(".")
-        long_ago = datetime.fromtimestamp(0, UTC)
-        vms: list[DrainVm] = []
-        for item in spec.get("vms") or []:
-            try:
-                vms.append(DrainVm.from_spec(item))
-            except (KeyError, TypeError, ValueError):
-                logger.warning("drain %s: skipping an unreadable VM entry %r", entry.ident, item)
-        return cls(
-            zone=str(spec.get("zone") or zone),
-            host=str(spec.get("node") or host),
-            state=str(spec.get("state") or FAILED),
-            vms=vms,
-            requested_by=str(spec.get("requestedBy") or ""),
-            started_at=parse_time(spec.get("startedAt")) or long_ago,
-            updated_at=parse_time(spec.get("updatedAt")) or long_ago,
-            runner=str(spec.get("runner") or ""),
-            heartbeat=parse_time(spec.get("heartbeat")) or long_ago,
-            ended_at=parse_time(spec.get("endedAt")),
-            message=str(spec.get("message") or ""),
-            resource_version=entry.resource_version,
-        )
-
-    def to_spec(self) -> dict[str, Any]:
-        return {
-            "zone": self.zone,
-            "node": self.host,
-            "state": self.state,
-            "vms": [vm.to_spec() for vm in self.vms],
-            "requestedBy": self.requested_by,
-            "startedAt": iso(self.started_at),
-            "updatedAt": iso(self.updated_at),
-            "endedAt": iso(self.ended_at),
-            "runner": self.runner,
-            "heartbeat": iso(self.heartbeat),
-            "message": self.message,
+        stopped: dict[str, Any] = {
+            "zone": zone,
+            "node": host,
+            "state": FAILED,
+            "requestedBy": "",
+            "runner": "",
         }
+        stopped |= {"startedAt": LONG_AGO, "updatedAt": LONG_AGO, "heartbeat": LONG_AGO}
+        stored = _filled(entry.spec)
+        drain = load_spec(cls, {**stopped, **stored, "vms": _readable(entry.ident, stored.get("vms") or [])})
+        drain.resource_version = entry.resource_version
+        return drain
 
     @property
     def ident(self) -> str:
@@ -178,6 +157,16 @@ class HostDrain:
     def task_id(self, vm: DrainVm) -> str | None:
         """The id of the VM's migration task, as ``task(id)`` reads it."""
         return encode_task_id(self.zone, vm.upid, vm.vdc or "") if vm.upid else None
+
+
+def _readable(ident: str, items: Iterable[Any]) -> list[DrainVm]:
+    vms: list[DrainVm] = []
+    for item in items:
+        try:
+            vms.append(DrainVm.from_spec(item))
+        except (AttributeError, TypeError, ValueError):  # not a mapping, or a value that does not parse
+            logger.warning("drain %s: skipping an unreadable VM entry %r", ident, item)
+    return vms
 
 
 def load(ctx: Context, zone: str, host: str) -> HostDrain | None:

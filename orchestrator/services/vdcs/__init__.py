@@ -19,13 +19,12 @@ groups, which import them by their module's name (never through this package, wh
 """
 
 from orchestrator.services.vdcs.changes import create_vdc, delete_vdc, update_vdc
-from orchestrator.services.vdcs.definitions import FIELDS, QUOTA_FIELDS, acting_vdc, get_vdc, visible_vdcs
+from orchestrator.services.vdcs.definitions import FIELDS, acting_vdc, get_vdc, visible_vdcs
 from orchestrator.services.vdcs.listing import VdcUsage, list_vdcs, usage
 from orchestrator.services.vdcs.quota import Tally, check_quota, fresh_usage
 
 __all__ = [
     "FIELDS",
-    "QUOTA_FIELDS",
     "Tally",
     "VdcUsage",
     "acting_vdc",

@@ -14,47 +14,13 @@ from typing import Any
 
 from orchestrator.errors import NotFound, ValidationFailed
 from orchestrator.models import Vdc
-from orchestrator.models.vdcs import (
-    DEFAULT_NETWORKS_QUOTA,
-    DEFAULT_PUBLIC_IPS_QUOTA,
-    DEFAULT_SNAPSHOTS_PER_VM,
-    MAX_SNAPSHOTS_PER_VM,
-)
+from orchestrator.models.vdcs import QUOTA, VDC_INPUTS
 from orchestrator.services import access, catalog
 from orchestrator.services.context import Context
 
-FIELDS = (
-    "id",
-    "name",
-    "description",
-    "zones",
-    "compute_profiles",
-    "storage_profiles",
-    "images",
-    "quota",
-    "organization",
-)
-QUOTA_FIELDS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
-# Quotas a VDC's input may leave out (the VDC then has the default).
-_OPTIONAL_QUOTAS = {"networks": DEFAULT_NETWORKS_QUOTA, "public_ips": DEFAULT_PUBLIC_IPS_QUOTA}
-# GraphQL's Int is 32 bits: no quota beyond what the API can carry.
-_INT_MAX = 2**31 - 1
-_QUOTA_LIMITS = {
-    "vcpus": 1_000_000,
-    "memory_mib": _INT_MAX,
-    "disk_gb": _INT_MAX,
-    "vms": 1_000_000,
-    "networks": 10_000,
-    "public_ips": 10_000,
-}
-_QUOTA_UNITS = {
-    "vcpus": "",
-    "memory_mib": " MiB",
-    "disk_gb": " GiB",
-    "vms": "",
-    "networks": "",
-    "public_ips": "",
-}
+# What a VDC's input may name (its quota as one object) and its quota's inputs: its declaration's.
+FIELDS = VDC_INPUTS.names
+QUOTA_INPUTS = VDC_INPUTS.members(QUOTA.name)
 
 
 # ------------------------------------------------------------------------------------- reading
@@ -130,14 +96,8 @@ def validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vdc
         field: _existing_names(ctx, f, field, kind, rule, what, getattr(before, field) if before else [])
         for field, kind, rule, what in _ALLOWED
     }
-    quota = f.nested("quota")
-    # The networks and public IPs quotas are optional: without, a VDC has the default (for networks: room
-    # for its default networks).
-    required = [q for q in QUOTA_FIELDS if q not in _OPTIONAL_QUOTAS]
-    limits = {q: quota.integer(q, 0, _QUOTA_LIMITS[q], _QUOTA_UNITS[q]) for q in required}
-    optional = {q: quota.optional_integer(q, 0, _QUOTA_LIMITS[q]) for q in _OPTIONAL_QUOTAS}
-    network_quota = optional["networks"]
-    snapshots = quota.optional_integer("snapshots_per_vm", 0, MAX_SNAPSHOTS_PER_VM)
+    quota = _quota(f)
+    limits = {f"{QUOTA.name}_{i.name}": quota.declared(i) for i in QUOTA_INPUTS}
     return Vdc(
         id=ident,
         name=f.title("name", ident),
@@ -146,30 +106,22 @@ def validate(ctx: Context, values: Mapping[str, Any], before: Vdc | None) -> Vdc
         compute_profiles=allowed["compute_profiles"],
         storage_profiles=allowed["storage_profiles"],
         images=allowed["images"],
-        quota_vcpus=limits["vcpus"],
-        quota_memory_mib=limits["memory_mib"],
-        quota_disk_gb=limits["disk_gb"],
-        quota_vms=limits["vms"],
-        quota_networks=DEFAULT_NETWORKS_QUOTA if network_quota is None else network_quota,
-        quota_public_ips=DEFAULT_PUBLIC_IPS_QUOTA
-        if optional["public_ips"] is None
-        else optional["public_ips"],
-        quota_snapshots_per_vm=DEFAULT_SNAPSHOTS_PER_VM if snapshots is None else snapshots,
+        **limits,
         organization=str(values.get("organization") or ""),
+    )
+
+
+def _quota(f: catalog.Fields) -> catalog.Fields:
+    """The quota's values, checked as each is declared. Those with a default may be left out (or null): the
+    networks' (room for its default networks), the public IPs' and the snapshots per VM."""
+    given = f.nested(QUOTA.name)
+    defaults = {i.name: i.default for i in QUOTA_INPUTS if i.default is not None}
+    return catalog.Fields(
+        defaults | {k: v for k, v in given.values.items() if v is not None}, prefix=given.prefix
     )
 
 
 def values_of(vdc: Vdc) -> dict[str, Any]:
     """A VDC as the input that defines it (what ``validate`` takes)."""
-    quota = vdc.quota
-    return {
-        "id": vdc.id,
-        "name": vdc.name,
-        "description": vdc.description,
-        "zones": list(vdc.zones),
-        "compute_profiles": list(vdc.compute_profiles),
-        "storage_profiles": list(vdc.storage_profiles),
-        "images": list(vdc.images),
-        "organization": vdc.organization,
-        "quota": {q: getattr(quota, q) for q in QUOTA_FIELDS} | {"snapshots_per_vm": vdc.snapshots_per_vm},
-    }
+    values = {name: getattr(vdc, name) for name in FIELDS if name != QUOTA.name}
+    return values | {QUOTA.name: {i.name: getattr(vdc, f"{QUOTA.name}_{i.name}") for i in QUOTA_INPUTS}}
