@@ -12,18 +12,16 @@ see that the version it restarted into answers (agent.update).
 
 from __future__ import annotations
 
-import inspect
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 import grpc
 
+from agent.interceptors import AroundInterceptor, Context
 from agentclient.errors import CLIENT_NOT_ALLOWED, ERROR_METADATA_KEY
 
 log = logging.getLogger(__name__)
-
-Context = grpc.aio.ServicerContext[Any, Any]
 
 # What the node's own certificate may call.
 SELF_METHODS = frozenset({"/grpc.health.v1.Health/Check", "/flexplane.agent.v1.Agent/GetInfo"})
@@ -35,7 +33,7 @@ def caller_name(context: Context) -> str:
     return names[0].decode("utf-8", "replace") if len(names) == 1 else ""
 
 
-class ClientAllowlist(grpc.aio.ServerInterceptor):
+class ClientAllowlist(AroundInterceptor):
     """Refuses callers whose certificate common name is not in ``allowed`` (or ``own`` on SELF_METHODS)."""
 
     def __init__(self, allowed: frozenset[str], own: str | None = None) -> None:
@@ -64,61 +62,11 @@ class ClientAllowlist(grpc.aio.ServerInterceptor):
                 trailing_metadata=((ERROR_METADATA_KEY, CLIENT_NOT_ALLOWED),),
             )
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method
-
-        async def check(context: Context) -> None:
-            await self._check(context, method)
-
-        return _guarded(handler, check)
-
-
-_FACTORIES: tuple[tuple[str, Callable[..., Any]], ...] = (
-    ("unary_unary", grpc.unary_unary_rpc_method_handler),
-    ("unary_stream", grpc.unary_stream_rpc_method_handler),
-    ("stream_unary", grpc.stream_unary_rpc_method_handler),
-    ("stream_stream", grpc.stream_stream_rpc_method_handler),
-)
-
-
-def _guarded(handler: Any, check: Callable[[Context], Awaitable[None]]) -> Any:
-    """The same method handler with check(context) awaited before its behaviour runs.
-
-    Works for the four kinds of methods, whether the behaviour returns its answer, writes
-    it with context.write, or is an async generator.
-    """
-    found = [(getattr(handler, kind), factory) for kind, factory in _FACTORIES if getattr(handler, kind)]
-    if not found:
-        return handler
-    behaviour, factory = found[0]
-
-    if inspect.isasyncgenfunction(behaviour):
-
-        async def generating(request: Any, context: Context) -> AsyncIterator[Any]:
-            await check(context)
-            async for response in behaviour(request, context):
-                yield response
-
-        wrapped: Callable[..., Any] = generating
-    else:
-
-        async def answering(request: Any, context: Context) -> Any:
-            await check(context)
-            return await behaviour(request, context)
-
-        wrapped = answering
-    return factory(
-        wrapped,
-        request_deserializer=handler.request_deserializer,
-        response_serializer=handler.response_serializer,
-    )
+    @contextlib.asynccontextmanager
+    async def around(self, method: str, context: Context) -> AsyncIterator[None]:
+        """The caller checked before the method runs."""
+        await self._check(context, method)
+        yield
 
 
 async def require_caller(context: Context, clients: frozenset[str], setting: str) -> str:

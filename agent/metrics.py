@@ -13,10 +13,10 @@ any other): the node's own Prometheus agent or node exporter scrapes it. What it
 
 from __future__ import annotations
 
-import inspect
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent.interceptors import AroundInterceptor, Context
 from agent.status import AgentStatus
 from agentclient.proto.flexplane.agent.v1 import agent_pb2
 
@@ -148,19 +149,19 @@ def _folder_bytes(folder: Path) -> float:
         return 0.0
 
 
-class RpcMetrics(grpc.aio.ServerInterceptor):
+class RpcMetrics(AroundInterceptor):
     """Counts and times every gRPC call, by method and the status code it ended with."""
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method.rsplit("/", 1)[-1]
-        return _measured(handler, method)
+    @contextlib.asynccontextmanager
+    async def around(self, method: str, context: Context) -> AsyncIterator[None]:
+        started, failure = time.monotonic(), None
+        try:
+            yield
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            _ended(method.rsplit("/", 1)[-1], started, context, failure)
 
 
 def _ended(method: str, started: float, context: Any, failure: BaseException | None) -> None:
@@ -172,54 +173,6 @@ def _ended(method: str, started: float, context: Any, failure: BaseException | N
     name = code.name if isinstance(code, grpc.StatusCode) else str(code)
     RPC_CALLS.labels(method, name).inc()
     RPC_LATENCY.labels(method).observe(time.monotonic() - started)
-
-
-_FACTORIES: tuple[tuple[str, Callable[..., Any]], ...] = (
-    ("unary_unary", grpc.unary_unary_rpc_method_handler),
-    ("unary_stream", grpc.unary_stream_rpc_method_handler),
-    ("stream_unary", grpc.stream_unary_rpc_method_handler),
-    ("stream_stream", grpc.stream_stream_rpc_method_handler),
-)
-
-
-def _measured(handler: Any, method: str) -> Any:
-    found = [(getattr(handler, kind), factory) for kind, factory in _FACTORIES if getattr(handler, kind)]
-    if not found:
-        return handler
-    behaviour, factory = found[0]
-
-    if inspect.isasyncgenfunction(behaviour):
-
-        async def generating(request: Any, context: Any) -> AsyncIterator[Any]:
-            started, failure = time.monotonic(), None
-            try:
-                async for response in behaviour(request, context):
-                    yield response
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                _ended(method, started, context, failure)
-
-        wrapped: Callable[..., Any] = generating
-    else:
-
-        async def answering(request: Any, context: Any) -> Any:
-            started, failure = time.monotonic(), None
-            try:
-                return await behaviour(request, context)
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                _ended(method, started, context, failure)
-
-        wrapped = answering
-    return factory(
-        wrapped,
-        request_deserializer=handler.request_deserializer,
-        response_serializer=handler.response_serializer,
-    )
 
 
 async def serve_metrics(listen: str, status: AgentStatus, image_cache: Path | None) -> web.AppRunner:

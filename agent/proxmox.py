@@ -7,6 +7,7 @@ Authorization header only: it is never logged, nor put in an error message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http
 import logging
 import os
@@ -14,7 +15,7 @@ import re
 import secrets
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,10 @@ class ProxmoxClient:
         url = URL(self.url + API_PREFIX + path, encoded=True)
         in_query = method in ("GET", "DELETE")
         started = time.monotonic()
-        try:
+        with self._failures(
+            f"the connection to Proxmox at {self.url} failed before its answer",
+            f"Proxmox at {self.url} did not answer within {limit:g} s",
+        ):
             async with self._session.request(
                 method,
                 url,
@@ -155,23 +159,6 @@ class ProxmoxClient:
             ) as response:
                 body = await _read_limited(response)
                 status, reason = response.status, response.reason or ""
-        except TimeoutError:
-            raise ProxmoxTimeout(f"Proxmox at {self.url} did not answer within {limit:g} s") from None
-        except aiohttp.ClientConnectorCertificateError as exc:
-            reason = (
-                getattr(exc.certificate_error, "verify_message", "") or type(exc.certificate_error).__name__
-            )
-            raise ProxmoxUnreachableError(
-                f"the certificate of Proxmox at {self.url} did not verify: {reason}"
-            ) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise ProxmoxUnreachableError(
-                f"cannot connect to Proxmox at {self.url}: {os_reason(exc.os_error)}"
-            ) from None
-        except aiohttp.ClientError as exc:
-            raise ProxmoxNoAnswer(
-                f"the connection to Proxmox at {self.url} failed before its answer: {describe_error(exc)}"
-            ) from None
         log.debug("proxmox %s %s -> %d in %.0f ms", method, path, status, (time.monotonic() - started) * 1000)
         return self._answer(status, reason, body)
 
@@ -186,28 +173,22 @@ class ProxmoxClient:
             raise RuntimeError("ProxmoxClient is not open: use it as an async context manager")
         url = URL(self.url + API_PREFIX + path, encoded=True)
         limit = self.timeout if timeout is None else timeout
-        try:
-            return await self._session.ws_connect(
-                url,
-                params=dict(params),
-                headers={"Authorization": self._authorization},
-                protocols=("binary",),
-                timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=limit),
-                autoping=True,
-                max_msg_size=MAX_RESPONSE_BYTES,
-            )
-        except aiohttp.WSServerHandshakeError as exc:
-            raise ProxmoxBadAnswer(f"Proxmox refused the websocket: {exc.status} {exc.message}") from None
-        except TimeoutError:
-            raise ProxmoxTimeout(f"Proxmox at {self.url} did not answer within {limit:g} s") from None
-        except aiohttp.ClientConnectorError as exc:
-            raise ProxmoxUnreachableError(
-                f"cannot connect to Proxmox at {self.url}: {os_reason(exc.os_error)}"
-            ) from None
-        except aiohttp.ClientError as exc:
-            raise ProxmoxNoAnswer(
-                f"the websocket to Proxmox at {self.url} failed: {describe_error(exc)}"
-            ) from None
+        with self._failures(
+            f"the websocket to Proxmox at {self.url} failed",
+            f"Proxmox at {self.url} did not answer within {limit:g} s",
+        ):
+            try:
+                return await self._session.ws_connect(
+                    url,
+                    params=dict(params),
+                    headers={"Authorization": self._authorization},
+                    protocols=("binary",),
+                    timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=limit),
+                    autoping=True,
+                    max_msg_size=MAX_RESPONSE_BYTES,
+                )
+            except aiohttp.WSServerHandshakeError as exc:
+                raise ProxmoxBadAnswer(f"Proxmox refused the websocket: {exc.status} {exc.message}") from None
 
     async def upload(
         self,
@@ -261,7 +242,10 @@ class ProxmoxClient:
             # A length, not chunks: Proxmox's upload handler reads exactly this many bytes.
             "Content-Length": str(len(head) + size + len(tail)),
         }
-        try:
+        with self._failures(
+            f"the upload to Proxmox at {self.url} failed",
+            f"Proxmox at {self.url} did not take the upload within {timeout:g} s",
+        ):
             async with self._session.post(
                 url,
                 data=body(),
@@ -271,20 +255,30 @@ class ProxmoxClient:
             ) as response:
                 answer = await _read_limited(response)
                 status, reason = response.status, response.reason or ""
+        log.debug("proxmox POST %s (%d bytes) -> %d", path, size, status)
+        return self._answer(status, reason, answer)
+
+    @contextlib.contextmanager
+    def _failures(self, failed: str, too_slow: str) -> Iterator[None]:
+        """aiohttp's errors, and a timeout, as Proxmox's: ``failed`` says what failed (the cause follows),
+        ``too_slow`` what did not happen in time."""
+        try:
+            yield
         except TimeoutError:
-            raise ProxmoxTimeout(
-                f"Proxmox at {self.url} did not take the upload within {timeout:g} s"
+            raise ProxmoxTimeout(too_slow) from None
+        except aiohttp.ClientConnectorCertificateError as exc:
+            reason = (
+                getattr(exc.certificate_error, "verify_message", "") or type(exc.certificate_error).__name__
+            )
+            raise ProxmoxUnreachableError(
+                f"the certificate of Proxmox at {self.url} did not verify: {reason}"
             ) from None
         except aiohttp.ClientConnectorError as exc:
             raise ProxmoxUnreachableError(
                 f"cannot connect to Proxmox at {self.url}: {os_reason(exc.os_error)}"
             ) from None
         except aiohttp.ClientError as exc:
-            raise ProxmoxNoAnswer(
-                f"the upload to Proxmox at {self.url} failed: {describe_error(exc)}"
-            ) from None
-        log.debug("proxmox POST %s (%d bytes) -> %d", path, size, status)
-        return self._answer(status, reason, answer)
+            raise ProxmoxNoAnswer(f"{failed}: {describe_error(exc)}") from None
 
     def _answer(self, status: int, reason: str, body: bytes) -> ProxmoxAnswer:
         if 200 <= status < 300 and body[:1] == b"{":

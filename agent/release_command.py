@@ -100,6 +100,12 @@ def run_release(args: argparse.Namespace) -> int:
     return 0
 
 
+def _release_files(parser: argparse.ArgumentParser) -> None:
+    """The two files of a built release: its artifact and its signed manifest."""
+    parser.add_argument("--artifact", required=True, help="flexplane-agent-<version>.pyz")
+    parser.add_argument("--manifest", required=True, help="flexplane-agent-<version>.release.json")
+
+
 def add_release(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``flexplane-agent release keygen|build|install|push``."""
     parser = commands.add_parser("release", help="make, sign and install agent releases")
@@ -121,15 +127,13 @@ def add_release(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     build_parser.set_defaults(action=_build)
 
     install = actions.add_parser("install", help="verify a release and make it the current one")
-    install.add_argument("--artifact", required=True, help="flexplane-agent-<version>.pyz")
-    install.add_argument("--manifest", required=True, help="flexplane-agent-<version>.release.json")
+    _release_files(install)
     install.add_argument("--public-key", required=True, help="the release public key (PEM)")
     install.add_argument("--install-dir", required=True, help="the agent's install_dir")
     install.set_defaults(action=_install)
 
     push = actions.add_parser("push", help="push a release to an OCI registry, tagged with its version")
-    push.add_argument("--artifact", required=True, help="flexplane-agent-<version>.pyz")
-    push.add_argument("--manifest", required=True, help="flexplane-agent-<version>.release.json")
+    _release_files(push)
     push.add_argument(
         "--registry", required=True, help="the repository: host[:port]/path, e.g. reg:5000/flexplane/agent"
     )

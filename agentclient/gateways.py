@@ -334,39 +334,7 @@ class GatewaySpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The plain-JSON form (:meth:`from_dict` reads it back)."""
-        return {
-            "id": self.id,
-            "generation": self.generation,
-            "uplink": {
-                "bridge": self.uplink.bridge,
-                "vlan": self.uplink.vlan,
-                "address": self.uplink.address,
-                "gateway": self.uplink.gateway,
-            },
-            "legs": [{"vnet": leg.vnet, "address": leg.address} for leg in self.legs],
-            "public_ips": [{"address": ip.address, "nat_to": ip.nat_to} for ip in self.public_ips],
-            "forwards": [
-                {
-                    "public_ip": f.public_ip,
-                    "protocol": f.protocol,
-                    "port": f.port,
-                    "to_address": f.to_address,
-                    "to_port": f.to_port,
-                }
-                for f in self.forwards
-            ],
-            "rules": [
-                {
-                    "direction": r.direction,
-                    "action": r.action,
-                    "protocol": r.protocol,
-                    "source": r.source,
-                    "destination": r.destination,
-                    "ports": list(r.ports) if r.ports is not None else None,
-                }
-                for r in self.rules
-            ],
-        }
+        return _spec_dict(self, lambda rule: list(rule.ports) if rule.ports is not None else None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GatewaySpec:
@@ -379,23 +347,49 @@ class GatewaySpec:
         return cls(
             id=data.get("id"),  # type: ignore[arg-type]  # checked on construction
             generation=data.get("generation"),  # type: ignore[arg-type]
-            uplink=_build("uplink", Uplink, uplink, ("bridge", "vlan", "address", "gateway")),
-            legs=_build_all("legs", Leg, data.get("legs", ()), ("vnet", "address")),
-            public_ips=_build_all("public_ips", PublicIp, data.get("public_ips", ()), ("address", "nat_to")),
-            forwards=_build_all(
-                "forwards",
-                PortForward,
-                data.get("forwards", ()),
-                ("public_ip", "protocol", "port", "to_address", "to_port"),
-            ),
+            uplink=_build("uplink", Uplink, uplink, UPLINK_KEYS),
+            legs=_build_all("legs", Leg, data.get("legs", ()), LEG_KEYS),
+            public_ips=_build_all("public_ips", PublicIp, data.get("public_ips", ()), PUBLIC_IP_KEYS),
+            forwards=_build_all("forwards", PortForward, data.get("forwards", ()), FORWARD_KEYS),
             rules=_build_all(
                 "rules",
                 FirewallRule,
                 data.get("rules", ()),
-                ("direction", "action", "protocol", "source", "destination", "ports"),
+                (*RULE_KEYS, "ports"),
                 convert={"ports": lambda v: tuple(v) if isinstance(v, list | tuple) else v},
             ),
         )
+
+
+# The fields of a spec's parts, named alike in its plain-JSON form, its dataclasses and its message
+# (but for a rule's ports: a (first, last) pair in the first two, port_from and port_to in the message).
+UPLINK_KEYS = ("bridge", "vlan", "address", "gateway")
+LEG_KEYS = ("vnet", "address")
+PUBLIC_IP_KEYS = ("address", "nat_to")
+FORWARD_KEYS = ("public_ip", "protocol", "port", "to_address", "to_port")
+RULE_KEYS = ("direction", "action", "protocol", "source", "destination")
+# A gateway's state, but for its counters (a mapping).
+STATE_KEYS = ("id", "generation", "node", "healthy", "detail")
+
+
+def _fields(part: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    return {key: getattr(part, key) for key in keys}
+
+
+def _spec_dict(spec: Any, ports: Callable[[Any], Any]) -> dict[str, Any]:
+    """The plain-JSON form of a spec or of its GatewaySpec message, whose fields are named alike; ``ports``
+    reads a rule's port range. The message's zero values (no VLAN, no 1:1 NAT) are None there."""
+    return {
+        "id": spec.id,
+        "generation": spec.generation,
+        "uplink": {**_fields(spec.uplink, UPLINK_KEYS), "vlan": spec.uplink.vlan or None},
+        "legs": [_fields(leg, LEG_KEYS) for leg in spec.legs],
+        "public_ips": [
+            {**_fields(ip, PUBLIC_IP_KEYS), "nat_to": ip.nat_to or None} for ip in spec.public_ips
+        ],
+        "forwards": [_fields(forward, FORWARD_KEYS) for forward in spec.forwards],
+        "rules": [{**_fields(rule, RULE_KEYS), "ports": ports(rule)} for rule in spec.rules],
+    }
 
 
 def check_gateway_id(value: object) -> str:
@@ -459,105 +453,47 @@ class GatewayState:
 
 
 def spec_to_proto(spec: GatewaySpec) -> Any:
-    """The GatewaySpec message of a spec."""
+    """The GatewaySpec message of a spec (where it has no VLAN, no 1:1 NAT or no ports: zero values)."""
     return agent_pb2.GatewaySpec(
         id=spec.id,
         generation=spec.generation,
         uplink=agent_pb2.GatewayUplink(
-            bridge=spec.uplink.bridge,
-            vlan=spec.uplink.vlan or 0,
-            address=spec.uplink.address,
-            gateway=spec.uplink.gateway,
+            **{**_fields(spec.uplink, UPLINK_KEYS), "vlan": spec.uplink.vlan or 0}
         ),
-        legs=[agent_pb2.GatewayLeg(vnet=leg.vnet, address=leg.address) for leg in spec.legs],
+        legs=[agent_pb2.GatewayLeg(**_fields(leg, LEG_KEYS)) for leg in spec.legs],
         public_ips=[
-            agent_pb2.GatewayPublicIp(address=ip.address, nat_to=ip.nat_to or "") for ip in spec.public_ips
+            agent_pb2.GatewayPublicIp(**{**_fields(ip, PUBLIC_IP_KEYS), "nat_to": ip.nat_to or ""})
+            for ip in spec.public_ips
         ],
         forwards=[
-            agent_pb2.GatewayPortForward(
-                public_ip=f.public_ip,
-                protocol=f.protocol,
-                port=f.port,
-                to_address=f.to_address,
-                to_port=f.to_port,
-            )
-            for f in spec.forwards
+            agent_pb2.GatewayPortForward(**_fields(forward, FORWARD_KEYS)) for forward in spec.forwards
         ],
         rules=[
             agent_pb2.GatewayFirewallRule(
-                direction=r.direction,
-                action=r.action,
-                protocol=r.protocol,
-                source=r.source,
-                destination=r.destination,
-                port_from=r.ports[0] if r.ports else 0,
-                port_to=r.ports[1] if r.ports else 0,
+                **_fields(rule, RULE_KEYS),
+                port_from=rule.ports[0] if rule.ports else 0,
+                port_to=rule.ports[1] if rule.ports else 0,
             )
-            for r in spec.rules
+            for rule in spec.rules
         ],
     )
 
 
 def spec_from_proto(message: Any) -> GatewaySpec:
     """The spec a GatewaySpec message carries; GatewaySpecError names the first bad field."""
-    uplink = message.uplink
-    return GatewaySpec.from_dict(
-        {
-            "id": message.id,
-            "generation": message.generation,
-            "uplink": {
-                "bridge": uplink.bridge,
-                "vlan": uplink.vlan or None,
-                "address": uplink.address,
-                "gateway": uplink.gateway,
-            },
-            "legs": [{"vnet": leg.vnet, "address": leg.address} for leg in message.legs],
-            "public_ips": [{"address": ip.address, "nat_to": ip.nat_to or None} for ip in message.public_ips],
-            "forwards": [
-                {
-                    "public_ip": f.public_ip,
-                    "protocol": f.protocol,
-                    "port": f.port,
-                    "to_address": f.to_address,
-                    "to_port": f.to_port,
-                }
-                for f in message.forwards
-            ],
-            "rules": [
-                {
-                    "direction": r.direction,
-                    "action": r.action,
-                    "protocol": r.protocol,
-                    "source": r.source,
-                    "destination": r.destination,
-                    "ports": (r.port_from, r.port_to) if r.port_from or r.port_to else None,
-                }
-                for r in message.rules
-            ],
-        }
-    )
+
+    def ports(rule: Any) -> tuple[int, int] | None:
+        return (rule.port_from, rule.port_to) if rule.port_from or rule.port_to else None
+
+    return GatewaySpec.from_dict(_spec_dict(message, ports))
 
 
 def state_to_proto(state: GatewayState) -> Any:
-    return agent_pb2.GatewayState(
-        id=state.id,
-        generation=state.generation,
-        node=state.node,
-        healthy=state.healthy,
-        detail=state.detail,
-        counters=dict(state.counters),
-    )
+    return agent_pb2.GatewayState(**_fields(state, STATE_KEYS), counters=dict(state.counters))
 
 
 def state_from_proto(message: Any) -> GatewayState:
-    return GatewayState(
-        id=message.id,
-        generation=message.generation,
-        node=message.node,
-        healthy=message.healthy,
-        detail=message.detail,
-        counters=dict(message.counters),
-    )
+    return GatewayState(**_fields(message, STATE_KEYS), counters=dict(message.counters))
 
 
 # ------------------------------------------------------------------------------------ errors

@@ -18,7 +18,6 @@ check and GraphQL's serialization of every field).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from kubernetes import client, config
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexplane.settings.test")
 django.setup()
 
-from benchmarks.kit import bench_world, interleaved, percentile  # noqa: E402
+from benchmarks.kit import arguments, bench_world, interleaved, p50s_p99s, verdict  # noqa: E402
 from devstack.world import World  # noqa: E402
 from orchestrator.models.clusters import (  # noqa: E402
     FLEX_CONTROL_PLANE,
@@ -158,8 +157,7 @@ def measure(subnet: int, count: int, rounds: int) -> Figures:
     return Figures(
         count,
         reads,
-        {name: percentile(samples, 0.5) for name, samples in times.items()},
-        {name: percentile(samples, 0.99) for name, samples in times.items()},
+        *p50s_p99s(times),
     )
 
 
@@ -176,17 +174,12 @@ def report(figures: list[Figures], rounds: int) -> bool:
         for name, label in (("raw", f"{READS} list calls, official client:"), ("api", "kubernetesClusters:")):
             print(f"    {name:4} {label:34} p50 {f.p50[name]:7.1f} ms  p99 {f.p99[name]:7.1f} ms")
         print(f"    api / raw p50 {ratio:.2f} (target <= {TARGET_OVER_RAW})")
-    print(f"  targets {'met' if met else 'NOT met'}")
-    return met
+    return verdict(met)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__, rounds=30, subnet=44)
     parser.add_argument("--sizes", default="20,100", help="numbers of clusters, comma-separated")
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--subnet", type=int, default=44)
     args = parser.parse_args(argv)
     figures = [measure(args.subnet, int(size), args.rounds) for size in args.sizes.split(",")]
     return 0 if report(figures, args.rounds) else 1

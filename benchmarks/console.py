@@ -21,7 +21,6 @@ It prints p50 and p99 of the round trips, the throughputs, and the stack over di
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import html
 import os
@@ -37,7 +36,7 @@ from functools import partial
 import aiohttp
 import requests
 
-from benchmarks.kit import bench_world, percentile
+from benchmarks.kit import arguments, bench_world, p50_p99, percentile
 from devstack.fakeconsole import vnc_response
 from devstack.fakezones import TOKEN_ID
 from devstack.world import World
@@ -201,12 +200,8 @@ async def measure(world: World, portal: requests.Session, rounds: int, frames: i
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--rounds", type=int, default=300, help="round trips on each path")
+    parser = arguments(__doc__, rounds=300, subnet=44, rounds_help="round trips on each path")
     parser.add_argument("--frames", type=int, default=20, help="full frames on each path")
-    parser.add_argument("--subnet", type=int, default=44)
     args = parser.parse_args(argv)
 
     with bench_world(args.subnet, (ZONE,), 1) as world:
@@ -220,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rates = {}
     for name in trips:
-        p50, p99 = percentile(trips[name], 0.5), percentile(trips[name], 0.99)
+        p50, p99 = p50_p99(trips[name])
         rates[name] = moved[name] / (1024 * 1024) / (sum(frames[name]) / 1000)
         trip = f"round trip p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
         print(f"  {name:6}  {trip}   throughput {rates[name]:7.1f} MiB/s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import ssl
 import tempfile
@@ -18,9 +19,38 @@ from devstack.net import free_port
 from devstack.world import World, WorldConfig
 
 
+def arguments(
+    doc: str | None, *, rounds: int, subnet: int, rounds_help: str | None = None
+) -> argparse.ArgumentParser:
+    """A benchmark's command line: its docstring as the help, ``--rounds`` and the world's ``--subnet``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=rounds, help=rounds_help)
+    parser.add_argument("--subnet", type=int, default=subnet)
+    return parser
+
+
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def p50_p99(samples: list[float]) -> tuple[float, float]:
+    """The median and the 99th percentile of ``samples``."""
+    return percentile(samples, 0.5), percentile(samples, 0.99)
+
+
+def p50s_p99s(times: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float]]:
+    """Each probe's median, and each probe's 99th percentile."""
+    return (
+        {name: percentile(samples, 0.5) for name, samples in times.items()},
+        {name: percentile(samples, 0.99) for name, samples in times.items()},
+    )
+
+
+def verdict(met: bool) -> bool:
+    """Says whether the targets were met, last in a report; and returns it."""
+    print(f"  targets {'met' if met else 'NOT met'}")
+    return met
 
 
 def peak_rss_mib(pid: int) -> float:

@@ -24,7 +24,6 @@ Needs root (namespaces, WireGuard) and Debian's wireguard-tools and wireguard-go
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import socket
@@ -37,7 +36,7 @@ import requests
 
 from agent.service import UNIT_DIR, UNIT_NAME, exec_start
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
-from benchmarks.kit import bench_world, interleaved, percentile, seed_vms
+from benchmarks.kit import arguments, bench_world, interleaved, percentile, seed_vms
 from devstack.meshnet import Topology, in_ns, relay, topology
 from devstack.processes import Process, spawn, wait_for_line
 from devstack.world import World
@@ -142,12 +141,8 @@ def meshed_node(world: World, net: Topology) -> Iterator[AgentTarget]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__, rounds=200, subnet=45)
     parser.add_argument("--vms", type=int, default=500, help="VMs per zone")
-    parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--subnet", type=int, default=45)
     args = parser.parse_args(argv)
     if os.geteuid() != 0 or not shutil.which("wireguard-go") or not shutil.which("wg"):
         print(

@@ -17,7 +17,6 @@ page made (one ``/cluster/resources`` per zone, never a call per VM).
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -25,7 +24,7 @@ from collections.abc import Callable
 
 import requests
 
-from benchmarks.kit import bench_world, interleaved, percentile, seed_vms
+from benchmarks.kit import arguments, bench_world, interleaved, p50_p99, seed_vms
 from devstack.world import World
 from tests.portal.sessionkit import login
 
@@ -63,12 +62,8 @@ def calls_of(world: World, fn: Callable[[], int]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__, rounds=60, subnet=41)
     parser.add_argument("--vms", type=int, default=500, help="VMs of VDC demo (as many again in VDC other)")
-    parser.add_argument("--rounds", type=int, default=60)
-    parser.add_argument("--subnet", type=int, default=41)
     args = parser.parse_args(argv)
 
     with bench_world(args.subnet, ZONES, NODES) as world:
@@ -100,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
 
         times = interleaved(args.rounds, {"graphql": graphql, "page": page})
 
-    g50, g99 = percentile(times["graphql"], 0.5), percentile(times["graphql"], 0.99)
-    p50, p99 = percentile(times["page"], 0.5), percentile(times["page"], 0.99)
+    g50, g99 = p50_p99(times["graphql"])
+    p50, p99 = p50_p99(times["page"])
     print(
         f"portal_pages: VDC {VDC} of {args.vms} VMs (+{args.vms} of another VDC) in {len(ZONES)} zones "
         f"x {NODES} nodes, {PAGE} rows, {args.rounds} rounds, python {sys.version.split()[0]}, "

@@ -19,20 +19,26 @@ its memory independent of the fleet size.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import dataclass
 
 import requests
 
-from benchmarks.kit import DirectReads, bench_world, interleaved, peak_rss_mib, percentile, seed_vms
+from benchmarks.kit import (
+    DirectReads,
+    arguments,
+    bench_world,
+    interleaved,
+    p50s_p99s,
+    peak_rss_mib,
+    seed_vms,
+    verdict,
+)
+from benchmarks.vm_list import NODES, QUERY, ZONES  # the VM listing's layout and query
 from devstack.world import World
 
-ZONES = ("zone-1", "zone-2", "zone-3", "zone-4")
-NODES = 4
 VDC = "bench"
-QUERY = "{ virtualMachines(first: 100) { edges { node { id name status zone host vdc cores memoryMb } } } }"
 TARGET_OVER_POOLS = 1.2
 TARGET_OF_FLEET = 0.1
 
@@ -119,8 +125,7 @@ def measure(subnet: int, fleet: int, vdc_size: int, rounds: int) -> Figures:
         probes.close()
     return Figures(
         fleet,
-        {name: percentile(samples, 0.5) for name, samples in times.items()},
-        {name: percentile(samples, 0.99) for name, samples in times.items()},
+        *p50s_p99s(times),
         vdc_rss,
         peak,
     )
@@ -159,18 +164,13 @@ def report(figures: list[Figures], vdc_size: int, rounds: int) -> bool:
         for name in ("pools", "vdc", "fleet"):
             print(f"    {name:6} p50 x{last.p50[name] / first.p50[name]:.2f}")
         print(f"    VDC listing RSS {first.vdc_rss:.0f} -> {last.vdc_rss:.0f} MiB")
-    print(f"  targets {'met' if met else 'NOT met'}")
-    return met
+    return verdict(met)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__, rounds=40, subnet=41)
     parser.add_argument("--fleets", default="4000,40000", help="fleet sizes, comma-separated")
     parser.add_argument("--vdc", type=int, default=200, help="VMs in the VDC (a multiple of 4)")
-    parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--subnet", type=int, default=41)
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.fleets.split(",")]
     figures = [measure(args.subnet, size, args.vdc, args.rounds) for size in sizes]

@@ -15,14 +15,13 @@ Target: p50 ratio <= 1.15.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
 
 import requests
 
-from benchmarks.kit import DirectReads, bench_world, interleaved, peak_rss_mib, percentile, seed_vms
+from benchmarks.kit import DirectReads, arguments, bench_world, interleaved, p50_p99, peak_rss_mib, seed_vms
 from devstack.world import World
 
 ZONES = ("zone-1", "zone-2", "zone-3", "zone-4")
@@ -64,12 +63,8 @@ class Probes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__, rounds=60, subnet=40)
     parser.add_argument("--vms", type=int, default=4000)
-    parser.add_argument("--rounds", type=int, default=60)
-    parser.add_argument("--subnet", type=int, default=40)
     args = parser.parse_args(argv)
 
     with bench_world(args.subnet, ZONES, NODES) as world:
@@ -81,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         peak = peak_rss_mib(world.orchestrator.popen.pid)
         probes.close()
 
-    b50, b99 = percentile(times["baseline"], 0.5), percentile(times["baseline"], 0.99)
-    s50, s99 = percentile(times["stack"], 0.5), percentile(times["stack"], 0.99)
+    b50, b99 = p50_p99(times["baseline"])
+    s50, s99 = p50_p99(times["stack"])
     print(
         f"vm_list: {args.vms} VMs in {len(ZONES)} zones x {NODES} nodes, {args.rounds} rounds, "
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"

@@ -296,15 +296,16 @@ def topology(
 
 def listen_in(ns: str, host: str, port: int) -> socket.socket:
     """A listening socket inside namespace ``ns`` (made from a thread that visits it, then returns)."""
-    return _socket_in(ns, lambda: socket.create_server((host, port)))
+    return socket_in(ns, lambda: socket.create_server((host, port)))
 
 
 def connect_in(ns: str, host: str, port: int, timeout: float = 5.0) -> socket.socket:
     """A TCP connection made from inside namespace ``ns`` (it stays there, used from anywhere)."""
-    return _socket_in(ns, lambda: socket.create_connection((host, port), timeout=timeout))
+    return socket_in(ns, lambda: socket.create_connection((host, port), timeout=timeout))
 
 
-def _socket_in(ns: str, make: Callable[[], socket.socket]) -> socket.socket:
+def socket_in(ns: str, make: Callable[[], socket.socket]) -> socket.socket:
+    """A socket made inside namespace ``ns`` (it stays there; use it from any thread)."""
     made: dict[str, socket.socket | BaseException] = {}
 
     def visit() -> None:
@@ -324,11 +325,12 @@ def _socket_in(ns: str, make: Callable[[], socket.socket]) -> socket.socket:
     thread = threading.Thread(target=visit)
     thread.start()
     thread.join()
-    if "error" in made:
-        raise made["error"]  # type: ignore[misc]
-    server = made["socket"]
-    assert isinstance(server, socket.socket)
-    return server
+    error = made.get("error")
+    if isinstance(error, BaseException):
+        raise error
+    result = made["socket"]
+    assert isinstance(result, socket.socket)
+    return result
 
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:

@@ -39,6 +39,7 @@ from devstack import seed
 from devstack.identity.client import password_token
 from devstack.identity.process import IdentityProvider
 from devstack.kube import KubeServer
+from devstack.lifecycle import Lifecycle
 from devstack.net import free_port
 from devstack.pki import CertificateAuthority, generate_key, write_certificate, write_key
 from devstack.registry import NODES, PUBLISHER, Registry
@@ -146,7 +147,7 @@ def build_releases(directory: Path) -> Releases:
 
 
 @dataclass
-class ReleasePlatform:
+class ReleasePlatform(Lifecycle):
     """The orchestrator over HTTPS serving a release folder, with the kube emulator and identity."""
 
     scratch: Path
@@ -175,14 +176,6 @@ class ReleasePlatform:
     @property
     def log(self) -> Path:
         return self.scratch / "orchestrator.log"
-
-    def start(self) -> ReleasePlatform:
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _start(self) -> None:
         self.kube = KubeServer.start(host=address(3), port=0)
@@ -247,12 +240,6 @@ class ReleasePlatform:
         if self.kube is not None:
             self.kube.stop()
             self.kube = None
-
-    def __enter__(self) -> ReleasePlatform:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -------------------------------------------------------------------------------- use
 

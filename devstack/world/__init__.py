@@ -53,6 +53,7 @@ from devstack.gatewaynet import GatewayBridges
 from devstack.identity.process import IdentityProvider
 from devstack.images import ImageServer
 from devstack.kube import KubeServer
+from devstack.lifecycle import Lifecycle
 from devstack.meshnet import DevMesh
 from devstack.net import free_port
 from devstack.pki import CertificateAuthority
@@ -67,18 +68,10 @@ from orchestrator.sources.kube_objects import config_map, secret_body
 __all__ = ["Agent", "World", "WorldConfig"]
 
 
-class World(WorldAgents, WorldProviders):
+class World(WorldAgents, WorldProviders, Lifecycle):
     """Everything the orchestrator talks to, plus the orchestrator itself: brought up, and torn down."""
 
     # ------------------------------------------------------------------ bring up
-
-    def start(self) -> World:
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _start(self) -> None:
         cfg = self.cfg
@@ -201,9 +194,3 @@ class World(WorldAgents, WorldProviders):
         if self._kube is not None:
             self._kube.stop()
             self._kube = None
-
-    def __enter__(self) -> World:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

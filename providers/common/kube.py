@@ -65,6 +65,11 @@ def _body(answer: object) -> Body:
     return answer
 
 
+def _custom_objects(resource: Resource, namespace: str) -> tuple[str, str, str, str]:
+    """Where the custom objects API finds ``resource``'s objects of ``namespace``: its first arguments."""
+    return resource.group, resource.version, namespace, resource.plural
+
+
 class Kube:
     """Custom objects and Secrets of the management cluster, each call under ``timeout``."""
 
@@ -85,12 +90,7 @@ class Kube:
         found = _call.read(
             f"reading {resource.kind} {namespace}/{name}",
             lambda: self.objects.get_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                namespace,
-                resource.plural,
-                name,
-                _request_timeout=self.timeout,
+                *_custom_objects(resource, namespace), name, _request_timeout=self.timeout
             ),
         )
         return None if found is None else _body(found)
@@ -99,10 +99,7 @@ class Kube:
         page = _call.read(
             f"listing {resource.plural} in {namespace}",
             lambda: self.objects.list_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                namespace,
-                resource.plural,
+                *_custom_objects(resource, namespace),
                 label_selector=label_selector,
                 _request_timeout=self.timeout,
             ),
@@ -111,32 +108,27 @@ class Kube:
 
     def patch(self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]) -> Body:
         """A JSON merge patch of the object (not its status)."""
-        patched = _call(
-            f"patching {resource.kind} {namespace}/{name}",
-            lambda: self.objects.patch_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                namespace,
-                resource.plural,
-                name,
-                dict(body),
-                _request_timeout=self.timeout,
-                _content_type=MERGE_PATCH,
-            ),
-        )
-        return _body(patched)
+        return self._merge_patch(resource, namespace, name, dict(body))
 
     def patch_status(self, resource: Resource, namespace: str, name: str, status: Mapping[str, Any]) -> Body:
         """A JSON merge patch of the object's ``status`` (its status subresource)."""
+        return self._merge_patch(resource, namespace, name, {"status": dict(status)}, status=True)
+
+    def _merge_patch(
+        self, resource: Resource, namespace: str, name: str, body: Body, *, status: bool = False
+    ) -> Body:
+        if status:
+            doing = f"writing the status of {resource.kind} {namespace}/{name}"
+            send = self.objects.patch_namespaced_custom_object_status
+        else:
+            doing = f"patching {resource.kind} {namespace}/{name}"
+            send = self.objects.patch_namespaced_custom_object
         patched = _call(
-            f"writing the status of {resource.kind} {namespace}/{name}",
-            lambda: self.objects.patch_namespaced_custom_object_status(
-                resource.group,
-                resource.version,
-                namespace,
-                resource.plural,
+            doing,
+            lambda: send(
+                *_custom_objects(resource, namespace),
                 name,
-                {"status": dict(status)},
+                body,
                 _request_timeout=self.timeout,
                 _content_type=MERGE_PATCH,
             ),

@@ -66,25 +66,23 @@ def render_namespace(cp: ControlPlane) -> Manifest:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cp.namespace, "labels": labels(cp)}}
 
 
-def render_pki_secret(cp: ControlPlane, files: Mapping[str, bytes]) -> Manifest:
+def _opaque_secret(cp: ControlPlane, name: str, files: Mapping[str, bytes]) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": meta(cp, PKI_SECRET),
-        "data": {name: b64(files[name]) for name in sorted(files)},
+        "metadata": meta(cp, name),
+        "data": {file: b64(files[file]) for file in sorted(files)},
     }
+
+
+def render_pki_secret(cp: ControlPlane, files: Mapping[str, bytes]) -> Manifest:
+    return _opaque_secret(cp, PKI_SECRET, files)
 
 
 def render_kubeconfig_secret(cp: ControlPlane, files: Mapping[str, bytes]) -> Manifest:
     confs = pki.kubeconfig_files(files, cluster=cp.cluster, server=f"https://127.0.0.1:{cp.secure_port}")
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": meta(cp, KUBECONFIG_SECRET),
-        "data": {name: b64(confs[name]) for name in sorted(confs)},
-    }
+    return _opaque_secret(cp, KUBECONFIG_SECRET, confs)
 
 
 def egress_selector_configuration() -> dict[str, Any]:
@@ -204,6 +202,31 @@ def konnectivity_server_args(cp: ControlPlane) -> list[str]:
     ]
 
 
+def _kube_component(
+    cp: ControlPlane,
+    name: str,
+    args: list[str],
+    port: tuple[str, int],
+    sizing: dict[str, Any],
+    mounts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """kube-controller-manager or kube-scheduler: the image of the cluster's version, health over HTTPS
+    on ``port`` (its name and number)."""
+    port_name, number = port
+    return {
+        "name": name,
+        "image": image(name, cp.version),
+        "command": [name],
+        "args": args,
+        "ports": [{"name": port_name, "containerPort": number, "protocol": "TCP"}],
+        "startupProbe": probe("/healthz", number, failures=24, delay=5),
+        "livenessProbe": probe("/healthz", number, failures=8),
+        "resources": sizing,
+        "securityContext": security_context(),
+        "volumeMounts": mounts,
+    }
+
+
 def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
     uds = {"name": "konnectivity-uds", "mountPath": UDS_DIR}
     apiserver = {
@@ -223,38 +246,28 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
             uds,
         ],
     }
-    controller_manager = {
-        "name": "kube-controller-manager",
-        "image": image("kube-controller-manager", cp.version),
-        "command": ["kube-controller-manager"],
-        "args": controller_manager_args(cp),
-        "ports": [{"name": "cm-https", "containerPort": 10257, "protocol": "TCP"}],
-        "startupProbe": probe("/healthz", 10257, failures=24, delay=5),
-        "livenessProbe": probe("/healthz", 10257, failures=8),
-        "resources": resources("100m", "128Mi", "512Mi"),
-        "securityContext": security_context(),
-        "volumeMounts": [
+    controller_manager = _kube_component(
+        cp,
+        "kube-controller-manager",
+        controller_manager_args(cp),
+        ("cm-https", 10257),
+        resources("100m", "128Mi", "512Mi"),
+        [
             mount("controller-manager-pki", PKI_DIR),
             {
                 **mount("controller-manager-conf", f"{CONF_DIR}/controller-manager.conf"),
                 "subPath": "controller-manager.conf",
             },
         ],
-    }
-    scheduler = {
-        "name": "kube-scheduler",
-        "image": image("kube-scheduler", cp.version),
-        "command": ["kube-scheduler"],
-        "args": scheduler_args(),
-        "ports": [{"name": "sched-https", "containerPort": 10259, "protocol": "TCP"}],
-        "startupProbe": probe("/healthz", 10259, failures=24, delay=5),
-        "livenessProbe": probe("/healthz", 10259, failures=8),
-        "resources": resources("50m", "64Mi", "256Mi"),
-        "securityContext": security_context(),
-        "volumeMounts": [
-            {**mount("scheduler-conf", f"{CONF_DIR}/scheduler.conf"), "subPath": "scheduler.conf"},
-        ],
-    }
+    )
+    scheduler = _kube_component(
+        cp,
+        "kube-scheduler",
+        scheduler_args(),
+        ("sched-https", 10259),
+        resources("50m", "64Mi", "256Mi"),
+        [{**mount("scheduler-conf", f"{CONF_DIR}/scheduler.conf"), "subPath": "scheduler.conf"}],
+    )
     konnectivity = {
         "name": "konnectivity-server",
         "image": KONNECTIVITY_SERVER_IMAGE,
@@ -400,31 +413,19 @@ def vdc_secrets(
     owners = {"ownerReferences": [dict(owner)]} if owner else {}
     server = pki.server_url(cp.endpoint_host, cp.endpoint_port)
     kubeconfig = pki.admin_kubeconfig(files, cluster=cp.cluster, server=server)
+
+    def secret(name: str, data: dict[str, str]) -> Manifest:
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "cluster.x-k8s.io/secret",
+            "metadata": {"name": name, "namespace": vdc_namespace, "labels": meta_labels, **owners},
+            "data": data,
+        }
+
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "type": "cluster.x-k8s.io/secret",
-            "metadata": {
-                "name": f"{cp.cluster}-kubeconfig",
-                "namespace": vdc_namespace,
-                "labels": meta_labels,
-                **owners,
-            },
-            "data": {"value": b64(kubeconfig)},
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "type": "cluster.x-k8s.io/secret",
-            "metadata": {
-                "name": f"{cp.cluster}-ca",
-                "namespace": vdc_namespace,
-                "labels": meta_labels,
-                **owners,
-            },
-            "data": {"tls.crt": b64(files["ca.crt"]), "tls.key": b64(files["ca.key"])},
-        },
+        secret(f"{cp.cluster}-kubeconfig", {"value": b64(kubeconfig)}),
+        secret(f"{cp.cluster}-ca", {"tls.crt": b64(files["ca.crt"]), "tls.key": b64(files["ca.key"])}),
     ]
 
 

@@ -50,6 +50,16 @@ def mounted(
     return mount, volume
 
 
+def read_only_secret(spec: dict[str, Any], container: dict[str, Any], name: str) -> tuple[str, set[str]]:
+    """The Secret volume ``name`` of a pod spec, mounted read-only in the container: the Secret's name,
+    and the paths of the files it puts there."""
+    mount, volume = mounted(spec, container, name)
+    assert mount["readOnly"] is True
+    return volume["secret"]["secretName"], {
+        f"{mount['mountPath']}/{i['path']}" for i in volume["secret"]["items"]
+    }
+
+
 def loaded(chart: Path) -> Any:
     """A module's ``chart`` fixture: the chart at ``chart``, loaded once for the module."""
 

@@ -244,9 +244,7 @@ def test_the_container_is_locked_down(rendered: list[Manifest]) -> None:
 
 def test_the_agent_certificate_is_mounted_read_only_where_the_settings_look(rendered: list[Manifest]) -> None:
     variables = env(rendered)
-    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "agent-tls")
-    files = {f"{mount['mountPath']}/{item['path']}" for item in volume["secret"]["items"]}
-    assert mount["readOnly"] is True
+    _, files = kit.read_only_secret(pod_spec(rendered), container(rendered), "agent-tls")
     assert {variables[f"FLEXPLANE_AGENT_{part}"] for part in ("CA", "CERT", "KEY")} == files
 
 
@@ -400,11 +398,9 @@ def test_agent_releases_from_a_registry_take_its_account_from_a_secret_and_its_c
     for part, key in (("USERNAME", "username"), ("PASSWORD", "password")):
         reference = {"secretKeyRef": {"name": "flexplane-agent-registry", "key": key}}
         assert variables[f"FLEXPLANE_AGENT_REGISTRY_{part}"] == reference
-    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "agent-registry-ca")
-    assert mount["readOnly"] is True
-    assert volume["secret"]["secretName"] == "acme-internal-ca"
-    (item,) = volume["secret"]["items"]
-    assert variables["FLEXPLANE_AGENT_REGISTRY_CA"] == f"{mount['mountPath']}/{item['path']}"
+    secret, files = kit.read_only_secret(pod_spec(rendered), container(rendered), "agent-registry-ca")
+    assert secret == "acme-internal-ca"
+    assert files == {variables["FLEXPLANE_AGENT_REGISTRY_CA"]}
 
 
 def test_without_agent_releases_nodes_get_no_channel(renders: dict[str, list[Manifest]]) -> None:

@@ -450,13 +450,9 @@ def test_the_agent_client_certificate_is_mounted_read_only_where_the_settings_lo
     renders: dict[str, list[Manifest]],
 ) -> None:
     rendered = renders["example"]
-    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "agent-tls")
-
-    assert mount["readOnly"] is True
-    assert volume["secret"]["secretName"] == "flexplane-capi-client"
-    assert {env(rendered)[f"FLEXPLANE_AGENT_{name}"] for name in ("CA", "CERT", "KEY")} == {
-        f"{mount['mountPath']}/{item['path']}" for item in volume["secret"]["items"]
-    }
+    secret, files = kit.read_only_secret(pod_spec(rendered), container(rendered), "agent-tls")
+    assert secret == "flexplane-capi-client"
+    assert {env(rendered)[f"FLEXPLANE_AGENT_{name}"] for name in ("CA", "CERT", "KEY")} == files
 
 
 def test_leader_election_takes_the_lease_named_by_the_values_with_the_pods_name(

@@ -27,20 +27,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import socket
 import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-from pyroute2 import netns
 
 from agent.gateways.net import NS_PREFIX
 from agentclient.gateways import Leg, Uplink
+from devstack.meshnet import socket_in
 
 TIMEOUT = 15.0
 INTERNET = "203.0.113.1"
@@ -259,35 +257,7 @@ def addresses_of(gateway_id: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- sockets
-
-
-def socket_in(ns: str, make: Callable[[], socket.socket]) -> socket.socket:
-    """A socket made inside namespace ns (it stays there; use it from any thread)."""
-    made: dict[str, socket.socket | BaseException] = {}
-
-    def visit() -> None:
-        # setns(2) moves the calling thread only; flags=0: never create the namespace.
-        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        try:
-            netns.setns(ns, flags=0)
-            try:
-                made["socket"] = make()
-            finally:
-                netns.setns(own, flags=0)
-        except BaseException as exc:
-            made["error"] = exc
-        finally:
-            os.close(own)
-
-    thread = threading.Thread(target=visit)
-    thread.start()
-    thread.join()
-    error = made.get("error")
-    if isinstance(error, BaseException):
-        raise error
-    result = made["socket"]
-    assert isinstance(result, socket.socket)
-    return result
+# ``socket_in`` (a socket made inside a namespace) is the devstack's, ``devstack.meshnet``.
 
 
 @contextlib.contextmanager

@@ -83,6 +83,11 @@ def create_input(name: str) -> dict[str, Any]:
     }
 
 
+def header_probe(document: str, variables: Callable[[str], dict[str, Any]] = lambda ident: {}) -> Probe:
+    """A probe naming VDC demo, alice's, in the header; the document takes no id (or ``variables``)."""
+    return vdc_probe(document, in_header=True, variables=variables)
+
+
 def network_probe(document: str, **options: Any) -> Probe:
     """A probe whose foreign id is VDC demo's default network of zone-a."""
     return Probe("network", document, foreign=lambda vms: vms.network, **options)
@@ -208,26 +213,19 @@ PROBES: dict[str, Probe] = {
         'query($id: ID!) { mine: vdc(id: "other") { id } a: vdc(id: $id) { id } '
         "b: vdc(id: $id) { quota { vms } } }"
     ),
-    "virtualMachines, the VDC in the header": vdc_probe(
-        "{ virtualMachines { edges { node { id } } } }", in_header=True, variables=lambda ident: {}
+    "virtualMachines, the VDC in the header": header_probe("{ virtualMachines { edges { node { id } } } }"),
+    "virtualMachine of bob's own, the VDC in the header": header_probe(
+        'query { virtualMachine(id: "zone-a/102") { id } }'
     ),
-    "virtualMachine of bob's own, the VDC in the header": vdc_probe(
-        'query { virtualMachine(id: "zone-a/102") { id } }', in_header=True, variables=lambda ident: {}
-    ),
-    "tasks, the VDC in the header": vdc_probe("{ tasks { id } }", in_header=True, variables=lambda ident: {}),
-    "securityGroups, the VDC in the header": vdc_probe(
-        "{ securityGroups { name } }", in_header=True, variables=lambda ident: {}
-    ),
-    "createSecurityGroup, the VDC in the header": vdc_probe(
+    "tasks, the VDC in the header": header_probe("{ tasks { id } }"),
+    "securityGroups, the VDC in the header": header_probe("{ securityGroups { name } }"),
+    "createSecurityGroup, the VDC in the header": header_probe(
         'mutation { createSecurityGroup(input: {name: "bob-probe"}) '
-        "{ securityGroup { name } errors { code } } }",
-        in_header=True,
-        variables=lambda ident: {},
+        "{ securityGroup { name } errors { code } } }"
     ),
-    "createVirtualMachine, the VDC in the header": vdc_probe(
+    "createVirtualMachine, the VDC in the header": header_probe(
         "mutation($input: CreateVirtualMachineInput!) "
         f"{{ createVirtualMachine(input: $input) {VM_PAYLOAD} }}",
-        in_header=True,
         variables=lambda ident: create_input("bob-probe"),
     ),
     "updateVdc": vdc_probe(
@@ -275,13 +273,10 @@ PROBES: dict[str, Probe] = {
         "mutation($id: String!) { deleteKubernetesCluster(cluster: $id) "
         "{ kubernetesCluster { name } errors { code message } } }"
     ),
-    "kubernetesClusters, the VDC in the header": vdc_probe(
-        "{ kubernetesClusters { name } }", in_header=True, variables=lambda ident: {}
-    ),
-    "createKubernetesCluster, the VDC in the header": vdc_probe(
+    "kubernetesClusters, the VDC in the header": header_probe("{ kubernetesClusters { name } }"),
+    "createKubernetesCluster, the VDC in the header": header_probe(
         "mutation($input: CreateKubernetesClusterInput!) { createKubernetesCluster(input: $input) "
         "{ kubernetesCluster { name } errors { code } } }",
-        in_header=True,
         variables=lambda ident: {
             "input": {
                 "name": "bob-probe",
