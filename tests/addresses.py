@@ -62,6 +62,7 @@ MIGRATION_ZONE = 203  # tests/devstack/test_fakezones_migrate.py: a fake zone's 
 FAKE_ZONE = 204  # tests/devstack/test_fakezones.py: a fake zone's node (port 8006)
 SNAPSHOT_ZONE = 205  # tests/devstack/test_fakesnapshots.py: a fake zone's node (port 8006)
 LIGHT_ZONES = 206  # tests/orchestrator/lightworld.py: its zones' nodes, one third octet a zone (206, 207)
+LIGHT_PORTAL = 208  # tests/portal/served.py: the portal served from the test's process
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

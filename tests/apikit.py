@@ -4,6 +4,7 @@ on a state (``eventually``) rather than for a fixed time."""
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -64,7 +65,32 @@ class Api(Protocol):
     ) -> Answer: ...
 
 
-class GraphQL:
+class AsUser(ABC):
+    """An ``Api`` from its ``token`` and ``raw``: a query as one of the devstack's users, in a VDC or none."""
+
+    @abstractmethod
+    def token(self, user: str) -> str: ...
+
+    @abstractmethod
+    def raw(
+        self,
+        query: str,
+        *,
+        headers: dict[str, str] | None = None,
+        variables: dict[str, Any] | None = None,
+        timeout: float = 30,
+    ) -> Answer: ...
+
+    def __call__(
+        self, query: str, *, user: str, vdc: str | None = None, variables: dict[str, Any] | None = None
+    ) -> Answer:
+        headers = {"Authorization": f"Bearer {self.token(user)}"}
+        if vdc is not None:
+            headers["FlexPlane-VDC-ID"] = vdc
+        return self.raw(query, headers=headers, variables=variables)
+
+
+class GraphQL(AsUser):
     """POSTs queries to the orchestrator's /graphql with a user's token."""
 
     def __init__(self, world: World) -> None:
@@ -90,14 +116,6 @@ class GraphQL:
             timeout=timeout,
         )
         return Answer(response.status_code, response.json(), response.headers)
-
-    def __call__(
-        self, query: str, *, user: str, vdc: str | None = None, variables: dict[str, Any] | None = None
-    ) -> Answer:
-        headers = {"Authorization": f"Bearer {self.token(user)}"}
-        if vdc is not None:
-            headers["FlexPlane-VDC-ID"] = vdc
-        return self.raw(query, headers=headers, variables=variables)
 
 
 def eventually(

@@ -33,7 +33,7 @@ ALONE = {
     "tests/security/test_quota_race.py",
     # Counts the calls a page makes: on a saturated machine a call past the agents' one-second deadline
     # is failed over to another node, and counted twice.
-    "tests/portal/test_dashboard_tasks.py",
+    "tests/portal/light/test_dashboard_tasks.py",
 }
 
 

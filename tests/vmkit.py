@@ -168,6 +168,28 @@ def pool_members(world: Zones, zone: str, pool: str) -> set[int]:
     return result
 
 
+def zone_nodes(world: Zones, zones: set[str]) -> set[tuple[str, str]]:
+    """Every node of these zones, as the fakes hold them."""
+
+    def read(pve: Any) -> set[str]:
+        return set(pve.nodes)
+
+    return {(zone, node) for zone in zones for node in world.fakes.on_loop(read, world.fakes[zone].pve)}
+
+
+def demo_nodes(world: Zones) -> set[tuple[str, str]]:
+    """The nodes that host VDC demo's VMs, as the fakes hold them."""
+
+    def read(pve: Any) -> set[str]:
+        return {vm.node for vm in pve.vms if "fp-vdc-demo" in str(vm.config.get("tags"))}
+
+    return {
+        (zone, node)
+        for zone, fake in world.fakes.zones.items()
+        for node in world.fakes.on_loop(read, fake.pve)
+    }
+
+
 def requests_to(world: Zones, zone: str, method: str, suffix: str) -> list[dict[str, str]]:
     """The form bodies of the requests the fake received for paths ending with suffix."""
     pve = world.fakes[zone].pve

@@ -60,7 +60,7 @@ from orchestrator.models import Host
 from orchestrator.models.zones import host_ident
 from orchestrator.services import access, image_cache, mesh, releases
 from orchestrator.services.catalog import HOST, MAX_NAME_LENGTH, ZONE, ZONE_LABEL, is_slug
-from orchestrator.services.context import Context
+from orchestrator.services.context import Context, Sources
 from orchestrator.services.platform_ca import (
     IPAddress,
     check_csr,
@@ -429,7 +429,8 @@ def join(
         ips = [ipaddress.ip_address(peer.address), ip]
         mesh_settings = {"mesh": hub.settings(peer)}
     _put_host(source, zone, host, address)
-    image_cache.cache_on_new_host(zone, host)  # once its agent, started after this answer, answers
+    # Once its agent, started after this answer, answers.
+    image_cache.cache_on_new_host(Sources(kube=source), zone, host)
     certificate = sign(ca, csr, identity, ips)
     node_settings = {**_settings(zone, host, address, origin), **updates, **mesh_settings}
     return Issued(certificate, ca.bundle, node_settings)

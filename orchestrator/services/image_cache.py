@@ -48,7 +48,7 @@ from orchestrator.auth import Principal
 from orchestrator.errors import FlexPlaneError, Unavailable
 from orchestrator.models import Host, Image, StorageProfile, Vdc
 from orchestrator.services import access, catalog, inventory
-from orchestrator.services.context import Context
+from orchestrator.services.context import Context, Sources
 from orchestrator.sources.proxmox import ZoneApi, agent_answers
 
 logger = logging.getLogger(__name__)
@@ -255,15 +255,16 @@ def settled(starts: Sequence[CacheStart]) -> bool:
     return all(start.answered for start in starts)
 
 
-def cache_on_new_host(zone: str, node: str) -> None:
+def cache_on_new_host(sources: Sources, zone: str, node: str) -> None:
     """Start caching the images offered in its zone on a host that just entered the catalog, once its agent
-    answers (in the background: the agent of a joining node starts after its enrollment has answered)."""
+    answers (in the background, on the sources of the request that added it: the agent of a joining node
+    starts after its enrollment has answered)."""
     threading.Thread(
-        target=cache_when_up, args=(zone, node), name=f"image-cache-{zone}-{node}", daemon=True
+        target=cache_when_up, args=(sources, zone, node), name=f"image-cache-{zone}-{node}", daemon=True
     ).start()
 
 
-def cache_when_up(zone: str, node: str, wait: float = JOIN_WAIT) -> list[CacheStart]:
+def cache_when_up(sources: Sources, zone: str, node: str, wait: float = JOIN_WAIT) -> list[CacheStart]:
     """Ask the host's agent to cache the images offered in its zone once it answers, trying for ``wait``
     seconds; what the last try started. Each try reads the catalog anew: a host that left it is not asked
     again. Whether the agent is up is asked on a channel of its own (``agent_answers``): the process's
@@ -275,7 +276,7 @@ def cache_when_up(zone: str, node: str, wait: float = JOIN_WAIT) -> list[CacheSt
         time.sleep(pause)  # its agent starts only once its enrollment has answered
         pause = min(pause * 2, JOIN_MAX_PAUSE)
         try:
-            ctx = Context(principal=_SERVICE)
+            ctx = Context(principal=_SERVICE, sources=sources)
             host = next((h for h in catalog.hosts(ctx) if (h.zone, h.node) == (zone, node)), None)
             if host is None:
                 logger.info("image cache: host %s/%s left the catalog; nothing to cache", zone, node)

@@ -138,6 +138,29 @@ def login(base_url: str) -> LoginFn:
     return _login
 
 
+@pytest.fixture(scope="module")
+def kept_sessions() -> dict[str, list[Any]]:
+    """The portal's session cookie of each user a module's pages signed in, by user name."""
+    return {}
+
+
+@pytest.fixture
+def signed_in(base_url: str, kept_sessions: dict[str, list[Any]]) -> LoginFn:
+    """``signed_in(page, "alice")``: ``page``'s context holds alice's portal session: the one her first
+    login of the module set (through the login and the identity provider's form, as ``login``), for the
+    tests of pages rather than of the login (a session outlives a module's minutes, the admin's renewal
+    window included)."""
+
+    def _signed_in(page: Page, username: str, next_path: str = "/") -> None:
+        if username in kept_sessions:
+            page.context.add_cookies(kept_sessions[username])
+            return
+        log_in(page, base_url, username, next_path)
+        kept_sessions[username] = [c for c in page.context.cookies() if c["name"] == "sessionid"]
+
+    return _signed_in
+
+
 def assert_not_found(page: Page, path: str) -> None:
     """Going to ``path`` answers 404, and the page says it found nothing."""
     answer = page.goto(path)

@@ -10,7 +10,8 @@ from devstack.world import World
 from orchestrator.services import hosts
 from tests.apikit import GraphQL
 from tests.browser.conftest import LoginFn
-from tests.portal.test_admin_pages import drained_host, write_drain
+from tests.kubekit import world_kube
+from tests.portal.drainkit import drained_host, write_drain
 
 # The page polls every 2 s while a drain runs; a few polls' worth.
 LIVE_MS = 10_000
@@ -19,17 +20,18 @@ LIVE_MS = 10_000
 def test_the_drain_column_moves_without_a_reload_and_the_polling_stops_when_the_drain_ends(
     page: Page, login: LoginFn, api: GraphQL, world: World
 ) -> None:
-    with drained_host(api, world) as node:
-        write_drain(world, node, hosts.RUNNING, moved=0)
+    kube = world_kube(world)
+    with drained_host(api, kube) as node:
+        write_drain(kube, node, hosts.RUNNING, moved=0)
         login(page, "admin", "/admin/hosts/")
         page.goto("/admin/hosts/")
         cell = page.locator(f"#drain-zone-a_{node}")
         expect(cell).to_contain_text("0 of 2 VMs moved")
         page.evaluate("() => { window.flexplaneNotReloaded = true; }")
 
-        write_drain(world, node, hosts.RUNNING, moved=1)
+        write_drain(kube, node, hosts.RUNNING, moved=1)
         expect(cell).to_contain_text("1 of 2 VMs moved", timeout=LIVE_MS)
-        write_drain(world, node, hosts.DONE, moved=2)
+        write_drain(kube, node, hosts.DONE, moved=2)
         expect(cell).to_contain_text("done", timeout=LIVE_MS)
         expect(cell).to_contain_text("2 of 2 VMs moved")
         expect(page.locator("#drains")).to_have_attribute("data-polling", "false", timeout=LIVE_MS)

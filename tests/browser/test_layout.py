@@ -23,9 +23,9 @@ NAV = "header nav[aria-label='Main']"
     ],
 )
 def test_the_top_navigation_marks_the_current_page_for_screen_readers_and_eyes(
-    page: Page, login: LoginFn, user: str, path: str, current: str
+    page: Page, signed_in: LoginFn, user: str, path: str, current: str
 ) -> None:
-    login(page, user, path)
+    signed_in(page, user, path)
     page.goto(path)
     nav = page.locator(NAV)
     marked = nav.locator("a.nav-link[aria-current='page']")
@@ -37,8 +37,8 @@ def test_the_top_navigation_marks_the_current_page_for_screen_readers_and_eyes(
     assert marked.evaluate(style) != others.first.evaluate(style), "the current page looks like the others"
 
 
-def test_keyboard_focus_shows_on_the_dark_header(page: Page, login: LoginFn) -> None:
-    login(page, "alice", "/vdc/demo/")
+def test_keyboard_focus_shows_on_the_dark_header(page: Page, signed_in: LoginFn) -> None:
+    signed_in(page, "alice", "/vdc/demo/")
     page.goto("/vdc/demo/")
     page.keyboard.press("Tab")  # the skip link
     page.keyboard.press("Tab")  # flex.plane, on the dark header
@@ -55,9 +55,9 @@ def test_keyboard_focus_shows_on_the_dark_header(page: Page, login: LoginFn) -> 
     assert color != header, "the focus ring has the header's colour"
 
 
-def test_the_primary_button_looks_the_same_on_tenant_and_admin_pages(page: Page, login: LoginFn) -> None:
+def test_the_primary_button_looks_the_same_on_tenant_and_admin_pages(page: Page, signed_in: LoginFn) -> None:
     look = "e => { const s = getComputedStyle(e); return [s.backgroundColor, s.color, s.borderRadius]; }"
-    login(page, "admin", "/vdc/demo/vms/")
+    signed_in(page, "admin", "/vdc/demo/vms/")
     page.goto("/vdc/demo/vms/")
     tenant = page.get_by_role("link", name="Create a virtual machine").evaluate(look)
     page.goto("/admin/vdcs/")
@@ -67,8 +67,8 @@ def test_the_primary_button_looks_the_same_on_tenant_and_admin_pages(page: Page,
     assert tenant == admin == form
 
 
-def test_a_running_vm_is_not_offered_a_profile_change_and_is_told_why(page: Page, login: LoginFn) -> None:
-    login(page, "alice", "/vdc/demo/vms/zone-a/100/resize/")  # web-1, running
+def test_a_running_vm_is_not_offered_a_profile_change_and_is_told_why(page: Page, signed_in: LoginFn) -> None:
+    signed_in(page, "alice", "/vdc/demo/vms/zone-a/100/resize/")  # web-1, running
     page.goto("/vdc/demo/vms/zone-a/100/resize/")
     profile = page.get_by_label("Compute profile")
     expect(profile).to_be_disabled()

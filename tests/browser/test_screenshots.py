@@ -67,9 +67,9 @@ def _open(page: Page, path: str) -> None:
 
 @pytest.mark.parametrize(("name", "user", "path"), PAGES, ids=[p[0] for p in PAGES])
 def test_a_screenshot_of_the_page_which_fits_a_phone(
-    page: Page, login: LoginFn, screenshots: Path, name: str, user: str, path: str
+    page: Page, signed_in: LoginFn, screenshots: Path, name: str, user: str, path: str
 ) -> None:
-    login(page, user, path)
+    signed_in(page, user, path)
     page.set_viewport_size(DESKTOP)
     _open(page, path)
     background = page.locator("header").first.evaluate("e => getComputedStyle(e).backgroundColor")

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import jwt
 import pytest
@@ -45,20 +45,32 @@ from orchestrator import auth
 from orchestrator.sources import clusterapi as clusterapi_source
 from orchestrator.sources import kube as kube_source
 from orchestrator.sources import proxmox as proxmox_source
-from orchestrator.sources.protocols import ProxmoxApi
+from orchestrator.sources import zitadel as zitadel_source
+from orchestrator.sources.protocols import ProxmoxApi, ZitadelApi
 from portal.auth import EXPIRATION_KEY, remember_user
 from portal.models import PortalUser
-from tests.apikit import Answer
+from tests.apikit import Answer, AsUser
 from tests.orchestrator.fakekube import FakeClusterApi, FakeKube
 
 AUDIENCE = seed.PROJECT_ID
 
 
+class RolesSource(Protocol):
+    """Where a user's roles are held now (``tests/orchestrator/fakezitadel.FakeZitadel``): ``{role: {orgId:
+    orgDomain}}`` of the user whose ``sub`` is ``user_id``, as Zitadel's roles claim carries them."""
+
+    def roles_of(self, user_id: str) -> dict[str, dict[str, str]]: ...
+
+
 class LocalIssuer:
     """An OpenID issuer on loopback that publishes its discovery document and keys, and mints tokens for
-    the devstack's users with the claims Zitadel gives (roles per organization, the user's organization)."""
+    the devstack's users with the claims Zitadel gives (roles per organization, the user's organization).
 
-    def __init__(self) -> None:
+    The roles are those ``roles`` holds when the token is minted (a grant made through the API shows in the
+    user's next token, as with the emulator); without it, those ``devstack.seed.USERS`` gives the user."""
+
+    def __init__(self, roles: RolesSource | None = None) -> None:
+        self.roles = roles
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.kid = uuid.uuid4().hex[:12]
         jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
@@ -95,18 +107,24 @@ class LocalIssuer:
             if user.get("organization")
             else (ORGANISATION_ID, ORGANISATION_DOMAIN)
         )
+        subject = subject_of(username)
+        granted = (
+            self.roles.roles_of(subject)
+            if self.roles is not None
+            else {role: {org_id: domain} for role in user["roles"]}
+        )
         now = int(time.time())
         claims = {
             "iss": self.url,
             "aud": [AUDIENCE],
-            "sub": subject_of(username),
+            "sub": subject,
             "iat": now,
             "exp": now + 3600,
             "name": user["name"],
             "email": user["email"],
             "preferred_username": username,
             RESOURCE_OWNER_CLAIM: org_id,
-            project_roles_claim(seed.PROJECT_ID): {role: {org_id: domain} for role in user["roles"]},
+            project_roles_claim(seed.PROJECT_ID): granted,
         }
         return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": self.kid})
 
@@ -116,7 +134,7 @@ class LocalIssuer:
 
 
 @dataclass
-class InProcessApi:
+class InProcessApi(AsUser):
     """``api(query, user="alice", vdc="demo")`` as ``tests.apikit.GraphQL`` answers it, in this process."""
 
     issuer: LocalIssuer
@@ -148,18 +166,10 @@ class InProcessApi:
         )
         return Answer(response.status_code, json.loads(response.content), response.headers)  # type: ignore[arg-type]
 
-    def __call__(
-        self, query: str, *, user: str, vdc: str | None = None, variables: dict[str, Any] | None = None
-    ) -> Answer:
-        headers = {"Authorization": f"Bearer {self.token(user)}"}
-        if vdc is not None:
-            headers["FlexPlane-VDC-ID"] = vdc
-        return self.raw(query, headers=headers, variables=variables)
 
-
-def signed_in(username: str) -> Client:
-    """A browser of the portal signed in as the devstack's ``username``: its session as the login records
-    it (the user's claims, renewed now), and CSRF checked as a browser's requests are."""
+def recorded_login(username: str) -> str:
+    """The portal's session key (its signed cookie) as its login records it for the devstack's ``username``:
+    the user's claims, renewed now."""
     user = next(u for u in seed.USERS if u["username"] == username)
     org = organisation_of(user["organization"])[0] if user.get("organization") else ORGANISATION_ID
     owner = "ORG_OWNER" in user["roles"]
@@ -183,17 +193,28 @@ def signed_in(username: str) -> Client:
     )
     remember_user(store, profile)
     store.save()
-    browser = Client(enforce_csrf_checks=True)
     assert store.session_key is not None
-    browser.cookies[settings.SESSION_COOKIE_NAME] = store.session_key
+    return store.session_key
+
+
+def signed_in(username: str) -> Client:
+    """A browser of the portal signed in as the devstack's ``username`` (Django's test client), CSRF checked
+    as a browser's requests are."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.cookies[settings.SESSION_COOKIE_NAME] = recorded_login(username)
     return browser
 
 
 @contextmanager
 def in_process(
-    issuer: LocalIssuer, kube: FakeKube, proxmox: ProxmoxApi, clusterapi: FakeClusterApi | None = None
+    issuer: LocalIssuer,
+    kube: FakeKube,
+    proxmox: ProxmoxApi,
+    clusterapi: FakeClusterApi | None = None,
+    zitadel: ZitadelApi | None = None,
 ) -> Iterator[InProcessApi]:
-    """The API of this process on ``kube``, ``clusterapi`` (an empty one unless given) and ``proxmox``,
+    """The API of this process on ``kube``, ``clusterapi`` (an empty one unless given), ``proxmox`` and
+    ``zitadel`` (``fakezitadel.FakeZitadel``; unless given, whatever settings configure: none in tests),
     its tokens those of ``issuer``."""
     tenant_clusters = clusterapi or FakeClusterApi()
     with (
@@ -211,4 +232,7 @@ def in_process(
         patch.setattr(kube_source, "_source", kube)
         patch.setattr(proxmox_source, "_source", proxmox)
         patch.setattr(clusterapi_source, "clusterapi", lambda: tenant_clusters)
+        if zitadel is not None:
+            patch.setattr(zitadel_source, "_source", zitadel)
+            patch.setattr(zitadel_source, "_configured", True)
         yield InProcessApi(issuer, kube, proxmox)

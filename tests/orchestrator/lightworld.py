@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import requests
+from django.conf import settings
 
 from agent.proxy.check import authorize
 from agent.proxy.params import Policy
@@ -59,6 +61,7 @@ class LocalAgents(AbsentAgents):
         self.snippets: dict[tuple[str, str], bytes] = {}
         self._http = threading.local()
         self.policy = Policy(snippets_storage=SNIPPETS_STORAGE)
+        self.joined = int(time.time())
 
     def _session(self) -> requests.Session:
         session: requests.Session | None = getattr(self._http, "session", None)
@@ -119,6 +122,8 @@ class LocalAgents(AbsentAgents):
             zone=zone,
             identity=target.identity,
             proxmox_version=str(version.get("version", "")),
+            # As a node's agent reports the certificate the platform signed when it joined.
+            certificate_not_after=self.joined + int(settings.FLEXPLANE_AGENT_CERT_LIFETIME),
         )
 
     def ensure_template(
@@ -189,14 +194,17 @@ class LightWorld:
             seed.seed_guests(pve, zone)
             _seed_templates(pve, zone, NODES, seed.STANDARD_STORAGE)
         self.kube: FakeKube = seeded(ZONES)
+        # Where each node's agent answers, as its host's catalog entry says.
+        self.endpoints = {
+            (zone, node): f"{address}:{AGENT_PORT}"
+            for zone, nodes in zones.items()
+            for node, address in nodes.items()
+        }
         identities = {}
-        for zone, nodes in zones.items():
-            for node, address in nodes.items():
-                host = Host(key=f"{zone}/{node}", zone=zone, node=node, endpoint=f"{address}:{AGENT_PORT}")
-                self.kube.create_catalog(
-                    HOST, host_ident(zone, node), host.to_spec(), labels={ZONE_LABEL: zone}
-                )
-                identities[host_identity(zone, node)] = (zone, node)
+        for (zone, node), endpoint in self.endpoints.items():
+            host = Host(key=f"{zone}/{node}", zone=zone, node=node, endpoint=endpoint)
+            self.kube.create_catalog(HOST, host_ident(zone, node), host.to_spec(), labels={ZONE_LABEL: zone})
+            identities[host_identity(zone, node)] = (zone, node)
         self.agents = LocalAgents(self.fakes, identities)
         self.proxmox = ProxmoxSource(self.agents, call_timeout=2.0, deadline=5.0)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
-from urllib.parse import urlencode, urljoin
+from typing import Any, Protocol
+from urllib.parse import urlencode, urljoin, urlsplit
 
 import pytest
 import requests
@@ -27,6 +27,19 @@ COOKIE = "sessionid"
 _CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 _NEXT_FIELD = re.compile(r'name="next" value="([^"]*)"')
 _FORM_ACTION = re.compile(r'<form method="post" action="([^"]+)"')
+
+
+class Site(Protocol):
+    """A portal under test: the devstack world's, or the one served from the test's process
+    (``tests/portal/served.py``)."""
+
+    @property
+    def url(self) -> str: ...
+
+
+def host_of(site: Site) -> str:
+    """The host the portal's cookies are set for."""
+    return urlsplit(site.url).hostname or ""
 
 
 def password_of(username: str) -> str:
@@ -77,26 +90,26 @@ def signed_in(username: str, next_url: str | None = None) -> Any:
     return session
 
 
-def csrf_token(session: requests.Session, world: World) -> str:
+def csrf_token(session: requests.Session, site: Site) -> str:
     """The portal's CSRF cookie (set once a page with a form was served)."""
-    token = session.cookies.get("csrftoken", domain=world.cfg.orchestrator_host)
+    token = session.cookies.get("csrftoken", domain=host_of(site))
     assert token, "the portal set no CSRF cookie"
     return str(token)
 
 
-def portal_session(session: requests.Session, world: World) -> SessionStore:
+def portal_session(session: requests.Session, site: Site) -> SessionStore:
     """The portal's signed session as the browser holds it."""
-    store = SessionStore(session_key=session.cookies.get(COOKIE, domain=world.cfg.orchestrator_host))
+    store = SessionStore(session_key=session.cookies.get(COOKIE, domain=host_of(site)))
     store.load()
     return store
 
 
-def set_portal_session(session: requests.Session, world: World, store: SessionStore) -> None:
+def set_portal_session(session: requests.Session, site: Site, store: SessionStore) -> None:
     assert store.session_key is not None  # saved
-    session.cookies.set(COOKIE, store.session_key, domain=world.cfg.orchestrator_host, path="/")
+    session.cookies.set(COOKIE, store.session_key, domain=host_of(site), path="/")
 
 
-def recorded_session(world: World, roles: list[str], username: str = "carol") -> requests.Session:
+def recorded_session(site: Site, roles: list[str], username: str = "carol") -> requests.Session:
     """A browser session as the portal's login records it, for a user the identity provider does
     not seed (one in no VDC, say)."""
     subject = "9" + str(sum(map(ord, username))).zfill(17)
@@ -114,5 +127,5 @@ def recorded_session(world: World, roles: list[str], username: str = "carol") ->
     )
     store.save()
     session = requests.Session()
-    set_portal_session(session, world, store)
+    set_portal_session(session, site, store)
     return session

@@ -9,8 +9,7 @@ import requests
 from devstack.identity.claims import organisation_of
 from devstack.world import World
 from tests.apikit import GraphQL
-from tests.orchestrator.graphql.test_access import zitadel
-from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
+from tests.orchestrator.sources.test_zitadel import restore_seeded_organization, zitadel_of
 from tests.portal.sessionkit import csrf_token, login
 
 ACCESS = "/admin/access/"
@@ -143,7 +142,7 @@ def test_admin_gives_acme_an_allowance_and_its_owner_makes_and_deletes_a_vdc_wit
     finally:
         api('mutation { deleteVdc(id: "acme-portal") { errors { code } } }', user="admin")
         _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {})
-        restore_seeded_organization(zitadel(world), "acme")  # the allowance's end took acme's roles away
+        restore_seeded_organization(zitadel_of(world), "acme")  # the allowance's end took acme's roles away
     assert api("{ organizations { organization } }", user="admin").data["organizations"] == []
 
 
@@ -205,4 +204,4 @@ def test_an_org_owner_changes_her_vdcs_quota_within_the_allowance_not_past_it_an
     finally:
         api('mutation { deleteVdc(id: "acme-edit") { errors { code } } }', user="admin")
         _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {})
-        restore_seeded_organization(zitadel(world), "acme")
+        restore_seeded_organization(zitadel_of(world), "acme")

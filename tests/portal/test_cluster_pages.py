@@ -43,7 +43,7 @@ from tests.portal.clusterkit import (
     self_signed_ca,
     vdc_network,
 )
-from tests.portal.test_vm_pages import field_error, get, post
+from tests.portal.pagekit import field_error, get, post
 
 HTMX = {"HX-Request": "true"}
 TOKENS = re.compile(r'(csrfmiddlewaretoken" value="|"X-CSRFToken": ")[^"]+')

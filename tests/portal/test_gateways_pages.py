@@ -18,7 +18,7 @@ import requests
 from devstack.world import World
 from tests.apikit import GraphQL
 from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
-from tests.portal.test_vm_pages import field_error, get, post
+from tests.portal.pagekit import field_error, get, post
 from tests.vmkit import create, vm_names
 
 IP_ROW = re.compile(r'<tr data-public-ip="([^"]+)">(.*?)</tr>', re.S)

@@ -16,14 +16,12 @@ import json
 import uuid
 
 import pytest
-from kubernetes import config
 
-from devstack import seed
 from devstack.world import World
 from orchestrator.services import audit
-from orchestrator.sources.kube import KubeSource
 from tests import secretscan
 from tests.apikit import GraphQL
+from tests.kubekit import world_kube
 from tests.portal.sessionkit import COOKIE, login
 from tests.vmkit import DEBIAN, SMALL, STANDARD
 
@@ -38,8 +36,7 @@ JOIN_TOKEN = """mutation($zone: String!, $host: String!) { createHostJoinToken(z
 
 def the_records(world: World) -> list[str]:
     """Every audit record the world's Events hold, as written."""
-    assert world.kubeconfig is not None
-    source = KubeSource(config.new_client_from_config(config_file=str(world.kubeconfig)), seed.NAMESPACE, 5.0)
+    source = world_kube(world)
     try:
         return [
             entry.annotations[audit.RECORD_ANNOTATION]

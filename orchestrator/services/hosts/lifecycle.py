@@ -42,7 +42,7 @@ def add_host(ctx: Context, data: Mapping[str, Any]) -> Host:
         if exc.field != "node":
             raise
         raise ValidationFailed("host", exc.message) from exc
-    image_cache.cache_on_new_host(host.zone, host.node)
+    image_cache.cache_on_new_host(ctx.sources, host.zone, host.node)
     return host
 
 

@@ -14,12 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from kubernetes import config
 
-from devstack import seed
 from devstack.world import World
 from orchestrator.models.gateways import GATEWAY_KIND, gateway_id
-from orchestrator.sources.kube import KubeSource
 from tests.apikit import GraphQL, eventually
 from tests.gatewaykit import (
     POOL,
@@ -31,6 +28,7 @@ from tests.gatewaykit import (
     unbridge,
     vnets_of,
 )
+from tests.kubekit import world_kube
 from tests.vmkit import payload, scratch_vdcs
 
 ZONE = "zone-a"
@@ -96,7 +94,7 @@ def vdc(api: GraphQL, world: World, external: str) -> Iterator[Callable[..., str
 
 def stored(world: World, vdc: str) -> dict[str, Any] | None:
     """The gateway's ConfigMap spec as the management cluster holds it."""
-    source = KubeSource(config.new_client_from_config(config_file=str(world.kubeconfig)), seed.NAMESPACE, 5.0)
+    source = world_kube(world)
     entry = source.get_catalog(GATEWAY_KIND, gateway_id(vdc, ZONE))
     return None if entry is None else entry.spec
 

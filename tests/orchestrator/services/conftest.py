@@ -11,10 +11,9 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from agentclient import AgentPool, ClientTLS
-from devstack import seed
 from devstack.world import World
 from orchestrator.auth import Principal
 from orchestrator.errors import Conflict
@@ -24,6 +23,7 @@ from orchestrator.sources import kube as kube_module
 from orchestrator.sources import proxmox as proxmox_module
 from orchestrator.sources.kube import KubeSource
 from orchestrator.sources.proxmox import ProxmoxSource
+from tests.kubekit import world_kube
 from tests.orchestrator.clusterkit import install_crds
 from tests.orchestrator.services.clusterkit import FAR, NEXT, VERSION, wipe
 
@@ -34,8 +34,7 @@ MakeContext = Callable[..., Context]
 def wire(world: World, pool: Callable[[ClientTLS], AgentPool]) -> Iterator[tuple[KubeSource, AgentPool]]:
     """Point this process's kube and Proxmox sources at the world (the Proxmox source through ``pool``,
     made with the orchestrator's client certificate) until the block ends."""
-    assert world.kubeconfig is not None
-    source = KubeSource(config.new_client_from_config(config_file=str(world.kubeconfig)), seed.NAMESPACE, 5.0)
+    source = world_kube(world)
     env = world.orchestrator_env()
     agents = pool(
         ClientTLS.from_files(

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 from graphql import GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLType, build_schema
-from kubernetes import config
 
-from devstack import seed
 from devstack.world import World
 from orchestrator.auth import Principal
 from orchestrator.errors import NotFound, PermissionDenied
@@ -22,6 +20,7 @@ from orchestrator.services import audit
 from orchestrator.services.context import Context
 from orchestrator.sources.kube import KubeSource
 from tests.apikit import Answer, Api, GraphQL
+from tests.kubekit import audit_records, world_kube
 
 SDL = build_schema(str(schema))
 MUTATIONS = sorted(SDL.mutation_type.fields)  # type: ignore[union-attr]  # it has one
@@ -30,20 +29,9 @@ MUTATIONS = sorted(SDL.mutation_type.fields)  # type: ignore[union-attr]  # it h
 @pytest.fixture(scope="module")
 def events(world: World) -> Iterator[KubeSource]:
     """A kube source on the world's cluster, to read the Events the orchestrator wrote."""
-    assert world.kubeconfig is not None
-    source = KubeSource(config.new_client_from_config(config_file=str(world.kubeconfig)), seed.NAMESPACE, 5.0)
+    source = world_kube(world)
     yield source
     source.core.api_client.close()
-
-
-def records_of(source: KubeSource, request_id: str) -> list[audit.AuditRecord]:
-    """The records the Events hold for one request."""
-    found = []
-    for entry in source.list_events(f"{audit.AUDIT_LABEL}=true", audit.MAX_READ * 10):
-        record = audit.AuditRecord.from_json(json.loads(entry.annotations[audit.RECORD_ANNOTATION]))
-        if record is not None and record.request_id == request_id:
-            found.append(record)
-    return found
 
 
 def log_records(world: World, request_id: str) -> list[dict[str, Any]]:
@@ -115,7 +103,7 @@ def test_a_mutations_record_is_an_event_of_the_cluster_and_a_json_line_of_the_or
     document, variables = mutation_document(mutation)
     answer = api(document, user="bob", variables=variables)
     request_id = answer.headers["X-Request-ID"]
-    (record,) = records_of(events, request_id)
+    (record,) = audit_records(events, request_id)
     assert (record.operation, record.subject, record.via) == (mutation, subject_of(api, "bob"), audit.API)
     assert record.client is not None
     assert ipaddress.ip_address(record.client).is_loopback  # the test's own address, as daphne saw it

@@ -14,7 +14,7 @@ from orchestrator.services.context import Context
 from orchestrator.services.tasks import decode_task_id, encode_task_id, of_the_guests_now
 from tests.apikit import GraphQL
 from tests.orchestrator.services.conftest import MakeContext
-from tests.vmkit import act, ok, restore
+from tests.vmkit import act, demo_nodes, ok, restore, zone_nodes
 
 UPID = "UPID:pve2:0000043F:00001DB9:6B0CA1DA:qmstart:101:root@pam!flexplane:"
 DB_1 = "zone-a/101"  # devstack/seed.py: alice's VMs: db-1 on pve2, stopped
@@ -48,28 +48,6 @@ def task_list_reads(world: World) -> dict[tuple[str, str], int]:
         (zone, node): n
         for zone, fake in world.fakes.zones.items()
         for node, n in world.fakes.on_loop(count, fake.pve).items()
-    }
-
-
-def zone_nodes(world: World, zones: set[str]) -> set[tuple[str, str]]:
-    """Every node of these zones, as the fakes hold them."""
-
-    def read(pve: Any) -> set[str]:
-        return set(pve.nodes)
-
-    return {(zone, node) for zone in zones for node in world.fakes.on_loop(read, world.fakes[zone].pve)}
-
-
-def demo_nodes(world: World) -> set[tuple[str, str]]:
-    """The nodes that host VDC demo's VMs, as the fakes hold them."""
-
-    def read(pve: Any) -> set[str]:
-        return {vm.node for vm in pve.vms if "fp-vdc-demo" in str(vm.config.get("tags"))}
-
-    return {
-        (zone, node)
-        for zone, fake in world.fakes.zones.items()
-        for node in world.fakes.on_loop(read, fake.pve)
     }
 
 

@@ -1,6 +1,7 @@
 """The API in this process on the light world (tests/orchestrator/lightworld.py): the devstack's fake Proxmox
 clusters served from the test's process, reached by the orchestrator's own Proxmox source through agents
-in this process. A module's tests share one light world, as a session's share the devstack's."""
+in this process; and Zitadel in memory (tests/orchestrator/fakezitadel.py), whose roles the tokens carry.
+A module's tests share one light world and one Zitadel, as a session's share the devstack's."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.orchestrator.fakekube import FakeClusterApi
+from tests.orchestrator.fakekube import FakeClusterApi, FakeKube
+from tests.orchestrator.fakezitadel import FakeZitadel
 from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
 from tests.orchestrator.lightworld import LightWorld
 from tests.vmkit import vm_names
@@ -21,13 +23,35 @@ def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LightWorld]:
 
 
 @pytest.fixture(scope="module")
+def kube(light: LightWorld) -> FakeKube:
+    """The light world's management cluster, where the API stores what it makes."""
+    return light.kube
+
+
+@pytest.fixture(scope="module")
 def tenant_clusters() -> FakeClusterApi:
     return FakeClusterApi()
 
 
 @pytest.fixture(scope="module")
-def api(issuer: LocalIssuer, light: LightWorld, tenant_clusters: FakeClusterApi) -> Iterator[InProcessApi]:
-    with in_process(issuer, light.kube, light.proxmox, tenant_clusters) as running:
+def zitadel() -> FakeZitadel:
+    """Zitadel as the devstack's identity provider is seeded: its users, organizations and their roles."""
+    return FakeZitadel.seeded()
+
+
+@pytest.fixture(scope="module")
+def issuer(zitadel: FakeZitadel) -> Iterator[LocalIssuer]:
+    """Tokens with the roles ``zitadel`` holds when each is minted."""
+    running = LocalIssuer(roles=zitadel)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def api(
+    issuer: LocalIssuer, light: LightWorld, tenant_clusters: FakeClusterApi, zitadel: FakeZitadel
+) -> Iterator[InProcessApi]:
+    with in_process(issuer, light.kube, light.proxmox, tenant_clusters, zitadel) as running:
         yield running
 
 

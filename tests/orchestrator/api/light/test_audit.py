@@ -8,26 +8,16 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import json
 import logging
 
 import pytest
 
 from orchestrator.services import audit
+from tests.kubekit import audit_records
 from tests.orchestrator.fakekube import FakeKube
 from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
 from tests.orchestrator.services.test_audit import MUTATIONS, error_code_of, mutation_document, subject_of
-
-
-def records_of(kube: FakeKube, request_id: str) -> list[audit.AuditRecord]:
-    """The records the Events hold for one request."""
-    found = []
-    for entry in kube.list_events(f"{audit.AUDIT_LABEL}=true", 100_000):
-        record = audit.AuditRecord.from_json(json.loads(entry.annotations[audit.RECORD_ANNOTATION]))
-        if record is not None and record.request_id == request_id:
-            found.append(record)
-    return found
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS)
@@ -40,7 +30,7 @@ def test_every_mutation_writes_exactly_one_record_with_the_right_fields(
         answer = api(document, user="bob", variables=variables)
     request_id = answer.headers["X-Request-ID"]
     assert request_id
-    records = records_of(light.kube, request_id)
+    records = audit_records(light.kube, request_id)
     assert len(records) == 1, records
     record = records[0]
     assert record.operation == mutation
@@ -69,7 +59,7 @@ def snapshot_in_demo(api: InProcessApi, kube: FakeKube, user: str) -> audit.Audi
         user=user,
         vdc="demo",
     )
-    (record,) = records_of(kube, answer.headers["X-Request-ID"])
+    (record,) = audit_records(kube, answer.headers["X-Request-ID"])
     return record
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from devstack.world import World
 from orchestrator.services.tasks import decode_task_id
-from tests.apikit import GraphQL
-from tests.portal.sessionkit import login, recorded_session
+from tests.apikit import Api
+from tests.portal.served import LightPortal
+from tests.portal.sessionkit import recorded_session
 from tests.vmkit import LIST, act, ok, payload, restore
 
 QUOTA = re.compile(r'data-quota="([^"]+)">.*?(\d+)(?: \w+)? of (\d+)', re.S)
@@ -20,7 +20,7 @@ CSRF = re.compile(r'"X-CSRFToken": "[^"]+"|name="csrfmiddlewaretoken" value="[^"
 DB_1 = "zone-a/101"  # devstack/seed.py: alice's VM, stopped
 
 
-def bounce(api: GraphQL) -> tuple[str, str]:
+def bounce(api: Api) -> tuple[str, str]:
     """Start alice's stopped VM db-1 and stop it again (as it was): the two tasks' ids."""
     ok(act(api, "alice", "stopVirtualMachine", DB_1))  # nothing to do unless a test left it running
     started = ok(act(api, "alice", "startVirtualMachine", DB_1))["task"]["id"]
@@ -38,34 +38,34 @@ def same_page(text: str, ident: str) -> str:
     return CSRF.sub("", text.replace(ident, "X"))
 
 
-def dashboard(world: World, username: str = "alice") -> str:
-    _, landed = login(world, username, next_url="/vdc/demo/")
+def dashboard(site: LightPortal, username: str = "alice") -> str:
+    landed = site.session(username).get(f"{site.url}/vdc/demo/", timeout=30)
     assert landed.status_code == 200
     return landed.text
 
 
-def test_alice_starts_on_her_vdcs_dashboard(world: World) -> None:
-    session, _ = login(world, "alice")
-    home = session.get(f"{world.url}/", allow_redirects=False, timeout=30)
+def test_alice_starts_on_her_vdcs_dashboard(site: LightPortal) -> None:
+    session = site.session("alice")
+    home = session.get(f"{site.url}/", allow_redirects=False, timeout=30)
     assert home.status_code == 302
     assert home.headers["Location"] == "/vdc/demo/"
 
 
-def test_an_admin_in_no_vdc_starts_in_the_admin_area(world: World) -> None:
-    session, _ = login(world, "admin", next_url="/vdc/demo/")
-    home = session.get(f"{world.url}/", allow_redirects=False, timeout=30)
+def test_an_admin_in_no_vdc_starts_in_the_admin_area(site: LightPortal) -> None:
+    session = site.session("admin")
+    home = session.get(f"{site.url}/", allow_redirects=False, timeout=30)
     assert home.status_code == 302
     assert home.headers["Location"] == "/admin/"
 
 
-def test_a_user_in_no_vdc_is_told_so(world: World) -> None:
-    page = recorded_session(world, ["USER"]).get(f"{world.url}/", timeout=30)
+def test_a_user_in_no_vdc_is_told_so(site: LightPortal) -> None:
+    page = recorded_session(site, ["USER"]).get(f"{site.url}/", timeout=30)
     assert page.status_code == 200
     assert "You are not a member of any VDC yet" in page.text
 
 
-def test_the_dashboard_shows_usage_against_each_quota_as_the_api_does(world: World, api: GraphQL) -> None:
-    page = dashboard(world)
+def test_the_dashboard_shows_usage_against_each_quota_as_the_api_does(site: LightPortal, api: Api) -> None:
+    page = dashboard(site)
     amounts = "{ vcpus memoryMib diskGb vms networks publicIps }"
     query = f'{{ vdc(id: "demo") {{ quota {amounts} usage {amounts} }} }}'
     vdc = payload(api(query, user="alice"), "vdc")
@@ -84,8 +84,8 @@ def test_the_dashboard_shows_usage_against_each_quota_as_the_api_does(world: Wor
     assert page.count("<meter") == 6
 
 
-def test_the_dashboard_counts_the_vms_by_status_as_the_api_lists_them(world: World, api: GraphQL) -> None:
-    page = dashboard(world)
+def test_the_dashboard_counts_the_vms_by_status_as_the_api_lists_them(site: LightPortal, api: Api) -> None:
+    page = dashboard(site)
     edges = payload(api(LIST, user="alice", vdc="demo"), "virtualMachines")["edges"]
     vms = [edge["node"] for edge in edges]
     listed = Counter(f"busy ({vm['lock']})" if vm["lock"] else vm["status"] for vm in vms)
@@ -96,56 +96,57 @@ def test_the_dashboard_counts_the_vms_by_status_as_the_api_lists_them(world: Wor
 
 
 def test_a_task_on_a_vm_shows_in_recent_tasks_and_its_page_tells_how_it_ended(
-    world: World, api: GraphQL
+    site: LightPortal, api: Api
 ) -> None:
     started, stopped = bounce(api)
-    session, landed = login(world, "alice", next_url="/vdc/demo/")
+    session = site.session("alice")
+    landed = session.get(f"{site.url}/vdc/demo/", timeout=30)
     rows = {upid(task_id): (task_id, kind) for task_id, kind in TASK_ROW.findall(landed.text)}
     assert rows[upid(started)][1] == "qmstart"
     task_id, kind = rows[upid(stopped)]
     assert kind == "qmstop"
     assert f'href="/vdc/demo/tasks/{task_id}/"' in landed.text
-    page = session.get(f"{world.url}/vdc/demo/tasks/{task_id}/", timeout=30)
+    page = session.get(f"{site.url}/vdc/demo/tasks/{task_id}/", timeout=30)
     assert page.status_code == 200
     assert "Succeeded" in page.text
     assert "TASK OK" in page.text
 
 
-def test_the_vdc_switcher_lists_the_users_vdcs(world: World) -> None:
-    alice = dashboard(world, "alice")
+def test_the_vdc_switcher_lists_the_users_vdcs(site: LightPortal) -> None:
+    alice = dashboard(site, "alice")
     assert 'href="/vdc/demo/"' in alice
     assert 'href="/vdc/other/"' not in alice
-    admin = dashboard(world, "admin")
+    admin = dashboard(site, "admin")
     assert 'href="/vdc/demo/"' in admin
     assert 'href="/vdc/other/"' in admin
     assert 'href="/admin/"' in admin
     assert 'href="/admin/"' not in alice
 
 
-def test_bob_gets_the_same_404_for_alices_vdc_as_for_one_that_does_not_exist(world: World) -> None:
-    session, _ = login(world, "bob")
-    alices = session.get(f"{world.url}/vdc/demo/", timeout=30)
-    made_up = session.get(f"{world.url}/vdc/nowhere/", timeout=30)
+def test_bob_gets_the_same_404_for_alices_vdc_as_for_one_that_does_not_exist(site: LightPortal) -> None:
+    session = site.session("bob")
+    alices = session.get(f"{site.url}/vdc/demo/", timeout=30)
+    made_up = session.get(f"{site.url}/vdc/nowhere/", timeout=30)
     assert alices.status_code == made_up.status_code == 404
     assert same_page(alices.text, "demo") == same_page(made_up.text, "nowhere")
     assert "does not exist" in alices.text
 
 
-def test_bob_gets_the_same_404_for_alices_task_as_for_a_made_up_one(world: World, api: GraphQL) -> None:
+def test_bob_gets_the_same_404_for_alices_task_as_for_a_made_up_one(site: LightPortal, api: Api) -> None:
     started, _ = bounce(api)
-    session, _ = login(world, "bob")
-    alices = session.get(f"{world.url}/vdc/other/tasks/{started}/", timeout=30)
-    made_up = session.get(f"{world.url}/vdc/other/tasks/made-up/", timeout=30)
+    session = site.session("bob")
+    alices = session.get(f"{site.url}/vdc/other/tasks/{started}/", timeout=30)
+    made_up = session.get(f"{site.url}/vdc/other/tasks/made-up/", timeout=30)
     assert alices.status_code == made_up.status_code == 404
     assert same_page(alices.text, started) == same_page(made_up.text, "made-up")
 
 
-def test_a_zone_that_does_not_answer_is_named_and_the_rest_still_shows(world: World) -> None:
+def test_a_zone_that_does_not_answer_is_named_and_the_rest_still_shows(site: LightPortal) -> None:
     try:
         for node in ("pve1", "pve2", "pve3"):
-            world.fakes.set_node_offline("zone-b", node)
-        page = dashboard(world)
+            site.fakes.set_node_offline("zone-b", node)
+        page = dashboard(site)
     finally:
-        restore(world)
+        restore(site)
     assert "zone-b did not answer: what is shown may be incomplete" in page
     assert 'data-vm-status="running"' in page  # zone-a's VMs still count

@@ -7,30 +7,29 @@ import re
 
 import requests
 
-from devstack.world import World
 from orchestrator.sources.proxmox.usage import UsageSample, VmUsage
 from portal.vms.usage import graphs
-from tests.apikit import GraphQL
-from tests.portal.sessionkit import login
+from tests.apikit import Api
+from tests.portal.served import LightPortal
 
 
 def usage(
-    world: World, session: requests.Session, vm: str, timeframe: str | None = None
+    site: LightPortal, session: requests.Session, vm: str, timeframe: str | None = None
 ) -> requests.Response:
     query = f"?timeframe={timeframe}" if timeframe else ""
-    return session.get(f"{world.url}/vdc/demo/vms/{vm}/usage/{query}", timeout=30)
+    return session.get(f"{site.url}/vdc/demo/vms/{vm}/usage/{query}", timeout=30)
 
 
-def test_the_vm_page_loads_its_usage_graphs(world: World, alice: requests.Session) -> None:
-    page = alice.get(f"{world.url}/vdc/demo/vms/zone-a/100/", timeout=30)
+def test_the_vm_page_loads_its_usage_graphs(site: LightPortal, alice: requests.Session) -> None:
+    page = alice.get(f"{site.url}/vdc/demo/vms/zone-a/100/", timeout=30)
     assert 'hx-get="/vdc/demo/vms/zone-a/100/usage/"' in page.text
 
 
-def test_a_running_vm_has_four_graphs_from_one_rrd_read(world: World, alice: requests.Session) -> None:
-    pve = world.fakes["zone-a"].pve
+def test_a_running_vm_has_four_graphs_from_one_rrd_read(site: LightPortal, alice: requests.Session) -> None:
+    pve = site.fakes["zone-a"].pve
     before = pve.rrd_reads
 
-    answer = usage(world, alice, "zone-a/100")
+    answer = usage(site, alice, "zone-a/100")
 
     assert answer.status_code == 200
     assert pve.rrd_reads - before == 1
@@ -40,31 +39,31 @@ def test_a_running_vm_has_four_graphs_from_one_rrd_read(world: World, alice: req
     assert "<script" not in answer.text  # drawn on the server
 
 
-def test_each_time_frame_is_one_read_of_that_frame(world: World, alice: requests.Session) -> None:
-    pve = world.fakes["zone-a"].pve
+def test_each_time_frame_is_one_read_of_that_frame(site: LightPortal, alice: requests.Session) -> None:
+    pve = site.fakes["zone-a"].pve
     before = pve.rrd_reads
 
-    answer = usage(world, alice, "zone-a/100", "week")
+    answer = usage(site, alice, "zone-a/100", "week")
 
     assert pve.rrd_reads - before == 1
     assert 'data-usage="week"' in answer.text
 
 
-def test_a_stopped_vm_shows_that_there_is_no_data(world: World, alice: requests.Session) -> None:
-    answer = usage(world, alice, "zone-a/101")  # db-1, stopped
+def test_a_stopped_vm_shows_that_there_is_no_data(site: LightPortal, alice: requests.Session) -> None:
+    answer = usage(site, alice, "zone-a/101")  # db-1, stopped
 
     assert answer.status_code == 200
     assert "<polyline" not in answer.text
     assert answer.text.count("No data for this time frame") == 4
 
 
-def test_bob_cannot_read_alices_vms_usage(world: World) -> None:
-    bob = login(world, "bob")[0]
-    pve = world.fakes["zone-a"].pve
+def test_bob_cannot_read_alices_vms_usage(site: LightPortal) -> None:
+    bob = site.session("bob")
+    pve = site.fakes["zone-a"].pve
     before = pve.rrd_reads
 
-    assert usage(world, bob, "zone-a/100").status_code == 404
-    mine = bob.get(f"{world.url}/vdc/other/vms/zone-a/100/usage/", timeout=30)
+    assert usage(site, bob, "zone-a/100").status_code == 404
+    mine = bob.get(f"{site.url}/vdc/other/vms/zone-a/100/usage/", timeout=30)
     assert mine.status_code == 404
     assert pve.rrd_reads == before
 
@@ -92,7 +91,7 @@ query ($id: ID!, $timeframe: UsageTimeframe) {
 """
 
 
-def test_the_api_answers_the_same_samples_the_page_draws(api: GraphQL) -> None:
+def test_the_api_answers_the_same_samples_the_page_draws(api: Api) -> None:
     answer = api(USAGE, user="alice", variables={"id": "zone-a/100", "timeframe": "DAY"})
 
     assert answer.errors == []
@@ -105,7 +104,7 @@ def test_the_api_answers_the_same_samples_the_page_draws(api: GraphQL) -> None:
     assert last["memoryTotalBytes"] == 2048 * 1024 * 1024
 
 
-def test_the_api_answers_another_vdcs_vm_as_missing(api: GraphQL) -> None:
+def test_the_api_answers_another_vdcs_vm_as_missing(api: Api) -> None:
     theirs = api(USAGE, user="bob", variables={"id": "zone-a/100"})
     missing = api(USAGE, user="bob", variables={"id": "zone-a/99999"})
 

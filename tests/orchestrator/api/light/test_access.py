@@ -1,21 +1,27 @@
-"""Access management over the API, against the world: memberships and roles written to Zitadel (the identity
-provider's stand-in of it) and seen in the user's next token; and what happens while Zitadel is away."""
+"""Access management over the API in this process, on the light world and Zitadel in memory: memberships and
+roles written to Zitadel (``FakeZitadel``, the emulator's semantics) and seen in the user's next token; and
+what happens while Zitadel is away (the orchestrator's own Zitadel client, pointed at an address that
+answers nothing)."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pytest
-import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from devstack import seed
-from devstack.net import free_port
-from devstack.world import World
+from devstack.identity.claims import subject_of
 from orchestrator.sources.zitadel import ServiceKey, ZitadelSource
-from tests import addresses
-from tests.apikit import Answer, GraphQL
-from tests.orchestrator.replicas import replica
+from tests.apikit import Answer
+from tests.orchestrator.fakekube import FakeClusterApi
+from tests.orchestrator.fakezitadel import FakeZitadel
+from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
+from tests.orchestrator.lightworld import LightWorld
 
 USERS = "query($s: String!) { users(search: $s) { id username name email organization roles vdcs } }"
 MEMBERS = "query($v: ID!) { vdcMembers(vdc: $v) { id username vdcs } }"
@@ -38,29 +44,28 @@ CREATE_VDC = (
 DELETE_VDC = "mutation($id: ID!) { deleteVdc(id: $id) { errors { code message } } }"
 
 
-def fresh(
-    world: World, url: str, user: str, document: str, vdc: str | None = None, **variables: Any
-) -> Answer:
+class Served(Protocol):
+    """An API of this process: ``api``, or ``without_zitadel``'s."""
+
+    issuer: LocalIssuer
+
+    def raw(
+        self, query: str, *, headers: dict[str, str] | None = None, variables: dict[str, Any] | None = None
+    ) -> Answer: ...
+
+
+def fresh(served: Served, user: str, document: str, vdc: str | None = None, **variables: Any) -> Answer:
     """``document`` asked with a token issued now (the API's helper keeps each user's first token)."""
-    headers = {"Authorization": f"Bearer {world.token(user)}"}
+    headers = {"Authorization": f"Bearer {served.issuer.token(user)}"}
     if vdc is not None:
         headers["FlexPlane-VDC-ID"] = vdc
-    response = requests.post(
-        url, json={"query": document, "variables": variables}, headers=headers, timeout=60
-    )
-    return Answer(response.status_code, response.json(), response.headers)
+    return served.raw(document, headers=headers, variables=variables)
 
 
-def user_id(api: GraphQL, username: str) -> str:
+def user_id(api: InProcessApi, username: str) -> str:
     answer = api(USERS, user="admin", variables={"s": username})
     (found,) = [u for u in answer.data["users"] if u["username"] == username]
     return str(found["id"])
-
-
-def zitadel(world: World) -> ZitadelSource:
-    return ZitadelSource(
-        world.identity.api_url, ServiceKey.from_file(world.identity.zitadel_key_path), seed.PROJECT_ID
-    )
 
 
 def vdc(ident: str, vcpus: int = 2, **extra: Any) -> dict[str, Any]:
@@ -80,7 +85,7 @@ def vdc_input(ident: str) -> dict[str, Any]:
     return vdc(ident, quota={"vcpus": 2, "memoryMib": 2048, "diskGb": 40, "vms": 2})
 
 
-def test_users_lists_name_email_roles_and_vdcs(api: GraphQL) -> None:
+def test_users_lists_name_email_roles_and_vdcs(api: InProcessApi) -> None:
     answer = api(USERS, user="admin", variables={"s": "alice"})
     assert answer.errors == []
     (alice,) = answer.data["users"]
@@ -90,17 +95,15 @@ def test_users_lists_name_email_roles_and_vdcs(api: GraphQL) -> None:
     assert alice["vdcs"] == ["demo"]
 
 
-def test_admin_grants_bob_demo_and_bobs_next_token_lists_demos_vms_until_revoked(
-    api: GraphQL, world: World
-) -> None:
+def test_admin_grants_bob_demo_and_bobs_next_token_lists_demos_vms_until_revoked(api: InProcessApi) -> None:
     bob = user_id(api, "bob")
-    assert fresh(world, api.url, "bob", VMS, vdc="demo").codes == ["FORBIDDEN"]
+    assert fresh(api, "bob", VMS, vdc="demo").codes == ["FORBIDDEN"]
     try:
         granted = api(GRANT, user="admin", variables={"u": bob, "v": "demo"})
         assert granted.data["grantVdcMembership"]["errors"] == []
         assert granted.data["grantVdcMembership"]["user"]["vdcs"] == ["demo", "other"]
 
-        listed = fresh(world, api.url, "bob", VMS, vdc="demo")
+        listed = fresh(api, "bob", VMS, vdc="demo")
         assert listed.errors == []
         vms = [edge["node"] for edge in listed.data["virtualMachines"]["edges"]]
         assert vms
@@ -111,10 +114,10 @@ def test_admin_grants_bob_demo_and_bobs_next_token_lists_demos_vms_until_revoked
         revoked = api(REVOKE, user="admin", variables={"u": bob, "v": "demo"})
     assert revoked.data["revokeVdcMembership"]["errors"] == []
     assert revoked.data["revokeVdcMembership"]["user"]["vdcs"] == ["other"]
-    assert fresh(world, api.url, "bob", VMS, vdc="demo").codes == ["FORBIDDEN"]
+    assert fresh(api, "bob", VMS, vdc="demo").codes == ["FORBIDDEN"]
 
 
-def test_platform_roles_are_set_exactly_and_vdcs_stay(api: GraphQL, world: World) -> None:
+def test_platform_roles_are_set_exactly_and_vdcs_stay(api: InProcessApi) -> None:
     bob = user_id(api, "bob")
     try:
         answer = api(SET_ROLES, user="admin", variables={"u": bob, "r": ["USER", "ORG_OWNER"]})
@@ -123,7 +126,7 @@ def test_platform_roles_are_set_exactly_and_vdcs_stay(api: GraphQL, world: World
             "roles": ["ORG_OWNER", "USER"],
             "vdcs": ["other"],
         }
-        me = fresh(world, api.url, "bob", "{ me { roles } }")
+        me = fresh(api, "bob", "{ me { roles } }")
         assert me.data["me"]["roles"] == ["ORG_OWNER", "USER"]
     finally:
         restored = api(SET_ROLES, user="admin", variables={"u": bob, "r": ["USER"]})
@@ -150,7 +153,7 @@ def test_platform_roles_are_set_exactly_and_vdcs_stay(api: GraphQL, world: World
     ],
 )
 def test_bad_input_is_invalid_naming_the_field_or_not_found(
-    api: GraphQL, document: str, variables: dict[str, Any], code: str, field: str | None
+    api: InProcessApi, document: str, variables: dict[str, Any], code: str, field: str | None
 ) -> None:
     if variables["u"] == "bob":
         variables = {**variables, "u": user_id(api, "bob")}
@@ -163,20 +166,19 @@ def test_bad_input_is_invalid_naming_the_field_or_not_found(
 @pytest.mark.parametrize(
     "search", ["", "   ", "x" * 101, "a\x00b"], ids=["empty", "blank", "long", "control"]
 )
-def test_an_empty_or_malformed_search_is_invalid_naming_search(api: GraphQL, search: str) -> None:
+def test_an_empty_or_malformed_search_is_invalid_naming_search(api: InProcessApi, search: str) -> None:
     answer = api(USERS, user="admin", variables={"s": search})
     assert answer.codes == ["INVALID"]
     assert answer.errors[0]["extensions"]["field"] == "search"
 
 
-def test_a_user_manages_no_access(api: GraphQL) -> None:
+def test_a_user_manages_no_access(api: InProcessApi) -> None:
     assert api(USERS, user="alice", variables={"s": "bob"}).codes == ["FORBIDDEN"]
     answer = api(GRANT, user="alice", variables={"u": "1", "v": "demo"})
     assert answer.codes == ["FORBIDDEN"]
 
 
-def test_a_vdc_has_its_role_while_it_exists(api: GraphQL, world: World) -> None:
-    source = zitadel(world)
+def test_a_vdc_has_its_role_while_it_exists(api: InProcessApi, zitadel: FakeZitadel) -> None:
     made = api(CREATE_VDC, user="admin", variables={"input": vdc_input("access-role")})
     assert made.data["createVdc"]["errors"] == []
     try:
@@ -187,7 +189,7 @@ def test_a_vdc_has_its_role_while_it_exists(api: GraphQL, world: World) -> None:
             ]
             == []
         )
-        assert [a.user_id for a in source.authorizations(role_key="vdc:access-role")] == [bob]
+        assert [a.user_id for a in zitadel.authorizations(role_key="vdc:access-role")] == [bob]
     finally:
         deleted = api(DELETE_VDC, user="admin", variables={"id": "access-role"})
     assert deleted.data["deleteVdc"]["errors"] == []
@@ -197,63 +199,90 @@ def test_a_vdc_has_its_role_while_it_exists(api: GraphQL, world: World) -> None:
 # ---------------------------------------------------------------------------------- Zitadel away
 
 
+@dataclass
+class Replica:
+    """The API as a replica whose Zitadel API answers nothing serves it: the same issuer (tokens are still
+    checked, with the roles Zitadel held when it was up), management cluster and zones, and for Zitadel the
+    orchestrator's own client of an address where nothing listens. Each request is served under its own
+    ``in_process``, so that ``api`` keeps its Zitadel between them."""
+
+    issuer: LocalIssuer
+    light: LightWorld
+    tenant_clusters: FakeClusterApi
+    zitadel: ZitadelSource
+
+    def raw(
+        self, query: str, *, headers: dict[str, str] | None = None, variables: dict[str, Any] | None = None
+    ) -> Answer:
+        light = self.light
+        with in_process(self.issuer, light.kube, light.proxmox, self.tenant_clusters, self.zitadel) as api:
+            return api.raw(query, headers=headers, variables=variables)
+
+
 @pytest.fixture(scope="module")
-def without_zitadel(world: World) -> Iterator[str]:
-    """A replica whose Zitadel API address answers nothing (tokens are still checked): its /graphql URL."""
-    closed = addresses.address(0, 250, world.cfg.subnet)
-    settings = {
-        "FLEXPLANE_ZITADEL_URL": f"http://{closed}:{free_port(closed)}",
-        "FLEXPLANE_ZITADEL_TIMEOUT": "1",
-    }
-    with replica(world, "orchestrator-no-zitadel", settings) as url:
-        yield f"{url}/graphql"
+def without_zitadel(
+    issuer: LocalIssuer, light: LightWorld, tenant_clusters: FakeClusterApi
+) -> Iterator[Replica]:
+    """A replica whose Zitadel API address answers nothing (tokens are still checked)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: every connection is refused
+        host, port = closed.getsockname()
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode("ascii")
+        key = ServiceKey(key_id="1", user_id=subject_of("flexplane-orchestrator"), private_key=pem)
+        source = ZitadelSource(f"http://{host}:{port}", key, seed.PROJECT_ID, timeout=1.0)
+        yield Replica(issuer, light, tenant_clusters, source)
 
 
 def test_without_zitadel_reads_keep_working_from_the_tokens_claims(
-    api: GraphQL, world: World, without_zitadel: str
+    api: InProcessApi, without_zitadel: Replica
 ) -> None:
-    answer = fresh(world, without_zitadel, "alice", VMS, vdc="demo")
+    answer = fresh(without_zitadel, "alice", VMS, vdc="demo")
     assert answer.errors == []
     assert answer.data["virtualMachines"]["edges"]
-    assert fresh(world, without_zitadel, "alice", "{ vdcs { id } }").data["vdcs"] == [{"id": "demo"}]
+    assert fresh(without_zitadel, "alice", "{ vdcs { id } }").data["vdcs"] == [{"id": "demo"}]
 
 
 def test_without_zitadel_access_writes_are_unavailable_naming_zitadel(
-    api: GraphQL, world: World, without_zitadel: str
+    api: InProcessApi, without_zitadel: Replica
 ) -> None:
     bob = user_id(api, "bob")
-    granted = fresh(world, without_zitadel, "admin", GRANT, u=bob, v="demo")
+    granted = fresh(without_zitadel, "admin", GRANT, u=bob, v="demo")
     (error,) = granted.data["grantVdcMembership"]["errors"]
     assert error["code"] == "UNAVAILABLE"
     assert "Zitadel" in error["message"]
-    listed = fresh(world, without_zitadel, "admin", USERS, s="bob")
+    listed = fresh(without_zitadel, "admin", USERS, s="bob")
     assert listed.codes == ["UNAVAILABLE"]
     assert "Zitadel" in listed.errors[0]["message"]
     assert api(USERS, user="admin", variables={"s": "bob"}).data["users"][0]["vdcs"] == ["other"]
 
 
-def test_without_zitadel_no_vdc_is_left_behind(api: GraphQL, world: World, without_zitadel: str) -> None:
-    made = fresh(world, without_zitadel, "admin", CREATE_VDC, input=vdc_input("access-down"))
+def test_without_zitadel_no_vdc_is_left_behind(
+    api: InProcessApi, light: LightWorld, without_zitadel: Replica
+) -> None:
+    made = fresh(without_zitadel, "admin", CREATE_VDC, input=vdc_input("access-down"))
     (error,) = made.data["createVdc"]["errors"]
     assert error["code"] == "UNAVAILABLE"
     assert "Zitadel" in error["message"]
     assert api('{ vdc(id: "access-down") { id } }', user="admin").codes == ["NOT_FOUND"]
-    pools = world.fakes.on_loop(lambda pve: set(pve.pools), world.fakes["zone-a"].pve)
+    pools = light.fakes.on_loop(lambda pve: set(pve.pools), light.fakes["zone-a"].pve)
     assert "fp-access-down" not in pools
 
 
 def test_without_zitadel_a_vdc_is_not_deleted_and_stays_whole(
-    api: GraphQL, world: World, without_zitadel: str
+    api: InProcessApi, light: LightWorld, without_zitadel: Replica
 ) -> None:
     made = api(CREATE_VDC, user="admin", variables={"input": vdc_input("access-keep")})
     assert made.data["createVdc"]["errors"] == []
     try:
-        refused = fresh(world, without_zitadel, "admin", DELETE_VDC, id="access-keep")
+        refused = fresh(without_zitadel, "admin", DELETE_VDC, id="access-keep")
         (error,) = refused.data["deleteVdc"]["errors"]
         assert error["code"] == "UNAVAILABLE"
         assert "Zitadel" in error["message"]
         assert api('{ vdc(id: "access-keep") { id } }', user="admin").data["vdc"] == {"id": "access-keep"}
-        pools = world.fakes.on_loop(lambda pve: set(pve.pools), world.fakes["zone-a"].pve)
+        pools = light.fakes.on_loop(lambda pve: set(pve.pools), light.fakes["zone-a"].pve)
         assert "fp-access-keep" in pools
     finally:
         deleted = api(DELETE_VDC, user="admin", variables={"id": "access-keep"})

@@ -1,21 +1,21 @@
-"""virtualMachines through the whole stack (HTTP, the orchestrator, agents over mTLS, fake Proxmox): what
-a listing costs in calls to each zone. Who sees what is tested in-process
+"""virtualMachines through the API and the Proxmox source on the light world (fakepve behind in-process
+agents): what a listing costs in calls to each zone. Who sees what is tested on zones in memory
 (tests/orchestrator/api/test_vm_listing.py)."""
 
 from __future__ import annotations
 
-from tests.apikit import GraphQL
+from tests.apikit import Api
 
 LIST = "{ virtualMachines { edges { node { id name zone status vdc host cores memoryMb } } } }"
 
 
-def test_a_listing_costs_one_proxmox_call_per_zone(api: GraphQL, world) -> None:
+def test_a_listing_costs_one_proxmox_call_per_zone(api: Api, light) -> None:
     def resource_calls() -> dict[str, int]:
         return {
-            zone: world.fakes.on_loop(
+            zone: light.fakes.on_loop(
                 lambda pve: sum(1 for r in pve.requests if r[1].endswith("/cluster/resources")), fake.pve
             )
-            for zone, fake in world.fakes.zones.items()
+            for zone, fake in light.fakes.zones.items()
         }
 
     before = resource_calls()
@@ -31,10 +31,10 @@ def test_a_listing_costs_one_proxmox_call_per_zone(api: GraphQL, world) -> None:
     assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 2, "zone-b": 2}
 
 
-def all_requests(world) -> dict[str, int]:
+def all_requests(light) -> dict[str, int]:
     return {
-        zone: world.fakes.on_loop(lambda pve: len(pve.requests), fake.pve)
-        for zone, fake in world.fakes.zones.items()
+        zone: light.fakes.on_loop(lambda pve: len(pve.requests), fake.pve)
+        for zone, fake in light.fakes.zones.items()
     }
 
 
@@ -43,20 +43,18 @@ FULL = """{ virtualMachines(first: 500) { edges { node {
 } } pageInfo { hasNextPage } } }"""
 
 
-def test_a_listing_of_every_field_costs_one_proxmox_call_per_zone_and_nothing_else(
-    api: GraphQL, world
-) -> None:
-    before = all_requests(world)
+def test_a_listing_of_every_field_costs_one_proxmox_call_per_zone_and_nothing_else(api: Api, light) -> None:
+    before = all_requests(light)
     answer = api(FULL, user="admin")
-    after = all_requests(world)
+    after = all_requests(light)
     assert answer.errors == []
     assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 1, "zone-b": 1}
     assert all(e["node"]["ipAddresses"] is None for e in answer.data["virtualMachines"]["edges"])
 
 
-def test_one_vm_costs_one_call_to_its_zone_and_one_to_its_guest_agent(api: GraphQL, world) -> None:
-    before = all_requests(world)
+def test_one_vm_costs_one_call_to_its_zone_and_one_to_its_guest_agent(api: Api, light) -> None:
+    before = all_requests(light)
     answer = api('{ virtualMachine(id: "zone-a/100") { name ipAddresses } }', user="alice", vdc="demo")
-    after = all_requests(world)
+    after = all_requests(light)
     assert answer.data["virtualMachine"]["name"] == "web-1"
     assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 2, "zone-b": 0}

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from tests.apikit import GraphQL
+from tests.apikit import Api
 
 
-def test_me_describes_the_caller_from_the_token(api: GraphQL) -> None:
+def test_me_describes_the_caller_from_the_token(api: Api) -> None:
     answer = api("{ me { subject name email roles vdcs } }", user="alice")
     me = answer.data["me"]
     assert me["name"] == "Alice Example"
@@ -13,5 +13,5 @@ def test_me_describes_the_caller_from_the_token(api: GraphQL) -> None:
     assert me["subject"]
 
 
-def test_admin_has_the_admin_role(api: GraphQL) -> None:
+def test_admin_has_the_admin_role(api: Api) -> None:
     assert api("{ me { roles vdcs } }", user="admin").data["me"] == {"roles": ["ADMIN"], "vdcs": []}

@@ -1,6 +1,6 @@
-"""Organizations over the API, against the world: ADMIN gives organization acme an allowance; its ORG_OWNER
-(olivia) creates VDCs within it and manages their members among acme's users (oscar); nothing of another
-organization is hers to see or touch."""
+"""Organizations over the API in this process, on the light world and Zitadel in memory: ADMIN gives
+organization acme an allowance; its ORG_OWNER (olivia) creates VDCs within it and manages their members among
+acme's users (oscar); nothing of another organization is hers to see or touch."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import jwt
 import pytest
 
 from devstack import seed
-from devstack.world import World
-from tests.apikit import GraphQL
-from tests.orchestrator.graphql.test_access import SET_ROLES, fresh, vdc, without_zitadel, zitadel
+from tests.orchestrator.api.light.test_access import SET_ROLES, Replica, fresh, vdc, without_zitadel
+from tests.orchestrator.fakezitadel import FakeZitadel
+from tests.orchestrator.inprocess import InProcessApi, LocalIssuer
 from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
 
 __all__ = ["without_zitadel"]  # a fixture of this module's too
@@ -47,7 +47,7 @@ GRANT = (
 MEMBERS = "query($v: ID!) { vdcMembers(vdc: $v) { username } }"
 
 
-def user(api: GraphQL, username: str) -> dict[str, Any]:
+def user(api: InProcessApi, username: str) -> dict[str, Any]:
     (found,) = [
         u
         for u in api(USERS, user="admin", variables={"s": username}).data["users"]
@@ -61,9 +61,9 @@ def payload(answer: Any, name: str) -> dict[str, Any]:
     return dict(answer.data[name])
 
 
-def roles_now(world: World, username: str) -> set[str]:
+def roles_now(issuer: LocalIssuer, username: str) -> set[str]:
     """The roles in a token issued to the user now."""
-    claims = jwt.decode(world.token(username), options={"verify_signature": False})
+    claims = jwt.decode(issuer.token(username), options={"verify_signature": False})
     return set(claims.get(f"urn:zitadel:iam:org:project:{seed.PROJECT_ID}:roles") or {})
 
 
@@ -77,13 +77,13 @@ ACME_ALLOWANCE = {
 }
 
 
-def give_acme_its_allowance(api: GraphQL, org: str) -> None:
+def give_acme_its_allowance(api: InProcessApi, org: str) -> None:
     given = api(ALLOWANCE, user="admin", variables={"o": org, "input": ACME_ALLOWANCE})
     assert payload(given, "setOrganizationAllowance")["errors"] == []
 
 
 @pytest.fixture(scope="module")
-def acme(api: GraphQL, world: World) -> Iterator[str]:
+def acme(api: InProcessApi, zitadel: FakeZitadel) -> Iterator[str]:
     """Organization acme's id, with an allowance of 5 vCPUs and 3 VMs in zone-a; its VDCs removed after, its
     allowance too, and acme then as seeding left it (the allowance's end takes its users' roles away)."""
     org = str(user(api, OWNER)["organization"])
@@ -93,11 +93,11 @@ def acme(api: GraphQL, world: World) -> Iterator[str]:
         for ident in listed["vdcs"] if listed["organization"] == org else []:
             api(DELETE, user="admin", variables={"id": ident})
     api(DELETE_ALLOWANCE, user="admin", variables={"o": org})
-    restore_seeded_organization(zitadel(world), "acme")
+    restore_seeded_organization(zitadel, "acme")
 
 
 def test_an_org_owner_creates_a_vdc_within_the_allowance_and_a_second_over_it_is_refused_naming_the_resource(
-    api: GraphQL, acme: str
+    api: InProcessApi, acme: str
 ) -> None:
     made = payload(api(CREATE, user=OWNER, variables={"input": vdc("acme-web", vcpus=3)}), "createVdc")
     assert made["errors"] == []
@@ -119,7 +119,9 @@ def test_an_org_owner_creates_a_vdc_within_the_allowance_and_a_second_over_it_is
         assert payload(api(DELETE, user=OWNER, variables={"id": "acme-web"}), "deleteVdc")["errors"] == []
 
 
-def test_concurrent_creates_never_take_an_organization_past_its_allowance(api: GraphQL, acme: str) -> None:
+def test_concurrent_creates_never_take_an_organization_past_its_allowance(
+    api: InProcessApi, acme: str
+) -> None:
     names = [f"acme-race-{n}" for n in range(4)]
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         answers = list(
@@ -136,7 +138,9 @@ def test_concurrent_creates_never_take_an_organization_past_its_allowance(api: G
         api(DELETE, user=OWNER, variables={"id": ident})
 
 
-def test_an_owners_concurrent_vdcs_hold_no_more_networks_than_the_allowance(api: GraphQL, acme: str) -> None:
+def test_an_owners_concurrent_vdcs_hold_no_more_networks_than_the_allowance(
+    api: InProcessApi, acme: str
+) -> None:
     """A zone's network ids are shared by every tenant: VDCs made at once hold a default network only
     where their quota has room for one, so the organization holds what its allowance says and no more.
     (A gateway's uplink address counts in publicIps likewise: tests/orchestrator/graphql/test_gateways.py.)"""
@@ -163,7 +167,9 @@ def test_an_owners_concurrent_vdcs_hold_no_more_networks_than_the_allowance(api:
         give_acme_its_allowance(api, acme)
 
 
-def test_an_org_owner_manages_members_among_the_organizations_users_only(api: GraphQL, acme: str) -> None:
+def test_an_org_owner_manages_members_among_the_organizations_users_only(
+    api: InProcessApi, acme: str
+) -> None:
     assert (
         payload(api(CREATE, user=OWNER, variables={"input": vdc("acme-team", vcpus=1)}), "createVdc")[
             "errors"
@@ -196,7 +202,7 @@ def test_an_org_owner_manages_members_among_the_organizations_users_only(api: Gr
         api(DELETE, user=OWNER, variables={"id": "acme-team"})
 
 
-def test_another_organizations_vdcs_are_to_an_org_owner_as_missing_ones(api: GraphQL, acme: str) -> None:
+def test_another_organizations_vdcs_are_to_an_org_owner_as_missing_ones(api: InProcessApi, acme: str) -> None:
     assert api('{ vdc(id: "demo") { id } }', user=OWNER).codes == ["NOT_FOUND"]
     for document, variables, name in (
         (DELETE, {"id": "demo"}, "deleteVdc"),
@@ -245,7 +251,7 @@ def test_another_organizations_vdcs_are_to_an_org_owner_as_missing_ones(api: Gra
     ids=["unknown organization", "malformed organization", "unknown zone", "zone outside the allowance"],
 )
 def test_bad_input_is_invalid_naming_the_field_or_not_found(
-    api: GraphQL,
+    api: InProcessApi,
     acme: str,
     who: str,
     document: str,
@@ -258,7 +264,7 @@ def test_bad_input_is_invalid_naming_the_field_or_not_found(
     assert [(e["code"], e["field"]) for e in result["errors"]] == [expected]
 
 
-def test_an_allowance_is_not_lowered_below_what_its_vdcs_have(api: GraphQL, acme: str) -> None:
+def test_an_allowance_is_not_lowered_below_what_its_vdcs_have(api: InProcessApi, acme: str) -> None:
     assert (
         payload(api(CREATE, user=OWNER, variables={"input": vdc("acme-keep", vcpus=2)}), "createVdc")[
             "errors"
@@ -286,7 +292,7 @@ def test_an_allowance_is_not_lowered_below_what_its_vdcs_have(api: GraphQL, acme
         api(DELETE, user=OWNER, variables={"id": "acme-keep"})
 
 
-def test_a_user_sees_no_allowance_and_sets_none(api: GraphQL, acme: str) -> None:
+def test_a_user_sees_no_allowance_and_sets_none(api: InProcessApi, acme: str) -> None:
     assert api(ORGANIZATIONS, user="alice").codes == ["FORBIDDEN"]
     assert api(
         ALLOWANCE,
@@ -296,42 +302,42 @@ def test_a_user_sees_no_allowance_and_sets_none(api: GraphQL, acme: str) -> None
 
 
 def test_without_zitadel_an_allowance_is_not_taken_away_and_the_delete_is_unavailable_naming_zitadel(
-    api: GraphQL, world: World, acme: str, without_zitadel: str
+    api: InProcessApi, acme: str, without_zitadel: Replica
 ) -> None:
-    refused = fresh(world, without_zitadel, "admin", DELETE_ALLOWANCE, o=acme)
+    refused = fresh(without_zitadel, "admin", DELETE_ALLOWANCE, o=acme)
     (error,) = refused.data["deleteOrganizationAllowance"]["errors"]
     assert error["code"] == "UNAVAILABLE"
     assert "Zitadel" in error["message"]
     assert [o["organization"] for o in api(ORGANIZATIONS, user="admin").data["organizations"]] == [acme]
-    assert roles_now(world, OWNER) == {"USER", "ORG_OWNER"}
+    assert roles_now(api.issuer, OWNER) == {"USER", "ORG_OWNER"}
 
 
 def test_taking_the_allowance_away_takes_the_project_grant_away_and_its_users_roles_in_acme(
-    api: GraphQL, world: World, acme: str
+    api: InProcessApi, zitadel: FakeZitadel, acme: str
 ) -> None:
-    assert roles_now(world, MEMBER_OF_ACME) == {"USER"}
+    assert roles_now(api.issuer, MEMBER_OF_ACME) == {"USER"}
     try:
         taken = payload(
             api(DELETE_ALLOWANCE, user="admin", variables={"o": acme}), "deleteOrganizationAllowance"
         )
         assert taken == {"organization": acme, "errors": []}
-        assert zitadel(world).authorizations(organization_id=acme) == []
-        assert roles_now(world, OWNER) == set()
-        assert roles_now(world, MEMBER_OF_ACME) == set()
+        assert zitadel.authorizations(organization_id=acme) == []
+        assert roles_now(api.issuer, OWNER) == set()
+        assert roles_now(api.issuer, MEMBER_OF_ACME) == set()
     finally:
-        restore_seeded_organization(zitadel(world), "acme")
-    assert roles_now(world, OWNER) == {"USER", "ORG_OWNER"}
+        restore_seeded_organization(zitadel, "acme")
+    assert roles_now(api.issuer, OWNER) == {"USER", "ORG_OWNER"}
 
 
 def test_an_owner_is_given_back_through_the_api_after_the_allowance_went_with_the_owners_roles(
-    api: GraphQL, world: World, acme: str
+    api: InProcessApi, zitadel: FakeZitadel, acme: str
 ) -> None:
     owner = str(user(api, OWNER)["id"])
     give_acme_its_allowance(api, acme)  # whatever the tests before left
     try:
         taken = api(DELETE_ALLOWANCE, user="admin", variables={"o": acme})
         assert payload(taken, "deleteOrganizationAllowance")["errors"] == []
-        assert roles_now(world, OWNER) == set()
+        assert roles_now(api.issuer, OWNER) == set()
 
         # Acme has no allowance now: its owner is given back all the same, and is acme's owner.
         given = payload(
@@ -339,15 +345,15 @@ def test_an_owner_is_given_back_through_the_api_after_the_allowance_went_with_th
         )
         assert given["errors"] == []
         assert given["user"]["roles"] == ["ORG_OWNER"]
-        assert roles_now(world, OWNER) == {"ORG_OWNER"}
-        assert [g.role_keys for g in zitadel(world).authorizations(user_ids=[owner])] == [("ORG_OWNER",)]
-        assert [g.organization_id for g in zitadel(world).authorizations(user_ids=[owner])] == [acme]
+        assert roles_now(api.issuer, OWNER) == {"ORG_OWNER"}
+        assert [g.role_keys for g in zitadel.authorizations(user_ids=[owner])] == [("ORG_OWNER",)]
+        assert [g.organization_id for g in zitadel.authorizations(user_ids=[owner])] == [acme]
         # Her token makes her acme's owner; she makes VDCs once acme has an allowance again.
-        early = fresh(world, api.url, OWNER, CREATE, input=vdc("acme-early"))
+        early = fresh(api, OWNER, CREATE, input=vdc("acme-early"))
         (error,) = early.data["createVdc"]["errors"]
         assert error["code"] == "QUOTA_EXCEEDED"
         assert error["message"] == f"organization {acme} has no allowance yet: an ADMIN gives it one first"
     finally:
         api(ALLOWANCE, user="admin", variables={"o": acme, "input": ACME_ALLOWANCE})
-        restore_seeded_organization(zitadel(world), "acme")
-    assert roles_now(world, OWNER) == {"USER", "ORG_OWNER"}
+        restore_seeded_organization(zitadel, "acme")
+    assert roles_now(api.issuer, OWNER) == {"USER", "ORG_OWNER"}

@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 import requests
 
-from devstack.world import World
-from tests.apikit import GraphQL
-from tests.orchestrator.services.test_tasks import demo_nodes, zone_nodes
-from tests.vmkit import act, ok, scratch_vdcs
+from tests.apikit import Api
+from tests.portal.served import LightPortal
+from tests.vmkit import act, demo_nodes, ok, scratch_vdcs, zone_nodes
 
 TASKS = "query($first: Int, $vm: ID) { tasks(first: $first, vm: $vm) { id type } }"
 TASK_LINK = re.compile(r'<tr [^>]*data-task-row[^>]*>.*?href="/vdc/demo/tasks/([^/"]+)/"', re.S)
@@ -33,33 +32,33 @@ DB_1 = "zone-a/101"  # devstack/seed.py: alice's VM on pve2, stopped
 
 
 @pytest.fixture
-def vdc_of(api: GraphQL, world: World) -> Iterator[Callable[..., str]]:
-    with scratch_vdcs(api, world) as make:
+def vdc_of(api: Api, site: LightPortal) -> Iterator[Callable[..., str]]:
+    with scratch_vdcs(api, site) as make:
         yield make
 
 
-def get(session: requests.Session, world: World, path: str) -> requests.Response:
-    page = session.get(f"{world.url}{path}", timeout=60)
+def get(session: requests.Session, site: LightPortal, path: str) -> requests.Response:
+    page = session.get(f"{site.url}{path}", timeout=60)
     assert page.status_code == 200, page.text[:500]
     return page
 
 
-def bounce(api: GraphQL) -> None:
+def bounce(api: Api) -> None:
     ok(act(api, "alice", "stopVirtualMachine", DB_1))  # nothing to do unless a test left it running
     ok(act(api, "alice", "startVirtualMachine", DB_1))
     ok(act(api, "alice", "stopVirtualMachine", DB_1))
 
 
-def api_task_ids(api: GraphQL, **variables: Any) -> list[str]:
+def api_task_ids(api: Api, **variables: Any) -> list[str]:
     answer = api(TASKS, user="alice", vdc="demo", variables=variables)
     assert answer.errors == [], answer.errors
     return [task["id"] for task in answer.data["tasks"]]
 
 
-def add_vms(world: World, vdc: str, vms: list[tuple[str, str, str | None]]) -> None:
+def add_vms(site: LightPortal, vdc: str, vms: list[tuple[str, str, str | None]]) -> None:
     """``(name, status, lock)`` VMs of ``vdc`` put straight into zone-a's fake, tagged as flex.plane
     tags them."""
-    pve = world.fakes["zone-a"].pve
+    pve = site.fakes["zone-a"].pve
 
     def add() -> None:
         first = max([vm.vmid for vm in pve.vms] + [6000]) + 1
@@ -69,10 +68,10 @@ def add_vms(world: World, vdc: str, vms: list[tuple[str, str, str | None]]) -> N
             pve.add_vm(vmid, name, node="pve1", status=status, config=config, pool=f"fp-{vdc}")
             pve.vm(vmid).lock = lock
 
-    world.fakes.on_loop(add)
+    site.fakes.on_loop(add)
 
 
-def proxmox_reads(world: World) -> dict[tuple[str, str], int]:
+def proxmox_reads(site: LightPortal) -> dict[tuple[str, str], int]:
     """How often each zone's fake was asked for ``/cluster/resources`` and for each node's task list."""
 
     def count(pve: Any) -> dict[str, int]:
@@ -83,9 +82,9 @@ def proxmox_reads(world: World) -> dict[tuple[str, str], int]:
                 counted[short] = counted.get(short, 0) + 1
         return counted
 
-    zones = world.fakes.zones.items()
+    zones = site.fakes.zones.items()
     return {
-        (zone, path): n for zone, fake in zones for path, n in world.fakes.on_loop(count, fake.pve).items()
+        (zone, path): n for zone, fake in zones for path, n in site.fakes.on_loop(count, fake.pve).items()
     }
 
 
@@ -95,52 +94,52 @@ def words(fragment: str) -> str:
 
 
 def test_the_dashboards_recent_tasks_are_the_apis(
-    world: World, api: GraphQL, alice: requests.Session
+    site: LightPortal, api: Api, alice: requests.Session
 ) -> None:
     bounce(api)
-    page = get(alice, world, "/vdc/demo/")
+    page = get(alice, site, "/vdc/demo/")
     assert TASK_LINK.findall(page.text) == api_task_ids(api, first=10)
 
 
 def test_the_dashboard_reads_each_zone_once_and_each_node_of_the_zones_holding_the_vdcs_vms_once(
-    world: World, api: GraphQL, alice: requests.Session
+    site: LightPortal, api: Api, alice: requests.Session
 ) -> None:
     bounce(api)
-    before = proxmox_reads(world)
-    get(alice, world, "/vdc/demo/")
-    after = proxmox_reads(world)
+    before = proxmox_reads(site)
+    get(alice, site, "/vdc/demo/")
+    after = proxmox_reads(site)
     read = {key: n - before.get(key, 0) for key, n in after.items() if n != before.get(key, 0)}
     resources = {key: n for key, n in read.items() if key[1] == "/cluster/resources"}
     task_lists = {key: n for key, n in read.items() if key[1] != "/cluster/resources"}
-    assert resources == {(zone, "/cluster/resources"): 1 for zone in world.fakes.zones}
-    zones = {zone for zone, _ in demo_nodes(world)}
-    assert task_lists == {(zone, f"/nodes/{node}/tasks"): 1 for zone, node in zone_nodes(world, zones)}
+    assert resources == {(zone, "/cluster/resources"): 1 for zone in site.fakes.zones}
+    zones = {zone for zone, _ in demo_nodes(site)}
+    assert task_lists == {(zone, f"/nodes/{node}/tasks"): 1 for zone, node in zone_nodes(site, zones)}
 
 
 def test_a_vms_page_lists_its_tasks_as_the_api_does(
-    world: World, api: GraphQL, alice: requests.Session
+    site: LightPortal, api: Api, alice: requests.Session
 ) -> None:
     bounce(api)
-    page = get(alice, world, "/vdc/demo/vms/zone-a/101/")
+    page = get(alice, site, "/vdc/demo/vms/zone-a/101/")
     shown = TASK_LINK.findall(page.text)
     assert shown == api_task_ids(api, first=10, vm=DB_1)
     assert len(shown) >= 2
 
 
 def test_tasks_are_shown_in_words_with_their_vms_name(
-    world: World, api: GraphQL, alice: requests.Session
+    site: LightPortal, api: Api, alice: requests.Session
 ) -> None:
     bounce(api)
-    dashboard = get(alice, world, "/vdc/demo/").text
+    dashboard = get(alice, site, "/vdc/demo/").text
     row = TASK_ROW.search(dashboard)
     assert row is not None, dashboard[:2000]
     link, vm = html.unescape(row.group(1)), html.unescape(words(row.group(2)))
     assert (link, vm) == ("Stop", "db-1 (zone-a/101)")
     assert ">qmstop<" not in dashboard
-    history = get(alice, world, "/vdc/demo/vms/zone-a/101/").text
+    history = get(alice, site, "/vdc/demo/vms/zone-a/101/").text
     assert [html.unescape(t) for t in HISTORY_TITLE.findall(history)][:2] == ["Stop", "Start"]
     task_id = api_task_ids(api, first=1, vm=DB_1)[0]
-    page = get(alice, world, f"/vdc/demo/tasks/{task_id}/").text
+    page = get(alice, site, f"/vdc/demo/tasks/{task_id}/").text
     heading = re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S)
     assert heading is not None
     assert re.sub(r"<[^>]+>|\s+", " ", heading.group(1)).split() == [
@@ -154,11 +153,11 @@ def test_tasks_are_shown_in_words_with_their_vms_name(
 
 
 def test_each_status_count_leads_to_the_list_of_exactly_those_vms(
-    world: World, admin: requests.Session, vdc_of: Callable[..., str]
+    site: LightPortal, admin: requests.Session, vdc_of: Callable[..., str]
 ) -> None:
     vdc = vdc_of()  # its VMs go with it
     add_vms(
-        world,
+        site,
         vdc,
         [
             ("s-1", "stopped", None),
@@ -167,7 +166,7 @@ def test_each_status_count_leads_to_the_list_of_exactly_those_vms(
             ("r-1", "running", None),
         ],
     )
-    page = get(admin, world, f"/vdc/{vdc}/")
+    page = get(admin, site, f"/vdc/{vdc}/")
     lines = dict(STATUS_LINE.findall(page.text))
     assert set(lines) == {"stopped", "running"}
     counts = {}
@@ -177,7 +176,7 @@ def test_each_status_count_leads_to_the_list_of_exactly_those_vms(
         assert count is not None
         assert link is not None, f"the {status} count links nowhere"
         counts[status] = int(count.group(1))
-        listed = get(admin, world, html.unescape(link.group(1)))
+        listed = get(admin, site, html.unescape(link.group(1)))
         assert "Select a valid choice" not in listed.text
         assert len(ROW_NAME.findall(listed.text)) == counts[status]
     assert counts == {"stopped": 3, "running": 1}

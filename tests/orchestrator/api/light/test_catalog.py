@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client, config
 
 from devstack import seed
-from devstack.world import World
+from orchestrator.sources.protocols import KubeApi
 from tests import vmkit
-from tests.apikit import GraphQL
+from tests.apikit import Api
+from tests.orchestrator.lightworld import LightWorld
 
 CHECKSUM = "sha256:" + "0123456789abcdef" * 4
 IMAGE_URL = "https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2"
@@ -23,25 +22,13 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture(scope="module")
-def core(world: World) -> client.CoreV1Api:
-    """The official client on the world's management cluster, to check what the API stored."""
-    return client.CoreV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
+def stored_spec(kube: KubeApi, kind: str, ident: str) -> dict[str, Any] | None:
+    """The spec the management cluster holds for a catalog object, as the API stored it."""
+    entry = kube.get_catalog(kind, ident)
+    return None if entry is None else entry.spec
 
 
-def stored_spec(core: client.CoreV1Api, name: str) -> dict[str, Any] | None:
-    try:
-        item = core.read_namespaced_config_map(name, seed.NAMESPACE)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    assert item.data is not None
-    spec: dict[str, Any] = json.loads(item.data["spec"])
-    return spec
-
-
-def mutate(api: GraphQL, document: str, variables: dict[str, Any], user: str = "admin") -> dict[str, Any]:
+def mutate(api: Api, document: str, variables: dict[str, Any], user: str = "admin") -> dict[str, Any]:
     """Run a one-field mutation and return its payload (asserting there are no top-level errors)."""
     answer = api(document, user=user, variables=variables)
     assert answer.errors == [], answer.body
@@ -123,7 +110,7 @@ def image_input(name: str, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def cleanup(api: GraphQL) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+def cleanup(api: Api) -> Iterator[list[tuple[str, dict[str, Any]]]]:
     """Mutations (document, variables) to run as admin after the test, in reverse order, whatever happened."""
     undo: list[tuple[str, dict[str, Any]]] = []
     yield undo
@@ -132,7 +119,7 @@ def cleanup(api: GraphQL) -> Iterator[list[tuple[str, dict[str, Any]]]]:
 
 
 def created(
-    api: GraphQL, cleanup: list[tuple[str, dict[str, Any]]], create: str, delete: str, values: dict[str, Any]
+    api: Api, cleanup: list[tuple[str, dict[str, Any]]], create: str, delete: str, values: dict[str, Any]
 ) -> tuple[str, dict[str, Any]]:
     """An admin's create of an offering from ``values`` under a name of its own (``values``' name and a
     unique suffix), deleted after the test: the name and the payload."""
@@ -144,7 +131,7 @@ def created(
 # ---------------------------------------------------------------------------------------- queries
 
 
-def test_zones_list_their_hosts_and_whether_each_is_online(api: GraphQL) -> None:
+def test_zones_list_their_hosts_and_whether_each_is_online(api: Api) -> None:
     answer = api("{ zones { id name hosts { name online cordoned } } }", user="alice")
     assert answer.errors == []
     zones = {z["id"]: z for z in answer.data["zones"]}
@@ -155,7 +142,7 @@ def test_zones_list_their_hosts_and_whether_each_is_online(api: GraphQL) -> None
     ]
 
 
-def test_users_read_the_seeded_profiles_and_images(api: GraphQL) -> None:
+def test_users_read_the_seeded_profiles_and_images(api: Api) -> None:
     answer = api(
         """{ computeProfiles { name vcpus memoryMib cpuType }
              storageProfiles { name storages { zone storage } defaultGb minGb maxGb bus format readMbps }
@@ -168,7 +155,7 @@ def test_users_read_the_seeded_profiles_and_images(api: GraphQL) -> None:
         {"name": "medium", "vcpus": 2, "memoryMib": 4096, "cpuType": "x86-64-v2-AES"},
         {"name": "small", "vcpus": 1, "memoryMib": 1024, "cpuType": "x86-64-v2-AES"},
     ]
-    # The seed's one storage profile, on the local LVM of every zone of the world.
+    # The seed's one storage profile, on the local LVM of every zone.
     (standard,) = seed.STORAGE_PROFILES
     asked = ("name", "defaultGb", "minGb", "maxGb", "bus", "format", "readMbps")
     local = [{"zone": zone, "storage": "local-lvm"} for zone in ("zone-a", "zone-b")]
@@ -180,14 +167,14 @@ def test_users_read_the_seeded_profiles_and_images(api: GraphQL) -> None:
 
 
 def test_hosts_carry_their_zone_and_overcommit_and_only_admin_sees_endpoints(
-    api: GraphQL, world: World
+    api: Api, light: LightWorld
 ) -> None:
     query = (
         '{ hosts(zone: "zone-b") { id zone name online cordoned endpoint memoryOvercommit cpuOvercommit } }'
     )
     as_admin = api(query, user="admin").data["hosts"]
     assert [h["id"] for h in as_admin] == ["zone-b/pve1", "zone-b/pve2", "zone-b/pve3"]
-    assert as_admin[0]["endpoint"] == world.agents[("zone-b", "pve1")].endpoint
+    assert as_admin[0]["endpoint"] == light.endpoints[("zone-b", "pve1")]
     assert (as_admin[0]["memoryOvercommit"], as_admin[0]["cpuOvercommit"]) == (1.0, 4.0)
     as_user = api(query, user="alice").data["hosts"]
     assert {h["endpoint"] for h in as_user} == {None}
@@ -199,7 +186,7 @@ def test_hosts_carry_their_zone_and_overcommit_and_only_admin_sees_endpoints(
 
 
 def test_admin_creates_updates_and_deletes_a_compute_profile(
-    api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
+    api: Api, kube: KubeApi, cleanup: list[tuple[str, dict[str, Any]]]
 ) -> None:
     name, made = created(
         api, cleanup, CREATE_PROFILE, DELETE_PROFILE, profile_input("cp", description="two and two")
@@ -214,7 +201,7 @@ def test_admin_creates_updates_and_deletes_a_compute_profile(
         },
         "errors": [],
     }
-    assert stored_spec(core, f"compute-profile-{name}") == {
+    assert stored_spec(kube, "compute-profile", name) == {
         "name": name,
         "vcpus": 2,
         "memoryMib": 2048,
@@ -227,15 +214,15 @@ def test_admin_creates_updates_and_deletes_a_compute_profile(
 
     updated = mutate(api, UPDATE_PROFILE, {"name": name, "input": {"vcpus": 6, "cpuType": "host"}})
     assert updated["computeProfile"] == {"name": name, "vcpus": 6, "memoryMib": 2048, "cpuType": "host"}
-    assert stored_spec(core, f"compute-profile-{name}")["vcpus"] == 6  # type: ignore[index]
+    assert stored_spec(kube, "compute-profile", name)["vcpus"] == 6  # type: ignore[index]
 
     deleted = mutate(api, DELETE_PROFILE, {"name": name})
     assert deleted == {"computeProfile": {"name": name}, "errors": []}
-    assert stored_spec(core, f"compute-profile-{name}") is None
+    assert stored_spec(kube, "compute-profile", name) is None
 
 
 def test_admin_creates_updates_and_deletes_a_storage_profile(
-    api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
+    api: Api, kube: KubeApi, cleanup: list[tuple[str, dict[str, Any]]]
 ) -> None:
     name, made = created(
         api,
@@ -258,38 +245,38 @@ def test_admin_creates_updates_and_deletes_a_storage_profile(
         "readIops": None,
         "writeIops": 900,
     }
-    spec = stored_spec(core, f"storage-profile-{name}")
+    spec = stored_spec(kube, "storage-profile", name)
     assert spec is not None
     assert spec["storages"] == {"zone-a": "local-lvm", "zone-b": "ceph-pool"}
 
     updated = mutate(api, UPDATE_STORAGE, {"name": name, "input": {"maxGb": 500, "readMbps": None}})
     assert updated["storageProfile"] == {"name": name, "maxGb": 500, "readMbps": None}
     assert mutate(api, DELETE_STORAGE, {"name": name})["errors"] == []
-    assert stored_spec(core, f"storage-profile-{name}") is None
+    assert stored_spec(kube, "storage-profile", name) is None
 
 
 def test_admin_creates_updates_and_deletes_an_image(
-    api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
+    api: Api, kube: KubeApi, cleanup: list[tuple[str, dict[str, Any]]]
 ) -> None:
     name, made = created(api, cleanup, CREATE_IMAGE, DELETE_IMAGE, image_input("img"))
     assert made["image"] == image_input(name)  # every field as it was given
-    assert stored_spec(core, f"image-{name}")["sourceUrl"] == IMAGE_URL  # type: ignore[index]
+    assert stored_spec(kube, "image", name)["sourceUrl"] == IMAGE_URL  # type: ignore[index]
     assert mutate(api, UPDATE_IMAGE, {"name": name, "input": {"minDiskGb": 8}})["image"] == {
         "name": name,
         "minDiskGb": 8,
     }
     assert mutate(api, DELETE_IMAGE, {"name": name})["image"] == {"name": name}
-    assert stored_spec(core, f"image-{name}") is None
+    assert stored_spec(kube, "image", name) is None
 
 
 def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
-    api: GraphQL, core: client.CoreV1Api, cleanup: list[tuple[str, dict[str, Any]]]
+    api: Api, kube: KubeApi, cleanup: list[tuple[str, dict[str, Any]]]
 ) -> None:
     zone = unique("zone")
     cleanup.append((DELETE_ZONE, {"id": zone}))
     made = mutate(api, CREATE_ZONE, {"input": {"id": zone, "name": "Lab", "description": "the lab rack"}})
     assert made["zone"] == {"id": zone, "name": "Lab", "description": "the lab rack", "hosts": []}
-    assert stored_spec(core, f"zone-{zone}") == {
+    assert stored_spec(kube, "zone", zone) == {
         "id": zone,
         "name": "Lab",
         "description": "the lab rack",
@@ -317,7 +304,7 @@ def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
         "memoryOvercommit": 1.0,
         "cpuOvercommit": 4.0,
     }
-    assert stored_spec(core, f"host-{zone}.node1") == {
+    assert stored_spec(kube, "host", f"{zone}.node1") == {
         "zone": zone,
         "node": "node1",
         "endpoint": "192.0.2.10:7443",
@@ -338,7 +325,7 @@ def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
 
     assert mutate(api, DELETE_HOST, {"zone": zone, "host": "node1"})["host"] == {"id": f"{zone}/node1"}
     assert mutate(api, DELETE_ZONE, {"id": zone})["zone"] == {"id": zone}
-    assert stored_spec(core, f"zone-{zone}") is None
+    assert stored_spec(kube, "zone", zone) is None
 
 
 # ---------------------------------------------------------------------------------- refusals
@@ -357,7 +344,7 @@ def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
     ],
 )
 def test_each_bad_compute_profile_value_is_a_payload_error_naming_its_field(
-    api: GraphQL, change: dict[str, Any], field: str
+    api: Api, change: dict[str, Any], field: str
 ) -> None:
     payload = mutate(api, CREATE_PROFILE, {"input": profile_input(unique("cp")) | change})
     assert payload["computeProfile"] is None
@@ -387,7 +374,7 @@ def test_each_bad_compute_profile_value_is_a_payload_error_naming_its_field(
     ],
 )
 def test_each_bad_storage_profile_value_is_a_payload_error_naming_its_field(
-    api: GraphQL, change: dict[str, Any], field: str
+    api: Api, change: dict[str, Any], field: str
 ) -> None:
     payload = mutate(api, CREATE_STORAGE, {"input": storage_input(unique("sp")) | change})
     assert payload["storageProfile"] is None
@@ -412,7 +399,7 @@ def test_each_bad_storage_profile_value_is_a_payload_error_naming_its_field(
     ],
 )
 def test_each_bad_image_value_is_a_payload_error_naming_its_field(
-    api: GraphQL, change: dict[str, Any], field: str, words: str
+    api: Api, change: dict[str, Any], field: str, words: str
 ) -> None:
     payload = mutate(api, CREATE_IMAGE, {"input": image_input(unique("img")) | change})
     assert payload["image"] is None
@@ -442,13 +429,13 @@ def test_each_bad_image_value_is_a_payload_error_naming_its_field(
     ],
 )
 def test_each_bad_zone_or_host_value_is_a_payload_error_naming_its_field(
-    api: GraphQL, document: str, variables: dict[str, Any], field: str
+    api: Api, document: str, variables: dict[str, Any], field: str
 ) -> None:
     payload = mutate(api, document, variables)
     assert [(e["field"], e["code"]) for e in payload["errors"]] == [(field, "INVALID")]
 
 
-def test_a_duplicate_is_a_conflict_and_a_missing_object_not_found(api: GraphQL) -> None:
+def test_a_duplicate_is_a_conflict_and_a_missing_object_not_found(api: Api) -> None:
     duplicate = mutate(api, CREATE_PROFILE, {"input": profile_input("small")})
     assert [(e["field"], e["code"]) for e in duplicate["errors"]] == [(None, "CONFLICT")]
     assert "compute profile 'small' already exists" in duplicate["errors"][0]["message"]
@@ -456,14 +443,12 @@ def test_a_duplicate_is_a_conflict_and_a_missing_object_not_found(api: GraphQL) 
     assert [e["code"] for e in missing["errors"]] == ["NOT_FOUND"]
 
 
-def test_a_user_creating_a_profile_is_forbidden_at_the_top_level(
-    api: GraphQL, core: client.CoreV1Api
-) -> None:
+def test_a_user_creating_a_profile_is_forbidden_at_the_top_level(api: Api, kube: KubeApi) -> None:
     name = unique("cp")
     answer = api(CREATE_PROFILE, user="alice", variables={"input": profile_input(name)})
     assert answer.codes == ["FORBIDDEN"]
     assert answer.data == {"createComputeProfile": None}
-    assert stored_spec(core, f"compute-profile-{name}") is None
+    assert stored_spec(kube, "compute-profile", name) is None
 
 
 @pytest.mark.parametrize(
@@ -475,7 +460,7 @@ def test_a_user_creating_a_profile_is_forbidden_at_the_top_level(
         (DELETE_IMAGE, {"name": "debian-12"}),
     ],
 )
-def test_every_catalog_write_needs_admin(api: GraphQL, document: str, variables: dict[str, Any]) -> None:
+def test_every_catalog_write_needs_admin(api: Api, document: str, variables: dict[str, Any]) -> None:
     answer = api(document, user="bob", variables=variables)
     assert answer.codes == ["FORBIDDEN"]
     (payload,) = answer.data.values()
@@ -486,18 +471,18 @@ def test_every_catalog_write_needs_admin(api: GraphQL, document: str, variables:
 
 
 def test_a_vm_is_created_from_an_image_with_a_dotted_name(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: Api, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     # The devstack offers ubuntu-24.04 to VDC demo; the agent makes its template and the VM is tagged
     # with the name as it is.
     created = vmkit.ok(vmkit.create(api, "alice", "demo", name=vm_name("dotted"), image="ubuntu-24.04"))
     vm = created["virtualMachine"]
     assert vm["image"] == "ubuntu-24.04"
-    tags = vmkit.present(world, vm["id"])["config"]["tags"].split(";")
+    tags = vmkit.present(light, vm["id"])["config"]["tags"].split(";")
     assert "fp-img-ubuntu-24.04" in tags
     templates = [
         guest
-        for guest in vmkit.fake_vms(world, vm["zone"]).values()
+        for guest in vmkit.fake_vms(light, vm["zone"]).values()
         if guest["template"] and guest["name"] == "fp-tpl-ubuntu-24.04"
     ]
     assert templates, "the agent made no template named after the dotted image"
@@ -517,9 +502,9 @@ ALLOWED = {"computeProfiles": "compute-profile", "storageProfiles": "storage-pro
     ],
 )
 def test_an_offering_is_allowed_in_vdcs_as_it_is_created_and_leaves_them_when_deleted(
-    api: GraphQL,
-    world: World,
-    core: client.CoreV1Api,
+    api: Api,
+    light: LightWorld,
+    kube: KubeApi,
     create: str,
     delete: str,
     made: str,
@@ -530,26 +515,23 @@ def test_an_offering_is_allowed_in_vdcs_as_it_is_created_and_leaves_them_when_de
     kind = ALLOWED[field]
     document = f"""mutation($name: String!) {{ {delete}(name: $name) {{
       {made} {{ name }} removedFromVdcs errors {{ field message code }} }} }}"""
-    # An image offered in a VDC is cached on its zones' hosts as it is made: one the world's image server
-    # does not have fails at once, and leaves nothing (the hosts never reach out beyond the world).
-    local = {"sourceUrl": world.images.url(f"{name}.qcow2")} if field == "images" else {}
-    with vmkit.scratch_vdcs(api, world) as scratch:
+    with vmkit.scratch_vdcs(api, light) as scratch:
         first, second, untouched = scratch(), scratch(), scratch()
-        created = mutate(api, create, {"input": values(name, allowInVdcs=[first, second], **local)})
+        created = mutate(api, create, {"input": values(name, allowInVdcs=[first, second])})
         assert created["errors"] == []
         for vdc in (first, second):
-            assert name in stored_spec(core, f"vdc-{vdc}")[field]  # type: ignore[index]
-        assert name not in stored_spec(core, f"vdc-{untouched}")[field]  # type: ignore[index]
+            assert name in stored_spec(kube, "vdc", vdc)[field]  # type: ignore[index]
+        assert name not in stored_spec(kube, "vdc", untouched)[field]  # type: ignore[index]
 
         deleted = mutate(api, document, {"name": name})
         assert deleted == {made: {"name": name}, "removedFromVdcs": sorted([first, second]), "errors": []}
-        assert stored_spec(core, f"{kind}-{name}") is None
+        assert stored_spec(kube, kind, name) is None
         for vdc in (first, second, untouched):
-            assert name not in stored_spec(core, f"vdc-{vdc}")[field]  # type: ignore[index]
+            assert name not in stored_spec(kube, "vdc", vdc)[field]  # type: ignore[index]
 
 
 def test_an_unknown_vdc_to_allow_a_new_profile_in_is_an_error_and_nothing_is_stored(
-    api: GraphQL, core: client.CoreV1Api
+    api: Api, kube: KubeApi
 ) -> None:
     name = unique("cp")
     answer = mutate(api, CREATE_PROFILE, {"input": profile_input(name, allowInVdcs=["no-such-vdc"])})
@@ -557,4 +539,4 @@ def test_an_unknown_vdc_to_allow_a_new_profile_in_is_an_error_and_nothing_is_sto
     assert answer["errors"] == [
         {"field": "allowInVdcs", "message": "there is no VDC 'no-such-vdc'", "code": "INVALID"}
     ]
-    assert stored_spec(core, f"compute-profile-{name}") is None
+    assert stored_spec(kube, "compute-profile", name) is None

@@ -1,5 +1,5 @@
-"""The admin pages, end to end: a ``requests`` session signed in through the world's identity provider,
-the orchestrator under daphne, the catalog in the Kubernetes emulator, Proxmox through the agents.
+"""The admin pages as a browser uses them: a ``requests`` session signed in as the portal's login records it,
+the portal served from this process (tests/portal/served.py), the catalog and Proxmox the light world's.
 
 What the pages do is checked where it lands: through the GraphQL API, as any client would see it.
 """
@@ -14,48 +14,24 @@ from typing import Any
 
 import pytest
 import requests
-from kubernetes import client, config
 
 from devstack import seed
-from devstack.world import World
-from orchestrator.models.zones import host_ident
-from orchestrator.services import catalog, hosts
-from orchestrator.sources.kube_objects import config_map, config_map_name
-from tests.apikit import GraphQL
-from tests.portal.sessionkit import csrf_token, login
+from orchestrator.services import hosts
+from tests.apikit import Api
+from tests.portal.drainkit import drained_host, write_drain
+from tests.portal.pagekit import post
+from tests.portal.served import LightPortal
 
 PROFILES = "{ computeProfiles { name vcpus memoryMib cpuType description } }"
 
 
-def _profile(api: GraphQL, name: str) -> dict[str, object] | None:
+def _profile(api: Api, name: str) -> dict[str, object] | None:
     answer = api(PROFILES, user="admin")
     return next((p for p in answer.data["computeProfiles"] if p["name"] == name), None)
 
 
-@pytest.fixture(scope="module")
-def admin(world: World) -> requests.Session:
-    session, _ = login(world, "admin", "/admin/")
-    return session
-
-
-@pytest.fixture(scope="module")
-def alice(world: World) -> requests.Session:
-    session, _ = login(world, "alice")
-    return session
-
-
-def _post(session: requests.Session, world: World, path: str, data: dict[str, object]) -> requests.Response:
-    return session.post(
-        f"{world.url}{path}",
-        data={"csrfmiddlewaretoken": csrf_token(session, world), **data},
-        headers={"Referer": f"{world.url}{path}"},
-        allow_redirects=False,
-        timeout=30,
-    )
-
-
 @pytest.fixture
-def profile_name(api: GraphQL) -> Iterator[str]:
+def profile_name(api: Api) -> Iterator[str]:
     """A compute profile name this test owns; whatever it made is removed afterwards."""
     name = "portal-admin-test"
     yield name
@@ -66,8 +42,8 @@ def profile_name(api: GraphQL) -> Iterator[str]:
         )
 
 
-def test_the_admin_area_lists_every_section(world: World, admin: requests.Session) -> None:
-    page = admin.get(f"{world.url}/admin/", timeout=30)
+def test_the_admin_area_lists_every_section(site: LightPortal, admin: requests.Session) -> None:
+    page = admin.get(f"{site.url}/admin/", timeout=30)
     assert page.status_code == 200
     for section in (
         "Compute profiles",
@@ -83,7 +59,7 @@ def test_the_admin_area_lists_every_section(world: World, admin: requests.Sessio
 
 
 def test_an_admin_offers_a_kubernetes_version_changes_its_node_image_and_withdraws_it(
-    world: World, admin: requests.Session, api: GraphQL
+    site: LightPortal, admin: requests.Session, api: Api
 ) -> None:
     version = "v1.30.9"  # no other test offers it
     read = "query { kubernetesVersions { version image } }"
@@ -91,40 +67,38 @@ def test_an_admin_offers_a_kubernetes_version_changes_its_node_image_and_withdra
     def offered() -> dict[str, str]:
         return {v["version"]: v["image"] for v in api(read, user="admin").data["kubernetesVersions"]}
 
-    form = admin.get(f"{world.url}/admin/kubernetes-versions/new/", timeout=30)
+    form = admin.get(f"{site.url}/admin/kubernetes-versions/new/", timeout=30)
     assert 'data-action="kubernetes-version.create"' in form.text
-    added = _post(admin, world, "/admin/kubernetes-versions/new/", {"version": version, "image": "debian-12"})
+    added = post(admin, site, "/admin/kubernetes-versions/new/", {"version": version, "image": "debian-12"})
     assert (added.status_code, added.headers["Location"]) == (302, "/admin/kubernetes-versions/")
     try:
-        assert (
-            f'data-row="{version}"' in admin.get(f"{world.url}/admin/kubernetes-versions/", timeout=30).text
-        )
+        assert f'data-row="{version}"' in admin.get(f"{site.url}/admin/kubernetes-versions/", timeout=30).text
         assert offered()[version] == "debian-12"
-        saved = _post(admin, world, f"/admin/kubernetes-versions/{version}/edit/", {"image": "ubuntu-24.04"})
+        saved = post(admin, site, f"/admin/kubernetes-versions/{version}/edit/", {"image": "ubuntu-24.04"})
         assert saved.status_code == 302
         assert offered()[version] == "ubuntu-24.04"
-        refused = _post(
-            admin, world, "/admin/kubernetes-versions/new/", {"version": "1.30", "image": "debian-12"}
+        refused = post(
+            admin, site, "/admin/kubernetes-versions/new/", {"version": "1.30", "image": "debian-12"}
         )
         assert refused.status_code == 400
         assert "not a Kubernetes release like v1.34.2" in refused.text
     finally:
-        deleted = _post(admin, world, f"/admin/kubernetes-versions/{version}/delete/", {})
+        deleted = post(admin, site, f"/admin/kubernetes-versions/{version}/delete/", {})
     assert deleted.status_code == 302
     assert version not in offered()
 
 
 def test_an_admin_adds_edits_and_deletes_a_compute_profile(
-    world: World, admin: requests.Session, api: GraphQL, profile_name: str
+    site: LightPortal, admin: requests.Session, api: Api, profile_name: str
 ) -> None:
-    form = admin.get(f"{world.url}/admin/compute-profiles/new/", timeout=30)
+    form = admin.get(f"{site.url}/admin/compute-profiles/new/", timeout=30)
     assert form.status_code == 200
     assert '<label for="id_vcpus"' in form.text
     assert 'data-action="compute-profile.create"' in form.text
 
-    added = _post(
+    added = post(
         admin,
-        world,
+        site,
         "/admin/compute-profiles/new/",
         {
             "name": profile_name,
@@ -136,7 +110,7 @@ def test_an_admin_adds_edits_and_deletes_a_compute_profile(
     )
     assert added.status_code == 302
     assert added.headers["Location"] == "/admin/compute-profiles/"
-    listed = admin.get(f"{world.url}/admin/compute-profiles/", timeout=30)
+    listed = admin.get(f"{site.url}/admin/compute-profiles/", timeout=30)
     assert f'data-row="{profile_name}"' in listed.text
     assert f"The compute profile &#x27;{profile_name}&#x27; was added." in listed.text
     assert _profile(api, profile_name) == {
@@ -147,12 +121,12 @@ def test_an_admin_adds_edits_and_deletes_a_compute_profile(
         "description": "from the portal",
     }
 
-    edit = admin.get(f"{world.url}/admin/compute-profiles/{profile_name}/edit/", timeout=30)
+    edit = admin.get(f"{site.url}/admin/compute-profiles/{profile_name}/edit/", timeout=30)
     assert edit.status_code == 200
     assert re.search(r'name="name"[^>]*disabled', edit.text), "the name of a profile cannot change"
-    saved = _post(
+    saved = post(
         admin,
-        world,
+        site,
         f"/admin/compute-profiles/{profile_name}/edit/",
         {"vcpus": 6, "memory_mib": 6144, "cpu_type": "host", "description": "bigger"},
     )
@@ -165,21 +139,21 @@ def test_an_admin_adds_edits_and_deletes_a_compute_profile(
         "description": "bigger",
     }
 
-    confirm = admin.get(f"{world.url}/admin/compute-profiles/{profile_name}/delete/", timeout=30)
+    confirm = admin.get(f"{site.url}/admin/compute-profiles/{profile_name}/delete/", timeout=30)
     assert confirm.status_code == 200
     assert "VMs made from it keep running" in confirm.text
     assert _profile(api, profile_name) is not None, "asking is not deleting"
-    deleted = _post(admin, world, f"/admin/compute-profiles/{profile_name}/delete/", {})
+    deleted = post(admin, site, f"/admin/compute-profiles/{profile_name}/delete/", {})
     assert deleted.status_code == 302
     assert _profile(api, profile_name) is None
 
 
 def test_a_value_the_service_refuses_is_shown_next_to_its_field(
-    world: World, admin: requests.Session, api: GraphQL, profile_name: str
+    site: LightPortal, admin: requests.Session, api: Api, profile_name: str
 ) -> None:
-    refused = _post(
+    refused = post(
         admin,
-        world,
+        site,
         "/admin/compute-profiles/new/",
         {"name": "Not A Name", "vcpus": 1, "memory_mib": 1024},
     )
@@ -194,10 +168,10 @@ def test_a_value_the_service_refuses_is_shown_next_to_its_field(
 
 
 def test_a_duplicate_is_refused_in_words_at_the_top_of_the_form(
-    world: World, admin: requests.Session
+    site: LightPortal, admin: requests.Session
 ) -> None:
-    refused = _post(
-        admin, world, "/admin/compute-profiles/new/", {"name": "small", "vcpus": 1, "memory_mib": 1024}
+    refused = post(
+        admin, site, "/admin/compute-profiles/new/", {"name": "small", "vcpus": 1, "memory_mib": 1024}
     )
     assert refused.status_code == 409
     assert "compute profile &#x27;small&#x27; already exists" in refused.text
@@ -205,18 +179,18 @@ def test_a_duplicate_is_refused_in_words_at_the_top_of_the_form(
 
 
 def test_deleting_a_zone_with_hosts_is_refused_on_its_confirmation_page(
-    world: World, admin: requests.Session
+    site: LightPortal, admin: requests.Session
 ) -> None:
-    refused = _post(admin, world, "/admin/zones/zone-a/delete/", {})
+    refused = post(admin, site, "/admin/zones/zone-a/delete/", {})
     assert refused.status_code == 409
     assert "still has 3 host(s)" in refused.text
     assert 'data-action="zone.delete"' in refused.text, "the confirmation is shown again, with the reason"
 
 
 def test_the_hosts_page_shows_each_host_with_its_agent_proxmox_and_usage(
-    world: World, admin: requests.Session
+    site: LightPortal, admin: requests.Session
 ) -> None:
-    page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+    page = admin.get(f"{site.url}/admin/hosts/", timeout=60)
     assert page.status_code == 200
     for key in ("zone-a/pve1", "zone-a/pve3", "zone-b/pve2"):
         row = re.search(rf'<tr data-host="{key}">(.*?)</tr>', page.text, re.S)
@@ -228,7 +202,7 @@ def test_the_hosts_page_shows_each_host_with_its_agent_proxmox_and_usage(
         assert re.search(r"memory [\d.]+\s\w+ of [\d.]+\s\w+", row.group(1)), "and its memory"
 
 
-def test_cordoning_a_host_from_the_hosts_page(world: World, admin: requests.Session, api: GraphQL) -> None:
+def test_cordoning_a_host_from_the_hosts_page(site: LightPortal, admin: requests.Session, api: Api) -> None:
     query = "{ zones { id hosts { name cordoned } } }"
 
     def cordoned() -> bool:
@@ -238,32 +212,32 @@ def test_cordoning_a_host_from_the_hosts_page(world: World, admin: requests.Sess
         )
 
     try:
-        done = _post(admin, world, "/admin/hosts/zone-b/pve3/cordon/", {})
+        done = post(admin, site, "/admin/hosts/zone-b/pve3/cordon/", {})
         assert done.status_code == 302
         assert cordoned()
-        page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+        page = admin.get(f"{site.url}/admin/hosts/", timeout=60)
         assert 'data-action="host.uncordon"' in page.text
     finally:
-        undone = _post(admin, world, "/admin/hosts/zone-b/pve3/uncordon/", {})
+        undone = post(admin, site, "/admin/hosts/zone-b/pve3/uncordon/", {})
     assert undone.status_code == 302
     assert not cordoned()
 
 
-def test_a_join_token_is_shown_once_with_its_command(world: World, admin: requests.Session) -> None:
-    page = _post(admin, world, "/admin/hosts/join-token/", {"zone": "zone-b", "host": "pve9"})
+def test_a_join_token_is_shown_once_with_its_command(site: LightPortal, admin: requests.Session) -> None:
+    page = post(admin, site, "/admin/hosts/join-token/", {"zone": "zone-b", "host": "pve9"})
     assert page.status_code == 200
     command = re.search(r'<textarea id="join-command"[^>]*>(.*?)</textarea>', page.text, re.S)
     assert command is not None
     assert command.group(1).startswith("flexplane-agent bootstrap --orchestrator")
-    listed = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+    listed = admin.get(f"{site.url}/admin/hosts/", timeout=60)
     assert "zone-b/pve9" in listed.text
 
 
-def test_an_admin_creates_and_deletes_a_vdc(world: World, admin: requests.Session, api: GraphQL) -> None:
+def test_an_admin_creates_and_deletes_a_vdc(site: LightPortal, admin: requests.Session, api: Api) -> None:
     query = '{ vdc(id: "portal-admin") { id zones computeProfiles quota { vcpus vms } } }'
-    created = _post(
+    created = post(
         admin,
-        world,
+        site,
         "/admin/vdcs/new/",
         {
             "id": "portal-admin",
@@ -285,10 +259,10 @@ def test_an_admin_creates_and_deletes_a_vdc(world: World, admin: requests.Sessio
             "computeProfiles": ["small", "medium"],
             "quota": {"vcpus": 8, "vms": 4},
         }
-        listed = admin.get(f"{world.url}/admin/vdcs/", timeout=60)
+        listed = admin.get(f"{site.url}/admin/vdcs/", timeout=60)
         assert re.search(r'data-row="portal-admin">.*?0 of 4', listed.text, re.S)
     finally:
-        deleted = _post(admin, world, "/admin/vdcs/portal-admin/delete/", {})
+        deleted = post(admin, site, "/admin/vdcs/portal-admin/delete/", {})
     assert deleted.status_code == 302
     assert api(query, user="admin").data["vdc"] is None
 
@@ -297,9 +271,9 @@ def test_an_admin_creates_and_deletes_a_vdc(world: World, admin: requests.Sessio
     "path", ["/admin/", "/admin/compute-profiles/", "/admin/hosts/", "/admin/vdcs/demo/edit/"]
 )
 def test_alice_gets_the_not_found_page_for_the_admin_area(
-    world: World, alice: requests.Session, path: str
+    site: LightPortal, alice: requests.Session, path: str
 ) -> None:
-    page = alice.get(f"{world.url}{path}", timeout=30)
+    page = alice.get(f"{site.url}{path}", timeout=30)
     assert page.status_code == 404
     assert "Not found" in page.text
     assert 'aria-label="Admin"' not in page.text
@@ -307,33 +281,33 @@ def test_alice_gets_the_not_found_page_for_the_admin_area(
 
 
 def test_a_post_to_an_admin_url_is_refused_server_side(
-    world: World, alice: requests.Session, api: GraphQL, profile_name: str
+    site: LightPortal, alice: requests.Session, api: Api, profile_name: str
 ) -> None:
-    alice.get(f"{world.url}/vdc/demo/", timeout=30)  # a page with a form: the CSRF cookie
-    refused = _post(
-        alice, world, "/admin/compute-profiles/new/", {"name": profile_name, "vcpus": 1, "memory_mib": 1024}
+    alice.get(f"{site.url}/vdc/demo/", timeout=30)  # a page with a form: the CSRF cookie
+    refused = post(
+        alice, site, "/admin/compute-profiles/new/", {"name": profile_name, "vcpus": 1, "memory_mib": 1024}
     )
     assert refused.status_code == 404
     assert _profile(api, profile_name) is None
-    cordon = _post(alice, world, "/admin/hosts/zone-a/pve1/cordon/", {})
+    cordon = post(alice, site, "/admin/hosts/zone-a/pve1/cordon/", {})
     assert cordon.status_code == 404
 
 
-def test_signed_out_the_admin_area_sends_to_the_login_and_back(world: World) -> None:
-    first = requests.get(f"{world.url}/admin/hosts/", allow_redirects=False, timeout=30)
+def test_signed_out_the_admin_area_sends_to_the_login_and_back(site: LightPortal) -> None:
+    first = requests.get(f"{site.url}/admin/hosts/", allow_redirects=False, timeout=30)
     assert first.status_code == 302
     assert first.headers["Location"] == "/login/?next=/admin/hosts/"
 
 
 def test_a_storage_profile_without_any_storage_is_refused_at_the_storage_fields(
-    world: World, admin: requests.Session, api: GraphQL
+    site: LightPortal, admin: requests.Session, api: Api
 ) -> None:
-    form = admin.get(f"{world.url}/admin/storage-profiles/new/", timeout=30)
+    form = admin.get(f"{site.url}/admin/storage-profiles/new/", timeout=30)
     assert '<label for="id_storage_zone-a"' in form.text
     assert '<label for="id_storage_zone-b"' in form.text
-    refused = _post(
+    refused = post(
         admin,
-        world,
+        site,
         "/admin/storage-profiles/new/",
         {"name": "nowhere", "default_gb": 10, "min_gb": 1, "max_gb": 100, "bus": "scsi", "format": "raw"},
     )
@@ -346,7 +320,7 @@ def test_a_storage_profile_without_any_storage_is_refused_at_the_storage_fields(
 
 
 def test_a_new_profile_is_allowed_in_vdcs_from_its_form_and_its_deletion_names_and_leaves_them(
-    world: World, admin: requests.Session, api: GraphQL, profile_name: str
+    site: LightPortal, admin: requests.Session, api: Api, profile_name: str
 ) -> None:
     query = "query($id: ID!) { vdc(id: $id) { computeProfiles } }"
     vdcs: list[str] = []
@@ -354,96 +328,65 @@ def test_a_new_profile_is_allowed_in_vdcs_from_its_form_and_its_deletion_names_a
         for ident in ("portal-offer-a", "portal-offer-b"):
             fields: dict[str, object] = {"id": ident, "zones": ["zone-a"], "quota_vcpus": 1}
             fields.update(quota_memory_mib=1024, quota_disk_gb=10, quota_vms=1)
-            made = _post(admin, world, "/admin/vdcs/new/", fields)
+            made = post(admin, site, "/admin/vdcs/new/", fields)
             assert made.status_code == 302, made.text[:2000]
             vdcs.append(ident)
 
-        form = admin.get(f"{world.url}/admin/compute-profiles/new/", timeout=30)
+        form = admin.get(f"{site.url}/admin/compute-profiles/new/", timeout=30)
         assert "Allow in VDCs" in form.text
         assert re.search(r'name="allow_in_vdcs" value="portal-offer-a"', form.text)
-        added = _post(
+        added = post(
             admin,
-            world,
+            site,
             "/admin/compute-profiles/new/",
             {"name": profile_name, "vcpus": 1, "memory_mib": 1024, "allow_in_vdcs": ["portal-offer-a"]},
         )
         assert added.status_code == 302, added.text[:2000]
-        listed = admin.get(f"{world.url}/admin/compute-profiles/", timeout=30)
+        listed = admin.get(f"{site.url}/admin/compute-profiles/", timeout=30)
         assert "VDC(s) portal-offer-a offer it." in listed.text
         allowed = api(query, user="admin", variables={"id": "portal-offer-a"}).data["vdc"]["computeProfiles"]
         assert allowed == [profile_name]
         assert (
             api(query, user="admin", variables={"id": "portal-offer-b"}).data["vdc"]["computeProfiles"] == []
         )
-        edit = admin.get(f"{world.url}/admin/compute-profiles/{profile_name}/edit/", timeout=30)
+        edit = admin.get(f"{site.url}/admin/compute-profiles/{profile_name}/edit/", timeout=30)
         assert "allow_in_vdcs" not in edit.text, "a VDC's own form allows an existing profile"
 
-        confirm = admin.get(f"{world.url}/admin/compute-profiles/{profile_name}/delete/", timeout=30)
+        confirm = admin.get(f"{site.url}/admin/compute-profiles/{profile_name}/delete/", timeout=30)
         assert "VDC(s) portal-offer-a allow it: it is removed from them." in confirm.text
-        deleted = _post(admin, world, f"/admin/compute-profiles/{profile_name}/delete/", {})
+        deleted = post(admin, site, f"/admin/compute-profiles/{profile_name}/delete/", {})
         assert deleted.status_code == 302
-        listed = admin.get(f"{world.url}/admin/compute-profiles/", timeout=30)
+        listed = admin.get(f"{site.url}/admin/compute-profiles/", timeout=30)
         assert "VDC(s) portal-offer-a no longer offer it." in listed.text
         assert (
             api(query, user="admin", variables={"id": "portal-offer-a"}).data["vdc"]["computeProfiles"] == []
         )
-        edit_vdc = admin.get(f"{world.url}/admin/vdcs/portal-offer-a/edit/", timeout=30)
+        edit_vdc = admin.get(f"{site.url}/admin/vdcs/portal-offer-a/edit/", timeout=30)
         assert profile_name not in edit_vdc.text, "the VDC no longer lists the deleted profile"
     finally:
         for ident in vdcs:
-            _post(admin, world, f"/admin/vdcs/{ident}/delete/", {})
+            post(admin, site, f"/admin/vdcs/{ident}/delete/", {})
 
 
 def test_a_profile_added_without_vdcs_says_that_no_vdc_offers_it(
-    world: World, admin: requests.Session, profile_name: str
+    site: LightPortal, admin: requests.Session, profile_name: str
 ) -> None:
-    added = _post(
-        admin, world, "/admin/compute-profiles/new/", {"name": profile_name, "vcpus": 1, "memory_mib": 1024}
+    added = post(
+        admin, site, "/admin/compute-profiles/new/", {"name": profile_name, "vcpus": 1, "memory_mib": 1024}
     )
     assert added.status_code == 302, added.text[:2000]
-    listed = admin.get(f"{world.url}/admin/compute-profiles/", timeout=30)
+    listed = admin.get(f"{site.url}/admin/compute-profiles/", timeout=30)
     assert "No VDC offers it yet: allow it in a VDC to offer it there." in listed.text
 
 
 # --------------------------------------------------------------------------- a drain, followed live
 
 
-def write_drain(world: World, node: str, state: str, moved: int, total: int = 2) -> None:
-    """Record a drain of host ``zone-a/<node>`` as a drain's runner records it as it goes (``moved`` of
-    ``total`` VMs moved, a fresh heartbeat), in the world's management cluster."""
-    core = client.CoreV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
-    started = hosts.records.now()
-    vms = [
-        hosts.DrainVm(
-            vmid=900 + i, name=f"vm-{i}", vdc="demo", state=hosts.MOVED if i < moved else hosts.PENDING
-        )
-        for i in range(total)
-    ]
-    drain = hosts.HostDrain("zone-a", node, state, vms, "admin", started, started, "test", started)
-    ident = host_ident("zone-a", node)
-    body = config_map(hosts.DRAIN, ident, drain.to_spec(), labels={catalog.ZONE_LABEL: "zone-a"})
-    name = config_map_name(hosts.DRAIN, ident)
-    try:
-        core.replace_namespaced_config_map(name, seed.NAMESPACE, body)
-    except client.ApiException as exc:
-        if exc.status != 404:
-            raise
-        core.create_namespaced_config_map(seed.NAMESPACE, body)
-
-
-def forget_drain(world: World, node: str) -> None:
-    core = client.CoreV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
-    with contextlib.suppress(client.ApiException):
-        core.delete_namespaced_config_map(
-            config_map_name(hosts.DRAIN, host_ident("zone-a", node)), seed.NAMESPACE
-        )
-
-
-def _drains_fragment(admin: requests.Session, world: World) -> str:
+def _drains_fragment(admin: requests.Session, site: LightPortal) -> str:
     """The hosts page's drains as its htmx poll reads them."""
     answer = admin.get(
-        f"{world.url}/admin/hosts/",
-        headers={"HX-Request": "true", "HX-Target": "drains", "HX-Current-URL": f"{world.url}/admin/hosts/"},
+        f"{site.url}/admin/hosts/",
+        headers={"HX-Request": "true", "HX-Target": "drains", "HX-Current-URL": f"{site.url}/admin/hosts/"},
         timeout=30,
     )
     assert answer.status_code == 200
@@ -451,52 +394,29 @@ def _drains_fragment(admin: requests.Session, world: World) -> str:
     return answer.text
 
 
-@contextlib.contextmanager
-def drained_host(api: GraphQL, world: World) -> Iterator[str]:
-    """A host of zone-a whose agent never answers (so nothing else moves it), and its drain record
-    made by the test; both go afterwards."""
-    node = f"tdrain{uuid.uuid4().hex[:6]}"
-    made = api(
-        "mutation($input: HostInput!) { createHost(input: $input) { errors { message } } }",
-        user="admin",
-        variables={"input": {"zone": "zone-a", "host": node, "endpoint": "127.0.0.1:9"}},
-    )
-    assert made.data["createHost"]["errors"] == [], made.body
-    try:
-        yield node
-    finally:
-        forget_drain(world, node)
-        api(
-            "mutation($zone: String!, $host: String!) { removeHost(zone: $zone, host: $host, force: true) "
-            "{ errors { message } } }",
-            user="admin",
-            variables={"zone": "zone-a", "host": node},
-        )
-
-
 def test_the_hosts_page_follows_a_drain_as_it_goes_and_stops_asking_once_none_runs(
-    world: World, admin: requests.Session, api: GraphQL
+    site: LightPortal, admin: requests.Session, api: Api
 ) -> None:
-    with drained_host(api, world) as node:
+    with drained_host(api, site.light.kube) as node:
         cell = f'id="drain-zone-a_{node}"'
-        write_drain(world, node, hosts.RUNNING, moved=0)
-        page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+        write_drain(site.light.kube, node, hosts.RUNNING, moved=0)
+        page = admin.get(f"{site.url}/admin/hosts/", timeout=60)
         assert re.search(r'<div id="drains"[^>]*hx-trigger="every 2s"', page.text), (
             "a running drain is polled"
         )
 
-        fragment = _drains_fragment(admin, world)
+        fragment = _drains_fragment(admin, site)
         assert re.search(r'<div id="drains"[^>]*data-polling="true"[^>]*hx-trigger="every 2s"', fragment)
         ours = fragment[fragment.index(cell) :]
         assert 'hx-swap-oob="true"' in ours.split(">", 1)[0]
         assert re.match(r'[^>]*data-drain="running"[^>]*>\s*running.*?0 of 2 VMs moved', ours, re.S)
 
-        write_drain(world, node, hosts.RUNNING, moved=1)
-        ours = _drains_fragment(admin, world).split(cell, 1)[1]
+        write_drain(site.light.kube, node, hosts.RUNNING, moved=1)
+        ours = _drains_fragment(admin, site).split(cell, 1)[1]
         assert re.match(r"[^>]*>\s*running.*?1 of 2 VMs moved", ours, re.S)
 
-        write_drain(world, node, hosts.DONE, moved=2)
-        fragment = _drains_fragment(admin, world)
+        write_drain(site.light.kube, node, hosts.DONE, moved=2)
+        fragment = _drains_fragment(admin, site)
         ours = fragment.split(cell, 1)[1]
         assert re.match(r'[^>]*data-drain="done"[^>]*>\s*done.*?2 of 2 VMs moved', ours, re.S)
         poll = re.search(r'<div id="drains"[^>]*>', fragment)
@@ -509,62 +429,64 @@ def test_the_hosts_page_follows_a_drain_as_it_goes_and_stops_asking_once_none_ru
 
 
 @contextlib.contextmanager
-def offered_image(world: World) -> Iterator[str]:
-    """An image offered in zone-a only (by a VDC of its own), written straight to the management cluster so
-    that no agent is asked for it: the test puts its templates in the fake itself. All go afterwards."""
+def offered_image(site: LightPortal) -> Iterator[str]:
+    """An image offered in zone-a only (by a VDC of its own, from debian-12's source), written straight to
+    the management cluster so that no agent is asked for it: the test puts its templates in the fake
+    itself. All go afterwards."""
     name = f"tcache{uuid.uuid4().hex[:6]}"
-    core = client.CoreV1Api(config.new_client_from_config(config_file=str(world.kubeconfig)))
+    kube = site.light.kube
+    source = kube.get_catalog("image", "debian-12")
+    assert source is not None
     image = {
         "name": name,
         "osFamily": "debian",
         "defaultUser": "debian",
         "minDiskGb": 1,
         "description": "",
-        "sourceUrl": world.images.url("debian-12.qcow2"),
-        "checksum": world.images.checksum("debian-12.qcow2"),
+        "sourceUrl": source.spec["sourceUrl"],
+        "checksum": source.spec["checksum"],
     }
     vdc = {**seed.VDCS[1], "id": name, "name": name, "zones": ["zone-a"], "images": [name]}
     made = [("image", image), ("vdc", vdc)]
     for kind, spec in made:
-        core.create_namespaced_config_map(seed.NAMESPACE, config_map(kind, name, spec, {}))
+        kube.create_catalog(kind, name, spec)
     try:
         yield name
     finally:
         for kind, _ in made:
-            with contextlib.suppress(client.ApiException):
-                core.delete_namespaced_config_map(config_map_name(kind, name), seed.NAMESPACE)
-        pve = world.fakes["zone-a"].pve
-        world.fakes.on_loop(_drop_named, pve, f"fp-tpl-{name}")
+            kube.delete_catalog(kind, name)
+        pve = site.fakes["zone-a"].pve
+        site.fakes.on_loop(_drop_named, pve, f"fp-tpl-{name}")
 
 
 def _drop_named(pve: Any, name: str) -> None:
     pve.vms[:] = [vm for vm in pve.vms if vm.name != name]
 
 
-def _resource_reads(world: World) -> dict[str, int]:
+def _resource_reads(site: LightPortal) -> dict[str, int]:
     def count(pve: Any) -> int:
         return sum(1 for r in pve.requests if r[1].endswith("/cluster/resources"))
 
-    return {zone: world.fakes.on_loop(count, fake.pve) for zone, fake in world.fakes.zones.items()}
+    return {zone: site.fakes.on_loop(count, fake.pve) for zone, fake in site.fakes.zones.items()}
 
 
 def test_the_images_and_hosts_pages_show_which_hosts_have_each_image_cached(
-    world: World, admin: requests.Session
+    site: LightPortal, admin: requests.Session
 ) -> None:
-    with offered_image(world) as name:
+    with offered_image(site) as name:
         tags = {"tags": f"fp-image-{name};fp-storage-local-lvm;fp-template"}
-        pve = world.fakes["zone-a"].pve
+        pve = site.fakes["zone-a"].pve
         # Ready on pve1, being imported on pve2 (not a template yet), not on pve3; zone-b does not offer it.
-        world.fakes.on_loop(
+        site.fakes.on_loop(
             lambda: (
                 pve.add_vm(77_101, f"fp-tpl-{name}", node="pve1", template=True, config=dict(tags)),
                 pve.add_vm(77_102, f"fp-tpl-{name}", node="pve2", config=dict(tags)),
             )
         )
 
-        before = _resource_reads(world)
-        images = admin.get(f"{world.url}/admin/images/", timeout=60)
-        after = _resource_reads(world)
+        before = _resource_reads(site)
+        images = admin.get(f"{site.url}/admin/images/", timeout=60)
+        after = _resource_reads(site)
         assert images.status_code == 200
         row = re.search(rf'<tr data-row="{name}">(.*?)</tr>', images.text, re.S)
         assert row is not None
@@ -576,7 +498,7 @@ def test_the_images_and_hosts_pages_show_which_hosts_have_each_image_cached(
         # One read of each zone's Proxmox for the whole list, whatever the number of hosts and images.
         assert {zone: after[zone] - before[zone] for zone in after} == {"zone-a": 1, "zone-b": 1}
 
-        page = admin.get(f"{world.url}/admin/hosts/", timeout=60)
+        page = admin.get(f"{site.url}/admin/hosts/", timeout=60)
         assert page.status_code == 200
         for host, state in (("pve1", "cached"), ("pve2", "importing"), ("pve3", "missing")):
             cells = re.search(rf'<tr data-host="zone-a/{host}">(.*?)</tr>', page.text, re.S)

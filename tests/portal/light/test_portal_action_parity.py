@@ -24,10 +24,9 @@ import pytest
 from graphql import build_schema
 
 import portal
-from devstack.world import World
-from tests.portal.sessionkit import login
+from tests.portal.served import LightPortal
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEMPLATES = ROOT / "templates" / "portal"
 # Forms that change the browser's session, not the platform (signing out): nothing of the API to
 # mirror. As written in a template, and as rendered.
@@ -128,13 +127,13 @@ ADMIN_PAGES = [
 VM_PAGES = ["/vdc/demo/vms/", "/vdc/demo/vms/new/", "/vdc/demo/vms/zone-a/100/"]
 
 
-def rendered_actions(world: World, user: str, paths: list[str]) -> set[str]:
+def rendered_actions(site: LightPortal, user: str, paths: list[str]) -> set[str]:
     """The actions the forms of these pages name, as ``user`` sees them; each must be registered."""
-    session, _ = login(world, user)
+    session = site.session(user)
     actions = registered_actions()
     seen: set[str] = set()
     for path in paths:
-        page = session.get(f"{world.url}{path}", timeout=60)
+        page = session.get(f"{site.url}{path}", timeout=60)
         assert page.status_code == 200, path
         for tag in unsafe_elements(page.text):
             named = _DATA_ACTION.search(tag)
@@ -144,11 +143,11 @@ def rendered_actions(world: World, user: str, paths: list[str]) -> set[str]:
     return seen
 
 
-def test_every_form_on_the_admin_pages_performs_a_registered_action(world: World) -> None:
-    seen = rendered_actions(world, "admin", ADMIN_PAGES)
+def test_every_form_on_the_admin_pages_performs_a_registered_action(site: LightPortal) -> None:
+    seen = rendered_actions(site, "admin", ADMIN_PAGES)
     assert {"compute-profile.create", "vdc.update", "host.cordon", "host.drain", "host.join-token"} <= seen
 
 
-def test_every_form_on_the_vm_pages_performs_a_registered_action(world: World) -> None:
-    seen = rendered_actions(world, "alice", VM_PAGES)
+def test_every_form_on_the_vm_pages_performs_a_registered_action(site: LightPortal) -> None:
+    seen = rendered_actions(site, "alice", VM_PAGES)
     assert seen, "the VM pages offer actions"

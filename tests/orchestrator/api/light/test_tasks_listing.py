@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from devstack.world import World
 from orchestrator.services.tasks import decode_task_id
-from tests.apikit import Answer, GraphQL
-from tests.orchestrator.graphql.test_hosts import DRAIN, by_vmid, ended, guests, mutate, uncordoned_after
+from tests.apikit import Answer, Api
+from tests.orchestrator.hostkit import DRAIN, by_vmid, ended, guests, mutate, uncordoned_after
+from tests.orchestrator.lightworld import LightWorld
 from tests.vmkit import act, create, fake_vm, forget, ok, restore, vmid_of
 
 TASKS = """query($first: Int, $vm: ID) { tasks(first: $first, vm: $vm) {
@@ -18,14 +18,14 @@ DB_1 = "zone-a/101"  # devstack/seed.py: alice's VMs: db-1 on pve2, stopped
 WEB_1 = "zone-a/100"  # and web-1 on pve1, running
 
 
-def listed(api: GraphQL, user: str, vdc: str | None = None, **variables: Any) -> list[dict[str, Any]]:
+def listed(api: Api, user: str, vdc: str | None = None, **variables: Any) -> list[dict[str, Any]]:
     answer = api(TASKS, user=user, vdc=vdc, variables=variables)
     assert answer.errors == [], answer.errors
     tasks: list[dict[str, Any]] = answer.data["tasks"]
     return tasks
 
 
-def bounce(api: GraphQL, ident: str = DB_1) -> tuple[str, str]:
+def bounce(api: Api, ident: str = DB_1) -> tuple[str, str]:
     """Start alice's stopped VM db-1 and stop it again (as it was): the ids of the two tasks."""
     ok(act(api, "alice", "stopVirtualMachine", ident))  # nothing to do unless a test left it running
     started = ok(act(api, "alice", "startVirtualMachine", ident))["task"]["id"]
@@ -33,7 +33,7 @@ def bounce(api: GraphQL, ident: str = DB_1) -> tuple[str, str]:
     return started, stopped
 
 
-def demo_vms(api: GraphQL) -> set[str]:
+def demo_vms(api: Api) -> set[str]:
     answer = api("{ virtualMachines(first: 500) { edges { node { id } } } }", user="alice", vdc="demo")
     return {edge["node"]["id"] for edge in answer.data["virtualMachines"]["edges"]}
 
@@ -51,7 +51,7 @@ def without(answer: Answer, ident: str) -> list[str]:
     return [error["message"].replace(ident, "ID") for error in answer.errors]
 
 
-def test_a_vdcs_tasks_come_newest_first_with_the_ids_the_mutations_answered(api: GraphQL) -> None:
+def test_a_vdcs_tasks_come_newest_first_with_the_ids_the_mutations_answered(api: Api) -> None:
     started, stopped = bounce(api)
     tasks = listed(api, "alice", "demo", first=100)
     ids = [task["id"] for task in tasks]
@@ -72,14 +72,14 @@ def test_a_vdcs_tasks_come_newest_first_with_the_ids_the_mutations_answered(api:
     assert (task["type"], task["title"], task["virtualMachineName"]) == ("qmstop", "Stop", "db-1")
 
 
-def test_every_task_listed_acts_on_a_vm_of_the_vdc(api: GraphQL) -> None:
+def test_every_task_listed_acts_on_a_vm_of_the_vdc(api: Api) -> None:
     bounce(api)
     tasks = listed(api, "alice", "demo", first=100)
     assert tasks
     assert {task["virtualMachineId"] for task in tasks} <= demo_vms(api)
 
 
-def test_first_bounds_the_list_and_out_of_range_is_refused_naming_it(api: GraphQL) -> None:
+def test_first_bounds_the_list_and_out_of_range_is_refused_naming_it(api: Api) -> None:
     bounce(api)
     assert len(listed(api, "alice", "demo", first=1)) == 1
     for wrong in (0, 101):
@@ -88,14 +88,14 @@ def test_first_bounds_the_list_and_out_of_range_is_refused_naming_it(api: GraphQ
         assert answer.errors[0]["extensions"]["field"] == "first"
 
 
-def test_a_vms_tasks_are_its_own_newest_first(api: GraphQL) -> None:
+def test_a_vms_tasks_are_its_own_newest_first(api: Api) -> None:
     started, stopped = bounce(api)
     tasks = listed(api, "alice", "demo", vm=DB_1, first=2)
     assert [task["id"] for task in tasks] == [stopped, started]
     assert {task["virtualMachineId"] for task in listed(api, "alice", "demo", vm=DB_1)} == {DB_1}
 
 
-def test_bob_asking_for_alices_vms_tasks_gets_not_found_exactly_as_for_a_made_up_vm(api: GraphQL) -> None:
+def test_bob_asking_for_alices_vms_tasks_gets_not_found_exactly_as_for_a_made_up_vm(api: Api) -> None:
     made_up = "zone-a/99999"
     hers = api(TASKS, user="bob", vdc="other", variables={"vm": DB_1})
     nothing = api(TASKS, user="bob", vdc="other", variables={"vm": made_up})
@@ -108,7 +108,7 @@ def test_bob_asking_for_alices_vms_tasks_gets_not_found_exactly_as_for_a_made_up
     assert listed(api, "admin", vm=DB_1)
 
 
-def test_bob_never_sees_alices_tasks_and_admin_sees_every_vdcs(api: GraphQL) -> None:
+def test_bob_never_sees_alices_tasks_and_admin_sees_every_vdcs(api: Api) -> None:
     started, stopped = bounce(api)
     bobs = listed(api, "bob", first=100)
     assert not {upid(started), upid(stopped)} & upids(bobs)
@@ -118,14 +118,14 @@ def test_bob_never_sees_alices_tasks_and_admin_sees_every_vdcs(api: GraphQL) -> 
     assert {started, stopped} <= everyone
 
 
-def test_a_node_that_does_not_answer_is_named_and_the_others_still_list(api: GraphQL, world: World) -> None:
+def test_a_node_that_does_not_answer_is_named_and_the_others_still_list(api: Api, light: LightWorld) -> None:
     bounce(api)
     ok(act(api, "alice", "rebootVirtualMachine", WEB_1))  # a task on another node
     try:
-        world.fakes.set_node_offline("zone-a", "pve2")
+        light.fakes.set_node_offline("zone-a", "pve2")
         answer = api(TASKS, user="alice", vdc="demo", variables={"first": 100})
     finally:
-        restore(world)
+        restore(light)
     assert "UNAVAILABLE" in answer.codes
     failed = [e for e in answer.errors if e["extensions"]["code"] == "UNAVAILABLE"]
     assert [e["extensions"]["zone"] for e in failed] == ["zone-a/pve2"]
@@ -136,7 +136,7 @@ def test_a_node_that_does_not_answer_is_named_and_the_others_still_list(api: Gra
 
 
 def test_a_deleted_vms_tasks_leave_the_list_and_stay_readable_by_id(
-    api: GraphQL, vm_name: Callable[[str], str]
+    api: Api, vm_name: Callable[[str], str]
 ) -> None:
     created = ok(create(api, "alice", "demo", name=vm_name("gone")))
     vm = created["virtualMachine"]
@@ -151,7 +151,7 @@ def test_a_deleted_vms_tasks_leave_the_list_and_stay_readable_by_id(
 
 
 def test_a_vmid_taken_over_by_another_vdcs_vm_does_not_bring_the_earlier_guests_tasks(
-    api: GraphQL, world: World, vm_name: Callable[[str], str]
+    api: Api, light: LightWorld, vm_name: Callable[[str], str]
 ) -> None:
     created = ok(create(api, "alice", "demo", name=vm_name("before")))
     vm = created["virtualMachine"]
@@ -159,8 +159,8 @@ def test_a_vmid_taken_over_by_another_vdcs_vm_does_not_bring_the_earlier_guests_
     alices = ok(act(api, "alice", "stopVirtualMachine", vm["id"]))["task"]["id"]
     ok(act(api, "alice", "deleteVirtualMachine", vm["id"]))
     # Proxmox hands the freed VMID to the next guest: here bob's, on the same node.
-    pve = world.fakes[zone].pve
-    world.fakes.on_loop(
+    pve = light.fakes[zone].pve
+    light.fakes.on_loop(
         lambda: pve.add_vm(
             vmid,
             vm_name("after"),
@@ -172,19 +172,19 @@ def test_a_vmid_taken_over_by_another_vdcs_vm_does_not_bring_the_earlier_guests_
     )
     try:
         ident = f"{zone}/{vmid}"
-        assert fake_vm(world, ident) is not None
+        assert fake_vm(light, ident) is not None
         # Alice's tasks of that VMID are still in the node's list, ending with its destroy.
         assert listed(api, "bob", "other", vm=ident) == []
         assert upid(alices) not in upids(listed(api, "bob", "other", first=100))
     finally:
-        forget(world, zone, vmid)
+        forget(light, zone, vmid)
 
 
-def test_a_migrated_vm_keeps_its_earlier_tasks(api: GraphQL, world: World) -> None:
+def test_a_migrated_vm_keeps_its_earlier_tasks(api: Api, light: LightWorld) -> None:
     """Its tasks before the migration are on the host it left: they stay in its history and the VDC's."""
     ident = "zone-b/4301"
     with (
-        guests(world, "zone-b", "pve3", (4301, "stopped", 1024, "demo")),
+        guests(light, "zone-b", "pve3", (4301, "stopped", 1024, "demo")),
         uncordoned_after(api, "zone-b", "pve3"),
     ):
         started = ok(act(api, "alice", "startVirtualMachine", ident))["task"]["id"]
