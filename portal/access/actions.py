@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from portal.actions import checked
+from portal.actions import Action, checked
 
 MUTATIONS: dict[str, str] = {
     "access.grant": "grantVdcMembership",
@@ -17,3 +17,9 @@ MUTATIONS: dict[str, str] = {
 
 
 action = checked(MUTATIONS, __name__)
+
+
+def performed(name: str) -> Action:
+    """A registered action with its mutation, as a confirmation page (``portal.perform.confirmation``)
+    performs it: its audit record names the mutation."""
+    return Action(action(name), MUTATIONS[name])

@@ -10,41 +10,54 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from orchestrator.errors import FlexPlaneError, NotFound, QuotaExceeded
-from orchestrator.models import Vdc
+from orchestrator.models import Usage, Vdc
 from orchestrator.services import access, catalog, organizations, vdcs
+from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.context import Context
 from orchestrator.services.organizations import Allowance
-from portal.access.actions import action
+from portal.access.actions import action, performed
 from portal.access.forms import AllowanceForm, OrganizationVdcForm
-from portal.access.views import access_view, post_only
+from portal.access.views import access_view
 from portal.admin.forms import AdminForm
 from portal.admin.pages import page_status
 from portal.forms import posted, show_error
-from portal.perform import attempt
+from portal.perform import confirmation, perform
+
+ORGANIZATIONS = "portal-access:organizations"
 
 
-def _attempt(call: Callable[[], object], form: AdminForm | None = None) -> FlexPlaneError | None:
-    failure = attempt(call)
-    if (
-        failure is not None and form is not None
-    ):  # a quota next to each one the refusal names (``quota.vcpus``)
-        quota = [form.form_field(f) for f in failure.fields] if isinstance(failure, QuotaExceeded) else []
-        show_error(form, failure, form.form_field, quota=quota)
+def _shown(failure: FlexPlaneError, form: AdminForm) -> FlexPlaneError:
+    """The refusal, said on the form: next to its field, or next to each quota it names (``quota.vcpus``)."""
+    quota = [form.form_field(f) for f in failure.fields] if isinstance(failure, QuotaExceeded) else []
+    show_error(form, failure, form.form_field, quota=quota)
     return failure
+
+
+def _form_page(
+    request: HttpRequest, form: AdminForm, change: Callable[[], str], heading: str, name: str
+) -> HttpResponseBase:
+    """The form of an allowance or a VDC: a valid POST makes the ``change`` (a refusal is said on the form),
+    then the organizations page says what it answered; otherwise the form, under ``heading``, for the
+    action ``name``."""
+    failure = None
+    if form.is_bound and form.is_valid():
+        said = perform(change)
+        if not isinstance(said, FlexPlaneError):
+            messages.success(request, said)
+            return redirect(ORGANIZATIONS)
+        failure = _shown(said, form)
+    context = {"form": form, "heading": heading, "action": action(name)}
+    return render(request, "portal/access/form.html", context, status=page_status(failure, form))
 
 
 @access_view
 def organizations_page(request: HttpRequest, ctx: Context) -> HttpResponse:
     """GET: the organizations with an allowance the caller sees, what their VDCs take of it, their VDCs."""
     listed = organizations.list_allowances(ctx)
-    context = {
-        "listed": listed,
-        "is_admin": ctx.principal.is_admin,
-        "delete_action": action("access.vdc-delete"),
-        "allowance_delete_action": action("access.allowance-delete"),
-    }
+    context = {"listed": listed, "is_admin": ctx.principal.is_admin}
     return render(request, "portal/access/organizations.html", context)
 
 
@@ -56,19 +69,14 @@ def allowance_page(request: HttpRequest, ctx: Context, org: str | None = None) -
     initial = _allowance_of(ctx, org) if org else {}
     data = posted(request)
     form = AllowanceForm(data, ctx=ctx, editing=org is not None, initial=initial)
-    failure = None
-    if form.is_bound and form.is_valid():
+
+    def give() -> str:
         ident = org or form.cleaned_data["organization"]
-        failure = _attempt(lambda: organizations.set_allowance(ctx, ident, form.to_data()), form)
-        if failure is None:
-            messages.success(request, f"Organization {ident} has its allowance.")
-            return redirect("portal-access:organizations")
-    context = {
-        "form": form,
-        "heading": f"Allowance of organization {org}" if org else "Give an organization an allowance",
-        "action": action("access.allowance"),
-    }
-    return render(request, "portal/access/form.html", context, status=page_status(failure, form))
+        organizations.set_allowance(ctx, ident, form.to_data())
+        return f"Organization {ident} has its allowance."
+
+    heading = f"Allowance of organization {org}" if org else "Give an organization an allowance"
+    return _form_page(request, form, give, heading, "access.allowance")
 
 
 def _allowance_of(ctx: Context, org: str) -> dict[str, Any]:
@@ -81,15 +89,31 @@ def _allowance_of(ctx: Context, org: str) -> dict[str, Any]:
 
 @access_view
 def allowance_delete(request: HttpRequest, ctx: Context, org: str) -> HttpResponseBase:
-    """POST: take the organization's allowance away (ADMIN; refused while it has VDCs)."""
-    if refused := post_only(request):
-        return refused
-    failure = _attempt(lambda: organizations.delete_allowance(ctx, org))
-    if failure is None:
-        messages.success(request, f"Organization {org} has no allowance any more.")
-    else:
-        messages.error(request, failure.message)
-    return redirect("portal-access:organizations")
+    """GET: the organization's allowance, what taking it away means, and a confirmation; POST (confirmed):
+    ``deleteOrganizationAllowance`` (ADMIN; refused while it has VDCs, said on the same page)."""
+    if not ctx.principal.is_admin:
+        raise NotFound("page", request.path)
+    allowance = organizations.get_allowance(ctx, org)  # none: the 404 page
+    held = [
+        v.id
+        for v in catalog.objects(ctx, catalog.VDC, Vdc.from_spec)
+        if v.organization == allowance.organization
+    ]
+    return confirmation(
+        request,
+        ctx,
+        performed("access.allowance-delete"),
+        lambda: organizations.delete_allowance(ctx, org),
+        page="portal/access/allowance_delete.html",
+        context={
+            "allowance": allowance,
+            "held_vdcs": held,
+            "delete_action": action("access.allowance-delete"),
+        },
+        said=f"Organization {allowance.name} ({allowance.organization}) has no allowance any more.",
+        then=reverse(ORGANIZATIONS),
+        org=allowance.organization,
+    )
 
 
 @access_view
@@ -103,18 +127,12 @@ def vdc_create(request: HttpRequest, ctx: Context, org: str) -> HttpResponseBase
         allowance = Allowance(org, org)  # none yet: nothing is offered, and the create says why
     data = posted(request)
     form = OrganizationVdcForm(data, ctx=ctx, allowance=allowance)
-    failure = None
-    if form.is_bound and form.is_valid():
-        failure = _attempt(lambda: vdcs.create_vdc(ctx, {**form.to_data(), "organization": org}), form)
-        if failure is None:
-            messages.success(request, f"VDC {form.cleaned_data['id']} was made in organization {org}.")
-            return redirect("portal-access:organizations")
-    context = {
-        "form": form,
-        "heading": f"New VDC of organization {org}",
-        "action": action("access.vdc-create"),
-    }
-    return render(request, "portal/access/form.html", context, status=page_status(failure, form))
+
+    def create() -> str:
+        vdcs.create_vdc(ctx, {**form.to_data(), "organization": org})
+        return f"VDC {form.cleaned_data['id']} was made in organization {org}."
+
+    return _form_page(request, form, create, f"New VDC of organization {org}", "access.vdc-create")
 
 
 @access_view
@@ -127,31 +145,55 @@ def vdc_edit(request: HttpRequest, ctx: Context, org: str, vdc: str) -> HttpResp
     form = OrganizationVdcForm(
         data, ctx=ctx, allowance=found.usage.allowance, usage=found.usage, editing=True, initial=initial
     )
-    failure = None
-    if form.is_bound and form.is_valid():
-        failure = _attempt(lambda: vdcs.update_vdc(ctx, vdc, form.to_data()), form)
-        if failure is None:
-            messages.success(request, f"VDC {vdc} of organization {org} was changed.")
-            return redirect("portal-access:organizations")
-    context = {
-        "form": form,
-        "heading": f"VDC {vdc} of organization {org}",
-        "action": action("access.vdc-update"),
-    }
-    return render(request, "portal/access/form.html", context, status=page_status(failure, form))
+
+    def update() -> str:
+        vdcs.update_vdc(ctx, vdc, form.to_data())
+        return f"VDC {vdc} of organization {org} was changed."
+
+    return _form_page(request, form, update, f"VDC {vdc} of organization {org}", "access.vdc-update")
+
+
+def _held(ctx: Context, vdc: str) -> tuple[Usage | None, list[users.UserAccess] | None, list[str]]:
+    """What a VDC holds now (its VMs, networks and public IPs) and its members, for its deletion to name;
+    what cannot be read is left out (None), and why is said."""
+    held: Usage | None = None
+    members: list[users.UserAccess] | None = None
+    unread: list[str] = []
+    try:
+        held = vdcs.usage(ctx, vdc)
+    except FlexPlaneError as exc:
+        unread.append(exc.message)
+    try:
+        members = memberships.vdc_members(ctx, vdc)
+    except FlexPlaneError as exc:
+        unread.append(exc.message)
+    return held, members, unread
 
 
 @access_view
 def vdc_delete(request: HttpRequest, ctx: Context, org: str, vdc: str) -> HttpResponseBase:
-    """POST: delete a VDC of the organization (refused while it has VMs)."""
-    if refused := post_only(request):
-        return refused
-    owned = {v.id for v in catalog.objects(ctx, catalog.VDC, Vdc.from_spec) if v.organization == org}
-    if vdc not in owned:
-        raise NotFound("VDC", vdc)
-    failure = _attempt(lambda: vdcs.delete_vdc(ctx, vdc))
-    if failure is None:
-        messages.success(request, f"VDC {vdc} was deleted.")
-    else:
-        messages.error(request, failure.message)
-    return redirect("portal-access:organizations")
+    """GET: the VDC of the organization, what it holds, who loses access, and a confirmation; POST
+    (confirmed): ``deleteVdc`` (refused while it has VMs, said on the same page). Another organization's
+    VDC: the 404 page, as a missing one's."""
+    found = organizations.organization_vdc(ctx, org, vdc)
+    held, members, unread = _held(ctx, vdc)
+    context = {
+        "org": org,
+        "organization": found.usage.allowance,
+        "vdc": found.vdc,
+        "held": held,
+        "members": members,
+        "unread": unread,
+        "delete_action": action("access.vdc-delete"),
+    }
+    return confirmation(
+        request,
+        ctx,
+        performed("access.vdc-delete"),
+        lambda: vdcs.delete_vdc(ctx, vdc),
+        page="portal/access/vdc_delete.html",
+        context=context,
+        said=f"VDC {vdc} was deleted.",
+        then=reverse(ORGANIZATIONS),
+        vdc=vdc,
+    )

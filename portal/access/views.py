@@ -9,21 +9,22 @@ page says that a change takes effect with the user's next token.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotAllowed
-from django.shortcuts import redirect, render
+from django.shortcuts import render
+from django.urls import reverse
 
 from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.context import Context
-from portal.access.actions import action
+from portal.access.actions import action, performed
 from portal.access.forms import GrantForm, RolesForm, SearchForm
 from portal.context import View, Wrapped, portal_view
 from portal.errors import PAGE_ERRORS
 from portal.htmx import HtmxHttpRequest
-from portal.perform import attempt
+from portal.perform import attempt, back_to, confirmation
 
 TAKES_EFFECT = (
     "Changes take effect with the user's next token: when they sign in again, or when their session is "
@@ -71,7 +72,6 @@ def user_page(request: HttpRequest, ctx: Context, user: str) -> HttpResponse:
         "roles_form": RolesForm(initial={"roles": list(shown.roles)}) if ctx.principal.is_admin else None,
         "manageable": {v.id for v in memberships.manageable_vdcs(ctx)},
         "grant_action": action("access.grant"),
-        "revoke_action": action("access.revoke"),
         "roles_action": action("access.roles"),
         "takes_effect": TAKES_EFFECT,
     }
@@ -82,43 +82,50 @@ def post_only(request: HttpRequest) -> HttpResponseNotAllowed | None:
     return None if request.method == "POST" else HttpResponseNotAllowed(["POST"])
 
 
-def _done(request: HttpRequest, failure: FlexPlaneError | None, success: str, user: str) -> HttpResponseBase:
-    if failure is None:
-        messages.success(request, f"{success} {TAKES_EFFECT}")
-    else:
-        messages.error(request, failure.message)
-    return redirect("portal-access:user", user=user)
+def _change(request: HttpRequest, user: str, call: Callable[[], object], success: str) -> HttpResponseBase:
+    """POST only: ``call`` changes the user's access; then the user's page says how it went."""
+    if refused := post_only(request):
+        return refused
+    failure = attempt(call)
+    return back_to(request, failure, f"{success} {TAKES_EFFECT}", "portal-access:user", user=user)
 
 
 @access_view
 def grant(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
     """POST: make the user a member of the VDC chosen."""
-    if refused := post_only(request):
-        return refused
     vdc = str(request.POST.get("vdc", ""))
-    failure = attempt(lambda: memberships.grant_vdc_membership(ctx, user, vdc))
-    return _done(request, failure, f"The user is now a member of VDC {vdc}.", user)
+    said = f"The user is now a member of VDC {vdc}."
+    return _change(request, user, lambda: memberships.grant_vdc_membership(ctx, user, vdc), said)
 
 
 @access_view
-def revoke(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
-    """POST: end the user's membership of the VDC named."""
-    if refused := post_only(request):
-        return refused
-    vdc = str(request.POST.get("vdc", ""))
-    failure = attempt(lambda: memberships.revoke_vdc_membership(ctx, user, vdc))
-    return _done(request, failure, f"The user is no longer a member of VDC {vdc}.", user)
+def revoke(request: HttpRequest, ctx: Context, user: str, vdc: str) -> HttpResponse:
+    """GET: whose membership of which VDC ends, what that means, and a confirmation; POST (confirmed):
+    ``revokeVdcMembership``, then the user's page. A membership that is not there (or of a VDC the caller
+    does not manage): the 404 page."""
+    shown = users.user_access(ctx, user)  # NotFound (another organization's user too): the 404 page
+    if vdc not in shown.vdcs or vdc not in {v.id for v in memberships.manageable_vdcs(ctx)}:
+        raise NotFound("membership of VDC", vdc)
+    revoking = performed("access.revoke")
+    return confirmation(
+        request,
+        ctx,
+        revoking,
+        lambda: memberships.revoke_vdc_membership(ctx, shown.id, vdc),
+        page="portal/access/revoke.html",
+        context={"shown": shown, "vdc": vdc, "revoke_action": revoking, "takes_effect": TAKES_EFFECT},
+        said=f"{shown.name} is no longer a member of VDC {vdc}. {TAKES_EFFECT}",
+        then=reverse("portal-access:user", args=[shown.id]),
+        user=shown.id,
+    )
 
 
 @access_view
 def set_roles(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
     """POST: give the user exactly the platform roles ticked (ADMIN only: the service refuses others)."""
-    if refused := post_only(request):
-        return refused
     roles = [str(r) for r in request.POST.getlist("roles")]
-    failure = attempt(lambda: memberships.set_platform_roles(ctx, user, roles))
-    label = ", ".join(roles) or "none"
-    return _done(request, failure, f"The user's platform roles are now: {label}.", user)
+    said = f"The user's platform roles are now: {', '.join(roles) or 'none'}."
+    return _change(request, user, lambda: memberships.set_platform_roles(ctx, user, roles), said)
 
 
 @access_view

@@ -7,6 +7,7 @@ page follows it (:class:`DrainCell`, an htmx poll of its drains while any runs).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.contrib import messages
@@ -23,6 +24,7 @@ from portal.admin.pages import admin_page, attempt, confirm, page_status
 from portal.context import admin_view
 from portal.forms import posted
 from portal.htmx import HtmxHttpRequest, targets
+from portal.perform import back_to
 
 
 def _post_only(request: HttpRequest) -> HttpResponseNotAllowed | None:
@@ -137,11 +139,8 @@ def host_uncordon(request: HttpRequest, ctx: Context, zone: str, host: str) -> H
     if refused := _post_only(request):
         return refused
     _, failure = attempt(lambda: hosts.uncordon_host(ctx, zone, host))
-    if failure is None:
-        messages.success(request, f"Host {_host_label(zone, host)} takes new VMs again.")
-    else:
-        messages.error(request, failure.message)
-    return redirect("portal-admin:hosts")
+    said = f"Host {_host_label(zone, host)} takes new VMs again."
+    return back_to(request, failure, said, "portal-admin:hosts")
 
 
 @admin_view
@@ -166,48 +165,60 @@ def host_update_now(request: HttpRequest, ctx: Context, zone: str, host: str) ->
 @admin_view
 def host_drain(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
     """GET: what a drain does, and a confirmation; POST: start it (it runs in the background)."""
-    hosts.drain_status(ctx, zone, host)  # NotFound: the 404 page
-    failure = None
-    if request.method == "POST":
-        drain, failure = attempt(lambda: hosts.drain_host(ctx, zone, host))
-        if failure is None:
-            messages.success(
-                request,
-                f"Draining host {_host_label(zone, host)}: {len(drain.vms)} VM(s) to move. "
-                "This page shows how it goes.",
-            )
-            return redirect("portal-admin:hosts")
-    return confirm(
-        request,
-        active="host",
-        heading=f"Drain host {_host_label(zone, host)}?",
-        consequence="The host is cordoned, then its VMs are migrated one after another (live when they "
-        "run) to other hosts of the zone that have room. A VM that cannot move stays, with the reason.",
-        action=action("host.drain"),
-        submit="Drain host",
-        cancel=reverse("portal-admin:hosts"),
-        failure=failure,
+
+    def drain() -> str:
+        started = hosts.drain_host(ctx, zone, host)
+        label = _host_label(zone, host)
+        return f"Draining host {label}: {len(started.vms)} VM(s) to move. This page shows how it goes."
+
+    consequence = (
+        "The host is cordoned, then its VMs are migrated one after another (live when they run) to other "
+        "hosts of the zone that have room. A VM that cannot move stays, with the reason."
     )
+    return _host_action(request, ctx, zone, host, "drain", drain, consequence)
 
 
 @admin_view
 def host_remove(request: HttpRequest, ctx: Context, zone: str, host: str) -> HttpResponseBase:
     """GET: what removing means, and a confirmation; POST: remove it (refused while VMs are on it)."""
+
+    def remove() -> str:
+        hosts.remove_host(ctx, zone, host)
+        return f"Host {_host_label(zone, host)} was removed from flex.plane."
+
+    consequence = (
+        "flex.plane stops using the host and no longer dials its agent; Proxmox and the node are untouched. "
+        "It is refused while VMs are on the host: drain it first."
+    )
+    return _host_action(request, ctx, zone, host, "remove", remove, consequence)
+
+
+def _host_action(
+    request: HttpRequest,
+    ctx: Context,
+    zone: str,
+    host: str,
+    verb: str,
+    act: Callable[[], str],
+    consequence: str,
+) -> HttpResponseBase:
+    """A host action asked for on a confirmation page (``verb``: drain, remove): GET says its
+    ``consequence``; POST does it (``act``), then the hosts page says what it answered; a refusal is
+    said on the same page."""
     hosts.drain_status(ctx, zone, host)  # NotFound: the 404 page
     failure = None
     if request.method == "POST":
-        _, failure = attempt(lambda: hosts.remove_host(ctx, zone, host))
+        said, failure = attempt(act)
         if failure is None:
-            messages.success(request, f"Host {_host_label(zone, host)} was removed from flex.plane.")
+            messages.success(request, said)
             return redirect("portal-admin:hosts")
     return confirm(
         request,
         active="host",
-        heading=f"Remove host {_host_label(zone, host)}?",
-        consequence="flex.plane stops using the host and no longer dials its agent; Proxmox and the node "
-        "are untouched. It is refused while VMs are on the host: drain it first.",
-        action=action("host.remove"),
-        submit="Remove host",
+        heading=f"{verb.capitalize()} host {_host_label(zone, host)}?",
+        consequence=consequence,
+        action=action(f"host.{verb}"),
+        submit=f"{verb.capitalize()} host",
         cancel=reverse("portal-admin:hosts"),
         failure=failure,
     )

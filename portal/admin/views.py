@@ -10,6 +10,8 @@ sections are declared in :mod:`portal.admin.sections`; the hosts' pages are :mod
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect
@@ -19,7 +21,7 @@ from orchestrator.services import catalog, image_cache, vdcs
 from orchestrator.services.context import Context
 from portal.admin.forms import AdminForm
 from portal.admin.pages import admin_page, attempt, confirm, page_status
-from portal.admin.sections import SECTIONS
+from portal.admin.sections import SECTIONS, Section
 from portal.context import admin_view
 from portal.forms import posted
 
@@ -76,64 +78,62 @@ def section_list(request: HttpRequest, ctx: Context, kind: str) -> HttpResponse:
     )
 
 
-@admin_view
-def section_create(request: HttpRequest, ctx: Context, kind: str) -> HttpResponseBase:
-    section = SECTIONS[kind]
-    form = section.form(posted(request), ctx=ctx)
+def _form_page(
+    request: HttpRequest, section: Section, form: AdminForm, change: Callable[[], str], shown: dict[str, str]
+) -> HttpResponseBase:
+    """A section's form (to add an object, or edit one): a valid POST makes the ``change`` (a refusal is
+    shown on the form), then the section's list says what it answered; otherwise the form, with ``shown``:
+    its heading, action and submit."""
     failure = None
     if form.is_bound and form.is_valid():
-        created, failure = attempt(lambda: section.create(ctx, form.to_data()), form)
+        said, failure = attempt(change, form)
         if failure is None:
-            ident = form.cleaned_data[section.form.key_fields[0]]
-            messages.success(
-                request, f"The {section.noun} {ident!r} was added.{_offered(form)}{_caching(created)}"
-            )
+            messages.success(request, said)
             return redirect(section.url("list"))
     return admin_page(
         request,
         "portal/admin/form.html",
-        {
-            "section": section,
-            "form": form,
-            "heading": f"Add a {section.noun}",
-            "action": section.action("create"),
-            "submit": f"Add {section.noun}",
-        },
-        active=kind,
+        {"section": section, "form": form, **shown},
+        active=section.kind,
         status=page_status(failure, form),
     )
+
+
+@admin_view
+def section_create(request: HttpRequest, ctx: Context, kind: str) -> HttpResponseBase:
+    section = SECTIONS[kind]
+    form = section.form(posted(request), ctx=ctx)
+
+    def create() -> str:
+        created = section.create(ctx, form.to_data())
+        ident = form.cleaned_data[section.form.key_fields[0]]
+        return f"The {section.noun} {ident!r} was added.{_offered(form)}{_caching(created)}"
+
+    shown = {
+        "heading": f"Add a {section.noun}",
+        "action": section.action("create"),
+        "submit": f"Add {section.noun}",
+    }
+    return _form_page(request, section, form, create, shown)
 
 
 @admin_view
 def section_edit(request: HttpRequest, ctx: Context, kind: str, ident: str) -> HttpResponseBase:
     section = SECTIONS[kind]
     current = section.get(ctx, ident)  # NotFound: the 404 page
-    form = section.form(
-        posted(request),
-        ctx=ctx,
-        editing=True,
-        initial=section.form.initial_from(current),
-    )
-    failure = None
-    if form.is_bound and form.is_valid():
-        saved, failure = attempt(lambda: section.update(ctx, ident, form.to_data()), form)
-        if failure is None:
-            messages.success(request, f"The {section.noun} {ident!r} was saved.{_caching(saved)}")
-            return redirect(section.url("list"))
-    return admin_page(
-        request,
-        "portal/admin/form.html",
-        {
-            "section": section,
-            "form": form,
-            "heading": f"Edit {section.noun} {ident}",
-            "action": section.action("update"),
-            "submit": "Save changes",
-            "delete_url": section.url("delete", ident),
-        },
-        active=kind,
-        status=page_status(failure, form),
-    )
+    form = section.form(posted(request), ctx=ctx, editing=True, initial=section.form.initial_from(current))
+
+    def update() -> str:
+        saved = section.update(ctx, ident, form.to_data())
+        return f"The {section.noun} {ident!r} was saved.{_caching(saved)}"
+
+    shown = {
+        "heading": f"Edit {section.noun} {ident}",
+        "action": section.action("update"),
+        "submit": "Save changes",
+        "delete_url": section.url("delete", ident),
+    }
+    return _form_page(request, section, form, update, shown)
 
 
 @admin_view
@@ -157,6 +157,7 @@ def section_delete(request: HttpRequest, ctx: Context, kind: str, ident: str) ->
             if allowing
             else " No VDC allows it."
         )
+    consequence += " This cannot be undone."
     return confirm(
         request,
         active=kind,

@@ -31,10 +31,9 @@ from portal.activity import trail as activity
 from portal.clusters import actions
 from portal.clusters.forms import ClusterForm, Offer, ScaleForm, UpgradeForm, network_choices
 from portal.context import vdc_view
-from portal.errors import failure_status
-from portal.forms import confirmed, posted, show_error
+from portal.forms import posted, show_error
 from portal.htmx import HtmxHttpRequest, redirect, respond, targets
-from portal.perform import attempt, perform
+from portal.perform import attempt, confirmation, perform
 
 # Phases a cluster rests in: its page stops reading itself again.
 SETTLED = frozenset({READY, FAILED})
@@ -251,26 +250,17 @@ def cluster_delete(request: HttpRequest, ctx: Context, cluster: str) -> HttpResp
     list, where the cluster shows as deleting until it is gone. A refusal is said on the same page."""
     vdc = _vdc(ctx)
     found = clusters.get_cluster(ctx, cluster)  # NotFound: the 404 page
-    failure: FlexPlaneError | None = None
-    if confirmed(request):
-        failure = attempt(
-            lambda: clusters.delete_cluster(ctx, found.name),
-            ctx=ctx,
-            operation=actions.DELETE.mutation,
-            cluster=found.name,
-        )
-        if failure is None:
-            messages.success(
-                request, f"Cluster {found.name} is being deleted: its nodes, then its control plane."
-            )
-            return HttpResponseRedirect(_list_url(vdc.id), status=303)
-    context = {
-        "vdc": vdc,
-        "cluster": found,
-        "nodes": nodes(found),
-        "failure": failure,
-    }
-    return render(request, "portal/clusters/delete.html", context, status=failure_status(failure))
+    return confirmation(
+        request,
+        ctx,
+        actions.DELETE,
+        lambda: clusters.delete_cluster(ctx, found.name),
+        page="portal/clusters/delete.html",
+        context={"vdc": vdc, "cluster": found, "nodes": nodes(found)},
+        said=f"Cluster {found.name} is being deleted: its nodes, then its control plane.",
+        then=_list_url(vdc.id),
+        cluster=found.name,
+    )
 
 
 @vdc_view

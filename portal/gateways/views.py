@@ -3,8 +3,9 @@ a VM from outside, on the VM's page. Thin adapters over the services the GraphQL
 mutations call (``services.gateways``: ``publicIps``, ``edgeGateways``, and the mutations of
 :mod:`portal.gateways.actions`).
 
-A public IP of another VDC answers as one that does not exist (the services report it so). A release
-asks for a confirmation first; other refusals are said in place, on the page the form was on.
+A public IP of another VDC answers as one that does not exist (the services report it so). What cannot be
+undone (a release, removing a port forward or a firewall rule) asks for a confirmation first, naming what
+goes, and says a refusal there; other refusals are said in place, on the page the form was on.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from orchestrator.services.gateways.targets import of_vm, vm_targets
 from portal.actions import Action
 from portal.context import vdc_view
 from portal.errors import failure_status
-from portal.forms import confirmed, posted, show_error
+from portal.forms import posted, show_error
 from portal.gateways import actions
 from portal.gateways.forms import FIELDS, AllocateForm, ForwardForm, NatForm, RuleForm
-from portal.perform import attempt, perform
+from portal.perform import attempt, confirmation, perform
 
 
 def _vdc(ctx: Context) -> Vdc:
@@ -112,14 +113,17 @@ def public_ip_release(request: HttpRequest, ctx: Context, address: str) -> HttpR
     """GET: what releasing means, and a confirmation; POST (confirmed): ``releasePublicIp``."""
     vdc = _vdc(ctx)
     ip = _one(ctx, address)  # another VDC's: the 404 page
-    failure: FlexPlaneError | None = None
-    if confirmed(request):
-        failure = _do(ctx, actions.RELEASE, lambda: gateways.release_public_ip(ctx, address), address=address)
-        if failure is None:
-            messages.success(request, f"Public IP {address} went back to the zone's pool.")
-            return _redirect("public-ip-list", vdc.id)
-    context = {"vdc": vdc, "ip": ip, "failure": failure, "release": actions.RELEASE}
-    return render(request, "portal/gateways/release.html", context, status=failure_status(failure))
+    return confirmation(
+        request,
+        ctx,
+        actions.RELEASE,
+        lambda: gateways.release_public_ip(ctx, address),
+        page="portal/gateways/release.html",
+        context={"vdc": vdc, "ip": ip, "release": actions.RELEASE},
+        said=f"Public IP {address} went back to the zone's pool.",
+        then=reverse("public-ip-list", args=[vdc.id]),
+        address=address,
+    )
 
 
 @vdc_view
@@ -170,7 +174,6 @@ def _forwards_page(
         "failure": failure,
         "has_ips": bool(ips),
         "forward": actions.FORWARD,
-        "unforward": actions.UNFORWARD,
     }
     return render(request, "portal/gateways/forwards.html", context, status=failure_status(failure))
 
@@ -203,20 +206,31 @@ def forward_add(request: HttpRequest, ctx: Context) -> HttpResponseBase:
 @vdc_view
 def forward_remove(
     request: HttpRequest, ctx: Context, address: str, protocol: str, port: int
-) -> HttpResponseBase:
-    """``removePortForward`` (POST)."""
-    _one(ctx, address)
-    if request.method == "POST":
-        failure = _do(
-            ctx,
-            actions.UNFORWARD,
-            lambda: gateways.remove_port_forward(ctx, address, protocol, port),
-            address=address,
-        )
-        if failure is not None:
-            return _forwards_page(request, ctx, failure=failure)
-        messages.success(request, f"Port {port}/{protocol} of {address} is no longer forwarded.")
-    return _redirect("port-forward-list", _vdc(ctx).id)
+) -> HttpResponse:
+    """GET: the port forward, what removing it means, and a confirmation; POST (confirmed):
+    ``removePortForward``, then the list of port forwards."""
+    vdc = _vdc(ctx)
+    ip = _one(ctx, address)  # another VDC's: the 404 page
+    found = next((f for f in ip.forwards if (f.protocol, f.port) == (protocol, port)), None)
+    if found is None:
+        raise NotFound("port forward", f"{address}:{port}/{protocol}")
+    names = {t.address: t.vm for t in vm_targets(ctx)}
+    return confirmation(
+        request,
+        ctx,
+        actions.UNFORWARD,
+        lambda: gateways.remove_port_forward(ctx, address, protocol, port),
+        page="portal/gateways/unforward.html",
+        context={
+            "vdc": vdc,
+            "forward": found,
+            "vm_name": names.get(found.to_address),
+            "unforward": actions.UNFORWARD,
+        },
+        said=f"Port {port}/{protocol} of {address} is no longer forwarded.",
+        then=reverse("port-forward-list", args=[vdc.id]),
+        address=address,
+    )
 
 
 # ------------------------------------------------------------------------------------------ firewall
@@ -235,7 +249,6 @@ def _firewall_page(
         "form": form or RuleForm(zones),
         "failure": failure,
         "add_rule": actions.ADD_RULE,
-        "remove_rule": actions.REMOVE_RULE,
     }
     return render(request, "portal/gateways/firewall.html", context, status=failure_status(failure))
 
@@ -262,14 +275,30 @@ def rule_add(request: HttpRequest, ctx: Context) -> HttpResponseBase:
 
 
 @vdc_view
-def rule_remove(request: HttpRequest, ctx: Context, zone: str, position: int) -> HttpResponseBase:
-    """``removeGatewayFirewallRule`` (POST)."""
-    if request.method == "POST":
-        failure = _do(ctx, actions.REMOVE_RULE, lambda: gateways.remove_firewall_rule(ctx, zone, position))
-        if failure is not None:
-            return _firewall_page(request, ctx, failure=failure)
-        messages.success(request, f"Rule {position + 1} of the gateway firewall of zone {zone} was removed.")
-    return _redirect("gateway-firewall", _vdc(ctx).id)
+def rule_remove(request: HttpRequest, ctx: Context, zone: str, position: int) -> HttpResponse:
+    """GET: the rule, what removing it means, and a confirmation; POST (confirmed):
+    ``removeGatewayFirewallRule``, then the gateway firewall page."""
+    vdc = _vdc(ctx)
+    rules = next((g.gateway.rules for g in gateways.list_edge_gateways(ctx) if g.gateway.zone == zone), ())
+    if not 0 <= position < len(rules):
+        raise NotFound("gateway firewall rule", f"{position + 1} of zone {zone}")
+    return confirmation(
+        request,
+        ctx,
+        actions.REMOVE_RULE,
+        lambda: gateways.remove_firewall_rule(ctx, zone, position),
+        page="portal/gateways/rule_remove.html",
+        context={
+            "vdc": vdc,
+            "zone": zone,
+            "position": position,
+            "rule": rules[position],
+            "remove_rule": actions.REMOVE_RULE,
+        },
+        said=f"Rule {position + 1} of the gateway firewall of zone {zone} was removed.",
+        then=reverse("gateway-firewall", args=[vdc.id]),
+        zone=zone,
+    )
 
 
 # ------------------------------------------------------------------------------------------ a VM's page

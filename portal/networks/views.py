@@ -24,11 +24,11 @@ from orchestrator.services import networks, vdcs, vms
 from orchestrator.services.context import Context
 from orchestrator.services.networks.attach import attach_network, detach_network, vm_nics
 from portal.context import vdc_view
-from portal.errors import PAGE_ERRORS, failure_status
-from portal.forms import confirmed, posted, show_error
+from portal.errors import PAGE_ERRORS
+from portal.forms import posted, show_error
 from portal.networks import actions
 from portal.networks.forms import AttachForm, NetworkForm
-from portal.perform import attempt, perform
+from portal.perform import confirmation, perform
 from portal.security_groups.views import vm_groups
 
 
@@ -91,19 +91,17 @@ def network_delete(request: HttpRequest, ctx: Context, zone: str, network: str) 
     VMs still on it, named) is said on the same page."""
     vdc = _vdc(ctx)
     found = networks.get_network(ctx, f"{zone}/{network}")  # by name (the API takes it so); NotFound: 404
-    failure: FlexPlaneError | None = None
-    if confirmed(request):
-        failure = attempt(
-            lambda: networks.delete_network(ctx, found.id),
-            ctx=ctx,
-            operation=actions.DELETE.mutation,
-            network=found.id,
-        )
-        if failure is None:
-            messages.success(request, f"Network {found.name} of zone {found.zone} was deleted.")
-            return HttpResponseRedirect(_list_url(vdc.id), status=303)
-    context = {"vdc": vdc, "network": found, "failure": failure, "delete": actions.DELETE}
-    return render(request, "portal/networks/delete.html", context, status=failure_status(failure))
+    return confirmation(
+        request,
+        ctx,
+        actions.DELETE,
+        lambda: networks.delete_network(ctx, found.id),
+        page="portal/networks/delete.html",
+        context={"vdc": vdc, "network": found, "delete": actions.DELETE},
+        said=f"Network {found.name} of zone {found.zone} was deleted.",
+        then=_list_url(vdc.id),
+        network=found.id,
+    )
 
 
 # ------------------------------------------------------------------------------------------ a VM's NICs
@@ -174,18 +172,14 @@ def nic_detach(request: HttpRequest, ctx: Context, zone: str, vmid: int, network
     """GET: a confirmation; POST (confirmed): ``detachNetwork``, then the VM's page saying what it did."""
     vm = vms.get_vm(ctx, vm_id(zone, vmid))  # NotFound: the 404 page
     assert ctx.vdc is not None
-    failure: FlexPlaneError | None = None
-    if confirmed(request):
-        change = perform(
-            lambda: detach_network(ctx, vm.id, network),
-            ctx=ctx,
-            operation=actions.DETACH.mutation,
-            network=f"{zone}/{network}",
-        )
-        if isinstance(change, FlexPlaneError):
-            failure = change
-        else:
-            messages.success(request, change.note)
-            return HttpResponseRedirect(_vm_url(ctx.vdc, vm), status=303)
-    context = {"vm": vm, "network": network, "failure": failure, "detach": actions.DETACH}
-    return render(request, "portal/networks/detach.html", context, status=failure_status(failure))
+    return confirmation(
+        request,
+        ctx,
+        actions.DETACH,
+        lambda: detach_network(ctx, vm.id, network),
+        page="portal/networks/detach.html",
+        context={"vm": vm, "network": network, "detach": actions.DETACH},
+        said=lambda change: change.note,
+        then=_vm_url(ctx.vdc, vm),
+        network=f"{zone}/{network}",
+    )

@@ -25,9 +25,8 @@ from orchestrator.services import security_groups, vdcs, vms
 from orchestrator.services.context import Context
 from orchestrator.services.security_groups import Realised
 from portal.context import vdc_view
-from portal.errors import failure_status
-from portal.forms import confirmed, posted, show_error
-from portal.perform import attempt, perform
+from portal.forms import posted, show_error
+from portal.perform import confirmation, perform
 from portal.security_groups import actions
 from portal.security_groups.forms import AssignForm, GroupEditor
 
@@ -161,19 +160,17 @@ def group_delete(request: HttpRequest, ctx: Context, group: str) -> HttpResponse
     """GET: a confirmation; POST (confirmed): ``deleteSecurityGroup``; a refusal is said in place."""
     vdc = _vdc(ctx)
     found = _group(ctx, group)  # NotFound: the 404 page
-    failure: FlexPlaneError | None = None
-    if confirmed(request):
-        failure = attempt(
-            lambda: security_groups.delete_security_group(ctx, found.name),
-            ctx=ctx,
-            operation=actions.DELETE.mutation,
-            name=found.name,
-        )
-        if failure is None:
-            messages.success(request, f"Security group {found.name} was deleted.")
-            return HttpResponseRedirect(_list_url(vdc.id), status=303)
-    context = {"vdc": vdc, "group": found, "failure": failure, "delete": actions.DELETE}
-    return render(request, "portal/security_groups/delete.html", context, status=failure_status(failure))
+    return confirmation(
+        request,
+        ctx,
+        actions.DELETE,
+        lambda: security_groups.delete_security_group(ctx, found.name),
+        page="portal/security_groups/delete.html",
+        context={"vdc": vdc, "group": found, "delete": actions.DELETE},
+        said=f"Security group {found.name} was deleted.",
+        then=_list_url(vdc.id),
+        name=found.name,
+    )
 
 
 # ------------------------------------------------------------------------------------------ a VM's groups

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.errors import Conflict, QuotaExceeded, Unavailable, UpstreamFailure
+
+# What an action (a snapshot's too) may fail with, leaving the VM as it was: said on the VM's page, with
+# Proxmox's task when one failed (a VM that does not exist is the 404 page).
+FAILURES = (Conflict, QuotaExceeded, Unavailable, UpstreamFailure)
+
 
 @dataclass(frozen=True)
 class VmAction:

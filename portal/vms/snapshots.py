@@ -22,7 +22,6 @@ from django.urls import reverse
 from orchestrator.errors import (
     Conflict,
     NotFound,
-    QuotaExceeded,
     Unavailable,
     UpstreamFailure,
     ValidationFailed,
@@ -36,11 +35,7 @@ from orchestrator.services.tasks import failed_task
 from portal.activity import trail as activity
 from portal.context import vdc_view
 from portal.forms import CONTROL, confirmed, posted, show_error
-from portal.vms.actions import SNAPSHOT_MUTATIONS
-
-# Failures that leave the VM and its snapshots as they were: said on the VM's page (a VM that does not
-# exist is the 404 page).
-FAILURES = (Conflict, QuotaExceeded, Unavailable, UpstreamFailure)
+from portal.vms.actions import FAILURES, SNAPSHOT_MUTATIONS
 
 
 class SnapshotForm(forms.Form):
@@ -95,14 +90,14 @@ ACTIONS = {
             "rollback",
             "Roll back",
             "Put the VM's disks and configuration back as they were in this snapshot: everything written "
-            "since is lost. A running VM is stopped first; a snapshot with memory resumes it where it was, "
-            "otherwise it stays stopped unless you ask to start it.",
+            "since is lost, and this cannot be undone. A running VM is stopped first; a snapshot with "
+            "memory resumes it where it was, otherwise it stays stopped unless you ask to start it.",
         ),
         SnapshotAction(
             "delete",
             "Delete",
             "Remove this snapshot. The VM as it is now does not change, but you can no longer roll back "
-            "to it.",
+            "to it. This cannot be undone.",
         ),
     )
 }

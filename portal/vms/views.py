@@ -43,7 +43,7 @@ from portal.gateways.views import vm_public
 from portal.htmx import HtmxHttpRequest, redirect, respond, targets
 from portal.networks.views import vm_networking
 from portal.tasks import live_context
-from portal.vms.actions import ACTIONS, CREATE_MUTATION, VmAction
+from portal.vms.actions import ACTIONS, CREATE_MUTATION, FAILURES, VmAction
 from portal.vms.forms import CreateVmForm, ResizeForm, ShutdownForm, VmFilterForm
 from portal.vms.offer import Offer, QuotaLine, asked_for, over_quota, quota_lines
 from portal.vms.snapshots import listing as snapshot_listing
@@ -54,8 +54,6 @@ HISTORY = 10
 # Where a create's placement decision waits for the VM's page (the signed session: the decision is
 # only ever answered by the create itself, and the browser is the one place allowed to keep it).
 PLACEMENT_KEY = "flexplane_vms_placement"
-# Failures that leave the VM as it was: said on the VM's page, with Proxmox's task when one failed.
-ACTION_FAILURES = (Conflict, QuotaExceeded, Unavailable, UpstreamFailure)
 
 
 def changing(vm: VirtualMachine) -> bool:
@@ -263,7 +261,7 @@ def _run(request: HttpRequest, ctx: Context, action: VmAction, vm: VirtualMachin
     except ValidationFailed as exc:
         show_error(shutdown, exc)
         return _confirm_page(request, action, vm, shutdown)
-    except ACTION_FAILURES as exc:
+    except FAILURES as exc:
         messages.error(request, f"{action.label} of VM {vm.name} did not happen: {exc.message}")
         return HttpResponseRedirect(_detail_url(vdc, vm.id, failed_task(exc)), status=303)
     if outcome.task is None:

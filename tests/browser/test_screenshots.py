@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, ViewportSize
 
+from devstack.identity.claims import subject_of
 from tests.browser.conftest import LoginFn
 
 # (file name, user, path): the seeded VDC demo holds web-1, VM 100 of zone-a (running).
@@ -48,6 +49,8 @@ PAGES = [
     ("admin-vdcs", "admin", "/admin/vdcs/"),
     ("admin-vdc-new", "admin", "/admin/vdcs/new/"),
     ("admin-vdc-edit", "admin", "/admin/vdcs/demo/edit/"),
+    # The confirmations that need no object made for them (test_confirmations.py saves the others').
+    ("access-membership-revoke", "admin", f"/admin/access/users/{subject_of('alice')}/vdcs/demo/revoke/"),
 ]
 DESKTOP: ViewportSize = {"width": 1280, "height": 860}
 NARROW: ViewportSize = {"width": 390, "height": 844}

@@ -74,7 +74,7 @@ def test_admin_grants_and_revokes_a_membership_from_the_users_page(
         assert "next token" in granted.text
         assert bob_of(api)["vdcs"] == ["demo", "other"]
     finally:
-        revoked = _post(admin, world, f"{ACCESS}users/{bob['id']}/revoke/", {"vdc": "demo"})
+        revoked = _post(admin, world, f"{ACCESS}users/{bob['id']}/vdcs/demo/revoke/", {"confirm": "yes"})
     assert revoked.status_code == 200
     assert bob_of(api)["vdcs"] == ["other"]
 
@@ -137,11 +137,13 @@ def test_admin_gives_acme_an_allowance_and_its_owner_makes_and_deletes_a_vdc_wit
         assert api('{ vdc(id: "acme-portal") { organization } }', user="admin").data["vdc"] == {
             "organization": acme
         }
-        gone = _post(olivia, world, f"{ACCESS}organizations/{acme}/vdcs/acme-portal/delete/", {})
+        gone = _post(
+            olivia, world, f"{ACCESS}organizations/{acme}/vdcs/acme-portal/delete/", {"confirm": "yes"}
+        )
         assert "VDC acme-portal was deleted" in gone.text
     finally:
         api('mutation { deleteVdc(id: "acme-portal") { errors { code } } }', user="admin")
-        _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {})
+        _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {"confirm": "yes"})
         restore_seeded_organization(zitadel_of(world), "acme")  # the allowance's end took acme's roles away
     assert api("{ organizations { organization } }", user="admin").data["organizations"] == []
 
@@ -203,5 +205,5 @@ def test_an_org_owner_changes_her_vdcs_quota_within_the_allowance_not_past_it_an
         assert main_of(other.text).replace("demo", "no-such") == main_of(missing.text)
     finally:
         api('mutation { deleteVdc(id: "acme-edit") { errors { code } } }', user="admin")
-        _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {})
+        _post(admin, world, f"{ACCESS}organizations/{acme}/delete/", {"confirm": "yes"})
         restore_seeded_organization(zitadel_of(world), "acme")

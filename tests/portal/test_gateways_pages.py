@@ -88,7 +88,7 @@ def test_alice_allocates_a_public_ip_forwards_a_port_to_her_vm_and_sees_it_on_th
     assert "outside 1-65535" in field_error(out_of_range.text, "port")
     vm_page = get(alice, world, vm["path"]).text
     assert f'data-vm-forward="{address}:8080/tcp"' in vm_page
-    removed = post(alice, world, f"/vdc/demo/port-forwards/{address}/tcp/8080/remove/", {})
+    removed = post(alice, world, f"/vdc/demo/port-forwards/{address}/tcp/8080/remove/", {"confirm": "yes"})
     assert removed.status_code == 303
     assert f'data-forward="{address}:8080/tcp"' not in get(alice, world, "/vdc/demo/port-forwards/").text
 
@@ -130,7 +130,7 @@ def test_the_gateway_firewall_page_adds_and_removes_a_rule_and_says_a_bad_one_ne
     assert 'data-gateway="zone-a"' in page
     assert 'data-rule="0"' in page
     assert "443" in text(page.split('data-rule="0"')[1].split("</tr>")[0])
-    removed = post(alice, world, f"/vdc/demo/gateway-firewall/{ZONE}/0/remove/", {})
+    removed = post(alice, world, f"/vdc/demo/gateway-firewall/{ZONE}/0/remove/", {"confirm": "yes"})
     assert removed.status_code == 303
     assert 'data-rule="0"' not in get(alice, world, "/vdc/demo/gateway-firewall/").text
 

@@ -395,6 +395,10 @@ NOTHING = {
 # Admin routes whose real values name nothing the seeded world holds.
 NO_SEEDED_OBJECT = {
     "admin/access/organizations/<str:org>/vdcs/<str:vdc>/edit/",
+    # Confirmations: acme has no allowance (nor VDCs) in the seeded world, and bob no membership of demo.
+    "admin/access/organizations/<str:org>/delete/",
+    "admin/access/organizations/<str:org>/vdcs/<str:vdc>/delete/",
+    "admin/access/users/<str:user>/vdcs/<str:vdc>/revoke/",
     # The world offers Kubernetes versions only when it runs the providers (make dev's does).
     "admin/kubernetes-versions/<str:ident>/edit/",
     "admin/kubernetes-versions/<str:ident>/delete/",

@@ -1,0 +1,318 @@
+"""Destructive actions in the browser: each one's link opens a page that names what goes and says it cannot be
+undone; Cancel leaves everything as it was, the confirmation's button does it and goes back to the page the
+user came from, saying so.
+
+An organization owner (olivia) deletes a VDC of acme; admin revokes bob's membership of VDC demo; alice
+removes a port forward and a rule of her VDC's edge gateway (zone-a gets an external network for the test, on
+bridges this machine gets as a node would have them, as in test_gateways.py). Each confirmation page is saved
+at 1366 and 390 px wide (``confirm-<what>.png``, ``confirm-<what>-narrow.png``), where it must not scroll
+sideways.
+
+Debian's chromium through Playwright, against the world's portal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, ViewportSize, expect
+
+from devstack.identity.claims import organisation_of, subject_of
+from devstack.world import World
+from tests.apikit import GraphQL
+from tests.browser.conftest import LoginFn
+from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
+from tests.orchestrator.sources.test_zitadel import restore_seeded_organization, zitadel_of
+from tests.vmkit import create, vm_names
+
+DESKTOP: ViewportSize = {"width": 1366, "height": 768}
+NARROW: ViewportSize = {"width": 390, "height": 844}
+SIDEWAYS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+UNDONE = "This cannot be undone"
+ACCESS = "/admin/access/"
+
+ERRORS = "errors { code message }"
+ALLOWANCE = (
+    "mutation($o: ID!, $input: OrganizationAllowanceInput!) { setOrganizationAllowance(organization: $o, "
+    f"input: $input) {{ {ERRORS} }} }}"
+)
+DELETE_ALLOWANCE = f"mutation($o: ID!) {{ deleteOrganizationAllowance(organization: $o) {{ {ERRORS} }} }}"
+CREATE_VDC = f"mutation($input: VdcInput!) {{ createVdc(input: $input) {{ {ERRORS} }} }}"
+DELETE_VDC = f"mutation($id: ID!) {{ deleteVdc(id: $id) {{ {ERRORS} }} }}"
+VDC = '{ vdc(id: "acme-confirm") { id } }'
+ORGANIZATIONS = "{ organizations { organization } }"
+GRANT = f"mutation($u: ID!, $v: ID!) {{ grantVdcMembership(user: $u, vdc: $v) {{ {ERRORS} }} }}"
+REVOKE = f"mutation($u: ID!, $v: ID!) {{ revokeVdcMembership(user: $u, vdc: $v) {{ {ERRORS} }} }}"
+USERS = "query($s: String!) { users(search: $s) { id username vdcs } }"
+NICS = "query($id: ID!) { virtualMachine(id: $id) { nics { ipAddress } } }"
+ALLOCATE = f"mutation($z: String) {{ allocatePublicIp(zone: $z) {{ publicIp {{ address }} {ERRORS} }} }}"
+FORWARD = f"mutation($input: PortForwardInput!) {{ addPortForward(input: $input) {{ {ERRORS} }} }}"
+ADD_RULE = (
+    "mutation($input: GatewayFirewallRuleInput!, $z: String) { "
+    f"addGatewayFirewallRule(input: $input, zone: $z) {{ {ERRORS} }} }}"
+)
+ACME_ALLOWANCE = {
+    "zones": ["zone-a"],
+    "computeProfiles": ["small"],
+    "storageProfiles": ["standard"],
+    "images": ["debian-12"],
+    "quota": {"vcpus": 2, "memoryMib": 4096, "diskGb": 40, "vms": 2},
+}
+ACME_VDC = {
+    "id": "acme-confirm",
+    "name": "Acme confirm",
+    "zones": ["zone-a"],
+    "computeProfiles": ["small"],
+    "storageProfiles": ["standard"],
+    "images": ["debian-12"],
+    "quota": {"vcpus": 1, "memoryMib": 1024, "diskGb": 10, "vms": 1},
+}
+
+
+def no_errors(answer: Any, name: str) -> None:
+    assert answer.data[name]["errors"] == [], answer.body
+
+
+def saved(page: Page, screenshots: Path, name: str, *, fits: bool = True) -> None:
+    """The page as it is now, whole, at 1366 px and on a 390 px phone, as ``confirm-<name>.png`` and
+    ``confirm-<name>-narrow.png``; a confirmation (``fits``) must not scroll sideways on the phone."""
+    for size, suffix in ((DESKTOP, ""), (NARROW, "-narrow")):
+        page.set_viewport_size(size)
+        page.screenshot(path=str(screenshots / f"confirm-{name}{suffix}.png"), full_page=True)
+    scroll, client = page.evaluate(SIDEWAYS)
+    assert not fits or scroll <= client, f"{page.url} is {scroll} px wide on a {client} px phone"
+    page.set_viewport_size(DESKTOP)
+
+
+def asked(page: Page, question: str | re.Pattern[str], *named: str) -> None:
+    """The page is a confirmation: its heading asks ``question``, it names each of ``named`` and says what
+    cannot be undone."""
+    expect(page.get_by_role("heading", level=1)).to_have_text(question)
+    section = page.locator('section[aria-labelledby="confirm-title"]')
+    for name in named:
+        expect(section).to_contain_text(name)
+    expect(section.locator("#confirm-explanation")).to_contain_text(UNDONE)
+
+
+# ------------------------------------------------------------------------------------------ a VDC
+
+
+@pytest.fixture
+def acme_vdc(api: GraphQL, world: World) -> Iterator[str]:
+    """Organization acme with an allowance, and its VDC acme-confirm (made by its owner olivia); acme's id.
+    Afterwards the VDC and the allowance are gone, and acme as seeding left it."""
+    acme = organisation_of("acme")[0]
+    no_errors(
+        api(ALLOWANCE, user="admin", variables={"o": acme, "input": ACME_ALLOWANCE}),
+        "setOrganizationAllowance",
+    )
+    try:
+        no_errors(api(CREATE_VDC, user="olivia", variables={"input": ACME_VDC}), "createVdc")
+        yield acme
+    finally:
+        api(DELETE_VDC, user="admin", variables={"id": "acme-confirm"})
+        api(DELETE_ALLOWANCE, user="admin", variables={"o": acme})
+        restore_seeded_organization(zitadel_of(world), "acme")  # the allowance's end took acme's roles
+
+
+def test_an_owners_delete_of_a_vdc_asks_first_cancel_keeps_it_and_confirm_deletes_it(
+    page: Page, login: LoginFn, api: GraphQL, acme_vdc: str, screenshots: Path
+) -> None:
+    page.set_viewport_size(DESKTOP)
+    login(page, "olivia", f"{ACCESS}organizations/")
+    row = page.locator('li[data-row="acme-confirm"]')
+    delete = row.get_by_role("link", name="Delete… VDC acme-confirm")
+    saved(page, screenshots, "from-organizations", fits=False)
+    delete.click()
+    asked(page, "Delete VDC Acme confirm (acme-confirm)?", "organization", "zone-a", "holds 0 VMs", "members")
+    saved(page, screenshots, "vdc-delete")
+
+    page.get_by_role("link", name="Cancel").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Organizations")
+    expect(row).to_be_visible()
+    assert api(VDC, user="admin").data["vdc"] == {"id": "acme-confirm"}
+
+    delete.click()
+    page.get_by_role("button", name="Delete VDC acme-confirm").click()
+    expect(page.locator("#messages")).to_contain_text("VDC acme-confirm was deleted.")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Organizations")
+    expect(row).to_have_count(0)
+    assert api(VDC, user="admin").codes == ["NOT_FOUND"]
+
+
+def test_taking_an_allowance_away_asks_first_and_says_a_refusal_on_the_confirmation(
+    page: Page, login: LoginFn, api: GraphQL, acme_vdc: str, screenshots: Path
+) -> None:
+    page.set_viewport_size(DESKTOP)
+    login(page, "admin", f"{ACCESS}organizations/")
+    page.locator(f'section[data-row="{acme_vdc}"]').get_by_role(
+        "link", name="Take the allowance away…"
+    ).click()
+    asked(
+        page,
+        re.compile(r"^Take the allowance of organization .+ \(" + acme_vdc + r"\) away\?$"),
+        "acme-confirm",
+    )
+    saved(page, screenshots, "allowance-delete")
+    page.get_by_role("button", name="Take the allowance away").click()
+    expect(page.locator("[data-failure]")).to_contain_text("still has VDC(s) acme-confirm: delete them first")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Take the allowance of organization")
+    assert [o["organization"] for o in api(ORGANIZATIONS, user="admin").data["organizations"]] == [acme_vdc]
+
+    no_errors(api(DELETE_VDC, user="admin", variables={"id": "acme-confirm"}), "deleteVdc")
+    page.goto(page.url)  # the confirmation again (its URL; not a reload, which would send the POST)
+    page.get_by_role("button", name="Take the allowance away").click()
+    expect(page.locator("#messages")).to_contain_text(f"({acme_vdc}) has no allowance any more.")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Organizations")
+    assert api(ORGANIZATIONS, user="admin").data["organizations"] == []
+
+
+# ------------------------------------------------------------------------------------------ a membership
+
+
+def vdcs_of_bob(api: GraphQL) -> list[str]:
+    (bob,) = [
+        u for u in api(USERS, user="admin", variables={"s": "bob"}).data["users"] if u["username"] == "bob"
+    ]
+    return sorted(bob["vdcs"])
+
+
+@pytest.fixture
+def bob_in_demo(api: GraphQL) -> Iterator[str]:
+    """bob's id, a member of VDC demo for the test (and no more after it)."""
+    bob = subject_of("bob")
+    no_errors(api(GRANT, user="admin", variables={"u": bob, "v": "demo"}), "grantVdcMembership")
+    try:
+        yield bob
+    finally:
+        api(REVOKE, user="admin", variables={"u": bob, "v": "demo"})
+
+
+def test_revoking_a_membership_asks_first_naming_the_member_and_the_vdc(
+    page: Page, login: LoginFn, api: GraphQL, bob_in_demo: str, screenshots: Path
+) -> None:
+    page.set_viewport_size(DESKTOP)
+    login(page, "admin", f"{ACCESS}users/{bob_in_demo}/")
+    revoke = page.get_by_role("link", name="Revoke… membership of demo")
+    saved(page, screenshots, "from-user", fits=False)
+    revoke.click()
+    asked(page, "Revoke Bob Example's membership of VDC demo?", "bob@example.com", "next token")
+    saved(page, screenshots, "membership-revoke")
+
+    page.get_by_role("link", name="Cancel").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Bob Example")
+    expect(page.locator('li[data-row="demo"]')).to_be_visible()
+    assert vdcs_of_bob(api) == ["demo", "other"]
+
+    revoke.click()
+    page.get_by_role("button", name="Revoke membership of demo").click()
+    expect(page.locator("#messages")).to_contain_text("Bob Example is no longer a member of VDC demo.")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Bob Example")
+    expect(page.locator('li[data-row="demo"]')).to_have_count(0)
+    assert vdcs_of_bob(api) == ["other"]
+
+
+# ------------------------------------------------------------------------------------------ the gateway
+
+
+@pytest.fixture
+def demo_forward(api: GraphQL, world: World) -> Iterator[dict[str, str]]:
+    """zone-a with an external network, and VDC demo's gateway there with a rule letting in tcp/443 and port
+    8080 of a public IP of its own forwarded to port 80 of a VM of alice's (address, vm, vm_address)."""
+    with demo_gateway(), external_network(api, world, "q"), vm_names(api, world) as names:
+        made = create(api, "alice", "demo", name=names("confirm"))
+        assert made["errors"] == [], made["errors"]
+        ident = made["virtualMachine"]["id"]
+        nics = api(NICS, user="alice", vdc="demo", variables={"id": ident}).data["virtualMachine"]["nics"]
+        vnets = vnets_of(api, "demo")
+        for vnet in vnets:
+            bridge(vnet)
+        try:
+            rule = {
+                "direction": "in",
+                "action": "allow",
+                "protocol": "tcp",
+                "portFrom": 443,
+                "description": "web",
+            }
+            no_errors(
+                api(ADD_RULE, user="alice", vdc="demo", variables={"input": rule, "z": ZONE}),
+                "addGatewayFirewallRule",
+            )
+            allocated = api(ALLOCATE, user="alice", vdc="demo", variables={"z": ZONE})
+            no_errors(allocated, "allocatePublicIp")
+            address = allocated.data["allocatePublicIp"]["publicIp"]["address"]
+            vm_address = nics[0]["ipAddress"]
+            forward = {
+                "publicIp": address,
+                "protocol": "tcp",
+                "port": 8080,
+                "toAddress": vm_address,
+                "toPort": 80,
+            }
+            no_errors(api(FORWARD, user="alice", vdc="demo", variables={"input": forward}), "addPortForward")
+            yield {"address": address, "vm": names("confirm"), "vm_address": vm_address}
+        finally:
+            clean_gateway(api, "demo")
+            for vnet in vnets:
+                unbridge(vnet)
+
+
+def test_removing_a_port_forward_and_a_gateway_rule_asks_first_naming_each(
+    page: Page, login: LoginFn, demo_forward: dict[str, str], screenshots: Path
+) -> None:
+    address, key = demo_forward["address"], f"{demo_forward['address']}:8080/tcp"
+    page.set_viewport_size(DESKTOP)
+    login(page, "alice", "/vdc/demo/port-forwards/")
+    row = page.locator(f'tr[data-forward="{key}"]')
+    remove = row.get_by_role("link", name=f"Remove… {key}")
+    saved(page, screenshots, "from-port-forwards", fits=False)
+    remove.click()
+    target = f"{demo_forward['vm_address']}:80"
+    asked(
+        page,
+        f"Remove port forward {key}?",
+        f"Port 8080/tcp of public IP {address}",
+        demo_forward["vm"],
+        target,
+    )
+    saved(page, screenshots, "port-forward-remove")
+    page.get_by_role("link", name="Cancel").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Port forwards")
+    expect(row).to_be_visible()
+    remove.click()
+    page.get_by_role("button", name="Remove port forward").click()
+    expect(page.locator("#messages")).to_contain_text(f"Port 8080/tcp of {address} is no longer forwarded.")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Port forwards")
+    expect(row).to_have_count(0)
+
+    page.goto("/vdc/demo/gateway-firewall/")
+    rule = page.locator(f'section[data-gateway="{ZONE}"] tr[data-rule="0"]')
+    expect(rule).to_contain_text("443")
+    remove_rule = rule.get_by_role("link", name=f"Remove… rule 1 of zone {ZONE}")
+    saved(page, screenshots, "from-gateway-firewall", fits=False)
+    remove_rule.click()
+    asked(
+        page,
+        f"Remove rule 1 of the gateway firewall of zone {ZONE}?",
+        "Inbound, allow tcp",
+        "port 443",
+        "(web)",
+    )
+    saved(page, screenshots, "gateway-rule-remove")
+    page.get_by_role("link", name="Cancel").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Gateway firewall")
+    expect(rule).to_be_visible()
+    remove_rule.click()
+    page.get_by_role("button", name="Remove rule 1").click()
+    expect(page.locator("#messages")).to_contain_text(
+        f"Rule 1 of the gateway firewall of zone {ZONE} was removed."
+    )
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Gateway firewall")
+    expect(rule).to_have_count(0)
+    saved(page, screenshots, "gateway-firewall-after", fits=False)
+    assert not re.search(r"\bdata-action=\"gateway\.(unforward|rule\.remove)\"", page.content())

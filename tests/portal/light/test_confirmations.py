@@ -1,0 +1,383 @@
+"""Every destructive action of the portal asks first: its link opens a page naming what goes and saying that
+it cannot be undone, a POST without the confirmation's "yes" shows that page again and changes nothing, and
+the confirmed POST does it and goes back where the user was.
+
+The pages served from this process on the light world (``tests/portal/served.py``), with Zitadel in memory
+(``tests/orchestrator/fakezitadel.py``) for the Access pages: admin gives organization acme an allowance, its
+owner olivia deletes a VDC of it; admin revokes bob's membership of VDC demo; alice removes a port forward and
+a rule of her VDC's edge gateway (stored as the API stores them: the light world's agents build no gateway).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import requests
+
+from agentclient import AgentTarget
+from agentclient.gateways import GatewaySpec, GatewayState
+from tests.gatewaykit import NO_EXTERNAL, UPDATE_ZONE, ZONE, external_settings
+from tests.orchestrator.api.light.test_access import vdc as vdc_input
+from tests.orchestrator.api.light.test_organizations import (
+    ALLOWANCE,
+    DELETE,
+    DELETE_ALLOWANCE,
+    ORGANIZATIONS,
+    payload,
+    user,
+)
+from tests.orchestrator.fakekube import FakeClusterApi
+from tests.orchestrator.fakezitadel import FakeZitadel
+from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
+from tests.orchestrator.lightworld import LightWorld
+from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
+from tests.portal.pagekit import get, post
+from tests.portal.served import LightPortal
+from tests.vmkit import create, vm_names
+
+ACCESS = "/admin/access/"
+UNDONE = "This cannot be undone"
+CREATE_VDC = "mutation($input: VdcInput!) { createVdc(input: $input) { errors { field code message } } }"
+GRANT = "mutation($u: ID!, $v: ID!) { grantVdcMembership(user: $u, vdc: $v) { errors { code message } } }"
+REVOKE = "mutation($u: ID!, $v: ID!) { revokeVdcMembership(user: $u, vdc: $v) { errors { code message } } }"
+NICS = "query($id: ID!) { virtualMachine(id: $id) { nics { ipAddress } } }"
+ALLOCATE = (
+    "mutation($zone: String) { allocatePublicIp(zone: $zone) "
+    "{ publicIp { address } errors { code message } } }"
+)
+FORWARD = "mutation($input: PortForwardInput!) { addPortForward(input: $input) { errors { code message } } }"
+RELEASE = "mutation($a: String!) { releasePublicIp(address: $a) { errors { code } } }"
+DELETE_GATEWAY = "mutation($zone: String) { deleteEdgeGateway(zone: $zone) { errors { code } } }"
+ADD_RULE = (
+    "mutation($input: GatewayFirewallRuleInput!, $zone: String) { "
+    "addGatewayFirewallRule(input: $input, zone: $zone) { errors { code message } } }"
+)
+ACME_ALLOWANCE = {
+    "zones": ["zone-a"],
+    "computeProfiles": ["small"],
+    "storageProfiles": ["standard"],
+    "images": ["debian-12"],
+    "quota": {"vcpus": 4, "memoryMib": 4096, "diskGb": 40, "vms": 2},
+}
+
+
+# ------------------------------------------------------------------------------------------ fixtures
+# The light conftest's, with Zitadel in memory: the Access pages read and change its users' roles.
+
+
+@pytest.fixture(scope="module")
+def zitadel() -> FakeZitadel:
+    return FakeZitadel.seeded()
+
+
+@pytest.fixture(scope="module")
+def issuer(zitadel: FakeZitadel) -> Iterator[LocalIssuer]:
+    running = LocalIssuer(roles=zitadel)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def api(
+    issuer: LocalIssuer, light: LightWorld, tenant_clusters: FakeClusterApi, zitadel: FakeZitadel
+) -> Iterator[InProcessApi]:
+    with in_process(issuer, light.kube, light.proxmox, tenant_clusters, zitadel) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def olivia(site: LightPortal) -> requests.Session:
+    return site.session("olivia")
+
+
+@pytest.fixture
+def acme(api: InProcessApi, zitadel: FakeZitadel) -> Iterator[str]:
+    """Organization acme's id, with an allowance; its VDCs and allowance removed after, and acme then as
+    seeding left it (taking the allowance away takes its users' roles)."""
+    org = str(user(api, "olivia")["organization"])
+    given = api(ALLOWANCE, user="admin", variables={"o": org, "input": ACME_ALLOWANCE})
+    assert payload(given, "setOrganizationAllowance")["errors"] == []
+    yield org
+    for listed in api(ORGANIZATIONS, user="admin").data["organizations"]:
+        for ident in listed["vdcs"] if listed["organization"] == org else []:
+            api(DELETE, user="admin", variables={"id": ident})
+    api(DELETE_ALLOWANCE, user="admin", variables={"o": org})
+    restore_seeded_organization(zitadel, "acme")
+
+
+def text(page: str) -> str:
+    """A page's words, its tags and runs of spaces gone."""
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def main_of(page: str) -> str:
+    return page[page.index("<main") : page.index("</main>")]
+
+
+def asks_first(session: requests.Session, site: LightPortal, path: str, *named: str) -> str:
+    """The confirmation page at ``path``: it names each of ``named``, says what cannot be undone, and its
+    form sends the "yes" back to ``path``; a POST without that "yes" shows the same page. Its words."""
+    page = get(session, site, path)
+    assert page.status_code == 200, page.text[:2000]
+    said = text(main_of(page.text))
+    for name in named:
+        assert name in said, (name, said)
+    assert UNDONE in said, said
+    assert f'action="{path}"' in page.text
+    assert 'name="confirm" value="yes"' in page.text
+    unconfirmed = post(session, site, path, {})
+    assert unconfirmed.status_code == 200
+    assert text(main_of(unconfirmed.text)) == said
+    return said
+
+
+def confirmed(session: requests.Session, site: LightPortal, path: str, back: str) -> requests.Response:
+    """The confirmed POST: back to ``back``, where the message says what was done."""
+    done = post(session, site, path, {"confirm": "yes"})
+    assert done.status_code == 303, text(done.text)[:2000]
+    assert done.headers["Location"] == back
+    return done
+
+
+# ------------------------------------------------------------------------------------------ a VDC
+
+
+def test_an_owners_delete_of_a_vdc_asks_first_naming_it_its_zones_and_members_then_deletes_it(
+    api: InProcessApi, site: LightPortal, olivia: requests.Session, acme: str
+) -> None:
+    made = api(CREATE_VDC, user="olivia", variables={"input": vdc_input("acme-gone", vcpus=1)})
+    assert made.data["createVdc"]["errors"] == [], made.body
+    listing = get(olivia, site, f"{ACCESS}organizations/").text
+    path = f"{ACCESS}organizations/{acme}/vdcs/acme-gone/delete/"
+    assert f'href="{path}"' in listing  # a link to the confirmation, not a form that deletes
+    assert 'data-action="access.vdc-delete"' not in listing
+
+    said = asks_first(olivia, site, path, "Delete VDC", "acme-gone", "zone-a", "holds 0 VMs", "no members")
+    assert "members' access" in said
+    assert api('{ vdc(id: "acme-gone") { id } }', user="admin").data["vdc"] == {"id": "acme-gone"}
+
+    cancel = re.search(r'href="([^"]+)">Cancel<', get(olivia, site, path).text)
+    assert cancel is not None
+    assert cancel.group(1) == f"{ACCESS}organizations/"
+    confirmed(olivia, site, path, f"{ACCESS}organizations/")
+    assert "VDC acme-gone was deleted." in get(olivia, site, f"{ACCESS}organizations/").text
+    assert api('{ vdc(id: "acme-gone") { id } }', user="admin").codes == ["NOT_FOUND"]
+
+
+def test_a_vdc_of_another_organization_has_no_delete_page_for_an_owner(
+    site: LightPortal, olivia: requests.Session, acme: str
+) -> None:
+    foreign = get(olivia, site, f"{ACCESS}organizations/{acme}/vdcs/demo/delete/")
+    missing = get(olivia, site, f"{ACCESS}organizations/{acme}/vdcs/no-such/delete/")
+    assert foreign.status_code == missing.status_code == 404
+    assert main_of(foreign.text).replace("demo", "no-such") == main_of(missing.text)
+    assert (
+        post(olivia, site, f"{ACCESS}organizations/{acme}/vdcs/demo/delete/", {"confirm": "yes"}).status_code
+        == 404
+    )
+
+
+def test_taking_an_allowance_away_asks_first_and_a_refusal_is_said_on_the_confirmation(
+    api: InProcessApi, site: LightPortal, admin: requests.Session, acme: str
+) -> None:
+    made = api(CREATE_VDC, user="olivia", variables={"input": vdc_input("acme-keeps", vcpus=1)})
+    assert made.data["createVdc"]["errors"] == [], made.body
+    path = f"{ACCESS}organizations/{acme}/delete/"
+    assert f'href="{path}"' in get(admin, site, f"{ACCESS}organizations/").text
+    asks_first(admin, site, path, "Take the allowance", acme, "acme-keeps", "lose the roles")
+
+    refused = post(admin, site, path, {"confirm": "yes"})
+    assert refused.status_code == 409
+    assert "still has VDC(s) acme-keeps" in text(refused.text)
+    assert [o["organization"] for o in api(ORGANIZATIONS, user="admin").data["organizations"]] == [acme]
+
+    assert payload(api(DELETE, user="admin", variables={"id": "acme-keeps"}), "deleteVdc")["errors"] == []
+    confirmed(admin, site, path, f"{ACCESS}organizations/")
+    assert api(ORGANIZATIONS, user="admin").data["organizations"] == []
+
+
+# ------------------------------------------------------------------------------------------ a membership
+
+
+@pytest.fixture
+def bob_in_demo(api: InProcessApi) -> Iterator[str]:
+    """bob's id, a member of VDC demo for the test (and no more after it)."""
+    bob = str(user(api, "bob")["id"])
+    assert (
+        api(GRANT, user="admin", variables={"u": bob, "v": "demo"}).data["grantVdcMembership"]["errors"] == []
+    )
+    yield bob
+    api(REVOKE, user="admin", variables={"u": bob, "v": "demo"})
+
+
+def test_revoking_a_membership_asks_first_naming_the_member_and_the_vdc_then_revokes_it(
+    api: InProcessApi, site: LightPortal, admin: requests.Session, bob_in_demo: str
+) -> None:
+    bob = bob_in_demo
+    page = get(admin, site, f"{ACCESS}users/{bob}/").text
+    path = f"{ACCESS}users/{bob}/vdcs/demo/revoke/"
+    assert f'href="{path}"' in page
+    assert 'data-action="access.revoke"' not in page
+
+    said = asks_first(admin, site, path, "Revoke Bob Example's membership of VDC demo", "bob@example.com")
+    assert "next token" in said
+    assert sorted(user(api, "bob")["vdcs"]) == ["demo", "other"]
+
+    confirmed(admin, site, path, f"{ACCESS}users/{bob}/")
+    back = text(get(admin, site, f"{ACCESS}users/{bob}/").text)
+    assert "Bob Example is no longer a member of VDC demo." in back
+    assert user(api, "bob")["vdcs"] == ["other"]
+    assert get(admin, site, path).status_code == 404  # no membership left to revoke
+
+
+# ------------------------------------------------------------------------------------------ the gateway
+
+
+class RunningGateways:
+    """The light world's agents as nodes that run edge gateways: each spec sent is applied at once."""
+
+    def __init__(self, light: LightWorld) -> None:
+        self.light = light
+        self.applied: dict[str, GatewaySpec] = {}
+
+    def apply_gateway(self, target: AgentTarget, spec: GatewaySpec, *, timeout: float) -> GatewayState:
+        self.applied[spec.id] = spec
+        return GatewayState(spec.id, spec.generation, self.light.agents.nodes[target.identity][1], True)
+
+    def gateway_state(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> GatewayState | None:
+        spec = self.applied.get(gateway_id)
+        node = self.light.agents.nodes[target.identity][1]
+        return None if spec is None else GatewayState(spec.id, spec.generation, node, True)
+
+    def remove_gateway(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> None:
+        self.applied.pop(gateway_id, None)
+
+
+def without_gateway(api: InProcessApi) -> None:
+    """VDC demo's public IPs released and its gateway of zone-a deleted (as ``gatewaykit.clean_gateway``)."""
+    for ip in api("{ publicIps { address } }", user="admin", vdc="demo").data["publicIps"]:
+        api(RELEASE, user="admin", vdc="demo", variables={"a": ip["address"]})
+    api(DELETE_GATEWAY, user="admin", vdc="demo", variables={"zone": ZONE})
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """VDC demo's edge gateway of zone-a, with one rule and a port forward: its public IP, its VM."""
+
+    address: str
+    vm_name: str
+    vm_address: str
+
+
+@pytest.fixture
+def gateway(
+    api: InProcessApi, light: LightWorld, site: LightPortal, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Gateway]:
+    """zone-a with an external network, and VDC demo's edge gateway there (its nodes' agents applying what
+    they are sent) with a rule letting in tcp/443 and port 8080 of a public IP of its own forwarded to port
+    80 of a VM of alice's. The gateway, the VM and the network go afterwards."""
+    running = RunningGateways(light)
+    for name in ("apply_gateway", "gateway_state", "remove_gateway"):
+        monkeypatch.setattr(light.agents, name, getattr(running, name))
+    # The bridge's name is only stored: the light world's nodes make none.
+    answer = api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": external_settings("fplight")})
+    assert answer.data["updateZone"]["errors"] == [], answer.body
+    try:
+        with vm_names(api, site) as names:
+            made = create(api, "alice", "demo", name=names("web"))
+            assert made["errors"] == [], made["errors"]
+            nics = api(NICS, user="alice", vdc="demo", variables={"id": made["virtualMachine"]["id"]})
+            vm_address = nics.data["virtualMachine"]["nics"][0]["ipAddress"]
+            rule = {
+                "direction": "in",
+                "action": "allow",
+                "protocol": "tcp",
+                "portFrom": 443,
+                "description": "web",
+            }
+            added = api(ADD_RULE, user="alice", vdc="demo", variables={"input": rule, "zone": ZONE})
+            assert added.data["addGatewayFirewallRule"]["errors"] == [], added.body
+            allocated = api(ALLOCATE, user="alice", vdc="demo", variables={"zone": ZONE})
+            assert allocated.data["allocatePublicIp"]["errors"] == [], allocated.body
+            address = allocated.data["allocatePublicIp"]["publicIp"]["address"]
+            forward = {
+                "publicIp": address,
+                "protocol": "tcp",
+                "port": 8080,
+                "toAddress": vm_address,
+                "toPort": 80,
+            }
+            forwarded = api(FORWARD, user="alice", vdc="demo", variables={"input": forward})
+            assert forwarded.data["addPortForward"]["errors"] == [], forwarded.body
+            yield Gateway(address, names("web"), vm_address)
+            without_gateway(api)  # before its VM goes
+    finally:
+        without_gateway(api)
+        api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": NO_EXTERNAL})
+
+
+def test_removing_a_port_forward_asks_first_naming_the_address_port_protocol_and_target_then_removes_it(
+    site: LightPortal, alice: requests.Session, gateway: Gateway
+) -> None:
+    key = f"{gateway.address}:8080/tcp"
+    path = f"/vdc/demo/port-forwards/{gateway.address}/tcp/8080/remove/"
+    listing = get(alice, site, "/vdc/demo/port-forwards/").text
+    assert f'data-forward="{key}"' in listing
+    assert f'href="{path}"' in listing  # a link to the confirmation, not a form that removes
+    assert 'data-action="gateway.unforward"' not in listing
+
+    asks_first(alice, site, path, f"Remove port forward {key}?", gateway.vm_name, f"{gateway.vm_address}:80")
+    assert f'data-forward="{key}"' in get(alice, site, "/vdc/demo/port-forwards/").text  # still there
+
+    confirmed(alice, site, path, "/vdc/demo/port-forwards/")
+    after = get(alice, site, "/vdc/demo/port-forwards/").text
+    assert f"Port 8080/tcp of {gateway.address} is no longer forwarded." in after
+    assert f'data-forward="{key}"' not in after
+    assert get(alice, site, path).status_code == 404  # nothing left to remove
+
+
+def test_removing_a_gateway_firewall_rule_asks_first_describing_the_rule_then_removes_it(
+    site: LightPortal, alice: requests.Session, gateway: Gateway
+) -> None:
+    path = f"/vdc/demo/gateway-firewall/{ZONE}/0/remove/"
+    listing = get(alice, site, "/vdc/demo/gateway-firewall/").text
+    assert 'data-rule="0"' in listing
+    assert f'href="{path}"' in listing
+    assert 'data-action="gateway.rule.remove"' not in listing
+
+    asks_first(
+        alice,
+        site,
+        path,
+        f"Remove rule 1 of the gateway firewall of zone {ZONE}?",
+        "Inbound, allow tcp",
+        "port 443",
+        "(web)",
+    )
+    assert 'data-rule="0"' in get(alice, site, "/vdc/demo/gateway-firewall/").text
+
+    confirmed(alice, site, path, "/vdc/demo/gateway-firewall/")
+    after = get(alice, site, "/vdc/demo/gateway-firewall/").text
+    assert f"Rule 1 of the gateway firewall of zone {ZONE} was removed." in after
+    assert 'data-rule="0"' not in after
+    assert get(alice, site, path).status_code == 404
+
+
+def test_bob_gets_the_not_found_page_for_the_confirmations_of_alices_forward_and_rule(
+    site: LightPortal, bob: requests.Session, gateway: Gateway
+) -> None:
+    forward = get(bob, site, f"/vdc/other/port-forwards/{gateway.address}/tcp/8080/remove/")
+    none = get(bob, site, "/vdc/other/port-forwards/203.0.113.250/tcp/8080/remove/")
+    assert forward.status_code == none.status_code == 404
+    assert main_of(forward.text).replace(gateway.address, "<ip>") == main_of(none.text).replace(
+        "203.0.113.250", "<ip>"
+    )
+    assert get(bob, site, f"/vdc/other/gateway-firewall/{ZONE}/0/remove/").status_code == 404
+    assert (
+        post(bob, site, f"/vdc/other/gateway-firewall/{ZONE}/0/remove/", {"confirm": "yes"}).status_code
+        == 404
+    )
