@@ -38,19 +38,26 @@ class QuotaLine:
     limit: int
 
     @property
-    def share(self) -> float:
-        """Used / allowed (0 when nothing is allowed and nothing used; above 1 when over quota)."""
-        if self.limit <= 0:
-            return 0.0 if self.used <= 0 else float("inf")
-        return self.used / self.limit
+    def none_allowed(self) -> bool:
+        """A limit of 0: said in words, as a share of nothing is no number."""
+        return self.limit <= 0
 
     @property
-    def percent(self) -> int:
-        return min(999, round(self.share * 100)) if self.share != float("inf") else 999
+    def percent(self) -> int | None:
+        """Used as a share of the limit, in percent (capped at 999); None when nothing is allowed."""
+        if self.none_allowed:
+            return None
+        return min(999, round(self.used * 100 / self.limit))
+
+    @property
+    def scale(self) -> int:
+        """The meter's maximum: the limit; with none allowed, what is used (a full bar past the limit)."""
+        return self.limit if self.limit > 0 else max(self.used, 1)
 
     @property
     def high(self) -> float:
-        return self.limit * HIGH
+        """From here on the meter warns; with none allowed, anything used is past the limit (red)."""
+        return self.limit * HIGH if self.limit > 0 else 0.5
 
     @property
     def over(self) -> bool:

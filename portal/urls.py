@@ -128,6 +128,7 @@ access_routes: list[URLPattern] = [
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     # Login, its callback (the URL registered at the identity provider) and logout.
     path("login/", oidc.LoginView.as_view(), name="oidc_authentication_init"),
     path("oidc/callback/", oidc.CallbackView.as_view(), name="oidc_authentication_callback"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.urls import reverse
 
 from orchestrator.errors import FlexPlaneError
@@ -12,6 +13,13 @@ from orchestrator.services.context import Context
 from portal.context import portal_view
 
 ADMIN_HOME = "/admin/"
+
+
+def favicon(request: HttpRequest) -> HttpResponseBase:
+    """``/favicon.ico``, which browsers ask for on their own: the portal's icon
+    (``static/portal/favicon.svg``, which the pages link), so that no page logs a 404 for it. Not a
+    permanent redirect: the static file's name may change."""
+    return redirect(static("portal/favicon.svg"))
 
 
 def home(request: HttpRequest) -> HttpResponseBase:

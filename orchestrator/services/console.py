@@ -121,9 +121,15 @@ def _running(ctx: Context, ident: str) -> tuple[Any, VirtualMachine]:
 def issue_ticket(ctx: Context, ident: str) -> str:
     """A ticket for the caller to open VM ``ident``'s console through the websocket, once; checks first
     that they may (NotFound, PermissionDenied, Conflict when the VM is not running)."""
+    return ticketed_vm(ctx, ident)[1]
+
+
+def ticketed_vm(ctx: Context, ident: str) -> tuple[VirtualMachine, str]:
+    """:func:`issue_ticket`, with the VM it is for as it was read (the console page names it: no second
+    read)."""
     _, vm = _running(ctx, ident)
     data = {"sub": ctx.principal.subject, "vm": vm.id, "id": secrets.token_hex(16)}
-    return signing.dumps(data, salt=TICKET_SALT, compress=False)
+    return vm, signing.dumps(data, salt=TICKET_SALT, compress=False)
 
 
 def redeem_ticket(principal: Principal, ticket: str) -> Ticket:

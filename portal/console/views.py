@@ -21,10 +21,11 @@ from portal.context import vdc_view
 @vdc_view
 def console_page(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponse:
     ident = vm_id(zone, vmid)
-    ticket = console.issue_ticket(ctx, ident)
+    vm, ticket = console.ticketed_vm(ctx, ident)
     assert ctx.vdc is not None  # a vdc_view's context
     context = {
         "vm_ident": ident,
+        "vm_name": vm.name,
         "zone": zone,
         "vmid": vmid,
         "socket_path": socket_path(ticket),

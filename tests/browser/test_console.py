@@ -40,7 +40,7 @@ def test_alice_opens_web_1s_console_and_sees_its_screen(
     login(page, "alice", "/vdc/demo/vms/zone-a/100/")
     page.get_by_role("link", name="Console").click()
 
-    expect(page.get_by_role("heading", name="Console of zone-a/100")).to_be_visible()
+    expect(page.get_by_role("heading", name="Console of web-1 (zone-a/100)")).to_be_visible()
     screen = page.locator("#console-screen")
     # Through the portal's socket, the orchestrator and the node's agent to the VM: on a busy machine more
     # than expect's 5 s default. The page gives up after PATIENCE (the orchestrator closes with a reason
