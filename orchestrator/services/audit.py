@@ -1,8 +1,9 @@
 """The audit trail: one record for every mutation of the API and every action of the portal.
 
-A record says when, who (subject, the roles that mattered), in which VDC, which operation on which
-targets, how it ended (``succeeded``, ``failed`` with its error code, ``refused`` for want of a role or
-membership, ``error`` for an INTERNAL one), under which request id and from which client address.
+A record says when, who (subject, their name as their token gave it, the roles that mattered), in which
+VDC, which operation on which targets, how it ended (``succeeded``, ``failed`` with its error code,
+``refused`` for want of a role or membership, ``error`` for an INTERNAL one), under which request id and
+from which client address.
 
 There is no database: a record is written twice, once as a JSON line on stdout (the ``flexplane.audit``
 logger: the operator's log pipeline keeps it as long as it keeps logs), and once as a Kubernetes Event
@@ -90,6 +91,9 @@ class AuditRecord:
     request_id: str | None
     client: str | None
     via: str
+    # The caller's name (or email) from their token: the portal shows people by name, also when Zitadel is
+    # away ("" in records written before it was kept).
+    name: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -113,6 +117,7 @@ class AuditRecord:
                 request_id=str(data["request_id"]) if data.get("request_id") else None,
                 client=str(data["client"]) if data.get("client") else None,
                 via=str(data.get("via") or API),
+                name=str(data.get("name") or ""),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -198,6 +203,7 @@ class Trail:
             request_id=self.request_id,
             client=self.client,
             via=self.via,
+            name=principal.name or principal.email,
         )
 
     def _named_vdc(self) -> str | None:

@@ -109,6 +109,8 @@ class JoinTokenRecord:
     created_by: str
     used_at: datetime.datetime | None
     used_by: str
+    # The creator's name from their token ("" for a token made before it was kept).
+    created_by_name: str = ""
 
     @classmethod
     def from_secret(cls, entry: SecretEntry) -> JoinTokenRecord:
@@ -122,6 +124,7 @@ class JoinTokenRecord:
             created_by=data.get("created-by", ""),
             used_at=_from_unix(used) if used else None,
             used_by=data.get("used-by", ""),
+            created_by_name=data.get("created-by-name", ""),
         )
 
     @property
@@ -196,6 +199,7 @@ def create_join_token(ctx: Context, zone: str, host: str, origin: str) -> NewJoi
             "expires": str(expires).encode(),
             "created-at": str(int(now.timestamp())).encode(),
             "created-by": ctx.principal.subject.encode(),
+            "created-by-name": (ctx.principal.name or ctx.principal.email).encode(),
         },
         labels={KIND_LABEL: JOIN_TOKEN_KIND, ZONE_LABEL: zone, HOST_LABEL: host},
     )
@@ -429,7 +433,7 @@ def join(
         ips = [ipaddress.ip_address(peer.address), ip]
         mesh_settings = {"mesh": hub.settings(peer)}
     _put_host(source, zone, host, address)
-    # Once its agent, started after this answer, answers.
+    # Its images are cached once its agent (started after this answer) answers.
     image_cache.cache_on_new_host(Sources(kube=source), zone, host)
     certificate = sign(ca, csr, identity, ips)
     node_settings = {**_settings(zone, host, address, origin), **updates, **mesh_settings}

@@ -122,6 +122,18 @@ def _stored(ctx: Context, org: str) -> Allowance | None:
     return None if entry is None else Allowance.from_spec(entry.spec)
 
 
+def named(allowance: Allowance) -> str:
+    """An organization as an error names it: by its name, its id beside it."""
+    name, org = allowance.name, allowance.organization
+    return f"{name} ({org})" if name and name != org else org
+
+
+def organization_named(ctx: Context, org: str) -> str:
+    """The organization as its allowance names it (``named``), else its id (no allowance, or none read)."""
+    allowance = _stored(ctx, org) if org else None
+    return org if allowance is None else named(allowance)
+
+
 def _vdcs_of(ctx: Context, org: str) -> list[Vdc]:
     """The organization's VDCs, read from the cluster now (for decisions, under the org's lock)."""
     return [
@@ -259,7 +271,9 @@ def set_allowance(ctx: Context, organization: str, data: Mapping[str, Any]) -> A
         mine = _vdcs_of(ctx, org)
         allotted = _sum(mine)
         if over := _over(allotted, allowance):
-            raise _exceeded(f"organization {org}'s VDCs already have more than this allowance", over)
+            raise _exceeded(
+                f"the VDCs of organization {named(allowance)} already have more than this allowance", over
+            )
         for vdc in mine:
             _check_offerings(vdc, allowance)
         # The project granted to the organization, so that its users can be given its roles within it.
@@ -294,7 +308,8 @@ def delete_allowance(ctx: Context, organization: str) -> Allowance:
             raise NotFound("organization", org)
         if mine := _vdcs_of(ctx, org):
             raise Conflict(
-                f"organization {org} still has VDC(s) {', '.join(v.id for v in mine)}: delete them first"
+                f"organization {named(Allowance.from_spec(entry.spec))} still has VDC(s) "
+                f"{', '.join(v.id for v in mine)}: delete them first"
             )
         ctx.require_zitadel().revoke_project(org)
         ctx.kube.delete_catalog(KIND, org, entry.resource_version)
@@ -318,7 +333,7 @@ def _check_offerings(vdc: Vdc, allowance: Allowance) -> None:
             raise ValidationFailed(
                 field_name,
                 f"{what}(s) {', '.join(outside)} of VDC {vdc.id!r} are not in the allowance of organization "
-                f"{allowance.organization}",
+                f"{named(allowance)}",
             )
 
 
@@ -383,7 +398,7 @@ def check_within(ctx: Context, vdc: Vdc, replacing: str | None = None) -> None:
     others = [v for v in _vdcs_of(ctx, vdc.organization) if v.id not in (vdc.id, replacing)]
     if over := _over(_sum(others) + vdc.quota, allowance):
         raise _exceeded(
-            f"VDC {vdc.id!r} would take organization {vdc.organization}'s VDCs past its allowance", over
+            f"VDC {vdc.id!r} would take the VDCs of organization {named(allowance)} past its allowance", over
         )
 
 

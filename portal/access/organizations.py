@@ -24,6 +24,7 @@ from portal.access.views import access_view
 from portal.admin.forms import AdminForm
 from portal.admin.pages import page_status
 from portal.forms import posted, show_error
+from portal.people import organization_name
 from portal.perform import confirmation, perform
 
 ORGANIZATIONS = "portal-access:organizations"
@@ -66,25 +67,31 @@ def allowance_page(request: HttpRequest, ctx: Context, org: str | None = None) -
     """GET: the allowance form (new, or of ``org``); POST: give or change it (ADMIN)."""
     if not ctx.principal.is_admin:
         raise NotFound("page", request.path)
-    initial = _allowance_of(ctx, org) if org else {}
+    initial, name = _allowance_of(ctx, org) if org else ({}, "")
     data = posted(request)
     form = AllowanceForm(data, ctx=ctx, editing=org is not None, initial=initial)
 
     def give() -> str:
         ident = org or form.cleaned_data["organization"]
-        organizations.set_allowance(ctx, ident, form.to_data())
-        return f"Organization {ident} has its allowance."
+        given = organizations.set_allowance(ctx, ident, form.to_data()).allowance
+        return f"Organization {organizations.named(given)} has its allowance."
 
-    heading = f"Allowance of organization {org}" if org else "Give an organization an allowance"
+    heading = (
+        f"Allowance of organization {organization_name(ctx, org, name)}"
+        if org
+        else "Give an organization an allowance"
+    )
     return _form_page(request, form, give, heading, "access.allowance")
 
 
-def _allowance_of(ctx: Context, org: str) -> dict[str, Any]:
-    """The form's initial values: the organization's allowance, or none yet (the form gives one)."""
+def _allowance_of(ctx: Context, org: str) -> tuple[dict[str, Any], str]:
+    """The form's initial values: the organization's allowance, or none yet (the form gives one); and the
+    organization's name, as the allowance keeps it ("" without one)."""
     try:
-        return AllowanceForm.of(organizations.get_allowance(ctx, org))
+        allowance = organizations.get_allowance(ctx, org)
     except NotFound:
-        return {"organization": organizations.organization_id(org)}
+        return {"organization": organizations.organization_id(org)}, ""
+    return AllowanceForm.of(allowance), allowance.name
 
 
 @access_view
@@ -123,16 +130,17 @@ def vdc_create(request: HttpRequest, ctx: Context, org: str) -> HttpResponseBase
         raise NotFound("organization", org)  # another organization's: the 404 page, as a missing one's
     try:
         allowance = organizations.get_allowance(ctx, org)
-    except NotFound:
-        allowance = Allowance(org, org)  # none yet: nothing is offered, and the create says why
+    except NotFound:  # none yet: nothing is offered, and the create says why
+        allowance = Allowance(org, organization_name(ctx, org))
     data = posted(request)
     form = OrganizationVdcForm(data, ctx=ctx, allowance=allowance)
+    name = allowance.name or org
 
     def create() -> str:
         vdcs.create_vdc(ctx, {**form.to_data(), "organization": org})
-        return f"VDC {form.cleaned_data['id']} was made in organization {org}."
+        return f"VDC {form.cleaned_data['id']} was made in organization {name}."
 
-    return _form_page(request, form, create, f"New VDC of organization {org}", "access.vdc-create")
+    return _form_page(request, form, create, f"New VDC of organization {name}", "access.vdc-create")
 
 
 @access_view
@@ -146,11 +154,13 @@ def vdc_edit(request: HttpRequest, ctx: Context, org: str, vdc: str) -> HttpResp
         data, ctx=ctx, allowance=found.usage.allowance, usage=found.usage, editing=True, initial=initial
     )
 
+    name = found.usage.allowance.name or org
+
     def update() -> str:
         vdcs.update_vdc(ctx, vdc, form.to_data())
-        return f"VDC {vdc} of organization {org} was changed."
+        return f"VDC {vdc} of organization {name} was changed."
 
-    return _form_page(request, form, update, f"VDC {vdc} of organization {org}", "access.vdc-update")
+    return _form_page(request, form, update, f"VDC {vdc} of organization {name}", "access.vdc-update")
 
 
 def _held(ctx: Context, vdc: str) -> tuple[Usage | None, list[users.UserAccess] | None, list[str]]:

@@ -7,7 +7,8 @@ dashboard shows that VDC's alone, to its members.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from django import forms
 from django.core.validators import RegexValidator
@@ -19,6 +20,7 @@ from orchestrator.services.audit import AuditRecord
 from orchestrator.services.context import Context
 from portal.admin.pages import admin_page
 from portal.context import admin_view
+from portal.people import Person, people
 
 # How many records the Activity page and a dashboard show.
 PAGE_SIZE = 200
@@ -50,11 +52,25 @@ class ActivityFilterForm(forms.Form):
 
 
 @dataclass(frozen=True)
+class Entry:
+    """A record as a row shows it: who by name."""
+
+    record: AuditRecord
+    who: Person
+
+
+@dataclass(frozen=True)
 class Activity:
-    """Records to show, or why they could not be read (the management cluster did not answer)."""
+    """Records to show, or why they could not be read (the management cluster did not answer); their
+    callers by name (``portal.people``)."""
 
     records: list[AuditRecord]
     problem: str | None = None
+    people: Mapping[str, Person] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> list[Entry]:
+        return [Entry(r, self.people.get(r.subject) or Person(r.subject)) for r in self.records]
 
 
 def read(
@@ -65,13 +81,16 @@ def read(
     operation: str | None = None,
     limit: int = PAGE_SIZE,
 ) -> Activity:
-    """The newest records for the filters; a cluster that does not answer is said, not raised."""
+    """The newest records for the filters, their callers by name (the names the records keep, the others'
+    from one call to Zitadel); a cluster that does not answer is said, not raised."""
     try:
-        return Activity(
-            audit.recent(ctx, vdc=vdc or None, user=user or None, operation=operation or None, limit=limit)
+        records = audit.recent(
+            ctx, vdc=vdc or None, user=user or None, operation=operation or None, limit=limit
         )
     except (Unavailable, UpstreamFailure) as exc:
         return Activity([], f"The activity could not be read: {exc.message}")
+    named = {r.subject: r.name for r in records if r.name}
+    return Activity(records, people=people(ctx, (r.subject for r in records), named))
 
 
 def vdc_activity(ctx: Context) -> Activity:

@@ -24,6 +24,7 @@ from portal.admin.pages import admin_page, attempt, confirm, page_status
 from portal.context import admin_view
 from portal.forms import posted
 from portal.htmx import HtmxHttpRequest, targets
+from portal.people import Person, people
 from portal.perform import back_to
 
 
@@ -102,12 +103,15 @@ def host_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
         )
         for zone in catalog.list_zones(ctx)
     ]
+    tokens = enrollment.list_join_tokens(ctx)
+    named = {t.created_by: t.created_by_name for t in tokens if t.created_by_name}
+    creators = people(ctx, (t.created_by for t in tokens), named)
     return admin_page(
         request,
         "portal/admin/hosts.html",
         {
             "zones": by_zone,
-            "tokens": enrollment.list_join_tokens(ctx),
+            "tokens": [(t, creators.get(t.created_by) or Person(t.created_by)) for t in tokens],
             "cordon": action("host.cordon"),
             "uncordon": action("host.uncordon"),
             "update_now": action("host.update-now"),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, ViewportSize
 
-from devstack.identity.claims import subject_of
+from devstack.identity.claims import organisation_of, subject_of
 from tests.browser.conftest import LoginFn
 
 # (file name, user, path): the seeded VDC demo holds web-1, VM 100 of zone-a (running).
@@ -54,6 +54,10 @@ PAGES = [
     ("admin-vdc-edit", "admin", "/admin/vdcs/demo/edit/"),
     # The confirmations that need no object made for them (test_confirmations.py saves the others').
     ("access-membership-revoke", "admin", f"/admin/access/users/{subject_of('alice')}/vdcs/demo/revoke/"),
+    # People and organizations by name (test_people_by_name.py saves the pages with records and tokens).
+    ("admin-activity", "admin", "/admin/activity/"),
+    ("access-allowance", "admin", f"/admin/access/organizations/{organisation_of('acme')[0]}/allowance/"),
+    ("access-vdc-new", "olivia", f"/admin/access/organizations/{organisation_of('acme')[0]}/vdcs/new/"),
 ]
 DESKTOP: ViewportSize = {"width": 1280, "height": 860}
 NARROW: ViewportSize = {"width": 390, "height": 844}

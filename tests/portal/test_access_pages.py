@@ -112,7 +112,7 @@ def test_admin_gives_acme_an_allowance_and_its_owner_makes_and_deletes_a_vdc_wit
     admin.get(f"{world.url}{ACCESS}organizations/new/", timeout=30)
     given = _post(admin, world, f"{ACCESS}organizations/new/", allowance)
     assert given.status_code == 200
-    assert f"Organization {acme} has its allowance." in given.text
+    assert f"Organization acme ({acme}) has its allowance." in given.text  # by name, its id beside it
     olivia, page = login(world, "olivia", f"{ACCESS}organizations/")
     try:
         assert "New VDC" in page.text

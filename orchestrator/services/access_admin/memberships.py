@@ -55,11 +55,20 @@ def _vdc(ctx: Context, vdc_id: object) -> Vdc:
     raise NotFound("VDC", vdc_id)
 
 
-def _same_organization(user: User, vdc: Vdc) -> None:
+def named_user(user: User) -> str:
+    """A user as an error names them: their name, their user name (and id, for a user of no name)."""
+    who = user.name or user.username
+    if not who:
+        return f"user {user.id}"
+    return f"{who} ({user.username})" if user.username and user.username != who else who
+
+
+def _same_organization(ctx: Context, user: User, vdc: Vdc) -> None:
     if vdc.organization and user.organization_id != vdc.organization:
+        org = organizations.organization_named(ctx, vdc.organization)
         raise ValidationFailed(
             "user",
-            f"user {user.id} is not of organization {vdc.organization}, whose VDC {vdc.id!r} is: "
+            f"{named_user(user)} is not of organization {org}, whose VDC {vdc.id!r} is: "
             "only its own users can be members",
         )
 
@@ -87,7 +96,7 @@ def _change(
     """Rewrite the user's role keys (``change(current)`` -> wanted) under their lock: keys taken away leave
     whichever authorization holds them; a key added goes to the authorization within ``place(key)``'s
     organization (made if the user has none there)."""
-    with locks.lock(ctx, f"{USER_LEASE_PREFIX}{user.id}", f"the access of user {user.id}"):
+    with locks.lock(ctx, f"{USER_LEASE_PREFIX}{user.id}", f"the access of {named_user(user)}"):
         grants = source.authorizations(user_ids=[user.id])
         current = {key for grant in grants for key in grant.role_keys}
         wanted = change(set(current))
@@ -115,7 +124,7 @@ def grant_vdc_membership(ctx: Context, user_id: str, vdc_id: str) -> UserAccess:
     source = ctx.require_zitadel()
     vdc = _vdc(ctx, vdc_id)
     user = get_user(ctx, source, user_id)
-    _same_organization(user, vdc)
+    _same_organization(ctx, user, vdc)
     role = f"{VDC_ROLE_PREFIX}{vdc.id}"
     home = _Home(source)
     return _change(ctx, source, user, lambda keys: keys | {role}, lambda key: vdc.organization or home())
