@@ -23,18 +23,13 @@ from agentclient.gateways import GatewaySpec, GatewayState
 from tests.gatewaykit import NO_EXTERNAL, UPDATE_ZONE, ZONE, external_settings
 from tests.orchestrator.api.light.test_access import vdc as vdc_input
 from tests.orchestrator.api.light.test_organizations import (
-    ALLOWANCE,
     DELETE,
-    DELETE_ALLOWANCE,
     ORGANIZATIONS,
     payload,
     user,
 )
-from tests.orchestrator.fakekube import FakeClusterApi
-from tests.orchestrator.fakezitadel import FakeZitadel
-from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
+from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
-from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
 from tests.portal.pagekit import get, post
 from tests.portal.served import LightPortal
 from tests.vmkit import create, vm_names
@@ -56,57 +51,9 @@ ADD_RULE = (
     "mutation($input: GatewayFirewallRuleInput!, $zone: String) { "
     "addGatewayFirewallRule(input: $input, zone: $zone) { errors { code message } } }"
 )
-ACME_ALLOWANCE = {
-    "zones": ["zone-a"],
-    "computeProfiles": ["small"],
-    "storageProfiles": ["standard"],
-    "images": ["debian-12"],
-    "quota": {"vcpus": 4, "memoryMib": 4096, "diskGb": 40, "vms": 2},
-}
 
 
 # ------------------------------------------------------------------------------------------ fixtures
-# The light conftest's, with Zitadel in memory: the Access pages read and change its users' roles.
-
-
-@pytest.fixture(scope="module")
-def zitadel() -> FakeZitadel:
-    return FakeZitadel.seeded()
-
-
-@pytest.fixture(scope="module")
-def issuer(zitadel: FakeZitadel) -> Iterator[LocalIssuer]:
-    running = LocalIssuer(roles=zitadel)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def api(
-    issuer: LocalIssuer, light: LightWorld, tenant_clusters: FakeClusterApi, zitadel: FakeZitadel
-) -> Iterator[InProcessApi]:
-    with in_process(issuer, light.kube, light.proxmox, tenant_clusters, zitadel) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def olivia(site: LightPortal) -> requests.Session:
-    return site.session("olivia")
-
-
-@pytest.fixture
-def acme(api: InProcessApi, zitadel: FakeZitadel) -> Iterator[str]:
-    """Organization acme's id, with an allowance; its VDCs and allowance removed after, and acme then as
-    seeding left it (taking the allowance away takes its users' roles)."""
-    org = str(user(api, "olivia")["organization"])
-    given = api(ALLOWANCE, user="admin", variables={"o": org, "input": ACME_ALLOWANCE})
-    assert payload(given, "setOrganizationAllowance")["errors"] == []
-    yield org
-    for listed in api(ORGANIZATIONS, user="admin").data["organizations"]:
-        for ident in listed["vdcs"] if listed["organization"] == org else []:
-            api(DELETE, user="admin", variables={"id": ident})
-    api(DELETE_ALLOWANCE, user="admin", variables={"o": org})
-    restore_seeded_organization(zitadel, "acme")
 
 
 def text(page: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import html
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import pytest
 import requests
@@ -24,18 +24,11 @@ from orchestrator.services import audit, enrollment
 from orchestrator.sources.zitadel import User
 from tests.orchestrator.api.light.test_access import vdc as vdc_input
 from tests.orchestrator.api.light.test_organizations import (
-    ALLOWANCE,
-    DELETE,
-    DELETE_ALLOWANCE,
-    ORGANIZATIONS,
-    payload,
     user,
 )
-from tests.orchestrator.fakekube import FakeClusterApi, context_on
+from tests.orchestrator.fakekube import context_on
 from tests.orchestrator.fakezitadel import FakeZitadel
-from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
-from tests.orchestrator.lightworld import LightWorld
-from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
+from tests.orchestrator.inprocess import InProcessApi
 from tests.portal.pagekit import get
 from tests.portal.served import LightPortal
 
@@ -43,56 +36,9 @@ ACTIVITY = "/admin/activity/"
 CREATE_VDC = "mutation($input: VdcInput!) { createVdc(input: $input) { errors { field code message } } }"
 GRANT = "mutation($u: ID!, $v: ID!) { grantVdcMembership(user: $u, vdc: $v) { errors { code message } } }"
 JOIN_TOKEN = 'mutation { createHostJoinToken(host: "named-node", zone: "zone-a") { errors { code } } }'
-ACME_ALLOWANCE = {
-    "zones": ["zone-a"],
-    "computeProfiles": ["small"],
-    "storageProfiles": ["standard"],
-    "images": ["debian-12"],
-    "quota": {"vcpus": 4, "memoryMib": 4096, "diskGb": 40, "vms": 2},
-}
 
 
 # ------------------------------------------------------------------------------------------ fixtures
-# The light conftest's, with Zitadel in memory.
-
-
-@pytest.fixture(scope="module")
-def zitadel() -> FakeZitadel:
-    return FakeZitadel.seeded()
-
-
-@pytest.fixture(scope="module")
-def issuer(zitadel: FakeZitadel) -> Iterator[LocalIssuer]:
-    running = LocalIssuer(roles=zitadel)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def api(
-    issuer: LocalIssuer, light: LightWorld, tenant_clusters: FakeClusterApi, zitadel: FakeZitadel
-) -> Iterator[InProcessApi]:
-    with in_process(issuer, light.kube, light.proxmox, tenant_clusters, zitadel) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def olivia(site: LightPortal) -> requests.Session:
-    return site.session("olivia")
-
-
-@pytest.fixture
-def acme(api: InProcessApi, zitadel: FakeZitadel) -> Iterator[str]:
-    """Organization acme's id, with an allowance; its VDCs and allowance removed after."""
-    org = str(user(api, "olivia")["organization"])
-    given = api(ALLOWANCE, user="admin", variables={"o": org, "input": ACME_ALLOWANCE})
-    assert payload(given, "setOrganizationAllowance")["errors"] == []
-    yield org
-    for listed in api(ORGANIZATIONS, user="admin").data["organizations"]:
-        for ident in listed["vdcs"] if listed["organization"] == org else []:
-            api(DELETE, user="admin", variables={"id": ident})
-    api(DELETE_ALLOWANCE, user="admin", variables={"o": org})
-    restore_seeded_organization(zitadel, "acme")
 
 
 @pytest.fixture
