@@ -19,7 +19,7 @@ from playwright.sync_api import Page, Response, ViewportSize, expect
 from devstack.world import World
 from tests.apikit import GraphQL
 from tests.browser.conftest import LoginFn
-from tests.gatewaykit import ZONE, clean_gateway, demo_gateway, external_network
+from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
 
 VM_PAGE = "/vdc/demo/vms/zone-a/100/"
 # How long an edge gateway may take to be built by its agent once a public IP is allocated.
@@ -111,6 +111,9 @@ def test_a_gateways_counters_read_in_binary_units_and_counted_packets(
     page: Page, signed_in: LoginFn, api: GraphQL, world: World, screenshots: Path
 ) -> None:
     with demo_gateway(), external_network(api, world, "d"):
+        vnets = vnets_of(api, "demo")  # the gateway's legs: the bridges of demo's VNets on this machine
+        for vnet in vnets:
+            bridge(vnet)
         try:
             made = api(ALLOCATE, user="alice", vdc="demo", variables={"zone": ZONE}).data["allocatePublicIp"]
             assert made["errors"] == [], made["errors"]
@@ -134,6 +137,8 @@ def test_a_gateways_counters_read_in_binary_units_and_counted_packets(
             shoot(page, screenshots, "gateway-firewall-counters")
         finally:
             clean_gateway(api, "demo")
+            for vnet in vnets:
+                unbridge(vnet)
 
 
 def test_every_description_a_vm_pages_fields_name_is_on_the_page(page: Page, signed_in: LoginFn) -> None:

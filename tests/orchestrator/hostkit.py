@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.apikit import Api, Zones
+from tests.apikit import Api, Zones, eventually
 from tests.vmkit import forget
 
 GIB = 1024**3
@@ -123,3 +123,15 @@ def hold_lock(world: Zones, zone: str, vmid: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------ cordon
+
+
+def reached_again(api: Api, zone: str, host: str, timeout: float = 15.0) -> None:
+    """Wait until the orchestrator reaches the host's agent again after it was stopped and started: its
+    channel reconnects after a backoff, and until then calls fail at once with the last error, so a test
+    that stopped an agent leaves the session's next tests a host that answers."""
+
+    def answers() -> bool:
+        listed = api("{ hosts { id agentVersion } }", user="admin").data["hosts"]
+        return any(h["id"] == f"{zone}/{host}" and h["agentVersion"] for h in listed)
+
+    eventually(answers, timeout, f"the orchestrator reaching {zone}/{host} again")

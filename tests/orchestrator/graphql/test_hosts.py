@@ -12,7 +12,8 @@ from cryptography import x509
 
 from agent import __version__ as AGENT_VERSION
 from devstack.world import World
-from tests.apikit import Answer, GraphQL, eventually
+from tests.apikit import Answer, GraphQL
+from tests.orchestrator.hostkit import reached_again
 
 GIB = 1024**3
 DETAILS = """{ hosts { id zone name online cordoned agentVersion agentPackageVersion proxmoxVersion
@@ -69,11 +70,6 @@ def test_a_user_sees_hosts_without_the_admins_details(api: GraphQL) -> None:
             assert host[field] is None, field
 
 
-def answers_again(api: GraphQL, ident: str) -> bool:
-    answer = api("{ hosts { id agentVersion } }", user="admin")
-    return any(h["id"] == ident and h["agentVersion"] for h in answer.data["hosts"])
-
-
 def test_a_host_whose_agent_does_not_answer_is_partial_data(api: GraphQL, world: World) -> None:
     world.stop_agent("zone-b", "pve2")
     try:
@@ -82,10 +78,7 @@ def test_a_host_whose_agent_does_not_answer_is_partial_data(api: GraphQL, world:
         elapsed = time.monotonic() - started
     finally:
         world.start_agent("zone-b", "pve2")
-        # Back as it was for the session's next tests: the orchestrator reaches the agent again.
-        eventually(
-            lambda: answers_again(api, "zone-b/pve2"), 15, "the orchestrator reaching zone-b/pve2 again"
-        )
+        reached_again(api, "zone-b", "pve2")
     hosts = answer.data["hosts"]
     index = next(i for i, h in enumerate(hosts) if h["id"] == "zone-b/pve2")
     silent = hosts[index]

@@ -17,6 +17,7 @@ from devstack.world import World
 from orchestrator.services.vms import TEMPLATE_WAIT
 from tests import vmkit
 from tests.apikit import GraphQL, eventually
+from tests.orchestrator.hostkit import reached_again
 
 PUBLISH = """mutation($input: ImageInput!) { createImage(input: $input) {
   image { name } caching { host storage started message } errors { field message code } } }"""
@@ -137,6 +138,7 @@ def test_a_host_whose_agent_does_not_answer_is_named_and_the_image_is_published_
             payload = publish(api, world, name, world.images.url(file), file, [vdc])
         finally:
             world.start_agent(*away)
+            reached_again(api, *away)
             eventually(
                 lambda: not api("{ hosts { id agentVersion } }", user="admin").errors, 30, "agents back"
             )

@@ -17,6 +17,7 @@ from orchestrator.services.gateways import reconcile, store
 from orchestrator.sources.kube import KubeSource
 from tests.apikit import GraphQL
 from tests.gatewaykit import ZONE, bridge, clean_gateway, external_network, unbridge, vnets_of
+from tests.orchestrator.hostkit import reached_again
 from tests.orchestrator.services.conftest import MakeContext, context
 from tests.vmkit import payload, scratch_vdcs
 
@@ -70,6 +71,7 @@ def test_the_reconcile_command_sends_what_a_host_that_did_not_answer_missed(
         assert not stored(vdc).applied
     finally:
         world.start_agent(ZONE, host)
+        reached_again(api, ZONE, host)
     out = io.StringIO()
     call_command("reconcile_gateways", stdout=out, stderr=io.StringIO())
     assert f"gateway {vdc}.{ZONE}: applied on {host}" in out.getvalue()
