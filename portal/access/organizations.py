@@ -18,13 +18,13 @@ from orchestrator.services import access, catalog, organizations, vdcs
 from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.context import Context
 from orchestrator.services.organizations import Allowance
+from orchestrator.services.people import organization_name
 from portal.access.actions import action, performed
 from portal.access.forms import AllowanceForm, OrganizationVdcForm
 from portal.access.views import access_view
 from portal.admin.forms import AdminForm
 from portal.admin.pages import page_status
 from portal.forms import posted, show_error
-from portal.people import organization_name
 from portal.perform import confirmation, perform
 
 ORGANIZATIONS = "portal-access:organizations"

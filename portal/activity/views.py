@@ -18,9 +18,9 @@ from orchestrator.errors import Unavailable, UpstreamFailure
 from orchestrator.services import audit
 from orchestrator.services.audit import AuditRecord
 from orchestrator.services.context import Context
+from orchestrator.services.people import Person, people
 from portal.admin.pages import admin_page
 from portal.context import admin_view
-from portal.people import Person, people
 
 # How many records the Activity page and a dashboard show.
 PAGE_SIZE = 200

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from orchestrator.services import catalog, enrollment, hosts, image_cache, mesh, releases
 from orchestrator.services.context import Context
+from orchestrator.services.people import Person, people
 from portal.activity import trail as activity
 from portal.admin.actions import action
 from portal.admin.forms import JoinTokenForm
@@ -24,7 +25,6 @@ from portal.admin.pages import admin_page, attempt, confirm, page_status
 from portal.context import admin_view
 from portal.forms import posted
 from portal.htmx import HtmxHttpRequest, targets
-from portal.people import Person, people
 from portal.perform import back_to
 
 
