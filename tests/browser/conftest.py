@@ -46,6 +46,9 @@ HERE = Path(__file__).resolve().parent
 # A page of the portal, the identity provider's login and the way back take a few requests each.
 TIMEOUT_MS = 15_000
 
+# Every context's window and language.
+CONTEXT: dict[str, Any] = {"viewport": {"width": 1280, "height": 860}, "locale": "en-US"}
+
 LoginFn = Callable[..., None]
 
 
@@ -91,7 +94,7 @@ def base_url(world: World) -> str:
 
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]:
-    return {**browser_context_args, "viewport": {"width": 1280, "height": 860}, "locale": "en-US"}
+    return {**browser_context_args, **CONTEXT}
 
 
 @pytest.fixture

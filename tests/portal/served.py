@@ -3,9 +3,10 @@
 The pages' tests drive the portal as a browser does, with ``requests`` sessions: forms with their CSRF
 tokens, redirects, htmx's headers, cookies. Here the portal answers them from the test's own process
 (Django's WSGI handler behind a threading server, through the same middleware stack as the orchestrator's
-ASGI app), its services on the light world (``tests/orchestrator/lightworld.py``) and the API's process
-sources (``tests/orchestrator/inprocess.in_process``). A session is the one the portal's login records for
-the devstack's user (``inprocess.recorded_login``); the login itself, websockets (console, live tasks) and
+ASGI app, its static files served as the development app serves them, for a browser), its services on the
+light world (``tests/orchestrator/lightworld.py``) and the API's process sources
+(``tests/orchestrator/inprocess.in_process``). A session is the one the portal's login records for the
+devstack's user (``inprocess.recorded_login``); the login itself, websockets (console, live tasks) and
 daphne are the devstack world's to show.
 """
 
@@ -21,6 +22,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import requests
 from django.conf import settings
+from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.core.handlers.wsgi import WSGIHandler
 from django.test import override_settings
 
@@ -66,7 +68,8 @@ def served(light: LightWorld) -> Iterator[LightPortal]:
     """The portal of this process served on the light world's loopback subnet until the block ends."""
     host = addresses.address(addresses.LIGHT_PORTAL, 1)
     with override_settings(ALLOWED_HOSTS=[*settings.ALLOWED_HOSTS, host]):
-        server = make_server(host, 0, WSGIHandler(), server_class=_Server, handler_class=_QuietHandler)
+        app = StaticFilesHandler(WSGIHandler())
+        server = make_server(host, 0, app, server_class=_Server, handler_class=_QuietHandler)
         thread = threading.Thread(target=server.serve_forever, name="light-portal", daemon=True)
         thread.start()
         try:
