@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, ViewportSize, expect
 
 from devstack import seed
 from devstack.world import World
@@ -46,6 +46,10 @@ HERE = Path(__file__).resolve().parent
 # A page of the portal, the identity provider's login and the way back take a few requests each.
 TIMEOUT_MS = 15_000
 
+# The sizes of the screenshots: a laptop's screen and a phone's.
+DESKTOP: ViewportSize = {"width": 1366, "height": 768}
+NARROW: ViewportSize = {"width": 390, "height": 844}
+SIDEWAYS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 # Every context's window and language.
 CONTEXT: dict[str, Any] = {"viewport": {"width": 1280, "height": 860}, "locale": "en-US"}
 
@@ -170,3 +174,14 @@ def assert_not_found(page: Page, path: str) -> None:
     assert answer is not None
     assert answer.status == 404, path
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+
+
+def shoot(page: Page, screenshots: Path, name: str, *, fits: bool = True) -> None:
+    """The page as it is now, whole, at 1366 px and on a 390 px phone (``<name>.png``, ``<name>-narrow.png``),
+    where it must not scroll sideways unless it need not (``fits=False``); left at 1366 px."""
+    for size, suffix in ((DESKTOP, ""), (NARROW, "-narrow")):
+        page.set_viewport_size(size)
+        page.screenshot(path=str(screenshots / f"{name}{suffix}.png"), full_page=True)
+    scroll, client = page.evaluate(SIDEWAYS)
+    assert not fits or scroll <= client, f"{page.url} is {scroll} px wide on a {client} px phone"
+    page.set_viewport_size(DESKTOP)

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 from kubernetes.config import new_client_from_config
-from playwright.sync_api import Page, ViewportSize, expect
+from playwright.sync_api import Page, expect
 
 from devstack.world import World
 from orchestrator.models.clusters import MACHINE_DEPLOYMENT
 from tests.apikit import GraphQL
-from tests.browser.conftest import LoginFn
+from tests.browser.conftest import LoginFn, shoot
 from tests.portal.clusterkit import (
     VERSIONS,
     Management,
@@ -33,9 +33,6 @@ from tests.portal.clusterkit import (
     vdc_network,
 )
 
-DESKTOP: ViewportSize = {"width": 1280, "height": 860}
-NARROW: ViewportSize = {"width": 390, "height": 844}
-SIDEWAYS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 ENDPOINT_HOST = "198.51.100.8"
 # The status part reads itself again every 2 s: a change shows within two reads.
 LIVE_MS = 10_000
@@ -46,17 +43,6 @@ def network(world: World, api: GraphQL) -> Iterator[str]:
     prepare(world, api)
     with vdc_network(api) as made:
         yield made
-
-
-def saved(page: Page, screenshots: Path, name: str) -> None:
-    """The page whole at a desktop's size and a phone's, which it fits without scrolling sideways."""
-    page.set_viewport_size(DESKTOP)
-    page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
-    page.set_viewport_size(NARROW)
-    scroll, client = page.evaluate(SIDEWAYS)
-    assert scroll <= client, f"{name} scrolls sideways on a phone: {scroll} > {client}"
-    page.screenshot(path=str(screenshots / f"{name}-narrow.png"), full_page=True)
-    page.set_viewport_size(DESKTOP)
 
 
 def test_alice_creates_a_cluster_watches_it_become_ready_scales_a_pool_and_downloads_its_kubeconfig(
@@ -74,7 +60,7 @@ def test_alice_creates_a_cluster_watches_it_become_ready_scales_a_pool_and_downl
         expect(page.get_by_label("Pool name")).to_have_value("workers")
         page.get_by_label("Nodes", exact=True).fill("3")
         page.get_by_label("Compute profile").select_option("small")
-        saved(page, screenshots, "cluster-create")
+        shoot(page, screenshots, "cluster-create")
         page.get_by_role("button", name="Create cluster").click()
 
         page.wait_for_url(re.compile(rf"/vdc/demo/kubernetes/{name}/$"))
@@ -92,7 +78,7 @@ def test_alice_creates_a_cluster_watches_it_become_ready_scales_a_pool_and_downl
             f"https://{ENDPOINT_HOST}:6443"
         )
         page.reload()  # the kubeconfig's link shows once the cluster has an endpoint
-        saved(page, screenshots, "cluster-ready")
+        shoot(page, screenshots, "cluster-ready")
 
         page.get_by_label("Node pool", exact=True).select_option("workers")
         page.get_by_label("Nodes", exact=True).fill("5")
@@ -122,4 +108,4 @@ def test_alice_creates_a_cluster_watches_it_become_ready_scales_a_pool_and_downl
         row = page.locator(f'tr[data-cluster="{name}"]')
         expect(row.locator("[data-cluster-phase]")).to_have_attribute("data-cluster-phase", "Ready")
         expect(row.locator("[data-cluster-nodes]")).to_have_text("5 of 5 ready")
-        saved(page, screenshots, "cluster-list")
+        shoot(page, screenshots, "cluster-list")

@@ -19,19 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, ViewportSize, expect
+from playwright.sync_api import Page, expect
 
 from devstack.identity.claims import organisation_of, subject_of
 from devstack.world import World
 from tests.apikit import GraphQL
-from tests.browser.conftest import LoginFn
+from tests.browser.conftest import DESKTOP, LoginFn, shoot
 from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
 from tests.orchestrator.sources.test_zitadel import restore_seeded_organization, zitadel_of
 from tests.vmkit import create, vm_names
 
-DESKTOP: ViewportSize = {"width": 1366, "height": 768}
-NARROW: ViewportSize = {"width": 390, "height": 844}
-SIDEWAYS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 UNDONE = "This cannot be undone"
 ACCESS = "/admin/access/"
 
@@ -77,17 +74,6 @@ def no_errors(answer: Any, name: str) -> None:
     assert answer.data[name]["errors"] == [], answer.body
 
 
-def saved(page: Page, screenshots: Path, name: str, *, fits: bool = True) -> None:
-    """The page as it is now, whole, at 1366 px and on a 390 px phone, as ``confirm-<name>.png`` and
-    ``confirm-<name>-narrow.png``; a confirmation (``fits``) must not scroll sideways on the phone."""
-    for size, suffix in ((DESKTOP, ""), (NARROW, "-narrow")):
-        page.set_viewport_size(size)
-        page.screenshot(path=str(screenshots / f"confirm-{name}{suffix}.png"), full_page=True)
-    scroll, client = page.evaluate(SIDEWAYS)
-    assert not fits or scroll <= client, f"{page.url} is {scroll} px wide on a {client} px phone"
-    page.set_viewport_size(DESKTOP)
-
-
 def asked(page: Page, question: str | re.Pattern[str], *named: str) -> None:
     """The page is a confirmation: its heading asks ``question``, it names each of ``named`` and says what
     cannot be undone."""
@@ -126,10 +112,10 @@ def test_an_owners_delete_of_a_vdc_asks_first_cancel_keeps_it_and_confirm_delete
     login(page, "olivia", f"{ACCESS}organizations/")
     row = page.locator('li[data-row="acme-confirm"]')
     delete = row.get_by_role("link", name="Delete… VDC acme-confirm")
-    saved(page, screenshots, "from-organizations", fits=False)
+    shoot(page, screenshots, "confirm-from-organizations", fits=False)
     delete.click()
     asked(page, "Delete VDC Acme confirm (acme-confirm)?", "organization", "zone-a", "holds 0 VMs", "members")
-    saved(page, screenshots, "vdc-delete")
+    shoot(page, screenshots, "confirm-vdc-delete")
 
     page.get_by_role("link", name="Cancel").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Organizations")
@@ -157,7 +143,7 @@ def test_taking_an_allowance_away_asks_first_and_says_a_refusal_on_the_confirmat
         re.compile(r"^Take the allowance of organization .+ \(" + acme_vdc + r"\) away\?$"),
         "acme-confirm",
     )
-    saved(page, screenshots, "allowance-delete")
+    shoot(page, screenshots, "confirm-allowance-delete")
     page.get_by_role("button", name="Take the allowance away").click()
     expect(page.locator("[data-failure]")).to_contain_text("still has VDC(s) acme-confirm: delete them first")
     expect(page.get_by_role("heading", level=1)).to_contain_text("Take the allowance of organization")
@@ -198,10 +184,10 @@ def test_revoking_a_membership_asks_first_naming_the_member_and_the_vdc(
     page.set_viewport_size(DESKTOP)
     login(page, "admin", f"{ACCESS}users/{bob_in_demo}/")
     revoke = page.get_by_role("link", name="Revoke… membership of demo")
-    saved(page, screenshots, "from-user", fits=False)
+    shoot(page, screenshots, "confirm-from-user", fits=False)
     revoke.click()
     asked(page, "Revoke Bob Example's membership of VDC demo?", "bob@example.com", "next token")
-    saved(page, screenshots, "membership-revoke")
+    shoot(page, screenshots, "confirm-membership-revoke")
 
     page.get_by_role("link", name="Cancel").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Bob Example")
@@ -270,7 +256,7 @@ def test_removing_a_port_forward_and_a_gateway_rule_asks_first_naming_each(
     login(page, "alice", "/vdc/demo/port-forwards/")
     row = page.locator(f'tr[data-forward="{key}"]')
     remove = row.get_by_role("link", name=f"Remove… {key}")
-    saved(page, screenshots, "from-port-forwards", fits=False)
+    shoot(page, screenshots, "confirm-from-port-forwards", fits=False)
     remove.click()
     target = f"{demo_forward['vm_address']}:80"
     asked(
@@ -280,7 +266,7 @@ def test_removing_a_port_forward_and_a_gateway_rule_asks_first_naming_each(
         demo_forward["vm"],
         target,
     )
-    saved(page, screenshots, "port-forward-remove")
+    shoot(page, screenshots, "confirm-port-forward-remove")
     page.get_by_role("link", name="Cancel").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Port forwards")
     expect(row).to_be_visible()
@@ -294,7 +280,7 @@ def test_removing_a_port_forward_and_a_gateway_rule_asks_first_naming_each(
     rule = page.locator(f'section[data-gateway="{ZONE}"] tr[data-rule="0"]')
     expect(rule).to_contain_text("443")
     remove_rule = rule.get_by_role("link", name=f"Remove… rule 1 of zone {ZONE}")
-    saved(page, screenshots, "from-gateway-firewall", fits=False)
+    shoot(page, screenshots, "confirm-from-gateway-firewall", fits=False)
     remove_rule.click()
     asked(
         page,
@@ -303,7 +289,7 @@ def test_removing_a_port_forward_and_a_gateway_rule_asks_first_naming_each(
         "port 443",
         "(web)",
     )
-    saved(page, screenshots, "gateway-rule-remove")
+    shoot(page, screenshots, "confirm-gateway-rule-remove")
     page.get_by_role("link", name="Cancel").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Gateway firewall")
     expect(rule).to_be_visible()
@@ -314,5 +300,5 @@ def test_removing_a_port_forward_and_a_gateway_rule_asks_first_naming_each(
     )
     expect(page.get_by_role("heading", level=1)).to_contain_text("Gateway firewall")
     expect(rule).to_have_count(0)
-    saved(page, screenshots, "gateway-firewall-after", fits=False)
+    shoot(page, screenshots, "confirm-gateway-firewall-after", fits=False)
     assert not re.search(r"\bdata-action=\"gateway\.(unforward|rule\.remove)\"", page.content())

@@ -63,6 +63,12 @@ def test_alice_opens_web_1s_console_and_sees_its_screen(
     expect(page.get_by_role("button", name="Send Ctrl+Alt+Del")).to_be_enabled()
     assert all(url.startswith(page.url.split("/vdc/")[0]) for url in scripts)  # noVNC from the portal itself
     page.screenshot(path=str(screenshots / "vm-console.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(screenshots / "vm-console-narrow.png"), full_page=True)
+    scroll, client = page.evaluate(
+        "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert scroll <= client, f"the console is {scroll} px wide on a {client} px phone"
 
 
 def test_a_console_that_never_greets_is_given_up_in_words(page: Page, login: LoginFn, world: World) -> None:

@@ -1,4 +1,5 @@
-"""Screenshots of every portal page for a reviewer, in the folder `make test` names at its end.
+"""Screenshots of every portal page for a reviewer, in the folder `make test` names at its end, from the
+portal served in this process on the light world (a connected console's: test_console.py, on the world's).
 
 Each page is opened as its user would open it (alice for her VDC, admin for the admin area), must
 answer 200 with its heading, and is saved whole as ``<name>.png`` on a desktop and as
@@ -12,10 +13,10 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, ViewportSize
+from playwright.sync_api import Page
 
 from devstack.identity.claims import organisation_of, subject_of
-from tests.browser.conftest import LoginFn
+from tests.browser.conftest import DESKTOP, NARROW, SIDEWAYS, LoginFn
 
 # (file name, user, path): the seeded VDC demo holds web-1, VM 100 of zone-a (running).
 PAGES = [
@@ -28,7 +29,6 @@ PAGES = [
     ("vm-delete", "alice", "/vdc/demo/vms/zone-a/100/delete/"),
     ("vm-attach-network", "alice", "/vdc/demo/vms/zone-a/100/nics/attach/"),
     ("vm-snapshot-new", "alice", "/vdc/demo/vms/zone-a/100/snapshots/new/"),
-    ("vm-console", "alice", "/vdc/demo/console/zone-a/100/"),
     ("networks", "alice", "/vdc/demo/networks/"),
     ("security-groups", "alice", "/vdc/demo/security-groups/"),
     ("security-group-new", "alice", "/vdc/demo/security-groups/new/"),
@@ -59,11 +59,8 @@ PAGES = [
     ("access-allowance", "admin", f"/admin/access/organizations/{organisation_of('acme')[0]}/allowance/"),
     ("access-vdc-new", "olivia", f"/admin/access/organizations/{organisation_of('acme')[0]}/vdcs/new/"),
 ]
-DESKTOP: ViewportSize = {"width": 1280, "height": 860}
-NARROW: ViewportSize = {"width": 390, "height": 844}
 # A screenshot smaller than this is a blank page.
 MIN_BYTES = 10_000
-SIDEWAYS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 # Sizes are binary everywhere (KiB, MiB, GiB): a decimal unit after a number is a page out of step.
 DECIMAL_UNIT = re.compile(r"\d\s?(?:kB|KB|MB|GB|TB)\b")
 

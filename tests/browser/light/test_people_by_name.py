@@ -3,43 +3,31 @@ dashboard say who did what by name, the id beside it for the admin (a link to th
 tokens say who made them; an owner's new VDC form names the organization.
 
 Each page is saved at 1366 and 390 px wide (``people-<what>.png``, ``people-<what>-narrow.png``), where it
-must not scroll sideways. Debian's chromium through Playwright, against the world's portal.
+must not scroll sideways. Debian's chromium through Playwright, against the portal served in this process
+on the light world.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.sync_api import Page, ViewportSize, expect
+from playwright.sync_api import Page, expect
 
 from devstack.identity.claims import organisation_of, subject_of
-from tests.apikit import GraphQL
-from tests.browser.conftest import LoginFn
+from tests.apikit import Api
+from tests.browser.conftest import LoginFn, shoot
 
-DESKTOP: ViewportSize = {"width": 1366, "height": 768}
-NARROW: ViewportSize = {"width": 390, "height": 844}
-SIDEWAYS = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 SNAPSHOT = 'mutation { createSnapshot(vm: "zone-a/999999", name: "by-name") { errors { code } } }'
 JOIN_TOKEN = 'mutation { createHostJoinToken(host: "named-node", zone: "zone-a") { errors { code } } }'
 
 
-def saved(page: Page, screenshots: Path, name: str) -> None:
-    """The page whole at 1366 px and on a 390 px phone, where it must not scroll sideways."""
-    for size, suffix in ((DESKTOP, ""), (NARROW, "-narrow")):
-        page.set_viewport_size(size)
-        page.screenshot(path=str(screenshots / f"people-{name}{suffix}.png"), full_page=True)
-    scroll, client = page.evaluate(SIDEWAYS)
-    assert scroll <= client, f"{page.url} is {scroll} px wide on a {client} px phone"
-    page.set_viewport_size(DESKTOP)
-
-
-def alice_did_something(api: GraphQL) -> None:
+def alice_did_something(api: Api) -> None:
     answer = api(SNAPSHOT, user="alice", vdc="demo")
     assert answer.data["createSnapshot"]["errors"] == [{"code": "NOT_FOUND"}], answer.body
 
 
 def test_the_activity_page_says_who_by_name_with_their_id_for_the_admin(
-    page: Page, signed_in: LoginFn, api: GraphQL, screenshots: Path
+    page: Page, signed_in: LoginFn, api: Api, screenshots: Path
 ) -> None:
     alice_did_something(api)
     alice = subject_of("alice")
@@ -48,7 +36,7 @@ def test_the_activity_page_says_who_by_name_with_their_id_for_the_admin(
     who = page.locator(f'[data-record] [data-person="{alice}"]').first
     expect(who).to_have_text("Alice Example")
     expect(who).to_have_attribute("title", f"Their records (user id {alice})")
-    saved(page, screenshots, "activity")
+    shoot(page, screenshots, "people-activity")
 
     page.goto("/admin/activity/")
     page.locator(f'[data-record] [data-person="{alice}"]').first.click()
@@ -57,7 +45,7 @@ def test_the_activity_page_says_who_by_name_with_their_id_for_the_admin(
 
 
 def test_a_vdcs_dashboard_says_who_did_what_by_name(
-    page: Page, signed_in: LoginFn, api: GraphQL, screenshots: Path
+    page: Page, signed_in: LoginFn, api: Api, screenshots: Path
 ) -> None:
     alice_did_something(api)
     signed_in(page, "alice", "/vdc/demo/")
@@ -66,11 +54,11 @@ def test_a_vdcs_dashboard_says_who_did_what_by_name(
     who = activity.locator(f'[data-person="{subject_of("alice")}"]').first
     expect(who).to_have_text("Alice Example")
     expect(activity).not_to_contain_text(subject_of("alice"))
-    saved(page, screenshots, "dashboard")
+    shoot(page, screenshots, "people-dashboard")
 
 
 def test_join_tokens_say_who_made_them_by_name(
-    page: Page, signed_in: LoginFn, api: GraphQL, screenshots: Path
+    page: Page, signed_in: LoginFn, api: Api, screenshots: Path
 ) -> None:
     made = api(JOIN_TOKEN, user="admin")
     assert made.data["createHostJoinToken"]["errors"] == [], made.body
@@ -81,7 +69,7 @@ def test_join_tokens_say_who_made_them_by_name(
     expect(created_by.filter(has_text="Platform Admin").first).to_be_visible()
     expect(created_by.filter(has_text=subject_of("admin"))).to_have_count(0)
     page.locator("#tokens").scroll_into_view_if_needed()
-    saved(page, screenshots, "hosts")
+    shoot(page, screenshots, "people-hosts")
 
 
 def test_an_owners_new_vdc_form_names_the_organization(
@@ -92,4 +80,4 @@ def test_an_owners_new_vdc_form_names_the_organization(
     page.goto(f"/admin/access/organizations/{acme}/vdcs/new/")
     expect(page.get_by_role("heading", level=1)).to_have_text("New VDC of organization acme")
     expect(page).to_have_title("New VDC of organization acme · Access · flex.plane")
-    saved(page, screenshots, "organization-vdc-new")
+    shoot(page, screenshots, "people-organization-vdc-new")
