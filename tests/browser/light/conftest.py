@@ -7,7 +7,8 @@ A test gets a fresh browser context on the served portal (``page``, its base URL
 with ``signed_in(page, "alice", path)``: the session the portal's login records for the devstack's user, its
 cookie set in the context, then ``path`` opened. The module's fixtures are the in-process portal's
 (``tests/portal/light/conftest.py``): ``api`` for the GraphQL API as a user, ``acme`` for organization acme
-with an allowance, ``light`` for the zones.
+with an allowance, ``bob_in_demo`` for bob a member of demo, ``gateway`` for demo's edge gateway with a rule
+and a port forward, ``light`` for the zones.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from tests.orchestrator.inprocess import recorded_login
 from tests.portal.light.conftest import (  # noqa: F401  (the in-process portal's fixtures, for this folder)
     acme,
     api,
+    bob_in_demo,
+    gateway,
     issuer,
     light,
     site,

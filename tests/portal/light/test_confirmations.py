@@ -12,15 +12,10 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 
-import pytest
 import requests
 
-from agentclient import AgentTarget
-from agentclient.gateways import GatewaySpec, GatewayState
-from tests.gatewaykit import NO_EXTERNAL, UPDATE_ZONE, ZONE, external_settings
+from tests.gatewaykit import ZONE
 from tests.orchestrator.api.light.test_access import vdc as vdc_input
 from tests.orchestrator.api.light.test_organizations import (
     DELETE,
@@ -29,28 +24,13 @@ from tests.orchestrator.api.light.test_organizations import (
     user,
 )
 from tests.orchestrator.inprocess import InProcessApi
-from tests.orchestrator.lightworld import LightWorld
+from tests.portal.light.conftest import Gateway
 from tests.portal.pagekit import get, post
 from tests.portal.served import LightPortal
-from tests.vmkit import create, vm_names
 
 ACCESS = "/admin/access/"
 UNDONE = "This cannot be undone"
 CREATE_VDC = "mutation($input: VdcInput!) { createVdc(input: $input) { errors { field code message } } }"
-GRANT = "mutation($u: ID!, $v: ID!) { grantVdcMembership(user: $u, vdc: $v) { errors { code message } } }"
-REVOKE = "mutation($u: ID!, $v: ID!) { revokeVdcMembership(user: $u, vdc: $v) { errors { code message } } }"
-NICS = "query($id: ID!) { virtualMachine(id: $id) { nics { ipAddress } } }"
-ALLOCATE = (
-    "mutation($zone: String) { allocatePublicIp(zone: $zone) "
-    "{ publicIp { address } errors { code message } } }"
-)
-FORWARD = "mutation($input: PortForwardInput!) { addPortForward(input: $input) { errors { code message } } }"
-RELEASE = "mutation($a: String!) { releasePublicIp(address: $a) { errors { code } } }"
-DELETE_GATEWAY = "mutation($zone: String) { deleteEdgeGateway(zone: $zone) { errors { code } } }"
-ADD_RULE = (
-    "mutation($input: GatewayFirewallRuleInput!, $zone: String) { "
-    "addGatewayFirewallRule(input: $input, zone: $zone) { errors { code message } } }"
-)
 
 
 # ------------------------------------------------------------------------------------------ fixtures
@@ -150,17 +130,6 @@ def test_taking_an_allowance_away_asks_first_and_a_refusal_is_said_on_the_confir
 # ------------------------------------------------------------------------------------------ a membership
 
 
-@pytest.fixture
-def bob_in_demo(api: InProcessApi) -> Iterator[str]:
-    """bob's id, a member of VDC demo for the test (and no more after it)."""
-    bob = str(user(api, "bob")["id"])
-    assert (
-        api(GRANT, user="admin", variables={"u": bob, "v": "demo"}).data["grantVdcMembership"]["errors"] == []
-    )
-    yield bob
-    api(REVOKE, user="admin", variables={"u": bob, "v": "demo"})
-
-
 def test_revoking_a_membership_asks_first_naming_the_member_and_the_vdc_then_revokes_it(
     api: InProcessApi, site: LightPortal, admin: requests.Session, bob_in_demo: str
 ) -> None:
@@ -179,92 +148,6 @@ def test_revoking_a_membership_asks_first_naming_the_member_and_the_vdc_then_rev
     assert "Bob Example is no longer a member of VDC demo." in back
     assert user(api, "bob")["vdcs"] == ["other"]
     assert get(admin, site, path).status_code == 404  # no membership left to revoke
-
-
-# ------------------------------------------------------------------------------------------ the gateway
-
-
-class RunningGateways:
-    """The light world's agents as nodes that run edge gateways: each spec sent is applied at once."""
-
-    def __init__(self, light: LightWorld) -> None:
-        self.light = light
-        self.applied: dict[str, GatewaySpec] = {}
-
-    def apply_gateway(self, target: AgentTarget, spec: GatewaySpec, *, timeout: float) -> GatewayState:
-        self.applied[spec.id] = spec
-        return GatewayState(spec.id, spec.generation, self.light.agents.nodes[target.identity][1], True)
-
-    def gateway_state(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> GatewayState | None:
-        spec = self.applied.get(gateway_id)
-        node = self.light.agents.nodes[target.identity][1]
-        return None if spec is None else GatewayState(spec.id, spec.generation, node, True)
-
-    def remove_gateway(self, target: AgentTarget, gateway_id: str, *, timeout: float) -> None:
-        self.applied.pop(gateway_id, None)
-
-
-def without_gateway(api: InProcessApi) -> None:
-    """VDC demo's public IPs released and its gateway of zone-a deleted (as ``gatewaykit.clean_gateway``)."""
-    for ip in api("{ publicIps { address } }", user="admin", vdc="demo").data["publicIps"]:
-        api(RELEASE, user="admin", vdc="demo", variables={"a": ip["address"]})
-    api(DELETE_GATEWAY, user="admin", vdc="demo", variables={"zone": ZONE})
-
-
-@dataclass(frozen=True)
-class Gateway:
-    """VDC demo's edge gateway of zone-a, with one rule and a port forward: its public IP, its VM."""
-
-    address: str
-    vm_name: str
-    vm_address: str
-
-
-@pytest.fixture
-def gateway(
-    api: InProcessApi, light: LightWorld, site: LightPortal, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Gateway]:
-    """zone-a with an external network, and VDC demo's edge gateway there (its nodes' agents applying what
-    they are sent) with a rule letting in tcp/443 and port 8080 of a public IP of its own forwarded to port
-    80 of a VM of alice's. The gateway, the VM and the network go afterwards."""
-    running = RunningGateways(light)
-    for name in ("apply_gateway", "gateway_state", "remove_gateway"):
-        monkeypatch.setattr(light.agents, name, getattr(running, name))
-    # The bridge's name is only stored: the light world's nodes make none.
-    answer = api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": external_settings("fplight")})
-    assert answer.data["updateZone"]["errors"] == [], answer.body
-    try:
-        with vm_names(api, site) as names:
-            made = create(api, "alice", "demo", name=names("web"))
-            assert made["errors"] == [], made["errors"]
-            nics = api(NICS, user="alice", vdc="demo", variables={"id": made["virtualMachine"]["id"]})
-            vm_address = nics.data["virtualMachine"]["nics"][0]["ipAddress"]
-            rule = {
-                "direction": "in",
-                "action": "allow",
-                "protocol": "tcp",
-                "portFrom": 443,
-                "description": "web",
-            }
-            added = api(ADD_RULE, user="alice", vdc="demo", variables={"input": rule, "zone": ZONE})
-            assert added.data["addGatewayFirewallRule"]["errors"] == [], added.body
-            allocated = api(ALLOCATE, user="alice", vdc="demo", variables={"zone": ZONE})
-            assert allocated.data["allocatePublicIp"]["errors"] == [], allocated.body
-            address = allocated.data["allocatePublicIp"]["publicIp"]["address"]
-            forward = {
-                "publicIp": address,
-                "protocol": "tcp",
-                "port": 8080,
-                "toAddress": vm_address,
-                "toPort": 80,
-            }
-            forwarded = api(FORWARD, user="alice", vdc="demo", variables={"input": forward})
-            assert forwarded.data["addPortForward"]["errors"] == [], forwarded.body
-            yield Gateway(address, names("web"), vm_address)
-            without_gateway(api)  # before its VM goes
-    finally:
-        without_gateway(api)
-        api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": NO_EXTERNAL})
 
 
 def test_removing_a_port_forward_asks_first_naming_the_address_port_protocol_and_target_then_removes_it(

@@ -3,12 +3,12 @@ undone; Cancel leaves everything as it was, the confirmation's button does it an
 user came from, saying so.
 
 An organization owner (olivia) deletes a VDC of acme; admin revokes bob's membership of VDC demo; alice
-removes a port forward and a rule of her VDC's edge gateway (zone-a gets an external network for the test, on
-bridges this machine gets as a node would have them, as in test_gateways.py). Each confirmation page is saved
+removes a port forward and a rule of her VDC's edge gateway (zone-a gets an external network for the test; the
+light world's agents apply the gateway's spec as they are sent it). Each confirmation page is saved
 at 1366 and 390 px wide (``confirm-<what>.png``, ``confirm-<what>-narrow.png``), where it must not scroll
 sideways.
 
-Debian's chromium through Playwright, against the world's portal.
+Debian's chromium through Playwright, against the portal served in this process on the light world.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from devstack.identity.claims import organisation_of, subject_of
-from devstack.world import World
-from tests.apikit import GraphQL
+from devstack.identity.claims import organisation_of
+from tests.apikit import Api
 from tests.browser.conftest import DESKTOP, LoginFn, shoot
-from tests.gatewaykit import ZONE, bridge, clean_gateway, demo_gateway, external_network, unbridge, vnets_of
-from tests.orchestrator.sources.test_zitadel import restore_seeded_organization, zitadel_of
-from tests.vmkit import create, vm_names
+from tests.gatewaykit import ZONE
+from tests.orchestrator.fakezitadel import FakeZitadel
+from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
+from tests.portal.light.conftest import Gateway
 
 UNDONE = "This cannot be undone"
 ACCESS = "/admin/access/"
@@ -42,16 +42,7 @@ CREATE_VDC = f"mutation($input: VdcInput!) {{ createVdc(input: $input) {{ {ERROR
 DELETE_VDC = f"mutation($id: ID!) {{ deleteVdc(id: $id) {{ {ERRORS} }} }}"
 VDC = '{ vdc(id: "acme-confirm") { id } }'
 ORGANIZATIONS = "{ organizations { organization } }"
-GRANT = f"mutation($u: ID!, $v: ID!) {{ grantVdcMembership(user: $u, vdc: $v) {{ {ERRORS} }} }}"
-REVOKE = f"mutation($u: ID!, $v: ID!) {{ revokeVdcMembership(user: $u, vdc: $v) {{ {ERRORS} }} }}"
 USERS = "query($s: String!) { users(search: $s) { id username vdcs } }"
-NICS = "query($id: ID!) { virtualMachine(id: $id) { nics { ipAddress } } }"
-ALLOCATE = f"mutation($z: String) {{ allocatePublicIp(zone: $z) {{ publicIp {{ address }} {ERRORS} }} }}"
-FORWARD = f"mutation($input: PortForwardInput!) {{ addPortForward(input: $input) {{ {ERRORS} }} }}"
-ADD_RULE = (
-    "mutation($input: GatewayFirewallRuleInput!, $z: String) { "
-    f"addGatewayFirewallRule(input: $input, zone: $z) {{ {ERRORS} }} }}"
-)
 ACME_ALLOWANCE = {
     "zones": ["zone-a"],
     "computeProfiles": ["small"],
@@ -88,7 +79,7 @@ def asked(page: Page, question: str | re.Pattern[str], *named: str) -> None:
 
 
 @pytest.fixture
-def acme_vdc(api: GraphQL, world: World) -> Iterator[str]:
+def acme_vdc(api: Api, zitadel: FakeZitadel) -> Iterator[str]:
     """Organization acme with an allowance, and its VDC acme-confirm (made by its owner olivia); acme's id.
     Afterwards the VDC and the allowance are gone, and acme as seeding left it."""
     acme = organisation_of("acme")[0]
@@ -102,14 +93,14 @@ def acme_vdc(api: GraphQL, world: World) -> Iterator[str]:
     finally:
         api(DELETE_VDC, user="admin", variables={"id": "acme-confirm"})
         api(DELETE_ALLOWANCE, user="admin", variables={"o": acme})
-        restore_seeded_organization(zitadel_of(world), "acme")  # the allowance's end took acme's roles
+        restore_seeded_organization(zitadel, "acme")  # the allowance's end took acme's roles
 
 
 def test_an_owners_delete_of_a_vdc_asks_first_cancel_keeps_it_and_confirm_deletes_it(
-    page: Page, login: LoginFn, api: GraphQL, acme_vdc: str, screenshots: Path
+    page: Page, signed_in: LoginFn, api: Api, acme_vdc: str, screenshots: Path
 ) -> None:
     page.set_viewport_size(DESKTOP)
-    login(page, "olivia", f"{ACCESS}organizations/")
+    signed_in(page, "olivia", f"{ACCESS}organizations/")
     row = page.locator('li[data-row="acme-confirm"]')
     delete = row.get_by_role("link", name="Delete… VDC acme-confirm")
     shoot(page, screenshots, "confirm-from-organizations", fits=False)
@@ -131,10 +122,10 @@ def test_an_owners_delete_of_a_vdc_asks_first_cancel_keeps_it_and_confirm_delete
 
 
 def test_taking_an_allowance_away_asks_first_and_says_a_refusal_on_the_confirmation(
-    page: Page, login: LoginFn, api: GraphQL, acme_vdc: str, screenshots: Path
+    page: Page, signed_in: LoginFn, api: Api, acme_vdc: str, screenshots: Path
 ) -> None:
     page.set_viewport_size(DESKTOP)
-    login(page, "admin", f"{ACCESS}organizations/")
+    signed_in(page, "admin", f"{ACCESS}organizations/")
     page.locator(f'section[data-row="{acme_vdc}"]').get_by_role(
         "link", name="Take the allowance away…"
     ).click()
@@ -160,29 +151,18 @@ def test_taking_an_allowance_away_asks_first_and_says_a_refusal_on_the_confirmat
 # ------------------------------------------------------------------------------------------ a membership
 
 
-def vdcs_of_bob(api: GraphQL) -> list[str]:
+def vdcs_of_bob(api: Api) -> list[str]:
     (bob,) = [
         u for u in api(USERS, user="admin", variables={"s": "bob"}).data["users"] if u["username"] == "bob"
     ]
     return sorted(bob["vdcs"])
 
 
-@pytest.fixture
-def bob_in_demo(api: GraphQL) -> Iterator[str]:
-    """bob's id, a member of VDC demo for the test (and no more after it)."""
-    bob = subject_of("bob")
-    no_errors(api(GRANT, user="admin", variables={"u": bob, "v": "demo"}), "grantVdcMembership")
-    try:
-        yield bob
-    finally:
-        api(REVOKE, user="admin", variables={"u": bob, "v": "demo"})
-
-
 def test_revoking_a_membership_asks_first_naming_the_member_and_the_vdc(
-    page: Page, login: LoginFn, api: GraphQL, bob_in_demo: str, screenshots: Path
+    page: Page, signed_in: LoginFn, api: Api, bob_in_demo: str, screenshots: Path
 ) -> None:
     page.set_viewport_size(DESKTOP)
-    login(page, "admin", f"{ACCESS}users/{bob_in_demo}/")
+    signed_in(page, "admin", f"{ACCESS}users/{bob_in_demo}/")
     revoke = page.get_by_role("link", name="Revoke… membership of demo")
     shoot(page, screenshots, "confirm-from-user", fits=False)
     revoke.click()
@@ -205,65 +185,22 @@ def test_revoking_a_membership_asks_first_naming_the_member_and_the_vdc(
 # ------------------------------------------------------------------------------------------ the gateway
 
 
-@pytest.fixture
-def demo_forward(api: GraphQL, world: World) -> Iterator[dict[str, str]]:
-    """zone-a with an external network, and VDC demo's gateway there with a rule letting in tcp/443 and port
-    8080 of a public IP of its own forwarded to port 80 of a VM of alice's (address, vm, vm_address)."""
-    with demo_gateway(), external_network(api, world, "q"), vm_names(api, world) as names:
-        made = create(api, "alice", "demo", name=names("confirm"))
-        assert made["errors"] == [], made["errors"]
-        ident = made["virtualMachine"]["id"]
-        nics = api(NICS, user="alice", vdc="demo", variables={"id": ident}).data["virtualMachine"]["nics"]
-        vnets = vnets_of(api, "demo")
-        for vnet in vnets:
-            bridge(vnet)
-        try:
-            rule = {
-                "direction": "in",
-                "action": "allow",
-                "protocol": "tcp",
-                "portFrom": 443,
-                "description": "web",
-            }
-            no_errors(
-                api(ADD_RULE, user="alice", vdc="demo", variables={"input": rule, "z": ZONE}),
-                "addGatewayFirewallRule",
-            )
-            allocated = api(ALLOCATE, user="alice", vdc="demo", variables={"z": ZONE})
-            no_errors(allocated, "allocatePublicIp")
-            address = allocated.data["allocatePublicIp"]["publicIp"]["address"]
-            vm_address = nics[0]["ipAddress"]
-            forward = {
-                "publicIp": address,
-                "protocol": "tcp",
-                "port": 8080,
-                "toAddress": vm_address,
-                "toPort": 80,
-            }
-            no_errors(api(FORWARD, user="alice", vdc="demo", variables={"input": forward}), "addPortForward")
-            yield {"address": address, "vm": names("confirm"), "vm_address": vm_address}
-        finally:
-            clean_gateway(api, "demo")
-            for vnet in vnets:
-                unbridge(vnet)
-
-
 def test_removing_a_port_forward_and_a_gateway_rule_asks_first_naming_each(
-    page: Page, login: LoginFn, demo_forward: dict[str, str], screenshots: Path
+    page: Page, signed_in: LoginFn, gateway: Gateway, screenshots: Path
 ) -> None:
-    address, key = demo_forward["address"], f"{demo_forward['address']}:8080/tcp"
+    address, key = gateway.address, f"{gateway.address}:8080/tcp"
     page.set_viewport_size(DESKTOP)
-    login(page, "alice", "/vdc/demo/port-forwards/")
+    signed_in(page, "alice", "/vdc/demo/port-forwards/")
     row = page.locator(f'tr[data-forward="{key}"]')
     remove = row.get_by_role("link", name=f"Remove… {key}")
     shoot(page, screenshots, "confirm-from-port-forwards", fits=False)
     remove.click()
-    target = f"{demo_forward['vm_address']}:80"
+    target = f"{gateway.vm_address}:80"
     asked(
         page,
         f"Remove port forward {key}?",
         f"Port 8080/tcp of public IP {address}",
-        demo_forward["vm"],
+        gateway.vm_name,
         target,
     )
     shoot(page, screenshots, "confirm-port-forward-remove")
