@@ -136,6 +136,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("logout/", OIDCLogoutView.as_view(), name="oidc_logout"),
     path("vdc/<str:vdc>/", include(vdc_routes)),
     path("admin/activity/", activity.activity_page, name="activity"),
+    path("admin/activity.csv", activity.activity_csv, name="activity-csv"),
     # Access changes are admin actions: under admin/, they need a freshly renewed session (portal.oidc).
     path("admin/access/", include((access_routes, "portal-access"))),
     path("admin/", include((admin_routes, "portal-admin"))),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import graphene
 
 from orchestrator.graphql.core import flexplane
@@ -50,6 +52,8 @@ class Query(graphene.ObjectType):
         vdc=graphene.ID(description="A VDC's records only (needed unless ADMIN)."),
         user=graphene.String(description="One subject's records only."),
         operation=graphene.String(description="One operation's records only."),
+        since=graphene.DateTime(description="Records of this time or later only."),
+        until=graphene.DateTime(description="Records of this time or earlier only."),
         first=graphene.Int(description=f"How many, newest first (default {audit.DEFAULT_RECENT})."),
         description="The recent audit records, newest first, as long as the management cluster keeps its "
         "Events (an hour by default). ADMIN: every VDC's; a member: the VDC named by `vdc` only (another "
@@ -64,8 +68,16 @@ class Query(graphene.ObjectType):
         vdc: str | None = None,
         user: str | None = None,
         operation: str | None = None,
+        since: datetime.datetime | None = None,
+        until: datetime.datetime | None = None,
         first: int | None = None,
     ) -> list[AuditRecordModel]:
         return audit.recent(
-            flexplane(info), vdc=vdc, user=user, operation=operation, limit=first or audit.DEFAULT_RECENT
+            flexplane(info),
+            vdc=vdc,
+            user=user,
+            operation=operation,
+            since=since,
+            until=until,
+            limit=first or audit.DEFAULT_RECENT,
         )

@@ -282,17 +282,25 @@ def _event(record: AuditRecord) -> client.EventsV1Event:
 # ------------------------------------------------------------------------------------------ reading
 
 
+def _utc(moment: datetime.datetime) -> datetime.datetime:
+    """``moment``, in UTC when it names no time zone."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
+
+
 def recent(
     ctx: Context,
     *,
     vdc: str | None = None,
     user: str | None = None,
     operation: str | None = None,
+    since: datetime.datetime | None = None,
+    until: datetime.datetime | None = None,
     limit: int = DEFAULT_RECENT,
 ) -> list[AuditRecord]:
     """The newest records first, as the Events still hold them: ADMIN's of every VDC (or of ``vdc``);
     a member's of ``vdc`` only (another VDC answers as one that does not exist). ``user`` keeps a
-    subject's records, ``operation`` one operation's."""
+    subject's records, ``operation`` one operation's, ``since`` and ``until`` those of that time or later,
+    of that time or earlier."""
     access.require_self_service(ctx)
     principal = ctx.principal
     if not principal.is_admin:
@@ -317,6 +325,8 @@ def recent(
         if record is None or (vdc is not None and record.vdc != vdc):
             continue
         if (user and user != record.subject) or (operation and operation != record.operation):
+            continue
+        if (since and record.time < _utc(since)) or (until and record.time > _utc(until)):
             continue
         records.append(record)
     records.sort(key=lambda r: r.time, reverse=True)

@@ -1,5 +1,6 @@
 """Everyday details of the portal (issue 37, item 10): a favicon that is there, a zero quota said in words,
-forms whose descriptions exist and whose first error takes the focus, a console titled with its VM's name.
+forms whose descriptions exist and whose first error takes the focus, a console titled with its VM's name,
+an Activity page read a page at a time and downloaded as CSV.
 
 Debian's chromium through Playwright, against the portal served in this process on the light world; the
 seeded VDC demo holds web-1 (VM 100 of zone-a, running). A gateway's counters, read from its agent's
@@ -8,19 +9,24 @@ nftables: ``tests/browser/test_gateway_counters.py``, on the devstack's world.
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, Response, expect
 
+from portal.activity import views as activity
 from tests.apikit import Api
 from tests.browser.conftest import LoginFn, shoot
 
 VM_PAGE = "/vdc/demo/vms/zone-a/100/"
 QUOTA = 'query { vdc(id: "demo") { quota { vms publicIps } } }'
+SNAPSHOT = 'mutation { createSnapshot(vm: "zone-a/999999", name: "paged") { errors { code } } }'
 UPDATE = 'mutation($input: VdcUpdateInput!) { updateVdc(id: "demo", input: $input) { errors { message } } }'
 # Every element an aria-describedby names, which is not in the document.
 DANGLING = """() => [...document.querySelectorAll('[aria-describedby]')].flatMap(e =>
@@ -114,3 +120,31 @@ def test_the_console_is_titled_with_the_vms_name_and_its_id_beside(page: Page, s
     heading = page.get_by_role("heading", level=1)
     expect(heading).to_contain_text("Console of web-1")
     expect(heading).to_contain_text("zone-a/100")
+
+
+def test_the_activity_goes_a_page_at_a_time_and_its_records_download_as_csv(
+    page: Page, signed_in: LoginFn, api: Api, screenshots: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(activity, "PAGE_SIZE", 3)  # the portal is served from this process
+    for _ in range(4):
+        api(SNAPSHOT, user="alice", vdc="demo")
+    signed_in(page, "admin", "/admin/activity/")
+    page.get_by_label("VDC").fill("demo")
+    page.get_by_label("Operation").fill("createSnapshot")
+    page.get_by_role("button", name="Filter").click()
+    pages = page.get_by_role("navigation", name="Pages of the activity")
+    expect(pages).to_contain_text(re.compile(r"Records 1\u20133 of \d+"))
+    expect(page.locator("[data-record]")).to_have_count(3)
+    shoot(page, screenshots, "activity-paged")
+    pages.get_by_role("link", name="Older →").click()
+    expect(pages).to_contain_text(re.compile(r"Records 4\u2013\d+ of \d+"))
+    expect(page.get_by_label("VDC")).to_have_value("demo")  # the filters stay
+    expect(pages.get_by_role("link", name="← Newer")).to_be_visible()
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download these records as CSV").click()
+    saved = download.value.path()
+    rows = list(csv.DictReader(io.StringIO(saved.read_text(encoding="utf-8"))))
+    assert rows
+    assert {(row["vdc"], row["operation"]) for row in rows} == {("demo", "createSnapshot")}
+    assert download.value.suggested_filename.startswith("flexplane-activity-")

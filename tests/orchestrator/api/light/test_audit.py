@@ -79,3 +79,31 @@ def test_naming_a_vdc_one_is_not_a_member_of_writes_nothing_into_its_activity(
     record = snapshot_in_demo(api, light.kube, "bob")
     assert (record.outcome, record.error_code) == (audit.REFUSED, "FORBIDDEN")
     assert record.vdc is None
+
+
+WINDOW = """query($since: DateTime, $until: DateTime) {
+  auditRecords(vdc: "demo", since: $since, until: $until, first: 500) { time requestId }
+}"""
+
+
+def test_the_records_of_a_time_window_are_those_of_that_time_or_later_and_that_time_or_earlier(
+    api: InProcessApi,
+) -> None:
+    answer = api(
+        'mutation { createSnapshot(vm: "zone-a/999999", name: "window") { errors { code } } }',
+        user="alice",
+        vdc="demo",
+    )
+    mine = answer.headers["X-Request-ID"]
+    (record,) = [r for r in api(WINDOW, user="alice").data["auditRecords"] if r["requestId"] == mine]
+    at = datetime.datetime.fromisoformat(record["time"])
+
+    def ids(**window: datetime.datetime) -> set[str]:
+        variables = {key: moment.isoformat() for key, moment in window.items()}
+        return {r["requestId"] for r in api(WINDOW, user="alice", variables=variables).data["auditRecords"]}
+
+    assert mine in ids(since=at, until=at)  # both ends belong to the window
+    assert mine not in ids(since=at + datetime.timedelta(seconds=1))
+    assert mine not in ids(until=at - datetime.timedelta(seconds=1))
+    naive = (at - datetime.timedelta(minutes=1)).replace(tzinfo=None)  # a time without a zone is UTC
+    assert mine in ids(since=naive)
