@@ -145,29 +145,27 @@ class Page:
     older: str | None
 
 
-def read(
-    ctx: Context,
-    *,
-    vdc: str | None = None,
-    user: str | None = None,
-    operation: str | None = None,
-    since: datetime.datetime | None = None,
-    until: datetime.datetime | None = None,
-    limit: int = PAGE_SIZE,
-    offset: int = 0,
-) -> Activity:
-    """The newest records for the filters (``limit`` of them after the first ``offset``), their callers by
-    name (the names the records keep, the others' from one call to Zitadel); a cluster that does not
-    answer is said, not raised."""
+def _kept(ctx: Context, limit: int, **filters: Any) -> list[AuditRecord] | str:
+    """The newest ``limit`` records the filters keep, or why they could not be read (the management
+    cluster did not answer: said, not raised)."""
     try:
-        kept = audit.recent(
-            ctx, vdc=vdc, user=user, operation=operation, since=since, until=until, limit=offset + limit
-        )
+        return audit.recent(ctx, **filters, limit=limit)
     except (Unavailable, UpstreamFailure) as exc:
-        return Activity([], f"The activity could not be read: {exc.message}")
-    records = kept[offset : offset + limit]
+        return f"The activity could not be read: {exc.message}"
+
+
+def _named(ctx: Context, records: list[AuditRecord]) -> Activity:
+    """``records`` with their callers by name (the names the records keep, the others' from one call to
+    Zitadel)."""
     named = {r.subject: r.name for r in records if r.name}
     return Activity(records, people=people(ctx, (r.subject for r in records), named))
+
+
+def read(ctx: Context, *, limit: int = PAGE_SIZE, **filters: Any) -> Activity:
+    """The newest ``limit`` records for the filters (``vdc``, ``user``, ``operation``, ``since``, ``until``:
+    ``services.audit.recent``'s), their callers by name."""
+    kept = _kept(ctx, limit, **filters)
+    return Activity([], kept) if isinstance(kept, str) else _named(ctx, kept)
 
 
 def vdc_activity(ctx: Context) -> Activity:
@@ -176,15 +174,16 @@ def vdc_activity(ctx: Context) -> Activity:
 
 
 def paged(form: ActivityFilterForm, ctx: Context) -> tuple[Activity, Page | None]:
-    """The page of records the form asks for, and where it sits among all the filter keeps."""
-    every = read(ctx, **form.filters(), limit=READ_AT_MOST)
-    total = len(every.records)
+    """The page of records the form asks for (its callers by name), and where it sits among all the filter
+    keeps (None: they could not be read)."""
+    kept = _kept(ctx, READ_AT_MOST, **form.filters())
+    if isinstance(kept, str):
+        return Activity([], kept), None
+    total = len(kept)
     pages = max(1, -(-total // PAGE_SIZE))
     number = min(form.chosen().get("page") or 1, pages)
     start = (number - 1) * PAGE_SIZE
-    shown = Activity(every.records[start : start + PAGE_SIZE], every.problem, every.people)
-    if every.problem:
-        return shown, None
+    shown = _named(ctx, kept[start : start + PAGE_SIZE])
     return shown, Page(
         number=number,
         first=start + 1 if total else 0,
