@@ -15,7 +15,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from orchestrator.models import Image, StorageProfile
+from orchestrator.models import Image, StorageProfile, Zone
 from orchestrator.services import catalog, image_cache, vdcs
 from orchestrator.services.context import Context
 from portal.admin.actions import action
@@ -100,6 +100,14 @@ _CACHE_STATES = (
     (image_cache.MISSING, "not yet on"),
     (image_cache.UNKNOWN, "unknown on"),
 )
+
+
+def _external_network(zone: Zone) -> str:
+    """Where the zone's edge gateways have their uplink, or that it has none (no public IPs there)."""
+    if not zone.has_external_network:
+        return "none: no edge gateways or public IPs"
+    vlan = f", VLAN {zone.external_vlan}" if zone.external_vlan else ""
+    return f"{zone.external_cidr} on {zone.external_bridge}{vlan}"
 
 
 def _cached_on(row: ImageRow) -> str:
@@ -221,6 +229,7 @@ SECTIONS: dict[str, Section] = {
                 Column("Id", lambda z: z.id),
                 Column("Name", lambda z: z.name),
                 Column("Description", lambda z: z.description),
+                Column("External network", _external_network),
             ),
             on_delete="flex.plane stops using this Proxmox cluster. It is refused while the zone has "
             "hosts, or VDCs or storage profiles name it.",

@@ -148,3 +148,10 @@ def test_the_activity_goes_a_page_at_a_time_and_its_records_download_as_csv(
     assert rows
     assert {(row["vdc"], row["operation"]) for row in rows} == {("demo", "createSnapshot")}
     assert download.value.suggested_filename.startswith("flexplane-activity-")
+
+
+def test_the_zones_list_says_which_zones_have_an_external_network(page: Page, signed_in: LoginFn) -> None:
+    signed_in(page, "admin", "/admin/zones/")
+    expect(page.get_by_role("columnheader", name="External network")).to_be_visible()
+    external = page.locator('tr[data-row="zone-a"] td[data-label="External network"]')
+    expect(external).to_have_text("none: no edge gateways or public IPs")

@@ -18,8 +18,9 @@ import requests
 from devstack import seed
 from orchestrator.services import hosts
 from tests.apikit import Api
+from tests.gatewaykit import CIDR, NO_EXTERNAL, UPDATE_ZONE, ZONE, external_settings
 from tests.portal.drainkit import drained_host, write_drain
-from tests.portal.pagekit import post
+from tests.portal.pagekit import get, post
 from tests.portal.served import LightPortal
 
 PROFILES = "{ computeProfiles { name vcpus memoryMib cpuType description } }"
@@ -510,3 +511,23 @@ def test_the_images_and_hosts_pages_show_which_hosts_have_each_image_cached(
         zone_b = re.search(r'<tr data-host="zone-b/pve1">(.*?)</tr>', page.text, re.S)
         assert zone_b is not None
         assert f'data-image="{name}"' not in zone_b.group(1), "zone-b does not offer it: nothing to cache"
+
+
+def test_the_zones_list_says_which_zones_have_an_external_network(
+    api: Api, site: LightPortal, admin: requests.Session
+) -> None:
+    def external_of(zone: str) -> str:
+        page = get(admin, site, "/admin/zones/").text
+        row = re.search(rf'<tr[^>]*data-row="{zone}".*?</tr>', page, re.S)
+        assert row is not None, page
+        cell = re.search(r'data-label="External network"[^>]*>\s*(.*?)\s*</td>', row.group(0), re.S)
+        assert cell is not None, row.group(0)
+        return cell.group(1)
+
+    assert external_of("zone-a") == "none: no edge gateways or public IPs"
+    answer = api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": external_settings("vmbr9")})
+    assert answer.data["updateZone"]["errors"] == [], answer.body
+    try:
+        assert external_of("zone-a") == f"{CIDR} on vmbr9"
+    finally:
+        api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": NO_EXTERNAL})
