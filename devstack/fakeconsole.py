@@ -7,7 +7,8 @@ the VM's screen (raw encoding, 32 bits per pixel, red at the shift the client's 
 noVNC asks for 0, others keep the server's 16), leaves incremental ones unanswered (nothing ever
 changes), and reads key, pointer and clipboard events until the client leaves. The screen is
 ``vm.screen`` (width, height, RGBX bytes) when a test sets one, else a plain picture of 640x400.
-``vm.console_sessions`` counts the sessions that passed authentication.
+``vm.console_sessions`` counts the sessions that passed authentication; ``vm.console_keys`` keeps the
+last key events clients sent (pressed or released, keysym).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
 RFB = b"RFB 003.008\n"
 DEFAULT_SIZE = (640, 400)
+# How many key events a VM keeps.
+KEPT_KEYS = 1000
 _screens: dict[tuple[int, int], bytes] = {}
 
 
@@ -133,8 +136,10 @@ class ConsoleScreen:
                 if not incremental:
                     x, y, w, h, data = _region(screen, x, y, w, h)
                     await ws.send_bytes(struct.pack(">BxHHHHHi", 0, 1, x, y, w, h, 0) + data)
-            elif kind == 4:  # KeyEvent
-                await client.read(7)
+            elif kind == 4:  # KeyEvent: kept on the VM (pressed or released, keysym), for the tests
+                down, keysym = struct.unpack(">BxxI", await client.read(7))
+                keys = getattr(vm, "console_keys", [])
+                vm.console_keys = [*keys[-KEPT_KEYS + 1 :], (bool(down), keysym)]
             elif kind == 5:  # PointerEvent
                 await client.read(5)
             elif kind == 6:  # ClientCutText

@@ -17,6 +17,9 @@ from orchestrator.services.context import Context
 from portal.console.consumers import PATIENCE, socket_path
 from portal.context import vdc_view
 
+# How many characters the page types into a VM at once (its "Paste text").
+PASTE_LIMIT = 4096
+
 
 @vdc_view
 def console_page(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponse:
@@ -30,6 +33,7 @@ def console_page(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> Ht
         "vmid": vmid,
         "socket_path": socket_path(ticket),
         "patience": f"{PATIENCE:g}",
+        "paste_limit": PASTE_LIMIT,
         "back": reverse("vm-detail", kwargs={"vdc": ctx.vdc, "zone": zone, "vmid": vmid}),
     }
     response = render(request, "portal/console/console.html", context)

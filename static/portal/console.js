@@ -2,10 +2,18 @@
 // app (portal/console/consumers.py), which relays it to the VM's node. noVNC is the npm package
 // @novnc/novnc, copied beside the portal's CSS when it is built (portal/theme/static_src).
 import RFB from "../novnc/core/rfb.js";
+import KeyTable from "../novnc/core/input/keysym.js";
+import keysyms from "../novnc/core/input/keysymdef.js";
 
 const screen = document.getElementById("console-screen");
 const status = document.getElementById("console-status");
 const keys = document.getElementById("console-ctrl-alt-del");
+const fullScreen = document.getElementById("console-full-screen");
+const pasteForm = document.getElementById("console-paste-form");
+const pasteText = document.getElementById("console-paste-text");
+const pasteType = document.getElementById("console-paste-type");
+// What a US keyboard types with Shift held, beside the capitals.
+const SHIFTED = '~!@#$%^&*()_+{}|:"<>?';
 
 // What the app's close codes mean, when it gives no reason of its own.
 const CLOSED = {
@@ -65,11 +73,13 @@ rfb.addEventListener("connect", () => {
   clearTimeout(patience);
   say("Connected.", "connected");
   keys.disabled = false;
+  pasteType.disabled = false;
   rfb.focus();
 });
 rfb.addEventListener("disconnect", (event) => {
   clearTimeout(patience);
   keys.disabled = true;
+  pasteType.disabled = true;
   if (screen.dataset.state === "connecting" || screen.dataset.state === "connected") {
     say(event.detail.clean ? "The console closed." : "The connection to the console was lost.", "disconnected");
   }
@@ -78,3 +88,49 @@ rfb.addEventListener("desktopname", (event) => {
   screen.setAttribute("aria-label", `Console of ${event.detail.name}`);
 });
 keys.addEventListener("click", () => rfb.sendCtrlAltDel());
+
+// Text typed into the VM as keystrokes (a VM's console has no clipboard of its own): each character's
+// keysym, Shift held for those a US keyboard types with it, Enter for a new line, Tab for a tab.
+function type(text) {
+  for (const character of text) {
+    if (character === "\r") {
+      continue;
+    }
+    if (character === "\n" || character === "\t") {
+      const [keysym, code] = character === "\n" ? [KeyTable.XK_Return, "Enter"] : [KeyTable.XK_Tab, "Tab"];
+      rfb.sendKey(keysym, code);
+      continue;
+    }
+    const shifted = (character >= "A" && character <= "Z") || SHIFTED.includes(character);
+    if (shifted) {
+      rfb.sendKey(KeyTable.XK_Shift_L, "ShiftLeft", true);
+    }
+    rfb.sendKey(keysyms.lookup(character.codePointAt(0)), null);
+    if (shifted) {
+      rfb.sendKey(KeyTable.XK_Shift_L, "ShiftLeft", false);
+    }
+  }
+}
+pasteForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = pasteText.value;
+  if (text === "" || screen.dataset.state !== "connected") {
+    return;
+  }
+  type(text);
+  pasteText.value = "";
+  say(`Typed ${[...text].length} character(s) into the VM.`, "connected");
+  rfb.focus();
+});
+
+// The screen alone on the whole display (Esc, the browser's, leaves it); the VM's picture scales to it.
+fullScreen.addEventListener("click", () => {
+  if (document.fullscreenElement) {
+    document.exitFullscreen();
+  } else {
+    screen.requestFullscreen().then(() => rfb.focus()).catch(() => say("This browser refused full screen.", screen.dataset.state));
+  }
+});
+document.addEventListener("fullscreenchange", () => {
+  fullScreen.textContent = document.fullscreenElement ? "Leave full screen" : "Full screen";
+});

@@ -1,10 +1,12 @@
 """The browser console: noVNC (served by the portal, built from npm) connects through the orchestrator and
-the node's agent to the VM's VNC server and draws its screen; and the VM page's usage graphs."""
+the node's agent to the VM's VNC server and draws its screen, types pasted text into the VM as keystrokes and
+goes full screen; and the VM page's usage graphs."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
@@ -12,6 +14,8 @@ from playwright.sync_api import Page, expect
 from devstack.world import World
 from portal.console.consumers import PATIENCE
 from tests.browser.conftest import LoginFn
+
+WEB_1_VMID = 100  # web-1 of VDC demo, running in zone-a
 
 
 def _console_lines(world: World) -> list[str]:
@@ -23,6 +27,20 @@ def _console_lines(world: World) -> list[str]:
         said = [line for line in log.read_text(errors="replace").splitlines() if "onsole" in line]
         lines.extend(f"{log.stem}: {line}" for line in said[-10:])
     return lines
+
+
+def expect_keys(world: World, pressed: list[int], timeout: float = 10.0) -> None:
+    """web-1's console got key presses ``pressed`` last, each released (Shift after the key it shifts)."""
+    vm = next(vm for vm in world.fakes["zone-a"].pve.vms if vm.vmid == WEB_1_VMID)
+    deadline = time.monotonic() + timeout
+    while True:
+        keys = world.fakes.on_loop(lambda: list(getattr(vm, "console_keys", [])))
+        downs = [keysym for down, keysym in keys if down]
+        if downs[-len(pressed) :] == pressed or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert downs[-len(pressed) :] == pressed, [hex(k) for k in downs]
+    assert sum(1 for down, _ in keys if not down) >= len(pressed)
 
 
 def test_alice_opens_web_1s_console_and_sees_its_screen(
@@ -37,6 +55,11 @@ def test_alice_opens_web_1s_console_and_sees_its_screen(
     page.on("pageerror", lambda error: said.append(f"page error: {error}"))
     page.on("requestfailed", lambda request: said.append(f"request failed: {request.url} {request.failure}"))
     page.on("websocket", lambda socket: said.append(f"websocket {socket.url}"))
+    failed: list[str] = []  # every answer of 400 or more the page got (a missing script, an icon)
+    page.on(
+        "response",
+        lambda answer: failed.append(f"{answer.status} {answer.url}") if answer.status >= 400 else None,
+    )
     login(page, "alice", "/vdc/demo/vms/zone-a/100/")
     page.get_by_role("link", name="Console").click()
 
@@ -69,6 +92,24 @@ def test_alice_opens_web_1s_console_and_sees_its_screen(
         "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     )
     assert scroll <= client, f"the console is {scroll} px wide on a {client} px phone"
+    page.set_viewport_size({"width": 1366, "height": 768})
+    assert failed == []
+
+    # Text typed into the VM: Shift around a capital and "!", Enter for the new line.
+    page.locator("#console-paste summary").click()
+    page.get_by_label("Text to type into the VM").fill("Hi!\n")
+    page.get_by_role("button", name="Type it into the VM").click()
+    expect(status).to_have_text("Typed 4 character(s) into the VM.")
+    shift, enter = 0xFFE1, 0xFF0D
+    pressed = [shift, ord("H"), ord("i"), shift, ord("!"), enter]
+    expect_keys(world, pressed)
+
+    page.get_by_role("button", name="Full screen").click()
+    page.wait_for_function("() => document.fullscreenElement?.id === 'console-screen'")
+    expect(page.get_by_role("button", name="Leave full screen")).to_be_attached()
+    page.evaluate("() => document.exitFullscreen()")
+    page.wait_for_function("() => document.fullscreenElement === null")
+    expect(page.get_by_role("button", name="Full screen")).to_be_visible()
 
 
 def test_a_console_that_never_greets_is_given_up_in_words(page: Page, login: LoginFn, world: World) -> None:
