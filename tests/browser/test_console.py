@@ -1,6 +1,6 @@
 """The browser console: noVNC (served by the portal, built from npm) connects through the orchestrator and
 the node's agent to the VM's VNC server and draws its screen, types pasted text into the VM as keystrokes and
-goes full screen; and the VM page's usage graphs."""
+goes full screen. The VM page's usage graphs: ``tests/browser/light/test_vm_usage.py``."""
 
 from __future__ import annotations
 
@@ -135,14 +135,3 @@ def test_a_console_that_never_greets_is_given_up_in_words(page: Page, login: Log
         "The console did not answer in time: reload the page to try again."
     )
     expect(page.get_by_role("button", name="Send Ctrl+Alt+Del")).to_be_disabled()
-
-
-def test_the_vm_page_draws_the_usage_graphs(page: Page, login: LoginFn, screenshots: Path) -> None:
-    login(page, "alice", "/vdc/demo/vms/zone-a/100/")
-
-    usage = page.locator("#vm-usage[data-usage='hour']")
-    expect(usage.locator("figure")).to_have_count(4)
-    expect(usage.locator("polyline")).to_have_count(6)
-    usage.get_by_role("link", name="Day").click()
-    expect(page.locator("#vm-usage[data-usage='day'] polyline")).to_have_count(6)
-    page.screenshot(path=str(screenshots / "vm-detail-usage.png"), full_page=True)
