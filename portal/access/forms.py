@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from django import forms
 
-from orchestrator.models import Usage
+from orchestrator.models import Usage, Vdc
+from orchestrator.models.vdcs import VDC_INPUTS
 from orchestrator.services.access_admin.users import PLATFORM_ROLES, SEARCH_MAX
 from orchestrator.services.organizations import Allowance, AllowanceUsage
+from portal.access.allowances import Limit, limits
 from portal.admin.forms import VdcForm
-from portal.forms import choices
+from portal.forms import CONTROL, choices
 
+# The platform default a quota's declared help names: this form says its own, within the allowance.
+_EMPTY = re.compile(r" \(empty: [^)]*\)")
 ALLOWANCE_QUOTAS = ("vcpus", "memory_mib", "disk_gb", "vms", "networks", "public_ips")
 
 
@@ -23,11 +28,20 @@ class SearchForm(forms.Form):
 
 
 class GrantForm(forms.Form):
-    vdc = forms.ChoiceField(label="VDC")
+    """The VDC a user is made a member of, among ``vdcs`` (those they may join), each by its name."""
 
-    def __init__(self, *args: Any, vdcs: Iterable[str], **kwargs: Any) -> None:
+    vdc = forms.ChoiceField(
+        label="VDC", widget=forms.Select(attrs={"aria-describedby": "grant-help", "class": f"mt-1 {CONTROL}"})
+    )
+
+    def __init__(self, *args: Any, vdcs: Iterable[Vdc], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        choices(self.fields["vdc"], [(v, v) for v in vdcs])
+        choices(self.fields["vdc"], [(v.id, vdc_label(v)) for v in vdcs])
+
+
+def vdc_label(vdc: Vdc) -> str:
+    """A VDC as a list names it: its name, its id beside it when they differ."""
+    return f"{vdc.name} ({vdc.id})" if vdc.name and vdc.name != vdc.id else vdc.id
 
 
 class RolesForm(forms.Form):
@@ -81,28 +95,65 @@ class AllowanceForm(VdcForm):
 
 
 class OrganizationVdcForm(VdcForm):
-    """A VDC of an organization: its offerings chosen among the organization's allowance. Given ``usage``
-    (an edit), each quota the allowance bounds says its limit and what the organization's VDCs have."""
+    """A VDC of an organization: its offerings chosen among the organization's allowance, its quota within
+    what the allowance has left. Given ``usage`` (what the organization's VDCs have; on an edit,
+    ``replacing``: this VDC's quota, which is room for it), each quota the allowance bounds says what is
+    left, is refused above it next to its field, and a new VDC's starts inside it: at what is left, the
+    networks' and public IPs' at their default when less. Left empty, those two take that default."""
 
     def __init__(
-        self, *args: Any, allowance: Allowance, usage: AllowanceUsage | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        allowance: Allowance,
+        usage: AllowanceUsage | None = None,
+        replacing: Usage | None = None,
+        **kwargs: Any,
     ) -> None:
         self.allowance = allowance
+        shown = limits(usage, replacing) if usage is not None else []
+        self.room = {limit.attr: limit for limit in shown if limit.limit is not None}
         super().__init__(*args, **kwargs)
-        if usage is not None:
-            self.show_limits(usage)
-
-    def show_limits(self, usage: AllowanceUsage) -> None:
-        allowance = usage.allowance
-        for attr, label, unit in Usage.RESOURCES:
+        for attr, limit in self.room.items():
             field = self.fields.get(f"quota_{attr}")
-            if field is None or attr not in allowance.bounded:
+            if field is None:
                 continue
-            limit, given = getattr(allowance.quota, attr), getattr(usage.allotted, attr)
-            field.help_text = (
-                f"Organization {allowance.name}'s allowance: {limit}{unit} {label} in all; "
-                f"its VDCs have {given}{unit}, this one's included."
+            empty = _default(attr) is not None and not self.editing  # an empty field takes a default
+            said = (
+                _EMPTY.sub("", str(field.help_text)),  # what the quota is, without the platform's default
+                f"{self._left(limit)}.",
+                f"Empty: {_start(limit)}." if empty else "",
             )
+            field.help_text = " ".join(part for part in said if part)
+            if not self.editing and not self.is_bound:
+                self.initial[f"quota_{attr}"] = _start(limit)
+        if not self.editing and not self.is_bound:
+            for name in self.ALLOWED:  # a new VDC may use all the allowance offers
+                self.initial.setdefault(name, list(getattr(self.allowance, name)))
+
+    def _left(self, limit: Limit) -> str:
+        """What is left of one quota (for this VDC, on an edit), said with the allowance's figures."""
+        org = self.allowance.name or self.allowance.organization
+        most, limit_in_all, given = (
+            f"{limit.left}{limit.unit}",
+            f"{limit.limit}{limit.unit} {limit.label} in all",
+            f"{limit.given}{limit.unit}",
+        )
+        if self.editing:
+            return (
+                f"At most {most} for this VDC: organization {org}'s allowance has {limit_in_all}, "
+                f"its other VDCs {given}"
+            )
+        return (
+            f"At most {most}: what is left of organization {org}'s allowance ({limit_in_all}; "
+            f"its VDCs have {given})"
+        )
+
+    def _over(self, limit: Limit, value: int) -> str:
+        """Why ``value`` is refused: more than what is left (for this VDC, on an edit)."""
+        org = self.allowance.name or self.allowance.organization
+        left = f"{limit.left}{limit.unit}"
+        where = "this VDC may have within" if self.editing else "left of"
+        return f"{value}{limit.unit} is more than the {left} {where} organization {org}'s allowance."
 
     def add_fields(self) -> None:
         super().add_fields()
@@ -110,3 +161,30 @@ class OrganizationVdcForm(VdcForm):
             allowed = set(getattr(self.allowance, name))
             field = self.fields[name]
             field.choices = [(v, v) for v, _ in field.choices if v in allowed]  # type: ignore[attr-defined]  # a MultipleChoiceField
+
+    def clean(self) -> dict[str, Any]:
+        """Each bounded quota within what is left (said next to it); a new VDC's empty networks or public
+        IPs take their default, within what is left."""
+        cleaned = super().clean() or {}
+        for attr, limit in self.room.items():
+            name = f"quota_{attr}"
+            if name not in cleaned:  # refused already (its own error), or not on the form
+                continue
+            value = cleaned[name]
+            if value is None and _default(attr) is not None and not self.editing:
+                cleaned[name] = _start(limit)
+            elif value is not None and value > (limit.left or 0):
+                self.add_error(name, self._over(limit, value))
+        return cleaned
+
+
+def _default(attr: str) -> int | None:
+    """The quota a VDC is given when its create leaves it out (networks, public IPs); None: none."""
+    declared = VDC_INPUTS[f"quota_{attr}"]
+    return None if declared.required else int(declared.default)
+
+
+def _start(limit: Limit) -> int:
+    """A new VDC's quota, inside the allowance: what is left of it, or the platform's default when less."""
+    left, default = limit.left or 0, _default(limit.attr)
+    return left if default is None else min(default, left)

@@ -17,9 +17,10 @@ from orchestrator.models import Usage, Vdc
 from orchestrator.services import access, catalog, organizations, vdcs
 from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.context import Context
-from orchestrator.services.organizations import Allowance
+from orchestrator.services.organizations import Allowance, AllowanceUsage
 from orchestrator.services.people import organization_name
 from portal.access.actions import action, performed
+from portal.access.allowances import limits
 from portal.access.forms import AllowanceForm, OrganizationVdcForm
 from portal.access.views import access_view
 from portal.admin.forms import AdminForm
@@ -31,18 +32,24 @@ ORGANIZATIONS = "portal-access:organizations"
 
 
 def _shown(failure: FlexPlaneError, form: AdminForm) -> FlexPlaneError:
-    """The refusal, said on the form: next to its field, or next to each quota it names (``quota.vcpus``)."""
-    quota = [form.form_field(f) for f in failure.fields] if isinstance(failure, QuotaExceeded) else []
-    show_error(form, failure, form.form_field, quota=quota)
+    """The refusal, said once on the form: next to its field, or next to the first quota it names
+    (``quota.vcpus``; its words name every quota over)."""
+    named = [form.form_field(f) for f in failure.fields] if isinstance(failure, QuotaExceeded) else []
+    show_error(form, failure, form.form_field, quota=[f for f in named if f][:1])
     return failure
 
 
 def _form_page(
-    request: HttpRequest, form: AdminForm, change: Callable[[], str], heading: str, name: str
+    request: HttpRequest,
+    form: AdminForm,
+    change: Callable[[], str],
+    heading: str,
+    name: str,
+    notice: str = "",
 ) -> HttpResponseBase:
     """The form of an allowance or a VDC: a valid POST makes the ``change`` (a refusal is said on the form),
     then the organizations page says what it answered; otherwise the form, under ``heading``, for the
-    action ``name``."""
+    action ``name``, with the ``notice`` above it (what the form cannot do, before it is filled in)."""
     failure = None
     if form.is_bound and form.is_valid():
         said = perform(change)
@@ -50,14 +57,15 @@ def _form_page(
             messages.success(request, said)
             return redirect(ORGANIZATIONS)
         failure = _shown(said, form)
-    context = {"form": form, "heading": heading, "action": action(name)}
+    context = {"form": form, "heading": heading, "action": action(name), "notice": notice}
     return render(request, "portal/access/form.html", context, status=page_status(failure, form))
 
 
 @access_view
 def organizations_page(request: HttpRequest, ctx: Context) -> HttpResponse:
-    """GET: the organizations with an allowance the caller sees, what their VDCs take of it, their VDCs."""
-    listed = organizations.list_allowances(ctx)
+    """GET: the organizations with an allowance the caller sees, each quota of it with what their VDCs
+    have of it and what is left, their VDCs."""
+    listed = [(item, limits(item)) for item in organizations.list_allowances(ctx)]
     context = {"listed": listed, "is_admin": ctx.principal.is_admin}
     return render(request, "portal/access/organizations.html", context)
 
@@ -82,6 +90,11 @@ def allowance_page(request: HttpRequest, ctx: Context, org: str | None = None) -
         else "Give an organization an allowance"
     )
     return _form_page(request, form, give, heading, "access.allowance")
+
+
+def _usage_of(ctx: Context, org: str) -> AllowanceUsage | None:
+    """The organization's allowance with what its VDCs have of it; None when it has none."""
+    return next((u for u in organizations.list_allowances(ctx) if u.allowance.organization == org), None)
 
 
 def _allowance_of(ctx: Context, org: str) -> tuple[dict[str, Any], str]:
@@ -125,33 +138,40 @@ def allowance_delete(request: HttpRequest, ctx: Context, org: str) -> HttpRespon
 
 @access_view
 def vdc_create(request: HttpRequest, ctx: Context, org: str) -> HttpResponseBase:
-    """GET: a new VDC's form, offering what the allowance allows; POST: create it within the allowance."""
+    """GET: a new VDC's form, offering what the allowance allows, each quota with what is left of it and
+    starting inside it; POST: create it within the allowance."""
     if not access.manages_organization(ctx, organizations.organization_id(org)):
         raise NotFound("organization", org)  # another organization's: the 404 page, as a missing one's
-    try:
-        allowance = organizations.get_allowance(ctx, org)
-    except NotFound:  # none yet: nothing is offered, and the create says why
-        allowance = Allowance(org, organization_name(ctx, org))
+    usage = _usage_of(ctx, org)
+    # None yet: nothing is offered, and the create says why.
+    allowance = usage.allowance if usage else Allowance(org, organization_name(ctx, org))
     data = posted(request)
-    form = OrganizationVdcForm(data, ctx=ctx, allowance=allowance)
+    form = OrganizationVdcForm(data, ctx=ctx, allowance=allowance, usage=usage)
     name = allowance.name or org
 
     def create() -> str:
         vdcs.create_vdc(ctx, {**form.to_data(), "organization": org})
         return f"VDC {form.cleaned_data['id']} was made in organization {name}."
 
-    return _form_page(request, form, create, f"New VDC of organization {name}", "access.vdc-create")
+    notice = "" if usage else f"Organization {name} has no allowance yet: an admin gives it one first."
+    return _form_page(request, form, create, f"New VDC of organization {name}", "access.vdc-create", notice)
 
 
 @access_view
 def vdc_edit(request: HttpRequest, ctx: Context, org: str, vdc: str) -> HttpResponseBase:
-    """GET: a VDC of the organization's form, each quota with the allowance's limit; POST: change it within
+    """GET: a VDC of the organization's form, each quota with what is left for it; POST: change it within
     the allowance, as ``updateVdc`` does. Another organization's VDC: the 404 page, as a missing one's."""
     found = organizations.organization_vdc(ctx, org, vdc)
     data = posted(request)
     initial = OrganizationVdcForm.initial_from(found.vdc)
     form = OrganizationVdcForm(
-        data, ctx=ctx, allowance=found.usage.allowance, usage=found.usage, editing=True, initial=initial
+        data,
+        ctx=ctx,
+        allowance=found.usage.allowance,
+        usage=found.usage,
+        replacing=found.vdc.quota,
+        editing=True,
+        initial=initial,
     )
 
     name = found.usage.allowance.name or org

@@ -12,19 +12,20 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotAllowed
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.context import Context
 from portal.access.actions import action, performed
-from portal.access.forms import GrantForm, RolesForm, SearchForm
+from portal.access.forms import GrantForm, RolesForm, SearchForm, vdc_label
 from portal.context import View, Wrapped, portal_view
 from portal.errors import PAGE_ERRORS
 from portal.htmx import HtmxHttpRequest
-from portal.perform import attempt, back_to, confirmation
+from portal.perform import attempt, back_to, confirmation, perform
 
 TAKES_EFFECT = (
     "Changes take effect with the user's next token: when they sign in again, or when their session is "
@@ -63,12 +64,15 @@ def users_page(request: HttpRequest, ctx: Context) -> HttpResponse:
 
 @access_view
 def user_page(request: HttpRequest, ctx: Context, user: str) -> HttpResponse:
-    """GET: one user's roles and VDCs, with the forms that change them."""
+    """GET: one user's roles and VDCs, with the forms that change them: the VDCs offered are those the
+    user may join (of the platform, or of their organization) among those the caller manages."""
     shown = users.user_access(ctx, user)  # NotFound (another organization's user too): the 404 page
-    managed = [v.id for v in memberships.manageable_vdcs(ctx) if v.id not in shown.vdcs]
+    joinable = memberships.joinable_vdcs(ctx, shown)  # those of other organizations are not offered
     context = {
         "shown": shown,
-        "grant_form": GrantForm(vdcs=managed) if managed else None,
+        "grant_form": GrantForm(vdcs=joinable) if joinable else None,
+        "joinable_words": f"Offered: the VDCs {shown.name} may join, the platform's and those of their own "
+        "organization (an organization's VDCs take only its own users).",
         "roles_form": RolesForm(initial={"roles": list(shown.roles)}) if ctx.principal.is_admin else None,
         "manageable": {v.id for v in memberships.manageable_vdcs(ctx)},
         "grant_action": action("access.grant"),
@@ -92,10 +96,19 @@ def _change(request: HttpRequest, user: str, call: Callable[[], object], success
 
 @access_view
 def grant(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
-    """POST: make the user a member of the VDC chosen."""
+    """POST: make the user a member of the VDC chosen; the user's page then says so, naming both, or says
+    why not (the service's words name the user and the VDC)."""
+    if refused := post_only(request):
+        return refused
     vdc = str(request.POST.get("vdc", ""))
-    said = f"The user is now a member of VDC {vdc}."
-    return _change(request, user, lambda: memberships.grant_vdc_membership(ctx, user, vdc), said)
+    outcome = perform(lambda: memberships.grant_vdc_membership(ctx, user, vdc))
+    if isinstance(outcome, FlexPlaneError):
+        messages.error(request, outcome.message)
+    else:
+        named = next((vdc_label(v) for v in memberships.manageable_vdcs(ctx) if v.id == vdc), vdc)
+        who = outcome.name or outcome.username
+        messages.success(request, f"{who} is now a member of VDC {named}. {TAKES_EFFECT}")
+    return redirect("portal-access:user", user=user)
 
 
 @access_view

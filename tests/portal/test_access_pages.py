@@ -70,7 +70,7 @@ def test_admin_grants_and_revokes_a_membership_from_the_users_page(
     try:
         granted = _post(admin, world, f"{ACCESS}users/{bob['id']}/grant/", {"vdc": "demo"})
         assert granted.status_code == 200
-        assert "member of VDC demo" in granted.text
+        assert "Bob Example is now a member of VDC Demo (demo)." in granted.text  # both by name
         assert "next token" in granted.text
         assert bob_of(api)["vdcs"] == ["demo", "other"]
     finally:
@@ -131,7 +131,7 @@ def test_admin_gives_acme_an_allowance_and_its_owner_makes_and_deletes_a_vdc_wit
         }
         over = _post(olivia, world, f"{ACCESS}organizations/{acme}/vdcs/new/", {**vdc, "quota_vcpus": 3})
         assert over.status_code >= 400
-        assert "past its allowance" in over.text
+        assert "3 is more than the 2 left of organization acme" in over.text  # the form's own check
         made = _post(olivia, world, f"{ACCESS}organizations/{acme}/vdcs/new/", {**vdc, "quota_vcpus": 2})
         assert "VDC acme-portal was made" in made.text
         assert api('{ vdc(id: "acme-portal") { organization } }', user="admin").data["vdc"] == {
@@ -179,7 +179,7 @@ def test_an_org_owner_changes_her_vdcs_quota_within_the_allowance_not_past_it_an
         form = olivia.get(f"{world.url}{edit}", timeout=30)
         assert form.status_code == 200
         assert 'data-action="access.vdc-update"' in form.text
-        assert "allowance: 3 vCPUs in all; its VDCs have 1" in form.text  # the allowance's limits, shown
+        assert "allowance has 3 vCPUs in all, its other VDCs 0" in form.text  # what is left for it, shown
         assert 'value="zone-b"' not in form.text  # only what the allowance allows is offered
         changed = _post(olivia, world, edit, {**VDC_OF_ACME, "quota_vcpus": 3, "name": "Acme's"})
         assert "VDC acme-edit of organization" in changed.text
@@ -190,7 +190,7 @@ def test_an_org_owner_changes_her_vdcs_quota_within_the_allowance_not_past_it_an
         over = _post(olivia, world, edit, {**VDC_OF_ACME, "quota_vcpus": 4})
         assert over.status_code >= 400
         assert 'id="id_quota_vcpus_error"' in over.text  # next to the field it is about
-        assert "vCPUs (4 &gt; 3 allowed)" in over.text
+        assert "4 is more than the 3 this VDC may have within organization acme" in over.text
         assert api('{ vdc(id: "acme-edit") { quota { vcpus } } }', user="admin").data["vdc"] == {
             "quota": {"vcpus": 3}
         }

@@ -63,12 +63,28 @@ def named_user(user: User) -> str:
     return f"{who} ({user.username})" if user.username and user.username != who else who
 
 
+def may_join(vdc: Vdc, organization: str) -> bool:
+    """Whether a user of ``organization`` may be a member of the VDC: one of the platform's own, or of their
+    organization's (only its own users can be members of an organization's VDC)."""
+    return not vdc.organization or vdc.organization == organization
+
+
+def joinable_vdcs(ctx: Context, user: UserAccess) -> list[Vdc]:
+    """The VDCs the caller manages that the user may join (``may_join``) and is not a member of yet."""
+    return [v for v in manageable_vdcs(ctx) if may_join(v, user.organization) and v.id not in user.vdcs]
+
+
+def named_vdc(vdc: Vdc) -> str:
+    """A VDC as an error names it: its name, its id beside it (its id alone when it has no other name)."""
+    return f"{vdc.name} ({vdc.id})" if vdc.name and vdc.name != vdc.id else repr(vdc.id)
+
+
 def _same_organization(ctx: Context, user: User, vdc: Vdc) -> None:
-    if vdc.organization and user.organization_id != vdc.organization:
+    if not may_join(vdc, user.organization_id):
         org = organizations.organization_named(ctx, vdc.organization)
         raise ValidationFailed(
             "user",
-            f"{named_user(user)} is not of organization {org}, whose VDC {vdc.id!r} is: "
+            f"{named_user(user)} is not of organization {org}, whose VDC {named_vdc(vdc)} is: "
             "only its own users can be members",
         )
 
