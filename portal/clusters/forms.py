@@ -6,18 +6,25 @@ counts, the quota); a service's ``ValidationFailed`` lands next to the field it 
 The create form holds one or more node pools, each a small form of its own (prefix ``pools-<n>``). The
 form starts with one; "Add a node pool" sends what was typed and gets it back with one more, empty
 (nothing is created). A pool other than the first whose name is left empty is left out.
+
+A new pool starts inside the VDC's quota, as a new VM does (``portal.vms.offer``): the smallest compute
+profile that fits, and as many nodes of it as fit up to three. What the cluster would take of the quota
+(its workers as the VMs they become, its control plane's replicas) is :meth:`ClusterForm.asked`, counted
+from what was typed so far, valid or not.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 
 from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
+from orchestrator.models import Usage, Vdc
+from orchestrator.models.clusters import KubernetesVersion
 from orchestrator.models.networks import Network
 from orchestrator.services.clusters.inputs import (
     DEFAULT_CONTROL_PLANE,
@@ -31,7 +38,11 @@ from orchestrator.services.clusters.inputs import (
     CreateCluster,
     NodePoolSpec,
 )
+from orchestrator.services.clusters.quota import control_plane, worker
 from portal.forms import choices, show_error, styled
+from portal.templatetags.sizes import size
+from portal.vms.offer import Offer as CatalogOffer
+from portal.vms.offer import QuotaLine, compute_profile_label, quota_lines
 
 # The service's names of a create's fields (the API's, in snake case) -> the form's.
 FIELDS = {"control_plane.replicas": "control_plane_replicas", "control_plane": "control_plane_replicas"}
@@ -51,15 +62,77 @@ def network_choices(networks: Sequence[Network]) -> list[tuple[str, str]]:
     return [(f"{n.zone}/{n.name}", f"{n.name} ({n.cidr}, zone {n.zone})") for n in networks if not n.pending]
 
 
+# A pool's choices, as far as the quota goes: (compute profile, storage profile, nodes).
+PoolChoice = tuple[str, str, int]
+
+
 @dataclass(frozen=True)
 class Offer:
-    """What a cluster of the VDC may be made of: the catalog's versions (newest first), the profiles the
-    VDC allows and its networks, as (value, label) choices."""
+    """What a cluster of the VDC may be made of, and what the VDC uses now: the catalog's versions (newest
+    first), the profiles the VDC allows (``catalog``, as the VM form offers them), its networks as (value,
+    label) choices, and its usage, which new pools start inside and the quota figures count from."""
 
-    versions: list[tuple[str, str]]
-    compute_profiles: list[tuple[str, str]]
-    storage_profiles: list[tuple[str, str]]
+    catalog: CatalogOffer
+    versions: list[KubernetesVersion]
     networks: list[tuple[str, str]]
+    used: Usage
+
+    @property
+    def vdc(self) -> Vdc:
+        return self.catalog.vdc
+
+    def version_choices(self) -> list[tuple[str, str]]:
+        return [(v.version, v.version) for v in self.versions]
+
+    def compute_profile_choices(self) -> list[tuple[str, str]]:
+        """Each profile with its size, as the VM form shows it."""
+        return [(p.name, compute_profile_label(p)) for p in self.catalog.compute_profiles.values()]
+
+    def storage_profile_choices(self) -> list[tuple[str, str]]:
+        """Each profile with the disk a node gets of it (with the newest version's node image)."""
+        newest = self.versions[0].version if self.versions else ""
+        labels = []
+        for name in self.catalog.storage_profiles:
+            disk = self.worker_disk_gb(name, newest)
+            labels.append((name, f"{name}: {size(disk, 'GiB')} disk per node" if disk else name))
+        return labels
+
+    def worker_disk_gb(self, storage_profile: str, version: str) -> int | None:
+        """The disk of a node (the service's rule: the profile's default, at least what the version's node
+        image needs), if both are offered."""
+        image = next((v.image for v in self.versions if v.version == version), None)
+        return self.catalog.default_disk_gb(storage_profile, image) if image else None
+
+    def asked(self, version: str, replicas: int, pools: Iterable[PoolChoice]) -> Usage:
+        """What a cluster of these choices takes of the quota: each pool's nodes at their size, and its
+        control plane's replicas; what is not (yet) chosen counts as nothing."""
+        total = control_plane(max(0, replicas))
+        for compute_profile, storage_profile, count in pools:
+            profile = self.catalog.compute_profiles.get(compute_profile)
+            disk = self.worker_disk_gb(storage_profile, version) or 0
+            vcpus, memory_mib = (profile.vcpus, profile.memory_mib) if profile else (0, 0)
+            total = total + worker(vcpus, memory_mib, disk, max(0, count))
+        return total
+
+    def quota(self, asked: Usage) -> list[QuotaLine]:
+        """The VDC's quota: what is left now, what ``asked`` takes, what would be left after."""
+        return quota_lines(self.vdc, self.used, asked)
+
+    def new_pool(self, version: str, replicas: int, beside: Sequence[PoolChoice] = ()) -> dict[str, Any]:
+        """A new pool's first values, inside the quota beside the pools ``beside`` (and a control plane of
+        ``replicas``): the smallest compute profile of which a node fits, with as many nodes as fit up to
+        :data:`DEFAULT_COUNT`; the smallest profile and one node when none fits (the figures say so)."""
+        storage = next(iter(self.catalog.storage_profiles), "")
+        by_size = sorted(
+            self.catalog.compute_profiles.values(), key=lambda p: (p.vcpus, p.memory_mib, p.name)
+        )
+        for profile in by_size:
+            for count in range(DEFAULT_COUNT, MIN_NODES - 1, -1):
+                asked = self.asked(version, replicas, [*beside, (profile.name, storage, count)])
+                if not any(line.over for line in self.quota(asked)):
+                    return {"compute_profile": profile.name, "storage_profile": storage, "count": count}
+        smallest = by_size[0].name if by_size else ""
+        return {"compute_profile": smallest, "storage_profile": storage, "count": MIN_NODES}
 
 
 class NodePoolForm(forms.Form):
@@ -80,8 +153,8 @@ class NodePoolForm(forms.Form):
     def __init__(self, offer: Offer, data: Any = None, *, index: int, initial: Any = None) -> None:
         super().__init__(data, prefix=f"pools-{index}", initial=initial)
         self.index = index
-        choices(self.fields["compute_profile"], offer.compute_profiles)
-        choices(self.fields["storage_profile"], offer.storage_profiles)
+        choices(self.fields["compute_profile"], offer.compute_profile_choices())
+        choices(self.fields["storage_profile"], offer.storage_profile_choices())
         choices(self.fields["network"], [(SAME_NETWORK, "the cluster's network"), *offer.networks])
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
         self.fields["count"].widget.attrs.update(min=MIN_NODES, max=MAX_NODES, inputmode="numeric")
@@ -96,6 +169,15 @@ class NodePoolForm(forms.Form):
         if not self.is_bound:
             return dict(self.initial)
         return {name: str(self.data.get(self.add_prefix(name), "")) for name in self.fields}
+
+    def value(self, name: str) -> str:
+        """A field's value as sent (or as first shown), valid or not: for the quota figures."""
+        raw = self[name].value()
+        return "" if raw is None else str(raw).strip()
+
+    def choice(self) -> PoolChoice:
+        """The pool's profiles and nodes as typed so far (nodes that are not a number: none)."""
+        return self.value("compute_profile"), self.value("storage_profile"), _number(self.value("count"))
 
     def spec(self) -> NodePoolSpec:
         data = self.cleaned_data
@@ -126,16 +208,19 @@ class ClusterForm(forms.Form):
     network = forms.ChoiceField(label="Network", help_text="The VDC network the nodes join.")
 
     def __init__(self, offer: Offer, data: Any = None, *, initial: Any = None, pools: int = 1) -> None:
-        super().__init__(data, initial=initial)
+        newest = offer.versions[0].version if offer.versions else ""
+        super().__init__(data, initial={"version": newest} if initial is None else initial)
         self.offer = offer
-        choices(self.fields["version"], offer.versions)
+        choices(self.fields["version"], offer.version_choices())
         choices(self.fields["network"], offer.networks)
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
         replicas = self.fields["control_plane_replicas"]
         replicas.widget.attrs.update(min=MIN_CONTROL_PLANE, max=MAX_CONTROL_PLANE, inputmode="numeric")
         styled(self)
         if data is None:
-            first = {"name": FIRST_POOL, "count": DEFAULT_COUNT} if initial is None else None
+            first = None
+            if initial is None:
+                first = {"name": FIRST_POOL, **offer.new_pool(newest, DEFAULT_CONTROL_PLANE)}
             self.pools = [NodePoolForm(offer, index=i, initial=first) for i in range(pools)]
         else:
             sent = [NodePoolForm(offer, data, index=i) for i in range(_posted_rows(data))]
@@ -154,7 +239,9 @@ class ClusterForm(forms.Form):
         again = cls(offer, initial={name: data.get(name, "") for name in typed.fields}, pools=0)
         kept = [NodePoolForm(offer, index=i, initial=p.typed()) for i, p in enumerate(typed.pools)]
         if len(kept) < MAX_POOLS:
-            kept.append(NodePoolForm(offer, index=len(kept), initial={"count": DEFAULT_COUNT}))
+            beside = [p.choice() for p in typed.counted_pools()]
+            fresh = offer.new_pool(typed.value("version"), typed.replicas(), beside)
+            kept.append(NodePoolForm(offer, index=len(kept), initial=fresh))
         again.pools = kept
         return again
 
@@ -169,6 +256,24 @@ class ClusterForm(forms.Form):
     def chosen_pools(self) -> list[NodePoolForm]:
         """The pools the create asks for: the first, and every other whose name was typed (bound)."""
         return [p for p in self.pools if p.is_bound]
+
+    def counted_pools(self) -> list[NodePoolForm]:
+        """The pools the quota figures count, sent or only shown: the first, and every other with a name."""
+        return [p for p in self.pools if p.index == 0 or p.value("name")]
+
+    def value(self, name: str) -> str:
+        """A field's value as sent (or as first shown), valid or not: for the quota figures."""
+        raw = self[name].value()
+        return "" if raw is None else str(raw).strip()
+
+    def replicas(self) -> int:
+        """The control plane's replicas as typed (not a number: none)."""
+        return _number(self.value("control_plane_replicas"))
+
+    def asked(self) -> Usage:
+        """What the cluster as typed so far would take of the VDC's quota."""
+        pools = [p.choice() for p in self.counted_pools()]
+        return self.offer.asked(self.value("version"), self.replicas(), pools)
 
     def is_valid(self) -> bool:
         valid = super().is_valid()
@@ -198,6 +303,14 @@ class ClusterForm(forms.Form):
             show_error(sent[0], exc, quota=["count"])
         else:
             show_error(self, exc, FIELDS)
+
+
+def _number(value: str) -> int:
+    """A count as typed, for the quota figures: what is not a whole number counts as none."""
+    try:
+        return max(0, int(value))
+    except ValueError:
+        return 0
 
 
 def _posted_rows(data: Mapping[str, Any]) -> int:

@@ -6,9 +6,14 @@ over the services the GraphQL API's fields and mutations call (``services.cluste
 A cluster's state is its Cluster API objects in the management cluster, read on every page (a bounded
 number of list calls, whatever the clusters). Live progress is htmx polling: the cluster page's status
 part (``_status.html``) and the list's table read themselves again every few seconds while a cluster is
-on its way somewhere (provisioning, scaling, upgrading, deleting), and stop once it is Ready or Failed.
-There is no Proxmox task to stream over the websocket: the providers work towards the objects' spec, and
-the objects are what says how far they got.
+on its way somewhere (provisioning, scaling, upgrading, deleting), and stop once it is Ready or Failed;
+each read of the status part brings the kubeconfig part along (out of band), so that the download shows
+as soon as the cluster has an endpoint. There is no Proxmox task to stream over the websocket: the
+providers work towards the objects' spec, and the objects are what says how far they got.
+
+The create form starts inside the VDC's quota and shows what the cluster would take of it, recomputed
+over htmx as the fields change (the VM form's figures, ``portal.vms.offer``, counted as a create counts
+a cluster: ``services.clusters.quota``).
 
 A cluster of another VDC answers the same 404 page as one that does not exist (the services report it
 so). A delete asks for a confirmation first; the other refusals are said in place, next to their field.
@@ -22,10 +27,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from orchestrator.errors import FlexPlaneError, NotFound
-from orchestrator.models import Vdc
+from orchestrator.errors import FlexPlaneError, NotFound, Unavailable
+from orchestrator.models import Usage, Vdc
 from orchestrator.models.clusters import FAILED, READY, KubernetesCluster, version_key
-from orchestrator.services import catalog, clusters, networks, vdcs
+from orchestrator.services import clusters, networks, vdcs
+from orchestrator.services.clusters.create import vdc_usage_now
+from orchestrator.services.clusters.quota import CONTROL_PLANE_REPLICA
 from orchestrator.services.context import Context
 from portal.activity import trail as activity
 from portal.clusters import actions
@@ -34,6 +41,7 @@ from portal.context import vdc_view
 from portal.forms import posted, show_error
 from portal.htmx import HtmxHttpRequest, redirect, respond, targets
 from portal.perform import attempt, confirmation, perform
+from portal.vms.offer import Offer as CatalogOffer
 
 # Phases a cluster rests in: its page stops reading itself again.
 SETTLED = frozenset({READY, FAILED})
@@ -106,18 +114,24 @@ def cluster_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
 # ------------------------------------------------------------------------------------------ create
 
 
+def _used(ctx: Context, vdc: Vdc) -> Usage:
+    """What the VDC uses now, as a create counts it: its VMs, its clusters' workers not made yet and their
+    control planes (one ``/cluster/resources`` per zone, one list of its namespace, five once it has a
+    cluster). While a zone does not answer: what the VDC's pages show (the page says which zone)."""
+    try:
+        return vdc_usage_now(ctx, vdc)
+    except Unavailable:
+        return vdcs.usage(ctx, vdc.id)
+
+
 def _offer(ctx: Context, vdc: Vdc) -> Offer:
-    """The versions of the catalog (newest first), the profiles the VDC allows, its networks."""
-    versions = sorted({v.version for v in clusters.kubernetes_versions(ctx)}, key=version_key, reverse=True)
+    """The versions of the catalog (newest first), the profiles the VDC allows, its networks, its usage."""
+    versions = sorted(clusters.kubernetes_versions(ctx), key=lambda v: version_key(v.version), reverse=True)
     return Offer(
-        versions=[(v, v) for v in versions],
-        compute_profiles=[
-            (p.name, p.name) for p in catalog.list_compute_profiles(ctx) if vdc.allows_compute_profile(p.name)
-        ],
-        storage_profiles=[
-            (p.name, p.name) for p in catalog.list_storage_profiles(ctx) if vdc.allows_storage_profile(p.name)
-        ],
+        catalog=CatalogOffer.of(ctx, vdc),
+        versions=versions,
         networks=network_choices(networks.list_networks(ctx)),
+        used=_used(ctx, vdc),
     )
 
 
@@ -125,11 +139,14 @@ def _offer(ctx: Context, vdc: Vdc) -> Offer:
 def cluster_create(request: HtmxHttpRequest, ctx: Context) -> HttpResponseBase:
     """``/vdc/<vdc>/kubernetes/new/``: ``createKubernetesCluster`` as a form; on success, the cluster's page
     (which follows it until it is ready). Shown again with the service's errors next to their fields;
-    "Add a node pool" shows it again with one more pool, creating nothing."""
+    "Add a node pool" shows it again with one more pool, creating nothing. For htmx (HX-Target ``quota``):
+    the quota figures alone, of the choices sent along as parameters."""
     vdc = _vdc(ctx)
     offer = _offer(ctx, vdc)
     data = posted(request)
-    if data is not None and "add_pool" in data:
+    if data is None and targets(request, "quota"):
+        form = ClusterForm(offer, request.GET)
+    elif data is not None and "add_pool" in data:
         form = ClusterForm.with_another_pool(offer, data)
     else:
         form = ClusterForm(offer, data)
@@ -140,12 +157,17 @@ def cluster_create(request: HtmxHttpRequest, ctx: Context) -> HttpResponseBase:
             if isinstance(made, FlexPlaneError):
                 form.show_error(made)
             else:
-                messages.success(
-                    request, f"Cluster {made.name} is being made: this page follows it until it is ready."
-                )
+                messages.success(request, f"Cluster {made.name} is created.")
                 return redirect(request, _detail_url(vdc.id, made.name))
-    context = {"vdc": vdc, "form": form, "offer": offer}
-    return render(request, "portal/clusters/new.html", context)
+    context = {
+        "vdc": vdc,
+        "form": form,
+        "offer": offer,
+        "quota": offer.quota(form.asked()),
+        "asking": "This cluster",
+        "replica": CONTROL_PLANE_REPLICA,
+    }
+    return respond(request, "portal/clusters/new.html", context, {"quota": "portal/vms/_quota.html"})
 
 
 # ------------------------------------------------------------------------------------------ one cluster
@@ -161,25 +183,33 @@ def _page(
     upgrades = newer_versions(ctx, cluster)
     pools = [(p.name, p.count) for p in cluster.node_pools]
     context = {
+        **_live(cluster),
         "vdc": _vdc(ctx),
+        "scale_form": scale or ScaleForm(pools),
+        "upgrade_form": upgrade or UpgradeForm(upgrades),
+        "upgrades": upgrades,
+        "network": network_label(ctx, cluster.network),
+    }
+    return render(request, "portal/clusters/detail.html", context)
+
+
+def _live(cluster: KubernetesCluster) -> dict[str, object]:
+    """What the parts of the cluster's page that follow it are drawn from: its status, its kubeconfig."""
+    return {
         "cluster": cluster,
         "nodes": nodes(cluster),
         "settled": settled(cluster),
         "poll": POLL,
-        "scale_form": scale or ScaleForm(pools),
-        "upgrade_form": upgrade or UpgradeForm(upgrades),
-        "upgrades": upgrades,
         "validity_hours": round(clusters.VALIDITY.total_seconds() / 3600),
-        "network": network_label(ctx, cluster.network),
     }
-    return render(request, "portal/clusters/detail.html", context)
 
 
 @vdc_view
 def cluster_detail(request: HtmxHttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
     """``/vdc/<vdc>/kubernetes/<cluster>/``: the cluster, its control plane and its node pools, with the
     forms that scale, upgrade and delete it and its kubeconfig. For htmx (the status part reading itself
-    again while the cluster changes): the status part alone; once the cluster is gone (deleted), the list."""
+    again while the cluster changes): the status part, and the kubeconfig part out of band (its download
+    once there is an endpoint); once the cluster is gone (deleted), the list."""
     polled = targets(request, "cluster-status")
     try:
         found = clusters.get_cluster(ctx, cluster)
@@ -189,8 +219,7 @@ def cluster_detail(request: HtmxHttpRequest, ctx: Context, cluster: str) -> Http
         messages.success(request, f"Cluster {cluster} is deleted.")
         return HttpResponseClientRedirect(_list_url(_vdc(ctx).id))
     if polled:
-        context = {"cluster": found, "nodes": nodes(found), "settled": settled(found), "poll": POLL}
-        return render(request, "portal/clusters/_status.html", context)
+        return render(request, "portal/clusters/_status.html", {**_live(found), "oob": True})
     return _page(request, ctx, found)
 
 

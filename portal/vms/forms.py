@@ -21,14 +21,13 @@ from orchestrator.services.vms import CreateVm, VmFilter
 from portal.forms import choices, styled
 from portal.networks.forms import NetworkChoice
 from portal.templatetags.sizes import size
-from portal.vms.offer import Offer
+from portal.vms.offer import Offer, compute_profile_label
 
 STATUSES = ("running", "stopped", "unknown")
 
 
 def _profile_choices(offer: Offer) -> list[tuple[str, str]]:
-    profiles = offer.compute_profiles.values()
-    return [(p.name, f"{p.name}: {p.vcpus} vCPU, {size(p.memory_mib, 'MiB')}") for p in profiles]
+    return [(p.name, compute_profile_label(p)) for p in offer.compute_profiles.values()]
 
 
 class VmFilterForm(forms.Form):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from orchestrator.models import ComputeProfile, Image, StorageProfile, Usage, Vdc
 from orchestrator.services import catalog
 from orchestrator.services.context import Context
+from portal.templatetags.sizes import size
 
 # Which form field a quota'd resource belongs to: what the user changes to use less of it.
 QUOTA_FIELDS = {
@@ -59,6 +60,11 @@ class Offer:
         if profile is None or chosen is None:
             return None
         return max(profile.default_gb, chosen.min_disk_gb)
+
+
+def compute_profile_label(profile: ComputeProfile) -> str:
+    """A compute profile as the forms offer it: its name and size (``medium: 2 vCPU, 4 GiB``)."""
+    return f"{profile.name}: {profile.vcpus} vCPU, {size(profile.memory_mib, 'MiB')}"
 
 
 @dataclass(frozen=True)

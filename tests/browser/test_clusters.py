@@ -77,7 +77,9 @@ def test_alice_creates_a_cluster_watches_it_become_ready_scales_a_pool_and_downl
         expect(page.locator("#cluster-status [data-cluster-endpoint]")).to_have_text(
             f"https://{ENDPOINT_HOST}:6443"
         )
-        page.reload()  # the kubeconfig's link shows once the cluster has an endpoint
+        # The kubeconfig's link shows once the cluster has an endpoint, without a reload.
+        expect(page.get_by_role("link", name=f"Download {name}.kubeconfig")).to_be_visible()
+        expect(page.locator("[data-kubeconfig-pending]")).to_have_count(0)
         shoot(page, screenshots, "cluster-ready")
 
         page.get_by_label("Node pool", exact=True).select_option("workers")
