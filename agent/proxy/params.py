@@ -334,12 +334,23 @@ def firewall_address(value: str, where: Where) -> None:
     ipv4_or_cidr(value, where)
 
 
-def port_range(value: str, where: Where) -> None:
-    """A destination port, or a range ``<first>:<last>`` with first <= last, from 1 to 65535."""
-    found = re.fullmatch(rf"({_PORT})(?::({_PORT}))?", value, re.ASCII)
-    ports = [int(p) for p in found.groups() if p is not None] if found else []
-    if not ports or max(ports) > 65535 or ports[0] > ports[-1]:
-        raise ValueError(f"{value[:40]!r} is not a port or a range <first>:<last> from 1 to 65535")
+# A firewall rule's ports (PVE's ``pve-fw-dport-spec``): at most 15 numbers, a range counting as two.
+MAX_PORT_NUMBERS = 15
+
+
+def port_list(value: str, where: Where) -> None:
+    """A rule's destination ports as PVE's firewall takes them: a comma list of ports and ranges
+    ``<first>:<last>`` (first <= last), from 1 to 65535, at most 15 numbers (a range counts as two);
+    never service names, spaces or empty entries."""
+    numbers = 0
+    for entry in value.split(","):
+        found = re.fullmatch(rf"({_PORT})(?::({_PORT}))?", entry, re.ASCII)
+        ports = [int(p) for p in found.groups() if p is not None] if found else []
+        if not ports or max(ports) > 65535 or ports[0] > ports[-1]:
+            raise ValueError(f"{entry[:40]!r} is not a port or a range <first>:<last> from 1 to 65535")
+        numbers += len(ports)
+    if numbers > MAX_PORT_NUMBERS:
+        raise ValueError(f"names {numbers} ports: at most {MAX_PORT_NUMBERS} (a range counts as two)")
 
 
 def comment(value: str, where: Where) -> None:

@@ -101,7 +101,7 @@ _FIREWALL_RULE: Mapping[str, p.Validator] = {
     "type": p.one_of("in", "out"),
     "action": p.firewall_policy,
     "proto": p.one_of("tcp", "udp", "icmp"),
-    "dport": p.port_range,
+    "dport": p.port_list,
     "source": p.firewall_address,
     "dest": p.firewall_address,
     "enable": p.boolean,

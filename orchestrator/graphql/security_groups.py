@@ -35,7 +35,8 @@ class SecurityGroupRule(graphene.ObjectType):
     direction = graphene.String(required=True, description="in (to the VM) or out (from the VM).")
     protocol = graphene.String(required=True, description="tcp, udp, icmp or any.")
     ports = graphene.String(
-        description="A port (22) or a range (8000-8080), tcp and udp only; null: every port."
+        description="As Proxmox's firewall takes them: a port (22), a range (8000:8100) or a comma list of "
+        "them (80,443,8000:8100); tcp and udp only; null: every port."
     )
     cidr = graphene.String(description="An IPv4 network (0.0.0.0/0: anywhere).")
     group = graphene.String(description="Another group of the same VDC: its member VMs' addresses.")
@@ -64,7 +65,12 @@ class SecurityGroupRuleInput(graphene.InputObjectType):
 
     direction = graphene.String(required=True, description="in or out.")
     protocol = graphene.String(required=True, description="tcp, udp, icmp or any.")
-    ports = graphene.String(description="A port (22) or a range (8000-8080), 1 to 65535; tcp and udp only.")
+    ports = graphene.String(
+        description="A port (22), a range (8000:8100; 8000-8100 is read the same) or a comma list of them "
+        "(80,443): ports 1 to 65535, a range's first <= its last, at most 15 numbers (a range counts as "
+        "two; Proxmox's limit); tcp and udp only; null or empty: every port. Stored and answered in "
+        "Proxmox's syntax (80,443,8000:8100)."
+    )
     cidr = graphene.String(description="An IPv4 network such as 10.0.0.0/24, or 0.0.0.0/0 for anywhere.")
     group = graphene.String(description="A group of the same VDC (this one included).")
     vdc_networks = graphene.Boolean(description="true: the VDC's own networks.")

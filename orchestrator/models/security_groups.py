@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic.dataclasses import dataclass
 
 from orchestrator.models.specs import SPEC_CONFIG, Stored, load
@@ -35,31 +35,39 @@ MAX_RULES_PER_GROUP = 50
 MAX_GROUPS_PER_VM = 10
 MAX_DESCRIPTION_LENGTH = 200
 ANYWHERE = "0.0.0.0/0"
+# Proxmox's limit on a firewall rule's ports (``dport``): at most 15 numbers, a range counting as two.
+MAX_PORT_NUMBERS = 15
+# The longest ports a rule is given as (15 numbers of 5 digits and their separators, and some spaces).
+MAX_PORTS_LENGTH = 120
 
 
 def _unset(value: Any) -> bool:
     return value is None or value is False or value == ""
 
 
+def _proxmox_ports(value: Any) -> Any:
+    """Ports as Proxmox writes them: a range stored as ``8000-8080`` before lists came reads ``8000:8080``."""
+    return value.replace("-", ":") if isinstance(value, str) else value
+
+
+# A rule's ports, in Proxmox's firewall syntax (its ``dport``): a comma list of ports and ranges.
+Ports = Annotated[str | None, BeforeValidator(_proxmox_ports)]
+
+
 @dataclass(frozen=True, config=SPEC_CONFIG)
 class Rule(Stored):
     """What one rule lets through. Exactly one of ``cidr``, ``group`` and ``vdc_networks`` is its remote;
-    ``ports`` (``"22"`` or ``"8000-8080"``) only with tcp or udp, None for every port."""
+    ``ports`` only with tcp or udp, None for every port: as Proxmox's firewall takes them, a comma list of
+    ports and ranges (``"22"``, ``"80,443"``, ``"8000:8100"``), which the VM's firewall rule is given as
+    its ``dport``."""
 
     direction: str
     protocol: str
-    ports: str | None = Field(default=None, exclude_if=_unset)
+    ports: Ports = Field(default=None, exclude_if=_unset)
     cidr: str | None = Field(default=None, exclude_if=_unset)
     group: str | None = Field(default=None, exclude_if=_unset)
     vdc_networks: bool = Field(default=False, exclude_if=_unset)
     description: str = Field(default="", exclude_if=_unset)
-
-    @property
-    def port_range(self) -> tuple[int, int] | None:
-        if self.ports is None:
-            return None
-        first, _, last = self.ports.partition("-")
-        return int(first), int(last or first)
 
 
 @dataclass(frozen=True, config=SPEC_CONFIG)

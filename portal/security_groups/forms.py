@@ -1,9 +1,13 @@
 """The security-group pages' forms: a group (name, description) with its rules as a formset, and the
-groups of a VM. Plain Django forms (there is no database); the service checks every rule and names the
-field of a bad one (``rules[2].ports``), which lands next to that field of that row."""
+groups of a VM. Plain Django forms (there is no database). A rule row says where its traffic comes from
+or goes to as a choice (anywhere, addresses, a group's VMs, the VDC's networks), with the field that
+says which addresses or group; the form refuses a row without that in its own words, under the field.
+The service checks every rule again and names the field of a bad one (``rules[2].ports``), which lands
+next to that field of that row."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -11,86 +15,141 @@ from typing import Any
 from django import forms
 
 from orchestrator.errors import FlexPlaneError, ValidationFailed
+from orchestrator.models.security_groups import ANYWHERE as ANYWHERE_CIDR
 from orchestrator.models.security_groups import (
     MAX_DESCRIPTION_LENGTH,
     MAX_GROUP_NAME_LENGTH,
+    MAX_PORTS_LENGTH,
     MAX_RULES_PER_GROUP,
     PROTOCOLS,
     Rule,
     SecurityGroup,
 )
-from portal.forms import show_error, styled
+from portal.forms import choices, show_error, styled
 
 # Blank rule rows a form offers beyond the group's rules (and adds on "More rule rows").
 EXTRA_RULES = 3
 RULES_PREFIX = "rules"
-CIDR, VDC_NETWORKS, GROUP = "cidr", "vdc_networks", "group:"
+# Where a rule's traffic comes from (in) or goes to (out): the remote's kind, and with addresses or a
+# group, the field that says which.
+ANYWHERE, CIDR, GROUP, VDC_NETWORKS = "anywhere", "cidr", "group", "vdc_networks"
+REMOTES = (
+    ("", "Choose…"),
+    (ANYWHERE, f"Anywhere ({ANYWHERE_CIDR})"),
+    (CIDR, "Addresses (a CIDR)"),
+    (GROUP, "A security group's VMs"),
+    (VDC_NETWORKS, "The VDC's networks"),
+)
 DIRECTIONS = (("in", "In: to the VM"), ("out", "Out: from the VM"))
 # A service's field of a rule: ``rules[2].ports``.
 _RULE_FIELD = re.compile(r"rules\[(\d+)\]\.(\w+)")
 # The service's rule fields -> the row's.
-_ROW_FIELDS = {"group": "remote", "vdc_networks": "remote"}
+_ROW_FIELDS = {"vdc_networks": "remote"}
+# What a spare row holds until someone fills it in.
+_SPARE = {"direction": "in", "protocol": "tcp", "remote": "", "ports": "", "cidr": "", "description": ""}
+CHOOSE_REMOTE = "Choose where the traffic comes from (in) or goes to (out)."
+TYPE_CIDR = "Type the addresses, such as 203.0.113.0/24, or choose Anywhere."
 
 
 def remote_of(rule: Rule) -> str:
     if rule.group is not None:
-        return GROUP + rule.group
-    return VDC_NETWORKS if rule.vdc_networks else CIDR
+        return GROUP
+    if rule.vdc_networks:
+        return VDC_NETWORKS
+    return ANYWHERE if rule.cidr == ANYWHERE_CIDR else CIDR
+
+
+def cidr_error(value: str) -> str | None:
+    """What is wrong with ``value`` as a rule's addresses, in the portal's words (None: nothing)."""
+    try:
+        ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        pass
+    else:
+        return None
+    try:
+        network = ipaddress.IPv4Network(value, strict=False)
+    except ValueError:
+        return f"{value} is not an IPv4 network such as 10.0.0.0/24, nor an address such as 10.0.0.7."
+    address = value.partition("/")[0]
+    return f"{value} is an address, not a network: did you mean {network} (its network) or {address}?"
 
 
 class RuleForm(forms.Form):
-    """One rule: what it lets through, and from (in) or to (out) where."""
+    """One rule: what it lets through, and from (in) or to (out) where: anywhere, addresses (``cidr``),
+    another group's VMs (``group``) or the VDC's networks. A spare row left as it was is not a rule."""
 
     direction = forms.ChoiceField(label="Direction", choices=DIRECTIONS, initial="in")
     protocol = forms.ChoiceField(label="Protocol", choices=[(p, p) for p in PROTOCOLS], initial="tcp")
     ports = forms.CharField(
-        label="Ports", required=False, max_length=11, help_text="22 or 8000-8080; empty: every port."
+        label="Ports",
+        required=False,
+        max_length=MAX_PORTS_LENGTH,
+        help_text="A port (22), a list (80,443) or a range (8000:8100); empty: every port.",
     )
-    remote = forms.ChoiceField(label="From / to", initial=CIDR)
-    cidr = forms.CharField(label="CIDR", required=False, max_length=43, help_text="0.0.0.0/0: anywhere.")
+    remote = forms.ChoiceField(label="From / to", choices=REMOTES, required=False, initial="")
+    cidr = forms.CharField(
+        label="Addresses (CIDR)",
+        required=False,
+        max_length=43,
+        help_text="Such as 203.0.113.0/24, or one address.",
+    )
+    group = forms.ChoiceField(label="Security group", required=False)
     description = forms.CharField(label="Note", required=False, max_length=MAX_DESCRIPTION_LENGTH)
 
     def __init__(self, *args: Any, groups: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        field = self.fields["remote"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [
-            (CIDR, "Addresses (the CIDR)"),
-            (VDC_NETWORKS, "The VDC's networks"),
-            *((GROUP + g, f"Group {g}") for g in groups),
-        ]
-        self.fields["ports"].widget.attrs.update(placeholder="any", spellcheck="false")
-        self.fields["cidr"].widget.attrs.update(placeholder="0.0.0.0/0", spellcheck="false")
+        choices(self.fields["group"], [(g, g) for g in groups])
+        self.fields["ports"].widget.attrs.update(spellcheck="false", autocomplete="off")
+        self.fields["cidr"].widget.attrs.update(spellcheck="false", autocomplete="off")
         styled(self)
 
     @staticmethod
     def initial_of(rule: Rule) -> dict[str, Any]:
+        remote = remote_of(rule)
         return {
             "direction": rule.direction,
             "protocol": rule.protocol,
             "ports": rule.ports or "",
-            "remote": remote_of(rule),
-            "cidr": rule.cidr or "",
+            "remote": remote,
+            "cidr": rule.cidr if remote == CIDR else "",
+            "group": rule.group or "",
             "description": rule.description,
         }
 
     def blank(self) -> bool:
-        """A row with nothing typed in it (a spare row): not a rule."""
+        """A row left as a spare row is (no remote chosen, nothing typed, the first direction and
+        protocol): not a rule."""
         data = self.cleaned_data
-        return data.get("remote") == CIDR and not any(
-            (data.get(k) or "").strip() for k in ("ports", "cidr", "description")
-        )
+        return all((data.get(k) or "").strip() == v for k, v in _SPARE.items())
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.errors or self.blank():
+            return data
+        remote = data.get("remote")
+        if not remote:
+            self.add_error("remote", CHOOSE_REMOTE)
+        elif remote == CIDR:
+            cidr = (data.get("cidr") or "").strip()
+            wrong = cidr_error(cidr) if cidr else TYPE_CIDR
+            if wrong:
+                self.add_error("cidr", wrong)
+        elif remote == GROUP and not data.get("group"):
+            self.add_error("group", "Choose the security group whose VMs the rule is about.")
+        return data
 
     def to_input(self) -> dict[str, Any]:
         """The rule as the service's input (the API's ``SecurityGroupRuleInput``)."""
         data = self.cleaned_data
         remote = data["remote"]
+        cidr = ANYWHERE_CIDR if remote == ANYWHERE else data["cidr"].strip() if remote == CIDR else None
         return {
             "direction": data["direction"],
             "protocol": data["protocol"],
             "ports": data["ports"].strip() or None,
-            "cidr": data["cidr"].strip() or None if remote == CIDR else None,
-            "group": remote.removeprefix(GROUP) if remote.startswith(GROUP) else None,
+            "cidr": cidr,
+            "group": data["group"] if remote == GROUP else None,
             "vdc_networks": remote == VDC_NETWORKS,
             "description": data["description"].strip(),
         }

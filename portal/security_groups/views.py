@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.models import Vdc
-from orchestrator.models.security_groups import DEFAULT_GROUP, SecurityGroup, groups_in
+from orchestrator.models.security_groups import ANYWHERE, DEFAULT_GROUP, Rule, SecurityGroup, groups_in
 from orchestrator.models.vms import VirtualMachine, vm_id
 from orchestrator.services import security_groups, vdcs, vms
 from orchestrator.services.context import Context
@@ -58,13 +58,20 @@ def _say_not_updated(request: HttpRequest, realised: Realised) -> None:
         messages.error(request, failure.message[:1].upper() + failure.message[1:] + ".")
 
 
+def _where(rule: Rule) -> str:
+    """A rule's remote in words, as the form's choices say it."""
+    if rule.group:
+        return f"group {rule.group}'s VMs"
+    if rule.vdc_networks:
+        return "the VDC's networks"
+    return f"anywhere ({ANYWHERE})" if rule.cidr == ANYWHERE else str(rule.cidr)
+
+
 def _remote(group: SecurityGroup) -> list[dict[str, str]]:
     """The group's rules in words, for the list."""
     out = []
     for rule in group.rules:
-        where = (
-            f"group {rule.group}" if rule.group else "the VDC's networks" if rule.vdc_networks else rule.cidr
-        )
+        where = _where(rule)
         out.append(
             {
                 "direction": rule.direction,

@@ -166,6 +166,8 @@ def orchestrator_calls() -> list[tuple[str, str, dict[str, str]]]:
         FirewallRule("in", "ACCEPT", "tcp", "22", "+fp-sg-web", None, True, "fp-sg web: ssh"),
         FirewallRule("out", "ACCEPT", None, None, None, "0.0.0.0/0", True, "fp-sg default: egress"),
         FirewallRule("in", "REJECT", "udp", "8000:8080", "10.0.0.0/16", None, False, "fp-sg x"),
+        FirewallRule("in", "ACCEPT", "tcp", "80,443,8000:8100", None, None, True, "fp-sg web: http"),
+        FirewallRule("in", "ACCEPT", "tcp", ",".join(["1:2"] * 7 + ["3"]), None, None, True, "fp-sg x"),
         FirewallRule("in", "ACCEPT", "icmp", None, "10.0.0.7", None, True, "fp-sg x"),
     ):
         firewall.add_rule("pve1", 4242, rule)
@@ -402,7 +404,11 @@ def test_a_config_write_naming_what_is_not_the_vms_own_is_refused_naming_the_par
         ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "0"}, "dport"),
         ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "70000"}, "dport"),
         ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "8080:80"}, "dport"),
-        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "22,80"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "22,,80"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "22, 80"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "22,ssh"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": "80,70000"}, "dport"),
+        ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dport": ",".join(["1:2"] * 7 + ["3,4"])}, "dport"),
         ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"source": "10.0.0.0/33"}, "source"),
         ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"source": "+dc/admins"}, "source"),
         ("POST", "/nodes/pve1/qemu/4242/firewall/rules", {"dest": "garbage"}, "dest"),

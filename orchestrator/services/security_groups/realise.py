@@ -63,16 +63,13 @@ def _remote(rule: Rule) -> str | None:
 
 def firewall_rule(group: str, rule: Rule) -> FirewallRule:
     """One group rule as a rule of the VM's firewall."""
-    ports = rule.port_range
     remote = _remote(rule)
     inbound = rule.direction == "in"
     return FirewallRule(
         type=rule.direction,
         action="ACCEPT",
         proto=None if rule.protocol == "any" else rule.protocol,
-        dport=None
-        if ports is None
-        else (str(ports[0]) if ports[0] == ports[1] else f"{ports[0]}:{ports[1]}"),
+        dport=rule.ports,  # already Proxmox's syntax (models.security_groups.Ports)
         source=remote if inbound else None,
         dest=None if inbound else remote,
         enable=True,

@@ -15,6 +15,8 @@ from orchestrator.models.security_groups import (
     MAX_DESCRIPTION_LENGTH,
     MAX_GROUP_NAME_LENGTH,
     MAX_GROUPS_PER_VM,
+    MAX_PORT_NUMBERS,
+    MAX_PORTS_LENGTH,
     MAX_RULES_PER_GROUP,
     PORT_PROTOCOLS,
     PROTOCOLS,
@@ -30,7 +32,9 @@ NAME_RULE = (
     f"a DNS label of at most {MAX_GROUP_NAME_LENGTH} characters: lowercase letters, digits and '-', "
     "starting with a letter, not ending with '-'"
 )
-_PORTS = re.compile(r"([0-9]{1,5})(?:-([0-9]{1,5}))?")
+# One entry of a rule's ports: a port, or a range written first:last (Proxmox's) or first-last.
+_PORT_ENTRY = re.compile(r"([0-9]+)(?:[:-]([0-9]+))?", re.ASCII)
+PORTS_RULE = "a port (22), a range (8000:8100) or a list of them (80,443)"
 
 
 def is_group_name(value: object) -> bool:
@@ -52,23 +56,46 @@ def _description(f: Fields) -> str:
 
 
 def parse_ports(f: Fields, protocol: str) -> str | None:
-    """``22`` or ``8000-8080`` (1 to 65535, first <= last), for tcp and udp only; None: every port."""
+    """A rule's ports as Proxmox's firewall takes them (its ``dport``), for tcp and udp only; None (left
+    out or empty): every port. A comma list of ports (1 to 65535) and ranges (``8000:8100``, first <=
+    last; ``8000-8100`` is read the same), at most :data:`MAX_PORT_NUMBERS` numbers (a range counts as
+    two), returned in Proxmox's syntax without spaces: ``80, 443,8000-8100`` -> ``80,443,8000:8100``.
+    A bad value is ``ValidationFailed`` on ``ports`` naming the entry."""
     value = f.values.get("ports")
-    if value is None or value == "":
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise f.fail("ports", f"ports must be text: {PORTS_RULE}")
+    if len(value) > MAX_PORTS_LENGTH:
+        raise f.fail("ports", f"ports is at most {MAX_PORTS_LENGTH} characters: {PORTS_RULE}")
+    if not value.strip():
         return None
     if protocol not in PORT_PROTOCOLS:
-        raise f.fail("ports", f"a {protocol} rule has no ports: leave ports out")
-    found = _PORTS.fullmatch(value) if isinstance(value, str) else None
-    if found is None:
-        raise f.fail("ports", f"ports must be a port (22) or a range (8000-8080), not {value!r}")
-    first = int(found.group(1))
-    last = int(found.group(2) or first)
-    for port in (first, last):
-        if not 1 <= port <= 65535:
-            raise f.fail("ports", f"a port is between 1 and 65535, not {port}")
-    if first > last:
-        raise f.fail("ports", f"the range {value} runs backwards: write {last}-{first}")
-    return str(first) if first == last else f"{first}-{last}"
+        raise f.fail("ports", f"only tcp and udp rules have ports: leave ports empty for {protocol}")
+    entries = []
+    numbers = 0
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            raise f.fail("ports", f"{value.strip()!r} has an empty entry: remove the extra comma")
+        found = _PORT_ENTRY.fullmatch(entry)
+        if found is None:
+            raise f.fail("ports", f"{entry!r} is not {PORTS_RULE}")
+        first = int(found.group(1))
+        last = int(found.group(2) or first)
+        for port in (first, last):
+            if not 1 <= port <= 65535:
+                raise f.fail("ports", f"a port is between 1 and 65535, not {port}")
+        if first > last:
+            raise f.fail("ports", f"the range {entry} runs backwards: write {last}:{first}")
+        entries.append(str(first) if first == last else f"{first}:{last}")
+        numbers += 1 if first == last else 2
+    if numbers > MAX_PORT_NUMBERS:
+        raise f.fail(
+            "ports",
+            f"ports name at most {MAX_PORT_NUMBERS} numbers (a range counts as two; Proxmox's limit), "
+            f"not {numbers}: split the rule in two",
+        )
+    return ",".join(entries)
 
 
 def parse_cidr(f: Fields) -> str:

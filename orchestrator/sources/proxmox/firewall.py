@@ -54,7 +54,8 @@ class FirewallOptions:
 @dataclass(frozen=True)
 class FirewallRule:
     """One rule of a VM's firewall. ``pos`` is where Proxmox has it (None for a rule to add);
-    ``source``/``dest`` are an address, a CIDR or ``+<ipset>``; ``dport`` is ``22`` or ``8000:8080``."""
+    ``source``/``dest`` are an address, a CIDR or ``+<ipset>``; ``dport`` is Proxmox's list of ports
+    and ranges (``22``, ``80,443``, ``8000:8080``)."""
 
     type: str
     action: str

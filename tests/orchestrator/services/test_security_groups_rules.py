@@ -46,7 +46,7 @@ def test_a_group_with_good_rules_is_taken_as_given() -> None:
     assert made.name == "web"
     assert made.rules == (
         Rule("in", "tcp", "22", cidr="10.0.0.0/8"),
-        Rule("in", "tcp", "8000-8080", group="db"),
+        Rule("in", "tcp", "8000:8080", group="db"),
         Rule("out", "any", cidr="0.0.0.0/0"),
         Rule("in", "icmp", vdc_networks=True, description="ping"),
     )
@@ -56,10 +56,60 @@ def test_an_address_is_a_cidr_of_one_address() -> None:
     assert group({**SSH, "cidr": "192.168.1.7"}).rules[0].cidr == "192.168.1.7/32"
 
 
-@pytest.mark.parametrize("ports", ["0", "70000", "65536", "8080-8000", "22-", "-22", "abc", "22,80", " 22"])
-def test_bad_ports_are_invalid_naming_the_rule_and_field(ports: str) -> None:
+@pytest.mark.parametrize(
+    ("ports", "named"),
+    [
+        ("0", "not 0"),
+        ("70000", "not 70000"),
+        ("65536", "not 65536"),
+        ("8080-8000", "8080-8000 runs backwards: write 8000:8080"),
+        ("80,8080:8000", "8080:8000 runs backwards"),
+        ("22-", "'22-'"),
+        ("-22", "'-22'"),
+        ("22:", "'22:'"),
+        ("abc", "'abc'"),
+        ("ssh", "'ssh'"),
+        ("22,,80", "empty entry"),
+        ("22,80,", "empty entry"),
+        ("22;80", "'22;80'"),
+        ("22 80", "'22 80'"),
+        ("+22", "'+22'"),
+        ("\uff12\uff12", "is not a port"),  # fullwidth digits are not ASCII ones
+        (",".join(["1:2"] * 7 + ["3", "4"]), "not 16"),
+        ("1" * 121, "at most 120 characters"),
+    ],
+)
+def test_bad_ports_are_invalid_naming_the_rule_the_field_and_the_entry(ports: str, named: str) -> None:
     error = refused(SSH, {**SSH, "ports": ports})
     assert error.field == "rules[1].ports"
+    assert named in error.message, error.message
+
+
+@pytest.mark.parametrize(
+    ("ports", "stored"),
+    [
+        ("22", "22"),
+        ("80,443", "80,443"),
+        ("8000:8100", "8000:8100"),
+        ("8000-8100", "8000:8100"),
+        (" 80, 443 ,8000-8100 ", "80,443,8000:8100"),
+        ("1,65535", "1,65535"),
+        ("22:22", "22"),
+        ("022", "22"),
+        (",".join(["1:2"] * 7 + ["3"]), ",".join(["1:2"] * 7 + ["3"])),  # 15 numbers: Proxmox's most
+        ("", None),
+    ],
+)
+def test_ports_are_lists_and_ranges_stored_as_proxmox_writes_them(ports: str, stored: str | None) -> None:
+    assert group({**SSH, "ports": ports}).rules[0].ports == stored
+
+
+def test_a_range_stored_before_lists_reads_as_proxmox_writes_it() -> None:
+    spec = {
+        "name": "web",
+        "rules": [{"direction": "in", "protocol": "tcp", "ports": "8000-8080", "cidr": "10.0.0.0/8"}],
+    }
+    assert SecurityGroup.from_spec(spec).rules[0].ports == "8000:8080"
 
 
 def test_ports_on_a_protocol_without_ports_are_invalid() -> None:

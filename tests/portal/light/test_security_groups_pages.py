@@ -63,11 +63,14 @@ def rule_rows(rules: list[dict[str, str]], total: int = 3, initial: int = 0) -> 
             "direction": "in",
             "protocol": "tcp",
             "ports": "",
-            "remote": "cidr",
+            "remote": "",
             "cidr": "",
+            "group": "default",
             "description": "",
         }
         values.update(rules[index] if index < len(rules) else {})
+        if values["cidr"] and not values["remote"]:
+            values["remote"] = "cidr"  # a rule given with addresses
         data.update({f"rules-{index}-{key}": value for key, value in values.items()})
     return data
 
@@ -83,7 +86,7 @@ def test_the_list_shows_the_default_group_and_its_rules(site: LightPortal, alice
     assert default is not None
     text = html.unescape(default.group(1))
     assert "from the VDC's networks" in text
-    assert "to 0.0.0.0/0" in text
+    assert "to anywhere (0.0.0.0/0)" in text
     assert "/security-groups/default/delete/" not in text  # default cannot go
     assert 'href="/vdc/demo/security-groups/new/"' in page.text
 
@@ -131,7 +134,7 @@ def test_a_bad_rule_is_said_next_to_its_field_in_its_row(
 
     rules = [{"cidr": "10.0.0.300/8"}]
     garbage = post(alice, site, "/vdc/demo/security-groups/new/", {"name": group, **rule_rows(rules)})
-    assert "cidr must be an IPv4 network" in row_error(garbage.text, 0, "cidr")
+    assert "10.0.0.300/8 is not an IPv4 network" in html.unescape(row_error(garbage.text, 0, "cidr"))
 
     bad_name = post(alice, site, "/vdc/demo/security-groups/new/", {"name": "Bad_Name", **rule_rows([])})
     assert "is not a DNS label" in field_error(bad_name.text, "name")

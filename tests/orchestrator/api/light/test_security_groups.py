@@ -138,7 +138,7 @@ def test_a_group_assigned_to_a_vm_is_on_the_vms_own_firewall(
     assert ok(made)["securityGroup"]["rules"][1] == {
         "direction": "in",
         "protocol": "tcp",
-        "ports": "8000-8080",
+        "ports": "8000:8080",  # as Proxmox writes a range
         "cidr": None,
         "group": web,
         "vdcNetworks": False,
@@ -262,6 +262,66 @@ def test_bad_rules_are_invalid_naming_the_field(
     )
     assert [(e["code"], e["field"]) for e in answer["errors"]] == [("INVALID", field)]
     assert answer["securityGroup"] is None
+
+
+@pytest.mark.parametrize(
+    ("ports", "named"),
+    [
+        ("80,,443", "'80,,443' has an empty entry"),
+        ("80,443,", "has an empty entry"),
+        ("80,8100:8000", "the range 8100:8000 runs backwards: write 8000:8100"),
+        ("443,70000", "a port is between 1 and 65535, not 70000"),
+        ("0:80", "a port is between 1 and 65535, not 0"),
+        ("80,https", "'https' is not a port (22), a range (8000:8100) or a list of them (80,443)"),
+        ("80;443", "'80;443' is not a port"),
+        (",".join(["1000:2000"] * 8), "at most 15 numbers (a range counts as two; Proxmox's limit), not 16"),
+    ],
+)
+def test_bad_ports_are_invalid_naming_the_field_and_the_entry(
+    api: InProcessApi, groups: Callable[[str], str], ports: str, named: str
+) -> None:
+    name = groups("ports")
+    rules = [SSH, {**SSH, "ports": ports}]
+    answer = mutation(
+        api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": name, "rules": rules}
+    )
+    assert [(e["code"], e["field"]) for e in answer["errors"]] == [("INVALID", "rules[1].ports")]
+    assert named in answer["errors"][0]["message"]
+    assert answer["securityGroup"] is None
+    assert name not in [g["name"] for g in call(api, "alice", "demo", LIST).data["securityGroups"]]
+
+
+def test_port_lists_and_ranges_reach_the_vms_firewall_as_proxmox_takes_them(
+    api: InProcessApi, light: LightWorld, groups: Callable[[str], str], vm_name: Callable[[str], str]
+) -> None:
+    web = groups("lists")
+    most = ",".join(["1000:1001"] * 7 + ["9000"])  # 15 numbers: the most Proxmox takes
+    rules = [
+        {**SSH, "ports": "80, 443"},
+        {**SSH, "ports": "8000-8100,9443"},
+        {**SSH, "protocol": "udp", "ports": "8000:8100"},
+        {**SSH, "ports": most},
+    ]
+    made = ok(
+        mutation(api, "alice", "demo", CREATE, "createSecurityGroup", input={"name": web, "rules": rules})
+    )
+    stored = ["80,443", "8000:8100,9443", "8000:8100", most]
+    assert [r["ports"] for r in made["securityGroup"]["rules"]] == stored
+    vm = make_vm(api, vm_name, "lists")
+    ok(mutation(api, "alice", None, ASSIGN, "assignSecurityGroups", vm=vm["id"], groups=[web]))
+    # The fake checks dport as Proxmox does (pve-fw-dport-spec), the agents in between their allowlist.
+    fw = firewall(light, vm["id"])
+    assert [(r["proto"], r["dport"]) for r in ours(fw["rules"])] == [
+        ("tcp", "80,443"),
+        ("tcp", "8000:8100,9443"),
+        ("udp", "8000:8100"),
+        ("tcp", most),
+    ]
+    # What Proxmox answers is what was sent: saving the same rules again writes nothing.
+    seen = Counter(firewall_requests(light, vm["id"]))
+    ok(mutation(api, "alice", "demo", UPDATE, "updateSecurityGroup", name=web, input={"rules": rules}))
+    assert set((Counter(firewall_requests(light, vm["id"])) - seen).elements()) == {"GET"}
+    assert firewall(light, vm["id"]) == fw
 
 
 def test_a_group_of_another_vdc_is_invalid_in_a_rule(api: InProcessApi, groups: Callable[[str], str]) -> None:
