@@ -16,6 +16,7 @@ from portal.console import views as console
 from portal.gateways import views as gateways
 from portal.networks import views as networks
 from portal.security_groups import views as security_groups
+from portal.topology import views as topology
 from portal.vms import snapshots, usage
 from portal.vms import views as vms
 
@@ -24,6 +25,7 @@ from portal.vms import views as vms
 vdc_routes: list[URLPattern] = [
     path("", dashboard.dashboard, name="vdc-dashboard"),
     path("tasks/<str:task_id>/", tasks.task_page, name="task"),
+    path("topology/", topology.topology_page, name="vdc-topology"),
     # VMs, with their snapshots, NICs and security groups.
     path("vms/", vms.vm_list, name="vm-list"),
     path("vms/new/", vms.vm_create, name="vm-create"),
