@@ -8,7 +8,7 @@ API would build from a bearer token: here it comes from the signed session (``po
   ``def view(request, ctx, **kwargs)``: they send anonymous users to the login (and back), build
   ``ctx``, and turn domain errors into pages in words (:mod:`portal.errors`).
 - :func:`navigation` (a template context processor) gives every page ``vdcs``, ``current_vdc``,
-  ``is_admin``, ``user`` and ``unavailable``.
+  ``is_admin``, ``is_org_owner``, ``has_tasks``, ``area``, ``user`` and ``unavailable``.
 """
 
 from __future__ import annotations
@@ -123,27 +123,56 @@ def admin_view(view: View[P]) -> Wrapped:
     return wrapper
 
 
+def area_of(path: str, *, organizations_link: bool) -> str | None:
+    """Which of the header's links outside a VDC (``admin``, ``access``, ``organizations``) leads to the
+    page at ``path``, for the navigation to mark it as the current page; None for a VDC's pages and the
+    rest. The organizations pages are under Access, and Access under the admin area's path: the most
+    specific link the user has wins."""
+    if organizations_link and path.startswith(reverse("portal-access:organizations")):
+        return "organizations"
+    if path.startswith(reverse("portal-access:users")):
+        return "access"
+    if path.startswith(reverse("portal-admin:index")):
+        return "admin"
+    return None
+
+
 def navigation(request: HttpRequest) -> dict[str, Any]:
     """Template context of every page: the user, their VDCs, the current VDC and zones not answering.
 
     ``vdcs``: the VDCs the user may see (``Vdc`` objects, ADMIN sees all); ``current_vdc``: the id
-    of the VDC the page is about, or None; ``is_admin``; ``user``; ``unavailable``: the
-    ``Unavailable`` errors of zones or hosts that did not answer while the page was built.
+    of the VDC the page is about, or None; ``is_admin``; ``is_org_owner`` (the header links their
+    organizations); ``has_tasks`` (the header shows the indicator of their tasks: USER or ADMIN);
+    ``area``: :func:`area_of` the page; ``user``; ``unavailable``: the ``Unavailable`` errors of zones
+    or hosts that did not answer while the page was built. Nothing here calls a service but for the VDCs:
+    the tasks' indicator loads once the page is shown.
     """
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
-        return {"vdcs": [], "current_vdc": None, "is_admin": False, "user": user, "unavailable": []}
+        return {
+            "vdcs": [],
+            "current_vdc": None,
+            "is_admin": False,
+            "is_org_owner": False,
+            "has_tasks": False,
+            "area": None,
+            "user": user,
+            "unavailable": [],
+        }
     ctx = service_context(request, getattr(getattr(request, _CTX, None), "vdc", None))
+    principal = ctx.principal
     try:
         # The VDCs the user may enter: an ORG_OWNER manages more (the Access pages), but enters as a member.
-        principal = ctx.principal
         visible = [v for v in vdcs.visible_vdcs(ctx) if principal.is_admin or v.id in principal.vdcs]
     except FlexPlaneError:
         visible = []  # the page itself says what is wrong; the nav just has no VDCs to offer
     return {
         "vdcs": visible,
         "current_vdc": ctx.vdc,
-        "is_admin": ctx.principal.is_admin,
+        "is_admin": principal.is_admin,
+        "is_org_owner": principal.is_org_owner,
+        "has_tasks": principal.is_user or principal.is_admin,
+        "area": area_of(request.path, organizations_link=principal.is_org_owner),
         "user": user,
         "unavailable": ctx.unavailable,
     }

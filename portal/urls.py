@@ -137,6 +137,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # POST only: the session ends here, then at the issuer (oidc.end_session_url).
     path("logout/", OIDCLogoutView.as_view(), name="oidc_logout"),
     path("vdc/<str:vdc>/", include(vdc_routes)),
+    # The user's tasks, of all their VDCs: the page (the header's list, for htmx) and the header's indicator.
+    path("tasks/", tasks.my_task_list, name="my-tasks"),
+    path("tasks/indicator/", tasks.indicator, name="my-tasks-indicator"),
     path("admin/activity/", activity.activity_page, name="activity"),
     path("admin/activity.csv", activity.activity_csv, name="activity-csv"),
     # Access changes are admin actions: under admin/, they need a freshly renewed session (portal.oidc).

@@ -21,6 +21,9 @@ from portal.errors import failure_status
 from portal.forms import show_error
 from portal.perform import perform
 
+# The organizations' page is the Access section's (its owners' too); the admin area lists it after VDCs.
+ORGANIZATIONS = ("Organizations", "portal-access:organizations")
+
 
 def admin_page(
     request: HttpRequest, template: str, context: dict[str, Any], *, active: str, status: int = 200
@@ -28,6 +31,8 @@ def admin_page(
     """An admin page: the area's own navigation, with ``active`` marked as the current section."""
     nav = [(s.title, s.url("list"), s.kind == active) for s in SECTIONS.values()]
     nav.insert(4, ("Hosts", reverse("portal-admin:hosts"), active == "host"))
+    after_vdcs = [title for title, _, _ in nav].index(SECTIONS["vdc"].title) + 1
+    nav.insert(after_vdcs, (ORGANIZATIONS[0], reverse(ORGANIZATIONS[1]), False))
     nav.append(("Activity", reverse("activity"), active == "activity"))
     return render(request, template, {"admin_nav": nav, **context}, status=status)
 

@@ -17,10 +17,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from orchestrator.services import catalog, image_cache, vdcs
+from orchestrator.services import catalog, image_cache, organizations, vdcs
 from orchestrator.services.context import Context
 from portal.admin.forms import AdminForm
-from portal.admin.pages import admin_page, attempt, confirm, page_status
+from portal.admin.pages import ORGANIZATIONS, admin_page, attempt, confirm, page_status
 from portal.admin.sections import SECTIONS, Section
 from portal.context import admin_view
 from portal.forms import posted
@@ -44,7 +44,8 @@ def _caching(result: object) -> str:
 
 @admin_view
 def index(request: HttpRequest, ctx: Context) -> HttpResponse:
-    """The admin area's start: each section with how many it holds (the catalog: one read)."""
+    """The admin area's start: each section with how many it holds (the catalog: one read; the
+    organizations with an allowance: one more)."""
     counts = {
         "compute-profile": len(catalog.list_compute_profiles(ctx)),
         "storage-profile": len(catalog.list_storage_profiles(ctx)),
@@ -55,6 +56,9 @@ def index(request: HttpRequest, ctx: Context) -> HttpResponse:
     }
     cards = [(s.title, s.url("list"), counts[s.kind], s.noun) for s in SECTIONS.values()]
     cards.insert(4, ("Hosts", reverse("portal-admin:hosts"), len(catalog.list_hosts(ctx)), "host"))
+    after_vdcs = [card[0] for card in cards].index(SECTIONS["vdc"].title) + 1
+    allowed = len(organizations.list_allowances(ctx))
+    cards.insert(after_vdcs, (ORGANIZATIONS[0], reverse(ORGANIZATIONS[1]), allowed, "organization"))
     return admin_page(request, "portal/admin/index.html", {"cards": cards}, active="")
 
 
