@@ -32,13 +32,14 @@ from orchestrator.models import Usage, Vdc
 from orchestrator.models.clusters import FAILED, READY, KubernetesCluster, version_key
 from orchestrator.services import clusters, networks, vdcs
 from orchestrator.services.clusters.create import vdc_usage_now
+from orchestrator.services.clusters.inputs import MIN_NODES
 from orchestrator.services.clusters.quota import CONTROL_PLANE_REPLICA
 from orchestrator.services.context import Context
 from portal.activity import trail as activity
 from portal.clusters import actions
 from portal.clusters.forms import ClusterForm, Offer, ScaleForm, UpgradeForm, network_choices
 from portal.context import vdc_view
-from portal.forms import posted, show_error
+from portal.forms import confirmed, posted, show_error
 from portal.htmx import HtmxHttpRequest, redirect, respond, targets
 from portal.perform import attempt, confirmation, perform
 from portal.vms.offer import Offer as CatalogOffer
@@ -226,13 +227,18 @@ def cluster_detail(request: HtmxHttpRequest, ctx: Context, cluster: str) -> Http
 @vdc_view
 def cluster_scale(request: HtmxHttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
     """``scaleNodePool`` as a form (the cluster page's): on success, the cluster's page following the
-    change; otherwise that page with the error next to its field."""
+    change; otherwise that page with the error next to its field. Fewer nodes than the pool has are asked
+    about first, on a confirmation naming how many go (their VMs, with what is on their disks)."""
     found = clusters.get_cluster(ctx, cluster)  # NotFound: the 404 page
     form = ScaleForm([(p.name, p.count) for p in found.node_pools], posted(request))
     if not form.is_bound:
         return HttpResponseRedirect(_detail_url(_vdc(ctx).id, found.name), status=303)
     if form.is_valid():
         pool, count = form.cleaned_data["pool"], form.cleaned_data["count"]
+        now = next(p.count for p in found.node_pools if p.name == pool)
+        if MIN_NODES <= count < now and not confirmed(request):  # nodes go, with what is on them: ask first
+            context = {"vdc": _vdc(ctx), "cluster": found, "pool": pool, "now": now, "count": count}
+            return render(request, "portal/clusters/scale_down.html", {**context, "going": now - count})
         failure = attempt(
             lambda: clusters.scale_node_pool(ctx, found.name, pool, count),
             ctx=ctx,

@@ -1,7 +1,7 @@
 """The Kubernetes form and a new cluster's page in the browser (issue 37, item 5): the form starts inside
 VDC demo's quota with its profiles' sizes and shows what the cluster would take of the quota as the fields
 change; after the create, the cluster's page follows it and, once it is Ready, shows its endpoint and its
-kubeconfig download without a reload.
+kubeconfig download without a reload; scaling its pool down asks first (issue 37, item 1).
 
 Debian's chromium through Playwright, against the portal served in this process on the light world; the
 tenant clusters' objects are in memory (``tenant_clusters``), where the test plays the providers
@@ -109,3 +109,21 @@ def test_alice_makes_a_cluster_that_fits_demo_and_its_page_offers_the_kubeconfig
         assert saved.name == f"{name}.kubeconfig"
         loaded = yaml.safe_load(saved.read_text())
         assert loaded["clusters"][0]["cluster"]["server"] == f"https://{ENDPOINT_HOST}:6443"
+
+        # Fewer nodes take VMs away: the page asks first, Cancel keeps them.
+        scale = page.locator("#scale-form")
+        scale.get_by_label("Nodes").fill("1")
+        scale.get_by_role("button", name="Scale").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text(
+            f"Remove 2 nodes of pool workers of cluster {name}?"
+        )
+        expect(page.locator("#confirm-explanation")).to_contain_text("This cannot be undone.")
+        shoot(page, screenshots, "confirm-cluster-scale-down")
+        page.get_by_role("link", name="Cancel").click()
+        expect(page.locator("#cluster-status [data-cluster-nodes]")).to_have_text("3 of 3 ready")
+        scale.get_by_label("Nodes").fill("1")
+        scale.get_by_role("button", name="Scale").click()
+        page.get_by_role("button", name="Remove 2 nodes").click()
+        expect(page.locator("#messages")).to_contain_text(
+            f"Node pool workers of cluster {name} is being scaled to 1."
+        )

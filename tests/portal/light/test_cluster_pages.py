@@ -13,6 +13,7 @@ control plane answers and its nodes have joined.
 
 from __future__ import annotations
 
+import html
 import re
 import uuid
 from collections.abc import Iterator
@@ -373,3 +374,39 @@ def test_while_it_is_being_made_the_polled_part_says_the_kubeconfig_is_not_there
         assert re.search(r'<section id="cluster-kubeconfig"[^>]*hx-swap-oob="true"', polled.text)
         assert "data-kubeconfig-pending" in polled.text
         assert "data-kubeconfig>" not in polled.text
+
+
+def test_scaling_a_pool_down_asks_first_naming_how_many_nodes_go_and_cancel_keeps_them(
+    site: LightPortal, alice: requests.Session, network: str, tenant_clusters: FakeClusterApi
+) -> None:
+    with cleaned(tenant_clusters, cluster_name()) as name:
+        get(alice, site, NEW)
+        assert post(alice, site, NEW, form(name, network)).status_code == 303
+        made_ready(tenant_clusters, name)
+        path = f"/vdc/demo/kubernetes/{name}/"
+        namespace = namespace_of("demo")
+
+        def replicas() -> int:
+            [pool] = tenant_clusters.list(MACHINE_DEPLOYMENT, namespace, f"{CLUSTER_NAME_LABEL}={name}")
+            return int(pool.spec["replicas"])
+
+        before = replicas()
+        assert before >= 2
+        asked = post(alice, site, f"{path}scale/", {"pool": "workers", "count": "1"})
+        assert asked.status_code == 200
+        going = before - 1
+        said = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", asked.text)))
+        assert f"Remove {going} node{'s' if going > 1 else ''} of pool workers of cluster {name}?" in said
+        assert f"Node pool workers has {before} nodes; 1 stays, the {going} newest go." in said
+        assert "This cannot be undone." in said
+        assert 'name="count" value="1"' in asked.text
+        assert f'href="{path}"' in asked.text  # Cancel: back to the cluster, nothing sent
+        assert replicas() == before
+
+        done = post(alice, site, f"{path}scale/", {"pool": "workers", "count": "1", "confirm": "yes"})
+        assert done.status_code == 303
+        assert replicas() == 1
+
+        grown = post(alice, site, f"{path}scale/", {"pool": "workers", "count": "2"})
+        assert grown.status_code == 303  # more nodes take nothing away: no question
+        assert replicas() == 2
