@@ -10,7 +10,10 @@ machine weighs on both alike, the time the server takes to answer:
            through the dev identity provider (the real OIDC code flow).
 
 It prints p50 and p99 of both, the p50 ratio (target <= 1.2), and how many Proxmox calls one
-page made (one ``/cluster/resources`` per zone, never a call per VM).
+page made (one ``/cluster/resources`` per zone, never a call per VM). The VDC's other everyday pages
+(its dashboard, the VM form, its networks, its Kubernetes clusters, its topology where the portal has
+one) are timed in the same rounds, each with its p50 over the query's: a change that makes a page
+slower shows as its ratio growing between two runs, whatever the machine.
 
     .venv/bin/python -m benchmarks.portal_pages [--vms 500] [--rounds 60]
 """
@@ -36,6 +39,22 @@ QUERY = f"""{{ virtualMachines(first: {PAGE}) {{
   edges {{ cursor node {{ id name status zone host computeProfile lock ipAddresses }} }}
   pageInfo {{ hasNextPage endCursor }} }} }}"""
 ROW = re.compile(r'<tr id="vm-')
+
+
+# The VDC's other pages timed beside the list, under /vdc/<vdc>/.
+OTHERS = ("", "vms/new/", "networks/", "kubernetes/", "topology/")
+
+
+def served(session: requests.Session, url: str) -> Callable[[], int]:
+    """A probe of the page at ``url``: its status, which must be 200 (or 404: a page this portal lacks)."""
+
+    def probe() -> int:
+        response = session.get(url, timeout=30, allow_redirects=False)
+        if response.status_code not in (200, 404):
+            raise RuntimeError(f"{url} answered {response.status_code}: {response.text[:500]}")
+        return response.status_code
+
+    return probe
 
 
 def seed(world: World, count: int) -> None:
@@ -88,12 +107,16 @@ def main(argv: list[str] | None = None) -> int:
 
         assert graphql() == PAGE, "the API does not list a full page"
         assert page() == PAGE, "the page does not show a full page"
-        for _ in range(5):  # warm both paths: connections, JWKS, templates, imports
+        others = {path: served(portal, f"{world.url}/vdc/{VDC}/{path}") for path in OTHERS}
+        others = {path: probe for path, probe in others.items() if probe() != 404}  # an older portal's
+        for _ in range(5):  # warm every path: connections, JWKS, templates, imports
             graphql()
             page()
+            for probe in others.values():
+                probe()
         upstream = {"graphql": calls_of(world, graphql), "page": calls_of(world, page)}
 
-        times = interleaved(args.rounds, {"graphql": graphql, "page": page})
+        times = interleaved(args.rounds, {"graphql": graphql, "page": page, **others})
 
     g50, g99 = p50_p99(times["graphql"])
     p50, p99 = p50_p99(times["page"])
@@ -106,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  page     /vdc/{VDC}/vms/:               p50 {p50:7.1f} ms  p99 {p99:7.1f} ms")
     print(f"  ratio    p50 {p50 / g50:.2f}  p99 {p99 / g99:.2f}   (target p50 <= 1.2)")
     print(f"  Proxmox calls per request: graphql {upstream['graphql']}, page {upstream['page']}")
+    for path in others:
+        o50, o99 = p50_p99(times[path])
+        where = f"/vdc/{VDC}/{path}:"
+        print(f"  page     {where:<31} p50 {o50:7.1f} ms  p99 {o99:7.1f} ms  p50 ratio {o50 / g50:.2f}")
     return 0
 
 
