@@ -17,7 +17,7 @@ from portal.gateways import views as gateways
 from portal.networks import views as networks
 from portal.security_groups import views as security_groups
 from portal.topology import views as topology
-from portal.vms import snapshots, usage
+from portal.vms import bulk, snapshots, usage
 from portal.vms import views as vms
 
 # A VDC's pages, under ``vdc/<str:vdc>/``: an object's id is its path (a VM's ``<zone>/<vmid>``, a
@@ -29,6 +29,7 @@ vdc_routes: list[URLPattern] = [
     # VMs, with their snapshots, NICs and security groups.
     path("vms/", vms.vm_list, name="vm-list"),
     path("vms/new/", vms.vm_create, name="vm-create"),
+    path("vms/bulk/", bulk.vm_bulk, name="vm-bulk"),
     path("vms/<str:zone>/<int:vmid>/", vms.vm_detail, name="vm-detail"),
     path("vms/<str:zone>/<int:vmid>/row/", vms.vm_row, name="vm-row"),
     path("vms/<str:zone>/<int:vmid>/usage/", usage.vm_usage, name="vm-usage"),

@@ -3,13 +3,17 @@
 Everything the portal can do, the API can do (docs/architecture.md): each action here calls the same
 service function as its mutation's resolver, and :data:`MUTATIONS` names that mutation so that a
 test can check the schema still offers it. A destructive action asks for a confirmation first.
+:func:`call` is that service call, for a VM's page and for the list's actions on several VMs alike.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.errors import Conflict, QuotaExceeded, Unavailable, UpstreamFailure
+from orchestrator.errors import Conflict, NotFound, QuotaExceeded, Unavailable, UpstreamFailure
+from orchestrator.services import vms
+from orchestrator.services.context import Context
+from orchestrator.services.vms import Outcome
 
 # What an action (a snapshot's too) may fail with, leaving the VM as it was: said on the VM's page, with
 # Proxmox's task when one failed (a VM that does not exist is the 404 page).
@@ -69,6 +73,26 @@ ACTIONS: dict[str, VmAction] = {
         ),
     )
 }
+
+# What the VM list offers for the VMs ticked on it (and from a VM's row: start, and stop, confirmed first).
+BULK_ACTIONS = ("start", "stop", "delete")
+
+
+def call(ctx: Context, action: VmAction, ident: str, timeout: int | None = None) -> Outcome:
+    """The service call of ``action`` on VM ``ident``: the one its GraphQL mutation's resolver makes
+    (``timeout``: a shutdown's, in seconds; None for the default)."""
+    if action.name == "start":
+        return vms.start_vm(ctx, ident)
+    if action.name == "stop":
+        return vms.stop_vm(ctx, ident)
+    if action.name == "shutdown":
+        return vms.shutdown_vm(ctx, ident, timeout)
+    if action.name == "reboot":
+        return vms.reboot_vm(ctx, ident)
+    if action.name == "delete":
+        return vms.delete_vm(ctx, ident)
+    raise NotFound("action", action.name)
+
 
 # The snapshot actions of a VM's page (portal.vms.snapshots) -> their mutations.
 SNAPSHOT_MUTATIONS: dict[str, str] = {

@@ -16,14 +16,18 @@ from django import forms
 
 from orchestrator.models import VirtualMachine
 from orchestrator.models.networks import Network
+from orchestrator.models.vms import parse_vm_id
 from orchestrator.services import vms
 from orchestrator.services.vms import CreateVm, VmFilter
 from portal.forms import choices, styled
 from portal.networks.forms import NetworkChoice
 from portal.templatetags.sizes import size
+from portal.vms.actions import ACTIONS, BULK_ACTIONS, VmAction
 from portal.vms.offer import Offer, compute_profile_label
 
 STATUSES = ("running", "stopped", "unknown")
+# The most VMs one action of the list takes: a page of it.
+BULK_MAX = vms.DEFAULT_PAGE_SIZE
 
 
 def _profile_choices(offer: Offer) -> list[tuple[str, str]]:
@@ -31,9 +35,14 @@ def _profile_choices(offer: Offer) -> list[tuple[str, str]]:
 
 
 class VmFilterForm(forms.Form):
-    """The list's filters (every one given must hold) and the page it starts after."""
+    """The list's search and filters (every one given must hold) and the page it starts after."""
 
-    q = forms.CharField(label="Name contains", required=False, max_length=63)
+    q = forms.CharField(
+        label="Search",
+        required=False,
+        max_length=63,
+        help_text="Part of a name, an address, a status, a zone or a compute profile.",
+    )
     status = forms.ChoiceField(label="Status", required=False)
     zone = forms.ChoiceField(label="Zone", required=False)
     after = forms.CharField(required=False, max_length=512, widget=forms.HiddenInput)
@@ -42,14 +51,19 @@ class VmFilterForm(forms.Form):
         super().__init__(data)
         choices(self.fields["status"], [("", "Any status"), *((s, s) for s in STATUSES)])
         choices(self.fields["zone"], [("", "Any zone"), *((z, z) for z in zones)])
-        self.fields["q"].widget.attrs.update(type="search", placeholder="part of a name", autocomplete="off")
+        self.fields["q"].widget.attrs.update(
+            type="search",
+            placeholder="web, 10.0.1.5, small…",
+            autocomplete="off",
+            spellcheck="false",
+            **{"aria-describedby": "vm-search-help"},
+        )
         styled(self, keep=())
 
     def where(self) -> VmFilter:
         data = self.cleaned_data
-        return VmFilter(
-            status=data["status"] or None, zone=data["zone"] or None, name_contains=data["q"].strip() or None
-        )
+        text = data["q"].strip() or None
+        return VmFilter(status=data["status"] or None, zone=data["zone"] or None, text=text)
 
     def query(self, **changes: str | None) -> dict[str, str]:
         """The filters as query parameters (``changes`` applied; None removes one), for links."""
@@ -96,7 +110,8 @@ class CreateVmForm(forms.Form):
     def __init__(self, offer: Offer, data: Any = None, networks: Sequence[Network] = ()) -> None:
         initial = {
             "idempotency_key": uuid.uuid4().hex,
-            "zone": offer.zones[0] if offer.zones else None,
+            # More than one zone: placement chooses (the advertised path), unless the user picks one.
+            "zone": offer.zones[0] if len(offer.zones) == 1 else "",
             "compute_profile": offer.smallest_compute_profile(),
             "storage_profile": next(iter(offer.storage_profiles), None),
             "image": next(iter(offer.images), None),
@@ -167,6 +182,34 @@ class CreateVmForm(forms.Form):
             idempotency_key=data["idempotency_key"] or None,
             networks=self.network_choice.requests(),
         )
+
+
+class VmIdsField(forms.Field):
+    """The ids (``<zone>/<vmid>``) of the VMs ticked on the list, each once, at most a page of them."""
+
+    widget = forms.MultipleHiddenInput
+    default_error_messages = {"required": "Tick at least one virtual machine."}
+
+    def to_python(self, value: Any) -> list[str]:
+        if not value:
+            return []
+        idents = list(dict.fromkeys(str(v).strip() for v in value if str(v).strip()))
+        if len(idents) > BULK_MAX:
+            raise forms.ValidationError(f"At most {BULK_MAX} virtual machines at once, not {len(idents)}.")
+        for ident in idents:
+            if parse_vm_id(ident) is None:
+                raise forms.ValidationError(f"{ident[:80]!r} is not a VM id (<zone>/<vmid>).")
+        return idents
+
+
+class BulkForm(forms.Form):
+    """What the list does to the VMs ticked on it (or to one, from its row): the action and the VMs."""
+
+    action = forms.ChoiceField(label="Action", choices=[(a, ACTIONS[a].label) for a in BULK_ACTIONS])
+    vms = VmIdsField(label="Virtual machines")
+
+    def chosen(self) -> VmAction:
+        return ACTIONS[self.cleaned_data["action"]]
 
 
 class ShutdownForm(forms.Form):

@@ -1,10 +1,11 @@
 """The VM pages of a VDC: the list, the create form, a VM's page and its actions.
 
 Each page is a thin adapter over the same service call as the GraphQL API's field or mutation
-(``services.vms``, ``services.vdcs``): the list is ``virtualMachines`` (one ``/cluster/resources``
-per zone, keyset cursors), the create form is ``createVirtualMachine``, each action is the mutation
-:data:`portal.vms.actions.MUTATIONS` names. A VM of another VDC answers the same 404 page as one
-that does not exist (the services report it so).
+(``services.vms``, ``services.vdcs``): the list is ``virtualMachines`` (keyset cursors; its table
+read again with the VMs' tags, see :func:`vm_list`), the create form is ``createVirtualMachine``, each
+action is the mutation :data:`portal.vms.actions.MUTATIONS` names (on several VMs at once:
+:mod:`portal.vms.bulk`). A VM of another VDC answers the same 404 page as one that does not exist (the
+services report it so).
 
 One URL serves a page and its htmx fragments: :func:`portal.htmx.respond` picks the fragment by the
 element htmx asks to swap (``HX-Target``).
@@ -12,8 +13,9 @@ element htmx asks to swap (``HX-Target``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -29,13 +31,13 @@ from orchestrator.errors import (
     ValidationFailed,
 )
 from orchestrator.models import Usage, Vdc
+from orchestrator.models.networks import addresses_in
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import VirtualMachine, vm_id
 from orchestrator.services import networks, tasks, vdcs, vms
 from orchestrator.services.context import Context
 from orchestrator.services.placement import NoCapacity, Placement
 from orchestrator.services.tasks import failed_task
-from orchestrator.services.vms import Outcome
 from portal.activity import trail as activity
 from portal.context import vdc_view
 from portal.forms import posted, show_error
@@ -43,7 +45,7 @@ from portal.gateways.views import vm_public
 from portal.htmx import HtmxHttpRequest, redirect, respond, targets
 from portal.networks.views import vm_networking
 from portal.tasks import live_context
-from portal.vms.actions import ACTIONS, CREATE_MUTATION, FAILURES, VmAction
+from portal.vms.actions import ACTIONS, BULK_ACTIONS, CREATE_MUTATION, FAILURES, VmAction, call
 from portal.vms.forms import CreateVmForm, ResizeForm, ShutdownForm, VmFilterForm
 from portal.vms.offer import Offer, QuotaLine, asked_for, over_quota, quota_lines
 from portal.vms.snapshots import listing as snapshot_listing
@@ -60,6 +62,37 @@ def changing(vm: VirtualMachine) -> bool:
     """Whether Proxmox reports the VM in the middle of something (a clone, a migration, a backup:
     its lock), or cannot say how it is (``unknown``): its row and page refresh themselves until not."""
     return bool(vm.lock) or vm.status not in ("running", "stopped")
+
+
+def addresses(vm: VirtualMachine) -> list[str]:
+    """The VM's IP addresses: those its network cards were given (its ``fp-ip-`` tags, as the API's
+    ``nics`` report them from its config), then any other its guest agent reported (read for one VM only)."""
+    given = [str(address) for _vnet, address in addresses_in(vm.tags)]
+    return list(dict.fromkeys([*given, *(vm.ip_addresses or ())]))
+
+
+@dataclass(frozen=True)
+class Row:
+    """A VM as its row of the list shows it, its words and links made here (a template's lookups and
+    ``{% url %}`` cost more, 50 times a page); ``detailed`` once its tags were read (its profile,
+    addresses and lock: a listing read from the VDC's pools has none of them)."""
+
+    vm: VirtualMachine
+    url: str  # its page (its row's refresh is ``<url>row/``)
+    changing: bool
+    addresses: str  # joined; empty for none
+    detailed: bool
+    # What its row offers: start (a stopped VM), stop (a running one, confirmed first), or nothing.
+    action: str
+    stop_url: str
+
+    @classmethod
+    def of(cls, vm: VirtualMachine, list_url: str, bulk_url: str, detailed: bool = True) -> Row:
+        busy = changing(vm)
+        action = "" if busy else {"stopped": "start", "running": "stop"}.get(vm.status, "")
+        stop_url = f"{bulk_url}?action=stop&vms={quote(vm.id, safe='')}" if action == "stop" else ""
+        url = f"{list_url}{quote(vm.zone, safe='')}/{vm.vmid}/"
+        return cls(vm, url, busy, ", ".join(addresses(vm)), detailed, action, stop_url)
 
 
 def available_actions(vm: VirtualMachine) -> list[VmAction]:
@@ -109,22 +142,39 @@ def _followed(request: HttpRequest, ctx: Context) -> dict[str, Any] | None:
 
 @vdc_view
 def vm_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
-    """``/vdc/<vdc>/vms/``: the VDC's VMs by name, 50 a page, filtered by status, zone and name."""
+    """``/vdc/<vdc>/vms/``: the VDC's VMs by name, 50 a page, each with its profile and addresses,
+    searched (name, address, status, zone, profile) and filtered by status and zone.
+
+    The page comes from the VDC's pools (one call per zone, what the VDC has), which carry no tags; its
+    table then reads itself again (htmx, as it shows) with the VMs' tags: one ``/cluster/resources`` per
+    zone, as large as the zone's fleet, so the page does not wait for it. A table htmx asks for (a
+    search, a filter, a page) and a search without htmx read the tags at once. Never a call per VM."""
     vdc = _vdc(ctx)
     form = VmFilterForm(request.GET, zones=vdc.zones)
     page: vms.Page | None = None
-    if form.is_valid():
+    valid = form.is_valid()
+    detailed = targets(request, "vm-table") or (valid and bool(form.cleaned_data["q"].strip()))
+    if valid:
         try:
             page = vms.list_vms(
-                ctx, first=PAGE_SIZE, after=form.cleaned_data["after"] or None, where=form.where()
+                ctx,
+                first=PAGE_SIZE,
+                after=form.cleaned_data["after"] or None,
+                where=form.where(),
+                tags=detailed,
             )
         except ValidationFailed as exc:  # a page link from an older version, or edited by hand
             show_error(form, exc, lambda field: field if field == "after" else None)
+    list_url, bulk_url = reverse("vm-list", args=[vdc.id]), reverse("vm-bulk", args=[vdc.id])
     context = {
         "vdc": vdc,
         "form": form,
         "page": page,
-        "rows": [(vm, changing(vm)) for vm in page.items] if page else [],
+        "rows": [Row.of(vm, list_url, bulk_url, detailed) for vm in page.items] if page else [],
+        "detailed": detailed or page is None,
+        "table_query": urlencode(form.query(after=form.cleaned_data["after"])) if valid else "",
+        "bulk_url": bulk_url,
+        "bulk_actions": [(name, ACTIONS[name].label) for name in BULK_ACTIONS],
         "next_query": urlencode(form.query(after=page.end_cursor)) if page and page.has_next else None,
         "first_query": urlencode(form.query()) if form.is_valid() and form.cleaned_data["after"] else None,
         "followed": _followed(request, ctx),
@@ -139,7 +189,10 @@ def vm_row(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResp
         vm = vms.get_vm(ctx, vm_id(zone, vmid))
     except NotFound:
         return HttpResponse("")  # deleted meanwhile: the row goes
-    return render(request, "portal/vms/_row.html", {"vm": vm, "changing": changing(vm)})
+    list_url, bulk_url = reverse("vm-list", args=[ctx.vdc]), reverse("vm-bulk", args=[ctx.vdc])
+    return render(
+        request, "portal/vms/_row.html", {"row": Row.of(vm, list_url, bulk_url), "bulk_url": bulk_url}
+    )
 
 
 # ------------------------------------------------------------------------------------------- create
@@ -231,6 +284,7 @@ def vm_detail(request: HtmxHttpRequest, ctx: Context, zone: str, vmid: int) -> H
         "vm": vm,
         "changing": changing(vm),
         "actions": available_actions(vm),
+        "addresses": addresses(vm),
     }
     if targets(request, "vm-facts"):
         return respond(request, "portal/vms/detail.html", context, {"vm-facts": "portal/vms/_facts.html"})
@@ -257,7 +311,8 @@ def _run(request: HttpRequest, ctx: Context, action: VmAction, vm: VirtualMachin
         return _confirm_page(request, action, vm, shutdown)
     try:
         with activity.action(ctx, action.mutation):
-            outcome = _call(ctx, action, vm.id, shutdown)
+            timeout = shutdown.cleaned_data["timeout"] if action.name == "shutdown" else None
+            outcome = call(ctx, action, vm.id, timeout)
     except ValidationFailed as exc:
         show_error(shutdown, exc)
         return _confirm_page(request, action, vm, shutdown)
@@ -270,21 +325,6 @@ def _run(request: HttpRequest, ctx: Context, action: VmAction, vm: VirtualMachin
         messages.success(request, f"VM {vm.name} was deleted.")
         return HttpResponseRedirect(_list_url(vdc, outcome.task), status=303)
     return HttpResponseRedirect(_detail_url(vdc, vm.id, outcome.task), status=303)
-
-
-def _call(ctx: Context, action: VmAction, ident: str, shutdown: ShutdownForm) -> Outcome:
-    """The service call of ``action`` (the one its GraphQL mutation makes)."""
-    if action.name == "start":
-        return vms.start_vm(ctx, ident)
-    if action.name == "stop":
-        return vms.stop_vm(ctx, ident)
-    if action.name == "shutdown":
-        return vms.shutdown_vm(ctx, ident, shutdown.cleaned_data["timeout"])
-    if action.name == "reboot":
-        return vms.reboot_vm(ctx, ident)
-    if action.name == "delete":
-        return vms.delete_vm(ctx, ident)
-    raise NotFound("action", action.name)
 
 
 def _confirm_page(

@@ -81,7 +81,7 @@ def test_the_list_filters_as_alice_types(page: Page, login: LoginFn) -> None:
     login(page, "alice", "/vdc/demo/vms/")
     rows = page.locator("#vm-table tbody th[scope=row]")
     expect(rows.filter(has_text="db-1")).to_have_count(1)
-    page.get_by_label("Name contains").fill("web")
+    page.get_by_label("Search", exact=True).fill("web")
     expect(rows).to_have_text(["web-1", "web-2"])
     expect(page).to_have_url(re.compile(r"q=web"))
     page.get_by_label("Status").select_option("stopped")

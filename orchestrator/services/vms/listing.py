@@ -6,6 +6,11 @@ tags, hence its profiles and image, and its lock) is left to its own page. A fle
 without a VDC) costs one ``/cluster/resources`` per zone (the request's, shared with every other reader
 of it), and a VM is its VDC tag's. Neither asks a VM's guest agent; reading one VM asks its zone again,
 and its guest agent for its addresses.
+
+A scoped listing that needs what only tags say (the portal's list: each VM's profile and addresses, a
+search by them, its lock) asks for ``tags``: it then reads ``/cluster/resources`` of each zone instead of
+the pools (one call per zone all the same, the request's, but as large as the zone's fleet), and a VM is
+still its pool's.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, UpstreamFailure, ValidationFailed
-from orchestrator.models.vms import VirtualMachine, vdc_in
+from orchestrator.models.networks import ADDRESS_TAG_PREFIX
+from orchestrator.models.vdcs import POOL_PREFIX
+from orchestrator.models.vms import COMPUTE_PROFILE_TAG_PREFIX, VirtualMachine, parse_tags, vdc_in
 from orchestrator.services import access, inventory
 from orchestrator.services.context import Context
 from orchestrator.sources.proxmox import Guest, ZoneApi
@@ -51,18 +58,40 @@ class Page:
 
 @dataclass(frozen=True)
 class VmFilter:
-    """Which VMs a listing shows: all the conditions given hold."""
+    """Which VMs a listing shows: all the conditions given hold.
+
+    ``text`` is a search: it holds for a VM whose name, status, zone, compute profile or one of whose
+    addresses contains it (case aside); the profile and the addresses are in its tags, which a listing
+    read from the pools does not have (``list_vms``' ``tags``)."""
 
     status: str | None = None
     zone: str | None = None
     name_contains: str | None = None
+    text: str | None = None
 
     def matches(self, zone: str, guest: Guest) -> bool:
         if self.zone is not None and zone != self.zone:
             return False
         if self.status is not None and guest.status != self.status:
             return False
-        return self.name_contains is None or self.name_contains.lower() in guest.name.lower()
+        if self.name_contains is not None and self.name_contains.lower() not in guest.name.lower():
+            return False
+        return self.text is None or _found(self.text.lower(), zone, guest)
+
+
+def _found(text: str, zone: str, guest: Guest) -> bool:
+    """Whether ``text`` (lowercase) is in the guest's name, status, zone, compute profile or addresses."""
+    if text in guest.name.lower() or text in guest.status or text in zone.lower():
+        return True
+    if not guest.tags:
+        return False
+    for tag in parse_tags(guest.tags):
+        if tag.startswith(COMPUTE_PROFILE_TAG_PREFIX) and text in tag[len(COMPUTE_PROFILE_TAG_PREFIX) :]:
+            return True
+        # fp-ip-<vnet>-<address>: the address is after the VNet's name, which has no hyphen.
+        if tag.startswith(ADDRESS_TAG_PREFIX) and text in tag[len(ADDRESS_TAG_PREFIX) :].partition("-")[2]:
+            return True
+    return False
 
 
 def encode_cursor(key: SortKey) -> str:
@@ -98,9 +127,16 @@ def _no_constant(name: str) -> None:
 
 
 def list_vms(
-    ctx: Context, first: int | None = None, after: str | None = None, where: VmFilter | None = None
+    ctx: Context,
+    first: int | None = None,
+    after: str | None = None,
+    where: VmFilter | None = None,
+    *,
+    tags: bool = False,
 ) -> Page:
-    """The VMs of the VDCs the request may see, sorted by name, one Proxmox call per zone.
+    """The VMs of the VDCs the request may see, sorted by name, one Proxmox call per zone; with ``tags``,
+    each with its tags (its profiles, image, addresses and lock) even when the request is scoped to a few
+    VDCs (see the module's docstring).
 
     Listings never ask a VM's guest agent: ``ip_addresses`` stays unknown (``None``).
     """
@@ -112,7 +148,7 @@ def list_vms(
     keep = where.matches if where != VmFilter() else None
 
     page: list[Row] = []
-    for row in _rows(ctx, access.visible_vdcs(ctx), where.zone, start):
+    for row in _rows(ctx, access.visible_vdcs(ctx), where.zone, start, tags):
         if keep is None or keep(row[1], row[4]):
             page.append(row)
             if len(page) > size:  # one more than the page: another follows
@@ -130,14 +166,26 @@ Row = tuple[str, str, int, str, Guest]
 
 
 def _rows(
-    ctx: Context, visible: frozenset[str] | None, zone: str | None, start: SortKey | None
+    ctx: Context, visible: frozenset[str] | None, zone: str | None, start: SortKey | None, tags: bool = False
 ) -> Iterator[Row]:
     """The VMs of the VDCs ``visible`` (``None``: every VDC), of ``zone`` only when given, after ``start``,
-    in the listing's order: from their pools when they are few, else from every zone's
-    ``/cluster/resources`` by VDC tag. The fleet-wide listing (ADMIN) also logs which VMs are misplaced.
+    in the listing's order: from their pools when they are few (from every zone's ``/cluster/resources``
+    by pool, with ``tags``), else from every zone's ``/cluster/resources`` by VDC tag. The fleet-wide
+    listing (ADMIN) also logs which VMs are misplaced.
 
     Each zone's VMs come in name order (``ClusterResources.vms``): the zones are merged, and the listing
     reads no further than its page."""
+    if inventory.pool_scoped(visible) and tags:
+        assert visible is not None
+        pools = {POOL_PREFIX + vdc: vdc for vdc in visible}
+        yield from heapq.merge(
+            *(
+                _pooled(in_zone, guests, pools, start)
+                for in_zone, guests in inventory.zone_resources(ctx).guests.items()
+                if zone is None or in_zone == zone
+            )
+        )
+        return
     if inventory.pool_scoped(visible):
         assert visible is not None
         rows = [
@@ -169,6 +217,18 @@ def _tagged(
         tagged = vdc_in(guest.tags)
         if tagged is not None and (visible is None or tagged in visible):
             yield (guest.name, zone, guest.vmid, tagged, guest)
+
+
+def _pooled(
+    zone: str, vms: Sequence[Guest], pools: Mapping[str, str], start: SortKey | None
+) -> Iterator[Row]:
+    """One zone's rows of the VMs in ``pools`` (pool -> its VDC), from its VMs in name order, after
+    ``start``: what the pools' members are, with their tags."""
+    first = 0 if start is None else bisect.bisect_right(vms, start, key=lambda g: (g.name, zone, g.vmid))
+    for guest in vms[first:]:
+        vdc = pools.get(guest.pool)
+        if vdc is not None:
+            yield (guest.name, zone, guest.vmid, vdc, guest)
 
 
 def _warn_misplaced(misplaced: Mapping[str, Sequence[Guest]]) -> None:
