@@ -172,7 +172,8 @@ def vm_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
         "page": page,
         "rows": [Row.of(vm, list_url, bulk_url, detailed) for vm in page.items] if page else [],
         "detailed": detailed or page is None,
-        "table_query": urlencode(form.query(after=form.cleaned_data["after"])) if valid else "",
+        # A refused cursor is an error of the form, and no longer in its cleaned data.
+        "table_query": urlencode(form.query(after=form.cleaned_data.get("after"))) if valid else "",
         "bulk_url": bulk_url,
         "bulk_actions": [(name, ACTIONS[name].label) for name in BULK_ACTIONS],
         "next_query": urlencode(form.query(after=page.end_cursor)) if page and page.has_next else None,

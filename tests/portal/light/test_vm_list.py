@@ -308,3 +308,15 @@ def test_the_vms_page_shows_the_address_its_nic_table_shows(
     assert ips is not None
     assert nic.group(1) in ips.group(1)
     assert "not reported" not in ips.group(1)
+
+
+@pytest.mark.parametrize(
+    "cursor", ["not-a-cursor", "WyJ3ZWIiLCAiem9uZS1hIiwgSW5maW5pdHld"]
+)  # ["web", "zone-a", Infinity]
+def test_a_page_link_with_a_cursor_it_cannot_read_is_a_form_error_on_the_list(
+    site: LightPortal, alice: requests.Session, cursor: str
+) -> None:
+    for headers in ({}, {**HTMX, "HX-Target": "vm-table"}):
+        page = get(alice, site, f"/vdc/demo/vms/?after={cursor}", **headers)
+        assert page.status_code == 200, page.text[:2000]
+        assert "This page link is out of date" in page.text, page.text[:3000]
