@@ -108,6 +108,11 @@ class VirtualMachineFilter(graphene.InputObjectType):
     status = graphene.String(description="Proxmox's status, e.g. running or stopped.")
     zone = graphene.String()
     name_contains = graphene.String(description="A part of the name, in any case.")
+    search = graphene.String(
+        description="A part of the name, an address, the status, the zone or the compute profile, in any "
+        "case. The addresses and profiles are the VMs' tags: a scoped listing then reads each zone's "
+        "/cluster/resources rather than the VDC's pools (one call per zone all the same)."
+    )
 
 
 class RejectedHost(graphene.ObjectType):
@@ -156,7 +161,8 @@ class Query(graphene.ObjectType):
         filter: dict[str, Any] | None = None,
     ) -> Page:
         where = VmFilter(**(filter or {}))
-        return report_partial(info, vms.list_vms(flexplane(info), first=first, after=after, where=where))
+        listed = vms.list_vms(flexplane(info), first=first, after=after, where=where, tags=bool(where.search))
+        return report_partial(info, listed)
 
     @staticmethod
     @domain_errors

@@ -63,7 +63,7 @@ class VmFilterForm(forms.Form):
     def where(self) -> VmFilter:
         data = self.cleaned_data
         text = data["q"].strip() or None
-        return VmFilter(status=data["status"] or None, zone=data["zone"] or None, text=text)
+        return VmFilter(status=data["status"] or None, zone=data["zone"] or None, search=text)
 
     def query(self, **changes: str | None) -> dict[str, str]:
         """The filters as query parameters (``changes`` applied; None removes one), for links."""

@@ -60,14 +60,14 @@ class Page:
 class VmFilter:
     """Which VMs a listing shows: all the conditions given hold.
 
-    ``text`` is a search: it holds for a VM whose name, status, zone, compute profile or one of whose
-    addresses contains it (case aside); the profile and the addresses are in its tags, which a listing
-    read from the pools does not have (``list_vms``' ``tags``)."""
+    ``search`` holds for a VM whose name, status, zone, compute profile or one of whose addresses contains
+    it (case aside); the profile and the addresses are in its tags, which a listing read from the pools
+    does not have (``list_vms``' ``tags``)."""
 
     status: str | None = None
     zone: str | None = None
     name_contains: str | None = None
-    text: str | None = None
+    search: str | None = None
 
     def matches(self, zone: str, guest: Guest) -> bool:
         if self.zone is not None and zone != self.zone:
@@ -76,7 +76,7 @@ class VmFilter:
             return False
         if self.name_contains is not None and self.name_contains.lower() not in guest.name.lower():
             return False
-        return self.text is None or _found(self.text.lower(), zone, guest)
+        return self.search is None or _found(self.search.lower(), zone, guest)
 
 
 def _found(text: str, zone: str, guest: Guest) -> bool:

@@ -154,6 +154,27 @@ def test_the_search_matches_name_address_status_zone_and_profile(
     assert f'data-vm="{web}"' not in page
 
 
+SEARCH = """query($search: String) {
+  virtualMachines(first: 50, filter: {search: $search}) { edges { node { name } } } }"""
+
+
+def test_the_apis_search_finds_what_the_lists_does(api: Api, tagged: Make) -> None:
+    tagged("apis-web", tags=";fp-cp-medium;fp-ip-vapis-10.78.0.21", status="running")
+    tagged("apis-db", zone="zone-b", tags=";fp-cp-small;fp-ip-vapis-10.78.0.22")
+    tagged("apis-other", vdc="other", tags=";fp-cp-medium;fp-ip-vapis-10.78.0.23")
+
+    def found(search: str) -> list[str]:
+        answer = api(SEARCH, user="alice", vdc="demo", variables={"search": search})
+        assert answer.errors == [], answer.body
+        names = [e["node"]["name"] for e in answer.data["virtualMachines"]["edges"]]
+        return [n for n in names if n.startswith("apis-")]
+
+    assert found("10.78.0.21") == ["apis-web"]
+    assert found("10.78.0") == ["apis-db", "apis-web"]  # another VDC's VM is never found
+    assert found("MEDIUM") == ["apis-web"]
+    assert found("zone-b") == ["apis-db"]
+
+
 # ------------------------------------------------------------------------------------------ actions
 
 
