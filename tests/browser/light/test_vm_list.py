@@ -1,5 +1,6 @@
 """The VM list in chromium (issue 37, item 8): alice reads each VM's addresses and compute profile, finds VMs
-by an address as she types, starts one from its row, ticks several to start them and then to delete them
+by an address as she types, starts one from its row, ticks several (the header's box ticks every one
+shown) to start them and then to delete them
 (the delete confirmed on a page naming each one, saying it cannot be undone), and the list says what
 happened to each VM. The create form leaves the zone to placement ("Any zone" first, chosen), and a VM's
 page shows the address its network card table shows. Screenshots of each page at 1366 and 390 px
@@ -72,7 +73,10 @@ def test_alice_finds_vms_by_address_and_starts_and_deletes_several_at_once(
     page.get_by_label("Search", exact=True).fill("10.88.0")
     expect(rows).to_have_text(["fleet-one", "fleet-two"])
     page.get_by_label("Select fleet-one").check()
-    page.get_by_label("Select fleet-two").check()
+    every = page.get_by_label("Select every virtual machine shown")
+    expect(every).to_have_js_property("indeterminate", True)  # some ticked, not all
+    every.check()
+    expect(page.get_by_label("Select fleet-two")).to_be_checked()
     page.get_by_role("button", name="Start…").click()
     expect(page.get_by_role("heading", name="Start these 2 VMs?")).to_be_visible()
     page.get_by_role("button", name="Start 2 VMs").click()
