@@ -36,7 +36,7 @@ from orchestrator.models.clusters import (
 from orchestrator.sources.kube_objects import SecretEntry
 from tests.apikit import Api
 from tests.orchestrator.fakekube import FakeClusterApi
-from tests.portal.clusterkit import self_signed_ca
+from tests.portal.clusterkit import create_form, self_signed_ca
 from tests.portal.pagekit import HTMX, field_error, get, post
 from tests.portal.served import LightPortal
 
@@ -175,20 +175,7 @@ def figures(session: requests.Session, site: LightPortal, chosen: dict[str, str]
 
 def form(name: str, network: str, **fields: str) -> dict[str, str]:
     """The create form as the page first shows it in demo (one pool of three small nodes), filled in."""
-    values = {
-        "name": name,
-        "version": NEWEST,
-        "control_plane_replicas": "2",
-        "network": network,
-        "pools": "1",
-        "pools-0-name": "workers",
-        "pools-0-compute_profile": "small",
-        "pools-0-storage_profile": "standard",
-        "pools-0-count": "3",
-        "pools-0-network": "",
-    }
-    values.update(fields)
-    return values
+    return create_form(name, network, {"version": NEWEST, **fields})
 
 
 @pytest.fixture(scope="module")
