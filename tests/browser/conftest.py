@@ -1,4 +1,6 @@
-"""Browser tests: Playwright driving Debian's chromium against the world's portal.
+"""Browser tests: Playwright driving Debian's chromium against the world's portal (this folder) or the
+portal served from the test's process on the light world (``light/``: pages, forms and scripts without a
+world).
 
 `make install` (and `make test`) puts Debian's chromium at /usr/bin/chromium; Playwright never
 downloads a browser of its own here (`playwright install` fails on these machines). Every test
@@ -71,7 +73,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS}
 
 
-def _stale_css() -> str | None:
+def stale_css() -> str | None:
     """Why the built CSS would not style the pages as their templates say (None: it is current)."""
     if not CSS.exists():
         return f"{CSS.relative_to(ROOT)} is not built"
@@ -90,7 +92,7 @@ def base_url(world: World) -> str:
     Tailwind keeps only the classes it found in the templates when it built the CSS: pages
     checked (and screenshots taken) with an older build would not look as they do for users.
     """
-    stale = _stale_css()
+    stale = stale_css()
     if stale:
         pytest.fail(f"{stale}: run `make install`, which rebuilds the portal's CSS")
     return world.url

@@ -19,7 +19,7 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import Browser, Page
 
-from tests.browser.conftest import CONTEXT, TIMEOUT_MS, LoginFn, _stale_css
+from tests.browser.conftest import CONTEXT, TIMEOUT_MS, LoginFn, stale_css
 from tests.orchestrator.inprocess import recorded_login
 from tests.portal.light.conftest import (  # noqa: F401  (the in-process portal's fixtures, for this folder)
     acme,
@@ -38,7 +38,7 @@ from tests.portal.served import LightPortal
 @pytest.fixture(scope="module")
 def portal(site: LightPortal) -> LightPortal:  # noqa: F811
     """The served portal, once its CSS is as current as its templates."""
-    stale = _stale_css()
+    stale = stale_css()
     if stale:
         pytest.fail(f"{stale}: run `make install`, which rebuilds the portal's CSS")
     return site

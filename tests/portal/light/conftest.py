@@ -2,7 +2,9 @@
 light world (``tests/orchestrator/lightworld.py``), with Zitadel in memory
 (``tests/orchestrator/fakezitadel.py``): alice (VDC demo), bob (VDC other), olivia (owner of organization
 acme) and admin signed in as the portal's login records them. A module's tests share one light world, as a
-session's share the devstack's."""
+session's share the devstack's. What some tests need made first: organization acme's allowance (``acme``),
+bob a member of demo (``bob_in_demo``), demo's edge gateway with a rule and a port forward (``gateway``).
+These fixtures serve the browser tests on this portal too (``tests/browser/light/conftest.py``)."""
 
 from __future__ import annotations
 
