@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from devstack.world import World
 from portal.console.consumers import PATIENCE
@@ -27,6 +28,17 @@ def _console_lines(world: World) -> list[str]:
         said = [line for line in log.read_text(errors="replace").splitlines() if "onsole" in line]
         lines.extend(f"{log.stem}: {line}" for line in said[-10:])
     return lines
+
+
+def page_trouble(page: Page) -> list[str]:
+    """What ``page`` says of its own errors, failed requests and websockets from now on, for a failure's
+    message."""
+    said: list[str] = []
+    page.on("console", lambda message: said.append(f"console {message.type}: {message.text}"))
+    page.on("pageerror", lambda error: said.append(f"page error: {error}"))
+    page.on("requestfailed", lambda request: said.append(f"request failed: {request.url} {request.failure}"))
+    page.on("websocket", lambda socket: said.append(f"websocket {socket.url}"))
+    return said
 
 
 def expect_keys(world: World, pressed: list[int], timeout: float = 10.0) -> None:
@@ -50,11 +62,7 @@ def test_alice_opens_web_1s_console_and_sees_its_screen(
     page.on(
         "request", lambda request: scripts.append(request.url) if request.resource_type == "script" else None
     )
-    said: list[str] = []  # the page's own errors and failed requests, for a failure's message
-    page.on("console", lambda message: said.append(f"console {message.type}: {message.text}"))
-    page.on("pageerror", lambda error: said.append(f"page error: {error}"))
-    page.on("requestfailed", lambda request: said.append(f"request failed: {request.url} {request.failure}"))
-    page.on("websocket", lambda socket: said.append(f"websocket {socket.url}"))
+    said = page_trouble(page)
     failed: list[str] = []  # every answer of 400 or more the page got (a missing script, an icon)
     page.on(
         "response",
@@ -118,12 +126,18 @@ def test_a_console_that_never_greets_is_given_up_in_words(page: Page, login: Log
     PATIENCE whatever happens upstream, and says so, rather than stay "Connecting..." for ever."""
     agent = world.agents[("zone-a", "pve1")].process  # web-1's node (devstack/seed.py)
     assert agent is not None
+    said = page_trouble(page)
     login(page, "alice", "/vdc/demo/vms/zone-a/100/")
     page.clock.install()
     os.kill(agent.popen.pid, signal.SIGSTOP)
     try:
-        with page.expect_websocket():  # the page's script has run, and set its deadline on the page's clock
-            page.get_by_role("link", name="Console").click()
+        # The page's script has run, and set its deadline on the page's clock (its page answers once the
+        # orchestrator gave up on the stopped agent, and noVNC's modules load on a busy machine: 30 s).
+        try:
+            with page.expect_websocket(timeout=30_000):
+                page.get_by_role("link", name="Console").click()
+        except PlaywrightTimeoutError as exc:
+            raise AssertionError("\n".join(["no console websocket", *said, *_console_lines(world)])) from exc
         screen = page.locator("#console-screen")
         page.clock.run_for(int(PATIENCE * 1000) - 1000)
         expect(screen).to_have_attribute("data-state", "connecting")
