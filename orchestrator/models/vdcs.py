@@ -227,6 +227,11 @@ class Vdc(NamedById):
         return int(self.quota_snapshots_per_vm)
 
     @property
+    def label(self) -> str:
+        """It as lists and messages name it: its name, its id beside it when they differ."""
+        return f"{self.name} ({self.id})" if self.name and self.name != self.id else self.id
+
+    @property
     def pool(self) -> str:
         """The Proxmox pool of this VDC (the same name in each of its zones)."""
         return pool_name(self.id)

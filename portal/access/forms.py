@@ -36,12 +36,7 @@ class GrantForm(forms.Form):
 
     def __init__(self, *args: Any, vdcs: Iterable[Vdc], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        choices(self.fields["vdc"], [(v.id, vdc_label(v)) for v in vdcs])
-
-
-def vdc_label(vdc: Vdc) -> str:
-    """A VDC as a list names it: its name, its id beside it when they differ."""
-    return f"{vdc.name} ({vdc.id})" if vdc.name and vdc.name != vdc.id else vdc.id
+        choices(self.fields["vdc"], [(v.id, v.label) for v in vdcs])
 
 
 class RolesForm(forms.Form):

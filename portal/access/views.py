@@ -21,7 +21,7 @@ from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.services.access_admin import memberships, users
 from orchestrator.services.context import Context
 from portal.access.actions import action, performed
-from portal.access.forms import GrantForm, RolesForm, SearchForm, vdc_label
+from portal.access.forms import GrantForm, RolesForm, SearchForm
 from portal.context import View, Wrapped, portal_view
 from portal.errors import PAGE_ERRORS
 from portal.htmx import HtmxHttpRequest
@@ -105,7 +105,7 @@ def grant(request: HttpRequest, ctx: Context, user: str) -> HttpResponseBase:
     if isinstance(outcome, FlexPlaneError):
         messages.error(request, outcome.message)
     else:
-        named = next((vdc_label(v) for v in memberships.manageable_vdcs(ctx) if v.id == vdc), vdc)
+        named = next((v.label for v in memberships.manageable_vdcs(ctx) if v.id == vdc), vdc)
         who = outcome.name or outcome.username
         messages.success(request, f"{who} is now a member of VDC {named}. {TAKES_EFFECT}")
     return redirect("portal-access:user", user=user)

@@ -76,7 +76,7 @@ def joinable_vdcs(ctx: Context, user: UserAccess) -> list[Vdc]:
 
 def named_vdc(vdc: Vdc) -> str:
     """A VDC as an error names it: its name, its id beside it (its id alone when it has no other name)."""
-    return f"{vdc.name} ({vdc.id})" if vdc.name and vdc.name != vdc.id else repr(vdc.id)
+    return repr(vdc.id) if vdc.label == vdc.id else vdc.label
 
 
 def _same_organization(ctx: Context, user: User, vdc: Vdc) -> None:
