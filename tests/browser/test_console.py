@@ -18,6 +18,8 @@ from tests.browser.conftest import LoginFn
 WEB_1_VMID = 100  # web-1 of VDC demo, running in zone-a
 # How long the console page may take to load its script and make its websocket (see ``opened``).
 SCRIPT_LOADED_MS = 60_000
+# How many times a console page whose requests the network's changes dropped is loaded again.
+RELOADS = 3
 # How long a stopped agent, going on, may take to do what it was asked meanwhile.
 AGENT_CATCHES_UP = 10.0
 
@@ -51,16 +53,18 @@ def opened(page: Page, said: list[str], world: World) -> None:
     test run, they can take many seconds, which the page's own deadline (PATIENCE) only counts from then.
     Chromium drops the requests it has in flight when the machine's network changes (``ERR_NETWORK_CHANGED``:
     other tests of a parallel run add and remove interfaces, as nodes' bridges and namespaces); a page whose
-    script never came for that reason is loaded once more, as its user would reload it.
+    script never came for that reason is loaded again (up to RELOADS times), as its user would reload it.
     """
     sockets = len([line for line in said if line.startswith("websocket ")])
     page.get_by_role("link", name="Console").click()
-    reloaded = False
+    reloads, seen = 0, 0
     deadline = time.monotonic() + SCRIPT_LOADED_MS / 1000
     while len([line for line in said if line.startswith("websocket ")]) == sockets:
-        if not reloaded and any("ERR_NETWORK_CHANGED" in line for line in said):
+        dropped = sum("ERR_NETWORK_CHANGED" in line for line in said)
+        if dropped > seen and reloads < RELOADS:  # dropped since the last load: once the network settled
+            page.wait_for_timeout(1000)
+            seen, reloads = sum("ERR_NETWORK_CHANGED" in line for line in said), reloads + 1
             said.append("the network changed under the page: loaded once more")
-            reloaded = True
             page.reload()
         if time.monotonic() > deadline:
             raise AssertionError("\n".join(["no console websocket", *said, *_console_lines(world)]))
