@@ -9,6 +9,7 @@ offline in the fake and closes its listener, as a node that is down would.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import ssl
 import threading
@@ -198,6 +199,23 @@ class HarnessPve(SdnApi, SnapshotRules, UsageRrd, ConsoleScreen, FakePve):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.traffic = Traffic()
+        self._hurried: asyncio.Event | None = None
+
+    async def pause(self, secs: float) -> None:
+        """fakepve's pause (``secs`` PVE seconds, scaled by ``time_scale``), which ``hurry()`` ends early."""
+        if not secs or not self.time_scale:
+            return
+        if self._hurried is None:
+            self._hurried = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._hurried.wait(), secs * self.time_scale)
+
+    def hurry(self) -> None:
+        """End every pause under way now (on the loop's thread): a test that kept a task running as long as
+        it needed lets it finish rather than wait out the time it gave. Later pauses take their time."""
+        if self._hurried is not None:
+            self._hurried.set()
+            self._hurried = None
 
     def _build_app(self) -> web.Application:
         """fakepve's app, with the traffic count outermost: it sees every request as it arrives."""

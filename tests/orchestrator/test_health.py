@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
-import pytest
 import requests
+import yaml
 
+from devstack.net import free_port
 from devstack.world import World
-from tests import addresses
 from tests.apikit import GraphQL
-from tests.conftest import world_config
+from tests.releasekit import Proxy
 
 
 def test_healthz_answers_while_the_process_lives(world: World) -> None:
@@ -29,37 +30,75 @@ def test_readyz_answers_ready_when_cluster_and_identity_answer(world: World) -> 
     assert response.json()["checks"]["identity"]["ok"] is True
 
 
-@pytest.fixture(scope="module")
-def fragile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """A small world of its own, whose neighbours these tests stop."""
-    tests_world = world_config(Path(tmp_path_factory.mktemp("fragile")), addresses.FRAGILE)
-    cfg = dataclasses.replace(tests_world, zones=("zone-a",), nodes_per_zone=1)
-    with World(cfg) as running:
-        yield running
+@contextmanager
+def replica(world: World, name: str, env: dict[str, str]) -> Iterator[str]:
+    """The URL of an orchestrator replica beside the world's, with ``env`` over the world's settings."""
+    host = world.cfg.orchestrator_host
+    port = free_port(host)
+    process = world.spawn_orchestrator(name, port, free_port(host), env)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        process.stop()
+
+
+@contextmanager
+def cuttable_kube(world: World, scratch: Path) -> Iterator[tuple[Path, Callable[[], None]]]:
+    """A kubeconfig naming the world's management cluster through a relay, and the cut that stops the relay:
+    the cluster gone (connections reset, new ones refused) for the replica that uses this kubeconfig only."""
+    assert world.kubeconfig is not None
+    config = yaml.safe_load(world.kubeconfig.read_text())
+    server = urlsplit(config["clusters"][0]["cluster"]["server"])
+    assert server.hostname is not None
+    assert server.port is not None
+    relay = Proxy(server.hostname, (server.hostname, server.port)).start()
+    config["clusters"][0]["cluster"]["server"] = f"{server.scheme}://{relay.address}"
+    kubeconfig = scratch / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    cut: list[bool] = []
+
+    def cut_once() -> None:
+        if not cut:
+            cut.append(True)
+            relay.stop()
+
+    try:
+        yield kubeconfig, cut_once
+    finally:
+        cut_once()
 
 
 def test_without_the_management_cluster_readyz_says_which_and_graphql_answers_typed_errors(
-    fragile: World,
+    world: World, tmp_path: Path
 ) -> None:
-    api = GraphQL(fragile)
-    token = api.token("admin")  # before the cluster goes: identity is still up
-    fragile.stop_kube()
+    api = GraphQL(world)
+    token = api.token("admin")
+    with (
+        cuttable_kube(world, tmp_path) as (kubeconfig, cut_kube),
+        replica(world, "orchestrator-losing-kube", {"FLEXPLANE_KUBECONFIG": str(kubeconfig)}) as url,
+    ):
+        api.url = f"{url}/graphql"
+        assert api.raw("{ zones { id } }", headers={"Authorization": f"Bearer {token}"}).errors == []
+        cut_kube()  # the management cluster goes
 
-    response = requests.get(f"{fragile.url}/readyz", timeout=15)
-    assert response.status_code == 503
-    checks = response.json()["checks"]
-    assert checks["management-cluster"]["ok"] is False
-    assert checks["identity"]["ok"] is True
+        response = requests.get(f"{url}/readyz", timeout=15)
+        assert response.status_code == 503
+        checks = response.json()["checks"]
+        assert checks["management-cluster"]["ok"] is False
+        assert checks["identity"]["ok"] is True
 
-    started = time.monotonic()
-    answer = api.raw("{ zones { id } }", headers={"Authorization": f"Bearer {token}"})
-    assert time.monotonic() - started < 10
-    assert answer.codes == ["UNAVAILABLE"]
-    assert "management cluster" in answer.errors[0]["message"]
+        started = time.monotonic()
+        answer = api.raw("{ zones { id } }", headers={"Authorization": f"Bearer {token}"})
+        assert time.monotonic() - started < 10
+        assert answer.codes == ["UNAVAILABLE"]
+        assert "management cluster" in answer.errors[0]["message"]
 
 
-def test_without_identity_readyz_says_so(fragile: World) -> None:
-    fragile.stop_identity()
-    response = requests.get(f"{fragile.url}/readyz", timeout=15)
+def test_without_identity_readyz_says_so(world: World) -> None:
+    host = world.cfg.orchestrator_host
+    nobody = f"http://{host}:{free_port(host)}"  # no identity provider answers there
+    with replica(world, "orchestrator-without-identity", {"FLEXPLANE_OIDC_ISSUER": nobody}) as url:
+        response = requests.get(f"{url}/readyz", timeout=15)
     assert response.status_code == 503
     assert response.json()["checks"]["identity"]["ok"] is False
+    assert response.json()["checks"]["management-cluster"]["ok"] is True

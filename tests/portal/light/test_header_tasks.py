@@ -68,7 +68,8 @@ def fail_a_start(light: LightWorld, api: Api) -> None:
 
 @contextmanager
 def starting_db_1(light: LightWorld, api: Api, seconds: float) -> Iterator[dict[str, Any]]:
-    """db-1's start, which takes ``seconds``, run in the background; db-1 stopped again afterwards."""
+    """db-1's start, which takes ``seconds`` or until the block ends, run in the background; db-1 stopped
+    again afterwards."""
     pve = light.fakes["zone-a"].pve
 
     def slow(secs: float) -> None:
@@ -84,6 +85,7 @@ def starting_db_1(light: LightWorld, api: Api, seconds: float) -> Iterator[dict[
     try:
         yield answer
     finally:
+        light.fakes.on_loop(pve.hurry)  # the start ends now, however long it had left
         starter.join(seconds + 60)
         light.fakes.on_loop(lambda: slow(0))
         restore(light)
