@@ -4,6 +4,8 @@
     python -m agent serve --config PATH
     flexplane-agent --config PATH            # serve is the default command
     flexplane-agent bootstrap --orchestrator URL --token TOKEN   # enroll this node (agent.bootstrap)
+    flexplane-agent remove [--node NAME]     # delete this node's Proxmox token (agent.bootstrap.remove)
+    flexplane-agent doctor                   # check the node before enrolling it (agent.bootstrap.doctor)
     flexplane-agent release keygen|build|install|push ...   # signed releases (agent.release_command)
     flexplane-agent update-apply --plan PATH # self-update's detached apply step (agent.update)
     flexplane-agent update now               # check the release channel now (agent.update.now)
@@ -23,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent import __version__
-from agent.bootstrap import add_bootstrap
+from agent.bootstrap import add_bootstrap, add_doctor, add_remove
 from agent.config import ConfigError, load_config
 from agent.mesh import MeshConfigError, add_mesh, config_beside, up
 from agent.mesh import load as load_mesh
@@ -126,6 +128,8 @@ def add_update_now(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (
     add_serve,
     add_bootstrap,
+    add_remove,
+    add_doctor,
     add_release,
     add_update_apply,
     add_update_now,

@@ -13,7 +13,6 @@ import contextlib
 import re
 import ssl
 import threading
-import uuid
 from collections import Counter, deque
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from fakepve import FakePve, PveError, TaskError
 from fakepve.certs import make_cert
 from fakepve.qemu import drives_of, is_cdrom, volume_ref
 
+from devstack.fakeaccess import AccessApi
 from devstack.fakeconsole import ConsoleScreen
 from devstack.fakesdn import FakeSdn, SdnApi
 from devstack.fakesnapshots import SnapshotRules
@@ -186,10 +186,11 @@ class _NoTaskFile(Exception):
     """A well-formed UPID of no task this node ran."""
 
 
-class HarnessPve(SdnApi, SnapshotRules, UsageRrd, ConsoleScreen, FakePve):
+class HarnessPve(AccessApi, SdnApi, SnapshotRules, UsageRrd, ConsoleScreen, FakePve):
     """fakepve with the gaps this project meets closed: a QEMU disk resize that really resizes, a
     migration that really moves the guest (below), SDN zones, VNets and subnets that are kept
-    (``devstack.fakesdn``, in ``pve.sdn``); and the ``traffic`` each node's address receives.
+    (``devstack.fakesdn``, in ``pve.sdn``); roles, users, permissions and API tokens made through the API
+    (``devstack.fakeaccess``, in ``pve.access``); and the ``traffic`` each node's address receives.
 
     fakepve answers ``PUT /nodes/{node}/qemu/{vmid}/resize`` from the schema alone and stores
     nothing; this resizes the drive's ``size=`` in a task that holds the VM's config lock, and
@@ -347,37 +348,6 @@ class HarnessPve(SdnApi, SnapshotRules, UsageRrd, ConsoleScreen, FakePve):
             vm.config[disk] = resized()
 
         return await self.task(vm.node, "resize", vm.vmid, user, body, vm=vm)
-
-    # fakepve stores nothing for an API token made through the API (only ``pve.apitokens`` set from
-    # Python logs in). These keep tokens made, listed and removed through it in ``pve.apitokens``
-    # (``user@realm!name`` -> secret) and answer the secret once, as Proxmox does: what the agent's
-    # bootstrap meets (``agent.pveadmin.ApiAdmin``).
-
-    def _routes_access_tokens(self) -> list[tuple[str, str, Any]]:
-        path = "/access/users/{userid}/token"
-        return [
-            ("GET", path, self._api_tokens),
-            ("POST", f"{path}/{{tokenid}}", self._api_token_add),
-            ("DELETE", f"{path}/{{tokenid}}", self._api_token_remove),
-        ]
-
-    async def _api_tokens(self, values: dict[str, Any], user: str) -> Any:
-        prefix = f"{values['userid']}!"
-        return [{"tokenid": t[len(prefix) :]} for t in sorted(self.apitokens) if t.startswith(prefix)]
-
-    async def _api_token_add(self, values: dict[str, Any], user: str) -> Any:
-        full = f"{values['userid']}!{values['tokenid']}"
-        if full in self.apitokens:
-            raise PveError(500, "Token already exists.")
-        self.apitokens[full] = str(uuid.uuid4())
-        info = {"privsep": int(values.get("privsep", 1)), "comment": values.get("comment", "")}
-        return {"full-tokenid": full, "info": info, "value": self.apitokens[full]}
-
-    async def _api_token_remove(self, values: dict[str, Any], user: str) -> Any:
-        full = f"{values['userid']}!{values['tokenid']}"
-        if self.apitokens.pop(full, None) is None:
-            raise PveError(500, f"no such token '{values['tokenid']}' for user '{values['userid']}'")
-        return None
 
     # fakepve's pool members carry only id, node, name and status (and template when set). Proxmox
     # (pve-manager's PVE/API2/Pool.pm, read_pool and the index's ``poolid``) builds each guest's entry

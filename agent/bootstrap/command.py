@@ -7,6 +7,7 @@ import sys
 from contextlib import suppress
 
 from agent.bootstrap.channel import install_channel_release, offered_updates, report_release
+from agent.bootstrap.doctor import blocking, examine, say_findings
 from agent.bootstrap.enroll import enroll, issued, setup_proxmox
 from agent.bootstrap.files import (
     Planned,
@@ -43,6 +44,7 @@ def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> No
         f"{opts.endpoint} (token valid until {at(opts.token.expires_at)})",
         flush=True,
     )
+    preflight(opts, admin)
     secret, token_change = setup_proxmox(admin, opts)
     key = new_key()
     mesh_key = new_private_key()  # the node's WireGuard key: only its public half is sent
@@ -127,6 +129,25 @@ def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> No
     )
 
 
+def preflight(opts: Options, admin: ProxmoxAdmin) -> None:
+    """``flexplane-agent doctor``'s checks, said before anything changes; BootstrapError on a blocking one."""
+    print("flexplane-agent bootstrap: checking the node (flexplane-agent doctor)", flush=True)
+    findings = examine(
+        admin,
+        orchestrator=opts.orchestrator,
+        ca_file=opts.ca_file,
+        storage_changes=opts.storage_changes,
+        snippets_storage=opts.snippets_storage,
+    )
+    say_findings(findings)
+    stopped = blocking(findings)
+    if stopped:
+        raise BootstrapError(
+            "the node is not ready: " + "; ".join(f"{f.check}: {f.detail} (do: {f.fix})" for f in stopped),
+            opts.retry_plan(),
+        )
+
+
 # ----------------------------------------------------------------------------------- the command
 
 
@@ -190,6 +211,12 @@ def add_bootstrap(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument("--image-cache", help=f"where images are downloaded (default: {DEFAULT_IMAGE_CACHE})")
     parser.add_argument(
         "--snippets-dir", help=f"the snippets folder of storage local (default: {DEFAULT_SNIPPETS_DIR})"
+    )
+    parser.add_argument(
+        "--no-storage-changes",
+        action="store_true",
+        help="refuse, naming the command to run, instead of enabling the snippets content type on the "
+        "snippets storage",
     )
     parser.add_argument(
         "--install-dir",

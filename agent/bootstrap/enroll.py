@@ -10,19 +10,27 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from agent.bootstrap.options import BootstrapError, Options, at, say
 from agent.certs import CertificateRefused, check_issued
-from agent.pveadmin import Change, ProxmoxAdmin, ProxmoxAdminError, token_id
+from agent.pveadmin import AGENT_USER, Change, ProxmoxAdmin, ProxmoxAdminError, agent_roles, token_id
 from agentclient.enrollment import JOIN_PATH
 
 REQUEST_TIMEOUT = 30.0
 
 
 def setup_proxmox(admin: ProxmoxAdmin, opts: Options) -> tuple[str, Change]:
-    """The agent's role, user and permission, and this node's token: its secret, and what was done to it."""
+    """The agent's roles (for the node's Proxmox VE version), user and permissions, the snippets storage,
+    and this node's token: its secret, and what was done to it."""
     known = opts.secret_path.read_text(encoding="utf-8").strip() if opts.secret_path.is_file() else None
     try:
-        say("proxmox roles FlexPlaneAgent, FlexPlaneAgentSDN", admin.ensure_role())
-        say("proxmox user flexplane@pve", admin.ensure_user())
-        say("proxmox permissions /, /sdn, /sdn/zones for flexplane@pve", admin.ensure_grant())
+        version = admin.version().strip()
+        major = admin.major()
+        say("proxmox version", f"{version} (privileges of Proxmox VE {major})")
+        say(  # first: where the operator keeps the storage to themselves, a refusal changes nothing
+            f"proxmox storage {opts.snippets_storage} content snippets",
+            admin.ensure_snippets(opts.snippets_storage, may_change=opts.storage_changes),
+        )
+        say(f"proxmox roles {', '.join(agent_roles(major))}", admin.ensure_role(major))
+        say(f"proxmox user {AGENT_USER}", admin.ensure_user())
+        say(f"proxmox permissions of {AGENT_USER}", admin.ensure_grant())
         change, secret = admin.ensure_token(opts.token.host, known)
     except ProxmoxAdminError as exc:
         raise BootstrapError(str(exc), opts.retry_plan()) from None

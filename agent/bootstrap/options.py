@@ -11,7 +11,12 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.config import DEFAULT_IMAGE_CACHE, DEFAULT_INSTALL_DIR, DEFAULT_SNIPPETS_DIR
+from agent.config import (
+    DEFAULT_IMAGE_CACHE,
+    DEFAULT_INSTALL_DIR,
+    DEFAULT_SNIPPETS_DIR,
+    DEFAULT_SNIPPETS_STORAGE,
+)
 from agent.pveadmin import ApiAdmin, Change, ProxmoxAdmin, ProxmoxAdminError, PveumAdmin
 from agent.service import UNIT_DIR, UNIT_NAME
 from agentclient.enrollment import JoinTokenParts, parse_join_token
@@ -46,6 +51,10 @@ class Options:
     install_dir: Path
     # The WireGuard interface this node's mesh runs on, when the platform has a mesh (agent.mesh).
     mesh_interface: str = "fpmesh0"
+    # The storage whose snippets folder snippets_dir is; the bootstrap gives it the snippets content
+    # type, unless the operator keeps storage settings to themselves (--no-storage-changes).
+    snippets_storage: str = DEFAULT_SNIPPETS_STORAGE
+    storage_changes: bool = True
 
     @property
     def identity(self) -> str:
@@ -163,6 +172,7 @@ def parse_options(args: argparse.Namespace) -> Options:
         if args.snippets_dir
         else root / DEFAULT_SNIPPETS_DIR.relative_to("/"),
         mesh_interface=getattr(args, "mesh_interface", None) or "fpmesh0",
+        storage_changes=not getattr(args, "no_storage_changes", False),
         install_dir=Path(args.install_dir).resolve()
         if args.install_dir
         else root / DEFAULT_INSTALL_DIR.relative_to("/"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.pveadmin import AGENT_PRIVILEGES, AGENT_ROLE, AGENT_USER, Change, ProxmoxAdminError, PveumAdmin
+from agent.pveadmin import AGENT_ROLE, AGENT_USER, Change, ProxmoxAdminError, PveumAdmin, agent_roles
 from agent.service import UNIT_NAME, Systemd
 
 PVEUM = r"""
@@ -19,7 +19,8 @@ import json, sys, uuid
 from pathlib import Path
 state_file = Path(__file__).with_suffix(".json")
 state = json.loads(state_file.read_text()) if state_file.exists() else {
-    "roles": {"PVEAdmin": "Sys.Audit,Sys.Modify"}, "users": ["root@pam"], "acl": [], "tokens": {}}
+    "roles": {"PVEAdmin": "Sys.Audit,Sys.Modify", "NoAccess": ""}, "users": ["root@pam"], "acl": [],
+    "tokens": {}, "pools": ["fp-demo", "backups"]}
 args = [a for a in sys.argv[1:] if a not in ("--output-format", "json")]
 option = lambda name: args[args.index(name) + 1]
 answer = None
@@ -36,6 +37,11 @@ match args[:2]:
         state["users"].append(args[2])
     case ["acl", "list"]:
         answer = state["acl"]
+    case ["pool", "list"]:
+        answer = [{"poolid": p} for p in state["pools"]]
+    case ["acl", "delete"]:
+        gone = (args[2], option("--users"), option("--roles"))
+        state["acl"] = [a for a in state["acl"] if (a["path"], a["ugid"], a["roleid"]) != gone]
     case ["acl", "modify"]:
         grant = {"path": args[2], "ugid": option("--users"), "roleid": option("--roles")}
         if "--propagate" in args:
@@ -73,6 +79,9 @@ if sys.argv[1:3] == ["enable", "--now"]:
 """
 
 
+PVEVERSION = "print('pve-manager/8.4.1/2a5fa54a8503f96d (running kernel: 6.8.12-9-pve)')"
+
+
 def tool(folder: Path, name: str, source: str) -> str:
     path = folder / name
     path.write_text(f"#!{sys.executable}\n{source}")
@@ -81,7 +90,7 @@ def tool(folder: Path, name: str, source: str) -> str:
 
 
 def test_pveum_sets_up_the_agent_once_and_then_finds_it_all_in_place(tmp_path: Path) -> None:
-    admin = PveumAdmin(tool(tmp_path, "pveum", PVEUM))
+    admin = PveumAdmin(tool(tmp_path, "pveum", PVEUM), pveversion=tool(tmp_path, "pveversion", PVEVERSION))
     assert admin.ensure_role() is Change.WRITTEN
     assert admin.ensure_user() is Change.WRITTEN
     assert admin.ensure_grant() is Change.WRITTEN
@@ -93,16 +102,17 @@ def test_pveum_sets_up_the_agent_once_and_then_finds_it_all_in_place(tmp_path: P
     assert admin.ensure_grant() is Change.UNCHANGED
     assert admin.ensure_token("pve1", secret) == (Change.UNCHANGED, secret)
     state = json.loads((tmp_path / "pveum.json").read_text())
-    assert set(state["roles"][AGENT_ROLE].split(",")) == set(AGENT_PRIVILEGES)
-    assert {"path": "/", "ugid": AGENT_USER, "roleid": AGENT_ROLE, "type": "user"} in state["acl"]
+    assert set(state["roles"][AGENT_ROLE].split(",")) == set(agent_roles(8)[AGENT_ROLE])  # pveversion's 8
+    assert {"path": "/vms", "ugid": AGENT_USER, "roleid": AGENT_ROLE, "type": "user"} in state["acl"]
+    assert {"path": "/pool/backups", "ugid": AGENT_USER, "roleid": "NoAccess", "type": "user"} in state["acl"]
     assert state["tokens"][AGENT_USER] == {"agent-pve1": secret}
 
 
 def test_pveum_replaces_a_role_whose_privileges_drifted(tmp_path: Path) -> None:
     admin = PveumAdmin(tool(tmp_path, "pveum", PVEUM))
     admin.write_role(AGENT_ROLE, ["Sys.Audit"], exists=False)
-    assert admin.ensure_role() is Change.WRITTEN
-    assert admin.roles()[AGENT_ROLE] == frozenset(AGENT_PRIVILEGES)
+    assert admin.ensure_role(9) is Change.WRITTEN
+    assert admin.roles()[AGENT_ROLE] == frozenset(agent_roles(9)[AGENT_ROLE])
 
 
 def test_a_failing_pveum_is_a_clear_error(tmp_path: Path) -> None:
@@ -110,7 +120,7 @@ def test_a_failing_pveum_is_a_clear_error(tmp_path: Path) -> None:
         tool(tmp_path, "pveum", "import sys; sys.exit('ipcc_send_rec[1] failed: Unknown error -1')")
     )
     with pytest.raises(ProxmoxAdminError, match="pveum role list --output-format json failed: ipcc_send_rec"):
-        admin.ensure_role()
+        admin.ensure_role(9)
     with pytest.raises(ProxmoxAdminError, match="cannot run"):
         PveumAdmin(str(tmp_path / "missing")).ensure_user()
 
