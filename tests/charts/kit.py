@@ -109,3 +109,13 @@ def assert_schema_is_exactly_the_values(chart: helm_python.Chart) -> None:
     assert schema is not None
     assert schema["additionalProperties"] is False
     assert set(schema["properties"]) - {"global"} == set(chart.values)
+
+
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base`` as Helm lays values on values: maps merge key by key, anything else
+    (a list, a scalar) replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        current = out.get(key)
+        out[key] = merged(current, value) if isinstance(current, dict) and isinstance(value, dict) else value
+    return out

@@ -2,13 +2,12 @@
 
 The chart is rendered offline (helm-python-sdk, no cluster, no helm binary) once per set of values
 per module, and every manifest is checked against Kubernetes' own schemas (kubernetes-validate).
-Offline, ``lookup`` finds nothing: what an upgrade keeps (the session key, the platform CA) is
-rendered as on a first install.
+The chart generates no secret: the session key and the platform CA are the operator's, made once
+(test_renders_are_stable.py renders every chart twice).
 """
 
 from __future__ import annotations
 
-import base64
 import re
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from typing import Any
 import helm_python
 import pytest
 import yaml
-from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.charts import kit
@@ -44,10 +42,22 @@ def example_values() -> dict[str, Any]:
     return values
 
 
+# What an install must give: the Secrets made once (the chart generates none) and the hub's endpoint
+# (the mesh is on by default). Every render here starts from these.
+REQUIRED: dict[str, Any] = {
+    "secretKey": {"existingSecret": "flexplane-secret-key"},
+    "agentCA": {"secretName": "flexplane-agent-ca"},
+    "mesh": {"hubEndpoint": "203.0.113.7:51820"},
+}
 VALUES = {"default": dict[str, Any](), "example": example_values()}
 
 
 def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
+    """The chart rendered with ``values`` over the required ones."""
+    return render_exactly(chart, kit.merged(REQUIRED, values))
+
+
+def render_exactly(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
     return chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
 
 
@@ -111,7 +121,7 @@ def bytes_of(quantity: str) -> int:
 
 @pytest.mark.parametrize("values", sorted(VALUES))
 def test_the_chart_lints_without_errors_or_warnings(values: str) -> None:
-    kit.assert_lints_clean(CHART, VALUES[values], NAMESPACE)
+    kit.assert_lints_clean(CHART, kit.merged(REQUIRED, VALUES[values]), NAMESPACE)
 
 
 def test_every_manifest_validates_against_the_kubernetes_schema(rendered: list[Manifest]) -> None:
@@ -142,7 +152,8 @@ def test_the_example_renders_every_optional_resource(renders: dict[str, list[Man
     # So that the validation above covers each template at least once.
     assert kinds(renders["example"]) >= {"Ingress", "NetworkPolicy", "HorizontalPodAutoscaler"}
     assert kinds(renders["default"]) >= {
-        "Deployment", "Service", "ServiceAccount", "Role", "RoleBinding", "Secret", "PodDisruptionBudget",
+        "Deployment", "Service", "ServiceAccount", "Role", "RoleBinding", "PodDisruptionBudget",
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
     }  # fmt: skip
 
 
@@ -172,9 +183,10 @@ def test_the_only_empty_dir_is_a_small_tmp(rendered: list[Manifest]) -> None:
 
 
 def test_cluster_wide_grants_are_the_tenant_clusters_kinds_and_no_secrets(rendered: list[Manifest]) -> None:
-    binding = only(rendered, "RoleBinding")
+    binding = named(rendered, "RoleBinding", f"{RELEASE}-flextenant")
     assert binding["roleRef"]["kind"] == "Role"
-    assert binding["metadata"]["namespace"] == only(rendered, "Role")["metadata"]["namespace"]
+    role = named(rendered, "Role", f"{RELEASE}-flextenant")
+    assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
     roles = {m["metadata"]["name"]: m["rules"] for m in rendered if m["kind"] == "ClusterRole"}
     clusters, vdc = roles[f"{RELEASE}-flextenant-clusters"], roles[f"{RELEASE}-flextenant-vdc"]
     granted = {
@@ -213,7 +225,7 @@ def test_without_tenant_clusters_nothing_is_granted_cluster_wide(chart: helm_pyt
 def test_the_role_manages_secrets_for_the_ca_and_join_tokens_and_nothing_more(
     rendered: list[Manifest],
 ) -> None:
-    rules = only(rendered, "Role")["rules"]
+    rules = named(rendered, "Role", f"{RELEASE}-flextenant")["rules"]
     on_secrets = [
         rule
         for rule in rules
@@ -222,7 +234,7 @@ def test_the_role_manages_secrets_for_the_ca_and_join_tokens_and_nothing_more(
     # Join tokens are created, listed, read, marked used (an update) and removed; the CA is read.
     (rule,) = on_secrets
     assert rule["resources"] == ["secrets"]
-    assert set(rule["verbs"]) == {"get", "list", "create", "update", "patch", "delete"}
+    assert set(rule["verbs"]) == {"get", "list", "create", "update", "delete"}
     assert not any("*" in r["verbs"] for r in rules)
 
 
@@ -289,20 +301,36 @@ def test_the_chart_sets_every_setting_but_the_development_ones(renders: dict[str
 
 def test_the_platform_namespace_defaults_to_the_release_namespace(renders: dict[str, list[Manifest]]) -> None:
     assert env(renders["default"])["FLEXPLANE_NAMESPACE"] == NAMESPACE
-    assert only(renders["default"], "Role")["metadata"]["namespace"] == NAMESPACE
+    assert named(renders["default"], "Role", f"{RELEASE}-flextenant")["metadata"]["namespace"] == NAMESPACE
 
 
-def test_a_secret_key_is_generated_when_none_is_given(renders: dict[str, list[Manifest]]) -> None:
-    reference = env(renders["default"])["FLEXPLANE_SECRET_KEY"]["secretKeyRef"]
-    secret = named(renders["default"], "Secret", reference["name"])
-    assert len(base64.b64decode(secret["data"][reference["key"]])) >= 50  # Django's check --deploy minimum
+def test_the_chart_generates_no_secret(rendered: list[Manifest]) -> None:
+    # What a render would generate, the next render (a GitOps tool's, without a cluster) would make anew.
+    assert "Secret" not in kinds(rendered)
 
 
-def test_an_existing_secret_key_replaces_the_generated_one(renders: dict[str, list[Manifest]]) -> None:
-    secrets = {m["metadata"]["name"] for m in renders["example"] if m["kind"] == "Secret"}
-    assert secrets == {"flexplane-agent-ca"}  # the platform CA only: no session key is generated
+def test_the_session_key_is_read_from_the_secret_given(renders: dict[str, list[Manifest]]) -> None:
+    assert env(renders["default"])["FLEXPLANE_SECRET_KEY"]["secretKeyRef"] == {
+        "name": "flexplane-secret-key",
+        "key": "secret-key",
+    }
     reference = env(renders["example"])["FLEXPLANE_SECRET_KEY"]["secretKeyRef"]
     assert reference == {"name": "flexplane-session", "key": "secret-key"}
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("secretKey", r"secretKey\.existingSecret: .* create secret generic .*openssl rand"),
+        ("agentCA", r"agentCA\.secretName: .*openssl req -x509 .* create secret tls"),
+    ],
+)
+def test_an_install_without_a_secret_made_once_is_refused_with_the_command_that_makes_it(
+    chart: helm_python.Chart, value: str, says: str
+) -> None:
+    values = {k: v for k, v in REQUIRED.items() if k != value}
+    with pytest.raises(helm_python.HelmRenderError, match=says):
+        render_exactly(chart, values)
 
 
 def test_the_portal_client_secret_comes_from_a_secret(renders: dict[str, list[Manifest]]) -> None:
@@ -331,23 +359,11 @@ def test_without_a_service_user_no_key_is_mounted(renders: dict[str, list[Manife
 # --- enrollment and agent releases ------------------------------------------------------------
 
 
-def test_the_chart_creates_the_platform_ca_the_orchestrator_signs_with(rendered: list[Manifest]) -> None:
-    secret = named(rendered, "Secret", "flexplane-agent-ca")
-    assert secret["type"] == "kubernetes.io/tls"
-    assert secret["metadata"]["namespace"] == only(rendered, "Role")["metadata"]["namespace"]
-    assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"  # uninstalls keep it
-    assert env(rendered)["FLEXPLANE_AGENT_CA_SECRET"] == "flexplane-agent-ca"
-    certificate = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
-    key = serialization.load_pem_private_key(base64.b64decode(secret["data"]["tls.key"]), password=None)
-    assert key.public_key() == certificate.public_key()
-    assert certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
-    assert certificate.extensions.get_extension_for_class(x509.KeyUsage).value.key_cert_sign is True
-
-
-def test_a_platform_ca_of_ones_own_is_not_generated(chart: helm_python.Chart) -> None:
-    rendered = manifests(render(chart, {"agentCA": {"create": False, "secretName": "our-ca"}}))
-    assert [m["metadata"]["name"] for m in rendered if m["kind"] == "Secret"] == ["fp-flextenant-secret-key"]
+def test_the_orchestrator_signs_with_the_platform_ca_given(chart: helm_python.Chart) -> None:
+    rendered = manifests(render(chart, {"agentCA": {"secretName": "our-ca"}}))
     assert env(rendered)["FLEXPLANE_AGENT_CA_SECRET"] == "our-ca"
+    # It reads the CA live, in the platform namespace, where its Role lets it read Secrets.
+    assert named(rendered, "Role", f"{RELEASE}-flextenant")["metadata"]["namespace"] == NAMESPACE
 
 
 def test_nodes_enroll_through_the_ingress_over_https(renders: dict[str, list[Manifest]]) -> None:

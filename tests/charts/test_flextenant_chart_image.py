@@ -14,6 +14,8 @@ from pathlib import Path
 import helm_python
 import yaml
 
+from tests.charts.test_flextenant_chart import REQUIRED
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "flextenant"
 CONTAINERFILE = ROOT / "packaging" / "image" / "orchestrator" / "Containerfile"
@@ -37,7 +39,7 @@ def test_the_charts_default_image_is_the_one_make_image_builds() -> None:
 
 def test_the_rendered_deployment_runs_the_image_make_image_builds() -> None:
     templates = helm_python.Chart.load(str(CHART)).render(
-        {}, name="fp", namespace="cloud-system", is_install=True
+        REQUIRED, name="fp", namespace="cloud-system", is_install=True
     )
     documents = [
         doc

@@ -1,6 +1,7 @@
 """The flextenant chart's mesh: the mesh control server's Deployment, its UDP Service and NetworkPolicy,
-off by default; the orchestrator and the hub given the same mesh settings; the hub's CONNECT proxy,
-which the orchestrator's pods (no route to the mesh's range) reach the agents through."""
+on by default (direct mutual TLS is the explicit opt-out); the orchestrator and the hub given the same
+mesh settings; the hub's own account; the hub's CONNECT proxy, which the orchestrator's pods (no route to
+the mesh's range) reach the agents through."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from tests.charts.test_flextenant_chart import (
     CHART,
     NAMESPACE,
     RELEASE,
+    REQUIRED,
     Manifest,
     invalid,
     manifests,
     named,
     render,
+    render_exactly,
 )
 
 MESH = {
@@ -51,15 +54,50 @@ def env_of(deployment: Manifest) -> dict[str, Any]:
     return container_env(sole_container(deployment["spec"]["template"]["spec"]))
 
 
-def test_the_mesh_is_off_by_default_and_the_orchestrator_then_enrolls_nodes_off_it(
+def test_the_mesh_is_on_by_default_and_the_orchestrator_enrolls_nodes_on_it(chart: helm_python.Chart) -> None:
+    default = manifests(render(chart, {}))
+    assert named(default, "Deployment", HUB)
+    orchestrator = env_of(named(default, "Deployment", ORCHESTRATOR))
+    assert orchestrator["FLEXPLANE_MESH_RANGE"] == "10.99.0.0/22"
+    assert orchestrator["FLEXPLANE_MESH_HUB_ENDPOINT"] == REQUIRED["mesh"]["hubEndpoint"]
+    assert orchestrator["FLEXPLANE_MESH_PROXY"] == f"http://{PROXY}.{NAMESPACE}.svc:3128"
+
+
+def test_direct_mutual_tls_is_the_explicit_opt_out_and_the_orchestrator_then_enrolls_nodes_off_the_mesh(
     chart: helm_python.Chart,
 ) -> None:
-    default = manifests(render(chart, {}))
-    assert not [m for m in default if m["metadata"]["name"] == HUB]
-    orchestrator = named(default, "Deployment", f"{RELEASE}-flextenant")
+    direct = manifests(render(chart, {"mesh": {"enabled": False, "hubEndpoint": ""}}))
+    assert invalid(direct) == []
+    assert not [m for m in direct if m["metadata"]["name"] in (HUB, PROXY)]
+    orchestrator = named(direct, "Deployment", ORCHESTRATOR)
     assert env_of(orchestrator)["FLEXPLANE_MESH_RANGE"] == ""
     assert env_of(orchestrator)["FLEXPLANE_MESH_PROXY"] == ""
-    assert not [m for m in default if m["metadata"]["name"] == PROXY]
+
+
+def test_the_hub_runs_as_its_own_account_that_reads_its_key_and_the_catalog_only(
+    meshed: list[Manifest],
+) -> None:
+    spec = named(meshed, "Deployment", HUB)["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == HUB
+    assert named(meshed, "ServiceAccount", HUB)["automountServiceAccountToken"] is False
+    binding = named(meshed, "RoleBinding", HUB)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": HUB, "namespace": NAMESPACE}]
+    assert binding["roleRef"]["name"] == HUB
+    rules = named(meshed, "Role", HUB)["rules"]
+    assert rules == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["flexplane-mesh-hub"],
+            "verbs": ["get"],
+        },
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "update"]},
+    ]
+    # Its fence admits its key's Secret and the mesh peers only (tests/charts/test_rbac.py evaluates it).
+    assert named(meshed, "ValidatingAdmissionPolicyBinding", f"{HUB}-fence")["spec"]["validationActions"] == [
+        "Deny"
+    ]
 
 
 def test_the_mesh_renders_valid_manifests(meshed: list[Manifest]) -> None:
@@ -105,9 +143,13 @@ def test_nodes_reach_the_hub_on_udp_only(meshed: list[Manifest]) -> None:
     assert "TCP" not in {port["protocol"] for rule in policy["spec"]["egress"][2:] for port in rule["ports"]}
 
 
-def test_a_mesh_without_the_hubs_public_endpoint_is_refused(chart: helm_python.Chart) -> None:
-    with pytest.raises(Exception, match=r"mesh\.hubEndpoint is required"):
-        render(chart, {"mesh": {"enabled": True}})
+@pytest.mark.parametrize("endpoint", ["", "203.0.113.7", "hub.example.com:"])
+def test_a_mesh_without_the_hubs_public_endpoint_is_refused_by_the_schema(
+    chart: helm_python.Chart, endpoint: str
+) -> None:
+    values = {**REQUIRED, "mesh": {"hubEndpoint": endpoint}}
+    with pytest.raises(helm_python.HelmValuesError, match=r"mesh/hubEndpoint"):
+        render_exactly(chart, values)
 
 
 def test_the_orchestrator_dials_the_agents_through_the_hubs_proxy_inside_the_cluster(
@@ -128,6 +170,7 @@ def test_the_orchestrator_dials_the_agents_through_the_hubs_proxy_inside_the_clu
     assert "--proxy-listen=$(POD_IP):3128" in container["args"]
     assert env_of(hub)["POD_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert container["readinessProbe"]["tcpSocket"] == {"port": "proxy"}
+    assert container["livenessProbe"]["tcpSocket"] == {"port": "proxy"}
     # The orchestrator's pods need nothing of the mesh: no capability, no route.
     (orchestrator,) = named(meshed, "Deployment", ORCHESTRATOR)["spec"]["template"]["spec"]["containers"]
     assert "add" not in orchestrator["securityContext"].get("capabilities", {})

@@ -10,14 +10,18 @@ import pytest
 from tests.charts.kit import kinds, loaded
 from tests.charts.test_flextenant_chart import (
     CHART,
+    RELEASE,
     Manifest,
     container,
     env,
     invalid,
     manifests,
+    named,
     only,
     render,
 )
+
+ORCHESTRATOR = f"{RELEASE}-flextenant"
 
 MONITORED = {
     "metrics": {"serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prom"}}},
@@ -53,7 +57,7 @@ def test_daphne_serves_the_metrics_on_a_second_port_the_settings_name(default: l
 def test_the_service_has_a_metrics_port_and_the_ingress_routes_to_http_only(
     monitored: list[Manifest],
 ) -> None:
-    service = only(monitored, "Service")
+    service = named(monitored, "Service", ORCHESTRATOR)
     assert {p["name"]: p["targetPort"] for p in service["spec"]["ports"]} == {
         "http": "http",
         "metrics": "metrics",
@@ -68,7 +72,7 @@ def test_the_service_has_a_metrics_port_and_the_ingress_routes_to_http_only(
 
 
 def test_the_network_policy_lets_only_the_cluster_scrape_the_metrics_port(monitored: list[Manifest]) -> None:
-    rules = only(monitored, "NetworkPolicy")["spec"]["ingress"]
+    rules = named(monitored, "NetworkPolicy", ORCHESTRATOR)["spec"]["ingress"]
     (metrics,) = [rule for rule in rules if rule["ports"][0]["port"] == "metrics"]
     assert metrics["from"] == [{"namespaceSelector": {}}]
 
@@ -89,7 +93,7 @@ def test_the_optional_service_monitor_scrapes_the_metrics_port(monitored: list[M
         "interval": "15s",
         "scrapeTimeout": "10s",
     }
-    service = only(monitored, "Service")
+    service = named(monitored, "Service", ORCHESTRATOR)
     selector = monitor["spec"]["selector"]["matchLabels"]
     assert selector.items() <= service["metadata"]["labels"].items()
     assert invalid([m for m in monitored if m["kind"] != "ServiceMonitor"]) == []

@@ -1,13 +1,14 @@
 """The identity chart (Zitadel, its own PostgreSQL) lints, renders valid manifests and keeps its promises.
 
 Rendered offline (helm-python-sdk) once per set of values for the whole module, every manifest checked
-against Kubernetes' own schemas (kubernetes-validate), as the flextenant chart is. Offline, ``lookup``
-finds nothing: what an upgrade keeps (the masterkey, the passwords) renders as on a first install.
+against Kubernetes' own schemas (kubernetes-validate), as the flextenant chart is. The chart generates
+no secret: the masterkey and the passwords are the operator's, made once.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import re
 from collections.abc import Iterator
@@ -29,7 +30,15 @@ RELEASE, NAMESPACE = "idp", "identity"
 FULLNAME = f"{RELEASE}-identity"
 
 
-MINIMAL = {"external": {"domain": "id.example.com"}, "portal": {"url": "https://cloud.example.com"}}
+# The Secrets made once (the chart generates none: values.yaml's command makes this one).
+MADE_ONCE = "identity-secrets"
+MINIMAL = {
+    "external": {"domain": "id.example.com"},
+    "portal": {"url": "https://cloud.example.com"},
+    "masterkey": {"existingSecret": MADE_ONCE},
+    "firstInstance": {"admin": {"existingSecret": MADE_ONCE, "key": "admin-password"}},
+    "database": {"user": {"existingSecret": MADE_ONCE}, "admin": {"existingSecret": MADE_ONCE}},
+}
 # A masterkey given as a value, to show it reaches a Secret's data only.
 MASTERKEY = "Sentinel-masterkey-32-bytes-long"
 VALUES = {
@@ -237,12 +246,43 @@ def test_the_schema_refuses_a_masterkey_of_other_than_32_bytes(
         render(chart, MINIMAL | {"masterkey": {"value": masterkey}})
 
 
-def test_a_generated_masterkey_is_32_bytes_and_outlives_the_release(
-    renders: dict[str, list[Manifest]],
-) -> None:
-    secret = named(renders["minimal"], "Secret", f"{FULLNAME}-masterkey")
-    assert len(base64.b64decode(secret["data"]["masterkey"])) == 32
+def test_a_given_masterkey_outlives_the_release(renders: dict[str, list[Manifest]]) -> None:
+    secret = named(renders["given-masterkey"], "Secret", f"{FULLNAME}-masterkey")
     assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+@pytest.mark.parametrize("values", sorted(VALUES))
+def test_the_chart_generates_no_secret(renders: dict[str, list[Manifest]], values: str) -> None:
+    # What a render would generate, the next render (a GitOps tool's, without a cluster) would make anew:
+    # a new masterkey bricks Zitadel's database, new passwords lock Zitadel out of it. Only a masterkey
+    # given as a value makes a Secret, of that value.
+    made = [m["metadata"]["name"] for m in renders[values] if m["kind"] == "Secret"]
+    assert made == ([f"{FULLNAME}-masterkey"] if values == "given-masterkey" else [])
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ("masterkey", "existingSecret"),
+        ("firstInstance", "admin", "existingSecret"),
+        ("database", "user", "existingSecret"),
+        ("database", "admin", "existingSecret"),
+    ],
+    ids=".".join,
+)
+def test_an_install_without_a_secret_made_once_is_refused_with_the_command_that_makes_it(
+    chart: helm_python.Chart, value: tuple[str, ...]
+) -> None:
+    values: dict[str, Any] = copy.deepcopy(MINIMAL)
+    parent = values
+    for key in value[:-1]:
+        parent = parent[key]
+    parent[value[-1]] = ""
+    says = (
+        re.escape(".".join(value)) + r": .*create secret generic identity-secrets --from-literal=masterkey="
+    )
+    with pytest.raises(helm_python.HelmRenderError, match=says):
+        render(chart, values)
 
 
 def test_zitadel_and_its_setup_read_the_masterkey_from_its_secret_and_init_does_not(
@@ -280,7 +320,11 @@ def test_postgresql_runs_as_a_statefulset_on_a_persistent_volume_claim(
         "whenDeleted": "Retain",
         "whenScaled": "Retain",
     }
-    assert env_of(container)["POSTGRES_PASSWORD"]["secretKeyRef"]["name"] == f"{FULLNAME}-postgresql"
+    # The superuser's password is the one zitadel init connects with: the Secret made once.
+    assert env_of(container)["POSTGRES_PASSWORD"]["secretKeyRef"] == {
+        "name": "zitadel-db",
+        "key": "postgres-password",
+    }
 
 
 @pytest.mark.parametrize("values", ["minimal", "given-masterkey", "example", "k3s"])  # the in-chart database
@@ -555,4 +599,19 @@ def test_the_documented_k3s_install_of_the_tenant_chart_renders_valid_manifests(
     with helm_python.Chart.load(TENANT) as tenant:
         rendered = manifests(tenant.render(values, name="flextenant", namespace="flexplane", is_install=True))
     assert invalid(rendered) == []
-    assert {"Deployment", "Ingress", "Secret"} <= kinds(rendered)
+    assert {"Deployment", "Ingress", "ValidatingAdmissionPolicy"} <= kinds(rendered)
+
+
+# --- disruptions ------------------------------------------------------------------------------
+
+
+def test_several_zitadel_replicas_get_a_disruption_budget_and_one_gets_none(
+    renders: dict[str, list[Manifest]],
+) -> None:
+    budget = named(renders["example"], "PodDisruptionBudget", FULLNAME)["spec"]
+    zitadel = named(renders["example"], "Deployment", FULLNAME)["spec"]
+    assert zitadel["replicas"] == 2
+    assert budget["selector"] == zitadel["selector"]
+    assert budget["maxUnavailable"] == 1
+    # One replica: a budget would block every node drain.
+    assert "PodDisruptionBudget" not in kinds(renders["minimal"])

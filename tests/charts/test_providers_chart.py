@@ -43,7 +43,16 @@ CONTRACT_KINDS = {
 VALUES: dict[str, dict[str, Any]] = {"default": {}, "example": yaml.safe_load(EXAMPLE_VALUES.read_text())}
 
 
+# What an install must give: the session key's Secret (the chart generates none).
+REQUIRED: dict[str, Any] = {"secretKey": {"existingSecret": "flexplane-secret-key"}}
+
+
 def render(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
+    """The chart rendered with ``values`` over the required ones."""
+    return render_exactly(chart, kit.merged(REQUIRED, values))
+
+
+def render_exactly(chart: helm_python.Chart, values: dict[str, Any]) -> dict[str, str]:
     return chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
 
 
@@ -110,7 +119,7 @@ def conforms(kind: str, obj: Manifest) -> bool:
 
 @pytest.mark.parametrize("values", sorted(VALUES))
 def test_the_chart_lints_without_errors_or_warnings(values: str) -> None:
-    kit.assert_lints_clean(CHART, VALUES[values], NAMESPACE)
+    kit.assert_lints_clean(CHART, kit.merged(REQUIRED, VALUES[values]), NAMESPACE)
 
 
 def test_every_manifest_validates_against_the_kubernetes_schema(rendered: list[Manifest]) -> None:
@@ -141,8 +150,18 @@ def test_the_branches_neither_set_of_values_takes_also_validate(chart: helm_pyth
 def test_the_chart_renders_what_the_providers_run_with(renders: dict[str, list[Manifest]]) -> None:
     assert kinds(renders["default"]) == {
         "ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Role",
-        "RoleBinding", "Secret", "ServiceAccount",
+        "RoleBinding", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
     }  # fmt: skip
+
+
+def test_the_chart_generates_no_secret_and_refuses_an_install_without_the_session_keys(
+    chart: helm_python.Chart, renders: dict[str, list[Manifest]]
+) -> None:
+    assert not [m for rendered in renders.values() for m in rendered if m["kind"] == "Secret"]
+    with pytest.raises(
+        helm_python.HelmRenderError, match=r"secretKey\.existingSecret: .*flexplane-secret-key"
+    ):
+        render_exactly(chart, {})
 
 
 def test_the_schema_describes_exactly_the_values_of_values_yaml(chart: helm_python.Chart) -> None:
@@ -365,9 +384,10 @@ def test_the_providers_reconcile_their_kinds_and_write_only_their_status(rendere
         "watch",
         "patch",
     }
-    assert granted(role, "infrastructure.flexplane.io", "proxmoxmachines/status") == {"get", "patch"}
-    assert granted(role, "infrastructure.flexplane.io", "proxmoxmachinetemplates") == {"get", "list", "watch"}
-    assert granted(role, "controlplane.flexplane.io", "flexcontrolplanes/status") == {"get", "patch"}
+    assert granted(role, "infrastructure.flexplane.io", "proxmoxmachines/status") == {"patch"}
+    # Cluster API core reads the templates (the aggregated role), not the providers.
+    assert granted(role, "infrastructure.flexplane.io", "proxmoxmachinetemplates") == set()
+    assert granted(role, "controlplane.flexplane.io", "flexcontrolplanes/status") == {"patch"}
     assert not granted(role, "infrastructure.flexplane.io", "proxmoxmachines") & {"create", "delete"}
 
 
@@ -379,7 +399,7 @@ def test_the_providers_read_cluster_api_cores_objects_and_patch_only_node_pools(
     for resource in ("clusters", "machines"):
         assert granted(role, "cluster.x-k8s.io", resource) == {"get", "list", "watch"}
     # An upgrade's workers follow their control plane: the control-plane provider moves the pools.
-    assert granted(role, "cluster.x-k8s.io", "machinedeployments") == {"get", "list", "watch", "patch"}
+    assert granted(role, "cluster.x-k8s.io", "machinedeployments") == {"list", "patch"}
 
 
 def test_the_control_planes_service_and_deployment_are_watched(rendered: list[Manifest]) -> None:

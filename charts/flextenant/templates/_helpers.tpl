@@ -69,9 +69,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* The Secret holding FLEXPLANE_SECRET_KEY: the existing one, else the one the chart generates. */}}
+{{/* The Secret holding FLEXPLANE_SECRET_KEY, which the operator makes once (the chart generates none). */}}
 {{- define "flexplane.secretKeySecretName" -}}
-{{- .Values.secretKey.existingSecret | default (printf "%s-secret-key" (include "flexplane.fullname" .)) }}
+{{- .Values.secretKey.existingSecret }}
 {{- end }}
 
 {{/* The Secret holding the agents' CA and the orchestrator's client certificate. */}}
@@ -150,6 +150,12 @@ httpGet:
 
 {{/* Checks that values.schema.json cannot express; each failure names the value to fix. */}}
 {{- define "flexplane.validate" -}}
+{{- if not .Values.secretKey.existingSecret }}
+{{- fail `secretKey.existingSecret: name the Secret holding the session key, made once (the chart generates none: a render would make a new one and sign everyone out): kubectl -n <namespace> create secret generic flexplane-secret-key --from-literal=secret-key="$(openssl rand -base64 48)"` }}
+{{- end }}
+{{- if not .Values.agentCA.secretName }}
+{{- fail `agentCA.secretName: name the Secret holding the platform CA (tls.crt, tls.key), made once (the chart generates none: a render would make a new CA and cut off every node): openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 -subj "/CN=flex.plane platform CA" -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign -keyout ca.key -out ca.crt; kubectl -n <namespace> create secret tls flexplane-agent-ca --cert=ca.crt --key=ca.key` }}
+{{- end }}
 {{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
 {{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
 {{- end }}

@@ -48,3 +48,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   value: ""
   {{- end }}
 {{- end }}
+
+{{/* The hub's own ServiceAccount: it reads its key's Secret and the catalog's hosts and peers, nothing else. */}}
+{{- define "flexplane.meshServiceAccountName" -}}
+{{- include "flexplane.meshName" . }}
+{{- end }}

@@ -55,7 +55,7 @@ identity.flexplane.io/database-client: {{ include "identity.fullname" . | quote 
 {{- end }}
 
 {{- define "identity.adminSecretName" -}}
-{{- .Values.firstInstance.admin.existingSecret | default (printf "%s-admin" (include "identity.fullname" .)) }}
+{{- .Values.firstInstance.admin.existingSecret }}
 {{- end }}
 
 {{- define "identity.postgresqlName" -}}
@@ -63,11 +63,11 @@ identity.flexplane.io/database-client: {{ include "identity.fullname" . | quote 
 {{- end }}
 
 {{- define "identity.databaseUserSecretName" -}}
-{{- .Values.database.user.existingSecret | default (include "identity.postgresqlName" .) }}
+{{- .Values.database.user.existingSecret }}
 {{- end }}
 
 {{- define "identity.databaseAdminSecretName" -}}
-{{- .Values.database.admin.existingSecret | default (include "identity.postgresqlName" .) }}
+{{- .Values.database.admin.existingSecret }}
 {{- end }}
 
 {{- define "identity.databaseHost" -}}
@@ -119,19 +119,29 @@ identity.flexplane.io/database-client: {{ include "identity.fullname" . | quote 
 {{- if and .Values.masterkey.existingSecret .Values.masterkey.value }}
 {{- fail "masterkey: give existingSecret or value, not both" }}
 {{- end }}
+{{- /* Generated once, by the operator: a render never makes a secret (a GitOps tool renders without a
+cluster, and a new masterkey or password on each sync bricks Zitadel or its database). */}}
+{{- $make := `kubectl -n <namespace> create secret generic identity-secrets --from-literal=masterkey="$(openssl rand -hex 16)" --from-literal=admin-password="$(openssl rand -hex 12)-Aa1" --from-literal=postgres-password="$(openssl rand -hex 24)" --from-literal=zitadel-password="$(openssl rand -hex 24)"` }}
+{{- if not (or .Values.masterkey.existingSecret .Values.masterkey.value) }}
+{{- fail (printf "masterkey.existingSecret: name the Secret holding Zitadel's masterkey, made once (the chart generates none): %s" $make) }}
+{{- end }}
+{{- if not .Values.firstInstance.admin.existingSecret }}
+{{- fail (printf "firstInstance.admin.existingSecret: name the Secret holding the first admin's first password, made once (the chart generates none): %s" $make) }}
+{{- end }}
 {{- if .Values.database.external.enabled }}
 {{- if not .Values.database.external.host }}
 {{- fail "database.external.host: name the external PostgreSQL's host" }}
 {{- end }}
-{{- if not .Values.database.user.existingSecret }}
-{{- fail "database.user.existingSecret: with an external database, bring the Secret of Zitadel's database password" }}
-{{- end }}
-{{- if not .Values.database.admin.existingSecret }}
-{{- fail "database.admin.existingSecret: with an external database, bring the Secret of the admin user's password (zitadel init)" }}
-{{- end }}
+
 {{- if and (has .Values.database.external.sslMode (list "verify-ca" "verify-full")) (not .Values.database.external.caSecret) }}
 {{- fail "database.external.caSecret: sslMode verify-ca and verify-full need the server's CA (a Secret with ca.crt)" }}
 {{- end }}
+{{- end }}
+{{- if not .Values.database.user.existingSecret }}
+{{- fail (printf "database.user.existingSecret: name the Secret holding Zitadel's database password, made once (the chart generates none): %s" $make) }}
+{{- end }}
+{{- if not .Values.database.admin.existingSecret }}
+{{- fail (printf "database.admin.existingSecret: name the Secret holding the database admin's password (zitadel init; the in-chart PostgreSQL's superuser), made once (the chart generates none): %s" $make) }}
 {{- end }}
 {{- if and .Values.portal.enabled (not .Values.portal.url) }}
 {{- fail "portal.url: name the portal's public URL (https://cloud.example.com), or set portal.enabled false" }}
@@ -271,13 +281,6 @@ seccompProfile:
       - key: ca.crt
         path: ca.crt
 {{- end }}
-{{- end }}
-
-{{/* A generated secret value, read back on upgrades: (list . "<Secret>" "<key>" "<new value>"). */}}
-{{- define "identity.keptValue" -}}
-{{- $root := index . 0 -}}
-{{- $current := lookup "v1" "Secret" $root.Release.Namespace (index . 1) }}
-{{- dig "data" (index . 2) "" $current | default (index . 3 | b64enc) }}
 {{- end }}
 
 {{/* What the handover and bootstrap steps are told (files/zitadel_bootstrap.py), as JSON: no secret in it. */}}

@@ -69,13 +69,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* The Secret holding FLEXPLANE_SECRET_KEY: the existing one, else the one the chart generates. */}}
+{{/* The Secret holding FLEXPLANE_SECRET_KEY, made once by the operator (the chart generates none). */}}
 {{- define "providers.secretKeySecretName" -}}
-{{- .Values.secretKey.existingSecret | default (printf "%s-secret-key" (include "providers.fullname" .)) }}
+{{- .Values.secretKey.existingSecret }}
 {{- end }}
 
 {{/* Checks that values.schema.json cannot express; each failure names the value to fix. */}}
 {{- define "providers.validate" -}}
+{{- if not .Values.secretKey.existingSecret }}
+{{- fail "secretKey.existingSecret: name a Secret holding a secret key, made once (the chart generates none, so that a render changes nothing): the flextenant chart's, e.g. flexplane-secret-key" }}
+{{- end }}
 {{- if and .Values.networkPolicy.enabled .Values.networkPolicy.egress.enabled }}
 {{- $egress := .Values.networkPolicy.egress }}
 {{- if not $egress.kubeAPI.cidrs }}
