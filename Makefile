@@ -35,7 +35,8 @@ SCREENSHOTS := $(CURDIR)/.scratch/screenshots
 STARTED := $(shell date +%s)
 # Every test once: all but those marked alone in parallel (pytest-xdist; each worker brings up its own
 # world on subnets of its own, tests/addresses.py), then those alone: the load suite, which saturates the
-# machine, and bursts whose deadlines count on having it. The promises and figures of both runs are
+# machine, and bursts whose deadlines count on having it (tests/alone.py; the run alone imports only
+# those modules). The promises and figures of both runs are
 # summed up at the end (tests/promises.py).
 PYTEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --durations=15
@@ -112,7 +113,8 @@ test:
 	$(MAKE) --no-print-directory lint > $(LINT_LOG) 2>&1 & lint=$$!; \
 	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not alone" --promises-ledger=$(PROMISES) $(PYTEST_EXTRA); status=$$?; \
 	wait $$lint || status=$$?; cat $(LINT_LOG); \
-	$(BIN)/pytest -p no:xdist -m alone --promises-ledger=$(PROMISES) $(PYTEST_EXTRA) || status=$$?; \
+	$(BIN)/pytest -p no:xdist -m alone --promises-ledger=$(PROMISES) $(PYTEST_EXTRA) \
+		$$($(BIN)/python -m tests.alone) || status=$$?; \
 	echo "Screenshots of the portal: $(SCREENSHOTS)"; \
 	echo "make test: $$(( $$(date +%s) - $(STARTED) )) s"; exit $$status
 

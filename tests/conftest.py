@@ -15,6 +15,7 @@ from agent.proxy import refusals
 from devstack.net import free_port
 from devstack.world import World, WorldConfig
 from tests import addresses, secretscan
+from tests.alone import ALONE
 from tests.apikit import GraphQL
 
 # The promise markers and the end-of-run summary of the suites' figures; the parallel run's order; the
@@ -23,18 +24,6 @@ pytest_plugins = ["tests.promises", "tests.schedule", "tests.worldshare"]
 
 # Short deadlines, so that the fault tests see a slow zone given up on quickly.
 DEADLINES = (("AGENT_TIMEOUT", "1.0"), ("ZONE_DEADLINE", "2.5"))
-
-# Modules `make test` runs alone, after the parallel run (marked ``alone``; the load suite marks itself):
-# beside another worker's world, their bursts miss these deadlines.
-ALONE = {
-    # Twenty creates at once, each listing both zones through agents bound to six calls in flight.
-    "tests/orchestrator/graphql/test_vm_concurrency.py",
-    # Twenty creates at once per quota dimension, through four replicas and slowed nodes.
-    "tests/security/test_quota_race.py",
-    # Counts the calls a page makes: on a saturated machine a call past the agents' one-second deadline
-    # is failed over to another node, and counted twice.
-    "tests/portal/light/test_dashboard_tasks.py",
-}
 
 
 def world_config(scratch: Path, subnet: int = addresses.WORLD) -> WorldConfig:

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Page, ViewportSize, expect
+from playwright.sync_api import Page, Response, ViewportSize, expect
 
 from devstack import seed
 from devstack.world import World
@@ -55,7 +55,8 @@ SIDEWAYS = "() => [document.documentElement.scrollWidth, document.documentElemen
 # Every context's window and language.
 CONTEXT: dict[str, Any] = {"viewport": {"width": 1280, "height": 860}, "locale": "en-US"}
 
-LoginFn = Callable[..., None]
+# Signs a page in (and may answer the response of the page it then shows).
+LoginFn = Callable[..., Response | None]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

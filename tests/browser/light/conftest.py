@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, Response
 
 from tests.browser.conftest import CONTEXT, TIMEOUT_MS, LoginFn, stale_css
 from tests.orchestrator.inprocess import recorded_login
@@ -58,11 +58,11 @@ def page(browser: Browser, portal: LightPortal) -> Iterator[Page]:
 @pytest.fixture
 def signed_in(portal: LightPortal) -> LoginFn:
     """``signed_in(page, "alice", "/vdc/demo/")``: ``page``'s context holds the session the portal's login
-    records for alice, and shows ``path``."""
+    records for alice, and shows ``path`` (answering its response)."""
 
-    def _signed_in(page: Page, username: str, path: str = "/") -> None:
+    def _signed_in(page: Page, username: str, path: str = "/") -> Response | None:
         cookie = settings.SESSION_COOKIE_NAME
         page.context.add_cookies([{"name": cookie, "value": recorded_login(username), "url": portal.url}])
-        page.goto(path)
+        return page.goto(path)
 
     return _signed_in

@@ -65,27 +65,21 @@ MIN_BYTES = 10_000
 DECIMAL_UNIT = re.compile(r"\d\s?(?:kB|KB|MB|GB|TB)\b")
 
 
-def _open(page: Page, path: str) -> None:
-    answer = page.goto(path)
-    assert answer is not None
-    assert answer.status == 200, f"{path} answered {answer.status}"
-    assert page.locator("h1").count() >= 1, f"{path} has no heading"
-
-
 @pytest.mark.parametrize(("name", "user", "path"), PAGES, ids=[p[0] for p in PAGES])
 def test_a_screenshot_of_the_page_which_fits_a_phone(
     page: Page, signed_in: LoginFn, screenshots: Path, name: str, user: str, path: str
 ) -> None:
-    signed_in(page, user, path)
     page.set_viewport_size(DESKTOP)
-    _open(page, path)
+    answer = signed_in(page, user, path)
+    assert answer is not None
+    assert answer.status == 200, f"{path} answered {answer.status}"
+    assert page.locator("h1").count() >= 1, f"{path} has no heading"
     background = page.locator("header").first.evaluate("e => getComputedStyle(e).backgroundColor")
     assert background != "rgba(0, 0, 0, 0)", f"{path}: the portal's CSS did not style the page"
     desktop = screenshots / f"{name}.png"
     page.screenshot(path=str(desktop), full_page=True)
 
-    page.set_viewport_size(NARROW)
-    _open(page, path)
+    page.set_viewport_size(NARROW)  # the same page on a phone: the layout follows the width, as on a turn
     narrow = screenshots / f"{name}-narrow.png"
     page.screenshot(path=str(narrow), full_page=True)
     for shot in (desktop, narrow):
