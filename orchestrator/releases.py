@@ -11,6 +11,10 @@ When releases come from the site's registry, the channel names where to pull ins
     {"registry": {"repository": "reg:5000/flexplane/agent", "digest": "sha256:..."}, "version": "1.4.0",
      "pinned": false}
 
+An agent says in the query which host it is and how its last update went
+(``?zone=&node=&running=&result=&to=&message=``): during a staged rollout the answer depends on it
+(``orchestrator.services.rollouts``), and a report of a failed health check halts the rollout.
+
 No bearer token: agents are not OIDC clients, the files are not secret, and the signature, not
 this endpoint, is what an agent trusts (``agent.update``). What to serve is decided in
 ``orchestrator.services.releases``; failures answer ``{"error": {code, message}}``.
@@ -23,7 +27,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_safe
 
 from orchestrator.errors import FlexPlaneError, NotFound, Unavailable
-from orchestrator.services import releases
+from orchestrator.services import releases, rollouts
 from orchestrator.services.context import process_kube
 
 
@@ -41,7 +45,7 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 @require_safe
 def channel(request: HttpRequest) -> HttpResponse:
     try:
-        document = releases.channel_document(process_kube())
+        document = rollouts.channel_document(process_kube(), rollouts.HostReport.from_query(request.GET))
     except FlexPlaneError as exc:
         return _no_store(_error(exc))
     return _no_store(JsonResponse(document))

@@ -6,7 +6,9 @@ The serving agent (:class:`Updater`, a task of ``agent.server.serve``), every up
    it: where the site publishes to a registry, the release's digest there, whose OCI manifest
    and signed manifest it pulls by that digest with the node's read-only access
    (update_registry_credentials, :mod:`~agent.update.registry`); else the signed manifest itself
-   (:mod:`agent.release`), its artifact served beside the channel;
+   (:mod:`agent.release`), its artifact served beside the channel. The request says which host
+   asks, the version it runs and how its last update went (``report_url``): during a staged
+   rollout the channel answers by host, and a rolled-back update halts the rollout;
 2. verifies the manifest's signature against release_public_key (and that the registry's zipapp
    layer is the artifact it names) and decides: a newer version, or the pinned one even if older.
    A downgrade without a pin is refused; a version that was rolled back is not tried again (until

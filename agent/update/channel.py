@@ -28,6 +28,7 @@ from agent.release import (
     read_envelope,
     verify,
 )
+from agent.status import UpdateState
 from agent.update.registry import (
     Access,
     Client,
@@ -37,6 +38,7 @@ from agent.update.registry import (
     check_layer,
     read_at_most,
 )
+from agent.update.state import RESULT_NAMES
 
 DOWNLOAD_PREFIX = ".download-"
 # The channel document is small; the artifact streams in chunks.
@@ -45,6 +47,8 @@ CHUNK_BYTES = 256 * 1024
 CONNECT_TIMEOUT = 30.0
 READ_TIMEOUT = 60.0
 CHANNEL_TIMEOUT = 60.0
+# What a report says of the last update's message: enough to tell where it failed.
+REPORT_MESSAGE_CHARS = 200
 
 
 class UpdateFailed(Exception):
@@ -94,6 +98,22 @@ class RegistryRelease:
         return f"{self.client.repository}@{self.digest}"
 
 
+def report_url(channel_url: str, zone: str, node: str, running: str, last: UpdateState) -> str:
+    """The channel's address with what this agent says of itself: its host, the version it runs and
+    how its last update went. During a staged rollout the channel answers by host, and a report of a
+    failed health check halts the rollout (orchestrator.services.rollouts). Nothing secret is sent."""
+    report = {"zone": zone, "node": node, "running": running}
+    if last.to_version:
+        report |= {
+            "result": RESULT_NAMES.get(last.result, "none"),
+            "to": last.to_version,
+            "message": last.message[:REPORT_MESSAGE_CHARS],
+        }
+    parts = urllib.parse.urlsplit(channel_url)
+    query = urllib.parse.urlencode([*urllib.parse.parse_qsl(parts.query), *report.items()])
+    return urllib.parse.urlunsplit(parts._replace(query=query))
+
+
 async def fetch_channel(
     session: aiohttp.ClientSession,
     url: str,
@@ -103,9 +123,11 @@ async def fetch_channel(
     fallback_ssl: ssl.SSLContext | None = None,
 ) -> ChannelRelease:
     """Read the channel document, and for a registry release its OCI manifest and signed manifest
-    (pulled by digest with ``access``); UpdateFailed when either does not answer with one."""
+    (pulled by digest with ``access``); UpdateFailed when either does not answer with one. The
+    messages name the channel without the query (the agent's report)."""
+    requested, url = url, _without_query(url)
     try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=CHANNEL_TIMEOUT)) as response:
+        async with session.get(requested, timeout=aiohttp.ClientTimeout(total=CHANNEL_TIMEOUT)) as response:
             body = await read_at_most(response.content, MAX_CHANNEL_BYTES)
             if response.status == 404:
                 raise NoRelease(f"the release channel {url} publishes no release: {_reason(body)}")
@@ -147,6 +169,10 @@ async def fetch_channel(
         raise UpdateFailed(f"the release channel {url} names no release")
     envelope_bytes = json.dumps(release, indent=2).encode() + b"\n"
     return ChannelRelease(read_envelope(envelope_bytes), envelope_bytes, pinned, url, version)
+
+
+def _without_query(url: str) -> str:
+    return urllib.parse.urlunsplit(urllib.parse.urlsplit(url)._replace(query=""))
 
 
 def _reason(body: bytes) -> str:

@@ -28,7 +28,14 @@ from agent.release import (
 )
 from agent.status import AgentStatus
 from agent.update.apply import RESTART_TIMEOUT
-from agent.update.channel import DOWNLOAD_PREFIX, UpdateFailed, fetch_channel, install_release, refuses
+from agent.update.channel import (
+    DOWNLOAD_PREFIX,
+    UpdateFailed,
+    fetch_channel,
+    install_release,
+    refuses,
+    report_url,
+)
 from agent.update.registry import Access, Timeouts
 from agent.update.state import LOCK_WAIT, PLAN_FILE, Plan, Result, StateFile, outcome, update_lock
 
@@ -125,8 +132,10 @@ class Updater:
         settings = self.settings
         connector = aiohttp.TCPConnector(ssl=_ssl_context(settings.channel_ca))
         access = Access.read(settings.registry_credentials) if settings.registry_credentials else None
+        config, last = self.config, self.state.last()
+        url = report_url(settings.channel_url, config.zone, config.node, self.running, last)
         async with aiohttp.ClientSession(connector=connector) as session:
-            offered = await fetch_channel(session, settings.channel_url, access, timeouts=self.timeouts)
+            offered = await fetch_channel(session, url, access, timeouts=self.timeouts)
             manifest = offered.verify(load_public_key(settings.public_key))
             self.offered = manifest.version
             if manifest.version == self.running:

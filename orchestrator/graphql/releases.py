@@ -1,4 +1,5 @@
-"""Agent releases (ADMIN): what the channel serves, the pin that holds every agent at a version, and a
+"""Agent releases (ADMIN): what the channel serves, the pin that holds every agent at a version, a
+staged rollout (canaries first, the rest after a healthy soak, halted by a failed health check), and a
 host's agent asked to update now.
 
 Pinning a version makes the channel serve it, and lets agents accept it even when it is older
@@ -13,8 +14,9 @@ import graphene
 from orchestrator.graphql.core import ADMIN, ServiceMutation, Shared, flexplane
 from orchestrator.graphql.errors import domain_errors, error_types
 from orchestrator.graphql.hosts import Host
-from orchestrator.services import releases
+from orchestrator.services import releases, rollouts
 from orchestrator.services.releases import Channel, PublishedRelease
+from orchestrator.services.rollouts import RolloutStatus
 
 AgentReleaseErrorCode, AgentReleaseError = error_types("AgentRelease")
 
@@ -35,7 +37,8 @@ class AgentReleaseChannel(graphene.ObjectType):
     )
     pin = graphene.Field(AgentVersionPin, description="Null: the channel serves the highest version.")
     served_version = graphene.String(
-        description="The version agents are told to run; null when there is none (e.g. the pin's is gone)."
+        description="The version agents are told to run (during a rollout, those outside its canaries); "
+        "null when there is none (e.g. the pin's is gone)."
     )
 
     @staticmethod
@@ -57,7 +60,7 @@ class PinAgentVersion(PinMutation):
         service = releases.pin_version
         description = (
             "Serve `version` to every agent, even those running a newer one (which then downgrade). "
-            "It must be published in the channel."
+            "It must be published in the channel. It ends any agent rollout."
         )
 
     class Arguments:
@@ -103,7 +106,150 @@ class UpdateHostNow(ServiceMutation):
     update = graphene.Field(HostUpdateNow)
 
 
+AgentRolloutPhase = graphene.Enum(
+    "AgentRolloutPhase",
+    [(phase, phase) for phase in rollouts.PHASES],
+    description="CANARY: the canaries get the version; SOAKING: they all run it healthy, for the soak "
+    "time; ROLLING_OUT: every host gets it; COMPLETE: every host runs it; HALTED: no further host gets "
+    "it (a health check failed, or an admin halted it).",
+)
+
+
+class AgentRollout(graphene.ObjectType):
+    """A staged rollout of an agent version, as stored and as the hosts reported since."""
+
+    version = graphene.String(required=True)
+    baseline = graphene.String(
+        required=True, description="What the other hosts are served meanwhile (empty: nothing)."
+    )
+    phase = graphene.Field(AgentRolloutPhase, required=True)
+    canaries = graphene.List(
+        graphene.NonNull(graphene.String), required=True, description="The canary hosts, zone/host."
+    )
+    canary_percent = graphene.Int(description="The percentage the canaries were picked by, if one was.")
+    soak_minutes = graphene.Int(required=True)
+    healthy_since = graphene.DateTime(
+        description="Since when every canary runs the version (the soak counts from there); null until."
+    )
+    promotes_at = graphene.DateTime(
+        description="When every host gets the version; null until the canaries do."
+    )
+    updated_hosts = graphene.List(
+        graphene.NonNull(graphene.String), required=True, description="The hosts that reported running it."
+    )
+    failed_host = graphene.String(
+        description="Where it halted: the host whose health check failed (null: not halted, or an admin "
+        "halted it)."
+    )
+    message = graphene.String(description="Why it halted; null while it goes on.")
+    started_by = graphene.String(required=True)
+    started_at = graphene.DateTime(required=True)
+
+    @staticmethod
+    def resolve_version(root: RolloutStatus, info: graphene.ResolveInfo) -> str:
+        return root.rollout.version
+
+    @staticmethod
+    def resolve_baseline(root: RolloutStatus, info: graphene.ResolveInfo) -> str:
+        return root.rollout.baseline
+
+    @staticmethod
+    def resolve_canaries(root: RolloutStatus, info: graphene.ResolveInfo) -> list[str]:
+        return list(root.rollout.canaries)
+
+    @staticmethod
+    def resolve_canary_percent(root: RolloutStatus, info: graphene.ResolveInfo) -> int | None:
+        return root.rollout.canary_percent
+
+    @staticmethod
+    def resolve_soak_minutes(root: RolloutStatus, info: graphene.ResolveInfo) -> int:
+        return root.rollout.soak_minutes
+
+    @staticmethod
+    def resolve_healthy_since(root: RolloutStatus, info: graphene.ResolveInfo) -> object:
+        return root.rollout.healthy_since
+
+    @staticmethod
+    def resolve_promotes_at(root: RolloutStatus, info: graphene.ResolveInfo) -> object:
+        return root.rollout.promotes_at
+
+    @staticmethod
+    def resolve_failed_host(root: RolloutStatus, info: graphene.ResolveInfo) -> str | None:
+        halt = root.rollout.halt
+        return halt.host or None if halt is not None else None
+
+    @staticmethod
+    def resolve_message(root: RolloutStatus, info: graphene.ResolveInfo) -> str | None:
+        return root.rollout.halt.message if root.rollout.halt is not None else None
+
+    @staticmethod
+    def resolve_started_by(root: RolloutStatus, info: graphene.ResolveInfo) -> str:
+        return root.rollout.started_by
+
+    @staticmethod
+    def resolve_started_at(root: RolloutStatus, info: graphene.ResolveInfo) -> object:
+        return root.rollout.started_at
+
+
+class RolloutMutation(ServiceMutation):
+    class Meta:
+        abstract = True
+
+    shared = Shared(ADMIN, AgentReleaseError, "rollout")
+    rollout = graphene.Field(AgentRollout)
+
+
+class StartAgentRollout(RolloutMutation):
+    class Meta:
+        service = rollouts.start_rollout
+        description = (
+            "Serve `version` to the canary hosts now, and to every host once each canary has run it "
+            "healthy for `soakMinutes`; a failed health check anywhere halts it. Name the canaries or a "
+            "percentage of the hosts, not both. The other hosts keep what the channel served them (the "
+            "pin, which this removes, or the last rollout's version). CONFLICT while another rollout is "
+            "in its canary or soak phase."
+        )
+
+    class Arguments:
+        version = graphene.String(required=True, description="A published version, e.g. 1.4.0.")
+        canary_hosts = graphene.List(
+            graphene.NonNull(graphene.String), description="Canary hosts by name, zone/host."
+        )
+        canary_percent = graphene.Int(description="Or: this percentage of the hosts (1 to 100), rounded up.")
+        soak_minutes = graphene.Int(
+            description=f"How long the canaries must run it healthy (0 to {rollouts.MAX_SOAK_MINUTES}; "
+            f"default {rollouts.DEFAULT_SOAK_MINUTES})."
+        )
+
+
+class HaltAgentRollout(RolloutMutation):
+    class Meta:
+        service = rollouts.halt_rollout
+        description = "Stop the rollout where it is: no further host gets its version."
+
+    class Arguments:
+        reason = graphene.String(description="Why, for the rollout's message.")
+
+
+class ResumeAgentRollout(RolloutMutation):
+    class Meta:
+        service = rollouts.resume_rollout
+        description = (
+            "Go on with a halted rollout. The host whose health check failed is excused: its failure "
+            "halts it no more, and as a canary it is no longer waited for."
+        )
+
+
 class Query(graphene.ObjectType):
+    agent_rollout = graphene.Field(
+        AgentRollout, description=f"The agents' staged rollout; null when none was started. {ADMIN.doc}"
+    )
+
+    @staticmethod
+    @domain_errors
+    def resolve_agent_rollout(root: None, info: graphene.ResolveInfo) -> RolloutStatus | None:
+        return rollouts.rollout(flexplane(info))
+
     agent_release_channel = graphene.Field(
         AgentReleaseChannel,
         required=True,
@@ -113,10 +259,13 @@ class Query(graphene.ObjectType):
     @staticmethod
     @domain_errors
     def resolve_agent_release_channel(root: None, info: graphene.ResolveInfo) -> Channel:
-        return releases.channel(flexplane(info))
+        return rollouts.channel(flexplane(info))
 
 
 class Mutation(graphene.ObjectType):
+    start_agent_rollout = StartAgentRollout.Field()
+    halt_agent_rollout = HaltAgentRollout.Field()
+    resume_agent_rollout = ResumeAgentRollout.Field()
     pin_agent_version = PinAgentVersion.Field()
     unpin_agent_version = UnpinAgentVersion.Field()
     update_host_now = UpdateHostNow.Field()

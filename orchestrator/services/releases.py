@@ -10,7 +10,8 @@ The releases are where the operator publishes them, read again on every request 
   and its signed manifest ``flexplane-agent-<version>.release.json``) in FLEXPLANE_AGENT_RELEASES_DIR,
   a read-only volume, which the channel serves itself.
 
-The channel serves the version an admin pinned, else the highest one published.
+The channel serves the version an admin pinned, else a staged rollout's wave for the asking host
+(:mod:`orchestrator.services.rollouts`), else the highest one published.
 
 The orchestrator never verifies a signature (it does not hold the release key, and need not be
 trusted with it): each agent verifies the manifest against its release public key, and the
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 PIN_KIND = "agent-release"
 PIN_ID = "pin"
+# A staged rollout (orchestrator.services.rollouts), beside the pin; pinning a version ends it.
+ROLLOUT_ID = "rollout"
 WHERE = "release channel"
 MANIFEST_SUFFIX = ".release.json"
 # The files the channel serves: what the release build writes, nothing else of the folder.
@@ -293,28 +296,39 @@ def _channel(source: KubeApi) -> Channel:
     return Channel([r.version for r in releases], pin, served)
 
 
-def serve_channel(source: KubeApi) -> tuple[PublishedRelease, bool]:
+def serve_channel(
+    source: KubeApi, *, version: str | None = None, pinned: bool = False
+) -> tuple[PublishedRelease, bool]:
     """The release the agents are to run and whether it is pinned (no authorization: agents ask).
 
-    ``NotFound`` when there is none to serve: nothing published, or the pinned version gone. From a
+    ``version`` (with ``pinned``, whether it may be a downgrade) is a rollout's choice for the asking
+    host (:mod:`orchestrator.services.rollouts`); without it, the pin's, else the highest version.
+    ``NotFound`` when there is none to serve: nothing published, or the version chosen gone. From a
     registry, with the digest its tag names now: every node pulls those bytes, whatever the tag
     says later.
     """
-    channel = _channel(source)
-    if channel.served is None:
-        if channel.pin is not None:
-            raise NotFound("pinned agent release", channel.pin.version)
-        raise NotFound("agent release", "latest")
-    served, site = channel.served, registry()
+    if version is not None:
+        served = next((r for r in published() if r.version == version), None)
+        if served is None:
+            raise NotFound("agent release of the rollout", version)
+    else:
+        channel = _channel(source)
+        if channel.served is None:
+            if channel.pin is not None:
+                raise NotFound("pinned agent release", channel.pin.version)
+            raise NotFound("agent release", "latest")
+        served, pinned = channel.served, channel.pin is not None
+    site = registry()
     if site is not None:
         served = dataclasses.replace(served, digest=site.digest(served.version))
-    return served, channel.pin is not None
+    return served, pinned
 
 
-def channel_document(source: KubeApi) -> dict[str, Any]:
+def channel_document(source: KubeApi, *, version: str | None = None, pinned: bool = False) -> dict[str, Any]:
     """``channel.json``: the release to run and whether it is pinned; from a registry, where to pull
-    it (the agents' own registry access says how), else its signed manifest (the files beside)."""
-    release, pinned = serve_channel(source)
+    it (the agents' own registry access says how), else its signed manifest (the files beside).
+    ``version`` and ``pinned``: a rollout's choice, as :func:`serve_channel` takes them."""
+    release, pinned = serve_channel(source, version=version, pinned=pinned)
     document: dict[str, Any] = {"version": release.version, "pinned": pinned}
     site = registry()
     if site is not None:
@@ -345,7 +359,8 @@ def channel(ctx: Context) -> Channel:
 
 
 def pin_version(ctx: Context, version: str) -> Pin:
-    """Make the channel serve ``version`` to every agent, even those running a newer one. ADMIN only."""
+    """Make the channel serve ``version`` to every agent, even those running a newer one; it ends any
+    rollout (orchestrator.services.rollouts). ADMIN only."""
     access.require_admin(ctx)
     version = version.strip()
     try:
@@ -368,6 +383,8 @@ def pin_version(ctx: Context, version: str) -> Pin:
         source.create_catalog(PIN_KIND, PIN_ID, spec)
     else:
         source.replace_catalog(PIN_KIND, PIN_ID, spec, stored.resource_version)
+    if source.delete_catalog(PIN_KIND, ROLLOUT_ID):
+        logger.info("agent releases: the pin ends the agent rollout")
     logger.info("agent releases: %s pinned version %s", pin.pinned_by, version)
     return pin
 

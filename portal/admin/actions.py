@@ -37,6 +37,8 @@ MUTATIONS: dict[str, str] = {
     "host.update-now": "updateHostNow",
     "host.remove": "removeHost",
     "host.join-token": "createHostJoinToken",
+    "host.rollout-halt": "haltAgentRollout",
+    "host.rollout-resume": "resumeAgentRollout",
 }
 
 

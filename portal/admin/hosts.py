@@ -1,4 +1,5 @@
-"""The admin's hosts pages: every host by zone, cordon, uncordon, update now, drain, remove, join tokens.
+"""The admin's hosts pages: every host by zone, cordon, uncordon, update now, drain, remove, join tokens,
+and the agents' staged rollout: its phase, its canaries, where it halted; halt and resume it.
 
 Each is an ``admin_view`` (anyone but ADMIN gets the 404 page) calling the services the GraphQL
 mutations call (``portal.admin.actions`` names which). A drain runs in the background: the hosts
@@ -15,7 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpRespons
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from orchestrator.services import catalog, enrollment, hosts, image_cache, mesh, releases
+from orchestrator.services import catalog, enrollment, hosts, image_cache, mesh, releases, rollouts
 from orchestrator.services.context import Context
 from orchestrator.services.people import Person, people
 from portal.activity import trail as activity
@@ -76,7 +77,8 @@ DRAIN_POLL = "every 2s"
 @admin_view
 def host_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
     """Every host by zone: online, agent and Proxmox versions, certificate expiry, the images it has
-    cached, cordon and drain.
+    cached, cordon and drain; above them the agent rollout, if one was started (its phase, and where
+    it halted).
 
     As the ``drains`` fragment (htmx, target ``drains``): only the drains, each swapped into its host's
     cell, and the poll that asks again while any runs."""
@@ -111,10 +113,13 @@ def host_list(request: HtmxHttpRequest, ctx: Context) -> HttpResponse:
         "portal/admin/hosts.html",
         {
             "zones": by_zone,
+            "rollout": rollouts.rollout(ctx),
             "tokens": [(t, creators.get(t.created_by) or Person(t.created_by)) for t in tokens],
             "cordon": action("host.cordon"),
             "uncordon": action("host.uncordon"),
             "update_now": action("host.update-now"),
+            "rollout_halt": action("host.rollout-halt"),
+            "rollout_resume": action("host.rollout-resume"),
             "polling": any(c.running for c in cells.values()),
             "poll": DRAIN_POLL,
         },
@@ -164,6 +169,30 @@ def host_update_now(request: HttpRequest, ctx: Context, zone: str, host: str) ->
     else:
         messages.info(request, f"Host {_host_label(zone, host)}: {update.outcome}.")
     return redirect("portal-admin:hosts")
+
+
+# A halt's reason goes into the rollout's message.
+MAX_HALT_REASON = 200
+
+
+@admin_view
+def rollout_halt(request: HttpRequest, ctx: Context) -> HttpResponseBase:
+    """POST: stop the agent rollout where it is, with the admin's reason (its message says it)."""
+    if refused := _post_only(request):
+        return refused
+    reason = request.POST.get("reason", "")[:MAX_HALT_REASON]
+    _, failure = attempt(lambda: rollouts.halt_rollout(ctx, reason))
+    said = "The agent rollout is halted: no further host gets its version."
+    return back_to(request, failure, said, "portal-admin:hosts")
+
+
+@admin_view
+def rollout_resume(request: HttpRequest, ctx: Context) -> HttpResponseBase:
+    """POST: go on with the halted agent rollout (the host that failed is excused)."""
+    if refused := _post_only(request):
+        return refused
+    _, failure = attempt(lambda: rollouts.resume_rollout(ctx))
+    return back_to(request, failure, "The agent rollout goes on.", "portal-admin:hosts")
 
 
 @admin_view

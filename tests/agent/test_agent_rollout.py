@@ -1,0 +1,136 @@
+"""A staged rollout through the registry tests' real ``docker-registry``: a release that fails its health
+check on the canary halts the rollout, which says where (API, metric), and never reaches the other host.
+
+The canary is a real agent under the systemd stand-in (tests/agent/test_agent_update.py's ``Node``), checking
+the channel every second; the other host is the serving agent's updater run in this process, as the
+registry tests run it. The module starts its own registry and orchestrator (those fixtures, imported)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from agent.config import load_config
+from agent.release import Installation, install_file
+from agent.update import StateFile, Updater
+from devstack import seed
+from devstack.net import free_port
+from devstack.registry import Registry
+from orchestrator.models import Host
+from orchestrator.models.zones import host_ident
+from orchestrator.services.catalog import HOST, ZONE_LABEL
+from orchestrator.sources.kube import KubeSource, load_configuration
+from tests.agent.conftest import NODE, ZONE, Pki, write_config
+from tests.agent.test_agent_registry_update import (
+    _public,
+    channel,
+    credentials,
+    installed,
+    node,
+    node_settings,
+    platform,
+    proxy,
+    registry,
+    releases,
+)
+from tests.agent.test_agent_update import AGENT_HOST, PIN_VERSION, Node, wait_for_result
+from tests.apikit import eventually
+from tests.releasekit import Proxy, ReleasePlatform, Releases, push
+
+__all__ = ["channel", "node", "node_settings", "platform", "proxy", "registry", "releases"]
+
+CANARY, OTHER = f"{ZONE}/{NODE}", f"{ZONE}/pve2"
+START = """mutation($version: String!, $hosts: [String!], $soak: Int) {
+  startAgentRollout(version: $version, canaryHosts: $hosts, soakMinutes: $soak) {
+    rollout { phase canaries baseline } errors { field message } } }"""
+ROLLOUT = "{ agentRollout { version phase failedHost message updatedHosts } }"
+ROLLOUT_CONFIG_MAP = "agent-release-rollout"
+
+
+@pytest.fixture
+def fleet(channel: ReleasePlatform) -> Iterator[ReleasePlatform]:
+    """The canary's and the other node's hosts in the platform's catalog; the rollout removed afterwards."""
+    kube = KubeSource(
+        client.ApiClient(load_configuration(str(channel.scratch / "kubeconfig"))), seed.NAMESPACE, 10.0
+    )
+    for key in (CANARY, OTHER):
+        zone, name = key.split("/")
+        host = Host(zone=zone, node=name, endpoint=f"{AGENT_HOST}:7443")
+        kube.create_catalog(HOST, host_ident(zone, name), host.to_spec(), labels={ZONE_LABEL: zone})
+    yield channel
+    for key in (CANARY, OTHER):
+        kube.delete_catalog(HOST, host_ident(*key.split("/")))
+    try:
+        channel.core().delete_namespaced_config_map(ROLLOUT_CONFIG_MAP, seed.NAMESPACE)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def other_host(
+    pki: Pki, channel: ReleasePlatform, registry: Registry, proxy: Proxy, releases: Releases, directory: Path
+) -> Updater:
+    """The other node's updater (host zone1/pve2), running 1.0.0; its apply step is `true` (not run)."""
+    install = directory / "install"
+    install_file(Installation(install), releases.base.artifact, releases.base.envelope, _public(releases))
+    configuration = write_config(
+        directory,
+        pki,
+        node=OTHER.split("/")[1],
+        listen=f"{AGENT_HOST}:{free_port(AGENT_HOST)}",
+        proxmox_url="https://127.0.0.1:8006",
+        update_channel_url=channel.channel_url,
+        update_channel_ca=str(pki.ca.cert_path),
+        release_public_key=str(releases.keys.public),
+        install_dir=str(install),
+        update_registry_credentials=str(credentials(directory, registry, proxy)),
+        update_apply_launcher=["true"],
+    )
+    config = load_config(configuration)
+    assert config.update is not None
+    return Updater(config, config.update, StateFile(config.update.state_file), running="1.0.0")
+
+
+async def test_a_release_that_fails_on_the_canary_halts_the_rollout_and_never_reaches_the_other_host(
+    node: Node,
+    fleet: ReleasePlatform,
+    pki: Pki,
+    registry: Registry,
+    proxy: Proxy,
+    releases: Releases,
+    tmp_path: Path,
+) -> None:
+    other = other_host(pki, fleet, registry, proxy, releases, tmp_path / "other")
+    # The fleet held at 1.0.0 before 1.2.0 is published: the rollout, not the highest tag, decides.
+    push(registry, releases.base)
+    pinned = fleet.graphql(PIN_VERSION, user="admin", variables={"version": "1.0.0"})
+    assert pinned["data"]["pinAgentVersion"]["errors"] == []
+    push(registry, releases.broken)  # 1.2.0, which exits at startup
+    started = fleet.graphql(
+        START, user="admin", variables={"version": "1.2.0", "hosts": [CANARY], "soak": 0}
+    )["data"]["startAgentRollout"]
+    assert started["errors"] == []
+    assert started["rollout"] == {"phase": "CANARY", "canaries": [CANARY], "baseline": "1.0.0"}
+
+    info = wait_for_result(node, "rolled-back", to_version="1.2.0")
+    assert (info.version, node.pointed("current")) == ("1.0.0", "1.0.0")
+
+    def halted() -> dict[str, Any]:
+        found: dict[str, Any] = fleet.graphql(ROLLOUT, user="admin")["data"]["agentRollout"]
+        return found if found["phase"] == "HALTED" else {}
+
+    rollout = eventually(halted, 30, "the canary's report of its rollback", interval=0.5)
+    assert rollout["failedHost"] == CANARY
+    assert f"1.2.0 failed its health check on {CANARY}" in rollout["message"]
+    assert rollout["updatedHosts"] == []
+    metrics = fleet.get("/metrics").text
+    assert f'flexplane_agent_rollout_halted{{host="{CANARY}",version="1.2.0"}} 1.0' in metrics
+
+    # Soak 0: had the canary stayed healthy, the other host would get 1.2.0 now. It does not.
+    assert await other.check() == "1.0.0 is the channel's version: nothing to do"
+    assert installed(other) == ["1.0.0"]
+    assert not (other.installation.root / "update-plan.json").exists()
