@@ -4,6 +4,7 @@ This package (with the generated stubs under ``agentclient.proto``) is the only 
 the agent shares with the rest of flex.plane.
 """
 
+from agentclient.credentials import ClientTLS, ClientTLSError, ClientTLSFiles
 from agentclient.errors import (
     AgentBusy,
     AgentConnectionLost,
@@ -26,7 +27,7 @@ from agentclient.errors import (
     SnippetRefused,
 )
 from agentclient.identity import AgentTarget, host_identity
-from agentclient.pool import AgentInfo, AgentPool, ClientTLS
+from agentclient.pool import AgentInfo, AgentPool
 from agentclient.templates import TemplatePhase, TemplateProgress, TemplateRef
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "ChecksumMismatch",
     "ClientNotAllowed",
     "ClientTLS",
+    "ClientTLSError",
+    "ClientTLSFiles",
     "ImageDownloadFailed",
     "ImageError",
     "ImageImportFailed",

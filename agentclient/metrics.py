@@ -6,6 +6,7 @@ bounded by the fleet, never by a request. The path of a Proxmox call is left out
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +55,20 @@ SLOT_TIMEOUTS = Counter(
     "flexplane_agent_busy",
     "Calls refused unsent because no in-flight slot of the agent freed up within their deadline.",
     ["zone", "node"],
+)
+
+CERTIFICATE_EXPIRY = Gauge(
+    "flexplane_certificate_expiry_timestamp_seconds",
+    "When the certificates this process presents to and trusts from the agents expire (Unix seconds), "
+    "as last read from their files: client (ours, FLEXPLANE_AGENT_CERT), ca (the platform CA's, "
+    "FLEXPLANE_AGENT_CA).",
+    ["certificate"],
+)
+CERTIFICATE_RELOADS = Counter(
+    "flexplane_certificate_reloads",
+    "Changed client TLS files read again, by outcome (ok; failed: unreadable or a key not the "
+    "certificate's, the previous material kept).",
+    ["outcome"],
 )
 
 
@@ -122,3 +137,9 @@ def in_flight(identity: str) -> Gauge:
     """The in-flight gauge of one agent."""
     zone, node = zone_node(identity)
     return IN_FLIGHT.labels(zone, node)
+
+
+def certificates_read(client: datetime.datetime, ca: datetime.datetime) -> None:
+    """Record the expiry of the client certificate and the CA just read."""
+    CERTIFICATE_EXPIRY.labels("client").set(client.timestamp())
+    CERTIFICATE_EXPIRY.labels("ca").set(ca.timestamp())

@@ -1,12 +1,14 @@
 """A pool of mutual-TLS gRPC channels to agents, and the calls the control plane makes.
 
 One :class:`AgentPool` per process (per client certificate) holds one lazily created,
-reused channel per agent. Every call has a deadline; every failure is raised as one of
-the typed errors of :mod:`agentclient.errors`. At most ``max_in_flight`` calls that reach
-an agent's Proxmox run at once per agent: a node's API serves few requests at a time, and a
-burst beyond it would only queue there, past the callers' deadlines.
+reused channel per agent. Given :class:`ClientTLSFiles`, it looks for a renewed certificate as calls
+are made: new calls then go on new channels presenting it, while calls already running on the old ones
+finish there (each old channel is closed when its last call ends). Every call has a deadline; every
+failure is raised as one of the typed errors of :mod:`agentclient.errors`. At most ``max_in_flight``
+calls that reach an agent's Proxmox run at once per agent: a node's API serves few requests at a time,
+and a burst beyond it would only queue there, past the callers' deadlines.
 
-    pool = AgentPool(ClientTLS.from_files("ca.crt", "orchestrator.crt", "orchestrator.key"))
+    pool = AgentPool(ClientTLSFiles("ca.crt", "orchestrator.crt", "orchestrator.key"))
     target = AgentTarget(host_identity("zone1", "pve1"), "10.0.0.11:7443")
     vms = pool.proxmox(target, "GET", "/cluster/resources", {"type": "vm"})
     ref = pool.ensure_template(target, "debian-12", url, "sha256:...", "local-lvm", timeout=1800)
@@ -22,7 +24,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import grpc
@@ -30,6 +31,7 @@ import orjson
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agentclient import metrics
+from agentclient.credentials import ClientTLS, ClientTLSFiles
 from agentclient.errors import AgentBusy, AgentError, ProxmoxError, translate_error
 from agentclient.gateways import (
     GatewaySpec,
@@ -64,26 +66,6 @@ KEEPALIVE_TIME_MS = 30_000
 KEEPALIVE_TIMEOUT_MS = 10_000
 # Reconnect soon after an agent comes back instead of gRPC's default of up to 2 minutes.
 RECONNECT_BACKOFF_MS = (500, 10_000)
-
-
-@dataclass(frozen=True)
-class ClientTLS:
-    """The caller's TLS material, all PEM: the platform CA, our certificate and its key."""
-
-    ca: bytes
-    cert: bytes
-    key: bytes = field(repr=False)
-
-    @classmethod
-    def from_files(cls, ca: str | Path, cert: str | Path, key: str | Path) -> ClientTLS:
-        """Read the three PEM files."""
-        return cls(Path(ca).read_bytes(), Path(cert).read_bytes(), Path(key).read_bytes())
-
-    def credentials(self) -> grpc.ChannelCredentials:
-        """gRPC channel credentials presenting our certificate and trusting only the platform CA."""
-        return grpc.ssl_channel_credentials(
-            root_certificates=self.ca, private_key=self.key, certificate_chain=self.cert
-        )
 
 
 @dataclass(frozen=True)
@@ -174,7 +156,7 @@ class AgentInfo:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _Connection:
     channel: grpc.Channel
     proxy: agent_pb2_grpc.ProxmoxProxyStub
@@ -182,6 +164,10 @@ class _Connection:
     images: agent_pb2_grpc.ImagesStub
     snippets: agent_pb2_grpc.SnippetsStub
     health: health_pb2_grpc.HealthStub
+    # The pool's calls running on the channel (under the pool's lock): once a renewed certificate
+    # retired the channel, the last of them closes it.
+    calls: int = 0
+    retired: bool = False
 
 
 class AgentPool:
@@ -196,7 +182,7 @@ class AgentPool:
 
     def __init__(
         self,
-        tls: ClientTLS,
+        tls: ClientTLS | ClientTLSFiles,
         timeout: float = DEFAULT_TIMEOUT,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         *,
@@ -207,7 +193,8 @@ class AgentPool:
             raise ValueError("timeout must be a positive number of seconds")
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
-        self.tls = tls
+        self._source = tls
+        self._tls = tls.current()
         self.timeout = timeout
         self.max_in_flight = max_in_flight
         # The mesh hub's CONNECT proxy (http://host:port), for agents at addresses in proxy_networks
@@ -216,8 +203,9 @@ class AgentPool:
         self.proxy_networks = tuple(
             ipaddress.ip_network(n.strip(), strict=False) for n in proxy_networks if n.strip()
         )
-        self._credentials = tls.credentials()
+        self._credentials = self._tls.credentials()
         self._connections: dict[AgentTarget, _Connection] = {}
+        self._retired: list[_Connection] = []
         self._slots: dict[AgentTarget, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -227,6 +215,13 @@ class AgentPool:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @property
+    def tls(self) -> ClientTLS:
+        """The client TLS material new channels present (renewed files read again, as for a call)."""
+        with self._lock:
+            self._renew_locked()
+            return self._tls
 
     # ------------------------------------------------------------------ calls
 
@@ -315,9 +310,8 @@ class AgentPool:
         if timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         request = agent_pb2.EnsureTemplateRequest(image=image, url=url, checksum=checksum, storage=storage)
-        connection = self._connection(target)
         ready: TemplateRef | None = None
-        with self._slot(target, timeout) as remaining:
+        with self._using(target) as connection, self._slot(target, timeout) as remaining:
             call = connection.images.EnsureTemplate(request, timeout=remaining)
             try:
                 for message in call:
@@ -402,14 +396,15 @@ class AgentPool:
     ) -> T:
         if timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
-        stub = agent_pb2_grpc.GatewaysStub(self._connection(target).channel)
-        try:
-            return call(stub, timeout)
-        except grpc.RpcError as exc:
-            rpc = cast(grpc.Call, exc)
-            if rpc.code() == grpc.StatusCode.NOT_FOUND:
-                raise _GatewayNotFound from None
-            raise translate_gateway_error(rpc, target, timeout, gateway) from None
+        with self._using(target) as connection:
+            stub = agent_pb2_grpc.GatewaysStub(connection.channel)
+            try:
+                return call(stub, timeout)
+            except grpc.RpcError as exc:
+                rpc = cast(grpc.Call, exc)
+                if rpc.code() == grpc.StatusCode.NOT_FOUND:
+                    raise _GatewayNotFound from None
+                raise translate_gateway_error(rpc, target, timeout, gateway) from None
 
     def check_health(self, target: AgentTarget, *, service: str = "", timeout: float | None = None) -> bool:
         """Whether the agent's standard gRPC health service reports SERVING.
@@ -425,8 +420,9 @@ class AgentPool:
         """Close every channel; the pool cannot be used afterwards."""
         with self._lock:
             self._closed = True
-            connections, self._connections = self._connections, {}
-        for connection in connections.values():
+            connections = [*self._connections.values(), *self._retired]
+            self._connections, self._retired = {}, []
+        for connection in connections:
             connection.channel.close()
 
     # --------------------------------------------------------------- plumbing
@@ -443,13 +439,40 @@ class AgentPool:
         return self.proxy if any(address in network for network in self.proxy_networks) else ""
 
     def channel(self, target: AgentTarget) -> grpc.Channel:
-        """The pooled channel to target, created on first use (for stubs of other services)."""
+        """The pooled channel to target, created on first use (for stubs of other services).
+
+        Calls made on it directly are not counted: a renewed certificate closes it once the pool's own
+        calls on it are done. Ask again for each call rather than keep it.
+        """
         return self._connection(target).channel
 
+    @contextmanager
+    def _using(self, target: AgentTarget) -> Iterator[_Connection]:
+        """The current channel to target, counted as in use until the block ends."""
+        while True:
+            connection = self._connection(target)
+            with self._lock:
+                # Retired in between by a renewal (and perhaps closed already): take the new one.
+                if not connection.retired:
+                    connection.calls += 1
+                    break
+        try:
+            yield connection
+        finally:
+            with self._lock:
+                connection.calls -= 1
+                done = connection.retired and connection.calls == 0
+                if done:
+                    self._retired.remove(connection)
+            if done:
+                connection.channel.close()
+
     def _connection(self, target: AgentTarget) -> _Connection:
+        """The current channel to target, made on first use: the one place an agent is dialled."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("the AgentPool is closed")
+            self._renew_locked()
             connection = self._connections.get(target)
             if connection is None:
                 channel = grpc.secure_channel(
@@ -465,6 +488,26 @@ class AgentPool:
                 )
                 self._connections[target] = connection
             return connection
+
+    def _renew_locked(self) -> None:
+        """Take renewed TLS material: new credentials for new channels, every current channel retired.
+
+        Asked under the pool's lock (the files are looked at every few seconds at most, and read only
+        when they changed) so that two threads cannot install material out of order. A retired channel
+        is closed now when no call runs on it, else by its last call (:meth:`_using`): a call running
+        on it finishes there, its TLS session made with the old certificate.
+        """
+        tls = self._source.current()
+        if tls is self._tls:
+            return
+        self._tls, self._credentials = tls, tls.credentials()
+        retired, self._connections = list(self._connections.values()), {}
+        for connection in retired:
+            connection.retired = True
+            if connection.calls:
+                self._retired.append(connection)
+            else:
+                connection.channel.close()
 
     @contextmanager
     def _slot(self, target: AgentTarget, deadline: float) -> Iterator[float]:
@@ -502,11 +545,11 @@ class AgentPool:
         deadline = self.timeout if timeout is None else timeout
         if deadline <= 0:
             raise ValueError("timeout must be a positive number of seconds")
-        connection = self._connection(target)
-        if not bounded:
-            return self._send(target, connection, call, deadline, deadline, snippet)
-        with self._slot(target, deadline) as remaining:
-            return self._send(target, connection, call, remaining, deadline, snippet)
+        with self._using(target) as connection:
+            if not bounded:
+                return self._send(target, connection, call, deadline, deadline, snippet)
+            with self._slot(target, deadline) as remaining:
+                return self._send(target, connection, call, remaining, deadline, snippet)
 
     @staticmethod
     def _send(

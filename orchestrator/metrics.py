@@ -8,7 +8,9 @@ What is measured, and where:
   operation's type and its first root field, a name the schema bounds) or by view (the portal's URL
   names): ``orchestrator.metrics_http.MetricsMiddleware``;
 - the calls through the agents, per zone and node: latency, outcome, in-flight slots and the waits for
-  them (``agentclient.metrics``, in ``agentclient.pool``);
+  them (``agentclient.metrics``, in ``agentclient.pool``); the expiry of the client certificate and the
+  platform CA as last read, and the renewed certificates read again (``agentclient.credentials``,
+  looked at on every call and every scrape);
 - the waits for a VDC's lock (``orchestrator.services.locks``), the query admission queue and its 503s
   (``orchestrator.graphql.admission``), and the open consoles (``orchestrator.services.console``).
 """

@@ -4,7 +4,9 @@ Configures Django with the orchestrator's settings (as ``manage.py`` does), so t
 services (the VM create path, the catalog, the agents' channel) work here as in the orchestrator; the
 settings it reads: ``FLEXPLANE_KUBECONFIG`` (else the in-cluster service account),
 ``FLEXPLANE_NAMESPACE`` (the platform namespace: the catalog, the VDCs' locks, and the providers'
-leader Lease), ``FLEXPLANE_AGENT_CA``/``CERT``/``KEY`` (the ``flexplane-capi`` client certificate);
+leader Lease), ``FLEXPLANE_AGENT_CA``/``CERT``/``KEY`` (the ``flexplane-capi`` client certificate, read
+again when its mounted Secret is renewed); ``FLEXPLANE_PROVIDERS_VDC_ROLE``, ``..._CONTROL_PLANE_ROLE`` and
+``FLEXPLANE_SERVICE_ACCOUNT`` (the roles they bind themselves to for Secrets, ``providers.common.access``);
 ``FLEXPLANE_PROVIDERS_LEADER_LEASE`` (the leader Lease's name, ``flexplane-providers-leader``),
 ``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15), and the
 providers' retry delays (``FLEXPLANE_PROVIDERS_RETRY_DELAY`` and the others their handlers name).

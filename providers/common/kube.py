@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from orchestrator.sources.kube import ApiCalls, load_configuration
 from orchestrator.sources.kube_objects import Resource
+from providers.common.access import NO_BINDING, SecretsAccess
 
 DEFAULT_TIMEOUT = 10.0
 # Statuses a handler retries: "not now", and 409 (someone wrote meanwhile: read again, try again).
@@ -71,19 +72,28 @@ def _custom_objects(resource: Resource, namespace: str) -> tuple[str, str, str, 
 
 
 class Kube:
-    """Custom objects and Secrets of the management cluster, each call under ``timeout``."""
+    """Custom objects and Secrets of the management cluster, each call under ``timeout``; ``secrets``: the
+    RoleBinding made in a namespace before its first Secret is read (:mod:`providers.common.access`)."""
 
-    def __init__(self, api_client: client.ApiClient, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        timeout: float = DEFAULT_TIMEOUT,
+        secrets: SecretsAccess = NO_BINDING,
+    ) -> None:
         self.api_client = api_client
         self.objects = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
+        self.rbac = client.RbacAuthorizationV1Api(api_client)
         self.timeout = timeout
+        self.secrets = secrets
 
     @classmethod
     def from_configuration(
         cls, configuration: client.Configuration, timeout: float = DEFAULT_TIMEOUT
     ) -> Kube:
-        return cls(client.ApiClient(configuration), timeout)
+        """A client of the cluster ``configuration`` names, binding as the environment says."""
+        return cls(client.ApiClient(configuration), timeout, SecretsAccess.from_environment())
 
     def get(self, resource: Resource, namespace: str, name: str) -> Body | None:
         """The object, or None when there is none (or its kind is not served)."""
@@ -135,8 +145,33 @@ class Kube:
         )
         return _body(patched)
 
+    def ensure_secrets_access(self, namespace: str) -> None:
+        """The providers' RoleBinding to their Secrets role in ``namespace``: read, made when missing."""
+        binding = self.secrets.binding(namespace)
+        if binding is None:
+            return
+        name = binding["metadata"]["name"]
+        found = _call.read(
+            f"reading RoleBinding {namespace}/{name}",
+            lambda: self.rbac.read_namespaced_role_binding(name, namespace, _request_timeout=self.timeout),
+        )
+        if found is not None:
+            return
+        ref, (subject,) = binding["roleRef"], binding["subjects"]
+        body = client.V1RoleBinding(
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+            role_ref=client.V1RoleRef(api_group=ref["apiGroup"], kind=ref["kind"], name=ref["name"]),
+            subjects=[client.RbacV1Subject(**subject)],
+        )
+        _call(
+            f"binding the providers to ClusterRole {name} in namespace {namespace}",
+            lambda: self.rbac.create_namespaced_role_binding(namespace, body, _request_timeout=self.timeout),
+            answers={409: None},  # made meanwhile (by the control plane provider, or the last leader)
+        )
+
     def secret_value(self, namespace: str, name: str, key: str) -> bytes | None:
         """The decoded ``key`` of Secret ``name``; None when the Secret or the key is not there."""
+        self.ensure_secrets_access(namespace)
         secret = _call.read(
             f"reading Secret {namespace}/{name}",
             lambda: self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout),

@@ -38,6 +38,7 @@ from orchestrator.sources.kube_objects import (
     VDC_LABEL,
     namespace_of,
 )
+from providers.common.access import SecretsAccess
 from providers.common.kube import TRANSIENT
 from providers.common.kube import kube as management
 from providers.common.operator import Provider
@@ -61,8 +62,17 @@ def settings() -> steps.Settings:
     if members not in (1, 3):
         raise kopf.PermanentError("FLEXPLANE_PROVIDERS_ETCD_MEMBERS must be 1 or 3")
     return steps.Settings(
-        nodeport_address=os.environ.get("FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS", ""), etcd_members=members
+        nodeport_address=os.environ.get("FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS", ""),
+        etcd_members=members,
+        secrets=secrets_access(),
     )
+
+
+def secrets_access() -> SecretsAccess:
+    try:
+        return SecretsAccess.from_environment()
+    except ValueError as exc:  # the process refused it at start already (providers.common.kube)
+        raise kopf.PermanentError(str(exc)) from None
 
 
 def _kube() -> Kube:
@@ -121,7 +131,7 @@ def check_control_plane(body: kopf.Body, **_: Any) -> None:
 @kopf.on.delete(*_FCP, registry=registry)
 def delete_control_plane(body: kopf.Body, **_: Any) -> None:
     with WAKEUPS.serial(_key(body)):
-        if not steps.delete(_kube(), dict(body)):
+        if not steps.delete(_kube(), dict(body), settings()):
             raise kopf.TemporaryError("the control plane's namespace is being deleted", delay=DELETING_DELAY)
 
 

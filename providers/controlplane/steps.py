@@ -27,6 +27,7 @@ from orchestrator.sources.kube_objects import (
     vdc_of_namespace,
 )
 from providers.common import conditions
+from providers.common.access import NO_BINDING, SecretsAccess
 from providers.common.objects import owner_reference
 from providers.common.settings import seconds
 from providers.controlplane import model, pki, render, tenant, workers
@@ -53,6 +54,9 @@ class Settings:
 
     nodeport_address: str = ""  # FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS
     etcd_members: int = 1  # FLEXPLANE_PROVIDERS_ETCD_MEMBERS
+    # FLEXPLANE_PROVIDERS_VDC_ROLE, FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE, FLEXPLANE_SERVICE_ACCOUNT: the
+    # RoleBindings made in the control plane's namespace and the VDC's before a Secret is touched there.
+    secrets: SecretsAccess = NO_BINDING
 
 
 class Waiting(Exception):
@@ -138,6 +142,14 @@ def _decoded(secret: Mapping[str, Any] | None) -> dict[str, bytes]:
 
 def ensure_namespace(kube: Kube, cp: model.ControlPlane) -> None:
     kube.ensure(render.render_namespace(cp))
+
+
+def ensure_secrets_access(kube: Kube, namespace: str, settings: Settings) -> None:
+    """The providers' RoleBinding to their Secrets role in ``namespace`` (:mod:`providers.common.access`):
+    the chart grants them no Secret of any namespace but through it."""
+    binding = settings.secrets.binding(namespace)
+    if binding is not None:
+        kube.ensure(binding)
 
 
 def ensure_service(kube: Kube, cp: model.ControlPlane, settings: Settings) -> model.ControlPlane:
@@ -328,6 +340,8 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
         return None
     cp = control_plane(fcp, cluster, settings)
     ensure_namespace(kube, cp)
+    ensure_secrets_access(kube, cp.namespace, settings)
+    ensure_secrets_access(kube, fcp["metadata"]["namespace"], settings)
     known = (cp.endpoint_host, cp.endpoint_port)
     cp = ensure_service(kube, cp, settings)
     outcome = Outcome()
@@ -430,20 +444,34 @@ def write(kube: Kube, fcp: Mapping[str, Any], outcome: Outcome) -> None:
 # ------------------------------------------------------------------------------------ deletion
 
 
-def delete(kube: Kube, fcp: Mapping[str, Any]) -> bool:
+def delete(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> bool:
     """Delete the control plane's namespace and the VDC's two Secrets; True once all are gone."""
-    meta = fcp["metadata"]
-    namespace = meta["namespace"]
+    namespace = fcp["metadata"]["namespace"]
     cluster = _cluster_name(fcp)
-    gone = True
-    if cluster is not None:
+    if cluster is None:
+        return True
+    if _bound_for_secrets(kube, namespace, settings):
         for name in (f"{cluster}-kubeconfig", f"{cluster}-ca"):
             kube.delete("v1", "Secret", name, namespace)
-        target = model.namespace_name(vdc_of(namespace), cluster)
-        if kube.get("v1", "Namespace", target) is not None:
-            kube.delete("v1", "Namespace", target)
-            gone = kube.get("v1", "Namespace", target) is None
-    return gone
+    target = model.namespace_name(vdc_of(namespace), cluster)
+    if kube.get("v1", "Namespace", target) is None:
+        return True
+    kube.delete("v1", "Namespace", target)
+    return kube.get("v1", "Namespace", target) is None
+
+
+def _bound_for_secrets(kube: Kube, namespace: str, settings: Settings) -> bool:
+    """:func:`ensure_secrets_access`; False when the namespace refuses the binding because it is being
+    deleted (its own RoleBinding may be gone already): its Secrets go with it, the garbage collector
+    takes them too (they are owned by the FlexControlPlane), and the deletion must not wait for them."""
+    try:
+        ensure_secrets_access(kube, namespace, settings)
+    except KubeError as error:
+        if error.status != 403:
+            raise
+        log.warning("not deleting the Secrets of namespace %s: %s", namespace, error)
+        return False
+    return True
 
 
 def _cluster_name(fcp: Mapping[str, Any]) -> str | None:

@@ -371,7 +371,7 @@ def test_no_role_grants_a_wildcard(rendered: list[Manifest]) -> None:
         if "*" in rule.get(field, [])
     ]
 
-    assert len(roles) == 3
+    assert len(roles) == 5
     assert wildcards == []
 
 
@@ -410,10 +410,23 @@ def test_the_control_planes_service_and_deployment_are_watched(rendered: list[Ma
     assert {"list", "watch"} <= granted(role, "apps", "deployments")
 
 
-def test_secrets_are_never_listed_or_watched(rendered: list[Manifest]) -> None:
+def test_secrets_are_granted_only_by_the_roles_bound_namespace_by_namespace_and_never_listed(
+    rendered: list[Manifest],
+) -> None:
     role = only(rendered, "ClusterRole", f"{RELEASE}-providers")
+    vdc = only(rendered, "ClusterRole", f"{RELEASE}-providers-vdc")
+    control_plane = only(rendered, "ClusterRole", f"{RELEASE}-providers-control-plane")
 
-    assert granted(role, "", "secrets") == {"get", "create", "patch", "delete"}
+    assert granted(role, "", "secrets") == set()
+    assert granted(role, "rbac.authorization.k8s.io", "clusterroles") == {"bind"}
+    (bind,) = [rule for rule in rules(role) if "clusterroles" in rule["resources"]]
+    assert bind["resourceNames"] == [vdc["metadata"]["name"], control_plane["metadata"]["name"]]
+    assert granted(vdc, "", "secrets") == {"get", "create", "patch", "delete"}
+    assert granted(control_plane, "", "secrets") == {"get", "create", "patch"}
+    assert env(rendered)["FLEXPLANE_PROVIDERS_VDC_ROLE"] == vdc["metadata"]["name"]
+    assert env(rendered)["FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE"] == control_plane["metadata"]["name"]
+    account = only(rendered, "ServiceAccount")["metadata"]["name"]
+    assert env(rendered)["FLEXPLANE_SERVICE_ACCOUNT"] == f"{NAMESPACE}/{account}"
 
 
 def test_leases_are_held_in_the_platform_namespace_only(renders: dict[str, list[Manifest]]) -> None:

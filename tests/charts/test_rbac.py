@@ -37,6 +37,8 @@ OWNED = {
 }
 HUB_SECRET = "flexplane-mesh-hub"
 VDC_ROLE = "flextenant-vdc"
+# The roles the providers bind themselves to, in a VDC's namespace and in a control plane's.
+PROVIDERS_VDC_ROLE, PROVIDERS_CP_ROLE = "providers-vdc", "providers-control-plane"
 SA_TOKEN = "kubernetes.io/service-account-token"
 
 # The charts as the install guide installs them: (chart, release, namespace, values file, more values).
@@ -59,6 +61,12 @@ def rendered(
 @pytest.fixture(scope="module")
 def cluster() -> Cluster:
     return Cluster(m for install in INSTALLS for m in rendered(*install))
+
+
+@pytest.fixture(scope="module")
+def bound(cluster: Cluster) -> dict[Account, list[Manifest]]:
+    """The bindings each account makes for itself (the providers' before they touch a Secret)."""
+    return {account: cluster.escalated(account, NAMESPACES) for account in OWNED}
 
 
 ACCOUNTS = pytest.mark.parametrize("account", list(OWNED), ids=str)
@@ -91,12 +99,6 @@ def test_no_account_of_ours_reads_a_secret_outside_its_namespaces(cluster: Clust
     assert secret_readers(cluster, account) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the providers read Secrets cluster-wide: they must first bind themselves in each namespace they "
-    "make (fpcp-*) and be bound in the VDCs' (vdc-*), as the orchestrator is (a change to providers/ and "
-    "orchestrator/sources/clusterapi.py); their writes are fenced meanwhile",
-)
 def test_the_providers_read_no_secret_outside_their_namespaces(cluster: Cluster) -> None:
     assert secret_readers(cluster, PROVIDERS) == {}
 
@@ -140,7 +142,35 @@ def test_the_orchestrator_can_bind_itself_to_the_vdc_role_in_a_vdc_namespace_and
     assert refusals
 
 
-@pytest.mark.parametrize("account", [HUB, PROVIDERS, SETUP], ids=str)
+def own_binding(account: Account, role: str) -> Manifest:
+    return {
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": account.name, "namespace": account.namespace}],
+    }
+
+
+def test_the_providers_bind_themselves_to_their_secrets_roles_in_their_namespaces_and_nowhere_else(
+    cluster: Cluster,
+) -> None:
+    gained = cluster.escalated(PROVIDERS, NAMESPACES)
+    assert sorted((b["kind"], b["metadata"].get("namespace"), b["roleRef"]["name"]) for b in gained) == [
+        ("RoleBinding", CONTROL_PLANE, PROVIDERS_CP_ROLE),
+        ("RoleBinding", VDC, PROVIDERS_VDC_ROLE),
+    ]
+    # RBAC alone would let them: the fence is what stops a binding elsewhere, to the other role, or of
+    # another account.
+    assert cluster.rbac_allows(PROVIDERS, "create", RBAC_GROUP, "rolebindings", "kube-system")
+    tries = [
+        ("kube-system", own_binding(PROVIDERS, PROVIDERS_VDC_ROLE)),
+        (CONTROL_PLANE, own_binding(PROVIDERS, PROVIDERS_VDC_ROLE)),
+        (VDC, own_binding(PROVIDERS, PROVIDERS_CP_ROLE)),
+        (VDC, own_binding(ORCHESTRATOR, PROVIDERS_VDC_ROLE)),
+    ]
+    for namespace, binding in tries:
+        assert cluster.refusals(PROVIDERS, "create", RBAC_GROUP, "rolebindings", namespace, "x", binding)
+
+
+@pytest.mark.parametrize("account", [HUB, SETUP], ids=str)
 def test_no_other_account_of_ours_can_bind_itself_to_anything(cluster: Cluster, account: Account) -> None:
     assert cluster.escalated(account, NAMESPACES) == []
 
@@ -202,10 +232,9 @@ def test_only_our_namespaces_are_made(cluster: Cluster, account: Account, name: 
 CATALOG = {"metadata": {"name": "fp-host-a", "labels": {"flexplane.io/kind": "host"}}}
 PEER = {"metadata": {"name": "fp-meshpeer-10-99-0-2", "labels": {"flexplane.io/kind": "meshpeer"}}}
 OPAQUE = {"metadata": {"name": "s"}, "type": "Opaque"}
-OWN_BINDING = {
-    "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": VDC_ROLE},
-    "subjects": [{"kind": "ServiceAccount", "name": ORCHESTRATOR.name, "namespace": PLATFORM}],
-}
+OWN_BINDING = own_binding(ORCHESTRATOR, VDC_ROLE)
+PROVIDERS_VDC_BINDING = own_binding(PROVIDERS, PROVIDERS_VDC_ROLE)
+PROVIDERS_CP_BINDING = own_binding(PROVIDERS, PROVIDERS_CP_ROLE)
 PRODUCT_WRITES = [
     (ORCHESTRATOR, "create", "", "configmaps", PLATFORM, "fp-host-a", CATALOG),
     (ORCHESTRATOR, "update", "", "configmaps", PLATFORM, "fp-host-a", CATALOG),
@@ -224,7 +253,10 @@ PRODUCT_WRITES = [
     (PROVIDERS, "create", "coordination.k8s.io", "leases", PLATFORM, "flexplane-providers-leader", None),
     (PROVIDERS, "create", "events.k8s.io", "events", PLATFORM, "audit", None),
     (PROVIDERS, "patch", "infrastructure.flexplane.io", "proxmoxmachines", VDC, "m", None),
+    (PROVIDERS, "create", RBAC_GROUP, "rolebindings", VDC, PROVIDERS_VDC_ROLE, PROVIDERS_VDC_BINDING),
+    (PROVIDERS, "create", RBAC_GROUP, "rolebindings", CONTROL_PLANE, PROVIDERS_CP_ROLE, PROVIDERS_CP_BINDING),
     (PROVIDERS, "create", "", "secrets", VDC, "k8s-kubeconfig", OPAQUE),
+    (PROVIDERS, "delete", "", "secrets", VDC, "k8s-kubeconfig", None),
     (PROVIDERS, "create", "", "namespaces", "", CONTROL_PLANE, None),
     (PROVIDERS, "delete", "", "namespaces", "", CONTROL_PLANE, None),
     (PROVIDERS, "create", "", "secrets", CONTROL_PLANE, "pki", OPAQUE),
@@ -243,6 +275,7 @@ PRODUCT_WRITES = [
 )
 def test_the_fences_admit_each_write_the_product_makes(
     cluster: Cluster,
+    bound: dict[Account, list[Manifest]],
     account: Account,
     verb: str,
     group: str,
@@ -251,7 +284,8 @@ def test_the_fences_admit_each_write_the_product_makes(
     name: str,
     obj: Any,
 ) -> None:
-    assert cluster.rbac_allows(account, verb, group, resource, namespace, None if verb == "create" else name)
+    named = None if verb == "create" else name
+    assert cluster.rbac_allows(account, verb, group, resource, namespace, named, bound[account])
     assert cluster.refusals(account, verb, group, resource, namespace, name, obj) == []
 
 
@@ -282,6 +316,7 @@ CP_STEPS = "providers/controlplane/steps.py"
 CP_HANDLERS = "providers/controlplane/handlers.py"
 INFRA_HANDLERS = "providers/infrastructure/handlers.py"
 INFRA_MACHINES = "providers/infrastructure/machines.py"
+ACCESS = "providers/common/access.py"
 # Where a grant applies: in a namespace, or everywhere ("*", a ClusterRoleBinding).
 EVERYWHERE = "*"
 CLUSTER_API_KINDS = {
@@ -439,11 +474,28 @@ def providers_needs() -> Needs:
         "create": '"POST", manifest_path(manifest, collection=True)',
     }
     ensure |= {"patch": 'self.request("PATCH", manifest_path(manifest)'}
-    out |= needs(EVERYWHERE, "", ("namespaces", "secrets", "configmaps", "services"), CP_KUBE, ensure)
+    out |= needs(EVERYWHERE, "", ("namespaces", "configmaps", "services"), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "apps", ("deployments", "statefulsets"), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "policy", ("poddisruptionbudgets",), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "", ("namespaces",), CP_STEPS, {"delete": 'kube.delete("v1", "Namespace"'})
-    out |= needs(EVERYWHERE, "", ("secrets",), CP_STEPS, {"delete": 'kube.delete("v1", "Secret"'})
+    # Secrets through the roles they bind themselves to (providers/common/access.py): a control plane's
+    # PKI and kubeconfigs in its namespace; in the VDC's, Cluster API's two Secrets (deleted with the
+    # control plane) and the machines' bootstrap data.
+    out |= needs(
+        EVERYWHERE, RBAC_GROUP, ("rolebindings",), PROVIDERS_KUBE, {"get": "read_namespaced_role_binding"}
+    )
+    out |= needs(
+        EVERYWHERE,
+        RBAC_GROUP,
+        ("rolebindings",),
+        PROVIDERS_KUBE,
+        {"create": "create_namespaced_role_binding"},
+    )
+    out |= needs(EVERYWHERE, RBAC_GROUP, ("rolebindings",), CP_KUBE, {"patch": ensure["patch"]})
+    out |= needs(EVERYWHERE, RBAC_GROUP, ("clusterroles",), ACCESS, {"bind": '"roleRef": {"apiGroup"'})
+    out |= needs(CONTROL_PLANE, "", ("secrets",), CP_KUBE, ensure)
+    out |= needs(VDC, "", ("secrets",), CP_KUBE, ensure)
+    out |= needs(VDC, "", ("secrets",), CP_STEPS, {"delete": 'kube.delete("v1", "Secret"'})
     watched = {"list": "@kopf.on.event(", "watch": "@kopf.on.event("}
     out |= needs(EVERYWHERE, "", ("services",), CP_HANDLERS, watched)
     out |= needs(EVERYWHERE, "apps", ("deployments",), CP_HANDLERS, watched)

@@ -55,6 +55,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* The ClusterRoles the providers bind themselves to in a VDC's namespace and a control plane's. */}}
+{{- define "providers.vdcRole" -}}
+{{- printf "%s-vdc" (include "providers.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "providers.controlPlaneRole" -}}
+{{- printf "%s-control-plane" (include "providers.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* The platform namespace (FLEXPLANE_NAMESPACE): config.namespace, else the release namespace. */}}
 {{- define "providers.platformNamespace" -}}
 {{- default .Release.Namespace .Values.config.namespace }}

@@ -15,7 +15,14 @@ import threading
 
 from django.conf import settings
 
-from agentclient import AgentDeadlineExceeded, AgentError, AgentPool, AgentTarget, AgentUnavailable, ClientTLS
+from agentclient import (
+    AgentDeadlineExceeded,
+    AgentError,
+    AgentPool,
+    AgentTarget,
+    AgentUnavailable,
+    ClientTLSFiles,
+)
 from orchestrator.sources.proxmox.sdn import Sdn, SdnZone, Subnet, VNet
 from orchestrator.sources.proxmox.source import FanOut, ProxmoxSource, ZoneTargets
 from orchestrator.sources.proxmox.values import (
@@ -87,14 +94,24 @@ __all__ = [
 
 _source: ProxmoxSource | None = None
 _lock = threading.Lock()
+_tls_files: dict[tuple[str, str, str], ClientTLSFiles] = {}
+_tls_lock = threading.Lock()
+
+
+def client_tls() -> ClientTLSFiles:
+    """The process's client certificate for the agents (FLEXPLANE_AGENT_CA/CERT/KEY), read again when
+    the mounted Secret is renewed: one reader per set of paths, shared by every pool."""
+    paths = (settings.FLEXPLANE_AGENT_CA, settings.FLEXPLANE_AGENT_CERT, settings.FLEXPLANE_AGENT_KEY)
+    with _tls_lock:
+        files = _tls_files.get(paths)
+        if files is None:
+            files = _tls_files[paths] = ClientTLSFiles(*paths)
+        return files
 
 
 def _pool(timeout: float, max_in_flight: int) -> AgentPool:
-    tls = ClientTLS.from_files(
-        settings.FLEXPLANE_AGENT_CA, settings.FLEXPLANE_AGENT_CERT, settings.FLEXPLANE_AGENT_KEY
-    )
     return AgentPool(
-        tls,
+        client_tls(),
         timeout=timeout,
         max_in_flight=max_in_flight,
         proxy=settings.FLEXPLANE_MESH_PROXY,

@@ -317,7 +317,7 @@ def test_deleting_leaves_nothing_of_the_control_plane_even_once_its_owner_refere
     current = fcp(kube)
     current["metadata"]["ownerReferences"] = []
     current["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] = "web"
-    assert steps.delete(kube, current)
+    assert steps.delete(kube, current, SETTINGS)
     assert kube.get("v1", "Namespace", CP_NS) is None
     assert kube.get("apps/v1", "Deployment", model.DEPLOYMENT, CP_NS) is None
     assert kube.get("v1", "Secret", "pki", CP_NS) is None
