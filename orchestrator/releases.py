@@ -13,7 +13,10 @@ When releases come from the site's registry, the channel names where to pull ins
 
 An agent says in the query which host it is and how its last update went
 (``?zone=&node=&running=&result=&to=&message=``): during a staged rollout the answer depends on it
-(``orchestrator.services.rollouts``), and a report of a failed health check halts the rollout.
+(``orchestrator.services.rollouts``). The query carries no caller identity, so it is only a hint: a
+report that would change the rollout (a failed health check halts it; a host running its version
+counts toward the soak) is recorded only once that host's agent confirms it over the agents' mTLS
+channel, in its own words, within the agents' call timeout. A forged report changes nothing.
 
 No bearer token: agents are not OIDC clients, the files are not secret, and the signature, not
 this endpoint, is what an agent trusts (``agent.update``). What to serve is decided in
@@ -28,7 +31,7 @@ from django.views.decorators.http import require_safe
 
 from orchestrator.errors import FlexPlaneError, NotFound, Unavailable
 from orchestrator.services import releases, rollouts
-from orchestrator.services.context import process_kube
+from orchestrator.services.context import Sources, process_kube
 
 
 def _error(exc: FlexPlaneError) -> JsonResponse:
@@ -44,8 +47,9 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 
 @require_safe
 def channel(request: HttpRequest) -> HttpResponse:
+    report = rollouts.HostReport.from_query(request.GET)
     try:
-        document = rollouts.channel_document(process_kube(), rollouts.HostReport.from_query(request.GET))
+        document = rollouts.channel_document(Sources(kube=process_kube()), report)
     except FlexPlaneError as exc:
         return _no_store(_error(exc))
     return _no_store(JsonResponse(document))

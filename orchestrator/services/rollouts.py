@@ -12,21 +12,28 @@ then on the channel (:func:`channel_document`) answers each agent by who it is:
 The orchestrator is stateless: the rollout is one ConfigMap of the platform namespace (kind
 ``agent-release``, id ``rollout``, beside the pin), and what is written there after the start is
 learnt from the hosts. Each agent's channel request says which host it is and how its last update went
-(``agent.update.channel.report_query``); a report that changes the rollout is written once:
+(``agent.update.channel.report_url``); what a report would change is written once:
 
 - a host running the rollout's version is healthy from the first report that says so (``healthy``);
 - a host whose update to that version was rolled back (it failed its health check) halts the
   rollout, naming the host and the agent's own words (``halted``).
+
+The channel has no caller identity, so a report is only a hint: before it changes the rollout, the
+orchestrator asks that host's agent (GetInfo, over the agents' mTLS channel, whose certificate names
+the host) what it runs and how its last update went, within the agents' call timeout
+(FLEXPLANE_AGENT_TIMEOUT). Only what the agent itself says is recorded (its message, not the
+query's). A report for a host the catalog does not hold, one the agent contradicts, or one whose agent
+cannot be asked changes nothing and is logged (no more than ``LOG_BURST`` lines a minute): the agent
+reports again on its next check. A forged report thus neither halts a rollout nor counts a host
+healthy early; the channel's answer to it is only what the host it names would be served. Only a
+report that would change the rollout costs a call to an agent (a host counted already, or a failure
+once the rollout is halted, costs none).
 
 The rollout is promoted when every canary is healthy and the last of them has been for the soak time.
 A halted rollout serves its version only to hosts that run it already: it reaches no further host
 until an admin resumes it (the failed host is then excused from the canaries) or starts another one.
 A completed rollout stays: it holds the fleet at its version, and a newly published version reaches
 the hosts only through a rollout of its own (or a pin). Pinning a version ends any rollout.
-
-The reports are not authenticated (the channel has no caller identity): a forged report can halt a
-rollout (an admin resumes it) or count a host healthy early; it can never make an agent accept bytes
-the release key did not sign.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ import datetime
 import hashlib
 import logging
 import math
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,10 +53,14 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
 from agentclient.identity import is_dns_label
+from orchestrator.auth import Principal
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, ValidationFailed
+from orchestrator.models import Host
+from orchestrator.models.zones import host_ident
 from orchestrator.services import access, catalog, releases
-from orchestrator.services.context import Context, process_kube
+from orchestrator.services.context import Context, Sources, process_kube
 from orchestrator.sources.protocols import KubeApi
+from orchestrator.sources.proxmox import AgentReport
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +70,12 @@ DEFAULT_SOAK_MINUTES = 60
 # The agent's word (agent.update.state.RESULT_NAMES) for an update whose health check failed.
 ROLLED_BACK = "rolled-back"
 MAX_REPORT_FIELD = 200
+# What a report would change: a halt, or a host counted as running the version.
+HALTS, RUNS = "halts", "runs"
+# Reports not recorded are logged at most this many times a minute (forged ones could come in floods).
+LOG_BURST, LOG_WINDOW = 10, 60.0
+# Who the channel acts as when it reads the catalog and asks an agent: nothing a role guards.
+_CHANNEL = Principal(subject="flexplane-release-channel", name="release channel", email="", roles=frozenset())
 
 CANARY, SOAKING, ROLLING_OUT, COMPLETE, HALTED = "CANARY", "SOAKING", "ROLLING_OUT", "COMPLETE", "HALTED"
 PHASES = (CANARY, SOAKING, ROLLING_OUT, COMPLETE, HALTED)
@@ -68,7 +87,8 @@ def _now() -> datetime.datetime:
 
 @dataclass(frozen=True)
 class HostReport:
-    """What an agent says of itself when it asks the channel: which host, what it runs, its last update."""
+    """What an agent says of itself when it asks the channel: which host, what it runs, its last update.
+    From the query a hint only (anyone may send one); from the agent's GetInfo what is recorded."""
 
     host: str
     running: str
@@ -87,6 +107,18 @@ class HostReport:
             return str(query.get(name, ""))[:MAX_REPORT_FIELD]
 
         return cls(f"{zone}/{node}", said("running"), said("result"), said("to"), said("message"))
+
+    @classmethod
+    def from_agent(cls, host: str, said: AgentReport) -> HostReport:
+        """What the host's agent itself answered (GetInfo): the version it runs and its last update."""
+        update = said.last_update
+        return cls(host, said.version, update.result, update.to_version, update.message[:MAX_REPORT_FIELD])
+
+    @property
+    def words(self) -> str:
+        """What it says, for a log line (quoted: a query's words are anyone's)."""
+        last = f", its last update {self.result!r} (to {self.to_version!r})" if self.to_version else ""
+        return f"it runs {self.running!r}{last}"
 
 
 @dataclass(frozen=True)
@@ -163,18 +195,28 @@ class Rollout:
             return self.version, downgrade
         return self.baseline, False
 
-    def observed(self, report: HostReport | None, now: datetime.datetime) -> Rollout:
-        """The rollout with what ``report`` teaches (itself when nothing): a host healthy, or the halt."""
+    def teaches(self, report: HostReport | None) -> str:
+        """What ``report`` would change: HALTS (its update to this version was rolled back, and it is
+        not excused), RUNS (the first report of it running this version), or "" (nothing)."""
         if report is None:
-            return self
+            return ""
         failed = report.result == ROLLED_BACK and report.to_version == self.version
         if self.halt is None and failed and report.host not in self.excused:
+            return HALTS
+        if report.running == self.version and report.host not in self.healthy:
+            return RUNS
+        return ""
+
+    def observed(self, report: HostReport | None, now: datetime.datetime) -> Rollout:
+        """The rollout with what ``report`` teaches (itself when nothing): a host healthy, or the halt."""
+        taught = self.teaches(report)
+        if report is None or not taught:
+            return self
+        if taught == HALTS:
             said = f": {report.message}" if report.message else ""
             message = f"{self.version} failed its health check on {report.host} and was rolled back{said}"
             return replace(self, halt=Halt(report.host, message, now))
-        if report.running == self.version and report.host not in self.healthy:
-            return replace(self, healthy={**self.healthy, report.host: now})
-        return self
+        return replace(self, healthy={**self.healthy, report.host: now})
 
     # ----------------------------------------------------------------------------- storage
 
@@ -251,38 +293,112 @@ def _store(source: KubeApi, rollout: Rollout, read_at: str | None) -> None:
 # --------------------------------------------------------------------------------- the channel
 
 
-def _learn(
-    source: KubeApi, rollout: Rollout, read_at: str, report: HostReport | None, now: datetime.datetime
-) -> Rollout:
-    """Write what the report teaches, once. A write that loses a race to another replica is left to
-    the host's next report, which says the same (its last update stays until the next one)."""
-    learnt = rollout.observed(report, now)
-    if learnt == rollout:
-        return rollout
+class LogBudget:
+    """At most ``burst`` lines every ``window`` seconds, the next one let through saying how many were
+    dropped: what anyone may send, a flood of forged reports, cannot flood the log. In memory as the
+    agents' channel pool is: it keeps no domain state, and each replica counts its own."""
+
+    def __init__(self, burst: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.burst, self.window, self._clock = burst, window, clock
+        self._lock = threading.Lock()
+        self._since, self._spent, self._dropped = clock(), 0, 0
+
+    def spend(self) -> int | None:
+        """None when the line is over budget (dropped); else how many were dropped before it."""
+        with self._lock:
+            now = self._clock()
+            if now - self._since >= self.window:
+                self._since, self._spent = now, 0
+            if self._spent >= self.burst:
+                self._dropped += 1
+                return None
+            self._spent += 1
+            dropped, self._dropped = self._dropped, 0
+            return dropped
+
+
+_NOT_RECORDED = LogBudget(LOG_BURST, LOG_WINDOW)
+
+
+def _not_recorded(report: HostReport, why: str, level: int = logging.WARNING) -> None:
+    dropped = _NOT_RECORDED.spend()
+    if dropped is None:
+        return
+    more = f" ({dropped} more such reports were not logged)" if dropped else ""
+    logger.log(level, "agent rollout: a report for %s was not recorded: %s%s", report.host, why, more)
+
+
+def _agent_says(ctx: Context, report: HostReport) -> HostReport | None:
+    """What the reporting host's own agent says of itself (GetInfo over mTLS, its certificate naming
+    the host), or None when the host is not in the catalog or its agent did not answer in time."""
+    zone, node = report.host.split("/")
+    entry = ctx.kube.get_catalog(catalog.HOST, host_ident(zone, node))
+    if entry is None:
+        _not_recorded(report, "no such host in the catalog")
+        return None
     try:
-        _store(source, learnt, read_at)
+        host = Host.from_spec(entry.spec)
+    except (KeyError, TypeError, ValueError) as exc:
+        _not_recorded(report, f"its catalog entry does not parse: {exc!r}")
+        return None
+    try:
+        agents = ctx.proxmox
+    except (OSError, ValueError) as exc:  # this process has no client certificate to ask agents with
+        _not_recorded(report, f"its agent cannot be asked: {exc}", logging.INFO)
+        return None
+    said = agents.agent_reports({host.key: host.target})
+    if host.key not in said.results:
+        problem = said.failures.get(host.key, "no answer")
+        _not_recorded(report, f"its agent did not confirm it now: {problem}", logging.INFO)
+        return None
+    return HostReport.from_agent(host.key, said.results[host.key])
+
+
+def _learn(
+    ctx: Context, rollout: Rollout, read_at: str, report: HostReport | None, now: datetime.datetime
+) -> Rollout:
+    """Write what the report teaches, once, if the host's agent says so itself: the query is a hint
+    that anyone could send. What is written is the agent's word. A report not confirmed, or a write
+    that loses a race to another replica, is left to the host's next report, which says the same (its
+    last update stays until the next one)."""
+    taught = rollout.teaches(report)
+    if report is None or not taught:
+        return rollout
+    told = _agent_says(ctx, report)
+    if told is None:
+        return rollout
+    if rollout.teaches(told) != taught:
+        _not_recorded(
+            report, f"its agent contradicts it: the query says {report.words}; the agent, {told.words}"
+        )
+        return rollout
+    learnt = rollout.observed(told, now)
+    try:
+        _store(ctx.kube, learnt, read_at)
     except FlexPlaneError as exc:
-        logger.info("agent rollout: %s's report not stored now (%s); its next one will be", report, exc)
+        logger.info("agent rollout: %s's report not stored now (%s); its next one will be", told.host, exc)
         return learnt
     if learnt.halt is not None and rollout.halt is None:
         logger.warning("agent rollout: halted: %s", learnt.halt.message)
     else:
-        logger.info("agent rollout: %s runs %s", report.host if report else "?", rollout.version)
+        logger.info("agent rollout: %s runs %s", told.host, rollout.version)
     return learnt
 
 
-def channel_document(source: KubeApi, report: HostReport | None) -> dict[str, Any]:
+def channel_document(sources: Sources, report: HostReport | None) -> dict[str, Any]:
     """``channel.json`` for the reporting host: the rollout's wave decides the version, when a rollout
-    holds the channel (and no pin overrides it); else the channel's own choice."""
-    read = _read(source)
-    if read is None or releases.current_pin(source) is not None:
-        return releases.channel_document(source)
+    holds the channel (and no pin overrides it); else the channel's own choice. ``sources``: the
+    process's (the view hands in the management cluster), the agents asked through them."""
+    ctx = Context(principal=_CHANNEL, sources=sources)
+    read = _read(ctx.kube)
+    if read is None or releases.current_pin(ctx.kube) is not None:
+        return releases.channel_document(ctx.kube)
     now = _now()
-    rollout = _learn(source, *read, report, now)
+    rollout = _learn(ctx, *read, report, now)
     version, downgrade = rollout.serves(report, now)
     if not version:  # nothing older was published when it started: this host waits for its wave
         raise NotFound("agent release before the rollout of", rollout.version)
-    return releases.channel_document(source, version=version, pinned=downgrade)
+    return releases.channel_document(ctx.kube, version=version, pinned=downgrade)
 
 
 # ------------------------------------------------------------------------------------------ admin

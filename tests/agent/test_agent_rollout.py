@@ -2,8 +2,10 @@
 check on the canary halts the rollout, which says where (API, metric), and never reaches the other host.
 
 The canary is a real agent under the systemd stand-in (tests/agent/test_agent_update.py's ``Node``), checking
-the channel every second; the other host is the serving agent's updater run in this process, as the
-registry tests run it. The module starts its own registry and orchestrator (those fixtures, imported)."""
+the channel every second; the orchestrator confirms its report of the rollback by asking it (GetInfo over
+mTLS, with the orchestrator's client certificate) before it halts the rollout. The other host is the serving
+agent's updater run in this process, as the registry tests run it. The module starts its own registry and
+orchestrator (those fixtures, imported; the orchestrator's with its agent certificate)."""
 
 from __future__ import annotations
 
@@ -32,16 +34,15 @@ from tests.agent.test_agent_registry_update import (
     installed,
     node,
     node_settings,
-    platform,
     proxy,
     registry,
     releases,
 )
 from tests.agent.test_agent_update import AGENT_HOST, PIN_VERSION, Node, wait_for_result
 from tests.apikit import eventually
-from tests.releasekit import Proxy, ReleasePlatform, Releases, push
+from tests.releasekit import Proxy, ReleasePlatform, Releases, push, registry_env
 
-__all__ = ["channel", "node", "node_settings", "platform", "proxy", "registry", "releases"]
+__all__ = ["channel", "node", "node_settings", "proxy", "registry", "releases"]
 
 CANARY, OTHER = f"{ZONE}/{NODE}", f"{ZONE}/pve2"
 START = """mutation($version: String!, $hosts: [String!], $soak: Int) {
@@ -51,15 +52,34 @@ ROLLOUT = "{ agentRollout { version phase failedHost message updatedHosts } }"
 ROLLOUT_CONFIG_MAP = "agent-release-rollout"
 
 
+@pytest.fixture(scope="module")
+def platform(
+    pki: Pki, registry: Registry, proxy: Proxy, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReleasePlatform]:
+    """The orchestrator's channel on the registry's tags, through the relay as the nodes see it, with the
+    client certificate it asks agents with (the hosts' reports are confirmed by their agents)."""
+    cert, key = pki.orchestrator
+    env = {
+        **registry_env(f"{proxy.address}/flexplane/agent", registry),
+        "FLEXPLANE_AGENT_CA": str(pki.ca.cert_path),
+        "FLEXPLANE_AGENT_CERT": str(cert),
+        "FLEXPLANE_AGENT_KEY": str(key),
+    }
+    with ReleasePlatform(tmp_path_factory.mktemp("rollout-platform"), pki.ca, env=env) as running:
+        yield running
+
+
 @pytest.fixture
-def fleet(channel: ReleasePlatform) -> Iterator[ReleasePlatform]:
-    """The canary's and the other node's hosts in the platform's catalog; the rollout removed afterwards."""
+def fleet(node: Node, channel: ReleasePlatform) -> Iterator[ReleasePlatform]:
+    """The canary's (where its agent listens) and the other node's hosts in the platform's catalog; the
+    rollout removed afterwards."""
     kube = KubeSource(
         client.ApiClient(load_configuration(str(channel.scratch / "kubeconfig"))), seed.NAMESPACE, 10.0
     )
+    endpoints = {CANARY: node.target.address, OTHER: f"{AGENT_HOST}:7443"}
     for key in (CANARY, OTHER):
         zone, name = key.split("/")
-        host = Host(zone=zone, node=name, endpoint=f"{AGENT_HOST}:7443")
+        host = Host(zone=zone, node=name, endpoint=endpoints[key])
         kube.create_catalog(HOST, host_ident(zone, name), host.to_spec(), labels={ZONE_LABEL: zone})
     yield channel
     for key in (CANARY, OTHER):
@@ -115,6 +135,14 @@ async def test_a_release_that_fails_on_the_canary_halts_the_rollout_and_never_re
     )["data"]["startAgentRollout"]
     assert started["errors"] == []
     assert started["rollout"] == {"phase": "CANARY", "canaries": [CANARY], "baseline": "1.0.0"}
+    # Anyone's request claiming the canary runs 1.2.0 healthy: its agent says otherwise, so with a soak
+    # of 0 it promotes nothing (it would have served 1.2.0 to the other host).
+    zone, name = CANARY.split("/")
+    forged = fleet.get(
+        f"/agent/releases/channel.json?zone={zone}&node={name}&running=1.2.0&result=updated&to=1.2.0"
+    )
+    assert forged.json()["version"] == "1.2.0"  # what the canary is served, as ever
+    assert fleet.graphql(ROLLOUT, user="admin")["data"]["agentRollout"]["updatedHosts"] == []
 
     info = wait_for_result(node, "rolled-back", to_version="1.2.0")
     assert (info.version, node.pointed("current")) == ("1.0.0", "1.0.0")

@@ -15,9 +15,8 @@ from django.test import Client, override_settings
 from orchestrator.models import Host
 from orchestrator.models.zones import host_ident
 from orchestrator.services.catalog import HOST, ZONE_LABEL
-from tests.orchestrator.api.test_agent_rollout import ask, released, start
+from tests.orchestrator.api.test_agent_rollout import FleetZones, ask, released, report, start
 from tests.orchestrator.fakekube import seeded
-from tests.orchestrator.fakeproxmox import seeded_zones
 from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process, signed_in
 
 __all__ = ["released"]  # the release folder fixture, shared with the API's tests
@@ -26,8 +25,14 @@ CANARY, OTHER = "zone-a/pve1", "zone-a/pve2"
 
 
 @pytest.fixture
-def api(released: Path) -> Iterator[InProcessApi]:
-    """The API and portal of this process: two hosts of zone-a, 1.0.0 to 1.2.0 published."""
+def zones() -> FleetZones:
+    return FleetZones()
+
+
+@pytest.fixture
+def api(released: Path, zones: FleetZones) -> Iterator[InProcessApi]:
+    """The API and portal of this process: two hosts of zone-a, whose agents say what a test says they
+    run, 1.0.0 to 1.2.0 published."""
     kube = seeded()
     for key in (CANARY, OTHER):
         zone, node = key.split("/")
@@ -37,7 +42,7 @@ def api(released: Path) -> Iterator[InProcessApi]:
     try:
         with (
             override_settings(FLEXPLANE_AGENT_RELEASES_DIR=str(released), FLEXPLANE_AGENT_REGISTRY=""),
-            in_process(issuer, kube, seeded_zones()) as running,
+            in_process(issuer, kube, zones) as running,
         ):
             yield running
     finally:
@@ -60,7 +65,7 @@ def post(browser: Client, path: str, data: dict[str, str] | None = None) -> str:
 
 
 def test_the_hosts_page_shows_the_rollouts_phase_its_canary_and_the_host_where_it_halted(
-    api: InProcessApi,
+    api: InProcessApi, zones: FleetZones
 ) -> None:
     assert "data-rollout-phase" not in hosts_page()  # none started: nothing said
     assert start(api, hosts=[CANARY], soak=15)["errors"] == []
@@ -71,7 +76,7 @@ def test_the_hosts_page_shows_the_rollouts_phase_its_canary_and_the_host_where_i
     assert re.search(r"the other hosts get 1\.0\.0 until the canaries have run it healthy for 15 min", page)
     assert "canary of 1.1.0" in page
 
-    ask(CANARY, "1.0.0", "rolled-back", "1.1.0", "1.1.0 did not answer within 60 s")
+    report(zones, CANARY, "1.0.0", "rolled-back", "1.1.0", "1.1.0 did not answer within 60 s")
     page = hosts_page()
     assert 'data-rollout-phase="HALTED"' in page
     assert f'data-rollout-halted="{CANARY}"' in page
