@@ -45,7 +45,9 @@ CONTAINERFILE = DEFINITION / "Containerfile"
 ROOTFS_SH = DEFINITION / "rootfs.sh"
 # rootfs.sh's debootstrap, made ahead here and cached (the same suite and packages as in the script).
 SUITE = "bookworm"
-BASE_PACKAGES = ["python3", "python3-venv", "ca-certificates"]
+# The mesh hub (manage.py mesh_hub, the same image) calls ip and wg, and wireguard-go where the node's
+# kernel has no WireGuard (the chart mounts /dev/net/tun for it).
+BASE_PACKAGES = ["python3", "python3-venv", "ca-certificates", "iproute2", "wireguard-tools", "wireguard-go"]
 ROOTFS_STAGE = "rootfs"
 
 

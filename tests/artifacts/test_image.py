@@ -12,19 +12,27 @@ host's network is what lets the image's process reach them as the pods reach the
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import helm_python
 import pytest
 import requests
+import yaml
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from kubernetes.config import new_client_from_config
 
 from devstack import seed
 from devstack.identity.process import IdentityProvider
@@ -33,6 +41,7 @@ from devstack.net import free_port
 from tests.addresses import address
 from tests.artifacts.chroot import BUILD, ROOT, in_namespace
 from tests.artifacts.conftest import artifact
+from tests.charts import kit
 
 sys.path.insert(0, str(ROOT / "packaging"))
 from build_image import CONTAINERFILE, ROOTFS_STAGE, image_config, stages, tags
@@ -41,6 +50,8 @@ BUILD_IMAGE = ROOT / "packaging" / "build_image.py"
 # Third octet on this run's world subnet for the servers of the image test (tests/addresses.py).
 IMAGE_SUITE = 230
 MAX_SIZE = 250 * 1024 * 1024
+FLEXTENANT = ROOT / "charts" / "flextenant"
+K3S_VALUES = FLEXTENANT / "ci" / "k3s-values.yaml"
 START_TIMEOUT = 90.0
 USER = "10001:10001"
 # Started in the namespace: the root read-only, a tmpfs on /tmp, the kubeconfig, then the image's process.
@@ -214,6 +225,31 @@ def neighbours(
         kube.stop()
 
 
+@contextlib.contextmanager
+def image_process(
+    rootfs: Path, config_dir: Path, userspec: str, command: list[str]
+) -> Iterator[subprocess.Popen]:
+    """``command`` run from the image's root as a runtime would start it (see RUN), stopped at the end:
+    SIGTERM to its process group, SIGKILL to whatever of it outlives that."""
+    process = subprocess.Popen(
+        in_namespace(RUN, "run", str(rootfs), str(config_dir), *command),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "USERSPEC": userspec},
+        start_new_session=True,  # its own process group: stopping it stops the image's process too
+    )
+    try:
+        yield process
+    finally:
+        _signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
+        _signal_group(process, signal.SIGKILL)  # whatever of the group outlived unshare
+
+
 def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
     config: dict, rootfs: Path, neighbours: tuple[KubeServer, IdentityProvider, Path]
 ) -> None:
@@ -245,14 +281,7 @@ def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
         "--proxy-headers",
         "flexplane.asgi:application",
     ]
-    process = subprocess.Popen(
-        in_namespace(RUN, "run", str(rootfs), str(config_dir), *command),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "USERSPEC": USER},
-        start_new_session=True,  # its own process group: stopping it stops daphne too, not only unshare
-    )
-    try:
+    with image_process(rootfs, config_dir, USER, command) as process:
         deadline = time.monotonic() + START_TIMEOUT
         health = None
         while time.monotonic() < deadline and process.poll() is None:
@@ -267,14 +296,107 @@ def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
         assert ready.status_code == 200, ready.text
         assert ready.json()["checks"]["management-cluster"]["ok"]
         assert ready.json()["checks"]["identity"]["ok"]
+
+
+def hub_container() -> dict:
+    """The mesh hub's container as the README's k3s walkthrough renders the flextenant chart (its values
+    file and the hub endpoint it sets)."""
+    values = kit.merged(
+        yaml.safe_load(K3S_VALUES.read_text()), {"mesh": {"hubEndpoint": "203.0.113.10:51820"}}
+    )
+    with helm_python.Chart.load(FLEXTENANT) as chart:
+        rendered = kit.manifests(
+            chart.render(values, name="flextenant", namespace="flexplane", is_install=True)
+        )
+    pods = [m["spec"]["template"]["spec"] for m in rendered if m["kind"] == "Deployment"]
+    (hub,) = [c for spec in pods for c in spec["containers"] if c["name"] == "mesh"]
+    return dict(hub)
+
+
+def uapi_get(path: Path) -> dict[str, str]:
+    """A WireGuard device's settings through its UAPI socket (wireguard-go's, which lives in the image's
+    /var/run/wireguard: the host's ``wg`` looks in its own)."""
+    with socket.socket(socket.AF_UNIX) as uapi:
+        uapi.settimeout(5)
+        uapi.connect(str(path))
+        uapi.sendall(b"get=1\n\n")
+        answer = b""
+        while not answer.endswith(b"\n\n"):
+            chunk = uapi.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    return dict(line.split("=", 1) for line in answer.decode().splitlines() if "=" in line)
+
+
+def test_the_image_runs_the_mesh_hub_as_the_chart_does_with_the_tools_it_calls(
+    config: dict, rootfs: Path, neighbours: tuple[KubeServer, IdentityProvider, Path]
+) -> None:
+    """The hub's command, arguments and environment as the chart renders them, from the image's root with
+    only the capability the chart grants (NET_ADMIN, as root): it makes its WireGuard interface with the
+    image's ip, wg and wireguard-go (where the kernel has no WireGuard, as here) and serves its proxy.
+    The interface, the UDP port and the proxy's address are this run's; the cluster is the emulator."""
+    _kube, _identity, config_dir = neighbours
+    core = client.CoreV1Api(new_client_from_config(config_file=str(config_dir / "kubeconfig")))
+    with contextlib.suppress(ApiException):  # made by an earlier run of this module's neighbours
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=seed.NAMESPACE)))
+    container = hub_container()
+    host = address(IMAGE_SUITE, 4)
+    proxy_port, udp_port = free_port(host), free_port(host)
+    interface = f"fpmeshimg{os.getpid() % 1000}"
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN"]}
+    own = {
+        "--interface": interface,
+        "--port": str(udp_port),
+        "--proxy-listen": f"{host}:{proxy_port}",
+    }
+    arguments = [f"{a.partition('=')[0]}={own[a.partition('=')[0]]}" for a in container["args"]]
+    assert [a.partition("=")[0] for a in arguments] == list(own)
+    env = [
+        f"{var['name']}={var['value']}"
+        for var in container["env"]
+        if "value" in var and var["name"] != "POD_IP"
+    ]
+    env += [
+        "FLEXPLANE_SECRET_KEY=image-test-" + "k" * 50,  # the chart's secretKeyRef
+        "FLEXPLANE_KUBECONFIG=/run/kubeconfig",  # in a pod: its service account
+        f"PATH={dict(e.split('=', 1) for e in config['config']['Env'])['PATH']}",
+    ]
+    command = [
+        "/usr/bin/setpriv",
+        "--bounding-set=-all,+net_admin",
+        "--inh-caps=-all",
+        "--no-new-privs",
+        "--",
+        "/usr/bin/env",
+        "-i",
+        *env,
+        *container["command"],
+        *arguments,
+    ]
+    try:
+        with image_process(rootfs, config_dir, "0:0", command) as process:
+            deadline = time.monotonic() + START_TIMEOUT
+            while time.monotonic() < deadline and process.poll() is None:
+                with contextlib.suppress(OSError):
+                    socket.create_connection((host, proxy_port), timeout=1).close()
+                    break
+                time.sleep(0.3)
+            else:
+                pytest.fail(f"the image's mesh hub did not serve its proxy:\n{_output(process)}")
+            device = uapi_get(config_dir / "wireguard" / f"{interface}.sock")
+            addresses = subprocess.run(
+                ["ip", "-o", "address", "show", "dev", interface], capture_output=True, text=True, check=True
+            ).stdout
+        assert process.stdout is not None
+        said = process.stdout.read().decode(errors="replace")
+        assert device["listen_port"] == str(udp_port), device
+        private = X25519PrivateKey.from_private_bytes(bytes.fromhex(device["private_key"]))
+        public = base64.b64encode(private.public_key().public_bytes_raw()).decode()
+        assert f"mesh hub listening on UDP {udp_port} ({interface}), key {public}" in said, said
+        assert "10.99.0.1/22" in addresses, addresses
     finally:
-        _signal_group(process, signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            process.wait()
-        _signal_group(process, signal.SIGKILL)  # whatever of the group outlived unshare
+        subprocess.run(["ip", "link", "del", "dev", interface], capture_output=True, check=False)
 
 
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:

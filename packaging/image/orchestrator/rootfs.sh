@@ -9,17 +9,20 @@
 # Containerfile's rootfs stage, so both images hold the same files. Runs as root; reaches Debian's
 # archive and PyPI only.
 #
-# In OUT: Debian 12 minbase with python3 and ca-certificates (debootstrap); /opt/flexplane/venv, a
-# venv on Debian's python3 with the app's wheel and its locked dependencies (pip, inside the root, so every
-# compiled file matches the image's Python); the project templates beside the installed packages
-# (where the settings look for them); the collected static files in /opt/flexplane/static; the user
-# flexplane (10001). Then out go pip, apt, dpkg's programs, documentation and caches.
+# In OUT: Debian 12 minbase with python3, ca-certificates and the mesh hub's tools (debootstrap);
+# /opt/flexplane/venv, a venv on Debian's python3 with the app's wheel and its locked dependencies (pip,
+# inside the root, so every compiled file matches the image's Python); the project templates beside the
+# installed packages (where the settings look for them); the collected static files in
+# /opt/flexplane/static; the user flexplane (10001). Then out go pip, apt, dpkg's programs,
+# documentation and caches.
 set -eu
 
 SRC=$(cd "$1" && pwd)
 OUT=$2
 SUITE=bookworm
-PACKAGES=python3,python3-venv,ca-certificates
+# The mesh hub (python -m django mesh_hub, from this image) calls ip and wg, and wireguard-go where the
+# node's kernel has no WireGuard.
+PACKAGES=python3,python3-venv,ca-certificates,iproute2,wireguard-tools,wireguard-go
 MIRROR=${FLEXPLANE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 VENV=/opt/flexplane/venv
 UID_GID=10001
