@@ -48,7 +48,8 @@ LINT_LOG := $(CURDIR)/.scratch/lint.log
 BUILD := $(CURDIR)/.build
 ARTIFACT_TOOLS := /usr/sbin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip
 
-.PHONY: dev test test-full durations lint format protos lock upgrade schema install clean deb image test-artifacts
+.PHONY: dev test test-full durations lint format protos lock upgrade schema install clean deb image test-artifacts \
+	capi-components
 
 $(BIN)/uv:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -153,6 +154,12 @@ deb: $(STAMP) | $(ARTIFACT_TOOLS)
 # The orchestrator's image, an OCI layout in $(BUILD)/image/oci (packaging/build_image.py).
 image: $(STAMP) $(CSS) | $(ARTIFACT_TOOLS)
 	$(SUDO) $(BIN)/python packaging/build_image.py --build $(BUILD)
+
+# The Cluster API providers as clusterctl installs them (packaging/build_capi_components.py): a clusterctl
+# local repository in $(BUILD)/capi, <provider>/v<version>/ with metadata.yaml, the components and the
+# cluster template, rendered from charts/providers. A clusterctl.yaml names them (docs/kubernetes.md).
+capi-components: $(STAMP)
+	$(BIN)/python packaging/build_capi_components.py --out $(BUILD)/capi
 
 # Both artifacts built, then checked and run (tests/artifacts, which make test does not collect): the .deb
 # installed, upgraded and purged in minimal Debian 12 and 13 roots, the image started and probed.

@@ -1,6 +1,7 @@
 """A test-only stand-in for Cluster API core's controllers and the kubeadm bootstrap provider (CABPK).
 
-Never shipped: on a real management cluster ``clusterctl init`` installs Cluster API core and CABPK, and
+Never shipped: on a real management cluster ``clusterctl init`` installs Cluster API core and CABPK (here
+the release :data:`devstack.kube.crds.CLUSTER_API_VERSION`, CRDs labelled with the v1beta2 contract), and
 flex.plane's providers (``providers/``) work with those. Here, where neither can run, :class:`CapiCore`
 plays their part against the devstack's Kubernetes emulator, through the API only (the official client and
 a kubeconfig), following Cluster API's v1beta2 contracts field by field:

@@ -7,11 +7,15 @@ settings it reads: ``FLEXPLANE_KUBECONFIG`` (else the in-cluster service account
 leader Lease), ``FLEXPLANE_AGENT_CA``/``CERT``/``KEY`` (the ``flexplane-capi`` client certificate, read
 again when its mounted Secret is renewed); ``FLEXPLANE_PROVIDERS_VDC_ROLE``, ``..._CONTROL_PLANE_ROLE`` and
 ``FLEXPLANE_SERVICE_ACCOUNT`` (the roles they bind themselves to for Secrets, ``providers.common.access``);
+``FLEXPLANE_PROVIDERS`` (which providers this process runs: ``infrastructure``, ``control-plane``, or
+both when unset, as the chart runs them; the clusterctl components run one per Deployment),
 ``FLEXPLANE_PROVIDERS_LEADER_LEASE`` (the leader Lease's name, ``flexplane-providers-leader``),
 ``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15), and the
 providers' retry delays (``FLEXPLANE_PROVIDERS_RETRY_DELAY`` and the others their handlers name).
-Then it takes the leader Lease and runs the providers' kopf operators until SIGTERM (or SIGINT), and
-releases the Lease on the way out so that another replica takes over at once.
+First it checks that Cluster API core speaks contract v1beta2 (:mod:`providers.compat`), and refuses to
+start (exit status 1), naming the Cluster API version needed, when it does not. Then it takes the leader
+Lease and runs the providers' kopf operators until SIGTERM (or SIGINT), and releases the Lease on the way
+out so that another replica takes over at once.
 """
 
 from __future__ import annotations
@@ -38,6 +42,21 @@ class KopfExtras(logging.Filter):
         return True
 
 
+# FLEXPLANE_PROVIDERS' names (clusterctl's provider types, less their suffix) and the providers they run.
+SELECTIONS = {"infrastructure": ("infrastructure",), "control-plane": ("controlplane",)}
+
+
+def selected(value: str) -> set[str]:
+    """The providers' names (``Provider.name``) that FLEXPLANE_PROVIDERS selects; both when it is empty."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SELECTIONS]
+    if unknown:
+        raise SystemExit(
+            f"FLEXPLANE_PROVIDERS: unknown provider {', '.join(unknown)}: name {' or '.join(SELECTIONS)}"
+        )
+    return {provider for name in names or SELECTIONS for provider in SELECTIONS[name]}
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexplane.settings")
     import django
@@ -48,9 +67,11 @@ def main() -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(KopfExtras())
 
+    from kubernetes import client
+
     from orchestrator.sources.kube import kube as platform_kube
     from orchestrator.sources.kube import load_configuration
-    from providers import leader
+    from providers import compat, leader
     from providers.common import kube as kube_module
     from providers.common.operator import run
     from providers.controlplane.handlers import PROVIDER as CONTROL_PLANE
@@ -66,6 +87,16 @@ def main() -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     configuration = load_configuration(settings.FLEXPLANE_KUBECONFIG or None)
+    try:
+        compat.check_core(client.ApiClient(configuration), float(settings.FLEXPLANE_KUBE_TIMEOUT))
+    except compat.IncompatibleCore as refused:
+        logger.error("not starting: %s", refused)
+        return 1
+    providers = [
+        p
+        for p in (INFRASTRUCTURE, CONTROL_PLANE)
+        if p.name in selected(os.environ.get("FLEXPLANE_PROVIDERS", ""))
+    ]
     kube_module.configure(kube_module.Kube.from_configuration(configuration))
     identity = os.environ.get("POD_NAME") or socket.gethostname()
     ttl = float(os.environ.get("FLEXPLANE_PROVIDERS_LEADER_TTL") or leader.DEFAULT_TTL)
@@ -80,7 +111,7 @@ def main() -> int:
 
         def operate() -> None:
             try:
-                asyncio.run(run([INFRASTRUCTURE, CONTROL_PLANE], configuration, stop))
+                asyncio.run(run(providers, configuration, stop))
             except BaseException as exc:  # reported by the main thread
                 failure.append(exc)
                 stop.set()

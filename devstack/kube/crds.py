@@ -7,7 +7,10 @@ and ``scale`` subresources of that version); deleting it forgets them, and their
 
 Cluster API core's own CRDs are not flex.plane's to ship: :data:`CLUSTER_API_CORE_CRDS` declares its
 kinds that the devstack's stand-ins and tests write, with permissive schemas, as ``clusterctl init``
-would have installed them on a management cluster.
+would have installed them on a management cluster: labelled with the contract they speak
+(``cluster.x-k8s.io/v1beta2: v1beta2``, as Cluster API 1.11 and later label theirs; the providers check it
+at start, :mod:`providers.compat`) and with their provider (clusterctl's ``cluster.x-k8s.io/provider``).
+The stand-ins play Cluster API :data:`CLUSTER_API_VERSION`, the version the providers are tested against.
 """
 
 from __future__ import annotations
@@ -257,18 +260,41 @@ def custom_resource_definition(
     }
 
 
+# The Cluster API release the stand-ins play (core and CABPK): pinned in docs/kubernetes.md and
+# providers.compat.TESTED_CLUSTER_API (a test holds them equal).
+CLUSTER_API_VERSION = "v1.11.2"
+# The contract label of Cluster API 1.11's own CRDs: the contract v1beta2, served as API version v1beta2.
+CORE_CONTRACT_LABELS = {"cluster.x-k8s.io/v1beta2": "v1beta2"}
+
+
 def _core_crds() -> Iterable[Body]:
     replicas = ScalePaths(".spec.replicas", ".status.replicas", ".status.selector")
     core, bootstrap = "cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io"
-    yield custom_resource_definition(core, "Cluster", "clusters", versions=("v1beta2",))
+    core_labels = {**CORE_CONTRACT_LABELS, "cluster.x-k8s.io/provider": "cluster-api"}
+    kubeadm = {**CORE_CONTRACT_LABELS, "cluster.x-k8s.io/provider": "bootstrap-kubeadm"}
+    yield custom_resource_definition(core, "Cluster", "clusters", versions=("v1beta2",), labels=core_labels)
     yield custom_resource_definition(
-        core, "MachineDeployment", "machinedeployments", versions=("v1beta2",), scale=replicas
+        core,
+        "MachineDeployment",
+        "machinedeployments",
+        versions=("v1beta2",),
+        scale=replicas,
+        labels=core_labels,
     )
-    yield custom_resource_definition(core, "MachineSet", "machinesets", versions=("v1beta2",), scale=replicas)
-    yield custom_resource_definition(core, "Machine", "machines", versions=("v1beta2",))
-    yield custom_resource_definition(bootstrap, "KubeadmConfig", "kubeadmconfigs", versions=("v1beta2",))
     yield custom_resource_definition(
-        bootstrap, "KubeadmConfigTemplate", "kubeadmconfigtemplates", versions=("v1beta2",), status=False
+        core, "MachineSet", "machinesets", versions=("v1beta2",), scale=replicas, labels=core_labels
+    )
+    yield custom_resource_definition(core, "Machine", "machines", versions=("v1beta2",), labels=core_labels)
+    yield custom_resource_definition(
+        bootstrap, "KubeadmConfig", "kubeadmconfigs", versions=("v1beta2",), labels=kubeadm
+    )
+    yield custom_resource_definition(
+        bootstrap,
+        "KubeadmConfigTemplate",
+        "kubeadmconfigtemplates",
+        versions=("v1beta2",),
+        status=False,
+        labels=kubeadm,
     )
 
 

@@ -502,6 +502,14 @@ def providers_needs() -> Needs:
     out |= needs(
         EVERYWHERE, "", ("events",), "providers/common/operator.py", {"create": "settings.posting.level"}
     )
+    # Cluster API core's Cluster CRD, read once at start for its contract (the rule names that CRD only).
+    out |= needs(
+        EVERYWHERE,
+        "apiextensions.k8s.io",
+        ("customresourcedefinitions",),
+        "providers/compat.py",
+        {"get": "read_custom_resource_definition(CLUSTER_CRD"},
+    )
     return out
 
 
