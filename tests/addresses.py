@@ -63,6 +63,7 @@ FAKE_ZONE = 204  # tests/devstack/test_fakezones.py: a fake zone's node (port 80
 SNAPSHOT_ZONE = 205  # tests/devstack/test_fakesnapshots.py: a fake zone's node (port 8006)
 LIGHT_ZONES = 206  # tests/orchestrator/lightworld.py: its zones' nodes, one third octet a zone (206, 207)
 LIGHT_PORTAL = 208  # tests/portal/served.py: the portal served from the test's process
+DOCTOR = 209  # tests/orchestrator/test_doctor.py: bare clusters, an old API server, dead addresses
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:
