@@ -10,8 +10,9 @@ again when its mounted Secret is renewed); ``FLEXPLANE_PROVIDERS_VDC_ROLE``, ``.
 ``FLEXPLANE_PROVIDERS`` (which providers this process runs: ``infrastructure``, ``control-plane``, or
 both when unset, as the chart runs them; the clusterctl components run one per Deployment),
 ``FLEXPLANE_PROVIDERS_LEADER_LEASE`` (the leader Lease's name, ``flexplane-providers-leader``),
-``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15), and the
-providers' retry delays (``FLEXPLANE_PROVIDERS_RETRY_DELAY`` and the others their handlers name).
+``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15), the
+providers' retry delays (``FLEXPLANE_PROVIDERS_RETRY_DELAY`` and the others their handlers name), and
+``FLEXPLANE_PROBES_LISTEN`` (HOST:PORT: the kubelet's ``/healthz`` and ``/readyz``, :class:`Health`).
 First it checks that Cluster API core speaks contract v1beta2 (:mod:`providers.compat`), and refuses to
 start (exit status 1), naming the Cluster API version needed, when it does not. Then it takes the leader
 Lease and runs the providers' kopf operators until SIGTERM (or SIGINT), and releases the Lease on the way
@@ -27,7 +28,14 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kubernetes import client
+
+    from providers.common.operator import Provider
 
 logger = logging.getLogger("providers")
 
@@ -57,6 +65,25 @@ def selected(value: str) -> set[str]:
     return {provider for name in names or SELECTIONS for provider in SELECTIONS[name]}
 
 
+class Health:
+    """What the probes say (``orchestrator.probes``): ready once started (leading, or standing by for the
+    Lease as a spare replica does), alive unless stopping or, while leading, the operators have stopped."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.operators: threading.Thread | None = None
+
+    def live(self) -> str | None:
+        if self.stop.is_set():
+            return "stopping"
+        if self.operators is not None and not self.operators.is_alive():
+            return "the operators have stopped"
+        return None
+
+    def ready(self) -> str | None:
+        return "stopping" if self.stop.is_set() else None
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexplane.settings")
     import django
@@ -69,11 +96,10 @@ def main() -> int:
 
     from kubernetes import client
 
-    from orchestrator.sources.kube import kube as platform_kube
+    from orchestrator.probes import Probes
     from orchestrator.sources.kube import load_configuration
-    from providers import compat, leader
+    from providers import compat
     from providers.common import kube as kube_module
-    from providers.common.operator import run
     from providers.controlplane.handlers import PROVIDER as CONTROL_PLANE
     from providers.infrastructure.handlers import PROVIDER as INFRASTRUCTURE
 
@@ -98,6 +124,24 @@ def main() -> int:
         if p.name in selected(os.environ.get("FLEXPLANE_PROVIDERS", ""))
     ]
     kube_module.configure(kube_module.Kube.from_configuration(configuration))
+    health = Health(stop)
+    listen = os.environ.get("FLEXPLANE_PROBES_LISTEN", "")
+    probes = Probes(listen, live=health.live, ready=health.ready).start() if listen else None
+    try:
+        return lead(providers, configuration, stop, health)
+    finally:
+        if probes is not None:
+            probes.stop()
+
+
+def lead(
+    providers: Sequence[Provider], configuration: client.Configuration, stop: threading.Event, health: Health
+) -> int:
+    """Run the providers for as long as this replica holds the leader Lease (0 at a stop, 1 on a failure)."""
+    from orchestrator.sources.kube import kube as platform_kube
+    from providers import leader
+    from providers.common.operator import run
+
     identity = os.environ.get("POD_NAME") or socket.gethostname()
     ttl = float(os.environ.get("FLEXPLANE_PROVIDERS_LEADER_TTL") or leader.DEFAULT_TTL)
     lease = os.environ.get("FLEXPLANE_PROVIDERS_LEADER_LEASE") or leader.LEASE_NAME
@@ -117,6 +161,7 @@ def main() -> int:
                 stop.set()
 
         thread = threading.Thread(target=operate, name="operators")
+        health.operators = thread
         thread.start()
         while thread.is_alive():
             thread.join(0.5)  # the main thread stays free to take signals

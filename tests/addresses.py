@@ -64,6 +64,7 @@ SNAPSHOT_ZONE = 205  # tests/devstack/test_fakesnapshots.py: a fake zone's node 
 LIGHT_ZONES = 206  # tests/orchestrator/lightworld.py: its zones' nodes, one third octet a zone (206, 207)
 LIGHT_PORTAL = 208  # tests/portal/served.py: the portal served from the test's process
 DOCTOR = 209  # tests/orchestrator/test_doctor.py: bare clusters, an old API server, dead addresses
+PROBES = 210  # tests/orchestrator/test_probes.py: the probes of the processes that serve nothing else
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

@@ -24,6 +24,7 @@ import sys
 from devstack.capi_core import CapiCore
 from devstack.hosted_control_plane import HostedControlPlanes
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS
+from devstack.net import free_port
 from devstack.processes import Process, spawn
 from devstack.world.config import PROVIDERS_CLIENT_CN, PROVIDERS_LB_OCTET
 from devstack.world.orchestrator import WorldOrchestrator
@@ -47,6 +48,8 @@ class WorldProviders(WorldOrchestrator):
     capi_core: CapiCore | None = None
     hosted_control_planes: HostedControlPlanes | None = None
     providers: Process | None = None
+    # Where the providers' process serves its probes (/healthz, /readyz), as the kubelet would read them.
+    providers_probes: str | None = None
 
     providers_settings: dict[str, str] | None = None
 
@@ -78,12 +81,20 @@ class WorldProviders(WorldOrchestrator):
             "FLEXPLANE_AGENT_CERT": str(cert),
             "FLEXPLANE_AGENT_KEY": str(key),
             "FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS": self.cfg.kube_host,
+            "FLEXPLANE_PROBES_LISTEN": self.providers_probes_address(),
             "POD_NAME": "providers-0",
             **{
                 f"FLEXPLANE_PROVIDERS_{name}": value
                 for name, value in (self.providers_settings or {}).items()
             },
         }
+
+    def providers_probes_address(self) -> str:
+        """HOST:PORT of the providers' probes, chosen once (a restarted process serves them there again)."""
+        if self.providers_probes is None:
+            host = self.cfg.orchestrator_host
+            self.providers_probes = f"{host}:{free_port(host)}"
+        return self.providers_probes
 
     def start_providers_process(self) -> Process:
         """``python -m providers``, its output appended to ``logs/providers.log`` (earlier runs' kept)."""

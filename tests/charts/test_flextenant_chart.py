@@ -447,14 +447,17 @@ def test_the_gateway_reconciler_runs_with_the_orchestrators_settings_files_and_h
     (container,) = spec["containers"]
     (app,) = [c for c in orchestrator["containers"] if c["name"] == "orchestrator"]
     assert container["command"] == ["python", "-m", "django", "reconcile_gateways"]
-    assert container["args"] == ["--every=15"]
+    assert container["args"] == ["--every=15", "--probes-listen=:8081"]
     assert container["image"] == app["image"]
     assert container["env"] == app["env"]
     assert container["volumeMounts"] == app["volumeMounts"]
     assert spec["volumes"] == orchestrator["volumes"]
     assert container["securityContext"] == app["securityContext"]
     assert spec["serviceAccountName"] == orchestrator["serviceAccountName"]
-    assert "ports" not in container  # it serves nothing
+    # It serves nothing but its probes: ready once a first pass ended, alive while passes keep ending.
+    assert container["ports"] == [{"name": "probes", "containerPort": 8081, "protocol": "TCP"}]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
 
 
 def test_the_gateway_reconciler_can_be_left_out(chart: helm_python.Chart) -> None:

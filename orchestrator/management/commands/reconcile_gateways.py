@@ -3,7 +3,9 @@
 Sends a gateway again where its host has not confirmed its last change (it did not answer then), moves
 it off a host that is cordoned, offline, removed or no longer allowed to run gateways, removes it from
 hosts it left once they answer, and rebuilds it on a host that lost it. Idempotent; ``--every N`` runs
-it every N seconds (a Deployment's sidecar or a CronJob can run it once).
+it every N seconds (a Deployment's sidecar or a CronJob can run it once), and with ``--probes-listen
+HOST:PORT`` it serves its liveness (a pass ended lately) and readiness (a first pass ended) there
+(``orchestrator.probes``).
 """
 
 from __future__ import annotations
@@ -15,8 +17,36 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from orchestrator.auth import ADMIN, Principal
 from orchestrator.errors import FlexPlaneError
+from orchestrator.probes import ProbeAddressError, Probes
 from orchestrator.services.context import Context
 from orchestrator.services.gateways.reconcile import reconcile
+
+# Liveness: the last pass ended within STALE_PASSES intervals (a pass that hangs past its agents' deadlines
+# is a process to restart), and never sooner than MIN_STALE seconds.
+STALE_PASSES = 3
+MIN_STALE = 60.0
+
+
+class Passes:
+    """When the reconciler's passes end, as its probes read it."""
+
+    def __init__(self, stale_after: float) -> None:
+        self.stale_after = stale_after
+        self.started = time.monotonic()
+        self.last_end: float | None = None
+
+    def ended(self) -> None:
+        self.last_end = time.monotonic()
+
+    def live(self) -> str | None:
+        since = time.monotonic() - (self.last_end or self.started)
+        if since <= self.stale_after:
+            return None
+        what = "a pass" if self.last_end is not None else "the first pass"
+        return f"no pass ended for {since:.0f} s: {what} has run longer than {self.stale_after:.0f} s"
+
+    def ready(self) -> str | None:
+        return None if self.last_end is not None else "the first pass has not ended"
 
 
 class Command(BaseCommand):
@@ -24,16 +54,34 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--every", type=float, default=0.0, help="Run again every this many seconds.")
+        parser.add_argument(
+            "--probes-listen",
+            default="",
+            metavar="HOST:PORT",
+            help="with --every: serve /healthz (a pass ended lately) and /readyz (a first pass ended) here",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         every = float(options["every"])
-        while True:
-            failed = self.once()
-            if every <= 0:
-                if failed:
-                    raise CommandError(f"{failed} gateway(s) not brought in line; run the command again")
-                return
-            time.sleep(every)
+        passes = Passes(stale_after=max(MIN_STALE, STALE_PASSES * every))
+        probes = None
+        if options["probes_listen"] and every > 0:
+            try:
+                probes = Probes(options["probes_listen"], live=passes.live, ready=passes.ready).start()
+            except (ProbeAddressError, OSError) as exc:
+                raise CommandError(f"cannot serve the probes: {exc}") from exc
+        try:
+            while True:
+                failed = self.once()
+                passes.ended()
+                if every <= 0:
+                    if failed:
+                        raise CommandError(f"{failed} gateway(s) not brought in line; run the command again")
+                    return
+                time.sleep(every)
+        finally:
+            if probes is not None:
+                probes.stop()
 
     def once(self) -> int:
         ctx = Context(Principal("flexplane-gateways", "flex.plane gateways", "", frozenset({ADMIN})))

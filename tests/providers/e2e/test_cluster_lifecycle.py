@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
+import requests
 import yaml
 from kubernetes import client
 from kubernetes.config import new_client_from_config, new_client_from_config_dict
@@ -221,6 +222,24 @@ def smbios_uuid(vm: Body) -> str:
 
 
 # ------------------------------------------------------------------------------------------ bring-up
+
+
+def test_the_providers_process_answers_the_kubelets_probes(capi: World) -> None:
+    """Liveness and readiness, where the chart's probes read them (FLEXPLANE_PROBES_LISTEN)."""
+
+    def answer(path: str) -> requests.Response | None:
+        try:
+            return requests.get(f"http://{capi.providers_probes}{path}", timeout=5)
+        except requests.ConnectionError:
+            return None  # not serving yet: the process is still checking Cluster API core
+
+    for path in ("/healthz", "/readyz"):
+        got = eventually(lambda: answer(path), 30, f"the providers' {path}")  # noqa: B023 (called at once)
+        assert got is not None
+        assert got.status_code == 200, got.text
+        assert got.json() == {"status": "ok"}
+    missing = requests.get(f"http://{capi.providers_probes}/metrics", timeout=5)
+    assert missing.status_code == 404
 
 
 def test_the_hosted_control_plane_comes_up_and_serves_the_tenant_api(mgmt: Mgmt, capi: World) -> None:

@@ -1,0 +1,86 @@
+"""Liveness and readiness over HTTP for the long-running processes that serve nothing else: the gateway
+reconciler (``manage.py reconcile_gateways --every``) and the Cluster API providers (``python -m
+providers``). The orchestrator answers ``/healthz`` and ``/readyz`` on its own port (``orchestrator.health``).
+
+``GET /healthz`` asks the process's liveness check and ``GET /readyz`` its readiness check: each answers
+``None`` when all is well (200 ``{"status": "ok"}``) or says what is wrong (503 ``{"status": "failing",
+"detail": …}``). The kubelet's probes read them (the charts' ``livenessProbe``/``readinessProbe``); nothing
+else is served, and no request is logged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# What a check answers: None when all is well, else what is wrong.
+Check = Callable[[], str | None]
+
+
+class ProbeAddressError(ValueError):
+    """A probes address that is not HOST:PORT."""
+
+
+def listen_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::]:8081`` for IPv6) as a bindable address; ProbeAddressError naming the value."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ProbeAddressError(f"the probes address {value!r} is not HOST:PORT")
+    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 (in a pod the kubelet dials its IP)
+
+
+class Probes:
+    """The two probes of one process, served by a thread of their own until :meth:`stop`."""
+
+    def __init__(self, address: str, *, live: Check, ready: Check) -> None:
+        self.checks: dict[str, Check] = {"/healthz": live, "/readyz": ready}
+        self._server = ThreadingHTTPServer(listen_address(address), _handler(self.checks))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="probes", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> Probes:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+
+def _handler(checks: dict[str, Check]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            check = checks.get(self.path.split("?", 1)[0])
+            if check is None:
+                self._answer(HTTPStatus.NOT_FOUND, {"status": "not found"})
+                return
+            try:
+                wrong = check()
+            except Exception as exc:  # a check that fails says so, as a failing probe
+                wrong = f"the check failed: {exc}"
+            if wrong is None:
+                self._answer(HTTPStatus.OK, {"status": "ok"})
+            else:
+                self._answer(HTTPStatus.SERVICE_UNAVAILABLE, {"status": "failing", "detail": wrong})
+
+        def _answer(self, status: HTTPStatus, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Nothing: a probe every few seconds is not news."""
+
+    return Handler
