@@ -31,13 +31,14 @@ import requests
 import yaml
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 from kubernetes.config import new_client_from_config
 
 from devstack import seed
 from devstack.identity.process import IdentityProvider
+from devstack.kube.crds import CLUSTER_API_CORE_CRDS
 from devstack.kube.server import KubeServer
 from devstack.net import free_port
+from providers.common.crds import load_crds
 from tests.addresses import address
 from tests.artifacts.chroot import BUILD, ROOT, in_namespace
 from tests.artifacts.conftest import artifact
@@ -51,6 +52,14 @@ BUILD_IMAGE = ROOT / "packaging" / "build_image.py"
 IMAGE_SUITE = 230
 MAX_SIZE = 250 * 1024 * 1024
 FLEXTENANT = ROOT / "charts" / "flextenant"
+PROVIDERS = ROOT / "charts" / "providers"
+# What the charts' processes take from Secrets, as the cluster would give it (the values are the test's).
+SECRETS = {
+    "FLEXPLANE_SECRET_KEY": "image-test-" + "k" * 50,
+    "FLEXPLANE_OIDC_CLIENT_SECRET": "image-test-client-secret",
+    "FLEXPLANE_AGENT_REGISTRY_USERNAME": "image-test",
+    "FLEXPLANE_AGENT_REGISTRY_PASSWORD": "image-test-password",
+}
 K3S_VALUES = FLEXTENANT / "ci" / "k3s-values.yaml"
 START_TIMEOUT = 90.0
 USER = "10001:10001"
@@ -218,6 +227,11 @@ def neighbours(
     config_dir.mkdir()
     kube.write_kubeconfig(config_dir / "kubeconfig", namespace=seed.NAMESPACE).chmod(0o644)
     config_dir.chmod(0o755)
+    # What an install has before the charts' processes start: the platform namespace, and Cluster API
+    # core's CRDs with the providers' own (clusterctl init, the providers chart).
+    kube.install_crds([*load_crds(), *CLUSTER_API_CORE_CRDS])
+    core = client.CoreV1Api(new_client_from_config(config_file=str(config_dir / "kubeconfig")))
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=seed.NAMESPACE)))
     try:
         yield kube, identity, config_dir
     finally:
@@ -298,19 +312,100 @@ def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
         assert ready.json()["checks"]["identity"]["ok"]
 
 
-def hub_container() -> dict:
-    """The mesh hub's container as the README's k3s walkthrough renders the flextenant chart (its values
-    file and the hub endpoint it sets)."""
-    values = kit.merged(
-        yaml.safe_load(K3S_VALUES.read_text()), {"mesh": {"hubEndpoint": "203.0.113.10:51820"}}
-    )
-    with helm_python.Chart.load(FLEXTENANT) as chart:
+def k3s_values() -> dict:
+    """The flextenant chart's values as the README's k3s walkthrough gives them: its values file, and the
+    hub endpoint it sets."""
+    values: dict = yaml.safe_load(K3S_VALUES.read_text())
+    return kit.merged(values, {"mesh": {"hubEndpoint": "203.0.113.10:51820"}})
+
+
+def chart_container(chart_dir: Path, values: dict, name: str) -> dict:
+    """The container ``name`` of the chart's Deployments, rendered with ``values``."""
+    with helm_python.Chart.load(chart_dir) as chart:
         rendered = kit.manifests(
-            chart.render(values, name="flextenant", namespace="flexplane", is_install=True)
+            chart.render(values, name=chart_dir.name, namespace="flexplane", is_install=True)
         )
     pods = [m["spec"]["template"]["spec"] for m in rendered if m["kind"] == "Deployment"]
-    (hub,) = [c for spec in pods for c in spec["containers"] if c["name"] == "mesh"]
-    return dict(hub)
+    (container,) = [c for spec in pods for c in spec["containers"] if c["name"] == name]
+    return dict(container)
+
+
+def rendered_env(container: dict, references: dict[str, str]) -> list[str]:
+    """The container's environment as NAME=VALUE: its values, and for what it takes from Secrets and the pod
+    (valueFrom) what ``references`` says the cluster would give; a reference the test does not resolve
+    fails it, naming the variable."""
+    env = []
+    for var in container.get("env", []):
+        if "value" in var:
+            env.append(f"{var['name']}={var['value']}")
+        else:
+            assert var["name"] in references, f"{var['name']} comes from {var['valueFrom']}: resolve it here"
+            env.append(f"{var['name']}={references[var['name']]}")
+    return env
+
+
+def serving(process: subprocess.Popen, url: str) -> requests.Response:
+    """The first answer of ``url`` that is not a refused connection (START_TIMEOUT at most)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(requests.ConnectionError):
+            answer = requests.get(url, timeout=5)
+            if answer.status_code == 200:
+                return answer
+        time.sleep(0.3)
+    pytest.fail(f"{url} did not answer 200:\n{_output(process)}")
+
+
+def test_the_image_runs_the_gateway_reconciler_as_the_chart_does_until_its_probes_say_ready(
+    config: dict, rootfs: Path, neighbours: tuple[KubeServer, IdentityProvider, Path]
+) -> None:
+    """The reconciler's command, arguments and environment as the README's k3s values render them, as the
+    image's user with its root read-only: its first pass over the (empty) catalog ends and its probes say
+    so, on this run's address instead of the pod's."""
+    _kube, _identity, config_dir = neighbours
+    container = chart_container(FLEXTENANT, k3s_values(), "gateways")
+    probes = f"{address(IMAGE_SUITE, 5)}:{free_port(address(IMAGE_SUITE, 5))}"
+    arguments = [
+        f"--probes-listen={probes}" if a.startswith("--probes-listen=") else a for a in container["args"]
+    ]
+    assert arguments != container["args"], "the chart gives the reconciler its probes' address"
+    env = [*rendered_env(container, SECRETS), "FLEXPLANE_KUBECONFIG=/run/kubeconfig", image_path(config)]
+    command = ["/usr/bin/env", "-i", *env, *container["command"], *arguments]
+    with image_process(rootfs, config_dir, USER, command) as process:
+        for path in (
+            container["readinessProbe"]["httpGet"]["path"],
+            container["livenessProbe"]["httpGet"]["path"],
+        ):
+            assert serving(process, f"http://{probes}{path}").json() == {"status": "ok"}
+
+
+def test_the_image_runs_the_providers_as_the_chart_does_until_their_probes_say_ready(
+    config: dict, rootfs: Path, neighbours: tuple[KubeServer, IdentityProvider, Path]
+) -> None:
+    """The providers' command and environment as the README's providers install renders them, as the image's
+    user with its root read-only: they check Cluster API core's contract, take the leader Lease and run their
+    operators, and their probes say so."""
+    _kube, _identity, config_dir = neighbours
+    container = chart_container(
+        PROVIDERS, {"secretKey": {"existingSecret": "flexplane-secret-key"}}, "providers"
+    )
+    probes = f"{address(IMAGE_SUITE, 6)}:{free_port(address(IMAGE_SUITE, 6))}"
+    env = [
+        e for e in rendered_env(container, {**SECRETS, "POD_NAME": "providers-0"}) if "PROBES_LISTEN" not in e
+    ]
+    env += [f"FLEXPLANE_PROBES_LISTEN={probes}", "FLEXPLANE_KUBECONFIG=/run/kubeconfig", image_path(config)]
+    command = ["/usr/bin/env", "-i", *env, *container["command"]]
+    with image_process(rootfs, config_dir, USER, command) as process:
+        for path in (
+            container["readinessProbe"]["httpGet"]["path"],
+            container["livenessProbe"]["httpGet"]["path"],
+        ):
+            assert serving(process, f"http://{probes}{path}").json() == {"status": "ok"}
+
+
+def image_path(config: dict) -> str:
+    """PATH as the image sets it (a container runtime starts the command with the image's environment)."""
+    return next(e for e in config["config"]["Env"] if e.startswith("PATH="))
 
 
 def uapi_get(path: Path) -> dict[str, str]:
@@ -337,10 +432,7 @@ def test_the_image_runs_the_mesh_hub_as_the_chart_does_with_the_tools_it_calls(
     image's ip, wg and wireguard-go (where the kernel has no WireGuard, as here) and serves its proxy.
     The interface, the UDP port and the proxy's address are this run's; the cluster is the emulator."""
     _kube, _identity, config_dir = neighbours
-    core = client.CoreV1Api(new_client_from_config(config_file=str(config_dir / "kubeconfig")))
-    with contextlib.suppress(ApiException):  # made by an earlier run of this module's neighbours
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=seed.NAMESPACE)))
-    container = hub_container()
+    container = chart_container(FLEXTENANT, k3s_values(), "mesh")
     host = address(IMAGE_SUITE, 4)
     proxy_port, udp_port = free_port(host), free_port(host)
     interface = f"fpmeshimg{os.getpid() % 1000}"
@@ -360,7 +452,7 @@ def test_the_image_runs_the_mesh_hub_as_the_chart_does_with_the_tools_it_calls(
     env += [
         "FLEXPLANE_SECRET_KEY=image-test-" + "k" * 50,  # the chart's secretKeyRef
         "FLEXPLANE_KUBECONFIG=/run/kubeconfig",  # in a pod: its service account
-        f"PATH={dict(e.split('=', 1) for e in config['config']['Env'])['PATH']}",
+        image_path(config),
     ]
     command = [
         "/usr/bin/setpriv",
