@@ -106,7 +106,7 @@ def render_etcd(cp: ControlPlane) -> list[Manifest]:
     }
     container = {
         "name": "etcd",
-        "image": ETCD_IMAGE,
+        "image": cp.image(ETCD_IMAGE),
         "command": ["etcd"],
         "args": etcd_args(cp),
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],

@@ -14,10 +14,12 @@ its Cluster until the control plane is initialized (Cluster API core's ownerRefe
 stay as the safety net.
 
 Settings, from the environment: ``FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS`` (the address nodes reach a
-NodePort Service on), ``FLEXPLANE_PROVIDERS_ETCD_MEMBERS`` (1 or 3; see :mod:`.render`), and the
-retry delays in seconds: ``FLEXPLANE_PROVIDERS_RETRY_DELAY`` (waiting on another controller, 5),
-``FLEXPLANE_PROVIDERS_CONVERGING_DELAY`` (a rollout under way, 5), ``FLEXPLANE_PROVIDERS_DELETING_DELAY``
-(the namespace going, 2).
+NodePort Service on), ``FLEXPLANE_PROVIDERS_ETCD_MEMBERS`` (1 or 3; see :mod:`.render`),
+``FLEXPLANE_PROVIDERS_IMAGE_REGISTRY`` (the registry every image of a control plane and of what it
+installs in the tenant cluster is pulled from, paths and tags kept: an air-gapped mirror; default
+registry.k8s.io), and the retry delays in seconds: ``FLEXPLANE_PROVIDERS_RETRY_DELAY`` (waiting on
+another controller, 5), ``FLEXPLANE_PROVIDERS_CONVERGING_DELAY`` (a rollout under way, 5),
+``FLEXPLANE_PROVIDERS_DELETING_DELAY`` (the namespace going, 2).
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ from providers.common.access import SecretsAccess
 from providers.common.kube import TRANSIENT
 from providers.common.kube import kube as management
 from providers.common.operator import Provider
-from providers.common.settings import seconds
+from providers.common.settings import image_registry, seconds
 from providers.common.wakeups import Key, Wakeups, run_woken
-from providers.controlplane import steps
+from providers.controlplane import model, steps
 from providers.controlplane.kube import Kube, KubeError, path_of
 
 PROVIDER = Provider("controlplane", steps.FINALIZER, CONTROLPLANE_GROUP)
@@ -64,8 +66,16 @@ def settings() -> steps.Settings:
     return steps.Settings(
         nodeport_address=os.environ.get("FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS", ""),
         etcd_members=members,
+        image_registry=_image_registry(),
         secrets=secrets_access(),
     )
+
+
+def _image_registry() -> str:
+    try:
+        return image_registry(model.REGISTRY)
+    except ValueError as exc:
+        raise kopf.PermanentError(str(exc)) from None
 
 
 def secrets_access() -> SecretsAccess:

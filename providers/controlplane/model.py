@@ -20,11 +20,14 @@ ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
 ETCD_METRICS_PORT = 2381
 
+# Where the images come from unless FLEXPLANE_PROVIDERS_IMAGE_REGISTRY moves them (an air-gapped mirror):
+# the images below are paths and tags under it, kept as they are when it moves, so a mirror copied with
+# the same paths (`skopeo sync`, `crane copy`) serves them.
 REGISTRY = "registry.k8s.io"
 KONNECTIVITY_VERSION = "v0.33.0"
-ETCD_IMAGE = f"{REGISTRY}/etcd:3.6.5-0"
-KONNECTIVITY_SERVER_IMAGE = f"{REGISTRY}/kas-network-proxy/proxy-server:{KONNECTIVITY_VERSION}"
-KONNECTIVITY_AGENT_IMAGE = f"{REGISTRY}/kas-network-proxy/proxy-agent:{KONNECTIVITY_VERSION}"
+ETCD_IMAGE = "etcd:3.6.5-0"
+KONNECTIVITY_SERVER_IMAGE = f"kas-network-proxy/proxy-server:{KONNECTIVITY_VERSION}"
+KONNECTIVITY_AGENT_IMAGE = f"kas-network-proxy/proxy-agent:{KONNECTIVITY_VERSION}"
 
 PKI_DIR = "/etc/kubernetes/pki"
 CONF_DIR = "/etc/kubernetes"
@@ -61,6 +64,15 @@ class ControlPlane:
     endpoint_port: int = APISERVER_PORT
     konnectivity_port: int = KONNECTIVITY_AGENT_PORT  # where agents reach the server: 8132, or its nodePort
     etcd_members: int = 1
+    registry: str = REGISTRY  # the registry every image is pulled from (FLEXPLANE_PROVIDERS_IMAGE_REGISTRY)
+
+    def image(self, path: str) -> str:
+        """The image ``path`` (``name:tag`` under the registry) from this control plane's registry."""
+        return f"{self.registry}/{path}"
+
+    def component_image(self, component: str) -> str:
+        """A Kubernetes component's image (kube-apiserver, kube-proxy, ...) of the cluster's version."""
+        return self.image(f"{component}:{self.version}")
 
     @property
     def secure_port(self) -> int:
@@ -116,10 +128,6 @@ def meta(cp: ControlPlane, name: str, **extra_labels: str) -> dict[str, Any]:
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-def image(component: str, version: str) -> str:
-    return f"{REGISTRY}/{component}:{version}"
 
 
 def etcd_servers(cp: ControlPlane) -> str:

@@ -45,7 +45,6 @@ from providers.controlplane.model import (
     b64,
     conf_volume,
     etcd_servers,
-    image,
     labels,
     meta,
     mount,
@@ -215,7 +214,7 @@ def _kube_component(
     port_name, number = port
     return {
         "name": name,
-        "image": image(name, cp.version),
+        "image": cp.component_image(name),
         "command": [name],
         "args": args,
         "ports": [{"name": port_name, "containerPort": number, "protocol": "TCP"}],
@@ -231,7 +230,7 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
     uds = {"name": "konnectivity-uds", "mountPath": UDS_DIR}
     apiserver = {
         "name": "kube-apiserver",
-        "image": image("kube-apiserver", cp.version),
+        "image": cp.component_image("kube-apiserver"),
         "command": ["kube-apiserver"],
         "args": apiserver_args(cp),
         "ports": [{"name": "https", "containerPort": cp.secure_port, "protocol": "TCP"}],
@@ -270,7 +269,7 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
     )
     konnectivity = {
         "name": "konnectivity-server",
-        "image": KONNECTIVITY_SERVER_IMAGE,
+        "image": cp.image(KONNECTIVITY_SERVER_IMAGE),
         "command": ["/proxy-server"],
         "args": konnectivity_server_args(cp),
         "ports": [

@@ -54,6 +54,7 @@ class Settings:
 
     nodeport_address: str = ""  # FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS
     etcd_members: int = 1  # FLEXPLANE_PROVIDERS_ETCD_MEMBERS
+    image_registry: str = model.REGISTRY  # FLEXPLANE_PROVIDERS_IMAGE_REGISTRY
     # FLEXPLANE_PROVIDERS_VDC_ROLE, FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE, FLEXPLANE_SERVICE_ACCOUNT: the
     # RoleBindings made in the control plane's namespace and the VDC's before a Secret is touched there.
     secrets: SecretsAccess = NO_BINDING
@@ -130,6 +131,7 @@ def control_plane(
         endpoint_host=str(endpoint.get("host") or ""),
         endpoint_port=int(endpoint.get("port") or model.APISERVER_PORT),
         etcd_members=settings.etcd_members,
+        registry=settings.image_registry,
     )
 
 

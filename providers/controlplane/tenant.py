@@ -41,10 +41,8 @@ from providers.controlplane.model import (
     KONNECTIVITY_AGENT_IMAGE,
     KONNECTIVITY_AUDIENCE,
     KONNECTIVITY_HEALTH_PORT,
-    REGISTRY,
     ControlPlane,
     Manifest,
-    image,
 )
 
 BOOTSTRAPPERS = "system:bootstrappers:kubeadm:default-node-token"
@@ -55,7 +53,7 @@ TOKEN_DIR = "/var/run/secrets/tokens"  # noqa: S105 - a path
 TOKEN_FILE = "konnectivity-agent-token"  # noqa: S105 - a file name
 CLUSTER_DOMAIN = "cluster.local"
 # CoreDNS as kubeadm 1.34 installs it (1.33's is v1.12.0).
-COREDNS_IMAGE = f"{REGISTRY}/coredns/coredns:v1.12.1"
+COREDNS_IMAGE = "coredns/coredns:v1.12.1"
 COREDNS, KUBE_DNS, KUBE_PROXY = "coredns", "kube-dns", "kube-proxy"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -144,7 +142,7 @@ def kubeadm_config(cp: ControlPlane) -> dict[str, Any]:
         "kubernetesVersion": cp.version,
         "controlPlaneEndpoint": f"{cp.endpoint_host}:{cp.endpoint_port}",
         "certificatesDir": "/etc/kubernetes/pki",
-        "imageRepository": REGISTRY,
+        "imageRepository": cp.registry,
         "networking": {
             "dnsDomain": CLUSTER_DOMAIN,
             "serviceSubnet": cp.service_cidr,
@@ -269,7 +267,7 @@ def konnectivity(cp: ControlPlane) -> list[Manifest]:
             "containers": [
                 {
                     "name": KONNECTIVITY_AGENT,
-                    "image": KONNECTIVITY_AGENT_IMAGE,
+                    "image": cp.image(KONNECTIVITY_AGENT_IMAGE),
                     "command": ["/proxy-agent"],
                     "args": konnectivity_agent_args(cp),
                     "livenessProbe": {
@@ -408,7 +406,7 @@ def coredns(cp: ControlPlane) -> list[Manifest]:
                     "containers": [
                         {
                             "name": COREDNS,
-                            "image": COREDNS_IMAGE,
+                            "image": cp.image(COREDNS_IMAGE),
                             "args": ["-conf", "/etc/coredns/Corefile"],
                             "ports": [
                                 {"name": p["name"], "containerPort": p["port"], "protocol": p["protocol"]}
@@ -505,7 +503,7 @@ def kube_proxy(cp: ControlPlane) -> list[Manifest]:
             "containers": [
                 {
                     "name": KUBE_PROXY,
-                    "image": image(KUBE_PROXY, cp.version),
+                    "image": cp.component_image(KUBE_PROXY),
                     "command": [
                         "/usr/local/bin/kube-proxy",
                         "--config=/var/lib/kube-proxy/config.conf",

@@ -108,7 +108,7 @@ def assert_schema_is_exactly_the_values(chart: helm_python.Chart) -> None:
     schema = chart.schema
     assert schema is not None
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) - {"global"} == set(chart.values)
+    assert set(schema["properties"]) == set(chart.values)
 
 
 def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -60,12 +60,37 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default .Release.Namespace .Values.config.namespace }}
 {{- end }}
 
-{{/* The image reference: repository@digest, else repository:tag (the tag defaults to appVersion). */}}
+{{/*
+A repository under global.imageRegistry, when that is set: the repository's registry (its first segment
+when that has a "." or a ":" or is "localhost", as container runtimes read it; else Docker Hub's) is
+replaced and the path kept, so a mirror copied with the same paths serves every image. Called with
+(dict "repository" ... "root" $).
+*/}}
+{{- define "flexplane.repository" -}}
+{{- $registry := trimSuffix "/" ((.root.Values.global | default (dict)).imageRegistry | default "") }}
+{{- $repository := .repository }}
+{{- if $registry }}
+{{- $parts := splitList "/" $repository }}
+{{- $first := first $parts }}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
+{{- $repository = join "/" (rest $parts) }}
+{{- end }}
+{{- $repository = printf "%s/%s" $registry $repository }}
+{{- end }}
+{{- $repository }}
+{{- end }}
+
+{{/*
+The image reference: repository:tag, the tag defaulting to appVersion (the project's version, make
+image's tag), and @digest after it when image.digest is set (the digest is what is pulled then).
+*/}}
 {{- define "flexplane.image" -}}
+{{- $repository := include "flexplane.repository" (dict "repository" .Values.image.repository "root" .) }}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion }}
 {{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- printf "%s:%s@%s" $repository $tag .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- printf "%s:%s" $repository $tag }}
 {{- end }}
 {{- end }}
 

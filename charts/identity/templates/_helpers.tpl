@@ -46,8 +46,49 @@ app.kubernetes.io/component: {{ index . 1 }}
 identity.flexplane.io/database-client: {{ include "identity.fullname" . | quote }}
 {{- end }}
 
+{{/*
+A repository under global.imageRegistry, when that is set: the repository's registry (its first segment
+when that has a "." or a ":" or is "localhost", as container runtimes read it; else Docker Hub's) is
+replaced and the path kept, so a mirror copied with the same paths serves every image. Called with
+(dict "repository" ... "root" $).
+*/}}
+{{- define "identity.repository" -}}
+{{- $registry := trimSuffix "/" ((.root.Values.global | default (dict)).imageRegistry | default "") }}
+{{- $repository := .repository }}
+{{- if $registry }}
+{{- $parts := splitList "/" $repository }}
+{{- $first := first $parts }}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
+{{- $repository = join "/" (rest $parts) }}
+{{- end }}
+{{- $repository = printf "%s/%s" $registry $repository }}
+{{- end }}
+{{- $repository }}
+{{- end }}
+
+{{/*
+An image reference, repository:tag[@digest], from an image's values (repository, tag, digest), the tag
+defaulting to "defaultTag". Called with (dict "image" .Values.x.image "defaultTag" ... "root" $).
+*/}}
+{{- define "identity.imageOf" -}}
+{{- $repository := include "identity.repository" (dict "repository" .image.repository "root" .root) }}
+{{- $reference := printf "%s:%s" $repository (.image.tag | default .defaultTag) }}
+{{- if .image.digest }}
+{{- $reference = printf "%s@%s" $reference .image.digest }}
+{{- end }}
+{{- $reference }}
+{{- end }}
+
+{{/* Zitadel's image: the tag defaults to the chart's appVersion (Zitadel's release). */}}
 {{- define "identity.zitadelImage" -}}
-{{- printf "%s:%s" .Values.zitadel.image.repository (.Values.zitadel.image.tag | default .Chart.AppVersion) }}
+{{- include "identity.imageOf" (dict "image" .Values.zitadel.image "defaultTag" .Chart.AppVersion "root" .) }}
+{{- end }}
+
+{{/* PostgreSQL's image (its tag is required: a major version). */}}
+{{- define "identity.postgresqlImage" -}}
+{{- $image := .Values.database.postgresql.image }}
+{{- $_ := required "database.postgresql.image.tag is required (a major version, e.g. \"17\")" $image.tag }}
+{{- include "identity.imageOf" (dict "image" $image "defaultTag" "" "root" .) }}
 {{- end }}
 
 {{- define "identity.masterkeySecretName" -}}
@@ -316,8 +357,12 @@ seccompProfile:
 {{- toJson $settings }}
 {{- end }}
 
+{{/*
+The bootstrap job's image, the orchestrator's: the tag defaults to the chart's version, which is the
+project's (the chart's appVersion is Zitadel's release).
+*/}}
 {{- define "identity.bootstrapImage" -}}
-{{- printf "%s:%s" .Values.bootstrap.image.repository .Values.bootstrap.image.tag }}
+{{- include "identity.imageOf" (dict "image" .Values.bootstrap.image "defaultTag" .Chart.Version "root" .) }}
 {{- end }}
 
 {{/* The pod-level security context of the jobs (Zitadel's user: the handover reads the key it wrote). */}}

@@ -215,7 +215,7 @@ def test_an_upgrade_changes_the_component_images_and_rolls_without_losing_a_repl
     for component in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
         assert before[component]["image"] == f"registry.k8s.io/{component}:v1.34.2"
         assert after[component]["image"] == f"registry.k8s.io/{component}:v1.35.0"
-    assert after["konnectivity-server"]["image"] == model.KONNECTIVITY_SERVER_IMAGE
+    assert after["konnectivity-server"]["image"] == CP.image(model.KONNECTIVITY_SERVER_IMAGE)
     assert after_deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
 
 
