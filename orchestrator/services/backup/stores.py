@@ -1,0 +1,141 @@
+"""Where backups go: a file, or an S3-compatible bucket with a retention.
+
+In a bucket, a platform's backups are ``<prefix>/<platform id>/<YYYYmmddTHHMMSSZ>-<random>.fpbackup``:
+their names sort by time, and a retention (``keep``) lists and deletes under one platform's folder only,
+so several platforms can share a bucket and a prefix without one pruning another's backups.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from orchestrator.services.backup.sealed import BackupError
+
+SUFFIX = ".fpbackup"
+T = TypeVar("T")
+
+
+def write_file(path: Path, blob: bytes) -> None:
+    """Write the backup whole or not at all (a temporary file renamed), readable by its owner only."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(blob)
+        Path(temporary).replace(path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def read_file(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BackupError(f"cannot read the backup {path}: {exc.strerror}") from None
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """How to reach the bucket: its endpoint (None: AWS's own), region and credentials (None: boto3's
+    usual chain: the environment, a profile, an instance role)."""
+
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    access_key: str | None = None
+    secret_key: str | None = None
+    timeout: float = 30.0
+
+    def client(self) -> Any:
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint or None,
+            region_name=self.region,
+            aws_access_key_id=self.access_key or None,
+            aws_secret_access_key=self.secret_key or None,
+            config=Config(
+                connect_timeout=self.timeout,
+                read_timeout=self.timeout,
+                retries={"max_attempts": 2},
+                # Path-style: self-hosted stores (MinIO, Ceph RGW) rarely have a DNS name per bucket.
+                s3={"addressing_style": "path"},
+            ),
+        )
+
+
+def _calling(doing: str, call: Callable[[], T]) -> T:
+    """The call's answer; the store's refusal or silence as a ``BackupError`` saying what failed."""
+    try:
+        return call()
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        raise BackupError(
+            f"the bucket refused to {doing}: {error.get('Code')} {error.get('Message')}"
+        ) from None
+    except BotoCoreError as exc:
+        raise BackupError(f"could not {doing}: {exc}") from None
+
+
+class S3Store:
+    """A platform's backups in a bucket under ``s3://bucket/prefix``."""
+
+    def __init__(self, url: str, s3: Any) -> None:
+        parsed = urlparse(url)
+        if parsed.scheme != "s3" or not parsed.netloc:
+            raise BackupError(f"{url!r} is not an s3://bucket/prefix address")
+        self.bucket = parsed.netloc
+        self.prefix = parsed.path.strip("/")
+        self.s3 = s3
+
+    def _key(self, *parts: str) -> str:
+        return "/".join(p for p in (self.prefix, *parts) if p)
+
+    def put(self, platform: str, created: str, blob: bytes) -> str:
+        """Store a backup; its key."""
+        stamp = created.replace("-", "").replace(":", "")
+        key = self._key(platform, f"{stamp}-{secrets.token_hex(3)}{SUFFIX}")
+        _calling(f"write {key}", lambda: self.s3.put_object(Bucket=self.bucket, Key=key, Body=blob))
+        return key
+
+    def keys(self, under: str) -> list[str]:
+        """The backups' keys under a folder of the prefix, oldest first (their names sort by time)."""
+        prefix = self._key(under) + "/" if self._key(under) else ""
+        paginator = self.s3.get_paginator("list_objects_v2")
+        pages = _calling(
+            f"list s3://{self.bucket}/{prefix}",
+            lambda: list(paginator.paginate(Bucket=self.bucket, Prefix=prefix)),
+        )
+        found = [o["Key"] for page in pages for o in page.get("Contents", ()) if o["Key"].endswith(SUFFIX)]
+        return sorted(found, key=lambda key: key.rsplit("/", 1)[-1])
+
+    def keep(self, platform: str, count: int) -> list[str]:
+        """Delete this platform's backups but the newest ``count``; the keys deleted."""
+        found = self.keys(platform)
+        old = found[: max(0, len(found) - count)]
+        for key in old:
+            _calling(f"delete {key}", partial(self.s3.delete_object, Bucket=self.bucket, Key=key))
+        return old
+
+    def get(self) -> tuple[str, bytes]:
+        """The backup the address names: the object itself if it is one, else the newest under it."""
+        if self.prefix.endswith(SUFFIX):
+            key = self.prefix
+        else:
+            found = self.keys("")
+            if not found:
+                raise BackupError(f"there is no backup under s3://{self.bucket}/{self.prefix}")
+            key = found[-1]
+        answer = _calling(f"read {key}", lambda: self.s3.get_object(Bucket=self.bucket, Key=key))
+        return key, _calling(f"read {key}", lambda: answer["Body"].read())
