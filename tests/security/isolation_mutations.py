@@ -327,6 +327,19 @@ MUTATION_ROWS: dict[str, Row] = {
         "mutation { unpinAgentVersion { pin { version } errors { code } } }",
         admin_only(Answered(lambda unpinned: unpinned["pin"] is None)),  # nothing was pinned
     ),
+    "startAgentRollout": Row(
+        'mutation { startAgentRollout(version: "0.0.0", canaryPercent: 10) '
+        "{ rollout { version } errors { code } } }",
+        admin_only(Refused("INVALID")),  # a version the channel has not published: nothing starts
+    ),
+    "haltAgentRollout": Row(
+        'mutation { haltAgentRollout(reason: "isolation") { rollout { version } errors { code } } }',
+        admin_only(Refused("CONFLICT")),  # no rollout was started: nothing to halt
+    ),
+    "resumeAgentRollout": Row(
+        "mutation { resumeAgentRollout { rollout { version } errors { code } } }",
+        admin_only(Refused("CONFLICT")),  # nor to resume
+    ),
     "updateHostNow": Row(
         'mutation { updateHostNow(zone: "zone-a", host: "pve99") { update { outcome } errors { code } } }',
         admin_only(Refused("NOT_FOUND")),  # no such host: no agent is asked

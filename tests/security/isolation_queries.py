@@ -176,6 +176,10 @@ QUERY_ROWS: dict[str, Row] = {
         "{ agentReleaseChannel { versions servedVersion } }",
         admin_only(Answered(lambda channel: bool(channel["versions"]))),
     ),
+    "agentRollout": Row(
+        "{ agentRollout { version phase } }",
+        admin_only(Answered(lambda _rollout: True)),  # none started in the world: null, without an error
+    ),
     # ------------------------------------------------------------------ access (Zitadel)
     "users": Row(
         '{ users(search: "o") { username organization } }',

@@ -14,10 +14,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from orchestrator.errors import FlexPlaneError
+from orchestrator.management.cluster import management_objects
 from orchestrator.services.backup import (
     S3Store,
     make_backup,
-    objects_from_settings,
     scope_from_settings,
     write_file,
 )
@@ -44,7 +44,7 @@ class Command(BaseCommand):
             raise CommandError("--keep takes a positive count, and only with --s3")
         try:
             key = load_key(options["key_file"], os.environ)
-            platform, created, count, blob = make_backup(objects_from_settings(), scope_from_settings(), key)
+            platform, created, count, blob = make_backup(management_objects(), scope_from_settings(), key)
             if options["file"]:
                 write_file(Path(options["file"]), blob)
                 where = options["file"]

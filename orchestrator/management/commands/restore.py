@@ -15,9 +15,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from orchestrator.errors import FlexPlaneError
+from orchestrator.management.cluster import management_objects
 from orchestrator.services.backup import (
     S3Store,
-    objects_from_settings,
     read_file,
     restore_backup,
 )
@@ -44,7 +44,7 @@ class Command(BaseCommand):
                 store = S3Store(options["s3"], s3_settings(os.environ).client())
                 found, blob = store.get()
                 source = f"s3://{store.bucket}/{found}"
-            header, restored = restore_backup(objects_from_settings(), blob, key)
+            header, restored = restore_backup(management_objects(), blob, key)
         except FlexPlaneError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"backup of platform {header.platform} made {header.created} from {source}")
