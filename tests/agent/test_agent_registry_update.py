@@ -115,10 +115,24 @@ def updater(
     tmp_path: Path,
 ) -> Updater:
     """The serving agent's updater on a node running 1.0.0; its apply step is `true` (not run)."""
-    install = tmp_path / "install"
+    return registry_updater(pki, channel, registry, proxy, releases, tmp_path)
+
+
+def registry_updater(
+    pki: Pki,
+    channel: ReleasePlatform,
+    registry: Registry,
+    proxy: Proxy,
+    releases: Releases,
+    directory: Path,
+    **settings: str,
+) -> Updater:
+    """An in-process updater of a node running 1.0.0 that pulls from ``registry`` through ``proxy``, its
+    apply step `true` (not run); ``settings``: more of its configuration (its node's name, say)."""
+    install = directory / "install"
     install_file(Installation(install), releases.base.artifact, releases.base.envelope, _public(releases))
     configuration = write_config(
-        tmp_path,
+        directory,
         pki,
         listen=f"{AGENT_HOST}:{free_port(AGENT_HOST)}",
         proxmox_url="https://127.0.0.1:8006",
@@ -126,8 +140,9 @@ def updater(
         update_channel_ca=str(pki.ca.cert_path),
         release_public_key=str(releases.keys.public),
         install_dir=str(install),
-        update_registry_credentials=str(credentials(tmp_path, registry, proxy)),
+        update_registry_credentials=str(credentials(directory, registry, proxy)),
         update_apply_launcher=["true"],
+        **settings,
     )
     config = load_config(configuration)
     assert config.update is not None

@@ -16,26 +16,22 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from agent.config import load_config
-from agent.release import Installation, install_file
-from agent.update import StateFile, Updater
+from agent.update import Updater
 from devstack import seed
-from devstack.net import free_port
 from devstack.registry import Registry
 from orchestrator.models import Host
 from orchestrator.models.zones import host_ident
 from orchestrator.services.catalog import HOST, ZONE_LABEL
 from orchestrator.sources.kube import KubeSource, load_configuration
-from tests.agent.conftest import NODE, ZONE, Pki, write_config
+from tests.agent.conftest import NODE, ZONE, Pki
 from tests.agent.test_agent_registry_update import (
-    _public,
     channel,
-    credentials,
     installed,
     node,
     node_settings,
     proxy,
     registry,
+    registry_updater,
     releases,
 )
 from tests.agent.test_agent_update import AGENT_HOST, PIN_VERSION, Node, wait_for_result
@@ -95,24 +91,7 @@ def other_host(
     pki: Pki, channel: ReleasePlatform, registry: Registry, proxy: Proxy, releases: Releases, directory: Path
 ) -> Updater:
     """The other node's updater (host zone1/pve2), running 1.0.0; its apply step is `true` (not run)."""
-    install = directory / "install"
-    install_file(Installation(install), releases.base.artifact, releases.base.envelope, _public(releases))
-    configuration = write_config(
-        directory,
-        pki,
-        node=OTHER.split("/")[1],
-        listen=f"{AGENT_HOST}:{free_port(AGENT_HOST)}",
-        proxmox_url="https://127.0.0.1:8006",
-        update_channel_url=channel.channel_url,
-        update_channel_ca=str(pki.ca.cert_path),
-        release_public_key=str(releases.keys.public),
-        install_dir=str(install),
-        update_registry_credentials=str(credentials(directory, registry, proxy)),
-        update_apply_launcher=["true"],
-    )
-    config = load_config(configuration)
-    assert config.update is not None
-    return Updater(config, config.update, StateFile(config.update.state_file), running="1.0.0")
+    return registry_updater(pki, channel, registry, proxy, releases, directory, node=OTHER.split("/")[1])
 
 
 async def test_a_release_that_fails_on_the_canary_halts_the_rollout_and_never_reaches_the_other_host(

@@ -32,6 +32,8 @@ from agent.pveadmin import (
 )
 from devstack.fakezones import FakeZones
 from tests import addresses
+from tests.agent.test_pveadmin import IMPORT_ROWS
+from tests.agent.test_pveadmin import VALUES as PVEADMIN_VALUES
 
 
 def listed(names: str) -> frozenset[str]:
@@ -73,33 +75,9 @@ NODES = {"pve1": addresses.address(addresses.AGENT_SUITE, 90)}
 UPGRADED = {"pve1": addresses.address(addresses.AGENT_SUITE, 93)}  # a second zone, beside NODES
 OPERATORS_POOL = "backups"  # a pool the operator made before flex.plane came: not the platform's
 
-# What the image import calls besides the allowlist (agent.images).
-IMPORT_ROWS = (
-    ("POST", "/nodes/{node}/qemu"),
-    ("POST", "/nodes/{node}/qemu/{vmid}/template"),
-    ("POST", "/nodes/{node}/storage/{storage}/upload"),
-    ("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}"),
-)
-# Values for the path placeholders and the parameters permission rules name. VM 100 is a tenant's VM in
-# its VDC's pool; the clone's target goes into that pool.
-VALUES = {
-    "node": "pve1",
-    "vmid": "100",
-    "newid": "101",
-    "pool": "fp-demo",
-    "poolid": "fp-demo",
-    "storage": "local",
-    "volume": "local:import/debian.qcow2",
-    "upid": "UPID:pve1:00001234:00005678:65000000:qmstart:100:root@pam:",
-    "action": "start",
-    "zone": "fpnet",
-    "vnet": "fpab12cd",
-    "subnet": "fpnet-10.0.0.0-24",
-    "pos": "0",
-    "name": "fp-sg-web",
-    "cidr": "10.0.0.0/24",
-    "snapname": "before-upgrade",
-}
+# The image import's calls and the placeholders' values are test_pveadmin's; here VM 100 is a tenant's VM
+# in its VDC's pool, where the clone's target goes too.
+VALUES = {**PVEADMIN_VALUES, "pool": "fp-demo"}
 POOL_MEMBERS = {"fp-demo": {"/vms/100"}}
 # What handlers check themselves, beyond the schema's rules (user => 'all'): qemu-server's create
 # (PVE/API2/Qemu.pm: VM.Allocate on the VM or its pool, space on the storage), pve-network's SDN
