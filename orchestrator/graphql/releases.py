@@ -9,6 +9,8 @@ highest published version again.
 
 from __future__ import annotations
 
+from typing import Any
+
 import graphene
 
 from orchestrator.graphql.core import ADMIN, ServiceMutation, Shared, flexplane
@@ -115,8 +117,17 @@ AgentRolloutPhase = graphene.Enum(
 )
 
 
+def _status_or_rollout(attname: str, default_value: Any, root: RolloutStatus, info: Any, **args: Any) -> Any:
+    """A field of the rollout's status (its phase, the hosts updated), else of the rollout as stored."""
+    source = root if hasattr(root, attname) else root.rollout
+    return getattr(source, attname, default_value)
+
+
 class AgentRollout(graphene.ObjectType):
     """A staged rollout of an agent version, as stored and as the hosts reported since."""
+
+    class Meta:
+        default_resolver = _status_or_rollout
 
     version = graphene.String(required=True)
     baseline = graphene.String(
@@ -146,34 +157,6 @@ class AgentRollout(graphene.ObjectType):
     started_at = graphene.DateTime(required=True)
 
     @staticmethod
-    def resolve_version(root: RolloutStatus, info: graphene.ResolveInfo) -> str:
-        return root.rollout.version
-
-    @staticmethod
-    def resolve_baseline(root: RolloutStatus, info: graphene.ResolveInfo) -> str:
-        return root.rollout.baseline
-
-    @staticmethod
-    def resolve_canaries(root: RolloutStatus, info: graphene.ResolveInfo) -> list[str]:
-        return list(root.rollout.canaries)
-
-    @staticmethod
-    def resolve_canary_percent(root: RolloutStatus, info: graphene.ResolveInfo) -> int | None:
-        return root.rollout.canary_percent
-
-    @staticmethod
-    def resolve_soak_minutes(root: RolloutStatus, info: graphene.ResolveInfo) -> int:
-        return root.rollout.soak_minutes
-
-    @staticmethod
-    def resolve_healthy_since(root: RolloutStatus, info: graphene.ResolveInfo) -> object:
-        return root.rollout.healthy_since
-
-    @staticmethod
-    def resolve_promotes_at(root: RolloutStatus, info: graphene.ResolveInfo) -> object:
-        return root.rollout.promotes_at
-
-    @staticmethod
     def resolve_failed_host(root: RolloutStatus, info: graphene.ResolveInfo) -> str | None:
         halt = root.rollout.halt
         return halt.host or None if halt is not None else None
@@ -181,14 +164,6 @@ class AgentRollout(graphene.ObjectType):
     @staticmethod
     def resolve_message(root: RolloutStatus, info: graphene.ResolveInfo) -> str | None:
         return root.rollout.halt.message if root.rollout.halt is not None else None
-
-    @staticmethod
-    def resolve_started_by(root: RolloutStatus, info: graphene.ResolveInfo) -> str:
-        return root.rollout.started_by
-
-    @staticmethod
-    def resolve_started_at(root: RolloutStatus, info: graphene.ResolveInfo) -> object:
-        return root.rollout.started_at
 
 
 class RolloutMutation(ServiceMutation):
