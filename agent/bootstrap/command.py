@@ -22,16 +22,16 @@ from agent.bootstrap.options import (
     DEFAULT_PORT,
     EXIT_FAILED,
     EXIT_USAGE,
-    PROXMOX_ROOT_CA,
     BootstrapError,
     Options,
+    add_proxmox_admin_options,
     at,
     parse_options,
     proxmox_admin,
     say,
 )
 from agent.certs import discard_pending, key_pem, make_csr, new_key
-from agent.config import DEFAULT_IMAGE_CACHE, DEFAULT_INSTALL_DIR, DEFAULT_PROXMOX_URL, DEFAULT_SNIPPETS_DIR
+from agent.config import DEFAULT_IMAGE_CACHE, DEFAULT_INSTALL_DIR, DEFAULT_SNIPPETS_DIR
 from agent.pveadmin import AGENT_USER, Change, ProxmoxAdmin, ProxmoxAdminError, token_name
 from agent.service import UNIT_DIR, UNIT_NAME, ServiceError, ServiceManager, Systemd, UnitOnly, unit_text
 from agentclient.wireguard import new_private_key, public_key
@@ -193,21 +193,7 @@ def add_bootstrap(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument(
         "--ca-file", help="a CA to trust for the orchestrator's HTTPS (default: the system's)"
     )
-    parser.add_argument(
-        "--proxmox-admin",
-        choices=("pveum", "api"),
-        default="pveum",
-        help="set up the agent's Proxmox token with pveum (default) or the Proxmox API as root",
-    )
-    parser.add_argument("--proxmox-url", default=DEFAULT_PROXMOX_URL, help="this node's Proxmox API")
-    parser.add_argument("--proxmox-user", default="root@pam", help="with --proxmox-admin api: who logs in")
-    parser.add_argument(
-        "--proxmox-password-file", help="with --proxmox-admin api: a file holding the password"
-    )
-    parser.add_argument(
-        "--proxmox-ca",
-        help=f"the CA of the Proxmox API's certificate (default: /{PROXMOX_ROOT_CA} if present)",
-    )
+    add_proxmox_admin_options(parser, "set up the agent's Proxmox token")
     parser.add_argument("--image-cache", help=f"where images are downloaded (default: {DEFAULT_IMAGE_CACHE})")
     parser.add_argument(
         "--snippets-dir", help=f"the snippets folder of storage local (default: {DEFAULT_SNIPPETS_DIR})"

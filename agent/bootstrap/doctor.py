@@ -31,8 +31,14 @@ from pathlib import Path
 
 import requests
 
-from agent.bootstrap.options import EXIT_FAILED, BootstrapError, proxmox_admin
-from agent.config import DEFAULT_IMAGE_STAGING_STORAGE, DEFAULT_PROXMOX_URL, DEFAULT_SNIPPETS_STORAGE
+from agent.bootstrap.options import (
+    EXIT_FAILED,
+    BootstrapError,
+    add_proxmox_admin_options,
+    proxmox_admin,
+    proxmox_ca_of,
+)
+from agent.config import DEFAULT_IMAGE_STAGING_STORAGE, DEFAULT_SNIPPETS_STORAGE
 from agent.pveadmin import SNIPPETS, ProxmoxAdmin, ProxmoxAdminError, snippets_plan
 
 CLOCK_TOLERANCE = datetime.timedelta(seconds=60)
@@ -221,8 +227,7 @@ def blocking(findings: Sequence[Finding]) -> list[Finding]:
 
 def run_doctor(args: argparse.Namespace) -> int:
     try:
-        ca = Path(args.proxmox_ca) if args.proxmox_ca else None
-        admin = proxmox_admin(args, ca)
+        admin = proxmox_admin(args, proxmox_ca_of(args))
     except BootstrapError as exc:
         print(f"flexplane-agent doctor: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -256,13 +261,5 @@ def add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="as the bootstrap's option: a snippets storage without snippets is a failure",
     )
-    parser.add_argument(
-        "--proxmox-admin", choices=("pveum", "api"), default="pveum", help="ask with pveum or the API"
-    )
-    parser.add_argument("--proxmox-url", default=DEFAULT_PROXMOX_URL, help="this node's Proxmox API")
-    parser.add_argument("--proxmox-user", default="root@pam", help="with --proxmox-admin api: who logs in")
-    parser.add_argument(
-        "--proxmox-password-file", help="with --proxmox-admin api: a file holding the password"
-    )
-    parser.add_argument("--proxmox-ca", help="the CA of the Proxmox API's certificate")
+    add_proxmox_admin_options(parser, "read Proxmox")
     parser.set_defaults(handler=run_doctor)

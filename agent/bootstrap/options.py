@@ -14,6 +14,7 @@ from pathlib import Path
 from agent.config import (
     DEFAULT_IMAGE_CACHE,
     DEFAULT_INSTALL_DIR,
+    DEFAULT_PROXMOX_URL,
     DEFAULT_SNIPPETS_DIR,
     DEFAULT_SNIPPETS_STORAGE,
 )
@@ -155,7 +156,6 @@ def parse_options(args: argparse.Namespace) -> Options:
             f"this join token expired at {at(token.expires_at)}",
             "Ask an admin for a new one (createHostJoinToken) and run the command with it.",
         )
-    default_ca = root / PROXMOX_ROOT_CA
     return Options(
         orchestrator=url,
         token=token,
@@ -163,8 +163,7 @@ def parse_options(args: argparse.Namespace) -> Options:
         endpoint=_endpoint(args.address, url),
         ca_file=_readable(args.ca_file, "--ca-file"),
         proxmox_url=args.proxmox_url.rstrip("/"),
-        proxmox_ca=_readable(args.proxmox_ca, "--proxmox-ca")
-        or (default_ca if default_ca.is_file() else None),
+        proxmox_ca=proxmox_ca_of(args, root),
         image_cache=Path(args.image_cache)
         if args.image_cache
         else root / DEFAULT_IMAGE_CACHE.relative_to("/"),
@@ -186,6 +185,32 @@ def _readable(value: str | None, option: str) -> Path | None:
     if not path.is_file() or not os.access(path, os.R_OK):
         raise BootstrapError(f"{option} {value}: not a readable file")
     return path
+
+
+def add_proxmox_admin_options(parser: argparse.ArgumentParser, doing: str) -> None:
+    """The options saying how a command works on Proxmox as its administrator: ``pveum`` on the node, or
+    the Proxmox API as root (``doing``: what it does there, for the help)."""
+    parser.add_argument(
+        "--proxmox-admin",
+        choices=("pveum", "api"),
+        default="pveum",
+        help=f"{doing} with pveum (default) or the Proxmox API as root",
+    )
+    parser.add_argument("--proxmox-url", default=DEFAULT_PROXMOX_URL, help="this node's Proxmox API")
+    parser.add_argument("--proxmox-user", default="root@pam", help="with --proxmox-admin api: who logs in")
+    parser.add_argument(
+        "--proxmox-password-file", help="with --proxmox-admin api: a file holding the password"
+    )
+    parser.add_argument(
+        "--proxmox-ca",
+        help=f"the CA of the Proxmox API's certificate (default: /{PROXMOX_ROOT_CA} if present)",
+    )
+
+
+def proxmox_ca_of(args: argparse.Namespace, root: Path = Path("/")) -> Path | None:
+    """--proxmox-ca, else the node's own Proxmox root CA where there is one."""
+    default_ca = root / PROXMOX_ROOT_CA
+    return _readable(args.proxmox_ca, "--proxmox-ca") or (default_ca if default_ca.is_file() else None)
 
 
 def proxmox_admin(args: argparse.Namespace, proxmox_ca: Path | None) -> ProxmoxAdmin:

@@ -17,8 +17,15 @@ import sys
 import tomllib
 from pathlib import Path
 
-from agent.bootstrap.options import EXIT_FAILED, EXIT_USAGE, BootstrapError, proxmox_admin, say
-from agent.config import DEFAULT_PROXMOX_URL
+from agent.bootstrap.options import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    BootstrapError,
+    add_proxmox_admin_options,
+    proxmox_admin,
+    proxmox_ca_of,
+    say,
+)
 from agent.pveadmin import AGENT_USER, ProxmoxAdmin, ProxmoxAdminError, agent_roles, token_id
 
 DEFAULT_CONFIG = Path("/etc/flexplane/agent.toml")
@@ -62,8 +69,7 @@ def run_remove(args: argparse.Namespace) -> int:
         print(f"flexplane-agent remove: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        ca = Path(args.proxmox_ca) if args.proxmox_ca else None
-        remove(proxmox_admin(args, ca), node)
+        remove(proxmox_admin(args, proxmox_ca_of(args)), node)
     except BootstrapError as exc:
         print(f"flexplane-agent remove: {exc}", file=sys.stderr)
         if exc.plan:
@@ -83,16 +89,5 @@ def add_remove(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--config", default=str(DEFAULT_CONFIG), help=f"the agent's configuration (default: {DEFAULT_CONFIG})"
     )
-    parser.add_argument(
-        "--proxmox-admin",
-        choices=("pveum", "api"),
-        default="pveum",
-        help="delete the token with pveum (default) or the Proxmox API as root",
-    )
-    parser.add_argument("--proxmox-url", default=DEFAULT_PROXMOX_URL, help="this node's Proxmox API")
-    parser.add_argument("--proxmox-user", default="root@pam", help="with --proxmox-admin api: who logs in")
-    parser.add_argument(
-        "--proxmox-password-file", help="with --proxmox-admin api: a file holding the password"
-    )
-    parser.add_argument("--proxmox-ca", help="the CA of the Proxmox API's certificate")
+    add_proxmox_admin_options(parser, "delete the token")
     parser.set_defaults(handler=run_remove)
