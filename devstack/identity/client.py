@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
+import jwt
 import requests
+
+from devstack.identity.claims import project_audience_scope
 
 DEFAULT_SCOPE = "openid profile email"
 
@@ -72,3 +77,42 @@ def _json_or_empty(response: requests.Response) -> dict[str, Any]:
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def key_token(api_url: str, key_json: str, project_id: str, timeout: float = 10) -> str:
+    """An access token for a service account, from its JWT profile key (RFC 7523), as Zitadel issues it.
+
+    ``api_url`` is Zitadel's origin (its token endpoint is ``/oauth/v2/token``, the assertion's
+    audience the origin); the scopes ask for flex.plane's project audience and its roles, so the token
+    is one the orchestrator accepts. Raises :class:`TokenRequestError` with the provider's own error.
+    """
+    key = json.loads(key_json)
+    now = int(time.time())
+    origin = api_url.rstrip("/")
+    assertion = jwt.encode(
+        {"iss": key["userId"], "sub": key["userId"], "aud": origin, "iat": now, "exp": now + 300},
+        key["key"],
+        algorithm="RS256",
+        headers={"kid": key["keyId"]},
+    )
+    scope = f"openid {project_audience_scope(project_id)} urn:zitadel:iam:org:projects:roles"
+    try:
+        response = requests.post(
+            f"{origin}/oauth/v2/token",
+            data={
+                "grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer",
+                "assertion": assertion,
+                "scope": scope,
+            },
+            timeout=timeout,
+        )
+    except requests.RequestException as error:
+        raise TokenRequestError(f"cannot reach the token endpoint of {origin}: {error}") from error
+    body = _json_or_empty(response)
+    if response.status_code != requests.codes.ok or "access_token" not in body:
+        raise TokenRequestError(
+            f"the identity provider at {origin} refused a token for key {key['keyId']}: "
+            f"{body.get('error', f'HTTP {response.status_code}')}: {body.get('error_description', '')}"
+        )
+    access_token: str = body["access_token"]
+    return access_token

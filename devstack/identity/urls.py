@@ -25,5 +25,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path(PREFIX, include(oauth2_patterns)),
     # Zitadel's management API, where Zitadel serves it: the service user's token, then Connect routes.
     path("oauth/v2/token", api.token, name="zitadel-token"),
+    re_path(r"^management/v1/users/(?P<user_id>[0-9]{1,30})/machine$", api.update_machine),
     re_path(r"^(?P<service>zitadel(?:\.[a-z0-9]+)+\.[A-Za-z]+Service)/(?P<method>[A-Za-z]+)$", api.connect),
 ]

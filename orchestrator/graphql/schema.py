@@ -14,6 +14,7 @@ from orchestrator.graphql import (
     networks,
     releases,
     security_groups,
+    service_accounts,
     snapshots,
     tasks,
     usage,
@@ -41,6 +42,7 @@ class Query(
     releases.Query,
     audit.Query,
     access.Query,
+    service_accounts.Query,
     graphene.ObjectType,
 ):
     pass
@@ -60,6 +62,7 @@ class Mutation(
     enrollment.Mutation,
     releases.Mutation,
     access.Mutation,
+    service_accounts.Mutation,
     graphene.ObjectType,
 ):
     pass

@@ -9,6 +9,7 @@ services run without a devstack. Both sides are held to these signatures by mypy
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from orchestrator.sources.proxmox.source import FanOut, ZoneTargets
     from orchestrator.sources.proxmox.values import AgentReport, ClusterResources, Guest
     from orchestrator.sources.proxmox.zone import ZoneApi
-    from orchestrator.sources.zitadel import Authorization, Organization, User
+    from orchestrator.sources.zitadel import Authorization, MachineUser, Organization, User
 
 T = TypeVar("T")
 
@@ -177,3 +178,17 @@ class ZitadelApi(Protocol):
     def delete_authorization(self, authorization_id: str) -> None: ...
 
     def organization(self, organization_id: str) -> Organization | None: ...
+
+    def create_machine_user(
+        self, organization_id: str, username: str, name: str, description: str = ""
+    ) -> str: ...
+
+    def use_jwt_access_tokens(
+        self, user_id: str, organization_id: str, name: str, description: str
+    ) -> None: ...
+
+    def add_machine_key(self, user_id: str, expires: datetime.datetime) -> str: ...
+
+    def machine_users(self, username_prefix: str) -> list[MachineUser]: ...
+
+    def delete_user(self, user_id: str) -> None: ...

@@ -30,6 +30,8 @@ other organizations.
 
 from __future__ import annotations
 
+import base64
+import datetime
 import json
 import logging
 import threading
@@ -65,26 +67,26 @@ ORGANIZATIONS = "zitadel.org.v2.OrganizationService"
 
 # The Connect codes (connectrpc.com/docs/protocol#error-codes) that mean "not now".
 _TRANSIENT = frozenset({"unavailable", "deadline_exceeded", "resource_exhausted", "aborted", "unknown"})
-_KNOWN_CODES = frozenset(
-    {
-        "canceled",
-        "unknown",
-        "invalid_argument",
-        "deadline_exceeded",
-        "not_found",
-        "already_exists",
-        "permission_denied",
-        "resource_exhausted",
-        "failed_precondition",
-        "aborted",
-        "out_of_range",
-        "unimplemented",
-        "internal",
-        "unavailable",
-        "data_loss",
-        "unauthenticated",
-    }
+# In gRPC's order: the code numbered n (the v1 REST API's errors) is the n-th.
+_GRPC_ORDER = (
+    "canceled",
+    "unknown",
+    "invalid_argument",
+    "deadline_exceeded",
+    "not_found",
+    "already_exists",
+    "permission_denied",
+    "resource_exhausted",
+    "failed_precondition",
+    "aborted",
+    "out_of_range",
+    "unimplemented",
+    "internal",
+    "unavailable",
+    "data_loss",
+    "unauthenticated",
 )
+_KNOWN_CODES = frozenset(_GRPC_ORDER)
 
 
 class ZitadelRefused(FlexPlaneError):
@@ -135,6 +137,17 @@ class User:
 
 
 @dataclass(frozen=True)
+class MachineUser:
+    """A service account (Zitadel's machine user): no password, it signs in with its keys."""
+
+    id: str
+    username: str
+    name: str
+    description: str
+    organization_id: str
+
+
+@dataclass(frozen=True)
 class Authorization:
     """A user grant: role keys of the project, given to a user within an organization."""
 
@@ -170,6 +183,17 @@ def _user(item: Mapping[str, Any]) -> User:
         email=_text(email.get("email")),
         organization_id=_text(details.get("resourceOwner")),
         state=_text(item.get("state")) or "USER_STATE_UNSPECIFIED",
+    )
+
+
+def _machine_user(item: Mapping[str, Any]) -> MachineUser:
+    machine = item.get("machine") or {}
+    return MachineUser(
+        id=_text(item.get("userId")),
+        username=_text(item.get("username")),
+        name=_text(machine.get("name")),
+        description=_text(machine.get("description")),
+        organization_id=_text((item.get("details") or {}).get("resourceOwner")),
     )
 
 
@@ -257,16 +281,25 @@ class ZitadelSource:
 
     def call(self, service: str, method: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """``POST /<service>/<method>``: the answer's JSON, or a domain error naming Zitadel."""
+        headers = {"Connect-Protocol-Version": CONNECT_PROTOCOL_VERSION}
+        return self._send("POST", f"{self.base_url}/{service}/{method}", method, body, headers)
+
+    def _send(
+        self, verb: str, url: str, method: str, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """One call with the service user's token (a new one, once, if it was refused): a Connect call,
+        or one of the v1 API's REST calls (grpc-gateway, whose errors carry gRPC's numeric code)."""
         for attempt in (1, 2):
             token = self.token()
             try:
-                response = self.session.post(
-                    f"{self.base_url}/{service}/{method}",
+                response = self.session.request(
+                    verb,
+                    url,
                     json=dict(body),
                     headers={
                         "Authorization": f"Bearer {token}",
-                        "Connect-Protocol-Version": CONNECT_PROTOCOL_VERSION,
                         "Content-Type": "application/json",
+                        **headers,
                     },
                     timeout=self.timeout,
                 )
@@ -275,15 +308,15 @@ class ZitadelSource:
             answer = _json(response)
             if response.status_code == 200:
                 return answer
-            status = answer.get("code") if answer.get("code") in _KNOWN_CODES else "unknown"
+            status = _status_of(answer.get("code"))
             if status == "unauthenticated" and attempt == 1:
                 self.forget_token()  # revoked or expired early: one new token, one retry
                 continue
             logger.log(
                 logging.WARNING if response.status_code >= 500 else logging.INFO,
-                "zitadel: %s/%s answered HTTP %s %s: %.300s",
-                service,
-                method,
+                "zitadel: %s %s answered HTTP %s %s: %.300s",
+                verb,
+                url.removeprefix(self.base_url),
                 response.status_code,
                 status,
                 answer.get("message"),
@@ -332,6 +365,76 @@ class ZitadelSource:
             },
         )
         return [_user(item) for item in answer.get("result") or [] if isinstance(item, Mapping)]
+
+    # ------------------------------------------------------------------ service accounts (machine users)
+
+    def create_machine_user(
+        self, organization_id: str, username: str, name: str, description: str = ""
+    ) -> str:
+        """A machine user in ``organization_id``; its id (the ``sub`` of its tokens)."""
+        answer = self.call(
+            USERS,
+            "CreateUser",
+            {
+                "organizationId": organization_id,
+                "username": username,
+                "machine": {"name": name, "description": description},
+            },
+        )
+        return _text(answer.get("id"))
+
+    def add_machine_key(self, user_id: str, expires: datetime.datetime) -> str:
+        """A new JWT profile key for the machine user, valid until ``expires``: its key file's JSON.
+
+        Zitadel answers the private key this once (``keyContent``, base64 of the key file).
+        """
+        moment = expires.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        answer = self.call(USERS, "AddKey", {"userId": user_id, "expirationDate": moment})
+        try:
+            return base64.b64decode(_text(answer.get("keyContent")), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ZitadelRefused("AddKey", "unknown") from exc
+
+    def use_jwt_access_tokens(self, user_id: str, organization_id: str, name: str, description: str) -> None:
+        """Have Zitadel issue the machine user JWT access tokens (the orchestrator checks JWTs only).
+
+        Zitadel's v2 API makes machine users with opaque tokens and has no way to change that: the v1
+        management API's ``UpdateMachine`` does (``PUT /management/v1/users/{id}/machine``, in the user's
+        organization), and needs the name and description again.
+        """
+        self._send(
+            "PUT",
+            f"{self.base_url}/management/v1/users/{user_id}/machine",
+            "UpdateMachine",
+            {"name": name, "description": description, "accessTokenType": "ACCESS_TOKEN_TYPE_JWT"},
+            {"x-zitadel-orgid": organization_id},
+        )
+
+    def machine_users(self, username_prefix: str) -> list[MachineUser]:
+        """The machine users whose user name starts with ``username_prefix``, sorted by user name."""
+        answer = self.call(
+            USERS,
+            "ListUsers",
+            {
+                "query": {"offset": "0", "limit": PAGE_LIMIT, "asc": True},
+                "sortingColumn": "USER_FIELD_NAME_USER_NAME",
+                "queries": [
+                    {"typeQuery": {"type": "TYPE_MACHINE"}},
+                    {
+                        "userNameQuery": {
+                            "userName": username_prefix,
+                            "method": "TEXT_QUERY_METHOD_STARTS_WITH",
+                        }
+                    },
+                ],
+            },
+        )
+        found = [_machine_user(item) for item in answer.get("result") or [] if isinstance(item, Mapping)]
+        return sorted((m for m in found if m.username.startswith(username_prefix)), key=lambda m: m.username)
+
+    def delete_user(self, user_id: str) -> None:
+        """The user is gone, with its keys and grants: its next token is refused."""
+        self.call(USERS, "DeleteUser", {"userId": user_id})
 
     # ------------------------------------------------------------------ project roles
 
@@ -458,6 +561,13 @@ class ZitadelSource:
             if isinstance(item, Mapping) and item.get("id") == organization_id:
                 return Organization(id=organization_id, name=_text(item.get("name")))
         return None
+
+
+def _status_of(code: Any) -> str:
+    """A Connect code's name, from Connect's name or the v1 REST API's gRPC number (1 to 16)."""
+    if isinstance(code, int) and not isinstance(code, bool) and 1 <= code <= len(_GRPC_ORDER):
+        return _GRPC_ORDER[code - 1]
+    return code if code in _KNOWN_CODES else "unknown"
 
 
 def _json(response: requests.Response) -> dict[str, Any]:

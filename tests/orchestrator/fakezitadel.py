@@ -27,7 +27,9 @@ serves concurrent requests.
 
 from __future__ import annotations
 
+import datetime
 import itertools
+import json
 import secrets
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,7 +39,7 @@ from typing import Any
 from devstack import seed
 from devstack.identity.claims import ORGANISATION_ID, organisation_of, subject_of
 from devstack.identity.users import SeedUser
-from orchestrator.sources.zitadel import Authorization, Organization, User, ZitadelRefused
+from orchestrator.sources.zitadel import Authorization, MachineUser, Organization, User, ZitadelRefused
 
 # The roles the emulator gives the project beside the users' (``devstack.identity.seed.PLATFORM_ROLES``, a
 # module of the emulator's Django app that this process cannot import).
@@ -78,6 +80,11 @@ class FakeZitadel:
     roles: dict[str, _Role] = field(default_factory=dict)
     project_grants: dict[str, list[str]] = field(default_factory=dict)  # organization id -> role keys
     grants: dict[str, _Grant] = field(default_factory=dict)
+    machines: dict[str, MachineUser] = field(default_factory=dict)
+    jwt_machines: set[str] = field(default_factory=set)  # machine users whose access tokens are JWTs
+    machine_keys: dict[str, dict[str, datetime.datetime]] = field(
+        default_factory=dict
+    )  # user -> key -> expiry
 
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
@@ -238,7 +245,7 @@ class FakeZitadel:
             user = _text(method, user_id)
             org = _text(method, organization_id)
             keys = _keys(method, role_keys)
-            if user not in self.accounts or org not in self.organizations:
+            if (user not in self.accounts and user not in self.machines) or org not in self.organizations:
                 raise ZitadelRefused(method, "not_found")
             self._check_roles(method, keys, org)
             if self._grant_of(user, org) is not None:
@@ -267,6 +274,64 @@ class FakeZitadel:
             org = _text("ListOrganizations", organization_id)
             known = self.organizations.get(org)
             return Organization(id=org, name=known[0]) if known is not None else None
+
+    # ------------------------------------------------------------------ service accounts (machine users)
+
+    def create_machine_user(
+        self, organization_id: str, username: str, name: str, description: str = ""
+    ) -> str:
+        method = "CreateUser"
+        with self._lock:
+            if _text(method, organization_id) not in self.organizations:
+                raise ZitadelRefused(method, "not_found")
+            _text(method, name)
+            _text(method, description, required=False)
+            taken = {a.username for a in self.accounts.values()} | {
+                m.username for m in self.machines.values()
+            }
+            if _text(method, username) in taken:
+                raise ZitadelRefused(method, "already_exists")
+            ident = _new_id()
+            self.machines[ident] = MachineUser(ident, username, name, description, organization_id)
+            return ident
+
+    def use_jwt_access_tokens(self, user_id: str, organization_id: str, name: str, description: str) -> None:
+        method = "UpdateMachine"
+        with self._lock:
+            machine = self.machines.get(user_id)
+            if machine is None:
+                raise ZitadelRefused(method, "not_found")
+            named = (_text(method, name), _text(method, description, required=False))
+            self.machines[user_id] = MachineUser(user_id, machine.username, *named, machine.organization_id)
+            self.jwt_machines.add(user_id)
+
+    def add_machine_key(self, user_id: str, expires: datetime.datetime) -> str:
+        """A key file's JSON; the fake keeps no key pair (tokens of machine users are minted by the tests)."""
+        method = "AddKey"
+        with self._lock:
+            if user_id not in self.machines:
+                raise ZitadelRefused(method, "not_found")
+            if expires <= datetime.datetime.now(datetime.UTC):
+                raise ZitadelRefused(method, "invalid_argument")
+            key_id = _new_id()
+            self.machine_keys.setdefault(user_id, {})[key_id] = expires
+            content = {"type": "serviceaccount", "keyId": key_id, "key": "", "userId": user_id}
+            return json.dumps({**content, "expirationDate": expires.isoformat()})
+
+    def machine_users(self, username_prefix: str) -> list[MachineUser]:
+        with self._lock:
+            found = [m for m in self.machines.values() if m.username.startswith(username_prefix)]
+            return sorted(found, key=lambda m: m.username)
+
+    def delete_user(self, user_id: str) -> None:
+        """The user goes with its keys and authorizations (the emulator deletes a machine user only)."""
+        with self._lock:
+            if self.machines.pop(_text("DeleteUser", user_id), None) is None:
+                raise ZitadelRefused("DeleteUser", "not_found")
+            self.machine_keys.pop(user_id, None)
+            self.jwt_machines.discard(user_id)
+            for ident in [g.id for g in self.grants.values() if g.user_id == user_id]:
+                del self.grants[ident]
 
     # ------------------------------------------------------------------ inside
 

@@ -10,6 +10,8 @@ client's alone: tests/orchestrator/sources/test_zitadel.py.
 
 from __future__ import annotations
 
+import datetime
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from devstack.identity.claims import (
     project_roles_claim,
     subject_of,
 )
-from devstack.identity.client import password_token
+from devstack.identity.client import TokenRequestError, key_token, password_token
 from devstack.identity.process import IdentityProvider
 from devstack.net import free_port
 from orchestrator.sources.protocols import ZitadelApi
@@ -48,6 +50,8 @@ class Backend:
     name: str
     source: ZitadelApi
     claim: Callable[[str], Claim]
+    # The claims of the token a service account's key (its key file's JSON) gives now: sub and roles.
+    key_claims: Callable[[str], dict[str, Any]]
 
     def roles(self, username: str) -> set[str]:
         return set(self.claim(username))
@@ -76,7 +80,12 @@ def emulator(identity: IdentityProvider) -> Backend:
         )
         return dict(claims[project_roles_claim(seed.PROJECT_ID)])
 
-    return Backend("emulator", source, claim)
+    def key_claims(key_json: str) -> dict[str, Any]:
+        token = key_token(identity.api_url, key_json, seed.PROJECT_ID)
+        claims = jwt.decode(token, options={"verify_signature": False})
+        return {"sub": claims["sub"], "roles": dict(claims[project_roles_claim(seed.PROJECT_ID)])}
+
+    return Backend("emulator", source, claim, key_claims)
 
 
 def fake() -> Backend:
@@ -86,7 +95,15 @@ def fake() -> Backend:
         (found,) = [u for u in zitadel.search_users(username) if u.username == username]
         return zitadel.roles_of(found.id)
 
-    return Backend("fake", zitadel, claim)
+    def key_claims(key_json: str) -> dict[str, Any]:
+        key = json.loads(key_json)
+        if key["keyId"] not in zitadel.machine_keys.get(key["userId"], {}):
+            raise TokenRequestError(f"unknown key {key['keyId']}")
+        if key["userId"] not in zitadel.jwt_machines:  # the emulator answers an opaque token: no claims
+            raise jwt.DecodeError("an opaque access token")
+        return {"sub": key["userId"], "roles": zitadel.roles_of(key["userId"])}
+
+    return Backend("fake", zitadel, claim, key_claims)
 
 
 def seeded_claim(username: str) -> Claim:
@@ -414,3 +431,87 @@ def test_taking_the_project_away_from_an_organization_takes_its_users_roles_ther
         restore_seeded_organization(source, "acme")
     assert zitadel.roles("olivia") == {"USER", "ORG_OWNER"}
     assert zitadel.roles("oscar") == {"USER"}
+
+
+# ------------------------------------------------------------------------------------ service accounts
+
+
+def _tomorrow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)
+
+
+def test_a_service_account_is_a_machine_user_listed_by_prefix_and_not_among_the_people(
+    zitadel: Backend,
+) -> None:
+    source = zitadel.source
+    ident = source.create_machine_user(HOME, "sa.contract.ci", "ci", '{"vdc": "contract"}')
+    try:
+        assert refusal(lambda: source.create_machine_user(HOME, "sa.contract.ci", "ci")) == (
+            "CreateUser",
+            "already_exists",
+        )
+        (listed,) = source.machine_users("sa.contract.")
+        assert (listed.id, listed.name, listed.description, listed.organization_id) == (
+            ident,
+            "ci",
+            '{"vdc": "contract"}',
+            HOME,
+        )
+        assert source.machine_users("sa.other.") == []
+        assert source.search_users("sa.contract") == []
+    finally:
+        source.delete_user(ident)
+    assert source.machine_users("sa.contract.") == []
+    assert refusal(lambda: source.delete_user(ident)) == ("DeleteUser", "not_found")
+
+
+def test_a_service_accounts_key_gives_tokens_with_its_roles_until_it_is_deleted(zitadel: Backend) -> None:
+    source = zitadel.source
+    source.add_project_role("vdc:contract-sa", "VDC contract-sa", "vdc")
+    ident = source.create_machine_user(HOME, "sa.contract-sa.ci", "ci")
+    try:
+        source.create_authorization(ident, HOME, ["USER", "vdc:contract-sa"])
+        key_json = source.add_machine_key(ident, _tomorrow())
+        assert json.loads(key_json)["userId"] == ident
+        with pytest.raises(jwt.DecodeError):  # Zitadel's machine users get opaque tokens until told
+            zitadel.key_claims(key_json)
+        source.use_jwt_access_tokens(ident, HOME, "ci", "the CI pipeline")
+        assert source.machine_users("sa.contract-sa.")[0].description == "the CI pipeline"
+        assert zitadel.key_claims(key_json) == {
+            "sub": ident,
+            "roles": {"USER": {HOME: ORGANISATION_DOMAIN}, "vdc:contract-sa": {HOME: ORGANISATION_DOMAIN}},
+        }
+    finally:
+        source.delete_user(ident)
+        source.remove_project_role("vdc:contract-sa")
+    assert source.authorizations(user_ids=[ident]) == []
+    with pytest.raises(TokenRequestError, match="unknown key"):
+        zitadel.key_claims(key_json)
+
+
+def test_a_key_must_expire_in_the_future(zitadel: Backend) -> None:
+    source = zitadel.source
+    ident = source.create_machine_user(HOME, "sa.contract.past", "past")
+    try:
+        yesterday = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=1)
+        assert refusal(lambda: source.add_machine_key(ident, yesterday)) == ("AddKey", "invalid_argument")
+        assert refusal(lambda: source.add_machine_key("100000000000000009", _tomorrow())) == (
+            "AddKey",
+            "not_found",
+        )
+    finally:
+        source.delete_user(ident)
+
+
+def test_only_a_machine_users_token_type_is_changed_and_only_to_a_known_type(zitadel: Backend) -> None:
+    source = zitadel.source
+    alice = zitadel.user("alice")
+
+    assert refusal(lambda: source.use_jwt_access_tokens(alice.id, HOME, "alice", "")) == (
+        "UpdateMachine",
+        "not_found",
+    )
+    assert refusal(lambda: source.use_jwt_access_tokens("100000000000000009", HOME, "x", "")) == (
+        "UpdateMachine",
+        "not_found",
+    )

@@ -274,6 +274,18 @@ MUTATION_ROWS: dict[str, Row] = {
         f'mutation {{ revokeVdcMembership(user: "404404404", vdc: "{DEMO}") {CATALOG_ERRORS} }}',
         access_managers(Refused("NOT_FOUND"), Refused("NOT_FOUND")),
     ),
+    # ------------------------------------------------------------------ service accounts: a VDC's members
+    # A name that is no label: INVALID past authorization; another VDC's members: NOT_FOUND (the VDC).
+    "createServiceAccount": Row(
+        'mutation { createServiceAccount(vdc: "demo", name: "Not A Label", '
+        'expiresAt: "2099-01-01T00:00:00Z") '
+        f"{CATALOG_ERRORS} }}",
+        members(Refused("INVALID"), Refused("NOT_FOUND")),
+    ),
+    "revokeServiceAccount": Row(
+        f'mutation {{ revokeServiceAccount(id: "404404404") {CATALOG_ERRORS} }}',
+        members(Refused("NOT_FOUND"), Refused("NOT_FOUND")),
+    ),
     "setPlatformRoles": Row(
         f'mutation {{ setPlatformRoles(user: "404404404", roles: ["USER"]) {CATALOG_ERRORS} }}',
         admin_only(Refused("NOT_FOUND")),

@@ -50,6 +50,10 @@ QUERY_ROWS: dict[str, Row] = {
             OWNER: Answered(lambda vdcs: not {DEMO, OTHER} & set(ids(vdcs))),
         },
     ),
+    "serviceAccounts": Row(
+        '{ serviceAccounts(vdc: "demo") { id vdc } }',
+        members(Answered(lambda found: all(a["vdc"] == DEMO for a in found)), Missing()),
+    ),
     "vdc": Row(
         '{ vdc(id: "demo") { id usage { vms } } }',
         members(Answered(lambda vdc: vdc["id"] == DEMO), Missing()),

@@ -33,3 +33,10 @@ class ConnectError(Exception):
 
     def response(self) -> JsonResponse:
         return JsonResponse({"code": self.code, "message": self.message}, status=STATUS[self.code])
+
+    def gateway_response(self) -> JsonResponse:
+        """The error as Zitadel's v1 REST API (grpc-gateway) answers it: gRPC's numeric code."""
+        number = list(STATUS).index(self.code) + 1  # STATUS lists the codes in gRPC's order, from 1
+        return JsonResponse(
+            {"code": number, "message": self.message, "details": []}, status=STATUS[self.code]
+        )

@@ -143,14 +143,19 @@ def _text_match(method: Any, prefix: str) -> Callable[[str, str], bool]:
 def _user_json(account: Account) -> Body:
     user = account.user
     org = account.organization
-    display = user.get_full_name() or user.username
-    return {
+    display = (user.first_name if account.machine else user.get_full_name()) or user.username
+    common: Body = {
         "userId": account.zitadel_id,
         "details": {"sequence": "1", "changeDate": _now(), "resourceOwner": org.id},
         "state": "USER_STATE_ACTIVE" if user.is_active else "USER_STATE_INACTIVE",
         "username": user.username,
         "loginNames": [f"{user.username}@{org.domain}"],
         "preferredLoginName": f"{user.username}@{org.domain}",
+    }
+    if account.machine:
+        return {**common, "machine": {"name": display, "description": user.last_name, "hasSecret": False}}
+    return {
+        **common,
         "human": {
             "profile": {"givenName": user.first_name, "familyName": user.last_name, "displayName": display},
             "email": {"email": user.email, "isVerified": True},
@@ -208,7 +213,7 @@ def _user_matcher(query: Any, depth: int = 0) -> Callable[[Account], bool]:
         kind_name = fields(inner, ("type",), kind).get("type")
         if kind_name not in ("TYPE_HUMAN", "TYPE_MACHINE"):
             raise ConnectError("invalid_argument", "type_query.type must be TYPE_HUMAN or TYPE_MACHINE")
-        return lambda account: kind_name == "TYPE_HUMAN"
+        return lambda account: account.machine == (kind_name == "TYPE_MACHINE")
     if kind in ("or_query", "and_query"):
         subs = _list(fields(inner, ("queries",), kind), "queries", kind)
         matchers = [_user_matcher(sub, depth + 1) for sub in subs]

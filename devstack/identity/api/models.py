@@ -39,6 +39,10 @@ class Account(models.Model):
     organization_id: str
     # The roles USERS.json gave the user when last seeded: a change of the file changes only those.
     seeded_roles = models.JSONField(default=list)
+    # A service account (Zitadel's machine user): no password, signs in with its keys only.
+    machine = models.BooleanField(default=False)
+    # Zitadel's accessTokenType of a machine user: JWT access tokens instead of opaque ones (the default).
+    jwt_access_tokens = models.BooleanField(default=False)
     objects: ClassVar[models.Manager[Account]] = models.Manager()
 
     def __str__(self) -> str:
@@ -115,6 +119,8 @@ class MachineKey(models.Model):
     user_id = models.CharField(max_length=200)
     name = models.CharField(max_length=200)
     public_key = models.TextField()
+    # The key is refused after this moment (Zitadel's expirationDate); None: never.
+    expires = models.DateTimeField(null=True, blank=True)
     objects: ClassVar[models.Manager[MachineKey]] = models.Manager()
 
     def __str__(self) -> str:

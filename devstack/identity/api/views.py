@@ -20,9 +20,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from devstack.identity.api import handlers
+from devstack.identity.api import handlers, machines
 from devstack.identity.api.errors import ConnectError
-from devstack.identity.api.models import ApiToken, MachineKey, checksum
+from devstack.identity.api.models import Account, ApiToken, MachineKey, checksum
+from devstack.identity.claims import project_audience_scope
 from devstack.identity.config import current_config
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,9 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 ROUTES: dict[str, Handler] = {
     "zitadel.user.v2.UserService/ListUsers": handlers.list_users,
+    "zitadel.user.v2.UserService/CreateUser": machines.create_user,
+    "zitadel.user.v2.UserService/AddKey": machines.add_key,
+    "zitadel.user.v2.UserService/DeleteUser": machines.delete_user,
     "zitadel.project.v2.ProjectService/AddProjectRole": handlers.add_project_role,
     "zitadel.project.v2.ProjectService/RemoveProjectRole": handlers.remove_project_role,
     "zitadel.project.v2.ProjectService/GetProject": handlers.get_project,
@@ -90,7 +94,18 @@ def token(request: HttpRequest) -> HttpResponse:
         return _oauth_error("invalid_grant", "assertion's iss and sub must be the key's user")
     if int(claims["iat"]) < int(timezone.now().timestamp()) - _ASSERTION_MAX_AGE:
         return _oauth_error("invalid_grant", "assertion too old")
+    if key.expires is not None and key.expires <= timezone.now():
+        return _oauth_error("invalid_grant", "the key has expired")
     scopes = request.POST.get("scope", "").split()
+    account = (
+        Account.objects.filter(zitadel_id=key.user_id, machine=True, jwt_access_tokens=True)
+        .select_related("user")
+        .first()
+    )
+    if account is not None and project_audience_scope(current_config().project_id) in scopes:
+        # A machine user whose access token type is JWT, asking for flex.plane's audience: a JWT.
+        jwt_token = machines.access_token(account, scopes, TOKEN_LIFETIME)
+        return JsonResponse({"access_token": jwt_token, "token_type": "Bearer", "expires_in": TOKEN_LIFETIME})
     value = secrets.token_urlsafe(32)
     ApiToken.objects.create(
         checksum=checksum(value),
@@ -137,4 +152,24 @@ def connect(request: HttpRequest, service: str, method: str) -> HttpResponse:
         answer = handler(body)
     except ConnectError as error:
         return error.response()
+    return JsonResponse(answer)
+
+
+@csrf_exempt
+def update_machine(request: HttpRequest, user_id: str) -> HttpResponse:
+    """``PUT /management/v1/users/{id}/machine`` (grpc-gateway's JSON): a machine user's name, description
+    and access token type; Zitadel's v2 API creates machine users with opaque tokens and has no other way
+    to ask for JWTs."""
+    if request.method != "PUT":
+        return JsonResponse({"code": 12, "message": "Method Not Allowed"}, status=405)
+    try:
+        _authenticate(request)
+        body = json.loads(request.body or b"{}")
+        if not isinstance(body, dict):
+            raise ConnectError("invalid_argument", "the body must be a JSON object")
+        answer = machines.update_machine(user_id, body)
+    except ValueError:
+        return JsonResponse({"code": 3, "message": "the body is not JSON"}, status=400)
+    except ConnectError as error:
+        return error.gateway_response()
     return JsonResponse(answer)

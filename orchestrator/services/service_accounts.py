@@ -1,0 +1,196 @@
+"""Service accounts: credentials for a tenant's scripts, one VDC each, kept in Zitadel.
+
+A service account is a Zitadel machine user given USER and ``vdc:<id>`` (one VDC, nothing more) with one
+JWT profile key that expires. Its script signs an assertion with the key and gets an access token from
+Zitadel (RFC 7523), a JWT the orchestrator checks as it checks a person's (``orchestrator/auth.py``): its
+subject is the machine user, so the audit log names the service account, never the person who made it.
+
+Why a key and not a personal access token: Zitadel's PATs are opaque, so every call would cost an
+introspection round-trip to Zitadel (with the API's own client credentials); a key's tokens are JWTs that
+the orchestrator already verifies locally. The price is on the client's side (it mints an assertion, as
+``orchestrator/sources/zitadel.py`` does for the platform's own service user), which the CLI and the
+typed client do for the user. Revoking deletes the machine user: its key gives no next token; a token
+already issued stays valid until it expires, as a person's roles do (``access.py``).
+
+Who: a member of the VDC holding USER (OpenStack's application credentials are their user's own) may
+create, list and revoke the VDC's service accounts, which can do no more in it than USER; ADMIN sees
+and revokes every one. Another VDC's account answers as a missing one. A service account itself may
+list but neither create nor revoke: a leaked key that could mint keys of its own would outlive its own
+revocation.
+
+What is kept where: the user name is ``sa.<vdc>.<name>`` (VDC ids and names are DNS labels, so the
+prefix is unambiguous and a name is unique within its VDC); the description holds who made it, when,
+and when its key expires, as JSON. Nothing is kept in the orchestrator.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from dataclasses import dataclass, field
+
+from orchestrator.auth import VDC_ROLE_PREFIX
+from orchestrator.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
+from orchestrator.models import Vdc
+from orchestrator.services import access
+from orchestrator.services.context import Context
+from orchestrator.services.vdcs.definitions import get_vdc
+from orchestrator.sources.protocols import ZitadelApi
+from orchestrator.sources.zitadel import MachineUser, ZitadelRefused
+
+PREFIX = "sa."
+# The longest a key may live: a year, then a new account (keys are not rotated in place).
+MAX_LIFETIME = datetime.timedelta(days=365)
+_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
+KIND = "service account"
+
+
+@dataclass(frozen=True)
+class ServiceAccount:
+    """A service account as the API shows it: never its key."""
+
+    id: str
+    name: str
+    vdc: str
+    created: datetime.datetime | None
+    expires: datetime.datetime | None
+    created_by: str
+
+
+@dataclass(frozen=True)
+class CreatedServiceAccount:
+    """A new service account and its key file's JSON, answered this once (Zitadel keeps no private key)."""
+
+    account: ServiceAccount
+    key: str = field(repr=False)
+
+
+def create_service_account(
+    ctx: Context, vdc_id: str, name: str, expires_at: datetime.datetime
+) -> CreatedServiceAccount:
+    """A service account with USER in this VDC only, and its key, valid until ``expires_at``."""
+    vdc = _member_vdc(ctx, vdc_id)
+    _check_name(name)
+    expires = _check_expiry(expires_at)
+    source = ctx.require_zitadel()
+    _require_a_person(ctx, source)
+    now = datetime.datetime.now(datetime.UTC)
+    about = {
+        "vdc": vdc.id,
+        "createdBy": ctx.principal.subject,
+        "created": _iso(now),
+        "expires": _iso(expires),
+    }
+    organization = vdc.organization or source.project_organization()
+    description = json.dumps(about)
+    try:
+        user_id = source.create_machine_user(organization, f"{PREFIX}{vdc.id}.{name}", name, description)
+    except ZitadelRefused as exc:
+        if exc.status == "already_exists":
+            raise Conflict(f"VDC {vdc.id!r} already has a service account named {name!r}") from exc
+        raise
+    try:
+        source.use_jwt_access_tokens(user_id, organization, name, description)
+        source.create_authorization(user_id, organization, ["USER", f"{VDC_ROLE_PREFIX}{vdc.id}"])
+        key = source.add_machine_key(user_id, expires)
+    except Exception:
+        source.delete_user(user_id)  # no half-made account: it could never be used
+        raise
+    return CreatedServiceAccount(
+        ServiceAccount(user_id, name, vdc.id, now, expires, ctx.principal.subject), key
+    )
+
+
+def service_accounts(ctx: Context, vdc_id: str | None) -> list[ServiceAccount]:
+    """The VDC's service accounts; without a VDC, those of every VDC the caller is a member of (ADMIN: all).
+
+    One ``ListUsers`` call whatever the number of accounts."""
+    access.require_self_service(ctx)
+    prefix = f"{PREFIX}{_member_vdc(ctx, vdc_id).id}." if vdc_id is not None else PREFIX
+    found = [_account(m) for m in ctx.require_zitadel().machine_users(prefix)]
+    return [a for a in found if a is not None and _may_manage(ctx, a.vdc)]
+
+
+def revoke_service_account(ctx: Context, account_id: str) -> ServiceAccount:
+    """Delete the service account: its key gives no next token. Another VDC's answers as a missing one."""
+    access.require_self_service(ctx)
+    source = ctx.require_zitadel()
+    _require_a_person(ctx, source)
+    found = next((a for a in service_accounts(ctx, None) if a.id == account_id), None)
+    if found is None:
+        raise NotFound(KIND, account_id)
+    source.delete_user(found.id)
+    return found
+
+
+def _require_a_person(ctx: Context, source: ZitadelApi) -> None:
+    """Only people make and revoke service accounts (see the module's docstring)."""
+    if any(user.id == ctx.principal.subject for user in source.machine_users(PREFIX)):
+        raise PermissionDenied(
+            "a service account cannot make or revoke service accounts: a member of its VDC does"
+        )
+
+
+def _member_vdc(ctx: Context, vdc_id: str) -> Vdc:
+    """The VDC, if the caller is its member with USER (or ADMIN); ``NotFound`` as a missing one otherwise."""
+    access.require_self_service(ctx)
+    if not _may_manage(ctx, vdc_id):
+        raise NotFound("VDC", vdc_id)
+    return get_vdc(ctx, vdc_id)
+
+
+def _may_manage(ctx: Context, vdc_id: str) -> bool:
+    principal = ctx.principal
+    return principal.is_admin or (principal.is_user and vdc_id in principal.vdcs)
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValidationFailed(
+            "name",
+            "a service account's name is 1 to 40 lowercase letters, digits and '-' (not at either end)",
+        )
+
+
+def _check_expiry(expires_at: datetime.datetime) -> datetime.datetime:
+    if not isinstance(expires_at, datetime.datetime):
+        raise ValidationFailed("expiresAt", "give the key's expiry as a date and time")
+    expires = expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=datetime.UTC)
+    now = datetime.datetime.now(datetime.UTC)
+    if expires <= now:
+        raise ValidationFailed("expiresAt", f"the expiry {_iso(expires)} is not in the future")
+    if expires > now + MAX_LIFETIME:
+        raise ValidationFailed("expiresAt", f"a key lives at most {MAX_LIFETIME.days} days")
+    return expires
+
+
+def _account(user: MachineUser) -> ServiceAccount | None:
+    """The service account a machine user is, from its user name and description; None if it is not one."""
+    vdc, _, name = user.username.removeprefix(PREFIX).partition(".")
+    if not user.username.startswith(PREFIX) or not vdc or not name:
+        return None
+    try:
+        about = json.loads(user.description or "{}")
+    except ValueError:
+        about = {}
+    about = about if isinstance(about, dict) else {}
+    return ServiceAccount(
+        id=user.id,
+        name=name,
+        vdc=vdc,
+        created=_parse(about.get("created")),
+        expires=_parse(about.get("expires")),
+        created_by=str(about.get("createdBy") or ""),
+    )
+
+
+def _iso(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _parse(value: object) -> datetime.datetime | None:
+    try:
+        return datetime.datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
