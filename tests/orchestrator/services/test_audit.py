@@ -66,7 +66,8 @@ def harmless_value(kind: GraphQLType) -> Any:
     values = getattr(kind, "values", None)
     if values:
         return next(iter(values))
-    return {"ID": "zone-a/999999", "Int": 1, "Float": 1.0, "Boolean": False}.get(name, "no-such-thing")
+    scalars = {"ID": "zone-a/999999", "Int": 1, "Float": 1.0, "Boolean": False, "DateTime": "2000-01-01"}
+    return scalars.get(name, "no-such-thing")
 
 
 def mutation_document(mutation: str) -> tuple[str, dict[str, Any]]:
