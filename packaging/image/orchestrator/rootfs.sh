@@ -82,6 +82,13 @@ $VENV/bin/python -m pip uninstall --quiet --yes pip setuptools
 # What the orchestrator never imports: the kubernetes client's asyncio copy (it uses the synchronous
 # one), the libraries' own test suites, and gettext sources (their compiled .mo files stay).
 rm -rf "\$SITE/kubernetes/aio"
+# boto3 reaches the backups' bucket only, as a client (manage.py backup, restore): botocore's models of
+# every other AWS service go (28 MiB), and boto3's resource models but S3's; S3's stay, with STS's
+# (credentials from a pod's web identity) and the shared files.
+find "\$SITE/botocore/data" -mindepth 1 -maxdepth 1 -type d ! -name s3 ! -name sts -exec rm -rf {} +
+find "\$SITE/boto3/data" -mindepth 1 -maxdepth 1 -type d ! -name s3 -exec rm -rf {} +
+# dateutil's own copy of the tz database: dateutil reads Debian's tzdata, which the image has, first.
+rm -f "\$SITE/dateutil/zoneinfo/dateutil-zoneinfo.tar.gz"
 find "\$SITE" -depth -type d \( -name tests -o -name test -path "*/twisted/*" \) -exec rm -rf {} +
 find "\$SITE" -name "*.po" -delete
 find $VENV -depth -type d -name __pycache__ -exec rm -rf {} +
