@@ -3,15 +3,18 @@
 Each command runs in a mount namespace of its own (``unshare --mount``): /dev, /proc and the shared
 apt download cache are mounted into the root there and vanish with the command, so nothing stays
 mounted on the host whatever a test does, and the copy is removed with ``rm -rf``. The network is the
-host's (apt reaches Debian's archive); nothing listens. Root only.
+host's (apt reaches Debian's archive, a started agent listens on loopback). Root only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,12 +69,15 @@ class Chroot:
         shutil.copyfile("/etc/resolv.conf", dest / "etc" / "resolv.conf")
         return cls(dest, suite)
 
-    def run(self, command: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """command (sh) in the root; stdout and stderr together, the failure's output in the assertion."""
+    def _entered(self, command: str) -> list[str]:
         cache = BUILD / "apt-archives" / self.suite
         cache.mkdir(parents=True, exist_ok=True)
+        return in_namespace(ENTER, "enter", str(self.path), str(cache), command)
+
+    def run(self, command: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """command (sh) in the root; stdout and stderr together, the failure's output in the assertion."""
         done = subprocess.run(
-            in_namespace(ENTER, "enter", str(self.path), str(cache), command),
+            self._entered(command),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -82,6 +88,25 @@ class Chroot:
         if check:
             assert done.returncode == 0, f"in the {self.suite} root, {command!r} failed:\n{done.stdout}"
         return done
+
+    @contextlib.contextmanager
+    def started(self, command: str) -> Iterator[subprocess.Popen[str]]:
+        """command (sh) running in the root for the block, in a process group of its own that is killed
+        after it (what it printed: the process's stdout, stderr with it)."""
+        process = subprocess.Popen(
+            self._entered(command),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PATH_INSIDE": PATH},
+            start_new_session=True,
+        )
+        try:
+            yield process
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
     def put(self, path: str, content: str, mode: int = 0o644) -> Path:
         target = self.path / path.lstrip("/")

@@ -18,18 +18,10 @@ import pytest
 
 from tests.artifacts.chroot import BUILD, ROOT, Chroot
 from tests.artifacts.conftest import field
+from tests.artifacts.node import CALLS, SYSTEMCTL, make_proxmox_node, systemctl_calls
 
 SUITES = ["bookworm", "trixie"]
 UNIT = "lib/systemd/system/flexplane-agent.service"
-# Written by the fake systemctl: one line per call, its arguments.
-CALLS = "/var/log/systemctl-calls"
-SYSTEMCTL = f"""#!/bin/sh
-echo "$*" >> {CALLS}
-case "$1" in
-is-enabled) [ -e /etc/systemd/system/multi-user.target.wants/flexplane-agent.service ] ;;
-*) exit 0 ;;
-esac
-"""
 ORCHESTRATOR_SIDE = (
     "django",
     "graphene",
@@ -46,23 +38,6 @@ ORCHESTRATOR_SIDE = (
 def contents(deb: Path) -> list[str]:
     listing = subprocess.run(["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True)
     return [line.split()[5].removeprefix("./").split(" -> ")[0] for line in listing.stdout.splitlines()]
-
-
-def make_proxmox_node(root: Chroot, *, enrolled: bool) -> None:
-    root.put("/usr/bin/pveversion", "#!/bin/sh\necho pve-manager/8.4.1/2a5fa54a8503f96d\n", 0o755)
-    root.put("/usr/bin/systemctl", SYSTEMCTL, 0o755)
-    (root.path / "etc" / "pve").mkdir(parents=True, exist_ok=True)
-    (root.path / "run" / "systemd" / "system").mkdir(parents=True, exist_ok=True)
-    if enrolled:
-        root.put("/etc/flexplane/agent.toml", 'zone = "zone-a"\nnode = "pve1"\n', 0o640)
-
-
-def systemctl_calls(root: Chroot) -> list[str]:
-    """What was asked of systemd about the agent (other packages' scripts, e.g. wireguard-tools', ask
-    for daemon reloads and their own units)."""
-    log = root.path / CALLS.lstrip("/")
-    calls = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-    return [call for call in calls if "flexplane-agent" in call]
 
 
 def test_the_package_is_lintian_clean_at_error_level(deb: Path) -> None:
