@@ -12,14 +12,23 @@ What is measured, and where:
   platform CA as last read, and the renewed certificates read again (``agentclient.credentials``,
   looked at on every call and every scrape);
 - the waits for a VDC's lock (``orchestrator.services.locks``), the query admission queue and its 503s
-  (``orchestrator.graphql.admission``), and the open consoles (``orchestrator.services.console``).
+  (``orchestrator.graphql.admission``), and the open consoles (``orchestrator.services.console``);
+- whether the agents' staged rollout is halted, read from the management cluster at each scrape
+  (:class:`RolloutHaltedCollector`, which ``orchestrator.metrics_http`` registers with its reader).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterator
+
 from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from agentclient.metrics import LATENCY_BUCKETS
+
+logger = logging.getLogger(__name__)
 
 HTTP_REQUESTS = Counter(
     "flexplane_http_requests",
@@ -73,3 +82,42 @@ CONSOLE_BYTES = Counter(
     "Bytes relayed by consoles, by direction (to_vm, to_browser).",
     ["direction"],
 )
+
+
+# What the rollout's metric needs of it: its version, whether it is halted, and the host whose health
+# check halted it ("" when an admin did); None when no rollout was started.
+RolloutState = tuple[str, bool, str] | None
+
+
+class RolloutHaltedCollector(Collector):
+    """``flexplane_agent_rollout_halted``, read from the management cluster at each scrape (``read``), so
+    every replica tells the same: 1 with the version and the host that failed (empty when an admin halted
+    it) while halted, 0 while a rollout goes on, nothing without a rollout. The reader is handed in: the
+    rollout is the services' to read, and this module imports nothing of the orchestrator."""
+
+    def __init__(self, read: Callable[[], RolloutState]) -> None:
+        self._read = read
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        """The metric's name for the registry, without asking the cluster (as collect would)."""
+        yield self._family()
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "flexplane_agent_rollout_halted",
+            "Whether the agent rollout is halted, by its version and the host whose health check failed.",
+            labels=["version", "host"],
+        )
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = self._family()
+        try:
+            found = self._read()
+        except Exception as exc:  # a scrape answers whatever the cluster does
+            logger.debug("agent rollout metric: %s", exc)
+            found = None
+        if found is not None:
+            version, halted, host = found
+            family.add_metric([version, host], 1.0 if halted else 0.0)
+        yield family

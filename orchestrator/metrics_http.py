@@ -1,5 +1,7 @@
 """``/metrics``, which serves this process's Prometheus metrics (``orchestrator.metrics``), and the
-middleware that measures every request, by GraphQL operation or by view.
+middleware that measures every request, by GraphQL operation or by view. The metrics read afresh at each
+scrape from what the services know (the agent rollout's halt) are registered here, with their readers:
+this module stands above the services, ``orchestrator.metrics`` below them.
 
 ``/metrics`` is meant for the cluster's Prometheus, not for the public: with ``FLEXPLANE_METRICS_PORT``
 set (the chart sets it and gives daphne that second port, which neither the Service's http port nor
@@ -22,7 +24,14 @@ from graphql import OperationDefinitionNode
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from orchestrator.graphql import documents
-from orchestrator.metrics import GRAPHQL_LATENCY, GRAPHQL_REQUESTS, HTTP_LATENCY, HTTP_REQUESTS
+from orchestrator.metrics import (
+    GRAPHQL_LATENCY,
+    GRAPHQL_REQUESTS,
+    HTTP_LATENCY,
+    HTTP_REQUESTS,
+    RolloutHaltedCollector,
+    RolloutState,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -51,12 +60,27 @@ def _look_at_client_certificate() -> None:
     if not settings.FLEXPLANE_AGENT_CERT:
         return
     from agentclient import ClientTLSError
-    from orchestrator.sources.proxmox import client_tls
+    from orchestrator.services.context import process_client_tls
 
     try:
-        client_tls().current()
+        process_client_tls().current()
     except (OSError, ClientTLSError):
         logger.warning("the client certificate for the agents cannot be read", exc_info=True)
+
+
+def _agent_rollout() -> RolloutState:
+    """The agent rollout as the process's management cluster has it now, for its metric."""
+    from orchestrator.services.context import process_kube  # the services load with the URLs, not here
+    from orchestrator.services.rollouts import current
+
+    found = current(process_kube())
+    if found is None:
+        return None
+    return found.version, found.halt is not None, found.halt.host if found.halt is not None else ""
+
+
+ROLLOUT_HALTED = RolloutHaltedCollector(_agent_rollout)
+REGISTRY.register(ROLLOUT_HALTED)
 
 
 def _root_fields() -> dict[str, frozenset[str]]:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentclient import ClientTLSFiles
 from orchestrator.auth import Principal
 from orchestrator.errors import Unavailable
 from orchestrator.sources import clusterapi as clusterapi_source
@@ -35,6 +36,12 @@ def process_kube() -> KubeApi:
     """The process's management cluster, for the work no caller's request carries (a node's join or
     renewal, the release channel, readiness): what the views hand those services."""
     return kube_source.kube()
+
+
+def process_client_tls() -> ClientTLSFiles:
+    """The process's client certificate for the agents, read again when renewed: for ``/metrics``, which
+    looks at it on every scrape so that its expiry is current when no agent call is made."""
+    return proxmox_source.client_tls()
 
 
 @dataclass
