@@ -170,7 +170,13 @@ class Kube:
         )
 
     def secret_value(self, namespace: str, name: str, key: str) -> bytes | None:
-        """The decoded ``key`` of Secret ``name``; None when the Secret or the key is not there."""
+        """The decoded ``key`` of Secret ``name``; None when the Secret or the key is not there.
+
+        It binds first (one more call, a read while the binding is there): its caller, the machine's
+        reconcile (``providers.infrastructure.machines``), has no step of its own that binds, and the
+        control plane provider's (``providers.controlplane.steps``) binds the VDC's namespace in another
+        handler, in no order with the machine's, and only for a cluster whose control plane is ours. The
+        read stops once the machine is provisioned, so it costs a few calls per machine, not per resync."""
         self.ensure_secrets_access(namespace)
         secret = _call.read(
             f"reading Secret {namespace}/{name}",

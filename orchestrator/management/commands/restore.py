@@ -8,40 +8,35 @@ changes nothing, and says so.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from orchestrator.errors import FlexPlaneError
+from orchestrator.management.backup_options import add_key_file, add_where, backup_key, bucket
 from orchestrator.management.cluster import management_objects
-from orchestrator.services.backup import (
-    S3Store,
-    read_file,
-    restore_backup,
-)
-from orchestrator.services.backup.options import load_key, s3_settings
+from orchestrator.services.backup import read_file, restore_backup
 
 
 class Command(BaseCommand):
     help = "Restore the management plane's state from a backup (idempotent)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        where = parser.add_mutually_exclusive_group(required=True)
-        where.add_argument("--file", help="Read the backup from this file.")
-        where.add_argument("--s3", help="s3://bucket/prefix (its newest backup) or the key of one.")
-        parser.add_argument(
-            "--key-file", help="The key (base64 of 32 bytes); default FLEXPLANE_BACKUP_KEY_FILE."
+        add_where(
+            parser,
+            file_help="Read the backup from this file.",
+            s3_help="s3://bucket/prefix (its newest backup) or the key of one.",
         )
+        add_key_file(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            key = load_key(options["key_file"], os.environ)
+            key = backup_key(options)
             if options["file"]:
                 source, blob = options["file"], read_file(Path(options["file"]))
             else:
-                store = S3Store(options["s3"], s3_settings(os.environ).client())
+                store = bucket(options)
                 found, blob = store.get()
                 source = f"s3://{store.bucket}/{found}"
             header, restored = restore_backup(management_objects(), blob, key)
