@@ -24,7 +24,6 @@ import datetime
 import email.utils
 import os
 import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from agent.bootstrap.options import (
     add_proxmox_admin_options,
     proxmox_admin,
     proxmox_ca_of,
+    say_error,
 )
 from agent.config import DEFAULT_IMAGE_STAGING_STORAGE, DEFAULT_SNIPPETS_STORAGE
 from agent.pveadmin import SNIPPETS, ProxmoxAdmin, ProxmoxAdminError, snippets_plan
@@ -229,7 +229,7 @@ def run_doctor(args: argparse.Namespace) -> int:
     try:
         admin = proxmox_admin(args, proxmox_ca_of(args))
     except BootstrapError as exc:
-        print(f"flexplane-agent doctor: {exc}", file=sys.stderr)
+        say_error("doctor", exc)
         return EXIT_FAILED
     findings = examine(
         admin,
@@ -241,7 +241,7 @@ def run_doctor(args: argparse.Namespace) -> int:
     stopped = blocking(findings)
     if stopped:
         names = ", ".join(f.check for f in stopped)
-        print(f"flexplane-agent doctor: the bootstrap would stop here ({names})", file=sys.stderr)
+        say_error("doctor", f"the bootstrap would stop here ({names})")
         return EXIT_FAILED
     return 0
 

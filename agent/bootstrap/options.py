@@ -7,6 +7,7 @@ import datetime
 import ipaddress
 import os
 import socket
+import sys
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,14 @@ def at(moment: datetime.datetime) -> str:
 
 def say(what: str, change: Change | str) -> None:
     print(f"  {what}: {change}", flush=True)
+
+
+def say_error(command: str, error: BootstrapError | str) -> None:
+    """Why ``flexplane-agent <command>`` stops, on stderr as every subcommand says it; then what to do
+    now, when the error says (its ``plan``)."""
+    print(f"flexplane-agent {command}: {error}", file=sys.stderr)
+    if isinstance(error, BootstrapError) and error.plan:
+        print(error.plan, file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------- options

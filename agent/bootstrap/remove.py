@@ -13,7 +13,6 @@ how to delete them too. The node's files and package are ``apt purge flexplane-a
 from __future__ import annotations
 
 import argparse
-import sys
 import tomllib
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from agent.bootstrap.options import (
     proxmox_admin,
     proxmox_ca_of,
     say,
+    say_error,
 )
 from agent.pveadmin import AGENT_USER, ProxmoxAdmin, ProxmoxAdminError, agent_roles, token_id
 
@@ -66,14 +66,12 @@ def run_remove(args: argparse.Namespace) -> int:
     try:
         node = args.node or configured_node(Path(args.config))
     except BootstrapError as exc:
-        print(f"flexplane-agent remove: {exc}", file=sys.stderr)
+        say_error("remove", exc)
         return EXIT_USAGE
     try:
         remove(proxmox_admin(args, proxmox_ca_of(args)), node)
     except BootstrapError as exc:
-        print(f"flexplane-agent remove: {exc}", file=sys.stderr)
-        if exc.plan:
-            print(exc.plan, file=sys.stderr)
+        say_error("remove", exc)
         return EXIT_FAILED
     print(f"flexplane-agent remove: {node}'s Proxmox token is gone; other nodes are untouched.", flush=True)
     return 0

@@ -115,13 +115,30 @@ def test_a_ready_node_passes_every_check(node: Node) -> None:
     assert main(["doctor", *api_options(node)]) == 0
 
 
-def test_an_unsupported_proxmox_version_blocks(node: Node, tmp_path: Path) -> None:
+def test_an_unsupported_proxmox_version_blocks(
+    node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     node.fakes.on_loop(setattr, node.fakes[ZONE].pve, "version", "7.4.17")
     found = node.findings()["proxmox version"]
     assert (found.ok, found.blocking) == (False, True)
     assert "Proxmox VE 7 is not supported" in found.detail
     assert "pve7to8" in found.fix
+    capsys.readouterr()
     assert main(["doctor", *api_options(node)]) == 1
+    assert (
+        capsys.readouterr().err == "flexplane-agent doctor: the bootstrap would stop here (proxmox version)\n"
+    )
+
+
+def test_a_doctor_that_cannot_log_in_to_proxmox_says_why_and_what_to_check(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = api_options(node)
+    Path(options[options.index("--proxmox-password-file") + 1]).write_text("not the password")
+    assert main(["doctor", *options]) == 1
+    said = capsys.readouterr().err.splitlines()
+    assert said[0].startswith("flexplane-agent doctor: logging in to Proxmox")
+    assert said[1:] == ["Nothing was changed. Check the Proxmox URL and credentials."]
 
 
 def test_a_snippets_storage_the_bootstrap_may_not_change_blocks_and_names_the_command(node: Node) -> None:

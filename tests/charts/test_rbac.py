@@ -8,6 +8,7 @@ charts' ValidatingAdmissionPolicies (their CEL, evaluated) would answer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 import yaml
 
 from tests.charts.kit import Manifest, manifests
-from tests.charts.rbac import RBAC_GROUP, WORKLOADS, Account, Cluster
+from tests.charts.rbac import RBAC_GROUP, WORKLOADS, Account, Cluster, Grant
 
 ROOT = Path(__file__).resolve().parents[2]
 PLATFORM, IDENTITY = "flexplane", "identity"
@@ -70,6 +71,15 @@ def bound(cluster: Cluster) -> dict[Account, list[Manifest]]:
 
 
 ACCOUNTS = pytest.mark.parametrize("account", list(OWNED), ids=str)
+
+
+def permissions(grants: Iterable[Grant]) -> Iterator[tuple[Grant, str, str, str]]:
+    """Each (grant, API group, resource, verb) the grants' rules list: a rule grants every combination."""
+    for grant in grants:
+        for group in grant.rule["apiGroups"]:
+            for resource in grant.rule["resources"]:
+                for verb in grant.rule["verbs"]:
+                    yield grant, group, resource, verb
 
 
 def test_every_fence_is_enforced_and_its_cel_compiles(cluster: Cluster) -> None:
@@ -199,12 +209,10 @@ def test_no_account_of_ours_writes_outside_its_namespaces(cluster: Cluster, acco
         (namespace, grant.rule["resources"])
         for namespace in NAMESPACES
         if namespace not in OWNED[account]
-        for grant in cluster.grants(account)
-        for group in grant.rule["apiGroups"]
-        for resource in grant.rule["resources"]
+        for grant, group, resource, verb in permissions(cluster.grants(account))
         if "/" not in resource
-        for verb in ("create", "update", "patch", "delete")
-        if verb in grant.rule["verbs"] and cluster.may_write(account, verb, group, resource, namespace, "x")
+        and verb in ("create", "update", "patch", "delete")
+        and cluster.may_write(account, verb, group, resource, namespace, "x")
     ]
     assert written == []
 
@@ -518,12 +526,9 @@ NEEDED = {ORCHESTRATOR: orchestrator_needs, HUB: hub_needs, SETUP: setup_needs, 
 
 def held(cluster: Cluster, account: Account) -> set[tuple[str, str, str, str]]:
     """Every (where, group, resource, verb) ``account`` holds, the bindings it makes itself included."""
+    grants = cluster.grants(account, cluster.escalated(account, NAMESPACES))
     return {
-        (g.namespace or EVERYWHERE, group, resource, verb)
-        for g in cluster.grants(account, cluster.escalated(account, NAMESPACES))
-        for group in g.rule["apiGroups"]
-        for resource in g.rule["resources"]
-        for verb in g.rule["verbs"]
+        (g.namespace or EVERYWHERE, group, resource, verb) for g, group, resource, verb in permissions(grants)
     }
 
 

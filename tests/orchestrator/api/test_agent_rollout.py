@@ -22,6 +22,7 @@ from orchestrator.models import Host
 from orchestrator.models.zones import host_ident
 from orchestrator.services import rollouts
 from orchestrator.services.catalog import HOST, ZONE_LABEL
+from orchestrator.services.rollouts import reports
 from orchestrator.sources.proxmox import AgentReport, CertificateRenewal, FanOut, UpdateOutcome
 from tests.apikit import Api
 from tests.orchestrator.fakekube import FakeKube
@@ -265,7 +266,7 @@ def test_a_forged_report_neither_halts_the_rollout_nor_counts_a_canary_early_and
     fleet: Api, zones: FleetZones, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seconds = [0.0]
-    monkeypatch.setattr(rollouts, "_NOT_RECORDED", rollouts.LogBudget(2, 60.0, clock=lambda: seconds[0]))
+    monkeypatch.setattr(reports, "_NOT_RECORDED", rollouts.LogBudget(2, 60.0, clock=lambda: seconds[0]))
     caplog.set_level(logging.WARNING, logger=rollouts.__name__)
     assert start(fleet, hosts=["zone-a/pve1"], soak=0)["errors"] == []
     zones.runs("zone-a/pve1", "1.0.0")  # the canary's agent: it has not updated yet
