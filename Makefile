@@ -144,8 +144,10 @@ upgrade: | $(BIN)/uv
 	$(LOCK_COMPILE) --upgrade
 	$(MAKE) --no-print-directory protos
 
+# schema.graphql from the code, then the typed API client generated from it (apiclient/generated/).
 schema: $(STAMP)
 	$(BIN)/python scripts/export_schema.py
+	$(BIN)/python scripts/gen_apiclient.py
 
 # flexplane-agent_<version>_amd64.deb in $(BUILD) (packaging/build_deb.py).
 deb: $(STAMP) | $(ARTIFACT_TOOLS)

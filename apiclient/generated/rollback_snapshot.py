@@ -1,0 +1,36 @@
+from typing import Optional
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import SnapshotErrorCode
+from .fragments import SnapshotFields, TaskFields
+
+
+class RollbackSnapshot(BaseModel):
+    rollback_snapshot: Optional["RollbackSnapshotRollbackSnapshot"] = Field(alias="rollbackSnapshot")
+
+
+class RollbackSnapshotRollbackSnapshot(BaseModel):
+    snapshot: Optional["RollbackSnapshotRollbackSnapshotSnapshot"]
+    task: Optional["RollbackSnapshotRollbackSnapshotTask"]
+    message: str | None
+    errors: list["RollbackSnapshotRollbackSnapshotErrors"]
+
+
+class RollbackSnapshotRollbackSnapshotSnapshot(SnapshotFields):
+    pass
+
+
+class RollbackSnapshotRollbackSnapshotTask(TaskFields):
+    pass
+
+
+class RollbackSnapshotRollbackSnapshotErrors(BaseModel):
+    field: str | None
+    message: str
+    code: SnapshotErrorCode
+
+
+RollbackSnapshot.model_rebuild()
+RollbackSnapshotRollbackSnapshot.model_rebuild()
