@@ -20,6 +20,7 @@ from tests.artifacts.chroot import BUILD, ROOT, Chroot
 
 HERE = Path(__file__).resolve().parent
 BUILD_DEB = ROOT / "packaging" / "build_deb.py"
+BUILD_IMAGE = ROOT / "packaging" / "build_image.py"
 TOOLS = ("debootstrap", "lintian", "dpkg-deb", "unshare", "strip", "umoci")
 
 
@@ -107,3 +108,15 @@ def fresh_root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Chroo
     root = Chroot.copy_of(request.param, BUILD / "scratch" / f"{request.param}-{tmp_path.name}")
     yield root
     root.remove()
+
+
+@pytest.fixture(scope="session")
+def layout() -> Path:
+    """The OCI layout under test: make test-artifacts' build, else one built now."""
+    return artifact(
+        "FLEXPLANE_IMAGE", [str(BUILD_IMAGE), "--build", str(BUILD)], lambda _: BUILD / "image" / "oci"
+    )
+
+
+# The image's root and the neighbours its processes meet, shared by every test of the image.
+from tests.artifacts.image import neighbours, oci_config, rootfs  # noqa: E402, F401
