@@ -46,10 +46,11 @@ LINT_LOG := $(CURDIR)/.scratch/lint.log
 # The artifacts an operator installs (packaging/): the agent's .deb and the orchestrator's OCI image,
 # built here without a container engine into BUILD (git-ignored; debootstrap roots are cached there).
 BUILD := $(CURDIR)/.build
-ARTIFACT_TOOLS := /usr/sbin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip
+ARTIFACT_TOOLS := /usr/sbin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip /usr/bin/apt-ftparchive \
+	/usr/bin/gpg
 
-.PHONY: dev test test-full durations lint format protos lock upgrade schema install clean deb image test-artifacts \
-	capi-components
+.PHONY: dev test test-full durations lint format protos lock upgrade schema install clean deb apt-repo image \
+	test-artifacts capi-components
 
 $(BIN)/uv:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -90,7 +91,7 @@ $(DEBIAN_TOOLS) &:
 $(ARTIFACT_TOOLS):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		debootstrap debian-archive-keyring lintian umoci binutils
+		debootstrap debian-archive-keyring lintian umoci binutils apt-utils gpg
 
 install: $(STAMP) $(CSS) $(DEBIAN_TOOLS)
 
@@ -152,6 +153,14 @@ schema: $(STAMP)
 # flexplane-agent_<version>_amd64.deb in $(BUILD) (packaging/build_deb.py).
 deb: $(STAMP) | $(ARTIFACT_TOOLS)
 	$(BIN)/python packaging/build_deb.py --out $(BUILD)
+
+# The signed apt repository of the agent's packages in $(APT_REPO), this build's package added to those
+# published before (packaging/build_apt_repo.py): APT_SIGNING_KEY names the gpg key that signs it.
+APT_REPO ?= $(BUILD)/apt
+apt-repo: $(STAMP) | $(ARTIFACT_TOOLS)
+	@test -n "$(APT_SIGNING_KEY)" || { echo "make apt-repo needs APT_SIGNING_KEY=<gpg key id>"; exit 2; }
+	deb=$$($(BIN)/python packaging/build_deb.py --out $(BUILD) | tail -1) && \
+	$(BIN)/python packaging/build_apt_repo.py --repo $(APT_REPO) --signing-key "$(APT_SIGNING_KEY)" --deb $$deb
 
 # The orchestrator's image, an OCI layout in $(BUILD)/image/oci (packaging/build_image.py).
 image: $(STAMP) $(CSS) | $(ARTIFACT_TOOLS)
