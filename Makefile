@@ -75,18 +75,22 @@ $(CSS): $(NODE_STAMP) $(CSS_SOURCES) | $(STAMP)
 # dpkg's lock): Debian's chromium for the browser tests; userspace WireGuard for the mesh's namespace tests
 # (tests/mesh) and `make dev` as root, nftables for the edge gateways' (tests/gateway); the CNCF
 # distribution registry for agent releases (tests/agent/*registry*, the devstack), which the tests start
-# on loopback (never the package's service). Without their recommends, which would bring a kernel image
-# and initramfs (wireguard-tools'), avahi and printer tools (chromium's) onto a developer's machine: what
-# they need is named (chromium's fonts; debootstrap's archive keyring, to check what it fetches).
+# on loopback (never the package's service); PostgreSQL for the identity database's dump and restore
+# (tests/orchestrator/test_identity_backup.py), a throwaway server of the test's own. Without their
+# recommends, which would bring a kernel image and initramfs (wireguard-tools'), avahi and printer tools
+# (chromium's) onto a developer's machine: what they need is named (chromium's fonts; debootstrap's
+# archive keyring, to check what it fetches).
 WIREGUARD := /usr/bin/wg /usr/bin/wireguard-go /usr/sbin/nft
 REGISTRY := /usr/bin/docker-registry
-DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY)
+POSTGRESQL := /usr/bin/pg_ctlcluster
+DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY) $(POSTGRESQL)
 
 $(DEBIAN_TOOLS) &:
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		--no-install-recommends chromium fonts-liberation wireguard-tools wireguard-go nftables docker-registry
-	-$(SUDO) systemctl disable --now docker-registry.service 2>/dev/null
+		--no-install-recommends chromium fonts-liberation wireguard-tools wireguard-go nftables docker-registry \
+		postgresql
+	-$(SUDO) systemctl disable --now docker-registry.service postgresql.service 2>/dev/null
 
 $(ARTIFACT_TOOLS):
 	$(SUDO) apt-get update -qq

@@ -198,15 +198,26 @@ cluster, and a new masterkey or password on each sync bricks Zitadel or its data
 {{- end }}
 {{- end }}
 
+{{/* How clients reach the database: the external one's sslMode; verify-full for the in-chart one with
+a certificate, plain inside its fence without. Zitadel and the backup's pg_dump alike. */}}
+{{- define "identity.databaseSSLMode" -}}
+{{- if .Values.database.external.enabled }}
+{{- .Values.database.external.sslMode }}
+{{- else if .Values.database.postgresql.tls.secretName }}
+{{- "verify-full" }}
+{{- else }}
+{{- "disable" }}
+{{- end }}
+{{- end }}
+
+{{/* The database's port. */}}
+{{- define "identity.databasePort" -}}
+{{- ternary .Values.database.external.port 5432 .Values.database.external.enabled | int }}
+{{- end }}
+
 {{/* Zitadel's runtime configuration (no secret in it: those come as environment variables). */}}
 {{- define "identity.zitadelConfig" -}}
-{{- $sslMode := "disable" }}
-{{- if .Values.database.external.enabled }}
-{{- $sslMode = .Values.database.external.sslMode }}
-{{- else if .Values.database.postgresql.tls.secretName }}
-{{- $sslMode = "verify-full" }}
-{{- end }}
-{{- $ssl := dict "Mode" $sslMode }}
+{{- $ssl := dict "Mode" (include "identity.databaseSSLMode" .) }}
 {{- if include "identity.databaseCASecret" . }}
 {{- $_ := set $ssl "RootCert" "/etc/zitadel/database-ca/ca.crt" }}
 {{- end }}
@@ -219,7 +230,7 @@ cluster, and a new masterkey or password on each sync bricks Zitadel or its data
   "TLS" (dict "Enabled" (eq .Values.tls.mode "zitadel") "KeyPath" "/etc/zitadel/tls/tls.key" "CertPath" "/etc/zitadel/tls/tls.crt")
   "Database" (dict "postgres" (dict
     "Host" (include "identity.databaseHost" .)
-    "Port" (int (ternary .Values.database.external.port 5432 .Values.database.external.enabled))
+    "Port" (int (include "identity.databasePort" .))
     "Database" .Values.database.name
     "MaxOpenConns" 20
     "MaxIdleConns" 10

@@ -13,7 +13,14 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from orchestrator.errors import FlexPlaneError
-from orchestrator.management.backup_options import add_key_file, add_where, backup_key, bucket
+from orchestrator.management.backup_options import (
+    add_keep,
+    add_key_file,
+    add_where,
+    backup_key,
+    bucket,
+    keep_count,
+)
 from orchestrator.management.cluster import management_objects
 from orchestrator.services.backup import make_backup, scope_from_settings, write_file
 
@@ -27,15 +34,11 @@ class Command(BaseCommand):
             file_help="Write the backup to this file.",
             s3_help="Put the backup in this bucket: s3://bucket/prefix.",
         )
-        parser.add_argument(
-            "--keep", type=int, default=0, help="With --s3: keep only this platform's newest N backups."
-        )
+        add_keep(parser, of="backups of this platform")
         add_key_file(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        keep = int(options["keep"])
-        if keep < 0 or (keep and not options["s3"]):
-            raise CommandError("--keep takes a positive count, and only with --s3")
+        keep = keep_count(options)
         try:
             key = backup_key(options)
             platform, created, count, blob = make_backup(management_objects(), scope_from_settings(), key)

@@ -2,7 +2,10 @@
 
 In a bucket, a platform's backups are ``<prefix>/<platform id>/<YYYYmmddTHHMMSSZ>-<random>.fpbackup``:
 their names sort by time, and a retention (``keep``) lists and deletes under one platform's folder only,
-so several platforms can share a bucket and a prefix without one pruning another's backups.
+so several platforms can share a bucket and a prefix without one pruning another's backups. Sealed
+database dumps share it as ``<prefix>/<name>/<time>-<random>.fpdump`` (a store of suffix ``DUMP_SUFFIX``):
+each kind of store lists, prunes and restores its own suffix only, so the newest object under a prefix
+is never a dump to the management plane's restore, nor a backup to a dump's.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import boto3
+from boto3.exceptions import Boto3Error
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from orchestrator.services.backup.sealed import BackupError
 
 SUFFIX = ".fpbackup"
+DUMP_SUFFIX = ".fpdump"
 T = TypeVar("T")
 
 
@@ -84,29 +89,40 @@ def _calling(doing: str, call: Callable[[], T]) -> T:
         raise BackupError(
             f"the bucket refused to {doing}: {error.get('Code')} {error.get('Message')}"
         ) from None
-    except BotoCoreError as exc:
+    except (BotoCoreError, Boto3Error) as exc:  # Boto3Error: a transfer's (upload_file's) failures
         raise BackupError(f"could not {doing}: {exc}") from None
 
 
 class S3Store:
-    """A platform's backups in a bucket under ``s3://bucket/prefix``."""
+    """A platform's backups (or, with ``suffix=DUMP_SUFFIX``, sealed dumps) in a bucket under
+    ``s3://bucket/prefix``."""
 
-    def __init__(self, url: str, s3: Any) -> None:
+    def __init__(self, url: str, s3: Any, suffix: str = SUFFIX) -> None:
         parsed = urlparse(url)
         if parsed.scheme != "s3" or not parsed.netloc:
             raise BackupError(f"{url!r} is not an s3://bucket/prefix address")
         self.bucket = parsed.netloc
         self.prefix = parsed.path.strip("/")
         self.s3 = s3
+        self.suffix = suffix
 
     def _key(self, *parts: str) -> str:
         return "/".join(p for p in (self.prefix, *parts) if p)
 
+    def _new_key(self, folder: str, created: str) -> str:
+        stamp = created.replace("-", "").replace(":", "")
+        return self._key(folder, f"{stamp}-{secrets.token_hex(3)}{self.suffix}")
+
     def put(self, platform: str, created: str, blob: bytes) -> str:
         """Store a backup; its key."""
-        stamp = created.replace("-", "").replace(":", "")
-        key = self._key(platform, f"{stamp}-{secrets.token_hex(3)}{SUFFIX}")
+        key = self._new_key(platform, created)
         _calling(f"write {key}", lambda: self.s3.put_object(Bucket=self.bucket, Key=key, Body=blob))
+        return key
+
+    def put_file(self, folder: str, created: str, path: Path) -> str:
+        """Store a file under a folder of the prefix, streamed (in parts when large); its key."""
+        key = self._new_key(folder, created)
+        _calling(f"write {key}", partial(self.s3.upload_file, str(path), self.bucket, key))
         return key
 
     def keys(self, under: str) -> list[str]:
@@ -117,7 +133,9 @@ class S3Store:
             f"list s3://{self.bucket}/{prefix}",
             lambda: list(paginator.paginate(Bucket=self.bucket, Prefix=prefix)),
         )
-        found = [o["Key"] for page in pages for o in page.get("Contents", ()) if o["Key"].endswith(SUFFIX)]
+        found = [
+            o["Key"] for page in pages for o in page.get("Contents", ()) if o["Key"].endswith(self.suffix)
+        ]
         return sorted(found, key=lambda key: key.rsplit("/", 1)[-1])
 
     def keep(self, platform: str, count: int) -> list[str]:
@@ -128,14 +146,24 @@ class S3Store:
             _calling(f"delete {key}", partial(self.s3.delete_object, Bucket=self.bucket, Key=key))
         return old
 
+    def chosen(self) -> str:
+        """The key the address names: the object itself if it is one, else the newest under it."""
+        if self.prefix.endswith(self.suffix):
+            return self.prefix
+        found = self.keys("")
+        if not found:
+            what = {SUFFIX: "backup", DUMP_SUFFIX: "sealed dump"}.get(self.suffix, self.suffix)
+            raise BackupError(f"there is no {what} under s3://{self.bucket}/{self.prefix}")
+        return found[-1]
+
     def get(self) -> tuple[str, bytes]:
-        """The backup the address names: the object itself if it is one, else the newest under it."""
-        if self.prefix.endswith(SUFFIX):
-            key = self.prefix
-        else:
-            found = self.keys("")
-            if not found:
-                raise BackupError(f"there is no backup under s3://{self.bucket}/{self.prefix}")
-            key = found[-1]
+        """The backup the address names (``chosen``), and its bytes."""
+        key = self.chosen()
         answer = _calling(f"read {key}", lambda: self.s3.get_object(Bucket=self.bucket, Key=key))
         return key, _calling(f"read {key}", lambda: answer["Body"].read())
+
+    def get_file(self, path: Path) -> str:
+        """Download the object the address names (``chosen``) to ``path``, streamed; its key."""
+        key = self.chosen()
+        _calling(f"read {key}", partial(self.s3.download_file, self.bucket, key, str(path)))
+        return key
