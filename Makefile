@@ -47,7 +47,7 @@ LINT_LOG := $(CURDIR)/.scratch/lint.log
 # built here without a container engine into BUILD (git-ignored; debootstrap roots are cached there).
 BUILD := $(CURDIR)/.build
 ARTIFACT_TOOLS := /usr/sbin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin/strip /usr/bin/apt-ftparchive \
-	/usr/bin/gpg
+	/usr/bin/gpg /usr/bin/systemd-nspawn
 
 .PHONY: dev test test-full durations lint format protos lock upgrade schema install clean deb apt-repo image \
 	test-artifacts capi-components
@@ -95,7 +95,7 @@ $(DEBIAN_TOOLS) &:
 $(ARTIFACT_TOOLS):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		debootstrap debian-archive-keyring lintian umoci binutils apt-utils gpg
+		debootstrap debian-archive-keyring lintian umoci binutils apt-utils gpg systemd-container
 
 install: $(STAMP) $(CSS) $(DEBIAN_TOOLS)
 

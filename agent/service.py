@@ -1,9 +1,11 @@
-"""The agent as a systemd service: its unit, and who turns it on.
+"""The agent as a systemd service: who turns it on, and the drop-in that says what it runs.
 
-The bootstrap writes the unit file itself (with the rest of its files, atomically); a
+The package owns the unit (packaging/deb/flexplane-agent.service, with its sandbox); the bootstrap writes
+only a drop-in beside it, :data:`DROPIN`, whose ``ExecStart`` runs the installed self-update release (or
+the package's agent), so that a new package's unit, hardening included, reaches every enrolled node. A
 :class:`ServiceManager` then makes it run. :class:`Systemd` is the real thing on a node;
-:class:`UnitOnly` leaves the unit for whoever starts it: an image build, or the devstack, which
-runs the unit's ``ExecStart`` itself as a stand-in for systemd.
+:class:`UnitOnly` leaves it for whoever starts it: an image build, or the devstack, which runs the
+drop-in's ``ExecStart`` itself as a stand-in for systemd.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from typing import Protocol
 
 UNIT_NAME = "flexplane-agent.service"
 UNIT_DIR = Path("etc/systemd/system")
+# Under the root: the bootstrap's drop-in, and the whole unit bootstraps before it wrote (which shadows the
+# package's: the bootstrap and the package's postinst take it away).
+DROPIN = UNIT_DIR / f"{UNIT_NAME}.d" / "bootstrap.conf"
+LEGACY_UNIT = UNIT_DIR / UNIT_NAME
+WRITTEN_BY_BOOTSTRAP = "# Written by flexplane-agent bootstrap"
 COMMAND_TIMEOUT = 60.0
 
 
@@ -23,29 +30,16 @@ class ServiceError(Exception):
     """systemd refused or could not be reached; the message names the command."""
 
 
-def unit_text(exec_start: Sequence[str]) -> str:
-    """The agent's unit: restarted on failure, after the network and Proxmox's own services.
-
-    It runs in the host's mount namespace, as packaging/deb's unit does: see :data:`MOUNT_NAMESPACING`.
-    """
+def dropin_text(exec_start: Sequence[str]) -> str:
+    """The bootstrap's drop-in: the package's unit with this node's command (an empty ``ExecStart=`` first
+    clears the package's, as systemd.unit(5) says a drop-in replaces a list)."""
     return f"""\
-# Written by flexplane-agent bootstrap; run it again rather than editing this file.
-# No PrivateTmp=, ProtectSystem= or other file system namespacing: the edge gateways' network
-# namespaces are mounts in /run/netns, which must reach the host (and outlive the agent).
-[Unit]
-Description=flex.plane agent (control plane access to this Proxmox node)
-Wants=network-online.target
-After=network-online.target pve-cluster.service pveproxy.service
-
+{WRITTEN_BY_BOOTSTRAP}; run it again rather than editing this file.
+# What this node's agent runs: the installed self-update release, or the package's agent. Everything else,
+# its sandbox included, is the package's unit, /lib/systemd/system/{UNIT_NAME}.
 [Service]
-Type=simple
+ExecStart=
 ExecStart={shlex.join(exec_start)}
-Restart=on-failure
-RestartSec=5
-NoNewPrivileges=yes
-
-[Install]
-WantedBy=multi-user.target
 """
 
 
@@ -133,11 +127,12 @@ def mount_namespacing(unit: str) -> list[str]:
 
 
 def exec_start(unit: str) -> list[str]:
-    """The command of a unit file's ExecStart line (what the devstack runs in systemd's place)."""
-    for line in unit.splitlines():
-        if line.startswith("ExecStart="):
-            return shlex.split(line.removeprefix("ExecStart="))
-    raise ValueError("the unit has no ExecStart line")
+    """The command of a unit's (or drop-in's) ExecStart, what the devstack runs in systemd's place: the
+    last one set, as an empty ``ExecStart=`` clears those before it."""
+    commands = [value for key, value in service_settings(unit) if key == "ExecStart"]
+    if not commands or not commands[-1]:
+        raise ValueError("the unit has no ExecStart line")
+    return shlex.split(commands[-1])
 
 
 class ServiceManager(Protocol):

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 
 import requests
 
-from agent.service import UNIT_DIR, UNIT_NAME, exec_start
+from agent.service import DROPIN, exec_start
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from benchmarks.kit import arguments, bench_world, interleaved, percentile, seed_vms
 from devstack.meshnet import Topology, in_ns, relay, topology
@@ -127,7 +127,7 @@ def meshed_node(world: World, net: Topology) -> Iterator[AgentTarget]:
         )
         if done.returncode != 0:
             raise RuntimeError(f"the mesh node's bootstrap failed:\n{done.stdout}{done.stderr}")
-        command = exec_start((root / UNIT_DIR / UNIT_NAME).read_text())
+        command = exec_start((root / DROPIN).read_text())
         agent = spawn("mesh agent", in_ns(ns, *command), scratch / "logs" / "agent-mesh.log")
         wait_for_line(agent, "flexplane-agent listening", 30)
         listening = agent.output().split("flexplane-agent listening on ", 1)[1].split()[0]

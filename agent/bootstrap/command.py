@@ -33,8 +33,32 @@ from agent.bootstrap.options import (
 from agent.certs import discard_pending, key_pem, make_csr, new_key
 from agent.config import DEFAULT_IMAGE_CACHE, DEFAULT_INSTALL_DIR, DEFAULT_SNIPPETS_DIR
 from agent.pveadmin import AGENT_USER, Change, ProxmoxAdmin, ProxmoxAdminError, token_name
-from agent.service import UNIT_DIR, UNIT_NAME, ServiceError, ServiceManager, Systemd, UnitOnly, unit_text
+from agent.service import (
+    DROPIN,
+    UNIT_NAME,
+    WRITTEN_BY_BOOTSTRAP,
+    ServiceError,
+    ServiceManager,
+    Systemd,
+    UnitOnly,
+    dropin_text,
+)
 from agentclient.wireguard import new_private_key, public_key
+
+
+def remove_legacy_unit(opts: Options) -> Change:
+    """The whole unit an earlier bootstrap wrote to /etc/systemd/system, which shadows the package's (and
+    its sandbox): removed once the drop-in is in place. A unit of the operator's own is left, and said."""
+    path = opts.legacy_unit_path
+    if not path.is_file():
+        return Change.UNCHANGED
+    what = f"systemd unit /{path.relative_to(opts.root)}"
+    if not path.read_text(encoding="utf-8", errors="replace").startswith(WRITTEN_BY_BOOTSTRAP):
+        say(what, "kept: not the bootstrap's; it overrides the package's")
+        return Change.UNCHANGED
+    path.unlink()
+    say(what, "removed: the package's unit runs with the drop-in")
+    return Change.REMOVED
 
 
 def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> None:
@@ -95,9 +119,9 @@ def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> No
     if isinstance(mesh, dict):  # the platform reaches this node over its WireGuard mesh
         files += mesh_files(opts, mesh, mesh_key)
     unit = Planned(
-        f"systemd unit /{UNIT_DIR / UNIT_NAME}",
-        opts.unit_path,
-        unit_text(exec_start(opts.config_path, opts.install_dir)).encode(),
+        f"systemd drop-in /{DROPIN}",
+        opts.dropin_path,
+        dropin_text(exec_start(opts.config_path, opts.install_dir)).encode(),
         0o644,
     )
     config = Planned(
@@ -109,10 +133,11 @@ def bootstrap(opts: Options, admin: ProxmoxAdmin, service: ServiceManager) -> No
     # A renewal a crash interrupted must not be finished over the pair written now.
     discard_pending(etc / "agent.crt", etc / "agent.key")
     changes = install([*files, unit, config], opts.root)
+    legacy = remove_legacy_unit(opts)
     release_changed = installed is not None and installed.change in (Change.WRITTEN, Change.RENEWED)
     try:
         started = service.activate(
-            unit_changed=changes[unit.path] is not Change.UNCHANGED,
+            unit_changed=changes[unit.path] is not Change.UNCHANGED or legacy is Change.REMOVED,
             config_changed=release_changed
             or any(changes[f.path] is not Change.UNCHANGED for f in [*files, config]),
         )
@@ -211,5 +236,7 @@ def add_bootstrap(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument(
         "--mesh-interface", default="fpmesh0", help="the WireGuard interface of the mesh (default: fpmesh0)"
     )
-    parser.add_argument("--no-start", action="store_true", help="write the systemd unit but do not start it")
+    parser.add_argument(
+        "--no-start", action="store_true", help="write the systemd drop-in but do not start the service"
+    )
     parser.set_defaults(handler=run_bootstrap)

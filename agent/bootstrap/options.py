@@ -20,7 +20,7 @@ from agent.config import (
     DEFAULT_SNIPPETS_STORAGE,
 )
 from agent.pveadmin import ApiAdmin, Change, ProxmoxAdmin, ProxmoxAdminError, PveumAdmin
-from agent.service import UNIT_DIR, UNIT_NAME
+from agent.service import DROPIN, LEGACY_UNIT
 from agentclient.enrollment import JoinTokenParts, parse_join_token
 from agentclient.identity import host_identity
 
@@ -71,8 +71,12 @@ class Options:
         return self.etc / "agent.toml"
 
     @property
-    def unit_path(self) -> Path:
-        return self.root / UNIT_DIR / UNIT_NAME
+    def dropin_path(self) -> Path:
+        return self.root / DROPIN
+
+    @property
+    def legacy_unit_path(self) -> Path:
+        return self.root / LEGACY_UNIT
 
     @property
     def secret_path(self) -> Path:

@@ -2,8 +2,9 @@
 
 Enrollment is an admin's join token from the GraphQL API, then ``flexplane-agent bootstrap`` against
 the node's scratch root (``nodes/<zone>-<node>``), which leaves the agent's files and its systemd
-unit; the world then runs the unit's ExecStart (:meth:`WorldAgents.start_agent`), standing in for
-systemd, and restarts an agent whose service_restart_command asked for it (self-update).
+drop-in; the world then runs the package's unit (packaging/deb) with that drop-in, its ExecStart
+(:meth:`WorldAgents.start_agent`), standing in for systemd, and restarts an agent whose
+service_restart_command asked for it (self-update).
 
 It runs it as systemd would, as far as namespaces go (:func:`unit_command`): on the node (in a mesh
 world, the node's network namespace) and in the host's mount namespace, or in a mount namespace of its
@@ -25,7 +26,7 @@ from typing import Any
 import requests
 
 from agent.gateways import ApplyFailed, GatewayManager
-from agent.service import UNIT_DIR, UNIT_NAME, exec_start, mount_namespacing
+from agent.service import DROPIN, UNIT_NAME, exec_start, mount_namespacing
 from agentclient import host_identity
 from devstack import seed
 from devstack.meshnet import on_node
@@ -41,6 +42,8 @@ RESTART_POLL = 0.2
 AGENT_STOP_TIMEOUT = 30.0
 # How long the nodes get to cache the offered images once they have joined (downloads from loopback).
 IMAGE_CACHE_WAIT = 120.0
+# The unit the package installs, which the bootstrap's drop-in completes.
+PACKAGED_UNIT = Path(__file__).resolve().parents[2] / "packaging" / "deb" / UNIT_NAME
 JOIN_TOKEN_MUTATION = """
 mutation ($zone: String!, $host: String!) {
   createHostJoinToken(zone: $zone, host: $host) {
@@ -161,8 +164,9 @@ class WorldAgents(WorldParts):
     def add_agent(
         self, zone: str, node: str, address: str, root: Path, env: dict[str, str] | None = None
     ) -> Agent:
-        """A bootstrapped node's agent (its unit under root), for the world to run; not started yet."""
-        command = unit_command((root / UNIT_DIR / UNIT_NAME).read_text(), self.node_namespace(zone, node))
+        """A bootstrapped node's agent (its drop-in under root), for the world to run; not started yet."""
+        unit = PACKAGED_UNIT.read_text(encoding="utf-8") + (root / DROPIN).read_text(encoding="utf-8")
+        command = unit_command(unit, self.node_namespace(zone, node))
         agent = Agent(zone, node, address, host_identity(zone, node), root, command, env=dict(env or {}))
         with self._agents_lock:
             self.agents[(zone, node)] = agent

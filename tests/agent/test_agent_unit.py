@@ -1,6 +1,7 @@
-"""The agent's systemd units run it in the host's mount namespace, so that the network namespaces of its
-edge gateways (mounts in /run/netns) reach the host and outlive it; the devstack runs a unit as systemd
-would, as far as namespaces go."""
+"""The agent's systemd unit (the package's, completed by the bootstrap's drop-in) runs it in the host's
+mount namespace, so that the network namespaces of its edge gateways (mounts in /run/netns) reach the
+host and outlive it; the devstack runs a unit as systemd would, as far as namespaces go. The unit's
+sandbox itself is checked by systemd (tests/artifacts: systemd-analyze, and the agent under systemd)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.service import exec_start, mount_namespacing, unit_text
+from agent.service import dropin_text, exec_start, mount_namespacing
 from devstack.world.agents import unit_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,10 +23,10 @@ def unit(*service: str) -> str:
 @pytest.mark.parametrize(
     "text",
     [
-        unit_text(["/usr/bin/python3", "/opt/flexplane-agent/current/flexplane-agent.pyz", "serve"]),
+        PACKAGED.read_text() + dropin_text(["/usr/bin/python3", "/opt/flexplane-agent/a.pyz", "serve"]),
         PACKAGED.read_text(),
     ],
-    ids=["bootstrap's", "the package's"],
+    ids=["with the bootstrap's drop-in", "the package's"],
 )
 def test_the_agents_units_have_no_file_system_namespacing(text: str) -> None:
     assert mount_namespacing(text) == []
@@ -109,3 +110,22 @@ def test_the_devstack_runs_a_unit_with_file_system_namespacing_in_a_mount_namesp
         "/bin/agent",
         "serve",
     ]
+
+
+def test_the_bootstraps_drop_in_replaces_the_packages_command_and_nothing_else() -> None:
+    packaged = PACKAGED.read_text()
+    release = ["/opt/flexplane-agent/venv/bin/python3", "/opt/flexplane-agent/current/flexplane-agent.pyz"]
+    dropin = dropin_text([*release, "serve", "--config", "/etc/flexplane/agent.toml"])
+
+    assert exec_start(packaged)[0] == "/opt/flexplane-agent/venv/bin/flexplane-agent"
+    assert exec_start(packaged + dropin) == [*release, "serve", "--config", "/etc/flexplane/agent.toml"]
+    assert [line for line in dropin.splitlines() if not line.startswith("#")] == [
+        "[Service]",
+        "ExecStart=",
+        f"ExecStart={' '.join(release)} serve --config /etc/flexplane/agent.toml",
+    ]
+
+
+def test_a_unit_whose_command_is_cleared_and_not_set_again_has_none() -> None:
+    with pytest.raises(ValueError, match="no ExecStart"):
+        exec_start(unit("ExecStart="))

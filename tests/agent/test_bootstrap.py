@@ -26,6 +26,7 @@ from packaging.version import Version
 from agent import __version__
 from agent.config import load_config
 from agent.release import BuiltRelease, build, load_private_key
+from agent.service import DROPIN, LEGACY_UNIT, WRITTEN_BY_BOOTSTRAP
 from agentclient import AgentInfo
 from agentclient.enrollment import parse_join_token
 from agentclient.errors import AgentError
@@ -96,7 +97,7 @@ def test_the_node_keeps_its_own_proxmox_token_and_files_with_safe_modes(
     assert mode(etc / "proxmox-token") == 0o600
     assert mode(etc / "agent.toml") == 0o640
     assert mode(etc / "agent.crt") == 0o644
-    assert mode(node.root / "etc/systemd/system/flexplane-agent.service") == 0o644
+    assert mode(node.root / DROPIN) == 0o644
     assert not list((node.root / "etc").glob(".flexplane-bootstrap-*"))  # no staging left behind
 
     config = load_config(etc / "agent.toml", environ={})
@@ -115,7 +116,7 @@ def test_the_node_runs_the_channels_release_and_is_set_up_to_update_itself(
     assert world.release is not None
     assert (install / "current").readlink() == Path("versions") / __version__
     assert (install / "current/flexplane-agent.pyz").read_bytes() == world.release.artifact.read_bytes()
-    unit = (node.root / "etc/systemd/system/flexplane-agent.service").read_text()
+    unit = (node.root / DROPIN).read_text()
     release = install / "current/flexplane-agent.pyz"
     assert f"ExecStart={sys.executable} {release} serve --config {etc / 'agent.toml'}" in unit
 
@@ -136,6 +137,9 @@ def test_running_it_again_with_a_new_token_renews_the_certificate_and_keeps_the_
 ) -> None:
     node, _ = fresh
     secret = (node.root / "etc/flexplane/proxmox-token").read_text()
+    # The whole unit an earlier bootstrap wrote, which shadowed the package's: it goes now.
+    legacy = node.root / LEGACY_UNIT
+    legacy.write_text(f"{WRITTEN_BY_BOOTSTRAP}; run it again rather than editing this file.\n[Service]\n")
     again = node.bootstrap(api)
     assert again.returncode == 0, again.stdout + again.stderr
     report = lines(again)
@@ -146,7 +150,9 @@ def test_running_it_again_with_a_new_token_renews_the_certificate_and_keeps_the_
     assert report["proxmox token secret /etc/flexplane/proxmox-token"] == "unchanged"
     assert report[f"agent release {__version__} /{INSTALL_DIR}/current"] == "unchanged"
     assert report["release public key /etc/flexplane/release-public.pem"] == "unchanged"
-    assert report["systemd unit /etc/systemd/system/flexplane-agent.service"] == "unchanged"
+    assert report[f"systemd drop-in /{DROPIN}"] == "unchanged"
+    assert report[f"systemd unit /{LEGACY_UNIT}"] == "removed: the package's unit runs with the drop-in"
+    assert not legacy.exists()
     assert report["configuration /etc/flexplane/agent.toml"] == "unchanged"
     assert (node.root / "etc/flexplane/proxmox-token").read_text() == secret
 
@@ -259,7 +265,7 @@ def test_where_no_release_is_published_the_node_runs_its_own_agent_and_says_self
             f"off: no release is installed, so the service runs this agent's own code ({__version__})"
         )
         etc = node.root / "etc/flexplane"
-        unit = (node.root / "etc/systemd/system/flexplane-agent.service").read_text()
+        unit = (node.root / DROPIN).read_text()
         assert f"ExecStart={sys.executable} -m agent serve --config {etc / 'agent.toml'}" in unit
         assert load_config(etc / "agent.toml", environ={}).update is None
         assert not (etc / "release-public.pem").exists()

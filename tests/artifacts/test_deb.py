@@ -22,6 +22,26 @@ from tests.artifacts.node import CALLS, SYSTEMCTL, make_proxmox_node, systemctl_
 
 SUITES = ["bookworm", "trixie"]
 UNIT = "lib/systemd/system/flexplane-agent.service"
+DROPIN = "etc/systemd/system/flexplane-agent.service.d/bootstrap.conf"
+# systemd-analyze security's score of the packaged unit must stay under it ("OK"; the unit argues the rest).
+MAX_EXPOSURE = 5.0
+# The whole unit bootstraps before the drop-in wrote, which shadowed the package's.
+RELEASE_START = (
+    "ExecStart=/opt/flexplane-agent/venv/bin/python3 /opt/flexplane-agent/current/flexplane-agent.pyz "
+    "serve --config /etc/flexplane/agent.toml"
+)
+LEGACY_UNIT = f"""# Written by flexplane-agent bootstrap; run it again rather than editing this file.
+[Unit]
+Description=flex.plane agent (control plane access to this Proxmox node)
+
+[Service]
+Type=simple
+{RELEASE_START}
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+"""
 ORCHESTRATOR_SIDE = (
     "django",
     "graphene",
@@ -172,9 +192,13 @@ def test_systemd_analyze_verifies_the_installed_unit(plain_node: tuple[Chroot, s
     fresh_root.run("apt-get install -y -q --no-install-recommends systemd")
 
     done = fresh_root.run(f"systemd-analyze verify --man=no /{UNIT} 2>&1", check=False)
+    security = fresh_root.run(f"systemd-analyze security --offline=true --no-pager /{UNIT}").stdout
 
     assert done.returncode == 0, done.stdout
     assert "flexplane-agent" not in done.stdout, done.stdout
+    exposure = re.search(r"Overall exposure level for flexplane-agent.service: (\d+\.\d)", security)
+    assert exposure is not None, security
+    assert float(exposure.group(1)) < MAX_EXPOSURE, security
 
 
 @pytest.mark.parametrize("fresh_root", SUITES, indirect=True)
@@ -201,6 +225,7 @@ def test_an_upgrade_keeps_the_enrollment_and_restarts_only_a_running_agent_and_p
     releases = fresh_root.path / "opt/flexplane-agent/versions/0.1.0"
     releases.mkdir(parents=True)  # what the self-update installs beside the package
     (releases / "flexplane-agent.pyz").write_bytes(b"PK")
+    fresh_root.put("/etc/systemd/system/flexplane-agent.service", LEGACY_UNIT)
 
     fresh_root.install(deb)
 
@@ -212,6 +237,10 @@ def test_an_upgrade_keeps_the_enrollment_and_restarts_only_a_running_agent_and_p
         .startswith('zone = "zone-a"')
     )
     assert (releases / "flexplane-agent.pyz").exists()
+    # An earlier bootstrap's whole unit became the drop-in: the package's unit, its sandbox, runs now.
+    assert not (fresh_root.path / "etc/systemd/system/flexplane-agent.service").exists()
+    dropin = (fresh_root.path / DROPIN).read_text(encoding="utf-8")
+    assert f"[Service]\nExecStart=\n{RELEASE_START}\n" in dropin
 
     fresh_root.run("apt-get remove -y -q flexplane-agent")
     assert "disable --now flexplane-agent.service" in systemctl_calls(fresh_root)
@@ -220,5 +249,6 @@ def test_an_upgrade_keeps_the_enrollment_and_restarts_only_a_running_agent_and_p
 
     fresh_root.run("apt-get purge -y -q flexplane-agent")
     assert not (fresh_root.path / "etc/flexplane").exists()
+    assert not (fresh_root.path / DROPIN).parent.exists()
     assert not (fresh_root.path / "opt/flexplane-agent").exists()
     assert fresh_root.run("dpkg -s flexplane-agent", check=False).returncode != 0

@@ -26,7 +26,7 @@ import pytest
 
 from agent.gateways import GatewayManager
 from agent.gateways.net import hidden_mounts, namespace
-from agent.service import UNIT_DIR, UNIT_NAME, unit_text
+from agent.service import DROPIN, dropin_text
 from agentclient.gateways import GatewaySpec, PortForward, PublicIp
 from devstack.world import World, WorldConfig
 from tests import addresses
@@ -57,13 +57,13 @@ class NodeWorld(World):
 @contextlib.contextmanager
 def node_world(scratch: Path, pki: Pki, netns: str, kept: GatewaySpec) -> Iterator[NodeWorld]:  # noqa: F811
     """A world running the agent of a node in netns, enrolled as the bootstrap leaves it (a configuration,
-    its systemd unit), with ``kept`` as the gateway the orchestrator last applied there; stopped after."""
+    its systemd drop-in), with ``kept`` as the gateway the orchestrator last applied there; stopped after."""
     world = NodeWorld(WorldConfig(scratch=scratch, subnet=addresses.WORLD), netns)
     root = scratch / "nodes" / f"{ZONE}-{NODE}"
     config = write_config(root / "etc" / "flexplane", pki, listen=f"{AGENT_HOST}:0")
-    unit = root / UNIT_DIR / UNIT_NAME
-    unit.parent.mkdir(parents=True)
-    unit.write_text(unit_text([sys.executable, "-m", "agent", "serve", "--config", str(config)]))
+    dropin = root / DROPIN
+    dropin.parent.mkdir(parents=True)
+    dropin.write_text(dropin_text([sys.executable, "-m", "agent", "serve", "--config", str(config)]))
     agent = world.add_agent(ZONE, NODE, AGENT_HOST, root)
     agent.gateway_dir.mkdir(parents=True)
     (agent.gateway_dir / f"{kept.id}.json").write_text(json.dumps(kept.to_dict()))
