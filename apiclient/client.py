@@ -121,16 +121,25 @@ class FlexPlane(GeneratedClient):
                 raise from_payload(payload)
         return data
 
-    def follow(self, task: TaskRef | str, *, timeout: float = 900.0) -> TaskTask:
+    def follow(
+        self,
+        task: TaskRef | str,
+        *,
+        timeout: float = 900.0,
+        seen: Callable[[TaskTask], None] | None = None,
+    ) -> TaskTask:
         """Wait for a task to end, reading it every ``poll_interval`` seconds (the API offers no
         subscription for it); returns its final state (with Proxmox's log), raises ``TaskFailed`` if it
-        failed and ``TaskTimedOut`` if it still runs after ``timeout`` seconds."""
+        failed and ``TaskTimedOut`` if it still runs after ``timeout`` seconds. ``seen`` is told each state
+        read (the CLI's progress bar)."""
         task_id = task if isinstance(task, str) else task.id
         deadline = time.monotonic() + timeout
         while True:
             current = self.task(task_id).task
             if current is None:
                 raise NotFound(f"task {task_id} not found")
+            if seen is not None:
+                seen(current)
             if current.status == TaskStatus.SUCCEEDED:
                 return current
             if current.status == TaskStatus.FAILED:

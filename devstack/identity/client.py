@@ -12,6 +12,9 @@ import requests
 from devstack.identity.claims import project_audience_scope
 
 DEFAULT_SCOPE = "openid profile email"
+# The `flexplane` CLI's login (apiclient/cli): in Zitadel a native application of the project with the
+# device code and refresh token grants; here a public client of the device authorization grant (seed.py).
+CLI_DEVICE_CLIENT_ID = "flexplane-cli-device"
 
 
 class TokenRequestError(RuntimeError):

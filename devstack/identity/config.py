@@ -21,6 +21,9 @@ ENV_DATA_DIR = "FLEXPLANE_IDENTITY_DATA_DIR"
 ENV_ISSUER = "FLEXPLANE_IDENTITY_ISSUER"
 ENV_PROJECT_ID = "FLEXPLANE_IDENTITY_PROJECT_ID"
 ENV_BIND_HOST = "FLEXPLANE_IDENTITY_BIND_HOST"
+# Optional: the device authorization grant's code lifetime and poll interval, in seconds.
+DEVICE_CODE_LIFETIME_ENV = "FLEXPLANE_IDENTITY_DEVICE_CODE_LIFETIME"
+DEVICE_POLL_INTERVAL_ENV = "FLEXPLANE_IDENTITY_DEVICE_POLL_INTERVAL"
 
 SETTINGS_MODULE = "devstack.identity.settings"
 
@@ -33,6 +36,9 @@ class IdentityConfig:
     issuer: str
     project_id: str
     bind_host: str
+    # The device authorization grant's (devstack/identity/device.py), in seconds: Zitadel's defaults.
+    device_code_lifetime: int = 300
+    device_poll_interval: int = 5
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.issuer)
@@ -50,6 +56,12 @@ class IdentityConfig:
         hostname = urlsplit(self.issuer).hostname
         assert hostname is not None  # checked in __post_init__
         return hostname
+
+    @property
+    def origin(self) -> str:
+        """The issuer's scheme, host and port: where Zitadel's own paths (``/oauth/v2/...``) are served."""
+        parts = urlsplit(self.issuer)
+        return f"{parts.scheme}://{parts.netloc}"
 
     @property
     def url_prefix(self) -> str:
@@ -107,6 +119,8 @@ class IdentityConfig:
             issuer=environ[ENV_ISSUER],
             project_id=environ[ENV_PROJECT_ID],
             bind_host=environ[ENV_BIND_HOST],
+            device_code_lifetime=int(environ.get(DEVICE_CODE_LIFETIME_ENV) or 300),
+            device_poll_interval=int(environ.get(DEVICE_POLL_INTERVAL_ENV) or 5),
         )
 
 

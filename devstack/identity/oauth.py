@@ -113,6 +113,13 @@ class ZitadelClaimsValidator(OAuth2Validator):
         """``prompt=none``: silently only for a client that never asks for consent (the portal)."""
         return bool(getattr(request.client, "skip_authorization", False))
 
+    def validate_device_code(self, client_id: str, code: str, request: Request) -> str | None:
+        """Where a polled device code stands (RFC 8628 3.5): devstack/identity/device.py keeps the grant's
+        pace and uses an approved code up."""
+        from devstack.identity.device import poll  # its views need the toolkit's models loaded
+
+        return poll(client_id, code, request)
+
     def get_id_token_dictionary(
         self, token: dict[str, Any], token_handler: Any, request: Request
     ) -> tuple[dict[str, Any], Any]:

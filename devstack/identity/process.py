@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from devstack.identity.config import DEVICE_CODE_LIFETIME_ENV, DEVICE_POLL_INTERVAL_ENV
 from devstack.identity.keys import write_private_file
 from devstack.net import free_port
 
@@ -62,11 +63,15 @@ class IdentityProvider:
         *,
         portal_post_logout_redirect_uris: Sequence[str] = (),
         startup_timeout: float = 30.0,
+        device_code_lifetime: int | None = None,
+        device_poll_interval: int | None = None,
     ) -> IdentityProvider:
         """Start the provider on ``host:port`` (a loopback address) and wait until it serves.
 
         A ``port`` of 0 picks a free one. ``users`` is a USERS.json file or the list it would
-        hold. The provider's output goes to ``data_dir/identity.log``. Raises
+        hold. ``device_code_lifetime`` and ``device_poll_interval`` replace the device authorization
+        grant's (Zitadel's 300 and 5 seconds), for a test that cannot wait that long. The provider's output
+        goes to ``data_dir/identity.log``. Raises
         :class:`IdentityProviderError` if the process exits or is not ready within
         ``startup_timeout`` seconds.
         """
@@ -108,6 +113,15 @@ class IdentityProvider:
         if portal_client_secret:
             # Through the environment rather than the command line, which every local user can read.
             environment[PORTAL_CLIENT_SECRET_ENV] = portal_client_secret
+
+        device_grant = {
+            DEVICE_CODE_LIFETIME_ENV: device_code_lifetime,
+            DEVICE_POLL_INTERVAL_ENV: device_poll_interval,
+        }
+        for name, seconds in device_grant.items():
+            environment.pop(name, None)
+            if seconds is not None:
+                environment[name] = str(seconds)
 
         log_path = data_dir / "identity.log"
         with log_path.open("wb") as log:

@@ -33,6 +33,7 @@ from devstack.identity.api.models import (
     new_id,
 )
 from devstack.identity.claims import ORGANISATION_ID, organisation_of, subject_of
+from devstack.identity.client import CLI_DEVICE_CLIENT_ID
 from devstack.identity.keys import write_private_file
 from devstack.identity.users import SeedUser
 
@@ -82,6 +83,7 @@ def seed(users: Sequence[SeedUser], portal: PortalSeed, project_id: str = "flexp
             ensure_grants(user, project_id)
         ensure_portal_client(portal)
         ensure_cli_client()
+        ensure_cli_device_client()
 
 
 def ensure_grants(seed_user: SeedUser, project_id: str) -> None:
@@ -216,6 +218,21 @@ def ensure_cli_client() -> None:
     application.post_logout_redirect_uris = ""
     application.algorithm = Application.RS256_ALGORITHM
     application.skip_authorization = True
+    application.hash_client_secret = False
+    application.client_secret = ""
+    application.save()
+
+
+def ensure_cli_device_client() -> None:
+    """A public client of the device authorization grant (RFC 8628): `flexplane login` in a terminal."""
+    application = _application(CLI_DEVICE_CLIENT_ID)
+    application.name = "flex.plane command line"
+    application.client_type = Application.CLIENT_PUBLIC
+    application.authorization_grant_type = Application.GRANT_DEVICE_CODE
+    application.redirect_uris = ""
+    application.post_logout_redirect_uris = ""
+    application.algorithm = Application.RS256_ALGORITHM
+    application.skip_authorization = False
     application.hash_client_secret = False
     application.client_secret = ""
     application.save()

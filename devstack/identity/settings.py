@@ -91,6 +91,10 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
 
+# The device authorization grant (RFC 8628, devstack/identity/device.py): where the person enters the code
+# is Zitadel's login UI's page, at the origin (not under the issuer's path).
+DEVICE_VERIFICATION_URI = f"{CONFIG.origin}/ui/login/device"
+
 OAUTH2_PROVIDER = {
     "OIDC_ENABLED": True,
     "OIDC_ISS_ENDPOINT": CONFIG.issuer,
@@ -121,6 +125,12 @@ OAUTH2_PROVIDER = {
     "DEFAULT_SCOPES": ["openid", "profile", "email"],
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "ALLOWED_SCHEMES": ["http", "https"],
+    "OAUTH_DEVICE_VERIFICATION_URI": DEVICE_VERIFICATION_URI,
+    "OAUTH_DEVICE_VERIFICATION_URI_COMPLETE": DEVICE_VERIFICATION_URI + "?user_code={user_code}",
+    "DEVICE_FLOW_INTERVAL": CONFIG.device_poll_interval,
+    # The validator finds the device's user itself (ZitadelClaimsValidator.validate_device_code): the
+    # toolkit's own hook looks the code up before anything checked it, and fails on an unknown one.
+    "OAUTH_PRE_TOKEN_VALIDATION": [],
 }
 
 

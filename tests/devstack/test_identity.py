@@ -244,7 +244,7 @@ def test_a_restart_on_the_same_data_dir_seeds_nothing_twice(restart: Restart) ->
     assert rows == {
         "auth_user": len(USERS),
         "auth_group": len(roles),
-        "oauth2_provider_application": 2,
+        "oauth2_provider_application": 3,  # the portal, the scripts' password grant, the CLI's login
         "zitadel_api_authorization": len(USERS),  # one per user: their roles within their organization
     }
 

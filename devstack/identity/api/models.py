@@ -138,3 +138,18 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return self.user_id
+
+
+class DevicePoll(models.Model):
+    """When a device last polled for its token with a device code, the interval it must keep now, and
+    whether the code was exchanged: the device authorization grant's pace (RFC 8628 3.5, ``slow_down``) and
+    its one use, which the toolkit's grant keeps neither of (devstack/identity/device.py)."""
+
+    device_code = models.CharField(primary_key=True, max_length=100)
+    polled = models.DateTimeField()
+    interval = models.IntegerField()
+    exchanged = models.BooleanField(default=False)
+    objects: ClassVar[models.Manager[DevicePoll]] = models.Manager()
+
+    def __str__(self) -> str:
+        return f"{self.device_code[:8]}… every {self.interval} s"

@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from devstack.identity import device
 from devstack.identity.api import handlers, machines
 from devstack.identity.api.errors import ConnectError
 from devstack.identity.api.models import Account, ApiToken, MachineKey, checksum
@@ -74,7 +75,10 @@ def token(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return _oauth_error("invalid_request", "use POST", 405)
     if request.POST.get("grant_type") != JWT_BEARER:
-        return _oauth_error("unsupported_grant_type", "only the jwt-bearer grant is served here")
+        # One token endpoint for every grant, as Zitadel's: the device code and refresh token grants (the
+        # CLI's login) are the OAuth provider's.
+        response: HttpResponse = device.Token.as_view()(request)
+        return response
     assertion = request.POST.get("assertion", "")
     try:
         kid = jwt.get_unverified_header(assertion).get("kid")

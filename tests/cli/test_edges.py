@@ -1,0 +1,104 @@
+"""``flexplane`` on what reaches a VDC's VMs and keeps their past: security groups, the edge gateway, public
+IPs and port forwards (zone-a given an external network, the light world's agents applying each gateway
+they are sent, as tests/portal/light does), and a VM's snapshots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.cli.conftest import Flexplane
+from tests.gatewaykit import NO_EXTERNAL, UPDATE_ZONE, ZONE, external_settings
+from tests.orchestrator.inprocess import InProcessApi
+from tests.orchestrator.lightworld import LightWorld
+from tests.portal.light.conftest import RunningGateways, without_gateway
+
+SMALL_VM = ("-c", "small", "-s", "standard", "-i", "debian-12", "--zone", ZONE)
+
+
+@pytest.fixture
+def uplink(api: InProcessApi, light: LightWorld, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """zone-a with an external network whose gateways the nodes' agents apply; afterwards VDC demo's public
+    IPs and gateway go and the zone has none (as the light world's admin: requested before the login)."""
+    running = RunningGateways(light)
+    for name in ("apply_gateway", "gateway_state", "remove_gateway"):
+        monkeypatch.setattr(light.agents, name, getattr(running, name))
+    answer = api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": external_settings("fpcli")})
+    assert answer.data["updateZone"]["errors"] == [], answer.body
+    try:
+        yield
+    finally:
+        without_gateway(api)
+        api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": NO_EXTERNAL})
+
+
+def test_a_public_ip_is_allocated_forwarded_to_a_vm_and_released(
+    uplink: None, flexplane: Flexplane, logged_in: dict[str, str], vm_name: Callable[[str], str]
+) -> None:
+    made = flexplane("vms", "create", vm_name("web"), *SMALL_VM, "--wait", "-o", "json")
+    assert made.exit_code == 0, made.output
+    shown = json.loads(flexplane("vms", "show", json.loads(made.stdout)["id"], "-o", "json").stdout)
+    vm_address = shown["nics"][0]["ipAddress"]
+
+    allocated = flexplane("public-ips", "allocate", "--zone", ZONE, "-o", "json")
+    address = json.loads(allocated.stdout)["address"]
+    forwarded = flexplane("port-forwards", "create", address, "tcp", "8080", vm_address, "--to-port", "80")
+    forwards = json.loads(flexplane("port-forwards", "list", "-o", "json").stdout)
+    gateway = flexplane("gateways", "show", ZONE, "-o", "json")
+    gateways = flexplane("gateways", "list")
+    unforwarded = flexplane("port-forwards", "delete", address, "tcp", "8080")
+    released = flexplane("public-ips", "release", address)
+    left = json.loads(flexplane("public-ips", "list", "-o", "json").stdout)
+
+    assert allocated.exit_code == 0, allocated.output
+    assert forwarded.exit_code == 0, forwarded.output
+    forward = {"publicIp": address, "protocol": "tcp", "port": 8080, "toAddress": vm_address, "toPort": 80}
+    assert forward in forwards
+    assert gateway.exit_code == 0, gateway.output
+    assert address in [ip["address"] for ip in json.loads(gateway.stdout)["publicIps"]]
+    assert ZONE in gateways.stdout
+    assert unforwarded.exit_code == 0, unforwarded.output
+    assert released.exit_code == 0, released.output
+    assert address not in [ip["address"] for ip in left]
+
+
+def test_a_zone_without_a_gateway_is_not_found(flexplane: Flexplane, logged_in: dict[str, str]) -> None:
+    missing = flexplane("gateways", "show", "zone-b")
+
+    assert missing.exit_code == 3, missing.output
+
+
+def test_the_security_groups_are_listed_with_their_rules(
+    flexplane: Flexplane, logged_in: dict[str, str]
+) -> None:
+    table = flexplane("security-groups", "list")
+    as_json = flexplane("security-groups", "list", "-o", "json")
+
+    assert table.exit_code == 0, table.output
+    assert "default" in table.stdout
+    groups = {group["name"]: group for group in json.loads(as_json.stdout)}
+    assert groups["default"]["rules"]
+
+
+def test_a_snapshot_is_taken_listed_rolled_back_to_and_deleted(
+    flexplane: Flexplane, logged_in: dict[str, str], vm_name: Callable[[str], str]
+) -> None:
+    name = vm_name("snap")
+    assert flexplane("vms", "create", name, *SMALL_VM, "--wait").exit_code == 0
+
+    taken = flexplane(
+        "snapshots", "create", name, "before", "--description", "a test's", "--wait", "-o", "json"
+    )
+    listed = flexplane("snapshots", "list", name, "-o", "json")
+    rolled = flexplane("snapshots", "rollback", name, "before", "--wait", "-o", "json")
+    deleted = flexplane("snapshots", "delete", name, "before", "--wait", "-o", "json")
+    after = flexplane("snapshots", "list", name, "-o", "json")
+
+    for result in (taken, rolled, deleted):
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["status"] == "SUCCEEDED"
+    snapshot = next(s for s in json.loads(listed.stdout) if s["name"] == "before")
+    assert snapshot["description"] == "a test's"
+    assert "before" not in [s["name"] for s in json.loads(after.stdout)]
