@@ -1,3 +1,9 @@
+from .add_gateway_firewall_rule import (
+    AddGatewayFirewallRule,
+    AddGatewayFirewallRuleAddGatewayFirewallRule,
+    AddGatewayFirewallRuleAddGatewayFirewallRuleEdgeGateway,
+    AddGatewayFirewallRuleAddGatewayFirewallRuleErrors,
+)
 from .add_port_forward import (
     AddPortForward,
     AddPortForwardAddPortForward,
@@ -29,6 +35,18 @@ from .attach_public_ip import (
 from .base_client import BaseClient
 from .base_model import BaseModel, Upload
 from .client import GeneratedClient
+from .cloud_node_virtual_machine import (
+    CloudNodeVirtualMachine,
+    CloudNodeVirtualMachineVirtualMachine,
+    CloudNodeVirtualMachineVirtualMachineNics,
+)
+from .cloud_node_virtual_machines import (
+    CloudNodeVirtualMachines,
+    CloudNodeVirtualMachinesVirtualMachines,
+    CloudNodeVirtualMachinesVirtualMachinesEdges,
+    CloudNodeVirtualMachinesVirtualMachinesEdgesNode,
+    CloudNodeVirtualMachinesVirtualMachinesPageInfo,
+)
 from .create_edge_gateway import (
     CreateEdgeGateway,
     CreateEdgeGatewayCreateEdgeGateway,
@@ -165,6 +183,7 @@ from .input_types import (
     CreateNetworkInput,
     CreateSecurityGroupInput,
     CreateVirtualMachineInput,
+    GatewayFirewallRuleInput,
     KubernetesControlPlaneInput,
     KubernetesNodePoolInput,
     NicInput,
@@ -200,6 +219,12 @@ from .release_public_ip import (
     ReleasePublicIpReleasePublicIp,
     ReleasePublicIpReleasePublicIpErrors,
     ReleasePublicIpReleasePublicIpPublicIp,
+)
+from .remove_gateway_firewall_rule import (
+    RemoveGatewayFirewallRule,
+    RemoveGatewayFirewallRuleRemoveGatewayFirewallRule,
+    RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleEdgeGateway,
+    RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleErrors,
 )
 from .remove_port_forward import (
     RemovePortForward,
@@ -288,6 +313,10 @@ from .virtual_machines import (
 )
 
 __all__ = [
+    "AddGatewayFirewallRule",
+    "AddGatewayFirewallRuleAddGatewayFirewallRule",
+    "AddGatewayFirewallRuleAddGatewayFirewallRuleEdgeGateway",
+    "AddGatewayFirewallRuleAddGatewayFirewallRuleErrors",
     "AddPortForward",
     "AddPortForwardAddPortForward",
     "AddPortForwardAddPortForwardErrors",
@@ -308,6 +337,14 @@ __all__ = [
     "AttachPublicIpAttachPublicIpPublicIp",
     "BaseClient",
     "BaseModel",
+    "CloudNodeVirtualMachine",
+    "CloudNodeVirtualMachineVirtualMachine",
+    "CloudNodeVirtualMachineVirtualMachineNics",
+    "CloudNodeVirtualMachines",
+    "CloudNodeVirtualMachinesVirtualMachines",
+    "CloudNodeVirtualMachinesVirtualMachinesEdges",
+    "CloudNodeVirtualMachinesVirtualMachinesEdgesNode",
+    "CloudNodeVirtualMachinesVirtualMachinesPageInfo",
     "CreateEdgeGateway",
     "CreateEdgeGatewayCreateEdgeGateway",
     "CreateEdgeGatewayCreateEdgeGatewayEdgeGateway",
@@ -379,6 +416,7 @@ __all__ = [
     "EdgeGatewayFieldsPublicIps",
     "EdgeGateways",
     "EdgeGatewaysEdgeGateways",
+    "GatewayFirewallRuleInput",
     "GeneratedClient",
     "GraphQLClientError",
     "GraphQLClientGraphQLError",
@@ -424,6 +462,10 @@ __all__ = [
     "ReleasePublicIpReleasePublicIp",
     "ReleasePublicIpReleasePublicIpErrors",
     "ReleasePublicIpReleasePublicIpPublicIp",
+    "RemoveGatewayFirewallRule",
+    "RemoveGatewayFirewallRuleRemoveGatewayFirewallRule",
+    "RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleEdgeGateway",
+    "RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleErrors",
     "RemovePortForward",
     "RemovePortForwardRemovePortForward",
     "RemovePortForwardRemovePortForwardErrors",

@@ -1,6 +1,7 @@
 from datetime import datetime
 from typing import Any
 
+from .add_gateway_firewall_rule import AddGatewayFirewallRule
 from .add_port_forward import AddPortForward
 from .allocate_public_ip import AllocatePublicIp
 from .assign_security_groups import AssignSecurityGroups
@@ -8,6 +9,8 @@ from .attach_network import AttachNetwork
 from .attach_public_ip import AttachPublicIp
 from .base_client import BaseClient
 from .base_model import UNSET, UnsetType
+from .cloud_node_virtual_machine import CloudNodeVirtualMachine
+from .cloud_node_virtual_machines import CloudNodeVirtualMachines
 from .create_edge_gateway import CreateEdgeGateway
 from .create_kubernetes_cluster import CreateKubernetesCluster
 from .create_network import CreateNetwork
@@ -29,6 +32,7 @@ from .input_types import (
     CreateNetworkInput,
     CreateSecurityGroupInput,
     CreateVirtualMachineInput,
+    GatewayFirewallRuleInput,
     PortForwardInput,
     ResizeVirtualMachineInput,
     UpdateSecurityGroupInput,
@@ -44,6 +48,7 @@ from .networks import Networks
 from .public_ips import PublicIps
 from .reboot_virtual_machine import RebootVirtualMachine
 from .release_public_ip import ReleasePublicIp
+from .remove_gateway_firewall_rule import RemoveGatewayFirewallRule
 from .remove_port_forward import RemovePortForward
 from .resize_virtual_machine import ResizeVirtualMachine
 from .revoke_service_account import RevokeServiceAccount
@@ -70,6 +75,196 @@ def gql(q: str) -> str:
 
 
 class GeneratedClient(BaseClient):
+    def cloud_node_virtual_machines(
+        self, first: int | UnsetType | None = UNSET, after: str | UnsetType | None = UNSET, **kwargs: Any
+    ) -> CloudNodeVirtualMachines:
+        query = gql("""
+            query CloudNodeVirtualMachines($first: Int, $after: String) {
+              virtualMachines(first: $first, after: $after) {
+                edges {
+                  node {
+                    id
+                    name
+                    status
+                    zone
+                    host
+                    computeProfile
+                  }
+                }
+                pageInfo {
+                  hasNextPage
+                  endCursor
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"first": first, "after": after}
+        response = self.execute(
+            query=query, operation_name="CloudNodeVirtualMachines", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return CloudNodeVirtualMachines.model_validate(data)
+
+    def cloud_node_virtual_machine(self, id: str, **kwargs: Any) -> CloudNodeVirtualMachine:
+        query = gql("""
+            query CloudNodeVirtualMachine($id: ID!) {
+              virtualMachine(id: $id) {
+                id
+                name
+                zone
+                host
+                computeProfile
+                smbiosUuid
+                nics {
+                  key
+                  ipAddress
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = self.execute(
+            query=query, operation_name="CloudNodeVirtualMachine", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return CloudNodeVirtualMachine.model_validate(data)
+
+    def add_gateway_firewall_rule(
+        self, input: GatewayFirewallRuleInput, zone: str | UnsetType | None = UNSET, **kwargs: Any
+    ) -> AddGatewayFirewallRule:
+        query = gql("""
+            mutation AddGatewayFirewallRule($zone: String, $input: GatewayFirewallRuleInput!) {
+              addGatewayFirewallRule(zone: $zone, input: $input) {
+                edgeGateway {
+                  ...EdgeGatewayFields
+                }
+                errors {
+                  field
+                  message
+                  code
+                }
+              }
+            }
+
+            fragment EdgeGatewayFields on EdgeGateway {
+              id
+              vdc
+              zone
+              node
+              generation
+              appliedGeneration
+              applied
+              uplinkAddress
+              networks
+              publicIps {
+                ...PublicIpFields
+              }
+              firewallRules {
+                position
+                direction
+                action
+                protocol
+                source
+                destination
+                portFrom
+                portTo
+                description
+              }
+            }
+
+            fragment PortForwardFields on PortForward {
+              publicIp
+              protocol
+              port
+              toAddress
+              toPort
+            }
+
+            fragment PublicIpFields on PublicIp {
+              address
+              zone
+              vdc
+              natTo
+              portForwards {
+                ...PortForwardFields
+              }
+            }
+            """)
+        variables: dict[str, object] = {"zone": zone, "input": input}
+        response = self.execute(
+            query=query, operation_name="AddGatewayFirewallRule", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return AddGatewayFirewallRule.model_validate(data)
+
+    def remove_gateway_firewall_rule(
+        self, position: int, zone: str | UnsetType | None = UNSET, **kwargs: Any
+    ) -> RemoveGatewayFirewallRule:
+        query = gql("""
+            mutation RemoveGatewayFirewallRule($zone: String, $position: Int!) {
+              removeGatewayFirewallRule(zone: $zone, position: $position) {
+                edgeGateway {
+                  ...EdgeGatewayFields
+                }
+                errors {
+                  field
+                  message
+                  code
+                }
+              }
+            }
+
+            fragment EdgeGatewayFields on EdgeGateway {
+              id
+              vdc
+              zone
+              node
+              generation
+              appliedGeneration
+              applied
+              uplinkAddress
+              networks
+              publicIps {
+                ...PublicIpFields
+              }
+              firewallRules {
+                position
+                direction
+                action
+                protocol
+                source
+                destination
+                portFrom
+                portTo
+                description
+              }
+            }
+
+            fragment PortForwardFields on PortForward {
+              publicIp
+              protocol
+              port
+              toAddress
+              toPort
+            }
+
+            fragment PublicIpFields on PublicIp {
+              address
+              zone
+              vdc
+              natTo
+              portForwards {
+                ...PortForwardFields
+              }
+            }
+            """)
+        variables: dict[str, object] = {"zone": zone, "position": position}
+        response = self.execute(
+            query=query, operation_name="RemoveGatewayFirewallRule", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return RemoveGatewayFirewallRule.model_validate(data)
+
     def kubernetes_clusters(self, **kwargs: Any) -> KubernetesClusters:
         query = gql("""
             query KubernetesClusters {

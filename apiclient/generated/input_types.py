@@ -65,6 +65,26 @@ class PortForwardInput(BaseModel):
     "Default: the same port."
 
 
+class GatewayFirewallRuleInput(BaseModel):
+    direction: str
+    "in (to the VDC's networks) or out."
+    action: str
+    "allow or deny."
+    protocol: str | None = None
+    "tcp, udp, icmp or any (default)."
+    source: str | None = None
+    "A CIDR; default anywhere."
+    destination: str | None = None
+    "A CIDR (public or VM addresses); default anywhere."
+    port_from: int | None = Field(alias="portFrom", default=None)
+    "tcp and udp: the first destination port."
+    port_to: int | None = Field(alias="portTo", default=None)
+    "tcp and udp: the last destination port (default: portFrom)."
+    description: str | None = None
+    position: int | None = None
+    "Where in the order, 0 first; default last."
+
+
 class CreateKubernetesClusterInput(BaseModel):
     name: str
     "A DNS label of at most 40 characters, unique in the VDC."

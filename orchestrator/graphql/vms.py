@@ -23,6 +23,7 @@ from orchestrator.services.placement import NoCapacity
 from orchestrator.services.placement import Placement as PlacementDecision
 from orchestrator.services.tasks import failed_task
 from orchestrator.services.vms import Created, CreateVm, Outcome, Page, VmFilter
+from orchestrator.services.vms.listing import locate
 
 VirtualMachineErrorCode, VirtualMachineError = error_types("VirtualMachine", "QUOTA_EXCEEDED", "NO_CAPACITY")
 
@@ -58,6 +59,11 @@ class VirtualMachine(graphene.ObjectType):
         "Proxmox call per VM, so ask for it on one VM, not in a long listing).",
     )
 
+    smbios_uuid = graphene.String(
+        description="Its SMBIOS uuid (smbios1), lowercase: a Kubernetes node's provider ID is "
+        "proxmox://<uuid>. Read from the VM's config (one Proxmox call per VM, as nics); null when unset.",
+    )
+
     resolve_compute_profile = attr("compute_profile", blank_is_null=True)
     resolve_storage_profile = attr("storage_profile", blank_is_null=True)
     resolve_image = attr("image", blank_is_null=True)
@@ -77,6 +83,12 @@ class VirtualMachine(graphene.ObjectType):
     @domain_errors
     def resolve_nics(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> list[Nic]:
         return vm_nics(flexplane(info), vm.id)
+
+    @staticmethod
+    @domain_errors
+    def resolve_smbios_uuid(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:
+        api, found = locate(flexplane(info), vm.id)
+        return api.config(found.host, found.vmid).smbios_uuid
 
 
 class VirtualMachineEdge(graphene.ObjectType):
