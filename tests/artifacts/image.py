@@ -58,11 +58,11 @@ WORKLOADS = ("Deployment", "StatefulSet", "Job", "CronJob")
 START_TIMEOUT = 90.0
 USER = "10001:10001"
 # Started in the namespace: the root read-only, a tmpfs on /tmp, the kubeconfig, then the image's process.
-# BINDS: more "source:target" mounts, read-only (a pod's Secret and ConfigMap volumes); their mount points
-# are made in the root first, as a runtime makes them.
+# BINDS: more "source:target" mounts, read-only (a pod's Secret and ConfigMap volumes), and WRITABLE the
+# same, read-write (a pod's emptyDir); their mount points are made in the root first, as a runtime does.
 RUN = """set -e
 root=$1; config=$2; shift 2
-for bind in $BINDS; do mkdir -p "$root${bind#*:}"; done
+for bind in $BINDS $WRITABLE; do mkdir -p "$root${bind#*:}"; done
 mount --bind "$root" "$root"
 mount -o remount,bind,ro "$root"
 mount -t proc proc "$root/proc"
@@ -70,6 +70,7 @@ mount --rbind /dev "$root/dev"
 mount -t tmpfs -o size=64m,mode=1777 tmpfs "$root/tmp"
 mount --bind "$config" "$root/run"
 for bind in $BINDS; do mount --bind -o ro "${bind%%:*}" "$root${bind#*:}"; done
+for bind in $WRITABLE; do mount --bind "${bind%%:*}" "$root${bind#*:}"; done
 exec chroot --userspec="$USERSPEC" "$root" "$@"
 """
 
@@ -135,17 +136,25 @@ def neighbours(
 
 @contextlib.contextmanager
 def image_process(
-    rootfs: Path, config_dir: Path, userspec: str, command: list[str], binds: dict[Path, str] | None = None
+    rootfs: Path,
+    config_dir: Path,
+    userspec: str,
+    command: list[str],
+    binds: dict[Path, str] | None = None,
+    writable: dict[Path, str] | None = None,
 ) -> Iterator[subprocess.Popen]:
     """``command`` run from the image's root as a runtime would start it (see RUN), with ``binds`` (a
-    folder of the test's: where it is mounted in the root) mounted read-only; stopped at the end: SIGTERM
-    to its process group, SIGKILL to whatever of it outlives that."""
-    mounts = " ".join(f"{source}:{target}" for source, target in (binds or {}).items())
+    folder of the test's: where it is mounted in the root) mounted read-only and ``writable`` read-write;
+    stopped at the end: SIGTERM to its process group, SIGKILL to whatever of it outlives that."""
+
+    def listed(folders: dict[Path, str] | None) -> str:
+        return " ".join(f"{source}:{target}" for source, target in (folders or {}).items())
+
     process = subprocess.Popen(
         in_namespace(RUN, "run", str(rootfs), str(config_dir), *command),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "USERSPEC": userspec, "BINDS": mounts},
+        env={**os.environ, "USERSPEC": userspec, "BINDS": listed(binds), "WRITABLE": listed(writable)},
         start_new_session=True,  # its own process group: stopping it stops the image's process too
     )
     try:

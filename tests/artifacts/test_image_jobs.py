@@ -1,6 +1,7 @@
 """The charts' Jobs and CronJobs that run flex.plane's image, started from it as the charts render them
 (tests/artifacts/image.py says how), each run to its end: the flextenant chart's backup CronJob into an
-S3 bucket and its preflight Job, and the identity chart's handover and bootstrap of a new Zitadel.
+S3 bucket and its preflight Job, and the identity chart's handover and bootstrap of a new Zitadel and
+the sealing half of its database backup.
 
 Their neighbours are stand-ins on loopback: moto's S3 server, the devstack's Kubernetes emulator (over
 HTTPS with a ServiceAccount's files where the job reads them in-cluster) and identity provider, and
@@ -30,7 +31,7 @@ from moto.server import ThreadedMotoServer
 from devstack.identity.process import IdentityProvider
 from devstack.kube.server import KubeServer
 from devstack.pki import CertificateAuthority
-from orchestrator.services.backup import S3Settings, S3Store
+from orchestrator.services.backup import DUMP_SUFFIX, S3Settings, S3Store, fetch_dump
 from orchestrator.services.backup.sealed import unseal
 from tests.addresses import address
 from tests.artifacts.image import (
@@ -316,3 +317,59 @@ def test_the_image_runs_the_identity_charts_handover_and_bootstrap_as_the_chart_
     assert base64.b64decode(service_user["project-id"]).decode() == project_id
     portal = core.read_namespaced_secret("flexplane-portal-oidc", "flexplane").data or {}
     assert base64.b64decode(portal["client-id"]).decode().endswith("@flexplane")
+
+
+def test_the_image_seals_the_identity_databases_dump_into_the_bucket_as_the_chart_does(
+    oci_config: dict,
+    rootfs: Path,
+    neighbours: tuple[KubeServer, IdentityProvider, Path],
+    s3_endpoint: str,
+    tmp_path: Path,
+) -> None:
+    """The identity chart's backup CronJob's second step (the first is pg_dump, from PostgreSQL's image):
+    its command and environment as rendered, from flex.plane's image as Zitadel's user, the dump in the
+    scratch volume the two steps share; what lands in the bucket opens to the same bytes."""
+    _kube, _identity, config_dir = neighbours
+    bucket = "identity-dumps"
+    s3 = S3Settings(s3_endpoint, access_key="test", secret_key="test").client()
+    s3.create_bucket(Bucket=bucket)
+    values = kit.merged(
+        yaml.safe_load(IDENTITY_VALUES.read_text(encoding="utf-8")),
+        {
+            "portal": {"url": "https://cloud.example.com"},
+            "backup": {
+                "enabled": True,
+                "s3": {
+                    "url": f"s3://{bucket}/platform",
+                    "endpoint": s3_endpoint,
+                    "credentialsSecret": "flexplane-backup-s3",
+                },
+            },
+        },
+    )
+    container = chart_container(IDENTITY, values, "seal")
+    scratch = tmp_path / "dump"
+    scratch.mkdir()
+    scratch.chmod(0o777)  # the pod's emptyDir, writable by the job's user
+    dump = bytes(range(256)) * 8192  # 2 MiB: more than one of the sealed file's chunks
+    (scratch / "zitadel.dump").write_bytes(dump)
+    key_dir = tmp_path / "backup-key"
+    key_dir.mkdir()
+    (key_dir / "key").write_text(base64.b64encode(BACKUP_KEY).decode())
+    (key_dir / "key").chmod(0o444)
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    references = {"FLEXPLANE_BACKUP_S3_ACCESS_KEY": "test", "FLEXPLANE_BACKUP_S3_SECRET_KEY": "test"}
+    env = rendered_env(container, references)
+    command = ["/usr/bin/env", "-i", *env, image_path(oci_config), *container["command"], *container["args"]]
+
+    with image_process(
+        rootfs, config_dir, JOB_USER, command, {key_dir: mounts["backup-key"]}, {scratch: mounts["dump"]}
+    ) as process:
+        status, said = finished(process)
+
+    assert status == 0, said
+    store = S3Store(f"s3://{bucket}/platform/identity", s3, suffix=DUMP_SUFFIX)
+    found, _header, size = fetch_dump(store, tmp_path / "opened.dump", BACKUP_KEY)
+    assert size == len(dump)
+    assert (tmp_path / "opened.dump").read_bytes() == dump
+    assert found.endswith(DUMP_SUFFIX), found
