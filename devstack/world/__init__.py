@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+from urllib.parse import urlsplit
 
 from kubernetes import client
 from kubernetes.config import new_client_from_config
@@ -95,14 +96,7 @@ class World(WorldAgents, WorldProviders, Lifecycle):
         self._kube = KubeServer.start(host=cfg.kube_host, port=0)
         self.kubeconfig = self._kube.write_kubeconfig(cfg.scratch / "kubeconfig")
 
-        self._identity = IdentityProvider.start(
-            data_dir=cfg.scratch / "identity",
-            host=cfg.identity_host,
-            port=cfg.identity_port,
-            users=seed.USERS,
-            project_id=seed.PROJECT_ID,
-            portal_redirect_uris=[f"{self.url}/oidc/callback/"],
-        )
+        self.start_identity(cfg.identity_port)
 
         self._seed_catalog()
         if cfg.mesh:
@@ -184,6 +178,25 @@ class World(WorldAgents, WorldProviders, Lifecycle):
         if self.mesh is not None:
             self.mesh.stop()
             self.mesh = None
+
+    def start_identity(self, port: int) -> None:
+        """The identity provider on its address (port 0: a free one), over its data folder as it is: started
+        again on a stopped one's port, its issuer is the one the orchestrator's settings name."""
+        self._identity = IdentityProvider.start(
+            data_dir=self.cfg.scratch / "identity",
+            host=self.cfg.identity_host,
+            port=port,
+            users=seed.USERS,
+            project_id=seed.PROJECT_ID,
+            portal_redirect_uris=[f"{self.url}/oidc/callback/"],
+        )
+
+    def replace_kube(self) -> None:
+        """A new, empty Kubernetes emulator where this one served, so that the kubeconfig still reaches it:
+        the management cluster lost and built anew (tests/recovery rehearses restoring it)."""
+        port = urlsplit(self.kube.url).port
+        self.stop_kube()
+        self._kube = KubeServer.start(host=self.cfg.kube_host, port=port or 0)
 
     def stop_identity(self) -> None:
         if self._identity is not None:
