@@ -66,6 +66,7 @@ LIGHT_PORTAL = 208  # tests/portal/served.py: the portal served from the test's 
 DOCTOR = 209  # tests/orchestrator/test_doctor.py: bare clusters, an old API server, dead addresses
 PROBES = 210  # tests/orchestrator/test_probes.py: the probes of the processes that serve nothing else
 BACKUP = 211  # tests/orchestrator/test_backup.py: Kubernetes emulators and an S3 server (moto)
+SNI_SUITE = 212  # tests/providers/sni: the SNI router, API server and Konnectivity stand-ins
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

@@ -14,7 +14,10 @@ its Cluster until the control plane is initialized (Cluster API core's ownerRefe
 stay as the safety net.
 
 Settings, from the environment: ``FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS`` (the address nodes reach a
-NodePort Service on), ``FLEXPLANE_PROVIDERS_ETCD_MEMBERS`` (1 or 3; see :mod:`.render`),
+NodePort Service on), ``FLEXPLANE_PROVIDERS_SNI_DOMAIN`` and ``FLEXPLANE_PROVIDERS_SNI_PORT`` (for
+``serviceType: SNI``: the domain the clusters' host names are made under, and the port of the SNI
+router's address, 443; :mod:`providers.sni`), ``FLEXPLANE_PROVIDERS_ETCD_MEMBERS`` (1 or 3; see
+:mod:`.render`),
 ``FLEXPLANE_PROVIDERS_IMAGE_REGISTRY`` (the registry every image of a control plane and of what it
 installs in the tenant cluster is pulled from, paths and tags kept: an air-gapped mirror; default
 registry.k8s.io), and the retry delays in seconds: ``FLEXPLANE_PROVIDERS_RETRY_DELAY`` (waiting on
@@ -65,10 +68,28 @@ def settings() -> steps.Settings:
         raise kopf.PermanentError("FLEXPLANE_PROVIDERS_ETCD_MEMBERS must be 1 or 3")
     return steps.Settings(
         nodeport_address=os.environ.get("FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS", ""),
+        sni_domain=_sni_domain(),
+        sni_port=_sni_port(),
         etcd_members=members,
         image_registry=_image_registry(),
         secrets=secrets_access(),
     )
+
+
+def _sni_domain() -> str:
+    """FLEXPLANE_PROVIDERS_SNI_DOMAIN: a DNS name (its trailing dot dropped), or empty (no SNI mode)."""
+    raw = os.environ.get("FLEXPLANE_PROVIDERS_SNI_DOMAIN", "").strip().rstrip(".").lower()
+    labels = raw.split(".") if raw else []
+    if any(not label or len(label) > 63 or not label.replace("-", "").isalnum() for label in labels):
+        raise kopf.PermanentError(f"FLEXPLANE_PROVIDERS_SNI_DOMAIN must be a DNS name, not {raw!r}")
+    return raw
+
+
+def _sni_port() -> int:
+    raw = os.environ.get("FLEXPLANE_PROVIDERS_SNI_PORT", "").strip() or "443"
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise kopf.PermanentError(f"FLEXPLANE_PROVIDERS_SNI_PORT must be a port, not {raw!r}")
+    return int(raw)
 
 
 def _image_registry() -> str:

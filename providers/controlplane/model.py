@@ -47,6 +47,15 @@ ETCD = "etcd"
 # On the control plane's pod template: the PKI's digest, so a reissued certificate rolls the pods.
 PKI_DIGEST_ANNOTATION = "controlplane.flexplane.io/pki-digest"
 NONROOT = 65532  # the distroless images' nonroot user
+NAMESPACE_PREFIX = "fpcp-"
+
+# serviceType SNI: the Service is a ClusterIP behind the SNI router (providers.sni), which routes the
+# host names these annotations of the Service carry to its https and konnectivity ports.
+SNI = "SNI"
+APISERVER_HOST_ANNOTATION = "controlplane.flexplane.io/apiserver-host"
+KONNECTIVITY_HOST_ANNOTATION = "controlplane.flexplane.io/konnectivity-host"
+# The Konnectivity server's host name in the SNI mode: this label before the API server's.
+KONNECTIVITY_HOST_LABEL = "konnectivity"
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,7 @@ class ControlPlane:
     endpoint_host: str = ""
     endpoint_port: int = APISERVER_PORT
     konnectivity_port: int = KONNECTIVITY_AGENT_PORT  # where agents reach the server: 8132, or its nodePort
+    konnectivity_host: str = ""  # where agents reach it, when not at endpoint_host (the SNI mode's name)
     etcd_members: int = 1
     registry: str = REGISTRY  # the registry every image is pulled from (FLEXPLANE_PROVIDERS_IMAGE_REGISTRY)
 
@@ -73,6 +83,16 @@ class ControlPlane:
     def component_image(self, component: str) -> str:
         """A Kubernetes component's image (kube-apiserver, kube-proxy, ...) of the cluster's version."""
         return self.image(f"{component}:{self.version}")
+
+    @property
+    def sni(self) -> bool:
+        """Whether the control plane is reached through the SNI router (serviceType SNI)."""
+        return self.service_type == SNI
+
+    @property
+    def agents_host(self) -> str:
+        """The host the Konnectivity agents dial: its own name behind the SNI router, else the endpoint."""
+        return self.konnectivity_host or self.endpoint_host
 
     @property
     def secure_port(self) -> int:
@@ -95,13 +115,25 @@ class ControlPlane:
             cluster=self.cluster,
             namespace=self.namespace,
             endpoint_host=self.endpoint_host,
+            konnectivity_host=self.konnectivity_host,
             service_cidr=self.service_cidr,
             etcd_members=self.etcd_members,
         )
 
 
 def namespace_name(vdc: str, cluster: str) -> str:
-    return f"fpcp-{vdc}-{cluster}"
+    return f"{NAMESPACE_PREFIX}{vdc}-{cluster}"
+
+
+def sni_hosts(vdc: str, cluster: str, domain: str) -> tuple[str, str]:
+    """The SNI mode's host names of a cluster: (its API server's, its Konnectivity server's).
+
+    ``<cluster>.<vdc>.<domain>`` and ``konnectivity.<cluster>.<vdc>.<domain>``: a label each for the
+    cluster and its VDC, so no two clusters' names meet (a cluster's name is unique in its VDC only), and
+    one wildcard DNS record ``*.<domain>`` covers all (a DNS wildcard matches any depth, RFC 4592).
+    """
+    apiserver = f"{cluster}.{vdc}.{domain.strip('.').lower()}"
+    return apiserver, f"{KONNECTIVITY_HOST_LABEL}.{apiserver}"
 
 
 def labels(cp: ControlPlane) -> dict[str, str]:

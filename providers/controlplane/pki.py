@@ -100,6 +100,7 @@ class Names:
     endpoint_host: str
     service_cidr: str = DEFAULT_SERVICE_CIDR
     etcd_members: int = 1
+    konnectivity_host: str = ""  # the Konnectivity server's own name, when it has one (the SNI mode)
 
     @property
     def service_names(self) -> tuple[str, ...]:
@@ -282,7 +283,9 @@ def _wanted_names(leaf: str, names: Names) -> tuple[list[str], list[str]]:
         dns = [*endpoint_dns, *KUBERNETES_NAMES, *names.service_names, "localhost"]
         return dns, [*endpoint_ips, first_service_ip(names.service_cidr), "127.0.0.1"]
     if leaf == "konnectivity-server":
-        return [*endpoint_dns, *names.service_names, "localhost"], [*endpoint_ips, "127.0.0.1"]
+        own_dns, own_ips = _split_host(names.konnectivity_host) if names.konnectivity_host else ([], [])
+        dns = [*own_dns, *endpoint_dns, *names.service_names, "localhost"]
+        return dns, [*own_ips, *endpoint_ips, "127.0.0.1"]
     if leaf in ("etcd-server", "etcd-peer"):
         return list(names.etcd_names), ["127.0.0.1"]
     return [], []

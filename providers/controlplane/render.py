@@ -5,7 +5,8 @@ Everything lives in the namespace ``fpcp-<vdc>-<cluster>``: the ``pki`` and ``ku
 ConfigMap (the API server's egress selector configuration), the ``control-plane`` Deployment
 (kube-apiserver, kube-controller-manager, kube-scheduler and the konnectivity-server sidecar, which
 share a Unix socket), the datastore, the ``kube-apiserver`` Service (6443 ``https``, 8132
-``konnectivity``) and a PodDisruptionBudget.
+``konnectivity``: a LoadBalancer, a NodePort, or a ClusterIP behind the SNI router) and a
+PodDisruptionBudget.
 
 The datastore is :mod:`.etcd`'s; the names, labels and pod pieces both use are :mod:`.model`'s.
 """
@@ -21,6 +22,7 @@ import yaml
 from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, VDC_LABEL
 from providers.controlplane import etcd, pki
 from providers.controlplane.model import (
+    APISERVER_HOST_ANNOTATION,
     APISERVER_PORT,
     CONF_DIR,
     DEPLOYMENT,
@@ -32,6 +34,7 @@ from providers.controlplane.model import (
     KONNECTIVITY_CONFIG_DIR,
     KONNECTIVITY_CONFIGMAP,
     KONNECTIVITY_HEALTH_PORT,
+    KONNECTIVITY_HOST_ANNOTATION,
     KONNECTIVITY_SERVER_IMAGE,
     KUBECONFIG_SECRET,
     PKI_DIGEST_ANNOTATION,
@@ -350,12 +353,20 @@ def render_deployment(cp: ControlPlane, pki_digest: str = "") -> Manifest:
 
 
 def render_service(cp: ControlPlane) -> Manifest:
+    """The ``kube-apiserver`` Service: a LoadBalancer, a NodePort, or in the SNI mode a ClusterIP that names
+    the control plane's two host names for the SNI router (:mod:`providers.sni.routes`), once known."""
+    metadata = meta(cp, SERVICE)
+    if cp.sni and cp.endpoint_host:
+        metadata["annotations"] = {
+            APISERVER_HOST_ANNOTATION: cp.endpoint_host,
+            KONNECTIVITY_HOST_ANNOTATION: cp.agents_host,
+        }
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": meta(cp, SERVICE),
+        "metadata": metadata,
         "spec": {
-            "type": cp.service_type,
+            "type": "ClusterIP" if cp.sni else cp.service_type,
             "selector": selector_labels(cp),
             "ports": _service_ports(cp),
         },

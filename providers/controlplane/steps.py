@@ -53,6 +53,8 @@ class Settings:
     """The provider's settings that shape every control plane."""
 
     nodeport_address: str = ""  # FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS
+    sni_domain: str = ""  # FLEXPLANE_PROVIDERS_SNI_DOMAIN: the SNI mode's hosts are <cluster>.<vdc>.<it>
+    sni_port: int = 443  # FLEXPLANE_PROVIDERS_SNI_PORT: where the SNI router's address takes connections
     etcd_members: int = 1  # FLEXPLANE_PROVIDERS_ETCD_MEMBERS
     image_registry: str = model.REGISTRY  # FLEXPLANE_PROVIDERS_IMAGE_REGISTRY
     # FLEXPLANE_PROVIDERS_VDC_ROLE, FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE, FLEXPLANE_SERVICE_ACCOUNT: the
@@ -165,6 +167,10 @@ def ensure_service(kube: Kube, cp: model.ControlPlane, settings: Settings) -> mo
         current = kube.ensure(render.render_service(dataclasses.replace(cp, endpoint_host="")))
     host, port, agents_port = find_endpoint(current, cp, settings)
     cp = dataclasses.replace(cp, endpoint_host=host, endpoint_port=port, konnectivity_port=agents_port)
+    if cp.sni:
+        cp = dataclasses.replace(
+            cp, konnectivity_host=model.sni_hosts(cp.vdc, cp.cluster, settings.sni_domain)[1]
+        )
     kube.ensure(render.render_service(cp), current)
     return cp
 
@@ -174,8 +180,15 @@ def find_endpoint(
 ) -> tuple[str, int, int]:
     """Where nodes reach the control plane: (host, API server port, Konnectivity agents' port).
 
-    A LoadBalancer's address and the Service's ports, or a node address and the nodePorts.
+    A LoadBalancer's address and the Service's ports, or a node address and the nodePorts; in the SNI
+    mode the cluster's host name under the operator's domain and the SNI router's port, for both (the
+    agents dial Konnectivity's own name there, :func:`.model.sni_hosts`).
     """
+    if cp.sni:
+        if not settings.sni_domain:
+            raise Waiting("NoSNIDomain", "FLEXPLANE_PROVIDERS_SNI_DOMAIN is not set", delay=60)
+        host = model.sni_hosts(cp.vdc, cp.cluster, settings.sni_domain)[0]
+        return host, settings.sni_port, settings.sni_port
     if cp.service_type == "NodePort":
         if not settings.nodeport_address:
             raise Waiting("NoNodePortAddress", "FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS is not set", delay=60)

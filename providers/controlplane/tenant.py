@@ -219,10 +219,11 @@ def join_support(cp: ControlPlane) -> list[Manifest]:
 
 
 def konnectivity_agent_args(cp: ControlPlane) -> list[str]:
-    """apiserver-network-proxy's agent: dials the server through the endpoint, trusts the cluster CA."""
+    """apiserver-network-proxy's agent: dials the server through the endpoint (behind the SNI router, by
+    the Konnectivity server's own name, which its TLS sends as the server name), trusts the cluster CA."""
     return [
         "--ca-cert=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
-        f"--proxy-server-host={cp.endpoint_host}",
+        f"--proxy-server-host={cp.agents_host}",
         f"--proxy-server-port={cp.konnectivity_port}",
         f"--admin-server-port={KONNECTIVITY_ADMIN_PORT}",
         f"--health-server-port={KONNECTIVITY_HEALTH_PORT}",

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -243,6 +244,41 @@ def test_the_image_runs_the_providers_as_the_chart_does_until_their_probes_say_r
             container["livenessProbe"]["httpGet"]["path"],
         ):
             assert serving(process, f"http://{probes}{path}").json() == {"status": "ok"}
+
+
+def test_the_image_runs_the_sni_router_as_the_chart_does_and_it_refuses_an_unknown_name(
+    oci_config: dict, rootfs: Path, neighbours: tuple[KubeServer, IdentityProvider, Path]
+) -> None:
+    """The SNI router's command and environment as the providers chart renders them with the router on,
+    as the image's user with its root read-only, on this run's addresses: its probes say ready once it
+    follows the control planes' Services, and a TLS client naming no control plane gets TLS's
+    unrecognized_name alert."""
+    _kube, _identity, config_dir = neighbours
+    values = {
+        "secretKey": {"existingSecret": "flexplane-secret-key"},
+        "sni": {"enabled": True, "domain": "k8s.example.com"},
+    }
+    container = chart_container(PROVIDERS, values, "sni-router")
+    host = address(IMAGE_SUITE, 10)
+    probes, listen = f"{host}:{free_port(host)}", f"{host}:{free_port(host)}"
+    own = {"FLEXPLANE_PROBES_LISTEN": probes, "FLEXPLANE_SNI_LISTEN": listen}
+    env = [e for e in rendered_env(container, {}) if e.partition("=")[0] not in own]
+    env += [f"{name}={value}" for name, value in own.items()]
+    env += ["FLEXPLANE_KUBECONFIG=/run/kubeconfig", image_path(oci_config)]
+    command = ["/usr/bin/env", "-i", *env, *container["command"]]
+    with image_process(rootfs, config_dir, USER, command) as process:
+        for path in (
+            container["readinessProbe"]["httpGet"]["path"],
+            container["livenessProbe"]["httpGet"]["path"],
+        ):
+            assert serving(process, f"http://{probes}{path}").json() == {"status": "ok"}
+        context = ssl.create_default_context()
+        router_host, _, port = listen.rpartition(":")
+        with (
+            socket.create_connection((router_host, int(port)), timeout=10) as raw,
+            pytest.raises(ssl.SSLError, match="UNRECOGNIZED_NAME"),
+        ):
+            context.wrap_socket(raw, server_hostname="nobody.k8s.example.com")
 
 
 def uapi_get(path: Path) -> dict[str, str]:

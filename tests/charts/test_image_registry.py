@@ -47,7 +47,10 @@ REQUIRED: dict[str, dict[str, Any]] = {
             "admin": {"existingSecret": "identity-secrets"},
         },
     },
-    "providers": {"secretKey": {"existingSecret": "flexplane-secret-key"}},
+    "providers": {
+        "secretKey": {"existingSecret": "flexplane-secret-key"},
+        "sni": {"enabled": True, "domain": "k8s.example.com"},
+    },
 }
 
 

@@ -41,11 +41,13 @@ VDC_ROLE = "flextenant-vdc"
 # The roles the providers bind themselves to, in a VDC's namespace and in a control plane's.
 PROVIDERS_VDC_ROLE, PROVIDERS_CP_ROLE = "providers-vdc", "providers-control-plane"
 SA_TOKEN = "kubernetes.io/service-account-token"
+# The providers' SNI router on, so that its account is weighed too.
+SNI_ON: dict[str, Any] = {"sni": {"enabled": True, "domain": "k8s.example.com"}}
 
 # The charts as the install guide installs them: (chart, release, namespace, values file, more values).
 INSTALLS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
     ("flextenant", "flextenant", PLATFORM, "k3s-values.yaml", {}),
-    ("providers", "providers", PLATFORM, "example-values.yaml", {}),
+    ("providers", "providers", PLATFORM, "example-values.yaml", SNI_ON),
     ("identity", "identity", IDENTITY, "k3s-values.yaml", {}),
 )
 

@@ -453,9 +453,10 @@ def test_every_namespace_is_made_before_it_is_used() -> None:
 
 def test_the_walkthrough_names_one_host_throughout() -> None:
     """The portal and API's name is $CLOUD's wherever the pages show it (no second example name for the
-    same orchestrator), and Zitadel's is $ID's; the others are the registries' and the apt repository's."""
+    same orchestrator), and Zitadel's is $ID's; the others are the registries', the apt repository's and
+    the tenant API servers' domain behind the SNI router."""
     walk = walkthrough_commands()[0]
-    others = {"registry.example.com", "registry.example.internal", "apt.example.com"}
+    others = {"registry.example.com", "registry.example.internal", "apt.example.com", "k8s.example.com"}
     expected = {walk.values["CLOUD"], walk.values["ID"], *others}
     for doc in (INSTALL, KUBERNETES):
         names = set(re.findall(r"[\w-]+(?:\.[\w-]+)*\.example\.(?:com|internal)", doc.read_text()))

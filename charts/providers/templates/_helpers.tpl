@@ -122,4 +122,31 @@ image's tag), and @digest after it when image.digest is set (the digest is what 
 {{- fail "networkPolicy.egress.agents.cidrs: list the Proxmox nodes' addresses (or set config.meshProxy), or the restricted egress cuts the providers off the agents" }}
 {{- end }}
 {{- end }}
+{{- if and .Values.sni.enabled (not .Values.sni.domain) }}
+{{- fail "sni.domain: the domain the tenant clusters' host names are made under (<cluster>.<vdc>.<domain>), whose wildcard *.<domain> resolves to the SNI router's address" }}
+{{- end }}
+{{- end }}
+
+{{/* The SNI router's selector labels: the chart's, as component sni-router. */}}
+{{- define "providers.sniSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "providers.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: sni-router
+{{- end }}
+
+{{/* The labels of the SNI router's resources. */}}
+{{- define "providers.sniLabels" -}}
+helm.sh/chart: {{ include "providers.chart" . }}
+{{ include "providers.sniSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/part-of: flexplane
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The SNI router's name. */}}
+{{- define "providers.sniName" -}}
+{{- printf "%s-sni" (include "providers.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}

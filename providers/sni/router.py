@@ -1,0 +1,196 @@
+"""One listening port for every control plane: connections routed by the name in their TLS ClientHello.
+
+For each connection the router reads the ClientHello (:mod:`.hello`) under a deadline, looks its server
+name up (:mod:`.routes`), opens a TCP connection to that backend, sends it every byte read so far, and
+then copies bytes both ways until both sides have finished. It never terminates TLS: the client's
+handshake is with the backend (the tenant's API server or Konnectivity server), which shows its own
+certificate of its own cluster's CA, and client certificates reach it untouched.
+
+Refused, and closed: a first flight that is not a ClientHello or breaks its rules (:class:`.MalformedHello`),
+one that does not complete within :attr:`Timeouts.hello` (a client that sends nothing, or a trickle), one
+without a server name or with a name no control plane has (answered with TLS's fatal
+``unrecognized_name`` alert first, so a client's error says why). A backend that cannot be reached
+within :attr:`Timeouts.connect` closes the connection too.
+
+Half-close: when one side ends its stream (TCP FIN), the other side's write is ended the same way and
+the opposite direction goes on, as a TCP proxy must (a client may send its request and shut its write
+side before reading the answer). A reset on either side closes both. Idle connections are not cut
+(watches are idle for minutes): TCP keepalive finds peers that went away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from dataclasses import dataclass
+
+from providers.sni.hello import Hello, MalformedHello, scan
+from providers.sni.routes import Backend, Lookup
+
+log = logging.getLogger(__name__)
+
+CHUNK = 64 * 1024
+CLOSE_GRACE = 5.0
+# TLS's fatal alert unrecognized_name (RFC 6066 3), in a plaintext record of TLS 1.0 framing, which
+# every client reads before the handshake.
+UNRECOGNIZED_NAME = bytes([21, 3, 1, 0, 2, 2, 112])
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    hello: float = 10.0  # for the whole ClientHello to arrive
+    connect: float = 5.0  # for the backend to accept
+
+
+class Router:
+    """The connection handler of an asyncio server: ``asyncio.start_server(router.handle, ...)``."""
+
+    def __init__(self, lookup: Lookup, timeouts: Timeouts | None = None) -> None:
+        self.lookup = lookup
+        self.timeouts = timeouts or Timeouts()
+        # The connections' tasks, held: once a client has half-closed, its transport leaves the event
+        # loop's selector, the backend's protocol holds its StreamReader only weakly, and nothing else
+        # would reach the task, which the garbage collector would then destroy mid-stream.
+        self.connections: set[asyncio.Task[None]] = set()
+
+    async def serve(self, host: str, port: int) -> asyncio.Server:
+        return await asyncio.start_server(self.handle, host, port, limit=CHUNK)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.connections.add(task)
+        peer = writer.get_extra_info("peername")
+        _keepalive(writer)
+        try:
+            await self._route(reader, writer, peer)
+        except (ConnectionError, OSError) as error:
+            log.debug("connection from %s ended: %s", peer, error)
+        finally:
+            await _close(writer)
+            if task is not None:
+                self.connections.discard(task)
+
+    async def _route(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: object) -> None:
+        try:
+            first, hello = await asyncio.wait_for(read_hello(reader), self.timeouts.hello)
+        except TimeoutError:
+            log.info("refused %s: no ClientHello within %ss", peer, self.timeouts.hello)
+            return
+        except MalformedHello as error:
+            log.info("refused %s: %s", peer, error)
+            return
+        if hello is None:
+            log.info("refused %s: closed before its ClientHello was complete", peer)
+            return
+        backend = self.lookup(hello.server_name) if hello.server_name else None
+        if backend is None:
+            log.info("refused %s: no control plane is named %r", peer, hello.server_name)
+            writer.write(UNRECOGNIZED_NAME)
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            return
+        await self._splice(reader, writer, first, backend, hello.server_name or "")
+
+    async def _splice(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        first: bytes,
+        backend: Backend,
+        name: str,
+    ) -> None:
+        try:
+            upstream_reader, upstream_writer = await asyncio.wait_for(
+                asyncio.open_connection(backend.host, backend.port, limit=CHUNK), self.timeouts.connect
+            )
+        except (TimeoutError, OSError) as error:
+            log.warning(
+                "%s: its backend %s:%s (%s) did not answer: %s",
+                name,
+                backend.host,
+                backend.port,
+                backend.service,
+                error,
+            )
+            return
+        _keepalive(upstream_writer)
+        try:
+            upstream_writer.write(first)
+            await upstream_writer.drain()
+            await splice(reader, writer, upstream_reader, upstream_writer)
+        finally:
+            await _close(upstream_writer)
+
+
+async def read_hello(reader: asyncio.StreamReader) -> tuple[bytes, Hello | None]:
+    """The bytes read and the ClientHello they start with; (bytes, None) when the client closed first.
+
+    Reads exactly what the ClientHello's records need (:func:`.scan` bounds them), so whatever the client
+    sent after it stays in ``reader`` for the splice.
+    """
+    data = b""
+    while True:
+        found = scan(data)
+        if isinstance(found, Hello):
+            return data, found
+        try:
+            data += await reader.readexactly(found)
+        except asyncio.IncompleteReadError as ended:
+            return data + ended.partial, None
+
+
+async def splice(
+    a_reader: asyncio.StreamReader,
+    a_writer: asyncio.StreamWriter,
+    b_reader: asyncio.StreamReader,
+    b_writer: asyncio.StreamWriter,
+) -> None:
+    """Copy a to b and b to a until both directions ended; a failing direction ends both."""
+    tasks = [
+        asyncio.ensure_future(_pipe(a_reader, b_writer)),
+        asyncio.ensure_future(_pipe(b_reader, a_writer)),
+    ]
+    try:
+        _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in pending:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError, OSError):
+                await task
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    """Bytes from ``source`` to ``sink``; at the source's end, the sink's write side is ended (half-close)."""
+    while True:
+        chunk = await source.read(CHUNK)
+        if not chunk:
+            break
+        sink.write(chunk)
+        await sink.drain()
+    if sink.can_write_eof() and not sink.is_closing():
+        sink.write_eof()
+
+
+def _keepalive(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    """Close, letting what is buffered go out for :data:`CLOSE_GRACE` seconds; then drop it (a peer that
+    reads nothing does not keep its connection's task forever)."""
+    writer.close()
+    try:
+        await asyncio.wait_for(writer.wait_closed(), CLOSE_GRACE)
+    except TimeoutError:
+        writer.transport.abort()
+    except (ConnectionError, OSError):
+        pass
