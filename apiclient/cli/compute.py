@@ -4,13 +4,14 @@ asked for."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from apiclient.cli.output import Column, Output, OutputOption, WaitOption, answered, follow, show
-from apiclient.cli.session import Session, session_of
+from apiclient.cli.output import Column, Output, OutputOption, WaitOption, answered, follow, group
+from apiclient.cli.session import session_of
 from apiclient.client import FlexPlane
 from apiclient.errors import NotFound
 from apiclient.generated.input_types import CreateVirtualMachineInput, VirtualMachineFilter
@@ -40,19 +41,20 @@ SNAPSHOT_COLUMNS: list[Column] = [
     ("DESCRIPTION", "description"),
 ]
 
-vdcs = typer.Typer(help="The VDCs you may act in.", no_args_is_help=True)
-vms = typer.Typer(help="Virtual machines of the VDC.", no_args_is_help=True)
-snapshots = typer.Typer(help="A VM's snapshots (Proxmox's).", no_args_is_help=True)
-tasks = typer.Typer(help="The Proxmox tasks that change the VDC's VMs.", no_args_is_help=True)
+vdcs = group("The VDCs you may act in.")
+vms = group("Virtual machines of the VDC.")
+snapshots = group("A VM's snapshots (Proxmox's).")
+tasks = group("The Proxmox tasks that change the VDC's VMs.")
 
 VmArgument = Annotated[str, typer.Argument(help="the VM's name (in the VDC) or id")]
+SnapshotArgument = Annotated[str, typer.Argument(help="the snapshot's name")]
 
 
 @vdcs.command("list", epilog="Example: `flexplane vdcs list -o yaml`.")
 def list_vdcs(ctx: typer.Context, output: OutputOption = Output.TABLE) -> None:
     """The VDCs you are a member of, with their quotas and usage (-o json or yaml)."""
     session = session_of(ctx)
-    show(session.out, session.api().vdcs().vdcs, output, VDC_COLUMNS)
+    session.show(session.api().vdcs().vdcs, output, VDC_COLUMNS)
 
 
 def vm_id(api: FlexPlane, ref: str) -> str:
@@ -85,14 +87,14 @@ def list_vms(
     """The VDC's VMs by name, every page of them."""
     session = session_of(ctx)
     only = VirtualMachineFilter.model_validate({"status": status, "zone": zone, "search": search})
-    show(session.out, list(session.api().all_virtual_machines(only)), output, VM_COLUMNS)
+    session.show(list(session.api().all_virtual_machines(only)), output, VM_COLUMNS)
 
 
 @vms.command("show", epilog="Example: `flexplane vms show web-3 -o json | jq .ipAddresses`.")
 def show_vm(ctx: typer.Context, vm: VmArgument, output: OutputOption = Output.TABLE) -> None:
     """One VM: its size, where it runs, its addresses, NICs and security groups."""
     session = session_of(ctx)
-    show(session.out, the_vm(session.api(), vm), output, VM_COLUMNS)
+    session.show(the_vm(session.api(), vm), output, VM_COLUMNS)
 
 
 @vms.command(
@@ -151,9 +153,9 @@ def create_vm(
     assert made.virtual_machine is not None  # a payload without errors carries the VM
     if wait:
         follow(api, made.task, session.err)
-        show(session.out, the_vm(api, made.virtual_machine.id), output, VM_COLUMNS)
+        session.show(the_vm(api, made.virtual_machine.id), output, VM_COLUMNS)
     else:
-        show(session.out, made.virtual_machine, output, VM_COLUMNS)
+        session.show(made.virtual_machine, output, VM_COLUMNS)
 
 
 def nic(text: str) -> dict[str, str]:
@@ -161,12 +163,15 @@ def nic(text: str) -> dict[str, str]:
     return {"network": network, "ipAddress": address} if address else {"network": network}
 
 
-def vm_task(session: Session, payload: Any, wait: bool, output: Any) -> None:
-    """A VM mutation's task: followed to its end with --wait, shown either way."""
-    task = answered(payload).task
+def vm_task(ctx: typer.Context, wait: bool, output: Output, mutate: Callable[[FlexPlane], Any]) -> None:
+    """A VM mutation (``mutate`` sends it and picks its payload) whose answer is a task: followed to its end
+    with --wait, shown either way. Every command that changes a VM's state reads the same from here on."""
+    session = session_of(ctx)
+    api = session.api()
+    task = answered(mutate(api)).task
     if wait:
-        task = follow(session.api(), task, session.err)
-    show(session.out, task, output, TASK_COLUMNS)
+        task = follow(api, task, session.err)
+    session.show(task, output, TASK_COLUMNS)
 
 
 @vms.command("start", epilog="Example: `flexplane vms start web-3 --wait`.")
@@ -174,9 +179,7 @@ def start_vm(
     ctx: typer.Context, vm: VmArgument, wait: WaitOption = False, output: OutputOption = Output.TABLE
 ) -> None:
     """Start a VM."""
-    session = session_of(ctx)
-    api = session.api()
-    vm_task(session, api.start_virtual_machine(vm_id(api, vm)).start_virtual_machine, wait, output)
+    vm_task(ctx, wait, output, lambda api: api.start_virtual_machine(vm_id(api, vm)).start_virtual_machine)
 
 
 @vms.command(
@@ -186,9 +189,7 @@ def stop_vm(
     ctx: typer.Context, vm: VmArgument, wait: WaitOption = False, output: OutputOption = Output.TABLE
 ) -> None:
     """Stop a VM at once (as pulling its plug)."""
-    session = session_of(ctx)
-    api = session.api()
-    vm_task(session, api.stop_virtual_machine(vm_id(api, vm)).stop_virtual_machine, wait, output)
+    vm_task(ctx, wait, output, lambda api: api.stop_virtual_machine(vm_id(api, vm)).stop_virtual_machine)
 
 
 @vms.command("delete", epilog="Example: `flexplane vms delete web-3 --wait`.")
@@ -196,9 +197,7 @@ def delete_vm(
     ctx: typer.Context, vm: VmArgument, wait: WaitOption = False, output: OutputOption = Output.TABLE
 ) -> None:
     """Delete a VM and its disks."""
-    session = session_of(ctx)
-    api = session.api()
-    vm_task(session, api.delete_virtual_machine(vm_id(api, vm)).delete_virtual_machine, wait, output)
+    vm_task(ctx, wait, output, lambda api: api.delete_virtual_machine(vm_id(api, vm)).delete_virtual_machine)
 
 
 @snapshots.command("list", epilog="Example: `flexplane snapshots list web-3`.")
@@ -206,7 +205,7 @@ def list_snapshots(ctx: typer.Context, vm: VmArgument, output: OutputOption = Ou
     """A VM's snapshots, oldest first."""
     session = session_of(ctx)
     api = session.api()
-    show(session.out, api.snapshots(vm_id(api, vm)).snapshots, output, SNAPSHOT_COLUMNS)
+    session.show(api.snapshots(vm_id(api, vm)).snapshots, output, SNAPSHOT_COLUMNS)
 
 
 @snapshots.command(
@@ -215,17 +214,20 @@ def list_snapshots(ctx: typer.Context, vm: VmArgument, output: OutputOption = Ou
 def create_snapshot(
     ctx: typer.Context,
     vm: VmArgument,
-    name: Annotated[str, typer.Argument(help="the snapshot's name")],
+    name: SnapshotArgument,
     description: Annotated[str | None, typer.Option(help="what it is for")] = None,
     memory: Annotated[bool, typer.Option("--memory", help="with a running VM's memory")] = False,
     wait: WaitOption = False,
     output: OutputOption = Output.TABLE,
 ) -> None:
     """Take a snapshot of a VM's disks and configuration (and memory)."""
-    session = session_of(ctx)
-    api = session.api()
-    taken = api.create_snapshot(vm_id(api, vm), name, description=description, include_memory=memory)
-    vm_task(session, taken.create_snapshot, wait, output)
+
+    def take(api: FlexPlane) -> Any:
+        return api.create_snapshot(
+            vm_id(api, vm), name, description=description, include_memory=memory
+        ).create_snapshot
+
+    vm_task(ctx, wait, output, take)
 
 
 @snapshots.command(
@@ -234,7 +236,7 @@ def create_snapshot(
 def rollback_snapshot(
     ctx: typer.Context,
     vm: VmArgument,
-    name: Annotated[str, typer.Argument(help="the snapshot's name")],
+    name: SnapshotArgument,
     start: Annotated[
         bool, typer.Option("--start", help="start the VM after (a snapshot without memory)")
     ] = False,
@@ -242,23 +244,23 @@ def rollback_snapshot(
     output: OutputOption = Output.TABLE,
 ) -> None:
     """Roll a VM back to a snapshot (a running VM is stopped first)."""
-    session = session_of(ctx)
-    api = session.api()
-    vm_task(session, api.rollback_snapshot(vm_id(api, vm), name, start=start).rollback_snapshot, wait, output)
+
+    def roll_back(api: FlexPlane) -> Any:
+        return api.rollback_snapshot(vm_id(api, vm), name, start=start).rollback_snapshot
+
+    vm_task(ctx, wait, output, roll_back)
 
 
 @snapshots.command("delete", epilog="Example: `flexplane snapshots delete web-3 before-upgrade --wait`.")
 def delete_snapshot(
     ctx: typer.Context,
     vm: VmArgument,
-    name: Annotated[str, typer.Argument(help="the snapshot's name")],
+    name: SnapshotArgument,
     wait: WaitOption = False,
     output: OutputOption = Output.TABLE,
 ) -> None:
     """Delete a snapshot; the VM as it is does not change."""
-    session = session_of(ctx)
-    api = session.api()
-    vm_task(session, api.delete_snapshot(vm_id(api, vm), name).delete_snapshot, wait, output)
+    vm_task(ctx, wait, output, lambda api: api.delete_snapshot(vm_id(api, vm), name).delete_snapshot)
 
 
 TaskArgument = Annotated[str, typer.Argument(help="the task's id (a mutation's answer, or tasks list)")]
@@ -274,7 +276,7 @@ def list_tasks(
     """The latest tasks of the VDC's VMs (or one VM's), newest first."""
     session = session_of(ctx)
     api = session.api()
-    show(session.out, api.tasks(first=last, vm=vm_id(api, vm) if vm else None).tasks, output, TASK_COLUMNS)
+    session.show(api.tasks(first=last, vm=vm_id(api, vm) if vm else None).tasks, output, TASK_COLUMNS)
 
 
 @tasks.command("show", epilog="Example: `flexplane tasks show UPID:pve1:... -o json | jq -r '.log[]'`.")
@@ -284,7 +286,7 @@ def show_task(ctx: typer.Context, task: TaskArgument, output: OutputOption = Out
     found = session.api().task(task).task
     if found is None:
         raise NotFound(f"no task {task}")
-    show(session.out, found, output, TASK_COLUMNS)
+    session.show(found, output, TASK_COLUMNS)
 
 
 @tasks.command("wait", epilog="Example: `flexplane tasks wait UPID:pve1:... || echo failed`.")
@@ -295,4 +297,4 @@ def wait_task(ctx: typer.Context, task: TaskArgument, output: OutputOption = Out
     found = api.task(task).task
     if found is None:
         raise NotFound(f"no task {task}")
-    show(session.out, follow(api, found, session.err), output, TASK_COLUMNS)
+    session.show(follow(api, found, session.err), output, TASK_COLUMNS)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from apiclient.cli.output import Column, Output, OutputOption, answered, show
+from apiclient.cli.output import Column, Output, OutputOption, answered, group
 from apiclient.cli.session import session_of
 from apiclient.errors import NotFound
 from apiclient.generated.input_types import CreateNetworkInput, PortForwardInput
@@ -37,20 +37,23 @@ FORWARD_COLUMNS: list[Column] = [
     ("TO PORT", "toPort"),
 ]
 
-networks = typer.Typer(help="The VDC's networks (Proxmox SDN VNets, one subnet each).", no_args_is_help=True)
-security_groups = typer.Typer(help="The VDC's security groups.", no_args_is_help=True)
-gateways = typer.Typer(help="The VDC's edge gateways, one per zone.", no_args_is_help=True)
-public_ips = typer.Typer(help="The VDC's public IPs.", no_args_is_help=True)
-port_forwards = typer.Typer(help="Ports of public IPs forwarded to VMs.", no_args_is_help=True)
+networks = group("The VDC's networks (Proxmox SDN VNets, one subnet each).")
+security_groups = group("The VDC's security groups.")
+gateways = group("The VDC's edge gateways, one per zone.")
+public_ips = group("The VDC's public IPs.")
+port_forwards = group("Ports of public IPs forwarded to VMs.")
 
 Protocol = Annotated[str, typer.Argument(help="tcp or udp")]
+NetworkArgument = Annotated[str, typer.Argument(help="its id, <zone>/<name>")]
+PublicIpArgument = Annotated[str, typer.Argument(help="the public IP")]
+PoolZone = Annotated[str | None, typer.Option(help="the zone (may be left out with one)")]
 
 
 @networks.command("list", epilog="Example: `flexplane networks list -o json | jq -r '.[].cidr'`.")
 def list_networks(ctx: typer.Context, output: OutputOption = Output.TABLE) -> None:
     """The VDC's networks."""
     session = session_of(ctx)
-    show(session.out, session.api().networks().networks, output, NETWORK_COLUMNS)
+    session.show(session.api().networks().networks, output, NETWORK_COLUMNS)
 
 
 @networks.command(
@@ -69,23 +72,15 @@ def create_network(
     session = session_of(ctx)
     spec = {"name": name, "cidr": cidr, "zone": zone, "gateway": gateway, "dns": dns or None}
     made = answered(session.api().create_network(CreateNetworkInput.model_validate(spec)).create_network)
-    show(session.out, made.network, output, NETWORK_COLUMNS)
+    session.show(made.network, output, NETWORK_COLUMNS)
 
 
 @networks.command("delete", epilog="Example: `flexplane networks delete zone-a/backend`.")
-def delete_network(
-    ctx: typer.Context,
-    network: Annotated[str, typer.Argument(help="its id, <zone>/<name>")],
-    output: OutputOption = Output.TABLE,
-) -> None:
+def delete_network(ctx: typer.Context, network: NetworkArgument, output: OutputOption = Output.TABLE) -> None:
     """Delete a network (refused while VMs use it)."""
     session = session_of(ctx)
-    show(
-        session.out,
-        answered(session.api().delete_network(network).delete_network).network,
-        output,
-        NETWORK_COLUMNS,
-    )
+    gone = answered(session.api().delete_network(network).delete_network)
+    session.show(gone.network, output, NETWORK_COLUMNS)
 
 
 @security_groups.command("list", epilog="Example: `flexplane security-groups list -o yaml`.")
@@ -95,16 +90,16 @@ def list_security_groups(ctx: typer.Context, output: OutputOption = Output.TABLE
     groups = session.api().security_groups().security_groups
     if output is Output.TABLE:
         rows = [{**group.model_dump(by_alias=True), "rules": len(group.rules)} for group in groups]
-        show(session.out, rows, output, GROUP_COLUMNS)
+        session.show(rows, output, GROUP_COLUMNS)
     else:
-        show(session.out, groups, output, GROUP_COLUMNS)
+        session.show(groups, output, GROUP_COLUMNS)
 
 
 @gateways.command("list", epilog="Example: `flexplane gateways list`.")
 def list_gateways(ctx: typer.Context, output: OutputOption = Output.TABLE) -> None:
     """The VDC's edge gateways."""
     session = session_of(ctx)
-    show(session.out, session.api().edge_gateways().edge_gateways, output, GATEWAY_COLUMNS)
+    session.show(session.api().edge_gateways().edge_gateways, output, GATEWAY_COLUMNS)
 
 
 @gateways.command("show", epilog="Example: `flexplane gateways show zone-a -o json | jq .firewallRules`.")
@@ -120,48 +115,36 @@ def show_gateway(
         raise NotFound(f"the VDC has no edge gateway{f' in zone {zone}' if zone else ''}")
     if len(found) > 1:
         raise typer.BadParameter(f"the VDC has gateways in {', '.join(g.zone for g in found)}: name the zone")
-    show(session.out, found[0], output, GATEWAY_COLUMNS)
+    session.show(found[0], output, GATEWAY_COLUMNS)
 
 
 @public_ips.command("list", epilog="Example: `flexplane public-ips list -o json | jq -r '.[].address'`.")
 def list_public_ips(ctx: typer.Context, output: OutputOption = Output.TABLE) -> None:
     """The VDC's public IPs, with their 1:1 NAT."""
     session = session_of(ctx)
-    show(session.out, session.api().public_ips().public_ips, output, PUBLIC_IP_COLUMNS)
+    session.show(session.api().public_ips().public_ips, output, PUBLIC_IP_COLUMNS)
 
 
 @public_ips.command(
     "allocate", epilog="Example: `flexplane public-ips allocate --zone zone-a -o json | jq -r .address`."
 )
 def allocate_public_ip(
-    ctx: typer.Context,
-    zone: Annotated[str | None, typer.Option(help="the zone (may be left out with one)")] = None,
-    output: OutputOption = Output.TABLE,
+    ctx: typer.Context, zone: PoolZone = None, output: OutputOption = Output.TABLE
 ) -> None:
     """Allocate a public IP of the zone's pool (its gateway is made if it has none)."""
     session = session_of(ctx)
-    show(
-        session.out,
-        answered(session.api().allocate_public_ip(zone).allocate_public_ip).public_ip,
-        output,
-        PUBLIC_IP_COLUMNS,
-    )
+    made = answered(session.api().allocate_public_ip(zone).allocate_public_ip)
+    session.show(made.public_ip, output, PUBLIC_IP_COLUMNS)
 
 
 @public_ips.command("release", epilog="Example: `flexplane public-ips release 203.0.113.10`.")
 def release_public_ip(
-    ctx: typer.Context,
-    address: Annotated[str, typer.Argument(help="the public IP")],
-    output: OutputOption = Output.TABLE,
+    ctx: typer.Context, address: PublicIpArgument, output: OutputOption = Output.TABLE
 ) -> None:
     """Release a public IP with its NAT and forwards."""
     session = session_of(ctx)
-    show(
-        session.out,
-        answered(session.api().release_public_ip(address).release_public_ip).public_ip,
-        output,
-        PUBLIC_IP_COLUMNS,
-    )
+    gone = answered(session.api().release_public_ip(address).release_public_ip)
+    session.show(gone.public_ip, output, PUBLIC_IP_COLUMNS)
 
 
 @port_forwards.command("list", epilog="Example: `flexplane port-forwards list`.")
@@ -169,7 +152,7 @@ def list_port_forwards(ctx: typer.Context, output: OutputOption = Output.TABLE) 
     """Every port forwarded on the VDC's public IPs."""
     session = session_of(ctx)
     forwards: list[Any] = [f for ip in session.api().public_ips().public_ips for f in ip.port_forwards]
-    show(session.out, forwards, output, FORWARD_COLUMNS)
+    session.show(forwards, output, FORWARD_COLUMNS)
 
 
 @port_forwards.command(
@@ -194,13 +177,13 @@ def create_port_forward(
         "toPort": to_port,
     }
     made = answered(session.api().add_port_forward(PortForwardInput.model_validate(spec)).add_port_forward)
-    show(session.out, made.public_ip, output, PUBLIC_IP_COLUMNS)
+    session.show(made.public_ip, output, PUBLIC_IP_COLUMNS)
 
 
 @port_forwards.command("delete", epilog="Example: `flexplane port-forwards delete 203.0.113.10 tcp 443`.")
 def delete_port_forward(
     ctx: typer.Context,
-    public_ip: Annotated[str, typer.Argument(help="the public IP")],
+    public_ip: PublicIpArgument,
     protocol: Protocol,
     port: Annotated[int, typer.Argument(help="the public port")],
     output: OutputOption = Output.TABLE,
@@ -208,4 +191,4 @@ def delete_port_forward(
     """Stop forwarding a public IP's port."""
     session = session_of(ctx)
     gone = answered(session.api().remove_port_forward(public_ip, protocol, port).remove_port_forward)
-    show(session.out, gone.public_ip, output, PUBLIC_IP_COLUMNS)
+    session.show(gone.public_ip, output, PUBLIC_IP_COLUMNS)

@@ -45,6 +45,11 @@ Column = tuple[str, str]
 Payload = TypeVar("Payload")
 
 
+def group(help: str) -> typer.Typer:
+    """A resource's command group (``flexplane vms``): given no command, it prints the ones it has."""
+    return typer.Typer(help=help, no_args_is_help=True)
+
+
 def answered(payload: Payload | None) -> Payload:
     """A mutation's payload, which the API answers unless it raised (the client raises its errors)."""
     if payload is None:

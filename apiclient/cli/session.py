@@ -7,7 +7,7 @@ gives an in-process ``httpx.WSGITransport``), how often a task is polled, and wh
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from apiclient.cli.config import DEFAULT_PROFILE, Profile, Store
+from apiclient.cli.output import Column, Output, show
 from apiclient.cli.signin import StoredLogin
 from apiclient.client import FlexPlane
 
@@ -50,6 +51,10 @@ class Session:
     @property
     def store(self) -> Store:
         return self.env.store
+
+    def show(self, answer: Any, output: Output, columns: Sequence[Column]) -> None:
+        """A command's answer on stdout (all the rest goes to stderr, so a script can pipe it)."""
+        show(self.out, answer, output, columns)
 
     def profile(self) -> Profile:
         return self.store.profile(self.profile_name)

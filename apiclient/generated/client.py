@@ -1450,11 +1450,15 @@ class GeneratedClient(BaseClient):
                 }
                 message
                 errors {
-                  field
-                  message
-                  code
+                  ...SnapshotErrorFields
                 }
               }
+            }
+
+            fragment SnapshotErrorFields on SnapshotError {
+              field
+              message
+              code
             }
 
             fragment SnapshotFields on Snapshot {
@@ -1506,11 +1510,15 @@ class GeneratedClient(BaseClient):
                 }
                 message
                 errors {
-                  field
-                  message
-                  code
+                  ...SnapshotErrorFields
                 }
               }
+            }
+
+            fragment SnapshotErrorFields on SnapshotError {
+              field
+              message
+              code
             }
 
             fragment SnapshotFields on Snapshot {
@@ -1552,11 +1560,15 @@ class GeneratedClient(BaseClient):
                 }
                 message
                 errors {
-                  field
-                  message
-                  code
+                  ...SnapshotErrorFields
                 }
               }
+            }
+
+            fragment SnapshotErrorFields on SnapshotError {
+              field
+              message
+              code
             }
 
             fragment TaskFields on Task {

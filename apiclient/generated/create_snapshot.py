@@ -3,8 +3,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import SnapshotErrorCode
-from .fragments import SnapshotFields, TaskFields
+from .fragments import SnapshotErrorFields, SnapshotFields, TaskFields
 
 
 class CreateSnapshot(BaseModel):
@@ -26,10 +25,8 @@ class CreateSnapshotCreateSnapshotTask(TaskFields):
     pass
 
 
-class CreateSnapshotCreateSnapshotErrors(BaseModel):
-    field: str | None
-    message: str
-    code: SnapshotErrorCode
+class CreateSnapshotCreateSnapshotErrors(SnapshotErrorFields):
+    pass
 
 
 CreateSnapshot.model_rebuild()

@@ -3,8 +3,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import SnapshotErrorCode
-from .fragments import TaskFields
+from .fragments import SnapshotErrorFields, TaskFields
 
 
 class DeleteSnapshot(BaseModel):
@@ -21,10 +20,8 @@ class DeleteSnapshotDeleteSnapshotTask(TaskFields):
     pass
 
 
-class DeleteSnapshotDeleteSnapshotErrors(BaseModel):
-    field: str | None
-    message: str
-    code: SnapshotErrorCode
+class DeleteSnapshotDeleteSnapshotErrors(SnapshotErrorFields):
+    pass
 
 
 DeleteSnapshot.model_rebuild()

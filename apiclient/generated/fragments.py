@@ -3,7 +3,7 @@ from datetime import datetime
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import TaskStatus
+from .enums import SnapshotErrorCode, TaskStatus
 
 
 class PortForwardFields(BaseModel):
@@ -134,6 +134,12 @@ class ServiceAccountFields(BaseModel):
     created_by: str = Field(alias="createdBy")
 
 
+class SnapshotErrorFields(BaseModel):
+    field: str | None
+    message: str
+    code: SnapshotErrorCode
+
+
 class SnapshotFields(BaseModel):
     vm: str
     name: str
@@ -214,6 +220,7 @@ KubernetesClusterFields.model_rebuild()
 NetworkFields.model_rebuild()
 SecurityGroupFields.model_rebuild()
 ServiceAccountFields.model_rebuild()
+SnapshotErrorFields.model_rebuild()
 SnapshotFields.model_rebuild()
 TaskFields.model_rebuild()
 VdcFields.model_rebuild()

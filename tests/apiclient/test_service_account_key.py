@@ -20,32 +20,18 @@ from apiclient import FlexPlane, ServiceAccountKey, Unauthenticated
 from devstack import seed
 from devstack.identity.claims import ORGANISATION_ID
 from devstack.identity.process import IdentityProvider
-from devstack.net import free_port
 from orchestrator import auth
-from orchestrator.sources.zitadel import ServiceKey, ZitadelSource
+from orchestrator.sources.zitadel import ZitadelSource
 from tests import addresses
 from tests.apiclient.conftest import ORIGIN
+from tests.identitykit import identity_fixture, zitadel_fixture
 
 HOST = addresses.address(addresses.IDENTITY_SUITE, 21)
 VDC = "sa-client"
 
 
-@pytest.fixture(scope="module")
-def identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdentityProvider]:
-    with IdentityProvider.start(
-        tmp_path_factory.mktemp("zitadel"), HOST, free_port(HOST), seed.USERS, project_id=seed.PROJECT_ID
-    ) as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def zitadel(identity: IdentityProvider) -> ZitadelSource:
-    """The identity provider as the orchestrator's service user writes to it (createServiceAccount)."""
-    source = ZitadelSource(
-        identity.api_url, ServiceKey.from_file(identity.zitadel_key_path), seed.PROJECT_ID, timeout=5.0
-    )
-    source.add_project_role(f"vdc:{VDC}", "the client's suite", "vdc")
-    return source
+identity = identity_fixture(HOST)
+zitadel = zitadel_fixture(f"vdc:{VDC}", "the client's suite")
 
 
 def service_account(zitadel: ZitadelSource, name: str) -> tuple[str, str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,32 +19,19 @@ from devstack import seed
 from devstack.identity.claims import ORGANISATION_ID
 from devstack.identity.client import TokenRequestError, key_token
 from devstack.identity.process import IdentityProvider
-from devstack.net import free_port
 from devstack.world import World
 from orchestrator.auth import TokenValidator
-from orchestrator.sources.zitadel import ServiceKey, ZitadelRefused, ZitadelSource
+from orchestrator.sources.zitadel import ZitadelRefused, ZitadelSource
 from tests import addresses
 from tests.apikit import GraphQL
+from tests.identitykit import identity_fixture, zitadel_fixture
 
 HOST = addresses.address(addresses.IDENTITY_SUITE, 13)
 VDC_ROLE = "vdc:sa-suite"
 
 
-@pytest.fixture(scope="module")
-def identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdentityProvider]:
-    with IdentityProvider.start(
-        tmp_path_factory.mktemp("zitadel"), HOST, free_port(HOST), seed.USERS, project_id=seed.PROJECT_ID
-    ) as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def zitadel(identity: IdentityProvider) -> ZitadelSource:
-    source = ZitadelSource(
-        identity.api_url, ServiceKey.from_file(identity.zitadel_key_path), seed.PROJECT_ID, timeout=5.0
-    )
-    source.add_project_role(VDC_ROLE, "service account suite", "vdc")
-    return source
+identity = identity_fixture(HOST)
+zitadel = zitadel_fixture(VDC_ROLE, "service account suite")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -35,44 +36,74 @@ GATEWAY = """query { edgeGateways { zone publicIps { address portForwards { prot
 SMBIOS = "query($id: ID!) { virtualMachine(id: $id) { smbiosUuid } }"
 
 
-def gateway(api: InProcessApi, vdc: str) -> dict[str, Any]:
-    [found] = api(GATEWAY, user="admin", vdc=vdc).data["edgeGateways"]
-    return dict(found)
+@dataclass(frozen=True)
+class Cloud:
+    """Both sides a test acts on and looks at: flex.plane's API (as admin, in the cluster's VDC), the tenant
+    cluster, the controller and the VDC's VMs; one fixture, so each test names what it does rather than the
+    five fixtures it needs."""
+
+    api: InProcessApi
+    vdc: str
+    tenant: TenantCluster
+    controller: CloudController
+    vm: Callable[[str], Worker]
+
+    def initialized(self, name: str) -> Worker:
+        """A VM whose Node has registered and been through a pass of the controller."""
+        worker = self.vm(name)
+        register(self.tenant, worker.name)
+        self.controller.reconcile()
+        return worker
+
+    def addressed(self, name: str, *ports: tuple[int, int], **spec: Any) -> str:
+        """A Service of type LoadBalancer after a pass: the public address its ingress was given."""
+        load_balancer(self.tenant, name, *ports, **spec)
+        self.controller.reconcile()
+        address = ingress(self.tenant, name)
+        assert address is not None
+        return address
+
+    def gateway(self) -> dict[str, Any]:
+        [found] = self.api(GATEWAY, user="admin", vdc=self.vdc).data["edgeGateways"]
+        return dict(found)
+
+    def public_ips(self) -> list[str]:
+        return [ip["address"] for ip in self.gateway()["publicIps"]]
+
+    def forwards_of(self, address: str) -> set[tuple[str, int, str, int]]:
+        ips = {ip["address"]: ip for ip in self.gateway()["publicIps"]}
+        if address not in ips:
+            return set()
+        return {(f["protocol"], f["port"], f["toAddress"], f["toPort"]) for f in ips[address]["portForwards"]}
+
+    def rules_of(self, name: str) -> list[tuple[str, str, str, str, int | None]]:
+        wanted = owner(CLUSTER, "default", name)
+        return [
+            (r["action"], r["protocol"], r["source"], r["destination"], r["portFrom"])
+            for r in self.gateway()["firewallRules"]
+            if r["description"] == wanted
+        ]
 
 
-def forwards_of(api: InProcessApi, vdc: str, address: str) -> set[tuple[str, int, str, int]]:
-    ips = {ip["address"]: ip for ip in gateway(api, vdc)["publicIps"]}
-    if address not in ips:
-        return set()
-    return {(f["protocol"], f["port"], f["toAddress"], f["toPort"]) for f in ips[address]["portForwards"]}
-
-
-def rules_of(api: InProcessApi, vdc: str, name: str) -> list[tuple[str, str, str, str, int | None]]:
-    wanted = owner(CLUSTER, "default", name)
-    return [
-        (r["action"], r["protocol"], r["source"], r["destination"], r["portFrom"])
-        for r in gateway(api, vdc)["firewallRules"]
-        if r["description"] == wanted
-    ]
-
-
-def initialized(
-    tenant: TenantCluster, controller: CloudController, vm: Callable[[str], Worker], name: str
-) -> Worker:
-    worker = vm(name)
-    register(tenant, worker.name)
-    controller.reconcile()
-    return worker
-
-
-def test_a_node_gets_its_vms_provider_id_addresses_and_labels_and_loses_the_taint(
+@pytest.fixture
+def cloud(
     api: InProcessApi,
     vdc: str,
     tenant: TenantCluster,
     controller: CloudController,
     vm: Callable[[str], Worker],
-) -> None:
-    worker = vm("init")
+) -> Cloud:
+    return Cloud(api, vdc, tenant, controller, vm)
+
+
+def events_of(tenant: TenantCluster, name: str) -> list[Any]:
+    """The Events of ``default`` about the object named ``name``."""
+    return [e for e in tenant.core.list_namespaced_event("default").items if e.involved_object.name == name]
+
+
+def test_a_node_gets_its_vms_provider_id_addresses_and_labels_and_loses_the_taint(cloud: Cloud) -> None:
+    tenant = cloud.tenant
+    worker = cloud.vm("init")
     register(tenant, worker.name)
     tenant.core.patch_node(
         worker.name,
@@ -91,11 +122,11 @@ def test_a_node_gets_its_vms_provider_id_addresses_and_labels_and_loses_the_tain
         _content_type="application/merge-patch+json",
     )
 
-    controller.reconcile()
+    cloud.controller.reconcile()
 
     node = node_of(tenant, worker.name)
     assert node is not None
-    uuid = api(SMBIOS, user="admin", vdc=vdc, variables={"id": worker.id}).data["virtualMachine"][
+    uuid = cloud.api(SMBIOS, user="admin", vdc=cloud.vdc, variables={"id": worker.id}).data["virtualMachine"][
         "smbiosUuid"
     ]
     assert uuid
@@ -105,10 +136,10 @@ def test_a_node_gets_its_vms_provider_id_addresses_and_labels_and_loses_the_tain
         {"type": "InternalIP", "address": worker.address},
         {"type": "Hostname", "address": worker.name},
     ]
-    host = api(
+    host = cloud.api(
         "query($id: ID!) { virtualMachine(id: $id) { host } }",
         user="admin",
-        vdc=vdc,
+        vdc=cloud.vdc,
         variables={"id": worker.id},
     )
     assert node["metadata"]["labels"] == {
@@ -118,106 +149,75 @@ def test_a_node_gets_its_vms_provider_id_addresses_and_labels_and_loses_the_tain
     }
     # A second pass finds nothing to change.
     version = node["metadata"]["resourceVersion"]
-    controller.reconcile()
+    cloud.controller.reconcile()
     assert node_of(tenant, worker.name)["metadata"]["resourceVersion"] == version  # type: ignore[index]
 
 
-def test_the_node_of_a_vm_that_is_gone_is_removed(
-    api: InProcessApi,
-    vdc: str,
-    tenant: TenantCluster,
-    controller: CloudController,
-    vm: Callable[[str], Worker],
-) -> None:
-    kept = initialized(tenant, controller, vm, "kept")
-    gone = initialized(tenant, controller, vm, "gone")
-    deleted = api(
+def test_the_node_of_a_vm_that_is_gone_is_removed(cloud: Cloud) -> None:
+    kept = cloud.initialized("kept")
+    gone = cloud.initialized("gone")
+    deleted = cloud.api(
         "mutation($id: ID!) { deleteVirtualMachine(id: $id) { errors { code message } } }",
         user="admin",
-        vdc=vdc,
+        vdc=cloud.vdc,
         variables={"id": gone.id},
     )
     assert deleted.data["deleteVirtualMachine"]["errors"] == [], deleted.body
 
-    controller.reconcile()
+    cloud.controller.reconcile()
 
-    assert node_of(tenant, gone.name) is None
-    assert node_of(tenant, kept.name) is not None
+    assert node_of(cloud.tenant, gone.name) is None
+    assert node_of(cloud.tenant, kept.name) is not None
 
 
 def test_a_load_balancer_gets_a_public_address_forwarded_to_its_node_ports_and_its_ingress_set(
-    api: InProcessApi,
-    vdc: str,
-    tenant: TenantCluster,
-    controller: CloudController,
-    vm: Callable[[str], Worker],
+    cloud: Cloud,
 ) -> None:
-    worker = initialized(tenant, controller, vm, "lb")
-    load_balancer(tenant, "shop", (80, 30080), (443, 30443))
+    worker = cloud.initialized("lb")
 
-    controller.reconcile()
+    address = cloud.addressed("shop", (80, 30080), (443, 30443))
 
-    address = ingress(tenant, "shop")
-    assert address is not None
-    assert forwards_of(api, vdc, address) == {
+    assert cloud.forwards_of(address) == {
         ("tcp", 80, worker.address, 30080),
         ("tcp", 443, worker.address, 30443),
     }
-    assert rules_of(api, vdc, "shop") == [
+    assert cloud.rules_of("shop") == [
         ("allow", "tcp", "0.0.0.0/0", f"{address}/32", 80),
         ("allow", "tcp", "0.0.0.0/0", f"{address}/32", 443),
     ]
     # Level-based: another pass allocates nothing more and changes nothing.
-    before = gateway(api, vdc)
-    controller.reconcile()
-    assert gateway(api, vdc) == before
+    before = cloud.gateway()
+    cloud.controller.reconcile()
+    assert cloud.gateway() == before
 
 
-def test_deleting_the_service_releases_its_address_forwards_and_rules(
-    api: InProcessApi,
-    vdc: str,
-    tenant: TenantCluster,
-    controller: CloudController,
-    vm: Callable[[str], Worker],
-) -> None:
-    initialized(tenant, controller, vm, "del")
-    load_balancer(tenant, "gone", (80, 30081))
-    controller.reconcile()
-    address = ingress(tenant, "gone")
-    assert address is not None
+def test_deleting_the_service_releases_its_address_forwards_and_rules(cloud: Cloud) -> None:
+    cloud.initialized("del")
+    address = cloud.addressed("gone", (80, 30081))
 
-    delete_service(tenant, "gone")
-    controller.reconcile()
+    delete_service(cloud.tenant, "gone")
+    cloud.controller.reconcile()
 
-    held = [ip["address"] for ip in gateway(api, vdc)["publicIps"]]
-    assert address not in held
-    assert rules_of(api, vdc, "gone") == []
+    assert address not in cloud.public_ips()
+    assert cloud.rules_of("gone") == []
 
 
-def test_source_ranges_become_gateway_firewall_rules_and_follow_the_service(
-    api: InProcessApi,
-    vdc: str,
-    tenant: TenantCluster,
-    controller: CloudController,
-    vm: Callable[[str], Worker],
-) -> None:
-    initialized(tenant, controller, vm, "fw")
-    load_balancer(tenant, "admin", (22, 30022), loadBalancerSourceRanges=["198.51.100.0/24"])
-    controller.reconcile()
-    address = ingress(tenant, "admin")
+def test_source_ranges_become_gateway_firewall_rules_and_follow_the_service(cloud: Cloud) -> None:
+    cloud.initialized("fw")
+    address = cloud.addressed("admin", (22, 30022), loadBalancerSourceRanges=["198.51.100.0/24"])
 
-    assert rules_of(api, vdc, "admin") == [
+    assert cloud.rules_of("admin") == [
         ("allow", "tcp", "198.51.100.0/24", f"{address}/32", 22),
         ("deny", "any", "0.0.0.0/0", f"{address}/32", None),
     ]
 
-    tenant.core.patch_namespaced_service(
+    cloud.tenant.core.patch_namespaced_service(
         "admin", "default", {"spec": {"loadBalancerSourceRanges": ["192.0.2.0/28", "198.51.100.0/24"]}}
     )
-    controller.reconcile()
+    cloud.controller.reconcile()
 
-    assert ingress(tenant, "admin") == address
-    assert rules_of(api, vdc, "admin") == [
+    assert ingress(cloud.tenant, "admin") == address
+    assert cloud.rules_of("admin") == [
         ("allow", "tcp", "192.0.2.0/28", f"{address}/32", 22),
         ("allow", "tcp", "198.51.100.0/24", f"{address}/32", 22),
         ("deny", "any", "0.0.0.0/0", f"{address}/32", None),
@@ -225,59 +225,45 @@ def test_source_ranges_become_gateway_firewall_rules_and_follow_the_service(
 
 
 def test_a_service_beyond_the_public_ips_quota_gets_an_event_and_its_address_once_one_is_free(
-    api: InProcessApi,
-    vdc: str,
-    tenant: TenantCluster,
-    controller: CloudController,
-    vm: Callable[[str], Worker],
+    cloud: Cloud,
 ) -> None:
-    initialized(tenant, controller, vm, "quota")
+    tenant = cloud.tenant
+    cloud.initialized("quota")
     for name, node_port in (("one", 30101), ("two", 30102), ("three", 30103)):
         load_balancer(tenant, name, (80, node_port))
 
-    controller.reconcile()
+    cloud.controller.reconcile()
 
     addressed = {name: ingress(tenant, name) for name in ("one", "three", "two")}
     # The passes take Services by name: one and three get the two addresses the quota leaves.
     assert addressed["one"] is not None
     assert addressed["three"] is not None
     assert addressed["two"] is None
-    [event] = [
-        e for e in tenant.core.list_namespaced_event("default").items if e.involved_object.name == "two"
-    ]
+    [event] = events_of(tenant, "two")
     assert (event.type, event.reason) == ("Warning", QUOTA_REASON)
     assert "publicIps" in (event.message or "")
-    controller.reconcile()
-    [again] = [
-        e for e in tenant.core.list_namespaced_event("default").items if e.involved_object.name == "two"
-    ]
+    cloud.controller.reconcile()
+    [again] = events_of(tenant, "two")
     assert again.count == 2  # the same Event counted again, not another one
 
     delete_service(tenant, "one")
-    controller.reconcile()
+    cloud.controller.reconcile()
 
     assert ingress(tenant, "two") is not None
 
 
-def test_the_forwards_follow_the_ready_nodes(
-    api: InProcessApi,
-    vdc: str,
-    tenant: TenantCluster,
-    controller: CloudController,
-    vm: Callable[[str], Worker],
-) -> None:
-    first = initialized(tenant, controller, vm, "r1")
-    load_balancer(tenant, "moving", (80, 30090))
-    controller.reconcile()
-    address = ingress(tenant, "moving")
-    assert address is not None
-    assert forwards_of(api, vdc, address) == {("tcp", 80, first.address, 30090)}
+def test_the_forwards_follow_the_ready_nodes(cloud: Cloud) -> None:
+    first = cloud.initialized("r1")
+    address = cloud.addressed("moving", (80, 30090))
+    assert cloud.forwards_of(address) == {("tcp", 80, first.address, 30090)}
 
-    second = initialized(tenant, controller, vm, "r2")
-    tenant.patch_node_status(first.name, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
-    controller.reconcile()
+    second = cloud.initialized("r2")
+    cloud.tenant.patch_node_status(
+        first.name, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    )
+    cloud.controller.reconcile()
 
-    assert forwards_of(api, vdc, address) == {("tcp", 80, second.address, 30090)}
+    assert cloud.forwards_of(address) == {("tcp", 80, second.address, 30090)}
 
 
 def test_the_running_controller_acts_on_a_watch_event_and_says_it_is_ready(
@@ -307,50 +293,35 @@ def test_the_running_controller_acts_on_a_watch_event_and_says_it_is_ready(
 
 
 def test_a_service_gets_its_address_while_the_gateways_host_does_not_answer(
-    api: InProcessApi,
-    vdc: str,
-    light: LightWorld,
-    tenant: TenantCluster,
-    controller: CloudController,
-    vm: Callable[[str], Worker],
-    monkeypatch: pytest.MonkeyPatch,
+    cloud: Cloud, light: LightWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The API answers UNAVAILABLE but records the change (the gateway reconciler sends it on): the
     address it took is found and marked, not taken again each pass nor lost."""
-    worker = initialized(tenant, controller, vm, "down")
+    worker = cloud.initialized("down")
 
     def down(target: AgentTarget, spec: GatewaySpec, *, timeout: float) -> GatewayState:
         raise AgentUnavailable(target, "the host is down")
 
     monkeypatch.setattr(light.agents, "apply_gateway", down)
-    load_balancer(tenant, "offline", (80, 30070))
+    load_balancer(cloud.tenant, "offline", (80, 30070))
 
-    controller.reconcile()
-    controller.reconcile()
+    cloud.controller.reconcile()
+    cloud.controller.reconcile()
 
-    address = ingress(tenant, "offline")
+    address = ingress(cloud.tenant, "offline")
     assert address is not None
-    assert [ip["address"] for ip in gateway(api, vdc)["publicIps"]] == [address]
-    assert forwards_of(api, vdc, address) == {("tcp", 80, worker.address, 30070)}
-    assert rules_of(api, vdc, "offline") == [("allow", "tcp", "0.0.0.0/0", f"{address}/32", 80)]
+    assert cloud.public_ips() == [address]
+    assert cloud.forwards_of(address) == {("tcp", 80, worker.address, 30070)}
+    assert cloud.rules_of("offline") == [("allow", "tcp", "0.0.0.0/0", f"{address}/32", 80)]
 
 
-def test_a_service_that_is_no_longer_a_load_balancer_gives_its_address_back(
-    api: InProcessApi,
-    vdc: str,
-    tenant: TenantCluster,
-    controller: CloudController,
-    vm: Callable[[str], Worker],
-) -> None:
-    initialized(tenant, controller, vm, "type")
-    load_balancer(tenant, "changing", (80, 30060))
-    controller.reconcile()
-    address = ingress(tenant, "changing")
-    assert address is not None
+def test_a_service_that_is_no_longer_a_load_balancer_gives_its_address_back(cloud: Cloud) -> None:
+    cloud.initialized("type")
+    address = cloud.addressed("changing", (80, 30060))
 
-    tenant.core.patch_namespaced_service("changing", "default", {"spec": {"type": "NodePort"}})
-    controller.reconcile()
+    cloud.tenant.core.patch_namespaced_service("changing", "default", {"spec": {"type": "NodePort"}})
+    cloud.controller.reconcile()
 
-    assert address not in [ip["address"] for ip in gateway(api, vdc)["publicIps"]]
-    assert rules_of(api, vdc, "changing") == []
-    assert ingress(tenant, "changing") is None
+    assert address not in cloud.public_ips()
+    assert cloud.rules_of("changing") == []
+    assert ingress(cloud.tenant, "changing") is None
