@@ -16,6 +16,7 @@ from portal.console import views as console
 from portal.gateways import views as gateways
 from portal.networks import views as networks
 from portal.security_groups import views as security_groups
+from portal.service_accounts import views as service_accounts
 from portal.topology import views as topology
 from portal.vms import bulk, snapshots, usage
 from portal.vms import views as vms
@@ -58,6 +59,12 @@ vdc_routes: list[URLPattern] = [
     path("security-groups/new/", security_groups.group_create, name="security-group-create"),
     path("security-groups/<str:group>/edit/", security_groups.group_edit, name="security-group-edit"),
     path("security-groups/<str:group>/delete/", security_groups.group_delete, name="security-group-delete"),
+    # Service accounts: credentials for scripts.
+    path("service-accounts/", service_accounts.account_list, name="service-account-list"),
+    path("service-accounts/new/", service_accounts.account_create, name="service-account-create"),
+    path(
+        "service-accounts/<str:name>/revoke/", service_accounts.account_revoke, name="service-account-revoke"
+    ),
     # The edge gateway: public IPs, port forwards and its firewall.
     path("public-ips/", gateways.public_ip_list, name="public-ip-list"),
     path("public-ips/new/", gateways.public_ip_allocate, name="public-ip-allocate"),

@@ -35,6 +35,7 @@ PAGES = [
     ("security-group-edit", "alice", "/vdc/demo/security-groups/default/edit/"),
     ("security-group-delete", "alice", "/vdc/demo/security-groups/default/delete/"),
     ("gateway-firewall", "alice", "/vdc/demo/gateway-firewall/"),
+    ("service-accounts", "alice", "/vdc/demo/service-accounts/"),
     ("admin", "admin", "/admin/"),
     ("admin-compute-profiles", "admin", "/admin/compute-profiles/"),
     ("admin-compute-profile-new", "admin", "/admin/compute-profiles/new/"),
