@@ -67,6 +67,7 @@ DOCTOR = 209  # tests/orchestrator/test_doctor.py: bare clusters, an old API ser
 PROBES = 210  # tests/orchestrator/test_probes.py: the probes of the processes that serve nothing else
 BACKUP = 211  # tests/orchestrator/test_backup.py: Kubernetes emulators and an S3 server (moto)
 SNI_SUITE = 212  # tests/providers/sni: the SNI router, API server and Konnectivity stand-ins
+ETCD_SUITE = 213  # tests/orchestrator/test_etcd_backup.py: throwaway etcd members and an S3 server (moto)
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

@@ -29,9 +29,11 @@ from orchestrator.sources.kube_objects import CONTROL_PLANE_LABEL
 from providers.controlplane.model import (
     ETCD,
     ETCD_CLIENT_PORT,
+    ETCD_DATA_DIR,
     ETCD_IMAGE,
     ETCD_METRICS_PORT,
     ETCD_PEER_PORT,
+    ETCD_VOLUME_DIR,
     PKI_DIR,
     ControlPlane,
     Manifest,
@@ -52,15 +54,22 @@ def etcd_selector(cp: ControlPlane) -> dict[str, str]:
     return {CONTROL_PLANE_LABEL: cp.cluster, "app.kubernetes.io/component": "etcd"}
 
 
+def peer_url(cp: ControlPlane, member: int) -> str:
+    """Where member ``member`` (``etcd-<member>``) takes its peers' connections."""
+    return f"https://{ETCD}-{member}.{ETCD}.{cp.namespace}.svc:{ETCD_PEER_PORT}"
+
+
+def initial_cluster(cp: ControlPlane) -> str:
+    """Every member and its peer URL, as ``--initial-cluster`` (and a snapshot's restore) names them."""
+    return ",".join(f"{ETCD}-{index}={peer_url(cp, index)}" for index in range(cp.etcd_members))
+
+
 def etcd_args(cp: ControlPlane) -> list[str]:
     member = f"https://$(POD_NAME).{ETCD}.{cp.namespace}.svc"
-    initial = ",".join(
-        f"{ETCD}-{index}=https://{ETCD}-{index}.{ETCD}.{cp.namespace}.svc:{ETCD_PEER_PORT}"
-        for index in range(cp.etcd_members)
-    )
+    initial = initial_cluster(cp)
     return [
         "--name=$(POD_NAME)",
-        "--data-dir=/var/lib/etcd/data",
+        f"--data-dir={ETCD_DATA_DIR}",
         f"--listen-client-urls=https://0.0.0.0:{ETCD_CLIENT_PORT}",
         f"--advertise-client-urls={member}:{ETCD_CLIENT_PORT}",
         f"--listen-peer-urls=https://0.0.0.0:{ETCD_PEER_PORT}",
@@ -120,7 +129,7 @@ def render_etcd(cp: ControlPlane) -> list[Manifest]:
         "readinessProbe": probe("/readyz", ETCD_METRICS_PORT, "HTTP"),
         "resources": resources("100m", "256Mi", "1Gi"),
         "securityContext": security_context(),
-        "volumeMounts": [mount("etcd-pki", PKI_DIR), {"name": "data", "mountPath": "/var/lib/etcd"}],
+        "volumeMounts": [mount("etcd-pki", PKI_DIR), {"name": "data", "mountPath": ETCD_VOLUME_DIR}],
     }
     statefulset = {
         "apiVersion": "apps/v1",

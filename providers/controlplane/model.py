@@ -4,7 +4,9 @@ render, its labels, and the pieces every pod of it is made of (security contexts
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, VDC_LABEL
@@ -49,6 +51,21 @@ PKI_DIGEST_ANNOTATION = "controlplane.flexplane.io/pki-digest"
 NONROOT = 65532  # the distroless images' nonroot user
 NAMESPACE_PREFIX = "fpcp-"
 
+# The etcd snapshots: a CronJob and the Secret it reads (the backup key, the bucket's credentials), both
+# ``etcd-backup``, in each control plane's namespace, while the providers have a bucket (EtcdBackup).
+ETCD_BACKUP = "etcd-backup"
+ETCD_BACKUP_SCHEDULE = "@hourly"  # what a FlexControlPlane's spec.etcdBackup.schedule overrides
+ETCD_BACKUP_KEEP = 24  # a day of hourly snapshots
+ETCD_BACKUP_SETTINGS = "FLEXPLANE_PROVIDERS_ETCD_BACKUP_"
+ETCD_VOLUME_DIR = "/var/lib/etcd"  # where each member's volume is mounted
+ETCD_DATA_DIR = f"{ETCD_VOLUME_DIR}/data"  # its data directory (etcd's --data-dir)
+SNAPSHOT_DIR = "/snapshot"
+SNAPSHOT_FILE = f"{SNAPSHOT_DIR}/etcd.db"
+BACKUP_KEY_DIR = "/etc/flexplane/backup"
+# flex.plane's own image (backup_dump's), unless FLEXPLANE_PROVIDERS_ETCD_BACKUP_IMAGE names it (the chart
+# names the providers' image): this release's, by the package's version.
+FLEXPLANE_IMAGE = "ghcr.io/flexplane/flexplane"
+
 # serviceType SNI: the Service is a ClusterIP behind the SNI router (providers.sni), which routes the
 # host names these annotations of the Service carry to its https and konnectivity ports.
 SNI = "SNI"
@@ -75,6 +92,7 @@ class ControlPlane:
     konnectivity_host: str = ""  # where agents reach it, when not at endpoint_host (the SNI mode's name)
     etcd_members: int = 1
     registry: str = REGISTRY  # the registry every image is pulled from (FLEXPLANE_PROVIDERS_IMAGE_REGISTRY)
+    etcd_backup_schedule: str = ""  # spec.etcdBackup.schedule ("": ETCD_BACKUP_SCHEDULE)
 
     def image(self, path: str) -> str:
         """The image ``path`` (``name:tag`` under the registry) from this control plane's registry."""
@@ -119,6 +137,79 @@ class ControlPlane:
             service_cidr=self.service_cidr,
             etcd_members=self.etcd_members,
         )
+
+
+@dataclass(frozen=True)
+class EtcdBackup:
+    """Where every control plane's etcd snapshots go: ``manage.py backup_dump``'s bucket, key and
+    retention (FLEXPLANE_PROVIDERS_ETCD_BACKUP_*). No bucket: no snapshots, no CronJob.
+
+    The key and the credentials are the values themselves, which the provider writes into each control
+    plane's namespace (a pod mounts no Secret of another namespace); never shown in a repr or a log.
+    """
+
+    s3_url: str = ""  # s3://bucket/prefix: the snapshots go under <prefix>/etcd-<vdc>-<cluster>/
+    endpoint: str = ""  # an S3-compatible server's URL ("": AWS)
+    region: str = "us-east-1"
+    keep: int = ETCD_BACKUP_KEEP
+    image: str = ""  # flex.plane's image, which runs backup_dump ("": FLEXPLANE_IMAGE at this version)
+    key: str = field(default="", repr=False)  # the backup key, base64, as backup_dump's key file holds it
+    access_key: str = field(default="", repr=False)
+    secret_key: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        if self.s3_url and not self.s3_url.startswith("s3://"):
+            raise ValueError(f"the etcd backups' bucket must be s3://bucket/prefix, not {self.s3_url!r}")
+        if self.s3_url and not self.key:
+            raise ValueError("the etcd backups have a bucket and no backup key to seal them with")
+        if bool(self.access_key) != bool(self.secret_key):
+            raise ValueError("the etcd backups' bucket credentials need both an access key and a secret key")
+        if self.keep < 1:
+            raise ValueError(f"the etcd backups must keep 1 snapshot or more, not {self.keep}")
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> EtcdBackup:
+        """From FLEXPLANE_PROVIDERS_ETCD_BACKUP_*: ``S3_URL`` (none: off), ``S3_ENDPOINT``, ``S3_REGION``,
+        ``S3_ACCESS_KEY`` and ``S3_SECRET_KEY``, ``KEY`` (base64, 32 bytes: the chart takes these three
+        from Secrets), ``KEEP`` and ``IMAGE``; ValueError naming what is wrong."""
+
+        def setting(name: str, default: str = "") -> str:
+            return environ.get(f"{ETCD_BACKUP_SETTINGS}{name}", "").strip() or default
+
+        keep = setting("KEEP", str(ETCD_BACKUP_KEEP))
+        if not keep.isdigit():
+            raise ValueError(f"{ETCD_BACKUP_SETTINGS}KEEP must be a number of snapshots, not {keep!r}")
+        key = setting("KEY")
+        if key and len(_base64(key, f"{ETCD_BACKUP_SETTINGS}KEY")) != 32:
+            raise ValueError(f"{ETCD_BACKUP_SETTINGS}KEY must be 32 bytes (AES-256), base64")
+        return cls(
+            s3_url=setting("S3_URL"),
+            endpoint=setting("S3_ENDPOINT"),
+            region=setting("S3_REGION", "us-east-1"),
+            keep=int(keep),
+            image=setting("IMAGE"),
+            key=key,
+            access_key=setting("S3_ACCESS_KEY"),
+            secret_key=setting("S3_SECRET_KEY"),
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.s3_url)
+
+    def dump_name(self, cp: ControlPlane) -> str:
+        """The snapshots' name in the bucket (``backup_dump --name``): one folder per cluster."""
+        return f"etcd-{cp.vdc}-{cp.cluster}"
+
+
+NO_ETCD_BACKUP = EtcdBackup()
+
+
+def _base64(text: str, setting: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error:
+        raise ValueError(f"{setting} must be base64") from None
 
 
 def namespace_name(vdc: str, cluster: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
+from importlib import metadata
 from typing import Any
 
 import yaml
@@ -24,9 +25,18 @@ from providers.controlplane import etcd, pki
 from providers.controlplane.model import (
     APISERVER_HOST_ANNOTATION,
     APISERVER_PORT,
+    BACKUP_KEY_DIR,
     CONF_DIR,
     DEPLOYMENT,
     EGRESS_SELECTOR_FILE,
+    ETCD,
+    ETCD_BACKUP,
+    ETCD_BACKUP_SCHEDULE,
+    ETCD_CLIENT_PORT,
+    ETCD_DATA_DIR,
+    ETCD_IMAGE,
+    ETCD_VOLUME_DIR,
+    FLEXPLANE_IMAGE,
     KONNECTIVITY_ADMIN_PORT,
     KONNECTIVITY_AGENT,
     KONNECTIVITY_AGENT_PORT,
@@ -41,9 +51,12 @@ from providers.controlplane.model import (
     PKI_DIR,
     PKI_SECRET,
     SERVICE,
+    SNAPSHOT_DIR,
+    SNAPSHOT_FILE,
     UDS_DIR,
     UDS_NAME,
     ControlPlane,
+    EtcdBackup,
     Manifest,
     b64,
     conf_volume,
@@ -396,8 +409,11 @@ def render_pdb(cp: ControlPlane) -> Manifest:
     }
 
 
-def management_manifests(cp: ControlPlane, files: Mapping[str, bytes]) -> list[Manifest]:
-    """Everything in the control plane's namespace, in the order to create it (the Service apart)."""
+def management_manifests(
+    cp: ControlPlane, files: Mapping[str, bytes], backup: EtcdBackup | None = None
+) -> list[Manifest]:
+    """Everything in the control plane's namespace, in the order to create it (the Service apart); the
+    etcd snapshots' Secret and CronJob when ``backup`` has a bucket."""
     return [
         render_pki_secret(cp, files),
         render_kubeconfig_secret(cp, files),
@@ -405,7 +421,255 @@ def management_manifests(cp: ControlPlane, files: Mapping[str, bytes]) -> list[M
         *etcd.render_etcd(cp),
         render_deployment(cp, pki.digest(files)),
         render_pdb(cp),
+        *(render_etcd_backup(cp, backup) if backup is not None and backup.enabled else []),
     ]
+
+
+# ------------------------------------------------------------------------------------ etcd snapshots
+
+
+def render_etcd_backup(cp: ControlPlane, backup: EtcdBackup) -> list[Manifest]:
+    """The ``etcd-backup`` Secret (the backup key, the bucket's credentials) and CronJob: ``etcdctl snapshot
+    save`` from the cluster's etcd, then flex.plane's ``backup_dump`` seals the snapshot into the bucket
+    under ``etcd-<vdc>-<cluster>`` and keeps the newest ``backup.keep`` (docs/operating.md restores one)."""
+    credentials = {"key": backup.key.encode()}
+    if backup.access_key:
+        credentials |= {"access-key": backup.access_key.encode(), "secret-key": backup.secret_key.encode()}
+    return [_opaque_secret(cp, ETCD_BACKUP, credentials), render_etcd_backup_cronjob(cp, backup)]
+
+
+def etcd_snapshot_container(cp: ControlPlane) -> dict[str, Any]:
+    """``etcdctl snapshot save`` (the etcd image carries etcdctl), as the API server's etcd client.
+
+    One endpoint, as a snapshot wants: the members' Service name (which every member's certificate
+    names); it resolves to every member, and the dial takes the first that answers.
+    """
+    env = {
+        "ETCDCTL_ENDPOINTS": f"https://{ETCD}.{cp.namespace}.svc:{ETCD_CLIENT_PORT}",
+        "ETCDCTL_CACERT": f"{PKI_DIR}/etcd-ca.crt",
+        "ETCDCTL_CERT": f"{PKI_DIR}/apiserver-etcd-client.crt",
+        "ETCDCTL_KEY": f"{PKI_DIR}/apiserver-etcd-client.key",
+        "ETCDCTL_DIAL_TIMEOUT": "10s",
+        "ETCDCTL_COMMAND_TIMEOUT": "5m",
+    }
+    return {
+        "name": "snapshot",
+        "image": cp.image(ETCD_IMAGE),
+        "command": ["etcdctl", "snapshot", "save", SNAPSHOT_FILE],
+        "env": [{"name": name, "value": value} for name, value in env.items()],
+        "resources": resources("50m", "64Mi", "256Mi"),
+        "securityContext": security_context(),
+        "volumeMounts": [
+            mount("etcd-client-pki", PKI_DIR),
+            {"name": "snapshot", "mountPath": SNAPSHOT_DIR},
+        ],
+    }
+
+
+def _bucket_env(backup: EtcdBackup) -> list[dict[str, Any]]:
+    """What backup_dump and fetch_dump read: the key's file, the bucket's server and credentials (the
+    base settings: they read none of the orchestrator's)."""
+    env: list[dict[str, Any]] = [
+        {"name": "DJANGO_SETTINGS_MODULE", "value": "flexplane.settings.base"},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+        {"name": "FLEXPLANE_BACKUP_KEY_FILE", "value": f"{BACKUP_KEY_DIR}/key"},
+        {"name": "FLEXPLANE_BACKUP_S3_REGION", "value": backup.region},
+    ]
+    if backup.endpoint:
+        env.append({"name": "FLEXPLANE_BACKUP_S3_ENDPOINT", "value": backup.endpoint})
+    if backup.access_key:
+        for name, key in (("ACCESS_KEY", "access-key"), ("SECRET_KEY", "secret-key")):
+            reference = {"secretKeyRef": {"name": ETCD_BACKUP, "key": key}}
+            env.append({"name": f"FLEXPLANE_BACKUP_S3_{name}", "valueFrom": reference})
+    return env
+
+
+def etcd_seal_container(cp: ControlPlane, backup: EtcdBackup) -> dict[str, Any]:
+    """flex.plane's ``backup_dump``: the snapshot sealed with the backup key into the bucket."""
+    return {
+        "name": "seal",
+        "image": backup.image or flexplane_image(),
+        "command": ["python", "-m", "django", "backup_dump", SNAPSHOT_FILE],
+        "args": [f"--s3={backup.s3_url}", f"--name={backup.dump_name(cp)}", f"--keep={backup.keep}"],
+        "env": _bucket_env(backup),
+        "resources": resources("50m", "128Mi", "256Mi"),
+        "securityContext": security_context(),
+        "volumeMounts": [
+            {"name": "snapshot", "mountPath": SNAPSHOT_DIR},
+            mount("backup-key", BACKUP_KEY_DIR),
+        ],
+    }
+
+
+def render_etcd_backup_cronjob(cp: ControlPlane, backup: EtcdBackup) -> Manifest:
+    """The snapshot, then its sealing, in one pod on ``spec.etcdBackup.schedule`` (hourly by default);
+    no Kubernetes API, no account token, the root filesystem read-only: the snapshot and its sealed copy
+    on an emptyDir that goes with the pod."""
+    job_labels = {**labels(cp), "app.kubernetes.io/component": ETCD_BACKUP}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": meta(cp, ETCD_BACKUP, **{"app.kubernetes.io/component": ETCD_BACKUP}),
+        "spec": {
+            "schedule": cp.etcd_backup_schedule or ETCD_BACKUP_SCHEDULE,
+            # A snapshot still being taken when the next is due is let finish; the next waits its turn.
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {
+                "metadata": {"labels": job_labels},
+                "spec": {
+                    "backoffLimit": 2,
+                    "activeDeadlineSeconds": 1800,
+                    "template": {
+                        "metadata": {"labels": job_labels},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "automountServiceAccountToken": False,
+                            "enableServiceLinks": False,
+                            "securityContext": pod_security(),
+                            "initContainers": [etcd_snapshot_container(cp)],
+                            "containers": [etcd_seal_container(cp, backup)],
+                            "volumes": _etcd_backup_volumes(),
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+# The restore's two file steps, in flex.plane's image (the etcd image has no shell): clear what a failed
+# restore left, then put the restored directory in the data directory's place, the old one kept beside it.
+CLEAR_RESTORED = "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)"
+SWAP_RESTORED = (
+    "import os, shutil, sys; data, restored, before = sys.argv[1:]; "
+    "shutil.rmtree(before, ignore_errors=True); "
+    "os.path.exists(data) and os.rename(data, before); os.rename(restored, data)"
+)
+RESTORED_DIR = f"{ETCD_VOLUME_DIR}/restored"
+BEFORE_RESTORE_DIR = f"{ETCD_VOLUME_DIR}/data.before-restore"
+
+
+def etcd_restore_job_name(member: int) -> str:
+    return f"{ETCD}-restore-{member}"
+
+
+def etcd_restore_command(cp: ControlPlane, member: int) -> list[str]:
+    """``etcdutl snapshot restore``: a data directory for member ``member`` of this cluster's members (a new
+    cluster id: no member of the old one can join it), its revision bumped and compacted past the old
+    one's so that no watcher of the API server takes the restored keys for ones it has seen."""
+    return [
+        "etcdutl", "snapshot", "restore", SNAPSHOT_FILE,
+        f"--data-dir={RESTORED_DIR}",
+        f"--name={ETCD}-{member}",
+        f"--initial-cluster={etcd.initial_cluster(cp)}",
+        f"--initial-advertise-peer-urls={etcd.peer_url(cp, member)}",
+        f"--initial-cluster-token={cp.namespace}",
+        "--bump-revision=1000000000",
+        "--mark-compacted",
+    ]  # fmt: skip
+
+
+def etcd_restore_containers(
+    cp: ControlPlane, backup: EtcdBackup, member: int, source: str = ""
+) -> list[dict[str, Any]]:
+    """fetch (the snapshot opened), clear (what a failed restore left), restore, swap (the restored
+    directory in the data directory's place, the old one kept beside it), in this order."""
+    url = f"{backup.s3_url.rstrip('/')}/{backup.dump_name(cp)}" + (f"/{source}" if source else "")
+    python = backup.image or flexplane_image()
+    data = {"name": "data", "mountPath": ETCD_VOLUME_DIR}
+    snapshot = {"name": "snapshot", "mountPath": SNAPSHOT_DIR}
+    containers: list[dict[str, Any]] = [
+        {
+            "name": "fetch",
+            "image": python,
+            "command": ["python", "-m", "django", "fetch_dump", f"--s3={url}", f"--to={SNAPSHOT_FILE}"],
+            "env": _bucket_env(backup),
+            "volumeMounts": [snapshot, mount("backup-key", BACKUP_KEY_DIR)],
+        },
+        {
+            "name": "clear",
+            "image": python,
+            "command": ["python", "-c", CLEAR_RESTORED, RESTORED_DIR],
+            "volumeMounts": [data],
+        },
+        {
+            "name": "restore",
+            "image": cp.image(ETCD_IMAGE),
+            "command": etcd_restore_command(cp, member),
+            "volumeMounts": [snapshot, data],
+        },
+        {
+            "name": "swap",
+            "image": python,
+            "command": ["python", "-c", SWAP_RESTORED, ETCD_DATA_DIR, RESTORED_DIR, BEFORE_RESTORE_DIR],
+            "volumeMounts": [data],
+        },
+    ]
+    for container in containers:
+        container["resources"] = resources("50m", "128Mi", "512Mi")
+        container["securityContext"] = security_context()
+    return containers
+
+
+def render_etcd_restore_job(cp: ControlPlane, backup: EtcdBackup, member: int, source: str = "") -> Manifest:
+    """A Job that makes member ``member``'s data anew from a snapshot in the bucket: the cluster's newest,
+    or ``source`` (a snapshot's key under its folder). Run while the control plane is paused and its etcd
+    scaled to none (docs/operating.md), one per member, from the same snapshot; the CronJob's Secret gives
+    the key and the bucket's credentials. The old data stays as ``data.before-restore`` until the next."""
+    *steps, last = etcd_restore_containers(cp, backup, member, source)
+    component = {"app.kubernetes.io/component": "etcd-restore"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta(cp, etcd_restore_job_name(member), **component),
+        "spec": {
+            "backoffLimit": 0,  # a failed restore is looked at, not run again over what it left
+            "activeDeadlineSeconds": 1800,
+            "template": {
+                "metadata": {"labels": {**labels(cp), **component}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": pod_security(),
+                    "initContainers": steps,
+                    "containers": [last],
+                    "volumes": [
+                        *[v for v in _etcd_backup_volumes() if v["name"] != "etcd-client-pki"],
+                        # The member's own volume (the StatefulSet's claim): scaled to none, no pod holds it.
+                        {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{ETCD}-{member}"}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _etcd_backup_volumes() -> list[dict[str, Any]]:
+    return [
+        pki_volume("etcd-client-pki", ["etcd-ca.crt", *pair("apiserver-etcd-client")]),
+        # The snapshot and its sealed copy side by side: twice etcd's 2 GiB quota.
+        {"name": "snapshot", "emptyDir": {"sizeLimit": "5Gi"}},
+        {
+            "name": "backup-key",
+            "secret": {
+                "secretName": ETCD_BACKUP,
+                "items": [{"key": "key", "path": "key"}],
+                "defaultMode": 0o440,
+            },
+        },
+    ]
+
+
+def flexplane_image() -> str:
+    """flex.plane's image at this package's version (when no image is named for the backups)."""
+    try:
+        version = metadata.version("flexplane")
+    except metadata.PackageNotFoundError:
+        version = "latest"
+    return f"{FLEXPLANE_IMAGE}:{version}"
 
 
 # ------------------------------------------------------------------------------------ the VDC's Secrets

@@ -57,6 +57,8 @@ class Settings:
     sni_port: int = 443  # FLEXPLANE_PROVIDERS_SNI_PORT: where the SNI router's address takes connections
     etcd_members: int = 1  # FLEXPLANE_PROVIDERS_ETCD_MEMBERS
     image_registry: str = model.REGISTRY  # FLEXPLANE_PROVIDERS_IMAGE_REGISTRY
+    # FLEXPLANE_PROVIDERS_ETCD_BACKUP_*: the bucket every control plane's etcd snapshots go to (none: off).
+    etcd_backup: model.EtcdBackup = model.NO_ETCD_BACKUP
     # FLEXPLANE_PROVIDERS_VDC_ROLE, FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE, FLEXPLANE_SERVICE_ACCOUNT: the
     # RoleBindings made in the control plane's namespace and the VDC's before a Secret is touched there.
     secrets: SecretsAccess = NO_BINDING
@@ -134,6 +136,7 @@ def control_plane(
         endpoint_port=int(endpoint.get("port") or model.APISERVER_PORT),
         etcd_members=settings.etcd_members,
         registry=settings.image_registry,
+        etcd_backup_schedule=str((spec.get("etcdBackup") or {}).get("schedule") or ""),
     )
 
 
@@ -237,12 +240,18 @@ def write_pki(
         raise
 
 
-def ensure_control_plane_objects(kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes]) -> Body:
-    """Every other object of the namespace; returns the Deployment as the server has it."""
+def ensure_control_plane_objects(
+    kube: Kube,
+    cp: model.ControlPlane,
+    files: Mapping[str, bytes],
+    backup: model.EtcdBackup = model.NO_ETCD_BACKUP,
+) -> Body:
+    """Every other object of the namespace (the etcd snapshots' with a bucket); returns the Deployment as
+    the server has it."""
     deployment: Body = {}
     # The kubeconfigs are rendered from the kept files, the same bytes each time: they match unless
     # a certificate was reissued.
-    for manifest in render.management_manifests(cp, files):
+    for manifest in render.management_manifests(cp, files, backup):
         if manifest["kind"] == "Secret" and manifest["metadata"]["name"] == model.PKI_SECRET:
             continue  # ensure_pki's
         written = kube.ensure(manifest)
@@ -363,7 +372,7 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
     if known != (cp.endpoint_host, cp.endpoint_port):
         outcome.spec = {"controlPlaneEndpoint": {"host": cp.endpoint_host, "port": cp.endpoint_port}}
     files = ensure_pki(kube, cp)
-    deployment = ensure_control_plane_objects(kube, cp, files)
+    deployment = ensure_control_plane_objects(kube, cp, files, settings.etcd_backup)
     ensure_vdc_secrets(kube, cp, files, fcp)
     ensure_infrastructure_endpoint(kube, cluster, cp)
 
@@ -454,6 +463,28 @@ def write(kube: Kube, fcp: Mapping[str, Any], outcome: Outcome) -> None:
         # Workers after the control plane, and after its status says so: no reader (Cluster API core, a
         # tenant) sees a pool asking for a version its control plane's status does not run yet.
         workers.apply_pending(kube, fcp, outcome.cluster, converged(fcp, outcome.status))
+
+
+# ------------------------------------------------------------------------------------ etcd restore
+
+
+def etcd_restore_jobs(settings: Settings, vdc: str, cluster: str, source: str = "") -> list[Body]:
+    """The Jobs that make a cluster's etcd members anew from its newest snapshot, or ``source`` (a
+    snapshot's key in the cluster's folder): one per member, for the operator to apply while the control
+    plane is paused and scaled to none (docs/operating.md, "Tenant control planes' etcd")."""
+    if not settings.etcd_backup.enabled:
+        raise ValueError("FLEXPLANE_PROVIDERS_ETCD_BACKUP_S3_URL is not set: there is no snapshot to restore")
+    cp = model.ControlPlane(
+        vdc=vdc,
+        cluster=cluster,
+        version="",  # the Jobs run no Kubernetes component
+        etcd_members=settings.etcd_members,
+        registry=settings.image_registry,
+    )
+    return [
+        render.render_etcd_restore_job(cp, settings.etcd_backup, member, source)
+        for member in range(cp.etcd_members)
+    ]
 
 
 # ------------------------------------------------------------------------------------ deletion

@@ -272,6 +272,8 @@ PRODUCT_WRITES = [
     (PROVIDERS, "create", "", "secrets", CONTROL_PLANE, "pki", OPAQUE),
     (PROVIDERS, "create", "apps", "deployments", CONTROL_PLANE, "control-plane", None),
     (PROVIDERS, "create", "apps", "statefulsets", CONTROL_PLANE, "etcd", None),
+    (PROVIDERS, "create", "batch", "cronjobs", CONTROL_PLANE, "etcd-backup", None),
+    (PROVIDERS, "create", "", "secrets", CONTROL_PLANE, "etcd-backup", OPAQUE),
     (PROVIDERS, "create", "", "events", VDC, "k8s.1", None),
     (SETUP, "create", "", "secrets", PLATFORM, "flexplane-zitadel-service-user", OPAQUE),
     (SETUP, "patch", "", "secrets", PLATFORM, "flexplane-portal-oidc", OPAQUE),
@@ -487,6 +489,7 @@ def providers_needs() -> Needs:
     out |= needs(EVERYWHERE, "", ("namespaces", "configmaps", "services"), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "apps", ("deployments", "statefulsets"), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "policy", ("poddisruptionbudgets",), CP_KUBE, ensure)
+    out |= needs(EVERYWHERE, "batch", ("cronjobs",), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "", ("namespaces",), CP_STEPS, {"delete": 'kube.delete("v1", "Namespace"'})
     # Secrets through the roles they bind themselves to (providers/common/access.py): a control plane's
     # PKI and kubeconfigs in its namespace; in the VDC's, Cluster API's two Secrets (deleted with the
