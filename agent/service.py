@@ -23,11 +23,19 @@ UNIT_DIR = Path("etc/systemd/system")
 DROPIN = UNIT_DIR / f"{UNIT_NAME}.d" / "bootstrap.conf"
 LEGACY_UNIT = UNIT_DIR / UNIT_NAME
 WRITTEN_BY_BOOTSTRAP = "# Written by flexplane-agent bootstrap"
+# Where dpkg puts the package's unit (Debian 12 and 13 merge /lib into /usr/lib; either names it).
+PACKAGED_UNITS = (Path("lib/systemd/system") / UNIT_NAME, Path("usr/lib/systemd/system") / UNIT_NAME)
 COMMAND_TIMEOUT = 60.0
 
 
 class ServiceError(Exception):
     """systemd refused or could not be reached; the message names the command."""
+
+
+def packaged_unit(root: Path) -> Path | None:
+    """The package's unit under ``root``; None where the agent was installed without it (pip), which the
+    bootstrap's drop-in cannot complete."""
+    return next((root / path for path in PACKAGED_UNITS if (root / path).is_file()), None)
 
 
 def dropin_text(exec_start: Sequence[str]) -> str:

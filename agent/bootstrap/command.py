@@ -35,6 +35,7 @@ from agent.config import DEFAULT_IMAGE_CACHE, DEFAULT_INSTALL_DIR, DEFAULT_SNIPP
 from agent.pveadmin import AGENT_USER, Change, ProxmoxAdmin, ProxmoxAdminError, token_name
 from agent.service import (
     DROPIN,
+    PACKAGED_UNITS,
     UNIT_NAME,
     WRITTEN_BY_BOOTSTRAP,
     ServiceError,
@@ -42,6 +43,7 @@ from agent.service import (
     Systemd,
     UnitOnly,
     dropin_text,
+    packaged_unit,
 )
 from agentclient.wireguard import new_private_key, public_key
 
@@ -183,6 +185,13 @@ def run_bootstrap(args: argparse.Namespace) -> int:
         _report(exc)
         return EXIT_USAGE
     try:
+        if not args.no_start and packaged_unit(opts.root) is None:
+            raise BootstrapError(
+                f"the flexplane-agent package's systemd unit is not installed (/{PACKAGED_UNITS[0]}), "
+                "which the bootstrap's drop-in completes; nothing was changed",
+                "Install the Debian package (docs/install.md), or run the bootstrap with --no-start and "
+                "start the agent with the drop-in's ExecStart yourself.",
+            )
         admin = proxmox_admin(args, opts.proxmox_ca)
         bootstrap(opts, admin, UnitOnly() if args.no_start else Systemd())
     except BootstrapError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.service import dropin_text, exec_start, mount_namespacing
+from agent.service import PACKAGED_UNITS, dropin_text, exec_start, mount_namespacing, packaged_unit
 from devstack.world.agents import unit_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,3 +129,11 @@ def test_the_bootstraps_drop_in_replaces_the_packages_command_and_nothing_else()
 def test_a_unit_whose_command_is_cleared_and_not_set_again_has_none() -> None:
     with pytest.raises(ValueError, match="no ExecStart"):
         exec_start(unit("ExecStart="))
+
+
+@pytest.mark.parametrize("where", PACKAGED_UNITS, ids=str)
+def test_the_packages_unit_is_found_where_dpkg_puts_it(tmp_path: Path, where: Path) -> None:
+    assert packaged_unit(tmp_path) is None, "a pip install carries no unit"
+    (tmp_path / where).parent.mkdir(parents=True)
+    (tmp_path / where).write_text(PACKAGED.read_text())
+    assert packaged_unit(tmp_path) == tmp_path / where

@@ -26,7 +26,7 @@ from packaging.version import Version
 from agent import __version__
 from agent.config import load_config
 from agent.release import BuiltRelease, build, load_private_key
-from agent.service import DROPIN, LEGACY_UNIT, WRITTEN_BY_BOOTSTRAP
+from agent.service import DROPIN, LEGACY_UNIT, WRITTEN_BY_BOOTSTRAP, packaged_unit
 from agentclient import AgentInfo
 from agentclient.enrollment import parse_join_token
 from agentclient.errors import AgentError
@@ -199,6 +199,25 @@ def test_an_expired_token_is_refused_before_anything_is_done(tmp_path: Path) -> 
     assert done.returncode == 2
     assert "this join token expired at" in done.stderr
     assert not (tmp_path / "root").exists()
+
+
+def test_without_the_packages_unit_the_bootstrap_refuses_before_anything_is_done() -> None:
+    """A pip install of the agent carries no unit for the drop-in to complete: on such a node (this test
+    machine's own root, which has no flexplane-agent package) the bootstrap stops first and says so."""
+    assert packaged_unit(Path("/")) is None, "this machine has the package's unit: the test would enroll it"
+    future = int((datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)).timestamp())
+    token = f"{ZONE}.pve7.{future}.0123456789abcdef.{'s' * 43}"
+    argv = ["--orchestrator", "https://127.0.0.9:1", "--token", token]
+    done = subprocess.run(
+        [sys.executable, "-m", "agent", "bootstrap", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the flexplane-agent package's systemd unit is not installed" in done.stderr
+    assert "--no-start" in done.stderr
 
 
 # ------------------------------------------------------------------- self-update through enrollment
