@@ -91,6 +91,10 @@ find "\$SITE/boto3/data" -mindepth 1 -maxdepth 1 -type d ! -name s3 -exec rm -rf
 rm -f "\$SITE/dateutil/zoneinfo/dateutil-zoneinfo.tar.gz"
 find "\$SITE" -depth -type d \( -name tests -o -name test -path "*/twisted/*" \) -exec rm -rf {} +
 find "\$SITE" -name "*.po" -delete
+# The other languages' compiled catalogs (Django's and its apps'): the orchestrator answers in en-us only
+# (LANGUAGE_CODE, and no LocaleMiddleware or activate() that could choose another), so they are never read.
+find "\$SITE" -path "*/locale/*/LC_MESSAGES" ! -path "*/locale/en/*" -type d -prune -exec rm -rf {} +
+find "\$SITE" -path "*/locale/*" -type d -empty -delete
 find $VENV -depth -type d -name __pycache__ -exec rm -rf {} +
 INSIDE
 
