@@ -23,7 +23,7 @@ from orchestrator.services.placement import NoCapacity
 from orchestrator.services.placement import Placement as PlacementDecision
 from orchestrator.services.tasks import failed_task
 from orchestrator.services.vms import Created, CreateVm, Outcome, Page, VmFilter
-from orchestrator.services.vms.listing import locate
+from orchestrator.services.vms.listing import smbios_uuid
 
 VirtualMachineErrorCode, VirtualMachineError = error_types("VirtualMachine", "QUOTA_EXCEEDED", "NO_CAPACITY")
 
@@ -87,8 +87,7 @@ class VirtualMachine(graphene.ObjectType):
     @staticmethod
     @domain_errors
     def resolve_smbios_uuid(vm: VirtualMachineModel, info: graphene.ResolveInfo) -> str | None:
-        api, found = locate(flexplane(info), vm.id)
-        return api.config(found.host, found.vmid).smbios_uuid
+        return smbios_uuid(flexplane(info), vm.id)
 
 
 class VirtualMachineEdge(graphene.ObjectType):

@@ -284,6 +284,13 @@ def locate(ctx: Context, ident: str) -> tuple[ZoneApi, VirtualMachine]:
     raise NotFound(VM, ident)
 
 
+def smbios_uuid(ctx: Context, ident: str) -> str | None:
+    """The VM's SMBIOS uuid (its config's smbios1; a tenant node's provider ID is ``proxmox://<uuid>``):
+    one config read after :func:`locate`; None when it has none."""
+    api, vm = locate(ctx, ident)
+    return api.config(vm.host, vm.vmid).smbios_uuid
+
+
 def _guest_addresses(api: ZoneApi, vm: VirtualMachine) -> VirtualMachine:
     """The VM with its addresses from the guest agent, when it runs one (``None`` otherwise)."""
     if not vm.running:
