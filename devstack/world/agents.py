@@ -16,9 +16,13 @@ node's power-off would.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -278,6 +282,20 @@ class WorldAgents(WorldParts):
             agent = self.agents[(zone, node)]
             if agent.process is not None:
                 agent.process.stop(AGENT_STOP_TIMEOUT)
+
+    @contextlib.contextmanager
+    def agent_hung(self, zone: str, node: str) -> Iterator[None]:
+        """The agent of ``zone``/``node`` stopped (SIGSTOP: hung, not gone) for the block, then let go on.
+        No restart (a self-update's) replaces it meanwhile: that would answer in its stead."""
+        with self._agents_lock:
+            agent = self.agents[(zone, node)]
+            assert agent.process is not None, f"the agent of {zone}/{node} is not running"
+            pid = agent.process.popen.pid
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                yield
+            finally:
+                os.kill(pid, signal.SIGCONT)
 
     def restart_agent(self, zone: str, node: str, *, wait: bool = True) -> None:
         """``systemctl restart``: the agent stops (its calls in flight finished), then starts again."""

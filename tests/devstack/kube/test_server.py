@@ -34,7 +34,10 @@ def test_it_starts_on_a_free_port_and_stops_leaving_no_thread() -> None:
 
     assert port > 0
     assert time.monotonic() - started < 2
-    assert set(threading.enumerate()) == threads_before
+    # Only the threads this server started, by their name: other threads of a shared test process (the
+    # world's zone fan-out pool) come and go meanwhile.
+    left = [t for t in threading.enumerate() if t not in threads_before and t.name == "kube-emulator"]
+    assert left == []
 
 
 def test_servers_stop_in_any_order() -> None:
