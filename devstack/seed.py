@@ -179,9 +179,14 @@ def catalog(zones: Sequence[str], images: ImageServer, *, kubernetes: bool = Fal
     """
     objects: list[CatalogObject] = []
     for zone in zones:
-        objects.append(
-            ("zone", zone, {"id": zone, "name": zone.replace("-", " ").title(), "description": ""}, {})
-        )
+        # Routed: the tenant clusters' workers (processes of this machine) reach the management cluster.
+        spec = {
+            "id": zone,
+            "name": zone.replace("-", " ").title(),
+            "description": "",
+            "network": {"routed": True},
+        }
+        objects.append(("zone", zone, spec, {}))
     for profile in COMPUTE_PROFILES:
         objects.append(("compute-profile", profile["name"], dict(profile), {}))
     for profile in STORAGE_PROFILES:

@@ -263,6 +263,10 @@ FLEXPLANE_AGENT_REGISTRY_CA = env("AGENT_REGISTRY_CA", "")
 # otherwise): hosts as written in URLs, or host:port, comma-separated.
 FLEXPLANE_IMAGE_ALLOW_HOSTS = env_list("IMAGE_ALLOW_HOSTS", "")
 
+# Where tenant clusters' control planes answer (the management cluster's load balancer addresses, or the
+# SNI router's), IPv4 CIDRs or addresses: a cluster's workers need egress to them (empty: not known).
+FLEXPLANE_CONTROL_PLANE_ADDRESSES = env_list("CONTROL_PLANE_ADDRESSES", "")
+
 # GraphQL
 FLEXPLANE_GRAPHIQL = env_bool("GRAPHIQL", DEBUG)
 # Queries one process runs at once (the rest wait their turn, so that none misses its deadlines under a

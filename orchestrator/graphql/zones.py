@@ -37,6 +37,11 @@ class ZoneNetworkSettings(graphene.ObjectType):
         graphene.NonNull(graphene.String), required=True, description="Ranges allowed besides RFC 1918."
     )
     dns = graphene.List(graphene.NonNull(graphene.String), required=True, description="Default resolvers.")
+    routed = graphene.Boolean(
+        required=True,
+        description="Whether the site routes its tenant networks to the management cluster (else tenant "
+        "clusters' workers reach their control planes through the VDC's edge gateway).",
+    )
 
 
 class ZoneExternalNetwork(graphene.ObjectType):
@@ -93,6 +98,7 @@ class Zone(graphene.ObjectType):
             mtu=zone.network_mtu,
             ranges=zone.ranges,
             dns=zone.dns_servers,
+            routed=zone.network_routed,
         )
 
     @staticmethod

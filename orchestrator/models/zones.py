@@ -127,6 +127,13 @@ class Zone(NamedById):
         "IPv4 addresses (empty: none).",
         max_length=200,
     )
+    network_routed: bool = _network(
+        "routed",
+        False,
+        label="Routed to the management cluster",
+        help="On when the site's routers carry this zone's tenant networks to the management cluster, "
+        "where tenant clusters' control planes answer: their workers then need no edge gateway.",
+    )
     external_bridge: str = _external(
         "bridge",
         "",

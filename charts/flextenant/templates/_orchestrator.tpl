@@ -156,6 +156,8 @@ both run with the same configuration.
 {{- end }}
 - name: FLEXPLANE_IMAGE_ALLOW_HOSTS
   value: {{ .Values.config.imageAllowHosts | join "," | quote }}
+- name: FLEXPLANE_CONTROL_PLANE_ADDRESSES
+  value: {{ .Values.config.controlPlaneAddresses | join "," | quote }}
 - name: FLEXPLANE_GRAPHQL_INTROSPECTION
   value: {{ .Values.config.graphql.introspection | quote }}
 - name: FLEXPLANE_GRAPHQL_MAX_DEPTH

@@ -214,6 +214,7 @@ def _zone(ctx: Context, values: Mapping[str, Any]) -> Zone:
             )
         ),
         network_dns=", ".join(_addresses(f, "network_dns", ipaddress.IPv4Address, "an IPv4 address")),
+        network_routed=f.declared(d["network_routed"]),
         **_external(f, d),
     )
 

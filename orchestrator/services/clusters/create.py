@@ -5,15 +5,17 @@ allowed in the VDC), the network (the VDC's own: another VDC's is reported as on
 exist), each pool's profiles (allowed in the VDC, the storage profile with storage in the network's
 zone), counts and replicas. Then, under the VDC's lock (the one VM creates take): the name must be
 free, and the workers must fit the quota with everything the VDC uses and has planned
-(``clusters.quota``). The objects are written in ``objects.all_objects``' order, the ``Cluster``
-last; a write that fails takes back what was written before it, so nothing half-made is left (the
-error says if that could not be done).
+(``clusters.quota``). Between the two, each network's way to the control planes is made sure of
+(``reach``). The objects are written in ``objects.all_objects``' order, the ``Cluster`` last; a write
+that fails takes back what was written before it, so nothing half-made is left (the error says if that
+could not be done).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from orchestrator.errors import FlexPlaneError, NotFound, Unavailable, ValidationFailed
 from orchestrator.models import Usage
@@ -29,7 +31,7 @@ from orchestrator.models.clusters import (
 from orchestrator.models.networks import Network
 from orchestrator.models.vdcs import Vdc
 from orchestrator.services import catalog, networks, vdcs
-from orchestrator.services.clusters import inputs, objects
+from orchestrator.services.clusters import inputs, objects, reach
 from orchestrator.services.clusters.inputs import CreateCluster
 from orchestrator.services.clusters.quota import control_plane, reserved_for_clusters, worker
 from orchestrator.services.clusters.reads import VdcObjects, acting_vdc, assemble, selector
@@ -83,10 +85,9 @@ def _network(ctx: Context, vdc: Vdc, ref: str, field: str) -> Network:
 
 
 def _pool(
-    ctx: Context, vdc: Vdc, index: int, pool: inputs.NodePoolSpec, cluster_network: Network, image_min: int
+    ctx: Context, vdc: Vdc, index: int, pool: inputs.NodePoolSpec, network: Network, image_min: int
 ) -> objects.PoolPlan:
     at = f"node_pools[{index}]"
-    network = _network(ctx, vdc, pool.network, f"{at}.network") if pool.network else cluster_network
     compute = allowed_compute_profile(ctx, vdc, pool.compute_profile, f"{at}.compute_profile")
     storage = allowed_storage_profile(ctx, vdc, pool.storage_profile, f"{at}.storage_profile")
     if storage.storage_in(network.zone) is None:
@@ -107,7 +108,17 @@ def _pool(
     )
 
 
-def plan(ctx: Context, spec: CreateCluster) -> tuple[Vdc, objects.ClusterPlan]:
+@dataclass(frozen=True)
+class Planned:
+    """A create checked: the VDC, the objects' plan, and each network the workers are on with the input
+    field that named it (the cluster's first)."""
+
+    vdc: Vdc
+    plan: objects.ClusterPlan
+    networks: tuple[tuple[str, Network], ...]
+
+
+def plan(ctx: Context, spec: CreateCluster) -> Planned:
     """The create checked, every value, before anything is written."""
     vdc = acting_vdc(ctx)
     name = inputs.validate_name(spec.name)
@@ -116,15 +127,25 @@ def plan(ctx: Context, spec: CreateCluster) -> tuple[Vdc, objects.ClusterPlan]:
     version = offered_version(ctx, vdc, spec.version)
     image = catalog.image(ctx, version.image)
     network = _network(ctx, vdc, spec.network, "network")
-    pools = tuple(_pool(ctx, vdc, i, p, network, image.min_disk_gb) for i, p in enumerate(spec.node_pools))
-    return vdc, objects.ClusterPlan(
-        vdc=vdc.id,
-        name=name,
-        version=version.version,
-        image=version.image,
-        network=network.id,
-        control_plane_replicas=replicas,
-        pools=pools,
+    networks = {network.id: ("network", network)}
+    pools = []
+    for index, pool in enumerate(spec.node_pools):
+        field = f"node_pools[{index}].network"
+        on = _network(ctx, vdc, pool.network, field) if pool.network else network
+        networks.setdefault(on.id, (field, on))
+        pools.append(_pool(ctx, vdc, index, pool, on, image.min_disk_gb))
+    return Planned(
+        vdc,
+        objects.ClusterPlan(
+            vdc=vdc.id,
+            name=name,
+            version=version.version,
+            image=version.image,
+            network=network.id,
+            control_plane_replicas=replicas,
+            pools=tuple(pools),
+        ),
+        tuple(networks.values()),
     )
 
 
@@ -164,8 +185,20 @@ def take_back(
 
 def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
     """Create a cluster in the request's VDC (USER of it, or ADMIN), its workers and its control plane
-    within its quota (``quota.CONTROL_PLANE_REPLICA`` per replica)."""
-    vdc, planned = plan(ctx, spec)
+    within its quota (``quota.CONTROL_PLANE_REPLICA`` per replica), its workers' way to the control plane
+    made sure of first (``reach``: an edge gateway made for it is taken back when the create fails)."""
+    checked = plan(ctx, spec)
+    vdc, planned = checked.vdc, checked.plan
+    way = reach.ensure(ctx, vdc, checked.networks)
+    try:
+        return _write(ctx, vdc, planned)
+    except FlexPlaneError:
+        reach.take_back(ctx, way)
+        raise
+
+
+def _write(ctx: Context, vdc: Vdc, planned: objects.ClusterPlan) -> KubernetesCluster:
+    """The cluster's objects written under the VDC's lock, its name free and its quota checked then."""
     namespace = namespace_of(vdc.id)
     source = ctx.clusterapi
     with vdc_lock(ctx, vdc) as held:

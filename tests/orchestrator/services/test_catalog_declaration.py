@@ -95,8 +95,8 @@ STORED = {
     "writeIops description",
     IMAGE_INPUTS: "name osFamily sourceUrl checksum defaultUser minDiskGb description",
     ZONE_INPUTS: "id name description network.type network.bridge network.idFirst network.idLast "
-    "network.mtu network.ranges network.dns external.bridge external.vlan external.cidr external.gateway "
-    "external.pool external.nodes",
+    "network.mtu network.ranges network.dns network.routed external.bridge external.vlan external.cidr "
+    "external.gateway external.pool external.nodes",
     HOST_INPUTS: "zone node endpoint cordoned memoryOvercommit cpuOvercommit",
 }
 # Values that fill every field (a zone's external network included: stored only when it has one).

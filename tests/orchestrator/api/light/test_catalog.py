@@ -289,6 +289,7 @@ def test_admin_manages_zones_and_hosts_and_a_zone_with_hosts_stays(
             "mtu": 1450,
             "ranges": [],
             "dns": [],
+            "routed": False,
         },
     }
 
