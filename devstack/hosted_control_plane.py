@@ -17,11 +17,16 @@ Never shipped. In a namespace ``fpcp-*`` (the control-plane provider's, one per 
   A changed pod template (an upgrade's new images) rolls: one pod more (maxSurge 1), then one updated
   replica after another, a step per pass, the tenant's API server (and its objects, as its etcd would
   keep them) staying up throughout;
+- a StatefulSet (the datastore, etcd) gets the status its controller would report once every member is
+  ready: ``observedGeneration``, ``replicas``, ``readyReplicas``, ``currentReplicas``,
+  ``updatedReplicas``, ``availableReplicas``;
 - the namespace deleted, its API server stops and its address goes back to the pool.
 
 What it does NOT do: run any container (no controller-manager, scheduler, Konnectivity or etcd: the
-StatefulSet of the datastore gets no status), NodePort Services (only LoadBalancer ones get an address),
-pod readiness probes, or authentication and authorization in the tenant's API server.
+StatefulSet's status says its members are ready, not that an etcd answers), DaemonSets in the tenant
+cluster (its ``konnectivity-agent`` DaemonSet gets no status: no agent connects), NodePort Services
+(only LoadBalancer ones get an address), pod readiness probes, or authentication and authorization in
+the tenant's API server.
 
 It runs as threads of the process that starts it (:class:`devstack.controller_loop.ControllerLoop`).
 """
@@ -59,6 +64,7 @@ WATCHED = [
     Watched("", "v1", "namespaces"),
     Watched("", "v1", "services"),
     Watched("apps", "v1", "deployments"),
+    Watched("apps", "v1", "statefulsets"),
 ]
 
 
@@ -123,6 +129,8 @@ class HostedControlPlanes:
             self._ensure_load_balancer(namespace, service)
         for deployment in self._list(self._apps.list_namespaced_deployment, namespace):
             self._run(namespace, deployment)
+        for statefulset in self._list(self._apps.list_namespaced_stateful_set, namespace):
+            self._report_members(namespace, statefulset)
 
     @staticmethod
     def _list(call: Any, namespace: str) -> list[Body]:
@@ -274,6 +282,23 @@ class HostedControlPlanes:
         self._apps.patch_namespaced_deployment_status(name, namespace, {"status": wanted})
         if surge:
             self.loop.enqueue(namespace, ROLL_STEP)
+
+    def _report_members(self, namespace: str, statefulset: Body) -> None:
+        """The StatefulSet controller's status once every member's pod is ready (no rollout is played)."""
+        replicas = int(statefulset.get("spec", {}).get("replicas", 1))
+        wanted = {
+            "observedGeneration": statefulset["metadata"].get("generation", 1),
+            "replicas": replicas,
+            "readyReplicas": replicas,
+            "currentReplicas": replicas,
+            "updatedReplicas": replicas,
+            "availableReplicas": replicas,
+        }
+        status = statefulset.get("status") or {}
+        if all(status.get(k) == v for k, v in wanted.items()):
+            return
+        name = statefulset["metadata"]["name"]
+        self._apps.patch_namespaced_stateful_set_status(name, namespace, {"status": wanted})
 
     def _release(self, namespace: str) -> None:
         with self._lock:

@@ -288,6 +288,16 @@ class GeneratedClient(BaseClient):
                 desiredVersion
                 initialized
               }
+              health {
+                healthy
+                apiServerUp
+                apiServerReason
+                apiServerMessage
+                etcdMembers
+                etcdMembersReady
+                konnectivityAgents
+                konnectivityAgentsConnected
+              }
               nodePools {
                 name
                 computeProfile
@@ -335,6 +345,16 @@ class GeneratedClient(BaseClient):
                 version
                 desiredVersion
                 initialized
+              }
+              health {
+                healthy
+                apiServerUp
+                apiServerReason
+                apiServerMessage
+                etcdMembers
+                etcdMembersReady
+                konnectivityAgents
+                konnectivityAgentsConnected
               }
               nodePools {
                 name
@@ -425,6 +445,16 @@ class GeneratedClient(BaseClient):
                 desiredVersion
                 initialized
               }
+              health {
+                healthy
+                apiServerUp
+                apiServerReason
+                apiServerMessage
+                etcdMembers
+                etcdMembersReady
+                konnectivityAgents
+                konnectivityAgentsConnected
+              }
               nodePools {
                 name
                 computeProfile
@@ -479,6 +509,16 @@ class GeneratedClient(BaseClient):
                 version
                 desiredVersion
                 initialized
+              }
+              health {
+                healthy
+                apiServerUp
+                apiServerReason
+                apiServerMessage
+                etcdMembers
+                etcdMembersReady
+                konnectivityAgents
+                konnectivityAgentsConnected
               }
               nodePools {
                 name
@@ -538,6 +578,16 @@ class GeneratedClient(BaseClient):
                 version
                 desiredVersion
                 initialized
+              }
+              health {
+                healthy
+                apiServerUp
+                apiServerReason
+                apiServerMessage
+                etcdMembers
+                etcdMembersReady
+                konnectivityAgents
+                konnectivityAgentsConnected
               }
               nodePools {
                 name

@@ -1,4 +1,5 @@
 from datetime import datetime
+from typing import Optional
 
 from pydantic import Field
 
@@ -65,6 +66,7 @@ class KubernetesClusterFields(BaseModel):
     network: str
     created_at: datetime | None = Field(alias="createdAt")
     control_plane: "KubernetesClusterFieldsControlPlane" = Field(alias="controlPlane")
+    health: Optional["KubernetesClusterFieldsHealth"]
     node_pools: list["KubernetesClusterFieldsNodePools"] = Field(alias="nodePools")
     conditions: list["KubernetesClusterFieldsConditions"]
 
@@ -75,6 +77,17 @@ class KubernetesClusterFieldsControlPlane(BaseModel):
     version: str
     desired_version: str = Field(alias="desiredVersion")
     initialized: bool
+
+
+class KubernetesClusterFieldsHealth(BaseModel):
+    healthy: bool
+    api_server_up: bool = Field(alias="apiServerUp")
+    api_server_reason: str = Field(alias="apiServerReason")
+    api_server_message: str = Field(alias="apiServerMessage")
+    etcd_members: int = Field(alias="etcdMembers")
+    etcd_members_ready: int = Field(alias="etcdMembersReady")
+    konnectivity_agents: int | None = Field(alias="konnectivityAgents")
+    konnectivity_agents_connected: int | None = Field(alias="konnectivityAgentsConnected")
 
 
 class KubernetesClusterFieldsNodePools(BaseModel):

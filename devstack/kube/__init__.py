@@ -30,10 +30,10 @@ What the emulator does as a real API server does:
 - Watch: every event carries the object's namespace; ``timeoutSeconds`` ends the stream;
   ``resourceVersion`` resumes after that version (410 Expired once it left the event log); an
   object that stops matching a selector is reported DELETED, one that starts matching ADDED.
-- ``/version``, discovery, and Namespaces: ``default``, ``kube-system`` and the other system
-  namespaces exist from the start; creating an object in a namespace that does not exist answers
-  404 NotFound (``namespaces "x" not found``), as a real API server does. Deleting a namespace
-  deletes everything in it at once.
+- ``/version``, ``/readyz``, ``/livez`` and ``/healthz`` (``ok``), discovery, and Namespaces:
+  ``default``, ``kube-system`` and the other system namespaces exist from the start; creating an
+  object in a namespace that does not exist answers 404 NotFound (``namespaces "x" not found``), as a
+  real API server does. Deleting a namespace deletes everything in it at once.
 - Secrets: ``stringData`` is folded into base64 ``data``.
 - Finalizers: a delete only marks an object that has some (``deletionTimestamp``); it goes once they
   are removed.

@@ -1,4 +1,5 @@
-"""What the cluster says about itself: ``/version``, API discovery, and the resources it knows.
+"""What the cluster says about itself: ``/version``, its health checks, API discovery, and the resources it
+knows.
 
 The built-in resources are kmock's bundled list (a recent cluster's); a custom resource is known,
 to discovery and to requests, while a CustomResourceDefinition declares it (:mod:`devstack.kube.crds`).
@@ -48,6 +49,14 @@ _ROUTES: tuple[tuple[re.Pattern[str], str | None], ...] = (
 )
 
 Handler = Callable[[kmock.Request], Awaitable[Any]]
+
+# An API server's health checks: always ok here (the emulator has no etcd or informers to be unready).
+HEALTH_PATHS = frozenset({"/readyz", "/livez", "/healthz"})
+
+
+def is_health_check(request: kmock.Request) -> bool:
+    """Whether ``request`` asks ``/readyz``, ``/livez`` or ``/healthz``: answered ``ok`` as plain text."""
+    return request.method == kmock.method.GET and request.url.path.rstrip("/") in HEALTH_PATHS
 
 
 def _handler(emulator: kmock.KubernetesScaffold, name: str | None) -> Handler | Mapping[str, str]:

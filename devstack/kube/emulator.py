@@ -174,6 +174,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             return error.response()
 
     async def _serve_discovery(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        if discovery.is_health_check(request):
+            return aiohttp.web.Response(text="ok")  # as a healthy API server answers its probes
         try:
             document = await discovery.answer(self, request)
         except kmock.KubernetesError as error:  # e.g. a group/version no resource is served in

@@ -62,6 +62,35 @@ class KubernetesControlPlane(graphene.ObjectType):
     initialized = graphene.Boolean(required=True, description="Its API server has answered once.")
 
 
+class KubernetesControlPlaneHealth(graphene.ObjectType):
+    """What the platform last saw of the cluster's hosted control plane: checked at each change and every
+    minute by the control-plane provider."""
+
+    healthy = graphene.Boolean(
+        required=True, description="The API server up, every etcd member ready, every agent connected."
+    )
+    api_server_up = graphene.Boolean(
+        required=True, description="Its API server answered ready (/readyz) through the cluster's endpoint."
+    )
+    api_server_reason = graphene.String(
+        required=True,
+        description="Ready, NotReady (it answered, not ready), Unreachable (no answer), NoReadyReplicas.",
+    )
+    api_server_message = graphene.String(
+        required=True, description="The checks that failed, or why it did not answer; empty when up."
+    )
+    etcd_members = graphene.Int(required=True, description="The members of its etcd.")
+    etcd_members_ready = graphene.Int(required=True)
+    konnectivity_agents = graphene.Int(
+        description="Konnectivity agents in the cluster (one per node); null while its API server does not "
+        "answer."
+    )
+    konnectivity_agents_connected = graphene.Int(
+        description="Agents connected to the control plane's Konnectivity server (the API server reaches "
+        "nodes and pods through them: logs, exec, webhooks); null while unknown."
+    )
+
+
 class KubernetesNodePool(graphene.ObjectType):
     """A pool of worker nodes of one size (a MachineDeployment)."""
 
@@ -84,6 +113,10 @@ class KubernetesCluster(graphene.ObjectType):
     endpoint = graphene.String(description="Its API server's URL, once it has one.")
     network = graphene.String(required=True, description="The VDC network its nodes join by default.")
     control_plane = graphene.Field(KubernetesControlPlane, required=True)
+    health = graphene.Field(
+        KubernetesControlPlaneHealth,
+        description="Its control plane's health (API server, etcd, Konnectivity); null until first checked.",
+    )
     node_pools = graphene.List(graphene.NonNull(KubernetesNodePool), required=True)
     created_at = graphene.DateTime()
     conditions = graphene.List(graphene.NonNull(KubernetesClusterCondition), required=True)

@@ -160,6 +160,53 @@ class ControlPlane:
 
 
 @dataclass(frozen=True)
+class ControlPlaneHealth:
+    """What the control-plane provider last saw of the control plane (the FlexControlPlane's
+    ``status.health``, written each reconcile and every minute: providers/controlplane/health.py)."""
+
+    api_server_up: bool  # its /readyz answered 200 through the endpoint
+    api_server_reason: str  # Ready, NotReady, Unreachable or NoReadyReplicas
+    api_server_message: str  # the checks that failed, or why it did not answer
+    etcd_members: int
+    etcd_members_ready: int
+    # The tenant's Konnectivity agents (one per node), and those holding a connection to a Konnectivity
+    # server; None while the provider could not read them (the API server did not answer).
+    konnectivity_agents: int | None
+    konnectivity_agents_connected: int | None
+
+    @classmethod
+    def of(cls, status: Mapping[str, Any]) -> ControlPlaneHealth | None:
+        """From ``status.health``; None before the provider wrote one."""
+        health = status.get("health")
+        if not isinstance(health, Mapping):
+            return None
+        api_server = _get(health, "apiServer") or {}
+        observed = _get(health, "konnectivity", "observed") is True
+
+        def count(*path: str) -> int:
+            return max(0, _int(_get(health, *path)))
+
+        return cls(
+            api_server_up=_get(api_server, "ready") is True,
+            api_server_reason=str(_get(api_server, "reason") or ""),
+            api_server_message=str(_get(api_server, "message") or ""),
+            etcd_members=count("etcd", "members"),
+            etcd_members_ready=count("etcd", "readyMembers"),
+            konnectivity_agents=count("konnectivity", "agents") if observed else None,
+            konnectivity_agents_connected=count("konnectivity", "connectedAgents") if observed else None,
+        )
+
+    @property
+    def healthy(self) -> bool:
+        """The API server up, every etcd member ready, every agent known connected."""
+        return (
+            self.api_server_up
+            and self.etcd_members_ready == self.etcd_members
+            and self.konnectivity_agents_connected == self.konnectivity_agents
+        )
+
+
+@dataclass(frozen=True)
 class NodePool:
     name: str
     compute_profile: str
@@ -199,6 +246,7 @@ class KubernetesCluster:
     network: str
     created_at: datetime.datetime | None
     conditions: tuple[Condition, ...]
+    health: ControlPlaneHealth | None = None  # None until the provider has looked
 
     @property
     def id(self) -> str:
@@ -242,6 +290,7 @@ class KubernetesCluster:
             network=network,
             created_at=cluster.created,
             conditions=conditions,
+            health=ControlPlaneHealth.of(cp_status),
         )
 
 

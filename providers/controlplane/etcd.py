@@ -34,6 +34,8 @@ from providers.controlplane.model import (
     ETCD_METRICS_PORT,
     ETCD_PEER_PORT,
     ETCD_VOLUME_DIR,
+    METRICS_ETCD,
+    METRICS_LABEL,
     PKI_DIR,
     ControlPlane,
     Manifest,
@@ -92,12 +94,13 @@ def etcd_args(cp: ControlPlane) -> list[str]:
 
 
 def render_etcd(cp: ControlPlane) -> list[Manifest]:
-    """The headless Service that names the members, and their StatefulSet."""
+    """The headless Service that names the members (and offers their metrics port to the providers chart's
+    ServiceMonitor: plain HTTP, /metrics, /readyz and /livez only), and their StatefulSet."""
     match = etcd_selector(cp)
     service = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": meta(cp, ETCD),
+        "metadata": meta(cp, ETCD, **{METRICS_LABEL: METRICS_ETCD}),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,  # members find each other before they are ready
@@ -110,6 +113,12 @@ def render_etcd(cp: ControlPlane) -> list[Manifest]:
                     "protocol": "TCP",
                 },
                 {"name": "peer", "port": ETCD_PEER_PORT, "targetPort": ETCD_PEER_PORT, "protocol": "TCP"},
+                {
+                    "name": "metrics",
+                    "port": ETCD_METRICS_PORT,
+                    "targetPort": ETCD_METRICS_PORT,
+                    "protocol": "TCP",
+                },
             ],
         },
     }

@@ -9,7 +9,8 @@ control plane's namespace and the VDC's two Secrets are gone.
 
 What a control plane waits for wakes its reconcile at once (:mod:`providers.common.wakeups`), as an
 owner's reconcile follows its owned objects in controller-runtime: its Service (the LoadBalancer's
-address) and its Deployment (the pods' status), watched by the label ``flexplane.io/control-plane``, and
+address), its Deployment (the pods' status) and its etcd StatefulSet (the members' readiness, which
+``status.health`` reports), watched by the label ``flexplane.io/control-plane``, and
 its Cluster until the control plane is initialized (Cluster API core's ownerReference). The retry delays
 stay as the safety net.
 
@@ -206,8 +207,10 @@ def wake(key: Key) -> None:
 
 @kopf.on.event("", "v1", "services", labels={CONTROL_PLANE_LABEL: kopf.PRESENT}, registry=registry)
 @kopf.on.event("apps", "v1", "deployments", labels={CONTROL_PLANE_LABEL: kopf.PRESENT}, registry=registry)
+@kopf.on.event("apps", "v1", "statefulsets", labels={CONTROL_PLANE_LABEL: kopf.PRESENT}, registry=registry)
 def control_plane_object_changed(body: kopf.Body, type: str | None, **_: Any) -> None:
-    """The Service got its address, the Deployment's pods moved: its control plane's reconcile, now."""
+    """The Service got its address, the Deployment's pods or etcd's members moved: its control plane's
+    reconcile, now."""
     if type is None:  # the watch's first listing: the control planes' resume handlers run anyway
         return
     labels = body.get("metadata", {}).get("labels") or {}

@@ -132,6 +132,22 @@ class Kube:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
+        status, data = self._send(method, path, headers, body, query)
+        if status == 404:
+            return None
+        if status >= 400:
+            raise KubeError(status, method, path, _message(data))
+        return json.loads(data) if data else {}
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: Any = None,
+        query: list[tuple[str, str]] | None = None,
+    ) -> tuple[int, bytes]:
+        """One request through the official client (its TLS, credentials, timeouts): status and body."""
         method_, url, headers_, body_, _ = self.api.param_serialize(
             method=method,
             resource_path=path,
@@ -143,12 +159,7 @@ class Kube:
         response = self.api.call_api(
             method_, url, header_params=headers_, body=body_, _request_timeout=TIMEOUT
         )
-        data = response.read()
-        if response.status == 404:
-            return None
-        if response.status >= 400:
-            raise KubeError(response.status, method, path, _message(data))
-        return json.loads(data) if data else {}
+        return response.status, response.read()
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Body | None:
         return self.request("GET", path_of(api_version, kind, name, namespace))
@@ -200,6 +211,12 @@ class Kube:
         if answer is None:
             raise KubeError(404, "GET", "/version", "no /version")
         return answer
+
+    def readyz(self) -> tuple[bool, str]:
+        """``GET /readyz``: whether the API server is ready (it answers 200), and what it said (the checks
+        that failed when it is not). Raises what an unreachable server raises (:data:`UNREACHABLE`)."""
+        status, data = self._send("GET", "/readyz", {"Accept": "text/plain"})
+        return status == 200, data[:4096].decode(errors="replace").strip()
 
 
 def _message(data: bytes) -> str:

@@ -21,6 +21,8 @@ KONNECTIVITY_HEALTH_PORT = 8134
 ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
 ETCD_METRICS_PORT = 2381
+CONTROLLER_MANAGER_PORT = 10257
+SCHEDULER_PORT = 10259
 
 # Where the images come from unless FLEXPLANE_PROVIDERS_IMAGE_REGISTRY moves them (an air-gapped mirror):
 # the images below are paths and tags under it, kept as they are when it moves, so a mirror copied with
@@ -46,6 +48,13 @@ PKI_SECRET = "pki"  # noqa: S105 - a Secret's name
 KUBECONFIG_SECRET = "kubeconfigs"  # noqa: S105 - a Secret's name
 KONNECTIVITY_CONFIGMAP = "konnectivity"
 ETCD = "etcd"
+# The Service of the control plane pods' metrics ports (the controller manager's, the scheduler's, the
+# Konnectivity server's), and the label that the providers chart's ServiceMonitor selects it and the
+# ``etcd`` Service by; its value names what is behind (METRICS_CONTROL_PLANE or METRICS_ETCD).
+METRICS_SERVICE = "control-plane-metrics"
+METRICS_LABEL = "controlplane.flexplane.io/metrics"
+METRICS_CONTROL_PLANE = "control-plane"
+METRICS_ETCD = "etcd"
 # On the control plane's pod template: the PKI's digest, so a reissued certificate rolls the pods.
 PKI_DIGEST_ANNOTATION = "controlplane.flexplane.io/pki-digest"
 NONROOT = 65532  # the distroless images' nonroot user

@@ -5,8 +5,9 @@ Everything lives in the namespace ``fpcp-<vdc>-<cluster>``: the ``pki`` and ``ku
 ConfigMap (the API server's egress selector configuration), the ``control-plane`` Deployment
 (kube-apiserver, kube-controller-manager, kube-scheduler and the konnectivity-server sidecar, which
 share a Unix socket), the datastore, the ``kube-apiserver`` Service (6443 ``https``, 8132
-``konnectivity``: a LoadBalancer, a NodePort, or a ClusterIP behind the SNI router) and a
-PodDisruptionBudget.
+``konnectivity``: a LoadBalancer, a NodePort, or a ClusterIP behind the SNI router), a
+PodDisruptionBudget, and the ``control-plane-metrics`` Service (the pods' metrics ports, for the providers
+chart's ServiceMonitor: :func:`render_metrics_service`).
 
 The datastore is :mod:`.etcd`'s; the names, labels and pod pieces both use are :mod:`.model`'s.
 """
@@ -27,6 +28,7 @@ from providers.controlplane.model import (
     APISERVER_PORT,
     BACKUP_KEY_DIR,
     CONF_DIR,
+    CONTROLLER_MANAGER_PORT,
     DEPLOYMENT,
     EGRESS_SELECTOR_FILE,
     ETCD,
@@ -47,9 +49,13 @@ from providers.controlplane.model import (
     KONNECTIVITY_HOST_ANNOTATION,
     KONNECTIVITY_SERVER_IMAGE,
     KUBECONFIG_SECRET,
+    METRICS_CONTROL_PLANE,
+    METRICS_LABEL,
+    METRICS_SERVICE,
     PKI_DIGEST_ANNOTATION,
     PKI_DIR,
     PKI_SECRET,
+    SCHEDULER_PORT,
     SERVICE,
     SNAPSHOT_DIR,
     SNAPSHOT_FILE,
@@ -164,11 +170,19 @@ def apiserver_args(cp: ControlPlane) -> list[str]:
     return args
 
 
+# The controller manager and the scheduler authorize every request but their probes' against the tenant's
+# API server (delegated authorization); /metrics is added to those let through, so that the chart's
+# ServiceMonitor scrapes it without a credential of each tenant cluster. Only the management cluster's
+# pod network reaches these ports (the control-plane-metrics Service is a ClusterIP).
+ALWAYS_ALLOWED_PATHS = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+
+
 def controller_manager_args(cp: ControlPlane) -> list[str]:
     conf = f"{CONF_DIR}/controller-manager.conf"
     return [
         "--allocate-node-cidrs=true",
         f"--authentication-kubeconfig={conf}",
+        ALWAYS_ALLOWED_PATHS,
         f"--authorization-kubeconfig={conf}",
         f"--client-ca-file={PKI_DIR}/ca.crt",
         f"--cluster-cidr={cp.pod_cidr}",
@@ -190,6 +204,7 @@ def scheduler_args() -> list[str]:
     conf = f"{CONF_DIR}/scheduler.conf"
     return [
         f"--authentication-kubeconfig={conf}",
+        ALWAYS_ALLOWED_PATHS,
         f"--authorization-kubeconfig={conf}",
         f"--kubeconfig={conf}",
         "--leader-elect=true",
@@ -265,7 +280,7 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
         cp,
         "kube-controller-manager",
         controller_manager_args(cp),
-        ("cm-https", 10257),
+        ("cm-https", CONTROLLER_MANAGER_PORT),
         resources("100m", "128Mi", "512Mi"),
         [
             mount("controller-manager-pki", PKI_DIR),
@@ -279,7 +294,7 @@ def _containers(cp: ControlPlane) -> list[dict[str, Any]]:
         cp,
         "kube-scheduler",
         scheduler_args(),
-        ("sched-https", 10259),
+        ("sched-https", SCHEDULER_PORT),
         resources("50m", "64Mi", "256Mi"),
         [{**mount("scheduler-conf", f"{CONF_DIR}/scheduler.conf"), "subPath": "scheduler.conf"}],
     )
@@ -400,6 +415,36 @@ def _service_ports(cp: ControlPlane) -> list[dict[str, Any]]:
     return [https, agents]
 
 
+def render_metrics_service(cp: ControlPlane) -> Manifest:
+    """``control-plane-metrics``: a ClusterIP Service of the control plane pods' metrics ports, labelled for
+    the providers chart's ServiceMonitor (``metrics.serviceMonitor``).
+
+    ``controller-manager`` and ``scheduler`` serve /metrics over HTTPS with a certificate they make
+    themselves (scraped unverified, in the management cluster only); ``konnectivity-metrics`` is the
+    Konnectivity server's health port, whose /metrics has
+    ``konnectivity_network_proxy_server_ready_backend_connections`` (the agents connected to that replica).
+    etcd's metrics port is on the ``etcd`` Service (:mod:`.etcd`). The API server's /metrics is not here:
+    it answers only a credential of the tenant cluster (its own CA), which no one ServiceMonitor holds.
+    """
+    ports = [
+        ("controller-manager", CONTROLLER_MANAGER_PORT),
+        ("scheduler", SCHEDULER_PORT),
+        ("konnectivity-metrics", KONNECTIVITY_HEALTH_PORT),
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(cp, METRICS_SERVICE, **{METRICS_LABEL: METRICS_CONTROL_PLANE}),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector_labels(cp),
+            "ports": [
+                {"name": name, "port": port, "targetPort": port, "protocol": "TCP"} for name, port in ports
+            ],
+        },
+    }
+
+
 def render_pdb(cp: ControlPlane) -> Manifest:
     return {
         "apiVersion": "policy/v1",
@@ -421,6 +466,7 @@ def management_manifests(
         *etcd.render_etcd(cp),
         render_deployment(cp, pki.digest(files)),
         render_pdb(cp),
+        render_metrics_service(cp),
         *(render_etcd_backup(cp, backup) if backup is not None and backup.enabled else []),
     ]
 

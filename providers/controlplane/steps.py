@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from providers.common import conditions
 from providers.common.access import NO_BINDING, SecretsAccess
 from providers.common.objects import owner_reference
 from providers.common.settings import seconds
-from providers.controlplane import model, pki, render, tenant, workers
+from providers.controlplane import health, model, pki, render, tenant, workers
 from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError, path_of
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
 # How soon a step that waits on another controller (Cluster API core, the LoadBalancer) looks again,
 # should no event of what it waits for wake it first (see handlers).
 RETRY_DELAY = seconds("RETRY_DELAY", 5.0)
+# " at 0x7f...": an object's address in its repr, which differs at each reconcile.
+OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclass(frozen=True)
@@ -245,10 +248,11 @@ def ensure_control_plane_objects(
     cp: model.ControlPlane,
     files: Mapping[str, bytes],
     backup: model.EtcdBackup = model.NO_ETCD_BACKUP,
-) -> Body:
-    """Every other object of the namespace (the etcd snapshots' with a bucket); returns the Deployment as
-    the server has it."""
+) -> tuple[Body, Body]:
+    """Every other object of the namespace (the etcd snapshots' with a bucket); returns the Deployment and
+    the etcd StatefulSet as the server has them (their status too)."""
     deployment: Body = {}
+    statefulset: Body = {}
     # The kubeconfigs are rendered from the kept files, the same bytes each time: they match unless
     # a certificate was reissued.
     for manifest in render.management_manifests(cp, files, backup):
@@ -257,7 +261,9 @@ def ensure_control_plane_objects(
         written = kube.ensure(manifest)
         if manifest["kind"] == "Deployment":
             deployment = written
-    return deployment
+        elif manifest["kind"] == "StatefulSet" and manifest["metadata"]["name"] == model.ETCD:
+            statefulset = written
+    return deployment, statefulset
 
 
 def ensure_vdc_secrets(
@@ -300,25 +306,54 @@ def tenant_hash(manifests: list[Body]) -> str:
     return hashlib.sha256(json.dumps(manifests, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def ensure_tenant_objects(cp: model.ControlPlane, files: Mapping[str, bytes], installed: str) -> str | None:
-    """Install the tenant's objects when its API server answers over verified TLS; their hash, or None.
+def ensure_tenant_objects(
+    cp: model.ControlPlane, files: Mapping[str, bytes], installed: str
+) -> tuple[str | None, health.Tenant]:
+    """Install the tenant's objects when its API server answers ready over verified TLS: their hash (None
+    when not installed), and what the tenant's API server showed of its health (:mod:`.health`).
 
-    Nothing is sent when ``installed`` (the last install's hash) matches: a resync costs one /version.
+    Nothing is sent when ``installed`` (the last install's hash) matches: a resync costs a /readyz and a
+    read of the Konnectivity agents' DaemonSet.
     """
     manifests = tenant.tenant_manifests(cp, files["ca.crt"])
     digest = tenant_hash(manifests)
     tenant_kube = tenant_client(cp, files)
     try:
-        tenant_kube.version()
-        if installed != digest:
+        seen = _install_and_observe(cp, tenant_kube, manifests, install=installed != digest)
+    finally:
+        tenant_kube.close()
+    return (digest if seen.ready else None), seen
+
+
+def _install_and_observe(
+    cp: model.ControlPlane, tenant_kube: Kube, manifests: list[Body], *, install: bool
+) -> health.Tenant:
+    """/readyz; ready, the install (when ``install``) and the agents' DaemonSet; what was seen."""
+    try:
+        ready, said = tenant_kube.readyz()
+        if not ready:
+            log.info("tenant API of %s/%s not ready: %s", cp.vdc, cp.cluster, said)
+            return health.Tenant(health.NOT_READY, health.failed_checks(said))
+        if install:
             for manifest in manifests:
                 tenant_kube.ensure(manifest)
     except (*UNREACHABLE, KubeError) as error:
         log.info("tenant API of %s/%s not ready: %s", cp.vdc, cp.cluster, error)
-        return None
-    finally:
-        tenant_kube.close()
-    return digest
+        return health.Tenant(health.UNREACHABLE, _unreachable(error))
+    try:
+        daemonset = tenant_kube.get("apps/v1", "DaemonSet", model.KONNECTIVITY_AGENT, "kube-system")
+    except (*UNREACHABLE, KubeError) as error:  # installed all the same: only the agents are unknown
+        log.info("the Konnectivity agents of %s/%s were not read: %s", cp.vdc, cp.cluster, error)
+        return health.Tenant(health.READY)
+    return health.Tenant(health.READY, agents=health.agents_of(daemonset))
+
+
+def _unreachable(error: BaseException) -> str:
+    """Why the tenant's API server did not answer (or refused), in one line, without the addresses of
+    Python objects a connection error may name: the same failure reads the same at every reconcile (the
+    status is written only when it changes)."""
+    said = " ".join(OBJECT_ADDRESS.sub("", str(error)).split()) or type(error).__name__
+    return said[: health.MAX_MESSAGE]
 
 
 # ------------------------------------------------------------------------------------ status
@@ -372,14 +407,18 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
     if known != (cp.endpoint_host, cp.endpoint_port):
         outcome.spec = {"controlPlaneEndpoint": {"host": cp.endpoint_host, "port": cp.endpoint_port}}
     files = ensure_pki(kube, cp)
-    deployment = ensure_control_plane_objects(kube, cp, files, settings.etcd_backup)
+    deployment, etcd_statefulset = ensure_control_plane_objects(kube, cp, files, settings.etcd_backup)
     ensure_vdc_secrets(kube, cp, files, fcp)
     ensure_infrastructure_endpoint(kube, cluster, cp)
 
     previous = fcp.get("status") or {}
     status = deployment_status(deployment, cp, previous)
     installed = (fcp["metadata"].get("annotations") or {}).get(TENANT_HASH_ANNOTATION, "")
-    digest = ensure_tenant_objects(cp, files, installed) if status["readyReplicas"] > 0 else None
+    if status["readyReplicas"] > 0:
+        digest, seen = ensure_tenant_objects(cp, files, installed)
+    else:
+        digest, seen = None, health.Tenant(health.NO_READY_REPLICAS, "no API server replica is ready")
+    status["health"] = health.block(seen, etcd_statefulset)
     initialized = (
         bool((previous.get("initialization") or {}).get("controlPlaneInitialized")) or digest is not None
     )
@@ -389,6 +428,11 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
         status["initialization"] = {"controlPlaneInitialized": True}
     available = digest is not None and status["availableReplicas"] > 0
     reason = "Available" if available else "APIServerUnreachable"
+    message = (
+        "the API server answers" if available else "the API server does not answer over its endpoint yet"
+    )
+    if seen.reason == health.NOT_READY:
+        reason, message = "APIServerNotReady", f"the API server answers not ready: {seen.message}"
     if not status["readyReplicas"]:
         reason = "WaitingForReplicas"
     status["conditions"] = conditions.set_condition(
@@ -397,7 +441,7 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
             AVAILABLE,
             available,
             reason,
-            "the API server answers" if available else "the API server does not answer over its endpoint yet",
+            message,
             generation=int(fcp["metadata"].get("generation") or 0),
         ),
     )

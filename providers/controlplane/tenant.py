@@ -280,6 +280,19 @@ def konnectivity(cp: ControlPlane) -> list[Manifest]:
                         "initialDelaySeconds": 15,
                         "timeoutSeconds": 15,
                     },
+                    # Ready while it holds a connection to a Konnectivity server (the agent's /readyz):
+                    # the DaemonSet's numberReady is the agents connected, which the provider reports
+                    # (providers.controlplane.health). Nothing routes to the agents; a rollout of the
+                    # DaemonSet waits for each new agent to connect before it replaces the next.
+                    "readinessProbe": {
+                        "httpGet": {
+                            "path": "/readyz",
+                            "port": KONNECTIVITY_HEALTH_PORT,
+                            "host": "127.0.0.1",
+                        },
+                        "periodSeconds": 10,
+                        "timeoutSeconds": 5,
+                    },
                     "resources": {
                         "requests": {"cpu": "10m", "memory": "32Mi"},
                         "limits": {"memory": "128Mi"},

@@ -511,7 +511,7 @@ def providers_needs() -> Needs:
     out |= needs(VDC, "", ("secrets",), CP_STEPS, {"delete": 'kube.delete("v1", "Secret"'})
     watched = {"list": "@kopf.on.event(", "watch": "@kopf.on.event("}
     out |= needs(EVERYWHERE, "", ("services",), CP_HANDLERS, watched)
-    out |= needs(EVERYWHERE, "apps", ("deployments",), CP_HANDLERS, watched)
+    out |= needs(EVERYWHERE, "apps", ("deployments", "statefulsets"), CP_HANDLERS, watched)
     out |= needs(
         EVERYWHERE, "", ("events",), "providers/common/operator.py", {"create": "settings.posting.level"}
     )

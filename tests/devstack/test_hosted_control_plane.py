@@ -143,3 +143,35 @@ def test_a_control_plane_gets_an_address_an_https_api_server_and_a_rolling_statu
     # Refused, or (a socket not yet closed as the server's loop ends) never answered.
     with pytest.raises((requests.ConnectionError, requests.Timeout)):
         requests.get(f"https://{ip}:6443/version", verify=str(ca.cert_path), timeout=2)
+
+
+def test_the_datastores_statefulset_reports_every_member_ready(
+    kube: tuple[Any, Any, HostedControlPlanes],
+) -> None:
+    core, apps, _ = kube
+    namespace = "fpcp-demo-members"
+    core.create_namespace({"metadata": {"name": namespace}})
+    labels = {"app": "etcd"}
+    apps.create_namespaced_stateful_set(
+        namespace,
+        {
+            "metadata": {"name": "etcd"},
+            "spec": {
+                "replicas": 3,
+                "serviceName": "etcd",
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "etcd", "image": "registry.k8s.io/etcd:3.6.5-0"}]},
+                },
+            },
+        },
+    )
+
+    def members() -> Any:
+        status = apps.read_namespaced_stateful_set("etcd", namespace).status
+        return status if status and status.ready_replicas == 3 else None
+
+    status = wait_for(members, "the members ready")
+    assert (status.replicas, status.updated_replicas, status.observed_generation) == (3, 3, 1)
+    core.delete_namespace(namespace)

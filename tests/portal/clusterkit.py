@@ -145,7 +145,8 @@ def control_plane_up(
     management: Management, vdc: str, cluster: str, host: str, ca: bytes, key: bytes
 ) -> None:
     """What the control-plane provider writes once the cluster's API server answers: its endpoint (on the
-    FlexControlPlane and the ProxmoxCluster), its CA Secret, and the FlexControlPlane's status."""
+    FlexControlPlane and the ProxmoxCluster), its CA Secret, and the FlexControlPlane's status (its health
+    too)."""
     endpoint = {"controlPlaneEndpoint": {"host": host, "port": 6443}}
     ns = namespace_of(vdc)
     labels = {CLUSTER_NAME_LABEL: cluster, VDC_LABEL: vdc}
@@ -177,15 +178,24 @@ def control_plane_up(
             "upToDateReplicas": replicas,
             "version": version,
             "externalManagedControlPlane": True,
+            # Its health as the provider sees it then: the API server ready, etcd's member, no node yet.
+            "health": {
+                "apiServer": {"ready": True, "reason": "Ready", "message": ""},
+                "etcd": {"members": 1, "readyMembers": 1},
+                "konnectivity": {"observed": True, "agents": 0, "connectedAgents": 0},
+            },
         },
     )
 
 
 def nodes_up(management: Management, vdc: str, cluster: str) -> None:
     """What Cluster API core reflects once every worker has joined: each MachineDeployment's replicas as
-    asked for, all ready and up to date."""
+    asked for, all ready and up to date; and what the control-plane provider sees next, each node's
+    Konnectivity agent connected."""
+    nodes = 0
     for deployment in management.objects(MACHINE_DEPLOYMENT, vdc, cluster):
         count = deployment["spec"].get("replicas", 0)
+        nodes += count
         status = {
             "replicas": count,
             "readyReplicas": count,
@@ -193,6 +203,8 @@ def nodes_up(management: Management, vdc: str, cluster: str) -> None:
             "upToDateReplicas": count,
         }
         management.patch_status(MACHINE_DEPLOYMENT, vdc, deployment["metadata"]["name"], status)
+    agents = {"observed": True, "agents": nodes, "connectedAgents": nodes}
+    management.patch_status(FLEX_CONTROL_PLANE, vdc, cluster, {"health": {"konnectivity": agents}})
 
 
 def prepare(world: World, api: GraphQL) -> Management:

@@ -1,4 +1,5 @@
-"""The server: /version, starting and stopping, its kubeconfig, and what tests reach through it."""
+"""The server: /version and the health checks, starting and stopping, its kubeconfig, and what tests reach
+through it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 from kubernetes import client, config, watch
 from kubernetes.client import ApiClient, ApiException
 
@@ -22,6 +24,13 @@ def test_it_answers_a_version_document(api: ApiClient) -> None:
 
     assert version.major == "1"
     assert version.git_version.startswith("v1.")
+
+
+@pytest.mark.parametrize("path", ["/readyz", "/livez", "/healthz"])
+def test_it_answers_its_health_checks_ok_as_an_api_server_does(kube: KubeServer, path: str) -> None:
+    answer = requests.get(f"{kube.url}{path}", timeout=5)
+
+    assert (answer.status_code, answer.text) == (200, "ok")
 
 
 def test_it_starts_on_a_free_port_and_stops_leaving_no_thread() -> None:

@@ -101,7 +101,9 @@ def test_everything_of_the_control_plane_lives_in_its_namespace_with_the_contrac
 ) -> None:
     for manifest in [render.render_service(CP), *render.management_manifests(CP, files)]:
         assert manifest["metadata"]["namespace"] == "fpcp-demo-web"
-        assert manifest["metadata"]["labels"] == {
+        labels = dict(manifest["metadata"]["labels"])
+        labels.pop(model.METRICS_LABEL, None)  # the metrics Services' (test_metrics)
+        assert labels == {
             "flexplane.io/vdc": "demo",
             "cluster.x-k8s.io/cluster-name": "web",
             "flexplane.io/control-plane": "web",

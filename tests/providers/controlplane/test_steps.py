@@ -208,8 +208,9 @@ def test_a_second_reconcile_reads_each_object_once_and_writes_nothing_anywhere(
     assert (server.emulator.revision, tenant_server.emulator.revision) == before
     made = (len(list(server.emulator)) - requests[0], len(list(tenant_server.emulator)) - requests[1])
     # One read per object: the FlexControlPlane (the test's), the Cluster, the ProxmoxCluster, the
-    # namespace and its eight objects, the VDC's two Secrets; and the tenant's /version.
-    assert made == (14, 1)
+    # namespace and its nine objects, the VDC's two Secrets; and the tenant's /readyz and its Konnectivity
+    # agents' DaemonSet.
+    assert made == (15, 2)
 
 
 def test_an_api_server_whose_certificate_another_ca_signed_is_not_trusted(kube: Kube) -> None:
@@ -219,7 +220,10 @@ def test_an_api_server_whose_certificate_another_ca_signed_is_not_trusted(kube: 
     with KubeServer.start(
         IMPOSTOR_ADDRESS, 6443, tls=(impostor["apiserver.crt"], impostor["apiserver.key"])
     ) as other:
-        assert steps.ensure_tenant_objects(cp, files, installed="") is None
+        digest, seen = steps.ensure_tenant_objects(cp, files, installed="")
+        assert digest is None
+        assert (seen.reason, seen.agents) == ("Unreachable", None)
+        assert "CERTIFICATE_VERIFY_FAILED" in seen.message
         with pytest.raises(KeyError):  # nothing was installed there
             other.emulator.objects[kmock.resource("", "v1", "configmaps"), "kube-public", "cluster-info"]
 

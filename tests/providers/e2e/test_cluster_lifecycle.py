@@ -299,6 +299,18 @@ def test_the_hosted_control_plane_comes_up_and_serves_the_tenant_api(mgmt: Mgmt,
     finally:
         api.close()
 
+    # What the provider sees of its health: the API server's /readyz through the endpoint, etcd's member
+    # ready (the stand-in reports the StatefulSet's status), the agents' DaemonSet read (the stand-in runs
+    # no node: none scheduled).
+    def healthy() -> Body | None:
+        health = ((mgmt.get(CP, "flexcontrolplanes", CLUSTER) or {}).get("status") or {}).get("health") or {}
+        return health if health.get("etcd", {}).get("readyMembers") == 1 else None
+
+    health = wait(healthy, "the control plane's health")
+    assert health["apiServer"] == {"ready": True, "reason": "Ready", "message": ""}
+    assert health["etcd"] == {"members": 1, "readyMembers": 1}
+    assert health["konnectivity"] == {"observed": True, "agents": 0, "connectedAgents": 0}
+
 
 def test_three_workers_become_vms_in_vdc_demo_with_their_bootstrap_data(mgmt: Mgmt, capi: World) -> None:
     workers = wait_workers(mgmt, capi, 3)
