@@ -103,6 +103,33 @@ class KubernetesNodePool(graphene.ObjectType):
     version = graphene.String(required=True, description="The Kubernetes version its nodes are made with.")
 
 
+class KubernetesLoadBalancerPort(graphene.ObjectType):
+    """A port of a LoadBalancer Service on its public address, forwarded to its NodePort on a ready node."""
+
+    protocol = graphene.String(required=True, description="tcp or udp.")
+    port = graphene.Int(required=True)
+    node_port = graphene.Int(required=True)
+
+
+class KubernetesLoadBalancer(graphene.ObjectType):
+    """A Service of type LoadBalancer of the cluster, on a public IP of the VDC's edge gateway (its
+    cloud controller put it there)."""
+
+    namespace = graphene.String(required=True)
+    name = graphene.String(required=True)
+    zone = graphene.String(required=True, description="The zone of the edge gateway that holds its address.")
+    address = graphene.String(required=True, description="Its public IP: the Service's external address.")
+    ports = graphene.List(graphene.NonNull(KubernetesLoadBalancerPort), required=True)
+    nodes = graphene.List(
+        graphene.NonNull(graphene.String), required=True, description="The node addresses its ports go to."
+    )
+    source_ranges = graphene.List(
+        graphene.NonNull(graphene.String),
+        required=True,
+        description="Who may connect (0.0.0.0/0: anyone), from the Service's loadBalancerSourceRanges.",
+    )
+
+
 class KubernetesCluster(graphene.ObjectType):
     """A tenant Kubernetes cluster of a VDC: a hosted control plane and pools of worker VMs."""
 
@@ -120,6 +147,15 @@ class KubernetesCluster(graphene.ObjectType):
     node_pools = graphene.List(graphene.NonNull(KubernetesNodePool), required=True)
     created_at = graphene.DateTime()
     conditions = graphene.List(graphene.NonNull(KubernetesClusterCondition), required=True)
+    load_balancers = graphene.List(
+        graphene.NonNull(KubernetesLoadBalancer),
+        required=True,
+        description="Its Services of type LoadBalancer that have their address, by namespace and name.",
+    )
+
+    @staticmethod
+    def resolve_load_balancers(root: ClusterModel, info: graphene.ResolveInfo) -> list[clusters.LoadBalancer]:
+        return clusters.load_balancers(flexplane(info), root.vdc, root.name)
 
 
 class Kubeconfig(graphene.ObjectType):

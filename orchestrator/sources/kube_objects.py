@@ -239,3 +239,24 @@ def vdc_of_namespace(namespace: str) -> str | None:
     """The VDC whose namespace ``vdc-<vdc>`` this is; None for any other namespace."""
     vdc = namespace.removeprefix(VDC_NAMESPACE_PREFIX)
     return vdc if vdc != namespace and vdc else None
+
+
+# The description of the firewall rules by which a tenant cluster's cloud controller marks a public IP as
+# a LoadBalancer Service's (``providers.cloud``): ``k8s-lb <cluster> <namespace>/<name>``. The API
+# labels neither public IPs nor forwards, so the gateway itself says which address is whose.
+BALANCER_PREFIX = "k8s-lb"
+
+
+def balancer_description(cluster: str, namespace: str, name: str) -> str:
+    """The description of the rules that mark an address as Service ``namespace/name`` of ``cluster``."""
+    return f"{BALANCER_PREFIX} {cluster} {namespace}/{name}"
+
+
+def balancer_named(description: str) -> tuple[str, str, str] | None:
+    """The (cluster, namespace, name) of the Service a rule's description names; None for any other."""
+    prefix, _, rest = description.partition(" ")
+    cluster, _, service = rest.partition(" ")
+    namespace, slash, name = service.partition("/")
+    if prefix != BALANCER_PREFIX or not (cluster and slash and namespace and name) or " " in service:
+        return None
+    return cluster, namespace, name

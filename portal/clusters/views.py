@@ -184,7 +184,7 @@ def _page(
     upgrades = newer_versions(ctx, cluster)
     pools = [(p.name, p.count) for p in cluster.node_pools]
     context = {
-        **_live(cluster),
+        **_live(ctx, cluster),
         "vdc": _vdc(ctx),
         "scale_form": scale or ScaleForm(pools),
         "upgrade_form": upgrade or UpgradeForm(upgrades),
@@ -194,10 +194,12 @@ def _page(
     return render(request, "portal/clusters/detail.html", context)
 
 
-def _live(cluster: KubernetesCluster) -> dict[str, object]:
-    """What the parts of the cluster's page that follow it are drawn from: its status, its kubeconfig."""
+def _live(ctx: Context, cluster: KubernetesCluster) -> dict[str, object]:
+    """What the parts of the cluster's page that follow it are drawn from: its status (with its load
+    balancers), its kubeconfig."""
     return {
         "cluster": cluster,
+        "balancers": clusters.load_balancers(ctx, cluster.vdc, cluster.name),
         "nodes": nodes(cluster),
         "settled": settled(cluster),
         "poll": POLL,
@@ -220,7 +222,7 @@ def cluster_detail(request: HtmxHttpRequest, ctx: Context, cluster: str) -> Http
         messages.success(request, f"Cluster {cluster} is deleted.")
         return HttpResponseClientRedirect(_list_url(_vdc(ctx).id))
     if polled:
-        return render(request, "portal/clusters/_status.html", {**_live(found), "oob": True})
+        return render(request, "portal/clusters/_status.html", {**_live(ctx, found), "oob": True})
     return _page(request, ctx, found)
 
 

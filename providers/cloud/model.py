@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.sources.kube_objects import balancer_description, balancer_named
+
 Body = dict[str, Any]
 
 PROVIDER_ID_PREFIX = "proxmox://"
@@ -38,7 +40,6 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # Kubernetes' label keeping a node out of load balancers' backends.
 EXCLUDE_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
-OWNER_PREFIX = "k8s-lb"
 ANYWHERE = "0.0.0.0/0"
 PROTOCOLS = {"TCP": "tcp", "UDP": "udp"}
 
@@ -205,17 +206,15 @@ def source_ranges(values: Sequence[Any]) -> tuple[str, ...]:
 
 
 def owner(cluster: str, namespace: str, name: str) -> str:
-    """The description of the gateway rules that mark an address as this Service's."""
-    return f"{OWNER_PREFIX} {cluster} {namespace}/{name}"
+    """The description of the gateway rules that mark an address as this Service's (the orchestrator
+    reads them back for the cluster's page: ``orchestrator.sources.kube_objects.balancer_named``)."""
+    return balancer_description(cluster, namespace, name)
 
 
 def owned_by(description: str, cluster: str) -> tuple[str, str] | None:
     """The Service (namespace, name) of this cluster a rule's description names; None for any other."""
-    prefix = f"{OWNER_PREFIX} {cluster} "
-    if not description.startswith(prefix):
-        return None
-    namespace, slash, name = description[len(prefix) :].partition("/")
-    return (namespace, name) if slash and namespace and name else None
+    found = balancer_named(description)
+    return found[1:] if found is not None and found[0] == cluster else None
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,15 @@ Authorization: USER of the cluster's VDC, or ADMIN; a cluster is named within th
 - ``inputs``: what a create is given, and the limits (read them there);
 - ``objects``: the objects a cluster is made of (pure);
 - ``quota``: workers counted as the VMs they become, before they are made;
-- ``create``: ``create_cluster``;
+- ``create``: ``create_cluster``; ``reach``: its workers' way to the control plane, made sure of first;
+- ``balancers``: ``load_balancers``, its Services of type LoadBalancer as the VDC's gateways hold them;
 - ``changes``: ``scale_node_pool``, ``upgrade_cluster``, ``delete_cluster``;
 - ``kubeconfig``: a short-lived client certificate of the caller (why: see that module).
 """
 
 from __future__ import annotations
 
+from orchestrator.services.clusters.balancers import LoadBalancer, load_balancers
 from orchestrator.services.clusters.changes import delete_cluster, scale_node_pool, upgrade_cluster
 from orchestrator.services.clusters.create import create_cluster
 from orchestrator.services.clusters.inputs import CreateCluster, NodePoolSpec
@@ -26,6 +28,7 @@ from orchestrator.services.clusters.reads import get_cluster, kubernetes_version
 __all__ = [
     "VALIDITY",
     "CreateCluster",
+    "LoadBalancer",
     "NodePoolSpec",
     "create_cluster",
     "delete_cluster",
@@ -33,6 +36,7 @@ __all__ = [
     "kubeconfig",
     "kubernetes_versions",
     "list_clusters",
+    "load_balancers",
     "scale_node_pool",
     "upgrade_cluster",
 ]

@@ -1,0 +1,101 @@
+"""A cluster's LoadBalancer Services (``KubernetesCluster.loadBalancers``) through the GraphQL API in this
+process: read back from the VDC's edge gateway, where the cluster's cloud controller marks each Service's
+public IP with its firewall rules (its own functions write them here: ``providers.cloud.model``).
+
+No provider runs here: each test writes the objects a create makes and the gateway as the cloud controller
+leaves it, in a cluster and a VDC gateway of its own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from orchestrator.models.clusters import namespace_of
+from orchestrator.models.gateways import FirewallRule, Gateway, PortForward, PublicIp
+from orchestrator.services.clusters import objects
+from orchestrator.services.gateways import store
+from providers.cloud.model import Balancer, Port, Rule, owner, wanted_rules
+from tests.orchestrator.fakekube import FakeClusterApi, FakeKube, context_on
+from tests.orchestrator.inprocess import InProcessApi
+
+BALANCERS = """query($name: String!) { kubernetesCluster(name: $name) { name loadBalancers {
+  namespace name zone address ports { protocol port nodePort } nodes sourceRanges } } }"""
+NAMESPACE = namespace_of("demo")
+ADDRESS = "203.0.113.11"
+
+
+@pytest.fixture
+def cluster(tenant_clusters: FakeClusterApi) -> Iterator[str]:
+    """A cluster of VDC demo as a create writes it, its objects gone afterwards."""
+    name = f"b{uuid.uuid4().hex[:8]}"
+    made = objects.all_objects(objects.ClusterPlan("demo", name, "v1.34.2", "debian-12", "net-1", 2, ()))
+    for resource, body in made:
+        tenant_clusters.create(resource, NAMESPACE, body)
+    yield name
+    for resource, body in made:
+        tenant_clusters.delete(resource, NAMESPACE, body["metadata"]["name"])
+
+
+def as_stored(rule: Rule, description: str) -> FirewallRule:
+    ports = None if rule.port_from is None or rule.port_to is None else (rule.port_from, rule.port_to)
+    return FirewallRule("in", rule.action, rule.protocol, rule.source, rule.destination, ports, description)
+
+
+@pytest.fixture
+def gateway(kube: FakeKube, cluster: str) -> Iterator[Gateway]:
+    """VDC demo's gateway in zone-a as the cluster's cloud controller leaves it for Service shop/front:
+    its address, the rules marking it (from 198.51.100.0/24 only) and its two ports' forwards."""
+    ctx = context_on(kube, "ADMIN")
+    balancer = Balancer(
+        "shop", "front", (Port("tcp", 80, 30080), Port("tcp", 443, 30443)), ("198.51.100.0/24",), True
+    )
+    rules = [as_stored(r, owner(cluster, "shop", "front")) for r in wanted_rules(balancer, ADDRESS)]
+    forwards = (
+        PortForward(ADDRESS, "tcp", 80, "10.0.0.21", 30080),
+        PortForward(ADDRESS, "tcp", 443, "10.0.0.22", 30443),
+    )
+    saved = store.save(
+        ctx,
+        Gateway(
+            "demo",
+            "zone-a",
+            "203.0.113.10",
+            public_ips=(PublicIp(ADDRESS),),
+            rules=tuple(rules),
+            forwards=forwards,
+        ),
+    )
+    yield saved
+    kube.delete_catalog("gateway", saved.id)
+
+
+def test_a_clusters_load_balancer_reads_with_its_address_ports_nodes_and_sources(
+    api: InProcessApi, cluster: str, gateway: Gateway
+) -> None:
+    answer = api(BALANCERS, user="alice", vdc="demo", variables={"name": cluster})
+
+    assert answer.errors == [], answer.body
+    assert answer.data["kubernetesCluster"]["loadBalancers"] == [
+        {
+            "namespace": "shop",
+            "name": "front",
+            "zone": "zone-a",
+            "address": ADDRESS,
+            "ports": [
+                {"protocol": "tcp", "port": 80, "nodePort": 30080},
+                {"protocol": "tcp", "port": 443, "nodePort": 30443},
+            ],
+            "nodes": ["10.0.0.21", "10.0.0.22"],
+            "sourceRanges": ["198.51.100.0/24"],
+        }
+    ]
+
+
+def test_a_cluster_without_load_balancers_lists_none(api: InProcessApi, cluster: str) -> None:
+    answer = api(BALANCERS, user="alice", vdc="demo", variables={"name": cluster})
+
+    assert answer.errors == [], answer.body
+    assert answer.data["kubernetesCluster"]["loadBalancers"] == []
