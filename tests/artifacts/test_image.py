@@ -281,6 +281,40 @@ def test_the_image_runs_the_sni_router_as_the_chart_does_and_it_refuses_an_unkno
             context.wrap_socket(raw, server_hostname="nobody.k8s.example.com")
 
 
+def test_the_image_runs_a_tenant_clusters_cloud_controller_alive_and_not_ready_without_flexplane(
+    oci_config: dict, rootfs: Path, neighbours: tuple[KubeServer, IdentityProvider, Path]
+) -> None:
+    """A tenant cluster's cloud controller (``python -m providers.cloud``, with the API's client the image
+    carries) as the image's user with its root read-only: the Kubernetes neighbour plays the tenant
+    cluster's API server, and flex.plane's API answers nowhere. It is alive (``/healthz``) and not ready
+    (``/readyz`` says its pass failed), as a probe would see it, until flex.plane answers."""
+    _kube, _identity, config_dir = neighbours
+    (config_dir / "cloud-token").write_text("not-a-real-token\n")
+    (config_dir / "cloud-token").chmod(0o644)
+    host = address(IMAGE_SUITE, 11)
+    probes, nowhere = f"{host}:{free_port(host)}", f"http://{host}:{free_port(host)}"
+    env = [
+        f"FLEXPLANE_PROBES_LISTEN={probes}",
+        "FLEXPLANE_CLOUD_KUBECONFIG=/run/kubeconfig",
+        f"FLEXPLANE_URL={nowhere}",
+        "FLEXPLANE_CLOUD_TOKEN_FILE=/run/cloud-token",
+        "FLEXPLANE_CLOUD_CLUSTER=web",
+        "FLEXPLANE_CLOUD_VDC=demo",
+        "FLEXPLANE_CLOUD_INTERVAL=1",
+        image_path(oci_config),
+    ]
+    command = ["/usr/bin/env", "-i", *env, "/opt/flexplane/venv/bin/python", "-m", "providers.cloud"]
+    with image_process(rootfs, config_dir, USER, command) as process:
+        assert serving(process, f"http://{probes}/healthz").json() == {"status": "ok"}
+        deadline = time.monotonic() + START_TIMEOUT
+        ready = requests.get(f"http://{probes}/readyz", timeout=5)
+        while "the last pass failed" not in ready.text and time.monotonic() < deadline:
+            time.sleep(0.5)
+            ready = requests.get(f"http://{probes}/readyz", timeout=5)
+        assert ready.status_code == 503, ready.text
+        assert "the last pass failed" in ready.json()["detail"], ready.text
+
+
 def uapi_get(path: Path) -> dict[str, str]:
     """A WireGuard device's settings through its UAPI socket (wireguard-go's, which lives in the image's
     /var/run/wireguard: the host's ``wg`` looks in its own)."""

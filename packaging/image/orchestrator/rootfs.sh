@@ -46,7 +46,8 @@ fi
 # The app's sources: what its wheel is built from, and the templates and static files beside it.
 mkdir -p "$OUT/tmp/src"
 tar -C "$SRC" --exclude=__pycache__ --exclude=static_src -cf - \
-    pyproject.toml requirements.lock README.md flexplane orchestrator portal providers agent agentclient templates static |
+    pyproject.toml requirements.lock README.md flexplane orchestrator portal providers agent agentclient apiclient \
+    templates static |
     tar -C "$OUT/tmp/src" -xf -
 if [ ! -f "$OUT/tmp/src/$CSS" ]; then
     echo "rootfs.sh: $CSS went away while copying (is the CSS being rebuilt?): run it again" >&2
