@@ -92,6 +92,8 @@ class Traffic:
     chosen requests: the connection is closed before fakepve handles the request. ``delay()`` aims
     its latency (``slow_network``, which slows every request, or a node's) at chosen requests, in real
     seconds; a delayed request is handled even if its client has gone meanwhile, as Proxmox would.
+    ``release()`` ends the delays under way at once: a test that holds a request until it has done what
+    it needed meanwhile (killed the client, say) gives a bound rather than a guess of how long that takes.
     """
 
     in_flight: Counter[str] = field(default_factory=Counter)
@@ -107,6 +109,8 @@ class Traffic:
     # (method, path suffix, address or None for any) -> [how many more (None: every one), seconds of
     # delay (None: drop), how many matching requests to let through first].
     rules: dict[tuple[str, str, str | None], list[Any]] = field(default_factory=dict)
+    # Set by ``release()``: the delays under way end (a new event for later ones).
+    _released: asyncio.Event | None = field(default=None, repr=False)
 
     def arrive(self, address: str, method: str, path: str) -> None:
         self.arrivals.append((address, method, path))
@@ -150,6 +154,19 @@ class Traffic:
     ) -> None:
         """Delay the matching requests after the first ``skip`` of them."""
         self.rules[(method, suffix, address)] = [times, seconds, skip]
+
+    async def hold(self, seconds: float) -> None:
+        """A delayed request's wait: ``seconds``, or until ``release()``, whichever comes first."""
+        if self._released is None:
+            self._released = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._released.wait(), seconds)
+
+    def release(self) -> None:
+        """End every delay under way now (on the loop's thread); later ones take their time."""
+        if self._released is not None:
+            self._released.set()
+            self._released = None
 
     def rule_for(self, address: str, method: str, path: str) -> tuple[bool, float]:
         """(drop it, seconds to delay it) for this request, counted against the rule that matches."""
@@ -237,7 +254,7 @@ class HarnessPve(AccessApi, SdnApi, SnapshotRules, UsageRrd, ConsoleScreen, Fake
                 return web.Response(status=599, text="dropped by the harness")  # written to nobody
             if delay:
                 await request.read()  # Proxmox has the whole request now: it handles it, come what may
-                await asyncio.sleep(delay)
+                await self.traffic.hold(delay)
             response: web.StreamResponse = await handler(request)
             body = getattr(response, "body", None)
             size = len(body) if isinstance(body, bytes | bytearray) else 0

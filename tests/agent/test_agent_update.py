@@ -301,43 +301,46 @@ def tampered(release: BuiltRelease, platform: ReleasePlatform, change: Callable[
     path.write_bytes(change(path.read_bytes()))
 
 
-def assert_refused_and_still_serving(node: Node, to_version: str, reason: str) -> None:
-    info = wait_for_result(node, "refused")
+def unsigned(release: BuiltRelease, platform: ReleasePlatform) -> None:
+    """Publish the release with its envelope's signature emptied."""
+    platform.publish(release)
+    envelope = platform.published(release.envelope.name)
+    envelope.write_text(json.dumps({**json.loads(envelope.read_text()), "signature": ""}))
+
+
+def assert_refused_and_still_serving(node: Node, to_version: str, reason: str) -> AgentInfo:
+    """Once the agent's last update is a refusal for ``reason``: it names ``to_version``, and 1.0.0 serves
+    on, never restarted. The agent's info."""
+    info = node.wait_for(
+        lambda i: i.update.result == "refused" and reason in i.update.message, UPDATE_TIMEOUT
+    )
     assert info.version == "1.0.0"
     assert info.update.to_version == to_version
-    assert reason in info.update.message
     assert node.main_pid() == node.first_pid  # never restarted
     assert node.pointed("current") == "1.0.0"
     assert not (node.install / "versions" / "1.1.0").exists()
     assert node.state()["last"]["result"] == "refused"
     assert "self-update refused" in node.log.read_text()
+    return info
 
 
-def test_a_tampered_artifact_is_refused_and_the_old_agent_keeps_serving(
+def test_a_tampered_artifact_a_partial_download_another_key_and_no_signature_are_each_refused(
     node: Node, channel: ReleasePlatform, releases: Releases
 ) -> None:
+    """Each bad release in turn on one agent (an agent each would only start another process): refused for
+    its own reason, while the old agent keeps serving."""
     tampered(releases.newer, channel, lambda data: data[:-100] + bytes(b ^ 0xFF for b in data[-100:]))
     assert_refused_and_still_serving(node, "1.1.0", "tampered or corrupt")
 
-
-def test_a_partial_download_is_refused(node: Node, channel: ReleasePlatform, releases: Releases) -> None:
     tampered(releases.newer, channel, lambda data: data[: len(data) // 2])
     size = releases.newer.manifest.size
-    assert_refused_and_still_serving(node, "1.1.0", f"partial download of {channel.url}")
-    assert f"got {size // 2} of {size} bytes" in node.info().update.message
+    partial = assert_refused_and_still_serving(node, "1.1.0", f"partial download of {channel.url}")
+    assert f"got {size // 2} of {size} bytes" in partial.update.message
 
-
-def test_a_release_signed_by_another_key_is_refused(
-    node: Node, channel: ReleasePlatform, releases: Releases
-) -> None:
     channel.publish(releases.stranger)
     assert_refused_and_still_serving(node, "", "does not verify against release_public_key")
 
-
-def test_an_unsigned_release_is_refused(node: Node, channel: ReleasePlatform, releases: Releases) -> None:
-    channel.publish(releases.newer)
-    envelope = channel.published(releases.newer.envelope.name)
-    envelope.write_text(json.dumps({**json.loads(envelope.read_text()), "signature": ""}))
+    unsigned(releases.newer, channel)
     assert_refused_and_still_serving(node, "", "the release is not signed")
 
 

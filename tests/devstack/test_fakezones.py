@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import requests
 
 from devstack.fakezones import TOKEN_ID, FakeZones
 from tests import addresses
+from tests.apikit import eventually
 
 ADDRESS = addresses.address(addresses.FAKE_ZONE, 1)
 
@@ -64,3 +67,20 @@ def test_a_node_taken_offline_stops_answering(fakes: FakeZones) -> None:
     finally:
         fakes.set_node_offline("zone-x", "pve1", offline=False)
     assert call(fakes, "GET", "/version").status_code == 200
+
+
+def test_a_held_request_goes_through_once_released_and_not_before(fakes: FakeZones) -> None:
+    """``Traffic.delay`` holds the request; ``release`` lets it through at once, well within the delay."""
+    traffic = fakes["zone-x"].pve.traffic
+    arrived, answered = fakes.on_loop(lambda: (traffic.count, traffic.answered))
+    fakes.on_loop(lambda: traffic.delay("GET", "/version", 30.0))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        started = time.monotonic()
+        answer = pool.submit(call, fakes, "GET", "/version")
+        eventually(lambda: fakes.on_loop(lambda: traffic.count > arrived), 10, "the request's arrival")
+        time.sleep(0.3)
+        assert not answer.done()
+        assert fakes.on_loop(lambda: traffic.answered) == answered  # held: Proxmox has not handled it yet
+        fakes.on_loop(traffic.release)
+        assert answer.result(10).status_code == 200
+    assert time.monotonic() - started < 10  # not the 30 s of the delay

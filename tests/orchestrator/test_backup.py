@@ -1,9 +1,13 @@
 """Backup and restore of the management plane, against the devstack's Kubernetes emulator served on
-loopback (each test a cluster of its own) and moto's S3 server; the commands end to end as subprocesses."""
+loopback (each test a cluster of its own) and moto's S3 server; the commands end to end as subprocesses
+(``manage.py backup`` to a bucket and to a file, ``restore`` from the bucket), their other cases in this
+process."""
 
 from __future__ import annotations
 
 import base64
+import datetime
+import io
 import json
 import os
 import subprocess
@@ -13,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from kubernetes import client
 from kubernetes.config import new_client_from_config
 from moto.server import ThreadedMotoServer
@@ -38,6 +44,8 @@ from orchestrator.services.backup.objects import (
     ManagementObjects,
 )
 from orchestrator.services.backup.sealed import MAGIC, unseal
+from orchestrator.sources import kube as kube_source
+from orchestrator.sources.kube import KubeSource
 from orchestrator.sources.kube_objects import KIND_LABEL, VDC_LABEL, config_map_body
 from tests.addresses import BACKUP, address
 
@@ -341,38 +349,75 @@ def test_s3_restore_takes_the_newest_backup_under_a_prefix(s3_endpoint: str, buc
 # ---------------------------------------------------------------------- the commands, end to end
 
 
+def _backup_env(key_file: Path, s3_endpoint: str) -> dict[str, str]:
+    """The environment the commands read their key and bucket from."""
+    return {
+        "FLEXPLANE_BACKUP_KEY_FILE": str(key_file),
+        "FLEXPLANE_BACKUP_S3_ENDPOINT": s3_endpoint,
+        "FLEXPLANE_BACKUP_S3_ACCESS_KEY": "test",
+        "FLEXPLANE_BACKUP_S3_SECRET_KEY": "test",
+    }
+
+
 def _command(
     cluster: Cluster, key_file: Path, s3_endpoint: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
+    """``manage.py`` as the backup CronJob runs it: its settings and cluster from the environment."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "flexplane.settings",
         "FLEXPLANE_KUBECONFIG": str(cluster.kubeconfig),
         "FLEXPLANE_NAMESPACE": PLATFORM_NS,
-        "FLEXPLANE_BACKUP_KEY_FILE": str(key_file),
-        "FLEXPLANE_BACKUP_S3_ENDPOINT": s3_endpoint,
-        "FLEXPLANE_BACKUP_S3_ACCESS_KEY": "test",
-        "FLEXPLANE_BACKUP_S3_SECRET_KEY": "test",
+        **_backup_env(key_file, s3_endpoint),
     }
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
 
 
+def _here(
+    monkeypatch: pytest.MonkeyPatch, cluster: Cluster, key_file: Path, s3_endpoint: str, *args: str
+) -> str:
+    """What a command writes (its CommandError raised as is), run in this process on ``cluster`` with the
+    environment ``_command`` gives it: once the way through ``manage.py`` is shown, a process of its own
+    would only start Django again."""
+    for name, value in _backup_env(key_file, s3_endpoint).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(kube_source, "_source", KubeSource(cluster.api_client, PLATFORM_NS, 10.0))
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def earlier(created: str, days: int) -> str:
+    """A backup's time (``2026-12-07T03:00:00Z``), ``days`` before."""
+    moment = datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ") - datetime.timedelta(days=days)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def test_the_commands_back_up_to_a_bucket_and_restore_from_it(
-    cluster: Cluster, s3_endpoint: str, bucket: str, tmp_path: Path
+    cluster: Cluster, s3_endpoint: str, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key_file = tmp_path / "key"
     key_file.write_text(base64.b64encode(KEY).decode() + "\n")
     url = f"s3://{bucket}/flexplane"
-
-    for _ in range(3):
-        made = _command(cluster, key_file, s3_endpoint, "backup", "--s3", url, "--keep", "2")
-        assert made.returncode == 0, made.stderr
-    assert "backed up 10 objects of platform" in made.stdout
-    assert "deleted 1" in made.stdout
     s3 = S3Settings(s3_endpoint, access_key="test", secret_key="test").client()
-    assert len(s3.list_objects_v2(Bucket=bucket)["Contents"]) == 2
+    # Two earlier backups of this platform in the bucket (made here, as the command makes them: a process
+    # each would only start Django again), a day and two days old, so that the command's is the newest.
+    platform, created, _, blob = make_backup(cluster.objects, SCOPE, KEY)
+    store = S3Store(url, s3)
+    for days in (2, 1):
+        store.put(platform, earlier(created, days), blob)
+
+    made = _command(cluster, key_file, s3_endpoint, "backup", "--s3", url, "--keep", "2")
+    assert made.returncode == 0, made.stderr
+    assert f"backed up 10 objects of platform {platform}" in made.stdout
+    assert "deleted 1" in made.stdout
+    held = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert len(held) == 2
+    oldest, older = (earlier(created, days).replace("-", "").replace(":", "") for days in (2, 1))
+    assert not any(oldest in key for key in held)  # the oldest went
+    assert any(older in key for key in held)
     before = cluster.state()  # the platform id made by the first backup included
 
     cluster.core.delete_namespace("vdc-alpha")
@@ -383,16 +428,17 @@ def test_the_commands_back_up_to_a_bucket_and_restore_from_it(
     assert "restored 10 objects: 3 created, 0 updated, 7 unchanged" in restored.stdout
     assert cluster.state() == before
 
-    again = _command(cluster, key_file, s3_endpoint, "restore", "--s3", url)
-    assert "nothing to change: all 10 objects already match the backup" in again.stdout
+    again = _here(monkeypatch, cluster, key_file, s3_endpoint, "restore", "--s3", url)
+    assert "nothing to change: all 10 objects already match the backup" in again
 
     key_file.write_text(base64.b64encode(bytes(32)).decode())
-    refused = _command(cluster, key_file, s3_endpoint, "restore", "--s3", url)
-    assert refused.returncode != 0
-    assert "the key does not open the backup" in refused.stderr
+    with pytest.raises(CommandError, match="the key does not open the backup"):
+        _here(monkeypatch, cluster, key_file, s3_endpoint, "restore", "--s3", url)
 
 
-def test_the_commands_back_up_to_a_file(cluster: Cluster, s3_endpoint: str, tmp_path: Path) -> None:
+def test_the_commands_back_up_to_a_file(
+    cluster: Cluster, s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     key_file = tmp_path / "key"
     key_file.write_text(base64.b64encode(KEY).decode())
     target = tmp_path / "out" / "platform.fpbackup"
@@ -402,5 +448,5 @@ def test_the_commands_back_up_to_a_file(cluster: Cluster, s3_endpoint: str, tmp_
     assert made.returncode == 0, made.stderr
     assert target.read_bytes().startswith(MAGIC)
     assert target.stat().st_mode & 0o077 == 0
-    again = _command(cluster, key_file, s3_endpoint, "restore", "--file", str(target))
-    assert "nothing to change" in again.stdout, again.stderr
+    again = _here(monkeypatch, cluster, key_file, s3_endpoint, "restore", "--file", str(target))
+    assert "nothing to change" in again

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from kubernetes import client
 from moto.server import ThreadedMotoServer
 
@@ -174,22 +176,34 @@ def command(*args: str, key: bytes = KEY) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_commands_seal_to_a_file_and_refuse_what_they_cannot_do(tmp_path: Path) -> None:
+def refusal(monkeypatch: pytest.MonkeyPatch, *args: str, key: bytes = KEY) -> str:
+    """Why the command refuses ``args`` (the CommandError ``manage.py`` prints and exits 1 with), the key in
+    the environment as ``command`` gives it: run in this process, where a process of its own would only
+    start Django again (``command`` shows the way through ``manage.py``)."""
+    monkeypatch.setenv("FLEXPLANE_BACKUP_KEY", base64.b64encode(key).decode())
+    monkeypatch.delenv("FLEXPLANE_BACKUP_KEY_FILE", raising=False)
+    with pytest.raises(CommandError) as refused:
+        call_command(*args, stdout=io.StringIO(), stderr=io.StringIO())
+    return str(refused.value)
+
+
+def test_the_commands_seal_to_a_file_and_refuse_what_they_cannot_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dump, sealed_file, target = tmp_path / "zitadel.dump", tmp_path / "zitadel.fpdump", tmp_path / "out.dump"
     dump.write_bytes(os.urandom(3000))
 
     made = command("backup_dump", str(dump), "--file", str(sealed_file))
-    wrong = command("fetch_dump", "--file", str(sealed_file), "--to", str(target), key=bytes(32))
-    keep = command("backup_dump", str(dump), "--file", str(sealed_file), "--keep", "2")
-    missing = command("backup_dump", str(tmp_path / "none.dump"), "--file", str(sealed_file))
-
     assert made.returncode == 0, made.stderr
     assert f"sealed the identity dump {dump}" in made.stdout
-    assert wrong.returncode != 0
-    assert "the key does not open the sealed identity file" in wrong.stderr
+
+    wrong = refusal(monkeypatch, "fetch_dump", "--file", str(sealed_file), "--to", str(target), key=bytes(32))
+    assert "the key does not open the sealed identity file" in wrong
     assert not target.exists()
-    assert "--keep takes a positive count, and only with --s3" in keep.stderr
-    assert f"cannot read {tmp_path / 'none.dump'}" in missing.stderr
+    keep = refusal(monkeypatch, "backup_dump", str(dump), "--file", str(sealed_file), "--keep", "2")
+    assert "--keep takes a positive count, and only with --s3" in keep
+    missing = refusal(monkeypatch, "backup_dump", str(tmp_path / "none.dump"), "--file", str(sealed_file))
+    assert f"cannot read {tmp_path / 'none.dump'}" in missing
     fetched = command("fetch_dump", "--file", str(sealed_file), "--to", str(target))
     assert fetched.returncode == 0, fetched.stderr
     assert target.read_bytes() == dump.read_bytes()

@@ -74,11 +74,16 @@ def test_portal_views_are_counted_by_their_url_name(world: World) -> None:
 
 @pytest.fixture(scope="module")
 def metrics_port_replica(world: World) -> Iterator[tuple[str, str]]:
-    """A replica with FLEXPLANE_METRICS_PORT on its second (HTTPS) endpoint: its two URLs."""
+    """A replica with FLEXPLANE_METRICS_PORT on its second (HTTPS) endpoint, which runs one query at a time
+    and lets the next wait 0.3 s: its two URLs. (One for both tests: a replica costs seconds of CPU.)"""
     host = world.cfg.orchestrator_host
     second = free_port(host)
-    settings = {"FLEXPLANE_METRICS_PORT": str(second)}
-    with replica(world, "orchestrator-metrics-port", settings, https_port=second) as public:
+    settings = {
+        "FLEXPLANE_METRICS_PORT": str(second),
+        "FLEXPLANE_MAX_CONCURRENT_QUERIES": "1",
+        "FLEXPLANE_QUERY_QUEUE_TIMEOUT": "0.3",
+    }
+    with replica(world, "orchestrator-metrics", settings, https_port=second) as public:
         yield public, f"https://{host}:{second}"
 
 
@@ -94,18 +99,11 @@ def test_with_a_metrics_port_metrics_are_served_there_only(
     assert requests.get(f"{private}/healthz", timeout=10, verify=str(world.ca.cert_path)).status_code == 404
 
 
-@pytest.fixture(scope="module")
-def one_query_at_a_time(world: World) -> Iterator[str]:
-    """A replica that runs one query at a time and lets the next wait 0.3 s: its URL."""
-    settings = {"FLEXPLANE_MAX_CONCURRENT_QUERIES": "1", "FLEXPLANE_QUERY_QUEUE_TIMEOUT": "0.3"}
-    with replica(world, "orchestrator-metrics-admission", settings) as url:
-        yield url
-
-
 def test_a_query_answered_503_for_want_of_a_slot_is_counted(
-    api: GraphQL, world: World, one_query_at_a_time: str
+    api: GraphQL, world: World, metrics_port_replica: tuple[str, str]
 ) -> None:
-    url = one_query_at_a_time
+    url, metrics = metrics_port_replica
+    assert world.ca is not None
     headers = {"Authorization": f"Bearer {api.token('alice')}"}
     pve = world.fakes["zone-b"].pve
     # The first read of VDC demo's pool in zone-b only (a tenant's listing reads its VDCs' pools).
@@ -129,7 +127,7 @@ def test_a_query_answered_503_for_want_of_a_slot_is_counted(
         assert post() == 503
         assert first.result() == 200
 
-    text = scrape(url)
+    text = scrape(metrics, verify=str(world.ca.cert_path))
     assert sample(text, "flexplane_queries_rejected_total") == 1
     assert (
         sample(text, "flexplane_graphql_requests_total", operation="query virtualMachines", status="503") == 1

@@ -12,6 +12,7 @@ name over GraphQL too. (A header cannot carry one: HTTP ends a header's line the
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pkgutil
 import re
@@ -62,6 +63,8 @@ def module_names() -> Iterator[str]:
             yield info.name
 
 
+# Walked once a run (two tests each read a walk's findings): the walk over every module and file is the cost.
+@functools.cache
 def compiled_patterns() -> dict[str, re.Pattern[Any]]:
     """Every compiled pattern a module of the product holds, or a class of it: ``module.NAME``."""
     found: dict[str, re.Pattern[Any]] = {}
@@ -79,6 +82,7 @@ def compiled_patterns() -> dict[str, re.Pattern[Any]]:
     return found
 
 
+@functools.cache
 def literal_patterns() -> dict[str, tuple[str | bytes, int]]:
     """Every pattern literal given to an ``re`` function in the source: ``path:line`` -> (pattern, flags)."""
     found: dict[str, tuple[str | bytes, int]] = {}

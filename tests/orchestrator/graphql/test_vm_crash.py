@@ -2,9 +2,10 @@
 half-made one, and no VM ever starts before its firewall is written.
 
 Each case kills a replica (SIGKILL: no cleanup of its own runs) right after one write of its create has
-reached Proxmox: the fake holds that request's answer a moment (the harness's ``delay``), the replica is
-killed while it waits, and Proxmox carries the write out all the same. The client then retries on the
-world's orchestrator with the same idempotency key, as it would on another replica.
+reached Proxmox: the fake holds that request's answer (the harness's ``delay``), the replica is killed
+while it waits, and then the fake lets the request through (``release``): Proxmox carries the write out
+all the same. The client then retries on the world's orchestrator with the same idempotency key, as it
+would on another replica.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from kubernetes.config import new_client_from_config
 
 from devstack import seed
 from devstack.net import free_port
+from devstack.processes import Process
 from devstack.world import World
 from tests.apikit import GraphQL, eventually
 from tests.vmkit import CREATE, create, fake_vms, named, scratch_vdcs
@@ -37,7 +40,29 @@ CRASH_POINTS = [
     pytest.param("POST", "/status/start", 0, id="after-its-start"),
     pytest.param("PUT", "/config", 2, id="after-its-end"),
 ]
-HOLD = 1.5  # seconds the fake holds the answer to the write the replica dies after
+# The longest the fake holds the write the replica dies after: it lets it through once the replica is
+# dead, so the replica never sees its answer however long the kill takes on a busy machine.
+HOLD = 30.0
+
+
+@dataclass(frozen=True)
+class Replica:
+    """An orchestrator replica of the test's own, started but perhaps not answering yet."""
+
+    process: Process
+    port: int
+
+
+@pytest.fixture
+def replica(world: World) -> Iterator[Replica]:
+    """A replica that starts while the test's VDC is made (ask for it before ``vdc``); stopped after."""
+    host = world.cfg.orchestrator_host
+    port = free_port(host)
+    process = world.spawn_orchestrator("orchestrator-crash", port, free_port(host), wait=False)
+    try:
+        yield Replica(process, port)
+    finally:
+        process.stop()
 
 
 @pytest.fixture
@@ -60,12 +85,13 @@ def expire_leases(world: World, vdc: str) -> None:
             coordination.delete_namespaced_lease(name, seed.NAMESPACE)
 
 
-def crash_during(world: World, vdc: str, values: dict[str, Any], method: str, suffix: str, skip: int) -> None:
-    """Send the create to a replica of its own and kill the replica once the chosen write has arrived;
-    return once Proxmox has carried that write out."""
-    host = world.cfg.orchestrator_host
-    port = free_port(host)
-    replica = world.spawn_orchestrator("orchestrator-crash", port, free_port(host))
+def crash_during(
+    world: World, replica: Replica, vdc: str, values: dict[str, Any], method: str, suffix: str, skip: int
+) -> None:
+    """Send the create to ``replica`` and kill the replica once the chosen write has arrived; return once
+    Proxmox has carried that write out."""
+    host, port = world.cfg.orchestrator_host, replica.port
+    world.wait_orchestrator(replica.process, port)
     traffic = world.fakes[ZONE].pve.traffic
     mark_in, mark_out = world.fakes.on_loop(lambda: (traffic.count, traffic.answered))
     world.fakes.on_loop(lambda: traffic.delay(method, suffix, HOLD, skip=skip))
@@ -104,12 +130,13 @@ def crash_during(world: World, vdc: str, values: dict[str, Any], method: str, su
             lambda: f"the create's {method} {suffix} #{skip + 1} (it answered {answered})",
             0.02,
         )
-        replica.popen.send_signal(signal.SIGKILL)
-        replica.popen.wait(10)
+        replica.process.popen.send_signal(signal.SIGKILL)
+        replica.process.popen.wait(10)
+        world.fakes.on_loop(traffic.release)
         eventually(lambda: answers() > skip, 10, "Proxmox carried the write out", 0.05)
     finally:
-        replica.stop()
         world.fakes.on_loop(traffic.rules.clear)
+        world.fakes.on_loop(traffic.release)
     sender.join(10)
     expire_leases(world, vdc)
 
@@ -121,7 +148,7 @@ def requests_for(world: World, vmid: int) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("method", "suffix", "skip"), CRASH_POINTS)
 def test_a_retry_after_the_orchestrator_died_mid_create_answers_a_complete_vm(
-    api: GraphQL, world: World, vdc: str, method: str, suffix: str, skip: int
+    api: GraphQL, world: World, replica: Replica, vdc: str, method: str, suffix: str, skip: int
 ) -> None:
     name = f"crash-{vdc}"
     values = {
@@ -133,7 +160,7 @@ def test_a_retry_after_the_orchestrator_died_mid_create_answers_a_complete_vm(
         "diskGb": 12,
         "idempotencyKey": f"{name}-once",
     }
-    crash_during(world, vdc, values, method, suffix, skip)
+    crash_during(world, replica, vdc, values, method, suffix, skip)
 
     retried = create(api, "admin", vdc, **values)
     assert retried["errors"] == [], retried["errors"]
