@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -11,6 +10,7 @@ from cryptography import x509
 
 from agentclient import AgentPool, AgentTarget, ProxmoxError, ProxyRefused
 from tests.agent.conftest import Pki
+from tests.loops import run_apart
 
 
 def test_it_reports_serving_on_the_health_service(pool: AgentPool, target: AgentTarget) -> None:
@@ -200,7 +200,7 @@ def finished_task(pve: Any, node: str, vmid: int) -> str:
         return "started"
 
     # With time_scale 0 the task runs to its end inside this call, on no particular loop.
-    return str(asyncio.run(pve.task(node, "qmstart", vmid, "root@pam!flexplane", body)))
+    return str(run_apart(pve.task(node, "qmstart", vmid, "root@pam!flexplane", body)))
 
 
 def test_one_pool_serves_many_threads_at_once(pool: AgentPool, target: AgentTarget) -> None:

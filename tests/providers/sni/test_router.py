@@ -41,6 +41,7 @@ from providers.controlplane.kube import Kube
 from providers.sni.router import Router, Timeouts
 from providers.sni.routes import ServiceWatch
 from tests import addresses
+from tests.loops import run_apart
 
 T = TypeVar("T")
 
@@ -296,7 +297,7 @@ def tls_client(cluster: Cluster) -> ssl.SSLContext:
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(asyncio.wait_for(coroutine, 30))
+    return run_apart(asyncio.wait_for(coroutine, 30))
 
 
 async def konnectivity_exchange(
