@@ -20,11 +20,18 @@ Never shipped. In a namespace ``fpcp-*`` (the control-plane provider's, one per 
 - a StatefulSet (the datastore, etcd) gets the status its controller would report once every member is
   ready: ``observedGeneration``, ``replicas``, ``readyReplicas``, ``currentReplicas``,
   ``updatedReplicas``, ``availableReplicas``;
+- the workers' kubelets (:mod:`devstack.tenant_kubelets`): each provisioned Machine of the control
+  plane's cluster (in its VDC's namespace, found by the namespace's ``flexplane.io/vdc`` and
+  ``cluster.x-k8s.io/cluster-name`` labels) is a Node of the tenant's API server, NotReady with the
+  kubelet's "network plugin not ready" until a network plugin's DaemonSet would run on it; a Machine
+  gone, its Node goes (as core's Machine controller deletes it). The stand-in reaches the tenant's API
+  server over TLS verified with the cluster's CA (``ca.crt`` of the ``pki`` Secret), as a kubelet does;
 - the namespace deleted, its API server stops and its address goes back to the pool.
 
 What it does NOT do: run any container (no controller-manager, scheduler, Konnectivity or etcd: the
 StatefulSet's status says its members are ready, not that an etcd answers), DaemonSets in the tenant
-cluster (its ``konnectivity-agent`` DaemonSet gets no status: no agent connects), NodePort Services
+cluster (its ``konnectivity-agent`` DaemonSet gets no status: no agent connects; a network plugin's
+DaemonSet makes the Nodes Ready, no more), NodePort Services
 (only LoadBalancer ones get an address), pod readiness probes, or authentication and authorization in
 the tenant's API server.
 
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import hashlib
 import json
 import logging
@@ -46,10 +54,12 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client
-from kubernetes.config import new_client_from_config
+from kubernetes.config import new_client_from_config, new_client_from_config_dict
 
+from devstack import tenant_kubelets
 from devstack.controller_loop import ControllerLoop, Watched
 from devstack.kube import KubeServer
+from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, VDC_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +69,17 @@ NAMESPACE_PREFIX = "fpcp-"
 APISERVER_PORT = 6443
 APISERVER_CONTAINER = "kube-apiserver"
 ROLL_STEP = 0.2  # seconds between two steps of a rollout's status
+NODES_STEP = 1.0  # seconds between two looks at a NotReady node's network (the tenant's DaemonSets)
+MACHINES = ("cluster.x-k8s.io", "v1beta2", "machines")
+VDC_NAMESPACE_PREFIX = "vdc-"
+PKI_SECRET = "pki"  # the control plane's PKI Secret
 
 WATCHED = [
     Watched("", "v1", "namespaces"),
     Watched("", "v1", "services"),
     Watched("apps", "v1", "deployments"),
     Watched("apps", "v1", "statefulsets"),
+    Watched(*MACHINES),  # the workers (Cluster API core's Machines): their kubelets register Nodes
 ]
 
 
@@ -75,6 +90,7 @@ class HostedControlPlanes:
         self._api = new_client_from_config(config_file=str(kubeconfig))
         self._core: Any = client.CoreV1Api(self._api)
         self._apps: Any = client.AppsV1Api(self._api)
+        self._custom: Any = client.CustomObjectsApi(self._api)
         self._prefix = address_prefix  # e.g. "127.30.9.": addresses prefix + 1..254
         self._addresses: dict[str, str] = {}  # namespace -> its LoadBalancer address
         self._servers: dict[str, tuple[KubeServer, str]] = {}  # namespace -> (its API server, cert digest)
@@ -131,6 +147,7 @@ class HostedControlPlanes:
             self._run(namespace, deployment)
         for statefulset in self._list(self._apps.list_namespaced_stateful_set, namespace):
             self._report_members(namespace, statefulset)
+        self._kubelets(namespace, ns.metadata.labels or {})
 
     @staticmethod
     def _list(call: Any, namespace: str) -> list[Body]:
@@ -300,6 +317,60 @@ class HostedControlPlanes:
         name = statefulset["metadata"]["name"]
         self._apps.patch_namespaced_stateful_set_status(name, namespace, {"status": wanted})
 
+    def _kubelets(self, namespace: str, labels: dict[str, str]) -> None:
+        """The workers' Nodes in the tenant's API server, Ready once a network plugin would run there."""
+        server = self.server(namespace)
+        vdc, cluster = labels.get(VDC_LABEL), labels.get(CLUSTER_NAME_LABEL)
+        if server is None or not vdc or not cluster:
+            return
+        machines = [m for m in self._machines(vdc, cluster) if tenant_kubelets.joined(m)]
+        tenant = self._tenant_client(namespace, server)
+        if tenant is None:
+            return
+        try:
+            waiting = _register_nodes(client.CoreV1Api(tenant), client.AppsV1Api(tenant), machines)
+        finally:
+            tenant.close()
+        if waiting:  # a plugin applied later makes them Ready without any watch of the tenant's objects
+            self.loop.enqueue(namespace, NODES_STEP)
+
+    def _machines(self, vdc: str, cluster: str) -> list[Body]:
+        try:
+            answer = self._custom.list_namespaced_custom_object(
+                *MACHINES[:2],
+                f"{VDC_NAMESPACE_PREFIX}{vdc}",
+                MACHINES[2],
+                label_selector=f"{CLUSTER_NAME_LABEL}={cluster}",
+            )
+        except client.ApiException as error:
+            if error.status == 404:  # no Cluster API here: no workers
+                return []
+            raise
+        items: list[Body] = answer["items"]
+        return items
+
+    def _tenant_client(self, namespace: str, server: KubeServer) -> client.ApiClient | None:
+        """A client of the tenant's API server, verifying it with the cluster's CA (None: no CA yet)."""
+        try:
+            secret = self._core.read_namespaced_secret(PKI_SECRET, namespace)
+        except client.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        ca = (secret.data or {}).get("ca.crt")
+        if not ca:
+            return None
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "t", "cluster": {"server": server.url, "certificate-authority-data": ca}}],
+            "users": [{"name": "t", "user": {}}],
+            "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+            "current-context": "t",
+        }
+        api: client.ApiClient = new_client_from_config_dict(kubeconfig)
+        return api
+
     def _release(self, namespace: str) -> None:
         with self._lock:
             entry = self._servers.pop(namespace, None)
@@ -312,8 +383,41 @@ class HostedControlPlanes:
             log.info("tenant API server of %s stopped", namespace)
 
 
+def _register_nodes(core: Any, apps: Any, machines: list[Body]) -> bool:
+    """Each joined worker's Node registered, its readiness as its kubelet would report it, the Nodes of
+    Machines gone removed; whether a Node is still waiting for its network."""
+    nodes = {
+        n["metadata"]["name"]: n for n in json.loads(core.list_node(_preload_content=False).data)["items"]
+    }
+    wanted = {m["metadata"]["name"]: m for m in machines}
+    for name in set(nodes) - set(wanted):
+        core.delete_node(name)
+    daemonsets = json.loads(apps.list_daemon_set_for_all_namespaces(_preload_content=False).data)["items"]
+    waiting = False
+    for name, machine in wanted.items():
+        node = nodes.get(name)
+        if node is None:
+            node = json.loads(core.create_node(tenant_kubelets.node(machine), _preload_content=False).data)
+        ready = tenant_kubelets.is_ready(node) or tenant_kubelets.network_ready(node, daemonsets)
+        if ready and not tenant_kubelets.is_ready(node):
+            taints = tenant_kubelets.without_not_ready((node.get("spec") or {}).get("taints") or [])
+            core.patch_node(name, {"spec": {"taints": taints}})
+        if ready != tenant_kubelets.is_ready(node) or not (node.get("status") or {}).get("conditions"):
+            now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            condition = tenant_kubelets.ready_condition(ready, now)
+            core.patch_node_status(name, {"status": {"conditions": [condition]}})
+        waiting = waiting or not ready
+    return waiting
+
+
 def _namespace_key(obj: Body) -> Hashable | None:
     metadata = obj.get("metadata", {})
+    labels = metadata.get("labels") or {}
+    machine_namespace = str(metadata.get("namespace") or "")
+    if obj.get("kind") == "Machine" and machine_namespace.startswith(VDC_NAMESPACE_PREFIX):
+        cluster = labels.get(CLUSTER_NAME_LABEL)  # its control plane's namespace: fpcp-<vdc>-<cluster>
+        vdc = machine_namespace.removeprefix(VDC_NAMESPACE_PREFIX)
+        return f"{NAMESPACE_PREFIX}{vdc}-{cluster}" if cluster else None
     namespace = metadata.get("namespace") or (
         metadata.get("name") if obj.get("kind") == "Namespace" else None
     )

@@ -22,39 +22,45 @@ def schema_version() -> str:
     return "1.33" if "1.33" in shipped else major_minor(kubernetes_validate.latest_version())
 
 
+def shipped(kubernetes: str) -> bool:
+    """Whether kubernetes-validate ships the schemas of a Kubernetes minor version (``1.34``)."""
+    return kubernetes in {major_minor(version) for version in all_versions()}
+
+
 @functools.cache
-def _schema_dir() -> str:
-    wanted = schema_version()
+def _schema_dir(wanted: str) -> str:
     version = [v for v in all_versions() if major_minor(v) <= wanted][-1]
     return f"kubernetes-json-schema/v{version}-local-strict"
 
 
 @functools.cache
-def _definitions() -> Registry:
-    definitions = schema_contents(f"{_schema_dir()}/_definitions.json", schema_version())
+def _definitions(wanted: str) -> Registry:
+    definitions = schema_contents(f"{_schema_dir(wanted)}/_definitions.json", wanted)
     registry: Registry = Resource.from_contents(definitions) @ Registry()
     return registry
 
 
 @functools.cache
-def _validator(kind: str, api_version: str) -> jsonschema.protocols.Validator | None:
+def _validator(kind: str, api_version: str, wanted: str) -> jsonschema.protocols.Validator | None:
     """The validator of one kind, as kubernetes-validate finds its file; None when it has none."""
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     try:
-        schema = schema_contents(f"{_schema_dir()}/{kind.lower()}-{group_version}.json", schema_version())
+        schema = schema_contents(f"{_schema_dir(wanted)}/{kind.lower()}-{group_version}.json", wanted)
     except FileNotFoundError:
         return None
-    registry = Resource.from_contents(schema) @ _definitions()
+    registry = Resource.from_contents(schema) @ _definitions(wanted)
     validator: jsonschema.protocols.Validator = jsonschema.Draft202012Validator(schema, registry=registry)
     return validator
 
 
-def invalid(manifests: Iterable[dict[str, Any]]) -> list[str]:
-    """What Kubernetes' schemas refuse, one line per manifest refused."""
+def invalid(manifests: Iterable[dict[str, Any]], kubernetes: str | None = None) -> list[str]:
+    """What Kubernetes' schemas refuse, one line per manifest refused: those of ``kubernetes`` (a minor
+    version, ``1.34``) when given, else of :func:`schema_version`."""
+    wanted = kubernetes or schema_version()
     failures = []
     for manifest in manifests:
         name = f"{manifest['kind']}/{manifest['metadata']['name']}"
-        validator = _validator(manifest["kind"], manifest["apiVersion"])
+        validator = _validator(manifest["kind"], manifest["apiVersion"], wanted)
         if validator is None:
             failures.append(f"{name}: no schema for {manifest['apiVersion']} {manifest['kind']}")
             continue

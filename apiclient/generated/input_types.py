@@ -93,6 +93,8 @@ class CreateKubernetesClusterInput(BaseModel):
     network: str
     "A network of the VDC (its id, or <zone>/<name>)."
     control_plane: Optional["KubernetesControlPlaneInput"] = Field(alias="controlPlane", default=None)
+    network_plugin: str | None = Field(alias="networkPlugin", default=None)
+    "The network plugin (CNI) installed with the cluster, pinned to its Kubernetes version: cilium (the default: Cilium, VXLAN between the nodes), or none (the nodes stay NotReady until you apply a plugin of your own). calico is not offered."
     node_pools: list["KubernetesNodePoolInput"] = Field(alias="nodePools")
     "1 to 10 pools."
 

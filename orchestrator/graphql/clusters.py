@@ -139,6 +139,9 @@ class KubernetesCluster(graphene.ObjectType):
     phase = graphene.String(required=True, description=f"One of {', '.join(PHASES)}.")
     endpoint = graphene.String(description="Its API server's URL, once it has one.")
     network = graphene.String(required=True, description="The VDC network its nodes join by default.")
+    network_plugin = graphene.String(
+        required=True, description="The network plugin installed in the cluster: cilium, or none."
+    )
     control_plane = graphene.Field(KubernetesControlPlane, required=True)
     health = graphene.Field(
         KubernetesControlPlaneHealth,
@@ -251,6 +254,11 @@ class CreateKubernetesClusterInput(graphene.InputObjectType):
     version = graphene.String(required=True, description="One of kubernetesVersions.")
     network = graphene.String(required=True, description="A network of the VDC (its id, or <zone>/<name>).")
     control_plane = graphene.Field(KubernetesControlPlaneInput)
+    network_plugin = graphene.String(
+        description="The network plugin (CNI) installed with the cluster, pinned to its Kubernetes version: "
+        "cilium (the default: Cilium, VXLAN between the nodes), or none (the nodes stay NotReady until you "
+        "apply a plugin of your own). calico is not offered."
+    )
     node_pools = graphene.List(
         graphene.NonNull(KubernetesNodePoolInput), required=True, description="1 to 10 pools."
     )
@@ -274,6 +282,7 @@ def _create(ctx: Context, input: dict[str, Any]) -> ClusterModel:
         network=input["network"],
         node_pools=pools,
         control_plane_replicas=plane.get("replicas"),
+        network_plugin=input.get("network_plugin"),
     )
     return clusters.create_cluster(ctx, spec)
 

@@ -150,6 +150,12 @@ class Condition:
         return self.status == "False" and (self.reason.endswith("Failed") or self.reason == "VdcMismatch")
 
 
+# The network plugins a cluster may have (the FlexControlPlane's spec.networkPlugin, which the
+# control-plane provider installs: providers/controlplane/network.py), and the one it has unless asked.
+NETWORK_PLUGINS = ("cilium", "none")
+DEFAULT_NETWORK_PLUGIN = "cilium"
+
+
 @dataclass(frozen=True)
 class ControlPlane:
     replicas: int
@@ -247,6 +253,7 @@ class KubernetesCluster:
     created_at: datetime.datetime | None
     conditions: tuple[Condition, ...]
     health: ControlPlaneHealth | None = None  # None until the provider has looked
+    network_plugin: str = DEFAULT_NETWORK_PLUGIN  # the FlexControlPlane's spec.networkPlugin
 
     @property
     def id(self) -> str:
@@ -291,6 +298,7 @@ class KubernetesCluster:
             created_at=cluster.created,
             conditions=conditions,
             health=ControlPlaneHealth.of(cp_status),
+            network_plugin=str(cp_spec.get("networkPlugin") or DEFAULT_NETWORK_PLUGIN),
         )
 
 

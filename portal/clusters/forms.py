@@ -24,7 +24,7 @@ from django import forms
 
 from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
 from orchestrator.models import Usage, Vdc
-from orchestrator.models.clusters import KubernetesVersion
+from orchestrator.models.clusters import DEFAULT_NETWORK_PLUGIN, KubernetesVersion
 from orchestrator.models.networks import Network
 from orchestrator.services.clusters.inputs import (
     DEFAULT_CONTROL_PLANE,
@@ -54,6 +54,8 @@ DEFAULT_COUNT = 3
 # The pools a form holds at most (the "Add a node pool" button goes once there).
 MAX_POOLS = MAX_NODE_POOLS
 SAME_NETWORK = ""
+# The network plugins offered (the service's NETWORK_PLUGINS), as the form names them.
+NETWORK_PLUGIN_CHOICES = [("cilium", "Cilium"), ("none", "None (I apply my own)")]
 
 
 def network_choices(networks: Sequence[Network]) -> list[tuple[str, str]]:
@@ -206,10 +208,18 @@ class ClusterForm(forms.Form):
         "VDC); two or more keep it answering during upgrades.",
     )
     network = forms.ChoiceField(label="Network", help_text="The VDC network the nodes join.")
+    network_plugin = forms.ChoiceField(
+        label="Network plugin",
+        choices=NETWORK_PLUGIN_CHOICES,
+        initial=DEFAULT_NETWORK_PLUGIN,
+        help_text="The pods' network, installed with the cluster at the release pinned to its version: "
+        "Cilium (VXLAN between the nodes), or none: the nodes stay Not Ready until you apply your own.",
+    )
 
     def __init__(self, offer: Offer, data: Any = None, *, initial: Any = None, pools: int = 1) -> None:
         newest = offer.versions[0].version if offer.versions else ""
-        super().__init__(data, initial={"version": newest} if initial is None else initial)
+        fresh = {"version": newest, "network_plugin": DEFAULT_NETWORK_PLUGIN}
+        super().__init__(data, initial=fresh if initial is None else initial)
         self.offer = offer
         choices(self.fields["version"], offer.version_choices())
         choices(self.fields["network"], offer.networks)
@@ -288,6 +298,7 @@ class ClusterForm(forms.Form):
             network=data["network"],
             node_pools=tuple(p.spec() for p in self.chosen_pools()),
             control_plane_replicas=data["control_plane_replicas"],
+            network_plugin=data["network_plugin"],
         )
 
     def show_error(self, exc: FlexPlaneError) -> None:

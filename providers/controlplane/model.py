@@ -102,10 +102,16 @@ class ControlPlane:
     etcd_members: int = 1
     registry: str = REGISTRY  # the registry every image is pulled from (FLEXPLANE_PROVIDERS_IMAGE_REGISTRY)
     etcd_backup_schedule: str = ""  # spec.etcdBackup.schedule ("": ETCD_BACKUP_SCHEDULE)
+    network_plugin: str = "cilium"  # spec.networkPlugin: what the provider installs as the CNI (.network)
 
     def image(self, path: str) -> str:
         """The image ``path`` (``name:tag`` under the registry) from this control plane's registry."""
         return f"{self.registry}/{path}"
+
+    def foreign_image(self, home: str, path: str) -> str:
+        """An image published elsewhere than registry.k8s.io (``home``, e.g. quay.io): from there, unless
+        the registry is moved, then from the moved registry under the same path."""
+        return f"{home if self.registry == REGISTRY else self.registry}/{path}"
 
     def component_image(self, component: str) -> str:
         """A Kubernetes component's image (kube-apiserver, kube-proxy, ...) of the cluster's version."""

@@ -31,7 +31,7 @@ from providers.common import conditions
 from providers.common.access import NO_BINDING, SecretsAccess
 from providers.common.objects import owner_reference
 from providers.common.settings import seconds
-from providers.controlplane import health, model, pki, render, tenant, workers
+from providers.controlplane import health, model, network, pki, render, tenant, workers
 from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError, path_of
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,17 @@ def control_plane(
         etcd_members=settings.etcd_members,
         registry=settings.image_registry,
         etcd_backup_schedule=str((spec.get("etcdBackup") or {}).get("schedule") or ""),
+        network_plugin=_network_plugin(spec),
     )
+
+
+def _network_plugin(spec: Mapping[str, Any]) -> str:
+    """spec.networkPlugin (the CRD's enum holds it to one this provider installs; an object written past
+    that schema waits, saying so)."""
+    try:
+        return network.network_plugin(spec.get("networkPlugin"))
+    except network.UnknownNetworkPlugin as error:
+        raise Waiting("UnknownNetworkPlugin", str(error), delay=60) from None
 
 
 def _decoded(secret: Mapping[str, Any] | None) -> dict[str, bytes]:

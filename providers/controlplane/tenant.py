@@ -23,8 +23,9 @@ phases would leave for ``kubeadm join`` is put there here (kubeadm's names, so a
   at the cluster's endpoint, as there is no Service for it before kube-proxy runs; its image follows
   the cluster's version, so an upgrade rolls it).
 
-No CNI is installed, as kubeadm installs none: the nodes are NotReady, and CoreDNS waits, until the
-tenant applies the network plugin of their choice.
+- the network plugin the FlexControlPlane names (``spec.networkPlugin``, :mod:`.network`): Cilium by
+  default, whose agents make the nodes Ready; with ``none``, nothing, as kubeadm installs no CNI: the
+  nodes stay NotReady, and CoreDNS waits, until the tenant applies a plugin of their own.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from providers.controlplane import pki
+from providers.controlplane import network, pki
 from providers.controlplane.model import (
     KONNECTIVITY_ADMIN_PORT,
     KONNECTIVITY_AGENT,
@@ -587,4 +588,5 @@ def tenant_manifests(cp: ControlPlane, ca_pem: bytes) -> list[Manifest]:
         cluster_role_binding("flexplane:vdc-admins", "cluster-admin", [_group(f"flexplane:vdc:{cp.vdc}")]),
         *coredns(cp),
         *kube_proxy(cp),
+        *network.manifests(cp),
     ]

@@ -37,7 +37,7 @@ def install_crds(world: World) -> None:
 
 VERSION, NEXT = "v1.33.4", "v1.34.2"
 VERSION_IMAGES = {VERSION: "debian-12", NEXT: "ubuntu-24.04"}
-CLUSTER_FIELDS = """name vdc version phase endpoint network createdAt
+CLUSTER_FIELDS = """name vdc version phase endpoint network networkPlugin createdAt
   controlPlane { replicas readyReplicas version desiredVersion initialized }
   nodePools { name computeProfile storageProfile network count ready version }
   conditions { object type status reason message lastTransitionTime }"""

@@ -236,6 +236,7 @@ def create_form(name: str, network: str, fields: dict[str, str] | None = None) -
         "version": VERSIONS[0],
         "control_plane_replicas": "2",
         "network": network,
+        "network_plugin": "cilium",
         "pools": "1",
         "pools-0-name": "workers",
         "pools-0-compute_profile": "small",

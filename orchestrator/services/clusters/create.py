@@ -3,8 +3,8 @@
 Checked before anything is written: the name, the version (offered in the catalog, its node image
 allowed in the VDC), the network (the VDC's own: another VDC's is reported as one that does not
 exist), each pool's profiles (allowed in the VDC, the storage profile with storage in the network's
-zone), counts and replicas. Then, under the VDC's lock (the one VM creates take): the name must be
-free, and the workers must fit the quota with everything the VDC uses and has planned
+zone), counts, replicas and the network plugin. Then, under the VDC's lock (the one VM creates take):
+the name must be free, and the workers must fit the quota with everything the VDC uses and has planned
 (``clusters.quota``). Between the two, each network's way to the control planes is made sure of
 (``reach``). The objects are written in ``objects.all_objects``' order, the ``Cluster`` last; a write
 that fails takes back what was written before it, so nothing half-made is left (the error says if that
@@ -123,6 +123,7 @@ def plan(ctx: Context, spec: CreateCluster) -> Planned:
     vdc = acting_vdc(ctx)
     name = inputs.validate_name(spec.name)
     replicas = inputs.validate_control_plane(spec.control_plane_replicas)
+    network_plugin = inputs.validate_network_plugin(spec.network_plugin)
     inputs.validate_pools(tuple(spec.node_pools))
     version = offered_version(ctx, vdc, spec.version)
     image = catalog.image(ctx, version.image)
@@ -144,6 +145,7 @@ def plan(ctx: Context, spec: CreateCluster) -> Planned:
             network=network.id,
             control_plane_replicas=replicas,
             pools=tuple(pools),
+            network_plugin=network_plugin,
         ),
         tuple(networks.values()),
     )

@@ -2,7 +2,8 @@
 
 The limits: a cluster's name is one DNS label of at most 40 characters (the contract: every name
 derived from it fits 63); a node pool's name at most 12 (``<cluster>-<pool>-<hash>`` fits 63); 1 to
-10 node pools; 1 to 100 nodes per pool; 1 to 5 control-plane replicas (default 2). Each bad value is
+10 node pools; 1 to 100 nodes per pool; 1 to 5 control-plane replicas (default 2); a network plugin
+of ``NETWORK_PLUGINS`` (default cilium). Each bad value is
 a ``ValidationFailed`` naming its input field, as the API spells it in snake_case
 (``node_pools[1].count``).
 """
@@ -13,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from orchestrator.errors import ValidationFailed
+from orchestrator.models.clusters import DEFAULT_NETWORK_PLUGIN, NETWORK_PLUGINS
 
 MAX_CLUSTER_NAME = 40
 MAX_POOL_NAME = 12
@@ -44,6 +46,7 @@ class CreateCluster:
     network: str
     node_pools: tuple[NodePoolSpec, ...]
     control_plane_replicas: int | None = None
+    network_plugin: str | None = None
 
 
 def is_label(value: str) -> bool:
@@ -76,6 +79,24 @@ def validate_control_plane(replicas: int | None) -> int:
             f"the control plane has {MIN_CONTROL_PLANE} to {MAX_CONTROL_PLANE} replicas, not {replicas}",
         )
     return replicas
+
+
+def validate_network_plugin(plugin: str | None) -> str:
+    """The cluster's network plugin: cilium unless asked; none installs nothing (the tenant brings one)."""
+    if plugin is None:
+        return DEFAULT_NETWORK_PLUGIN
+    if plugin == "calico":
+        raise ValidationFailed(
+            "network_plugin",
+            "calico is not offered: choose cilium, or none and apply Calico (with its CRDs and operator) "
+            "yourself once the cluster's API server answers",
+        )
+    if plugin not in NETWORK_PLUGINS:
+        raise ValidationFailed(
+            "network_plugin",
+            f"network plugin {str(plugin)[:40]!r} is not offered (offered: {', '.join(NETWORK_PLUGINS)})",
+        )
+    return plugin
 
 
 def validate_pools(pools: tuple[NodePoolSpec, ...]) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from orchestrator.models.clusters import (
     CLUSTER,
     CLUSTER_NAME_LABEL,
+    DEFAULT_NETWORK_PLUGIN,
     DEPLOYMENT_NAME_LABEL,
     FLEX_CONTROL_PLANE,
     KUBEADM_CONFIG_TEMPLATE,
@@ -66,6 +67,7 @@ class ClusterPlan:
     network: str
     control_plane_replicas: int
     pools: tuple[PoolPlan, ...]
+    network_plugin: str = DEFAULT_NETWORK_PLUGIN  # what the control-plane provider installs as the CNI
 
 
 def labels(vdc: str, cluster: str, **more: str) -> dict[str, str]:
@@ -172,7 +174,12 @@ def proxmox_cluster(plan: ClusterPlan) -> dict[str, Any]:
 
 
 def control_plane(plan: ClusterPlan) -> dict[str, Any]:
-    spec = {"replicas": plan.control_plane_replicas, "version": plan.version, "serviceType": SERVICE_TYPE}
+    spec = {
+        "replicas": plan.control_plane_replicas,
+        "version": plan.version,
+        "serviceType": SERVICE_TYPE,
+        "networkPlugin": plan.network_plugin,
+    }
     return _body(FLEX_CONTROL_PLANE, plan.name, labels(plan.vdc, plan.name), spec)
 
 

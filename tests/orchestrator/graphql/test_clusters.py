@@ -75,6 +75,7 @@ def test_alice_creates_a_cluster_and_finds_it_in_her_vdc_and_bob_does_not(
     assert "gql-one" in [c["name"] for c in listed.data["kubernetesClusters"]]
     read = api(CLUSTER, user="alice", vdc="demo", variables={"name": "gql-one"})
     assert read.data["kubernetesCluster"]["controlPlane"]["replicas"] == 2
+    assert read.data["kubernetesCluster"]["networkPlugin"] == "cilium"  # the default
 
     theirs = api(CLUSTER, user="bob", vdc="other", variables={"name": "gql-one"})
     missing = api(CLUSTER, user="bob", vdc="other", variables={"name": "gql-none"})
@@ -107,6 +108,8 @@ def test_alice_creates_a_cluster_and_finds_it_in_her_vdc_and_bob_does_not(
             id="a profile the VDC does not allow",
         ),
         pytest.param({"network": "OTHER"}, "network", id="a network of another VDC"),
+        pytest.param({"networkPlugin": "weave"}, "networkPlugin", id="a network plugin not offered"),
+        pytest.param({"networkPlugin": "calico"}, "networkPlugin", id="calico, not offered"),
     ],
 )
 def test_bad_input_is_invalid_naming_the_field(
@@ -119,6 +122,14 @@ def test_bad_input_is_invalid_naming_the_field(
     assert [(e["field"], e["code"]) for e in made["errors"]] == [(field, "INVALID")]
     assert made["kubernetesCluster"] is None
     assert api(CLUSTER, user="alice", vdc="demo", variables={"name": "gql-bad"}).codes == ["NOT_FOUND"]
+
+
+def test_alice_creates_a_cluster_without_a_network_plugin(api: GraphQL, networks: dict[str, str]) -> None:
+    values = cluster_input("gql-bare", networks["demo"]) | {"networkPlugin": "none"}
+    made = created(api, "alice", "demo", values)
+    assert made["errors"] == []
+    assert made["kubernetesCluster"]["networkPlugin"] == "none"
+    api(DELETE, user="alice", vdc="demo", variables={"cluster": "gql-bare"})
 
 
 def test_alice_scales_upgrades_and_deletes_her_cluster(api: GraphQL, networks: dict[str, str]) -> None:

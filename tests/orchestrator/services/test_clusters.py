@@ -66,7 +66,9 @@ def test_a_create_writes_the_contracts_objects_labelled_with_the_vdc(
         "replicas": 3,
         "version": VERSION,
         "serviceType": "LoadBalancer",
+        "networkPlugin": "cilium",  # the default
     }
+    assert made.network_plugin == "cilium"
     assert found["ProxmoxCluster"][0]["spec"] == {"vdc": "demo", "network": demo_network(ctx)}
     [md] = found["MachineDeployment"]
     assert md["metadata"]["name"] == "alpha-workers"
@@ -108,6 +110,8 @@ BAD_INPUT = [
     ),
     pytest.param({"name": "Not_A_Label"}, "name", id="a name that is no DNS label"),
     pytest.param({"control_plane_replicas": 9}, "control_plane.replicas", id="nine control-plane replicas"),
+    pytest.param({"network_plugin": "flannel"}, "network_plugin", id="a network plugin not offered"),
+    pytest.param({"network_plugin": "calico"}, "network_plugin", id="calico, not offered"),
 ]
 
 
@@ -124,6 +128,25 @@ def test_bad_input_is_invalid_naming_the_field_and_writes_nothing(
         clusters.create_cluster(ctx, spec(ctx, **{"name": "bad", **changes}))
     assert refused.value.field == field
     assert all(not items for items in objects_in(custom, "demo").values())
+
+
+def test_a_cluster_without_a_network_plugin_says_so_to_its_control_plane(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    ctx = alice(make_context)
+    made = clusters.create_cluster(ctx, spec(ctx, "bare", network_plugin="none"))
+    assert made.network_plugin == "none"
+    [control_plane] = objects_in(custom, "demo", "bare")["FlexControlPlane"]
+    assert control_plane["spec"]["networkPlugin"] == "none"
+    assert clusters.get_cluster(ctx, "bare").network_plugin == "none"
+
+
+def test_calico_is_refused_saying_what_to_do_instead(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    ctx = alice(make_context)
+    with pytest.raises(ValidationFailed, match="calico is not offered: choose cilium, or none"):
+        clusters.create_cluster(ctx, spec(ctx, "calico", network_plugin="calico"))
 
 
 def test_a_profile_or_a_node_image_the_vdc_does_not_allow_is_invalid(

@@ -1,7 +1,7 @@
 """An air-gapped mirror: FLEXPLANE_PROVIDERS_IMAGE_REGISTRY moves every image a hosted control plane runs
 (etcd, kube-apiserver, controller-manager, scheduler, Konnectivity's server) and every image the provider
-installs in the tenant cluster (Konnectivity's agents, CoreDNS, kube-proxy, kubeadm's imageRepository),
-keeping each image's path and tag.
+installs in the tenant cluster (Konnectivity's agents, CoreDNS, kube-proxy, Cilium, kubeadm's
+imageRepository), keeping each image's path and tag.
 
 The management cluster is the devstack's Kubernetes emulator: the provider's own reconcile writes the
 Deployment and the etcd StatefulSet, and the test reads them back as the cluster would run them.
@@ -18,7 +18,7 @@ import yaml
 from orchestrator.services.clusters import objects
 from orchestrator.sources.kube_objects import CLUSTER
 from providers.common.objects import owner_reference_to
-from providers.controlplane import handlers, model, pki, steps, tenant
+from providers.controlplane import handlers, model, network, pki, steps, tenant
 from providers.controlplane.kube import Kube
 from tests import addresses
 
@@ -97,6 +97,12 @@ def test_what_the_provider_installs_in_the_tenant_cluster_comes_from_the_mirror_
         "konnectivity-agent": f"{MIRROR}/{model.KONNECTIVITY_AGENT_IMAGE}",
         "coredns": f"{MIRROR}/{tenant.COREDNS_IMAGE}",
         "kube-proxy": f"{MIRROR}/kube-proxy:{VERSION}",
+        # The network plugin's, published on quay.io: the same paths under the mirror.
+        **dict.fromkeys(
+            ["mount-bpf-fs", "clean-cilium-state", "install-cni-binaries", "cilium"],
+            f"{MIRROR}/cilium/cilium:{network.CILIUM_RELEASES[(1, 34)]}",
+        ),
+        "cilium-operator": f"{MIRROR}/cilium/operator-generic:{network.CILIUM_RELEASES[(1, 34)]}",
     }
     (kubeadm,) = [m for m in manifests if m["metadata"]["name"] == "kubeadm-config"]
     # kubeadm join pulls what it needs (the sandbox image's default) from the same registry.

@@ -343,6 +343,28 @@ def test_three_workers_become_vms_in_vdc_demo_with_their_bootstrap_data(mgmt: Mg
         assert token["apiServerEndpoint"] == f"{machine_endpoint(mgmt)}"
         assert f"bootstrap-token-{token['token'].split('.')[0]}" in tokens
 
+    # Each worker's kubelet (the stand-in's) registers its Node, NotReady until a network plugin runs on
+    # it: the provider's default, Cilium, installed with kubeadm's addons, makes every one Ready.
+    names = {machine["metadata"]["name"] for machine in workers}
+
+    def ready_nodes() -> set[str] | None:
+        api = tenant_api(mgmt)
+        try:
+            core: Any = client.CoreV1Api(api)
+            apps: Any = client.AppsV1Api(api)
+            nodes = core.list_node().items
+            agents = apps.read_namespaced_daemon_set("cilium", "kube-system")
+        finally:
+            api.close()
+        ready = {
+            node.metadata.name
+            for node in nodes
+            if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+        }
+        return ready if ready == names and agents is not None else None
+
+    wait(ready_nodes, "the workers' Nodes Ready")
+
 
 def machine_endpoint(mgmt: Mgmt) -> str:
     cluster = mgmt.get(CORE, "clusters", CLUSTER)

@@ -46,6 +46,12 @@ options:
     description:
       - API server replicas, 1 to 5; by default the platform's (2).
     type: int
+  network_plugin:
+    description:
+      - The network plugin installed with the cluster, pinned to its Kubernetes version; by default
+        V(cilium). V(none) installs none (the nodes stay NotReady until you apply your own).
+    type: str
+    choices: [cilium, none]
   node_pools:
     description:
       - Its node pools (1 to 10). Needed to make the cluster; of an existing one, each pool's
@@ -159,6 +165,7 @@ def create_input(module: Any) -> Any:
         version=params["version"],
         network=params["network"],
         controlPlane=inputs.KubernetesControlPlaneInput(replicas=replicas) if replicas else None,
+        networkPlugin=params["network_plugin"],
         nodePools=[
             inputs.KubernetesNodePoolInput(
                 name=pool["name"],
@@ -233,6 +240,7 @@ def main() -> None:
             "version": {"type": "str"},
             "network": {"type": "str"},
             "control_plane_replicas": {"type": "int"},
+            "network_plugin": {"type": "str", "choices": ["cilium", "none"]},
             "node_pools": {"type": "list", "elements": "dict", "options": pool},
         }
     )
