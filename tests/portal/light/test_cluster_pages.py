@@ -324,6 +324,7 @@ def test_the_cluster_page_follows_a_new_cluster_until_ready_and_then_offers_its_
         assert "being made" not in page
         assert "data-kubeconfig-pending" in page
         assert "hx-swap-oob" not in page  # the page itself holds both parts
+        assert "<dd data-cluster-network-plugin>Cilium</dd>" in page  # the form's default
 
         made_ready(tenant_clusters, name)
         polled = get(alice, site, path, **HTMX, **{"HX-Target": "cluster-status"})
