@@ -260,3 +260,21 @@ def balancer_named(description: str) -> tuple[str, str, str] | None:
     if prefix != BALANCER_PREFIX or not (cluster and slash and namespace and name) or " " in service:
         return None
     return cluster, namespace, name
+
+
+# A tenant cluster's cloud controller (``providers.cloud``) speaks to flex.plane as a service account of the
+# cluster's VDC (``k8s-<cluster>``), which the orchestrator makes with the cluster and revokes with it; its
+# key waits for the control-plane provider in this Secret of the VDC's namespace, under this key.
+CLOUD_CONTROLLER_ACCOUNT_PREFIX = "k8s-"
+CLOUD_CONTROLLER_SECRET_SUFFIX = "-cloud-controller"  # noqa: S105 (a Secret's name, not a password)
+CLOUD_CONTROLLER_KEY = "key.json"
+
+
+def cloud_controller_account(cluster: str) -> str:
+    """The service account of the VDC that cluster ``cluster``'s cloud controller acts as."""
+    return f"{CLOUD_CONTROLLER_ACCOUNT_PREFIX}{cluster}"
+
+
+def cloud_controller_secret(cluster: str) -> str:
+    """The Secret of the VDC's namespace that holds cluster ``cluster``'s cloud controller's key."""
+    return f"{cluster}{CLOUD_CONTROLLER_SECRET_SUFFIX}"
