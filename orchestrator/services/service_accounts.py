@@ -21,6 +21,13 @@ revocation.
 What is kept where: the user name is ``sa.<vdc>.<name>`` (VDC ids and names are DNS labels, so the
 prefix is unambiguous and a name is unique within its VDC); the description holds who made it, when,
 and when its key expires, as JSON. Nothing is kept in the orchestrator.
+
+The platform makes one of its own with each tenant cluster: ``k8s-<cluster>``, the identity of the
+cluster's cloud controller (``providers.cloud``), made by the create (no person asks for it: whoever
+creates the cluster is already USER of the VDC), its key valid ``MAX_LIFETIME``, and revoked when the
+cluster is deleted. Its ``createdBy`` is ``flex.plane``. It is listed with the VDC's others, and a
+member may revoke it as any other: the cluster's cloud controller then gets no next token. Names
+beginning ``k8s-`` are kept for these, so a tenant's own account never takes a cluster's.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from orchestrator.models import Vdc
 from orchestrator.services import access
 from orchestrator.services.context import Context
 from orchestrator.services.vdcs.definitions import get_vdc
+from orchestrator.sources.kube_objects import CLOUD_CONTROLLER_ACCOUNT_PREFIX, cloud_controller_account
 from orchestrator.sources.protocols import ZitadelApi
 from orchestrator.sources.zitadel import MachineUser, ZitadelRefused
 
@@ -44,6 +52,8 @@ PREFIX = "sa."
 MAX_LIFETIME = datetime.timedelta(days=365)
 _NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
 KIND = "service account"
+# Who made the accounts the platform makes for itself (a person's are made by their subject).
+PLATFORM = "flex.plane"
 
 
 @dataclass(frozen=True)
@@ -82,24 +92,80 @@ def create_service_account(
         "created": _iso(now),
         "expires": _iso(expires),
     }
-    organization = vdc.organization or source.project_organization()
-    description = json.dumps(about)
     try:
-        user_id = source.create_machine_user(organization, f"{PREFIX}{vdc.id}.{name}", name, description)
+        user_id, key = _make(source, vdc, name, name, json.dumps(about), expires)
     except ZitadelRefused as exc:
         if exc.status == "already_exists":
             raise Conflict(f"VDC {vdc.id!r} already has a service account named {name!r}") from exc
         raise
+    return CreatedServiceAccount(
+        ServiceAccount(user_id, name, vdc.id, now, expires, ctx.principal.subject), key
+    )
+
+
+def _make(
+    source: ZitadelApi, vdc: Vdc, name: str, display: str, description: str, expires: datetime.datetime
+) -> tuple[str, str]:
+    """The machine user ``sa.<vdc>.<name>``, USER of the VDC with a JWT profile key: its id and key file."""
+    organization = vdc.organization or source.project_organization()
+    user_id = source.create_machine_user(organization, f"{PREFIX}{vdc.id}.{name}", display, description)
     try:
-        source.use_jwt_access_tokens(user_id, organization, name, description)
+        source.use_jwt_access_tokens(user_id, organization, display, description)
         source.create_authorization(user_id, organization, ["USER", f"{VDC_ROLE_PREFIX}{vdc.id}"])
         key = source.add_machine_key(user_id, expires)
     except Exception:
         source.delete_user(user_id)  # no half-made account: it could never be used
         raise
-    return CreatedServiceAccount(
-        ServiceAccount(user_id, name, vdc.id, now, expires, ctx.principal.subject), key
-    )
+    return user_id, key
+
+
+def create_cluster_account(ctx: Context, vdc: Vdc, cluster: str) -> CreatedServiceAccount:
+    """The service account of cluster ``cluster``'s cloud controller (``k8s-<cluster>``, see the module's
+    docstring), made by the platform for the cluster's create, which has checked its caller and the name.
+
+    One left by an earlier cluster of that name (whose delete could not revoke it) is revoked and made
+    anew: its key is in nobody's hands but a Secret's. One of that name the platform did not make is
+    ``Conflict`` (none can be made now: such names are kept; one could predate that)."""
+    source = ctx.require_zitadel()
+    name = cloud_controller_account(cluster)
+    now = datetime.datetime.now(datetime.UTC)
+    expires = now + MAX_LIFETIME
+    about = {
+        "vdc": vdc.id,
+        "createdBy": PLATFORM,
+        "cluster": cluster,
+        "created": _iso(now),
+        "expires": _iso(expires),
+    }
+    description = json.dumps(about, separators=(",", ":"))  # Zitadel keeps 200 characters
+    display = f"cluster {cluster}'s cloud controller"
+    for left in _cluster_accounts(source, vdc.id, cluster, mine=False):
+        if left.created_by != PLATFORM:
+            raise Conflict(
+                f"VDC {vdc.id!r} has a service account named {name!r} that flex.plane did not make: "
+                f"revoke it, or name the cluster otherwise (cluster {cluster}'s cloud controller needs it)"
+            )
+        source.delete_user(left.id)
+    user_id, key = _make(source, vdc, name, display, description, expires)
+    return CreatedServiceAccount(ServiceAccount(user_id, name, vdc.id, now, expires, PLATFORM), key)
+
+
+def revoke_cluster_account(ctx: Context, vdc_id: str, cluster: str) -> bool:
+    """Revoke cluster ``cluster``'s cloud controller's service account as its cluster goes; False when
+    there was none (a member revoked it by hand, or it was never made)."""
+    source = ctx.require_zitadel()
+    found = _cluster_accounts(source, vdc_id, cluster, mine=True)
+    for account in found:
+        source.delete_user(account.id)
+    return bool(found)
+
+
+def _cluster_accounts(source: ZitadelApi, vdc_id: str, cluster: str, *, mine: bool) -> list[ServiceAccount]:
+    """The VDC's accounts named for cluster ``cluster``'s cloud controller (``mine``: those the platform
+    made only)."""
+    username = f"{PREFIX}{vdc_id}.{cloud_controller_account(cluster)}"
+    found = [_account(m) for m in source.machine_users(username) if m.username == username]
+    return [a for a in found if a is not None and (not mine or a.created_by == PLATFORM)]
 
 
 def service_accounts(ctx: Context, vdc_id: str | None) -> list[ServiceAccount]:
@@ -150,6 +216,12 @@ def _check_name(name: str) -> None:
         raise ValidationFailed(
             "name",
             "a service account's name is 1 to 40 lowercase letters, digits and '-' (not at either end)",
+        )
+    if name.startswith(CLOUD_CONTROLLER_ACCOUNT_PREFIX):
+        raise ValidationFailed(
+            "name",
+            f"names beginning {CLOUD_CONTROLLER_ACCOUNT_PREFIX!r} are kept for the service accounts "
+            "flex.plane makes for its Kubernetes clusters",
         )
 
 

@@ -2,8 +2,9 @@
 
 A typed surface over the official client's ``CustomObjectsApi``, beside ``sources.kube`` (whose client,
 timeout and call wrapper, :class:`~orchestrator.sources.kube.ApiCalls`, it shares): list (by label, in
-one namespace or across all), create, merge patch and delete of one kind's objects, and reading a Secret
-of a VDC's namespace (a cluster's CA). Objects come back as
+one namespace or across all), create, merge patch and delete of one kind's objects, and the Secrets of a
+VDC's namespace: reading one (a cluster's CA), writing and deleting one (a cluster's cloud controller's
+key). Objects come back as
 :class:`~orchestrator.sources.kube_objects.KubeObject`; the kinds are ``kube_objects``' too. Failures are
 domain errors naming the management cluster, as ``sources.kube``'s are.
 """
@@ -21,7 +22,7 @@ from kubernetes import client
 from orchestrator.errors import Conflict, NotFound
 from orchestrator.sources import kube as kube_source
 from orchestrator.sources.kube import LIST_PAGE_SIZE, api_call, secret_entry
-from orchestrator.sources.kube_objects import KubeObject, Resource, SecretEntry
+from orchestrator.sources.kube_objects import KubeObject, Resource, SecretEntry, secret_body
 
 
 def _time(value: Any) -> datetime.datetime | None:
@@ -160,7 +161,8 @@ class ClusterApiSource:
         """The namespace exists, labelled (a VDC's is made with its first cluster); where the deployment
         names a ClusterRole for it (``FLEXPLANE_VDC_ROLE``), the orchestrator's service account
         (``FLEXPLANE_SERVICE_ACCOUNT``, ``<namespace>/<name>``) is bound to it there: it reads its
-        clusters' Secrets in the VDCs' namespaces, and no other namespace's."""
+        clusters' Secrets in the VDCs' namespaces (and writes their cloud controllers'), and no other
+        namespace's."""
         timeout = self.timeout
         meta = client.V1ObjectMeta(name=namespace, labels=dict(labels))
         # 409: an existing object of that name is as good as a new one.
@@ -194,6 +196,34 @@ class ClusterApiSource:
             lambda: self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout),
         )
         return None if item is None else secret_entry(item)
+
+    def write_secret(
+        self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str]
+    ) -> None:
+        """A Secret of a VDC's namespace holding ``data`` and ``labels``: made, or replaced whole if one of
+        that name is there (what flex.plane writes there is its own: the last write is the one meant)."""
+        body = secret_body(name, data, labels=labels)
+        timeout = self.timeout
+        made = api_call(
+            f"create Secret {namespace}/{name}",
+            lambda: self.core.create_namespaced_secret(namespace, body, _request_timeout=timeout),
+            answers={409: None},
+        )
+        if made is not None:
+            return
+        # A replace without a resourceVersion is unconditional; 404: deleted between the two calls.
+        api_call(
+            f"update Secret {namespace}/{name}",
+            lambda: self.core.replace_namespaced_secret(name, namespace, body, _request_timeout=timeout),
+            refusals={404: Conflict(f"Secret {name} was deleted meanwhile in namespace {namespace}, retry")},
+        )
+
+    def delete_secret(self, namespace: str, name: str) -> bool:
+        """Delete a Secret of a VDC's namespace; False when it was already gone."""
+        return api_call.delete(
+            f"delete Secret {namespace}/{name}",
+            lambda: self.core.delete_namespaced_secret(name, namespace, _request_timeout=self.timeout),
+        )
 
 
 def clusterapi() -> ClusterApiSource:

@@ -112,6 +112,12 @@ class ClusterApi(Protocol):
 
     def secret(self, namespace: str, name: str) -> SecretEntry | None: ...
 
+    def write_secret(
+        self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str]
+    ) -> None: ...
+
+    def delete_secret(self, namespace: str, name: str) -> bool: ...
+
 
 class ProxmoxApi(Protocol):
     """Every zone's Proxmox as the services use it: reads fanned out to the zones in parallel under one

@@ -22,7 +22,10 @@ router's address, 443; :mod:`providers.sni`), ``FLEXPLANE_PROVIDERS_ETCD_MEMBERS
 ``FLEXPLANE_PROVIDERS_IMAGE_REGISTRY`` (the registry every image of a control plane and of what it
 installs in the tenant cluster is pulled from, paths and tags kept: an air-gapped mirror; default
 registry.k8s.io), ``FLEXPLANE_PROVIDERS_ETCD_BACKUP_*`` (the bucket, key and retention of every
-control plane's etcd snapshots: :class:`.model.EtcdBackup`; no bucket, no snapshots), and the retry
+control plane's etcd snapshots: :class:`.model.EtcdBackup`; no bucket, no snapshots),
+``FLEXPLANE_PROVIDERS_CLOUD_*`` (flex.plane's URL, the identity provider's URL and project, the CA bundle
+and the image of the tenant clusters' cloud controllers: :class:`.model.CloudController`; no URL, no cloud
+controllers), and the retry
 delays in seconds: ``FLEXPLANE_PROVIDERS_RETRY_DELAY`` (waiting on another controller, 5),
 ``FLEXPLANE_PROVIDERS_CONVERGING_DELAY`` (a rollout under way, 5),
 ``FLEXPLANE_PROVIDERS_DELETING_DELAY`` (the namespace going, 2).
@@ -77,7 +80,15 @@ def settings() -> steps.Settings:
         image_registry=_image_registry(),
         secrets=secrets_access(),
         etcd_backup=_etcd_backup(),
+        cloud=_cloud_controller(),
     )
+
+
+def _cloud_controller() -> model.CloudController:
+    try:
+        return model.CloudController.from_environment(os.environ)
+    except ValueError as exc:
+        raise kopf.PermanentError(str(exc)) from None
 
 
 def _etcd_backup() -> model.EtcdBackup:

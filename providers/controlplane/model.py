@@ -7,6 +7,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, VDC_LABEL
@@ -74,6 +75,17 @@ BACKUP_KEY_DIR = "/etc/flexplane/backup"
 # flex.plane's own image (backup_dump's), unless FLEXPLANE_PROVIDERS_ETCD_BACKUP_IMAGE names it (the chart
 # names the providers' image): this release's, by the package's version.
 FLEXPLANE_IMAGE = "ghcr.io/flexplane/flexplane"
+
+# The tenant cluster's cloud controller (``python -m providers.cloud``): a Deployment and the Secret it mounts
+# (its flex.plane key, its kubeconfig, the CA bundle), both ``cloud-controller``, in each control plane's
+# namespace, while the providers know flex.plane's URL and the cluster's VDC holds its key (CloudController).
+CLOUD_CONTROLLER = "cloud-controller"
+CLOUD_CONTROLLER_SETTINGS = "FLEXPLANE_PROVIDERS_CLOUD_"
+CLOUD_CONTROLLER_DIR = "/etc/flexplane/cloud-controller"  # the Secret's files, mounted whole
+CLOUD_CONTROLLER_PROBES_PORT = 8080
+# On the cloud controller's pod template: the digest of its Secret, so a new key or certificate restarts it
+# (it reads them at start).
+CLOUD_CONTROLLER_DIGEST_ANNOTATION = "controlplane.flexplane.io/cloud-controller-digest"
 
 # serviceType SNI: the Service is a ClusterIP behind the SNI router (providers.sni), which routes the
 # host names these annotations of the Service carry to its https and konnectivity ports.
@@ -218,6 +230,70 @@ class EtcdBackup:
 
 
 NO_ETCD_BACKUP = EtcdBackup()
+
+
+@dataclass(frozen=True)
+class CloudController:
+    """What every tenant cluster's cloud controller is given: flex.plane's URL, where its key is exchanged
+    for tokens, the CA bundle both chain to, and the image (FLEXPLANE_PROVIDERS_CLOUD_*). No URL: no cloud
+    controller is deployed anywhere.
+
+    The CA bundle is the file's text (the chart mounts it from a ConfigMap into the providers' pod): the
+    provider copies it into each control plane's namespace, as a pod mounts nothing of another namespace.
+    """
+
+    url: str = ""  # flex.plane's origin, as the controllers reach it (its API is /graphql)
+    identity_url: str = ""  # the identity provider's origin (Zitadel), where the key is exchanged
+    project_id: str = ""  # the identity provider's project the tokens are for
+    ca_bundle: str = ""  # PEM ("": the image's system CAs)
+    image: str = ""  # flex.plane's image ("": FLEXPLANE_IMAGE at this version, as the etcd backups')
+
+    def __post_init__(self) -> None:
+        for name, value in (("URL", self.url), ("IDENTITY_URL", self.identity_url)):
+            if value and not value.startswith(("https://", "http://")):
+                raise ValueError(
+                    f"{CLOUD_CONTROLLER_SETTINGS}{name} must be an http(s):// URL, not {value!r}"
+                )
+        if self.url and not (self.identity_url and self.project_id):
+            raise ValueError(
+                f"{CLOUD_CONTROLLER_SETTINGS}URL is set: {CLOUD_CONTROLLER_SETTINGS}IDENTITY_URL and "
+                f"{CLOUD_CONTROLLER_SETTINGS}PROJECT_ID must be too (where the cloud controllers' keys are "
+                "exchanged for tokens)"
+            )
+        if self.ca_bundle and "-----BEGIN CERTIFICATE-----" not in self.ca_bundle:
+            raise ValueError(f"{CLOUD_CONTROLLER_SETTINGS}CA_FILE holds no PEM certificate")
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> CloudController:
+        """From FLEXPLANE_PROVIDERS_CLOUD_*: ``URL`` (none: off), ``IDENTITY_URL``, ``PROJECT_ID``,
+        ``CA_FILE`` (a PEM bundle's path, read now) and ``IMAGE``; ValueError naming what is wrong."""
+
+        def setting(name: str) -> str:
+            return environ.get(f"{CLOUD_CONTROLLER_SETTINGS}{name}", "").strip()
+
+        ca_file = setting("CA_FILE")
+        ca_bundle = ""
+        if ca_file:
+            try:
+                ca_bundle = Path(ca_file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as error:
+                raise ValueError(
+                    f"{CLOUD_CONTROLLER_SETTINGS}CA_FILE {ca_file!r} cannot be read: {error}"
+                ) from None
+        return cls(
+            url=setting("URL").rstrip("/"),
+            identity_url=setting("IDENTITY_URL").rstrip("/"),
+            project_id=setting("PROJECT_ID"),
+            ca_bundle=ca_bundle,
+            image=setting("IMAGE"),
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.url)
+
+
+NO_CLOUD_CONTROLLER = CloudController()
 
 
 def _base64(text: str, setting: str) -> bytes:

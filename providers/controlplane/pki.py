@@ -64,6 +64,9 @@ KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ())
 FRONT_PROXY_CLIENT = ("front-proxy-client", ())
 ETCD_CLIENT = ("kube-apiserver-etcd-client", ())
 KONNECTIVITY_CLIENT = ("system:konnectivity-server", ())
+# The cloud controller (providers.cloud): no group; the tenant binds this user to a ClusterRole of the Nodes
+# and Services it initializes and serves (tenant.cloud_controller_rbac), nothing more.
+CLOUD_CONTROLLER = ("flexplane:cloud-controller", ())
 
 # The files of the ``pki`` Secret: (key, certificate) pairs by kubeadm's base names.
 CAS = ("ca", "front-proxy-ca", "etcd-ca")
@@ -79,6 +82,7 @@ LEAVES = (
     "admin",
     "controller-manager",
     "scheduler",
+    "cloud-controller",
 )
 KUBECONFIGS = {
     # file name in the kubeconfigs Secret: the leaf whose credentials it carries
@@ -305,6 +309,7 @@ def _leaf_spec(leaf: str) -> tuple[str, str, tuple[str, ...], str]:
         "admin": ("ca", ADMIN, CLIENT),
         "controller-manager": ("ca", CONTROLLER_MANAGER, CLIENT),
         "scheduler": ("ca", SCHEDULER, CLIENT),
+        "cloud-controller": ("ca", CLOUD_CONTROLLER, CLIENT),
     }
     ca, (cn, orgs), usage = specs[leaf]
     return ca, cn, orgs, usage
@@ -433,6 +438,19 @@ def admin_kubeconfig(files: Mapping[str, bytes], *, cluster: str, server: str) -
         user=f"{cluster}-admin",
         cert_pem=files["admin.crt"],
         key_pem=files["admin.key"],
+    )
+    return dump(config)
+
+
+def cloud_controller_kubeconfig(files: Mapping[str, bytes], *, cluster: str, server: str) -> bytes:
+    """The cloud controller's kubeconfig: its own credentials (:data:`CLOUD_CONTROLLER`), ``server``."""
+    config = kubeconfig(
+        cluster=cluster,
+        server=server,
+        ca_pem=files["ca.crt"],
+        user=CLOUD_CONTROLLER[0],
+        cert_pem=files["cloud-controller.crt"],
+        key_pem=files["cloud-controller.key"],
     )
     return dump(config)
 

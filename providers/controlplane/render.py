@@ -7,7 +7,8 @@ ConfigMap (the API server's egress selector configuration), the ``control-plane`
 share a Unix socket), the datastore, the ``kube-apiserver`` Service (6443 ``https``, 8132
 ``konnectivity``: a LoadBalancer, a NodePort, or a ClusterIP behind the SNI router), a
 PodDisruptionBudget, and the ``control-plane-metrics`` Service (the pods' metrics ports, for the providers
-chart's ServiceMonitor: :func:`render_metrics_service`).
+chart's ServiceMonitor: :func:`render_metrics_service`), and, while flex.plane's URL is set and the VDC
+holds the cluster's key, the tenant cluster's cloud controller (:func:`render_cloud_controller`).
 
 The datastore is :mod:`.etcd`'s; the names, labels and pod pieces both use are :mod:`.model`'s.
 """
@@ -21,12 +22,16 @@ from typing import Any
 
 import yaml
 
-from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, VDC_LABEL
+from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, VDC_LABEL
 from providers.controlplane import etcd, pki
 from providers.controlplane.model import (
     APISERVER_HOST_ANNOTATION,
     APISERVER_PORT,
     BACKUP_KEY_DIR,
+    CLOUD_CONTROLLER,
+    CLOUD_CONTROLLER_DIGEST_ANNOTATION,
+    CLOUD_CONTROLLER_DIR,
+    CLOUD_CONTROLLER_PROBES_PORT,
     CONF_DIR,
     CONTROLLER_MANAGER_PORT,
     DEPLOYMENT,
@@ -61,6 +66,7 @@ from providers.controlplane.model import (
     SNAPSHOT_FILE,
     UDS_DIR,
     UDS_NAME,
+    CloudController,
     ControlPlane,
     EtcdBackup,
     Manifest,
@@ -716,6 +722,118 @@ def flexplane_image() -> str:
     except metadata.PackageNotFoundError:
         version = "latest"
     return f"{FLEXPLANE_IMAGE}:{version}"
+
+
+# ------------------------------------------------------------------------------------ the cloud controller
+
+CLOUD_KEY_FILE = "key.json"
+CLOUD_KUBECONFIG_FILE = "kubeconfig"
+CLOUD_CA_FILE = "ca.crt"
+
+
+def cloud_controller_server(cp: ControlPlane) -> str:
+    """Where the cloud controller reaches the tenant's API server: the ``kube-apiserver`` Service by its
+    in-cluster name (which the serving certificate names), on 6443 whatever the Service's type."""
+    return f"https://{SERVICE}.{cp.namespace}.svc:{APISERVER_PORT}"
+
+
+def cloud_controller_files(
+    cp: ControlPlane, cloud: CloudController, files: Mapping[str, bytes], key: bytes
+) -> dict[str, bytes]:
+    """The ``cloud-controller`` Secret's files: the service account's key as the VDC's Secret holds it,
+    the controller's own kubeconfig of the tenant cluster, and the CA bundle when one is set."""
+    result = {
+        CLOUD_KEY_FILE: key,
+        CLOUD_KUBECONFIG_FILE: pki.cloud_controller_kubeconfig(
+            files, cluster=cp.cluster, server=cloud_controller_server(cp)
+        ),
+    }
+    if cloud.ca_bundle:
+        result[CLOUD_CA_FILE] = cloud.ca_bundle.encode()
+    return result
+
+
+def render_cloud_controller(
+    cp: ControlPlane, cloud: CloudController, files: Mapping[str, bytes], key: bytes
+) -> list[Manifest]:
+    """The tenant cluster's cloud controller (``python -m providers.cloud``): its Secret and Deployment.
+
+    ``files``: the PKI's (the controller's certificate and the CA); ``key``: the cluster's service account
+    key file, as the orchestrator left it in the VDC's namespace. One replica, recreated rather than
+    rolled: two controllers at once would each take a public address for a new Service in the same pass.
+    """
+    secret_files = cloud_controller_files(cp, cloud, files, key)
+    component = {"app.kubernetes.io/component": CLOUD_CONTROLLER}
+    match = {**component, CONTROL_PLANE_LABEL: cp.cluster}
+    return [
+        _opaque_secret(cp, CLOUD_CONTROLLER, secret_files),
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta(cp, CLOUD_CONTROLLER, **component),
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": match},
+                "strategy": {"type": "Recreate"},
+                "template": {
+                    "metadata": {
+                        "labels": {**labels(cp), **match},
+                        "annotations": {CLOUD_CONTROLLER_DIGEST_ANNOTATION: pki.digest(secret_files)},
+                    },
+                    "spec": {
+                        # It speaks to the tenant's API server and to flex.plane, never to this cluster's.
+                        "automountServiceAccountToken": False,
+                        "enableServiceLinks": False,
+                        "securityContext": pod_security(),
+                        "containers": [cloud_controller_container(cp, cloud, CLOUD_CA_FILE in secret_files)],
+                        "volumes": [
+                            {
+                                "name": CLOUD_CONTROLLER,
+                                "secret": {"secretName": CLOUD_CONTROLLER, "defaultMode": 0o440},
+                            },
+                            {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}},
+                        ],
+                    },
+                },
+            },
+        },
+    ]
+
+
+def cloud_controller_container(cp: ControlPlane, cloud: CloudController, ca: bool) -> dict[str, Any]:
+    """``python -m providers.cloud`` with its settings (providers/cloud/__main__.py) as variables."""
+    env = {
+        "FLEXPLANE_CLOUD_KUBECONFIG": f"{CLOUD_CONTROLLER_DIR}/{CLOUD_KUBECONFIG_FILE}",
+        "FLEXPLANE_URL": cloud.url,
+        "FLEXPLANE_CLOUD_KEY": f"{CLOUD_CONTROLLER_DIR}/{CLOUD_KEY_FILE}",
+        "FLEXPLANE_IDENTITY_URL": cloud.identity_url,
+        "FLEXPLANE_PROJECT_ID": cloud.project_id,
+        **({"FLEXPLANE_CA_FILE": f"{CLOUD_CONTROLLER_DIR}/{CLOUD_CA_FILE}"} if ca else {}),
+        "FLEXPLANE_CLOUD_CLUSTER": cp.cluster,
+        "FLEXPLANE_CLOUD_VDC": cp.vdc,
+        "FLEXPLANE_PROBES_LISTEN": f":{CLOUD_CONTROLLER_PROBES_PORT}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    return {
+        "name": CLOUD_CONTROLLER,
+        "image": cloud.image or flexplane_image(),
+        "command": ["python", "-m", "providers.cloud"],
+        "env": [{"name": name, "value": value} for name, value in env.items()],
+        "ports": [{"name": "probes", "containerPort": CLOUD_CONTROLLER_PROBES_PORT, "protocol": "TCP"}],
+        # Alive while its loop runs; ready once a pass succeeded and while the last one did (a pass fails
+        # while flex.plane or the tenant's API server does not answer: not ready then, not restarted).
+        "livenessProbe": probe("/healthz", CLOUD_CONTROLLER_PROBES_PORT, "HTTP", delay=10),
+        "readinessProbe": probe("/readyz", CLOUD_CONTROLLER_PROBES_PORT, "HTTP"),
+        # About 110 MiB resident after its first passes (test_cloud_controller_pod.py measures it).
+        "resources": resources("20m", "128Mi", "256Mi"),
+        "securityContext": security_context(),
+        "volumeMounts": [
+            mount(CLOUD_CONTROLLER, CLOUD_CONTROLLER_DIR),
+            # The Kubernetes client writes a kubeconfig's inline certificate and key to temporary files.
+            {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 - a pod's own emptyDir
+        ],
+    }
 
 
 # ------------------------------------------------------------------------------------ the VDC's Secrets

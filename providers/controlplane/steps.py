@@ -21,10 +21,12 @@ from typing import Any
 import yaml
 
 from orchestrator.sources.kube_objects import (
+    CLOUD_CONTROLLER_KEY,
     CLUSTER,
     CLUSTER_NAME_LABEL,
     FLEX_CONTROL_PLANE,
     PROXMOX_CLUSTER,
+    cloud_controller_secret,
     vdc_of_namespace,
 )
 from providers.common import conditions
@@ -62,6 +64,9 @@ class Settings:
     image_registry: str = model.REGISTRY  # FLEXPLANE_PROVIDERS_IMAGE_REGISTRY
     # FLEXPLANE_PROVIDERS_ETCD_BACKUP_*: the bucket every control plane's etcd snapshots go to (none: off).
     etcd_backup: model.EtcdBackup = model.NO_ETCD_BACKUP
+    # FLEXPLANE_PROVIDERS_CLOUD_*: flex.plane's URL and identity for the clusters' cloud controllers
+    # (no URL: none).
+    cloud: model.CloudController = model.NO_CLOUD_CONTROLLER
     # FLEXPLANE_PROVIDERS_VDC_ROLE, FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE, FLEXPLANE_SERVICE_ACCOUNT: the
     # RoleBindings made in the control plane's namespace and the VDC's before a Secret is touched there.
     secrets: SecretsAccess = NO_BINDING
@@ -285,6 +290,31 @@ def ensure_vdc_secrets(
         kube.ensure(manifest)
 
 
+def ensure_cloud_controller(
+    kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes], vdc_namespace: str, settings: Settings
+) -> bool:
+    """The cluster's cloud controller, while the providers have flex.plane's URL and the VDC's namespace
+    holds the cluster's key (``<cluster>-cloud-controller``, the orchestrator's); otherwise none (one
+    there before is deleted: without a key it could only fail). True when it is there.
+
+    The key is copied into the control plane's namespace (a pod mounts no Secret of another namespace);
+    a key that appears later is found by the next reconcile or the drift timer.
+    """
+    key = b""
+    if settings.cloud.enabled:
+        secret = kube.get("v1", "Secret", cloud_controller_secret(cp.cluster), vdc_namespace)
+        key = _decoded(secret).get(CLOUD_CONTROLLER_KEY, b"")
+    if not key:
+        # One read when there is nothing to do: the Secret goes first, so a Deployment gone means both are.
+        if kube.get("apps/v1", "Deployment", model.CLOUD_CONTROLLER, cp.namespace) is not None:
+            kube.delete("v1", "Secret", model.CLOUD_CONTROLLER, cp.namespace)
+            kube.delete("apps/v1", "Deployment", model.CLOUD_CONTROLLER, cp.namespace)
+        return False
+    for manifest in render.render_cloud_controller(cp, settings.cloud, files, key):
+        kube.ensure(manifest)
+    return True
+
+
 def ensure_infrastructure_endpoint(kube: Kube, cluster: Mapping[str, Any], cp: model.ControlPlane) -> None:
     """``ProxmoxCluster.spec.controlPlaneEndpoint``: the endpoint, once (patched only when it differs)."""
     ref = (cluster.get("spec") or {}).get("infrastructureRef") or {}
@@ -419,6 +449,7 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
     files = ensure_pki(kube, cp)
     deployment, etcd_statefulset = ensure_control_plane_objects(kube, cp, files, settings.etcd_backup)
     ensure_vdc_secrets(kube, cp, files, fcp)
+    ensure_cloud_controller(kube, cp, files, fcp["metadata"]["namespace"], settings)
     ensure_infrastructure_endpoint(kube, cluster, cp)
 
     previous = fcp.get("status") or {}

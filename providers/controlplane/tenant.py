@@ -15,7 +15,10 @@ phases would leave for ``kubeadm join`` is put there here (kubeadm's names, so a
   ``system:konnectivity-server`` user bound to ``system:auth-delegator`` so it can review their tokens;
 - ``kube-apiserver-kubelet-client`` bound to ``system:kubelet-api-admin`` (logs, exec, metrics);
 - ``flexplane:vdc-admins``: the VDC's group as cluster-admin (the kubeconfigs the portal hands out
-  carry that group).
+  carry that group);
+- ``flexplane:cloud-controller``: the cloud controller's user (its own certificate) may initialize and
+  delete Nodes, read Services and write their LoadBalancer status, and record Events
+  (:func:`cloud_controller_rbac`).
 
 - kubeadm's two addons, as ``kubeadm init`` would install them (its names, so a tenant who knows
   kubeadm finds them): CoreDNS (Deployment ``coredns`` and Service ``kube-dns`` at the address every
@@ -574,6 +577,32 @@ def kube_proxy(cp: ControlPlane) -> list[Manifest]:
 # ------------------------------------------------------------------------------------ all of it
 
 
+CLOUD_CONTROLLER_ROLE = "flexplane:cloud-controller"
+
+
+def cloud_controller_rbac() -> list[Manifest]:
+    """What the cloud controller (``providers.cloud``, as :data:`.pki.CLOUD_CONTROLLER`) may do: read and
+    initialize Nodes (labels, taint, provider ID, addresses) and delete those whose VM is gone, read Services
+    and write their LoadBalancer status, and tell a Service's owner why it waits (Events). Nothing else: no
+    Secret, no Pod, no write to a Service's spec."""
+    rules = [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["services/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "create", "patch"]},
+    ]
+    return [
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(CLOUD_CONTROLLER_ROLE),
+            "rules": rules,
+        },
+        cluster_role_binding(CLOUD_CONTROLLER_ROLE, CLOUD_CONTROLLER_ROLE, [_user(pki.CLOUD_CONTROLLER[0])]),
+    ]
+
+
 def tenant_manifests(cp: ControlPlane, ca_pem: bytes) -> list[Manifest]:
     """Everything for the tenant cluster, in the order to create it."""
     return [
@@ -586,6 +615,7 @@ def tenant_manifests(cp: ControlPlane, ca_pem: bytes) -> list[Manifest]:
             [_user(pki.KUBELET_CLIENT[0])],
         ),
         cluster_role_binding("flexplane:vdc-admins", "cluster-admin", [_group(f"flexplane:vdc:{cp.vdc}")]),
+        *cloud_controller_rbac(),
         *coredns(cp),
         *kube_proxy(cp),
         *network.manifests(cp),

@@ -205,10 +205,14 @@ def test_cluster_wide_grants_are_the_tenant_clusters_kinds_and_no_secrets(render
     }
     assert ("", "secrets") not in granted
     assert not any("*" in r["verbs"] + r["resources"] for r in clusters)
-    # It binds only the VDC role, which reads Secrets where it is bound (the VDCs' namespaces) and no more.
+    # It binds only the VDC role, which reads and writes Secrets where it is bound (the VDCs' namespaces:
+    # its clusters' CAs read, their cloud controllers' keys written; the fence admits no other name) and
+    # no more: never lists them.
     (bind,) = [r for r in clusters if "bind" in r["verbs"]]
     assert bind["resourceNames"] == [f"{RELEASE}-flextenant-vdc"]
-    assert vdc == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    assert vdc == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "update", "delete"]}
+    ]
     (cluster_binding,) = [m for m in rendered if m["kind"] == "ClusterRoleBinding"]
     assert cluster_binding["roleRef"]["name"] == f"{RELEASE}-flextenant-clusters"
     env = {e["name"]: e.get("value") for e in container(rendered)["env"]}

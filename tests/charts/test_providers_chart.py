@@ -173,6 +173,48 @@ def test_the_schema_refuses_an_unknown_top_level_key(chart: helm_python.Chart) -
         render(chart, {"replicas": 3})
 
 
+CLOUD = {
+    "cloudController": {
+        "url": "https://flexplane.example.com",
+        "identity": {"url": "https://id.example.com", "projectId": "301"},
+        "caBundle": {"configMap": "internal-ca", "key": "bundle.pem"},
+    }
+}
+
+
+def test_without_a_url_the_providers_deploy_no_cloud_controller(renders: dict[str, list[Manifest]]) -> None:
+    assert not [name for name in env(renders["default"]) if name.startswith("FLEXPLANE_PROVIDERS_CLOUD_")]
+
+
+def test_the_cloud_controllers_settings_their_image_and_ca_bundle_reach_the_providers(
+    chart: helm_python.Chart,
+) -> None:
+    rendered = manifests(render(chart, CLOUD))
+    assert invalid(rendered) == []
+    settings = env(rendered)
+    assert settings["FLEXPLANE_PROVIDERS_CLOUD_URL"] == "https://flexplane.example.com"
+    assert settings["FLEXPLANE_PROVIDERS_CLOUD_IDENTITY_URL"] == "https://id.example.com"
+    assert settings["FLEXPLANE_PROVIDERS_CLOUD_PROJECT_ID"] == "301"
+    assert settings["FLEXPLANE_PROVIDERS_CLOUD_IMAGE"] == container(rendered)["image"]
+    mount, volume = kit.mounted(pod_spec(rendered), container(rendered), "cloud-ca")
+    assert settings["FLEXPLANE_PROVIDERS_CLOUD_CA_FILE"] == f"{mount['mountPath']}/bundle.pem"
+    assert volume["configMap"] == {
+        "name": "internal-ca",
+        "items": [{"key": "bundle.pem", "path": "bundle.pem"}],
+    }
+    assert "subPath" not in mount  # a changed bundle reaches the providers, and from them the controllers
+
+
+def test_a_cloud_controller_url_without_its_identity_is_refused(chart: helm_python.Chart) -> None:
+    with pytest.raises(Exception, match=r"cloudController\.identity\.url"):
+        render(chart, {"cloudController": {"url": "https://flexplane.example.com"}})
+
+
+def test_the_schema_refuses_a_cloud_controller_url_that_is_no_url(chart: helm_python.Chart) -> None:
+    with pytest.raises(helm_python.HelmValuesError, match="url"):
+        render(chart, {"cloudController": {"url": "flexplane.example.com"}})
+
+
 def test_the_schema_refuses_an_etcd_of_two_members(chart: helm_python.Chart) -> None:
     with pytest.raises(helm_python.HelmValuesError, match="etcdMembers"):
         render(chart, {"config": {"etcdMembers": 2}})
@@ -422,7 +464,8 @@ def test_secrets_are_granted_only_by_the_roles_bound_namespace_by_namespace_and_
     (bind,) = [rule for rule in rules(role) if "clusterroles" in rule["resources"]]
     assert bind["resourceNames"] == [vdc["metadata"]["name"], control_plane["metadata"]["name"]]
     assert granted(vdc, "", "secrets") == {"get", "create", "patch", "delete"}
-    assert granted(control_plane, "", "secrets") == {"get", "create", "patch"}
+    # The control plane's namespace: its PKI, kubeconfigs and cloud controller's key (deleted with it).
+    assert granted(control_plane, "", "secrets") == {"get", "create", "patch", "delete"}
     assert env(rendered)["FLEXPLANE_PROVIDERS_VDC_ROLE"] == vdc["metadata"]["name"]
     assert env(rendered)["FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE"] == control_plane["metadata"]["name"]
     account = only(rendered, "ServiceAccount")["metadata"]["name"]

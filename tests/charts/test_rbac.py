@@ -16,6 +16,7 @@ import helm_python
 import pytest
 import yaml
 
+from orchestrator.sources.kube_objects import cloud_controller_secret
 from tests.charts.kit import Manifest, manifests
 from tests.charts.rbac import RBAC_GROUP, WORKLOADS, Account, Cluster, Grant
 
@@ -258,6 +259,9 @@ PRODUCT_WRITES = [
     (ORCHESTRATOR, "create", "cluster.x-k8s.io", "clusters", VDC, "k8s", None),
     (ORCHESTRATOR, "patch", "cluster.x-k8s.io", "machinedeployments", VDC, "k8s-workers", None),
     (ORCHESTRATOR, "delete", "controlplane.flexplane.io", "flexcontrolplanes", VDC, "k8s", None),
+    (ORCHESTRATOR, "create", "", "secrets", VDC, cloud_controller_secret("k8s"), OPAQUE),
+    (ORCHESTRATOR, "update", "", "secrets", VDC, cloud_controller_secret("k8s"), OPAQUE),
+    (ORCHESTRATOR, "delete", "", "secrets", VDC, cloud_controller_secret("k8s"), None),
     (HUB, "create", "", "secrets", PLATFORM, HUB_SECRET, OPAQUE),
     (HUB, "update", "", "configmaps", PLATFORM, PEER["metadata"]["name"], PEER),
     (PROVIDERS, "create", "coordination.k8s.io", "leases", PLATFORM, "flexplane-providers-leader", None),
@@ -316,6 +320,16 @@ def test_the_fences_narrow_what_rbac_cannot_narrow_by_name(
     assert cluster.refusals(account, verb, "", resource, PLATFORM, name, obj)
 
 
+@pytest.mark.parametrize("verb", ["create", "update", "delete"])
+def test_the_orchestrator_writes_no_secret_of_a_vdc_namespace_but_a_cloud_controllers_key(
+    cluster: Cluster, bound: dict[Account, list[Manifest]], verb: str
+) -> None:
+    """A cluster's CA (``<cluster>-ca``) is the control-plane provider's: the orchestrator only reads it."""
+    named, obj = (None, OPAQUE) if verb == "create" else ("k8s-ca", None if verb == "delete" else OPAQUE)
+    assert cluster.rbac_allows(ORCHESTRATOR, verb, "", "secrets", VDC, named, bound[ORCHESTRATOR])
+    assert cluster.refusals(ORCHESTRATOR, verb, "", "secrets", VDC, "k8s-ca", obj)
+
+
 # --- each grant is one the code uses ------------------------------------------------------------------
 
 KUBE = "orchestrator/sources/kube.py"
@@ -369,8 +383,14 @@ def orchestrator_needs() -> Needs:
         EVERYWHERE, RBAC_GROUP, ("rolebindings",), CAPI, {"create": "create_namespaced_role_binding"}
     )
     out |= needs(EVERYWHERE, RBAC_GROUP, ("clusterroles",), CAPI, {"bind": "role_ref=client.V1RoleRef("})
-    # The VDC role, which it binds itself to in each VDC's namespace: a cluster's CA, to sign kubeconfigs.
-    out |= needs(VDC, "", ("secrets",), CAPI, {"get": "self.core.read_namespaced_secret"})
+    # The VDC role, which it binds itself to in each VDC's namespace: a cluster's CA, to sign kubeconfigs;
+    # a cluster's cloud controller's key, written and deleted.
+    secrets = {"get": "self.core.read_namespaced_secret", "create": "self.core.create_namespaced_secret"}
+    secrets |= {
+        "update": "self.core.replace_namespaced_secret",
+        "delete": "self.core.delete_namespaced_secret",
+    }
+    out |= needs(VDC, "", ("secrets",), CAPI, secrets)
     return out
 
 
@@ -491,6 +511,11 @@ def providers_needs() -> Needs:
     out |= needs(EVERYWHERE, "policy", ("poddisruptionbudgets",), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "batch", ("cronjobs",), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "", ("namespaces",), CP_STEPS, {"delete": 'kube.delete("v1", "Namespace"'})
+    # The cloud controller's Deployment and its Secret, taken away with flex.plane's URL or the VDC's key.
+    out |= needs(
+        EVERYWHERE, "apps", ("deployments",), CP_STEPS, {"delete": 'kube.delete("apps/v1", "Deployment"'}
+    )
+    out |= needs(CONTROL_PLANE, "", ("secrets",), CP_STEPS, {"delete": 'kube.delete("v1", "Secret"'})
     # Secrets through the roles they bind themselves to (providers/common/access.py): a control plane's
     # PKI and kubeconfigs in its namespace; in the VDC's, Cluster API's two Secrets (deleted with the
     # control plane) and the machines' bootstrap data.

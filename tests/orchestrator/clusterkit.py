@@ -25,7 +25,7 @@ from orchestrator.models.clusters import (
     namespace_of,
 )
 from providers.common.crds import load_crds
-from tests.apikit import GraphQL, vdc_namespace
+from tests.apikit import AsUser, GraphQL, vdc_namespace
 
 
 def install_crds(world: World) -> None:
@@ -50,7 +50,7 @@ CREATE_NETWORK = """mutation($input: CreateNetworkInput!) { createNetwork(input:
   network { id } errors { field message code } } }"""
 
 
-def ensure_versions(api: GraphQL) -> None:
+def ensure_versions(api: AsUser) -> None:
     """The test versions in the catalog (as ADMIN; one made already is fine)."""
     for version, image in VERSION_IMAGES.items():
         answer = api(CREATE_VERSION, user="admin", variables={"input": {"version": version, "image": image}})
@@ -58,7 +58,7 @@ def ensure_versions(api: GraphQL) -> None:
         assert [e["code"] for e in errors] in ([], ["CONFLICT"]), errors
 
 
-def ensure_default_network(api: GraphQL, vdc: str, zone: str = "zone-a") -> str:
+def ensure_default_network(api: AsUser, vdc: str, zone: str = "zone-a") -> str:
     """The id of the VDC's default network in ``zone`` (made as a VM create would, if it has none)."""
     values = {"name": "default", "zone": zone, "cidr": "10.0.0.0/24"}
     answer = api(CREATE_NETWORK, user="admin", vdc=vdc, variables={"input": values})

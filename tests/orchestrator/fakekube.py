@@ -25,7 +25,7 @@ from devstack import seed
 from devstack.images import ImageServer
 from devstack.kube.selectors import parse_label_selector
 from orchestrator.auth import Principal
-from orchestrator.errors import Conflict, NotFound, Unavailable
+from orchestrator.errors import Conflict, FlexPlaneError, NotFound, Unavailable
 from orchestrator.services.context import Context, Sources
 from orchestrator.sources.kube_objects import (
     ID_LABEL,
@@ -261,7 +261,9 @@ class FakeKube:
 class FakeClusterApi:
     """The management cluster's custom objects (Cluster API's kinds, our providers') by kind, namespace and
     name, with the surface of ``sources.protocols.ClusterApi``: creates conflict, patches merge (RFC 7386)
-    and need the object, label selectors select; ``secrets`` holds the namespaces' Secrets."""
+    and need the object, label selectors select; ``secrets`` holds the namespaces' Secrets. A test makes a
+    kind's creates fail by putting the error in ``refusals`` under the kind (``"Cluster"``), as a management
+    cluster that stops answering half-way would."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -269,6 +271,7 @@ class FakeClusterApi:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
         self.secrets: dict[tuple[str, str], SecretEntry] = {}
+        self.refusals: dict[str, FlexPlaneError] = {}
 
     def _object(self, resource: Resource, body: Mapping[str, Any]) -> KubeObject:
         meta = body.get("metadata") or {}
@@ -301,6 +304,9 @@ class FakeClusterApi:
         meta = stored.setdefault("metadata", {})
         key = (resource.plural, namespace, str(meta.get("name")))
         with self._lock:
+            refusal = self.refusals.get(resource.kind)
+            if refusal is not None:
+                raise refusal
             if key in self.objects:
                 raise Conflict(f"{resource.kind} {key[2]} already exists in namespace {namespace}")
             meta.update(namespace=namespace, uid=str(uuid.uuid4()), resourceVersion=str(next(self._versions)))
@@ -328,6 +334,23 @@ class FakeClusterApi:
     def secret(self, namespace: str, name: str) -> SecretEntry | None:
         with self._lock:
             return copy.deepcopy(self.secrets.get((namespace, name)))
+
+    def write_secret(
+        self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str]
+    ) -> None:
+        with self._lock:
+            self.secrets[(namespace, name)] = SecretEntry(
+                name=name,
+                type="Opaque",
+                data=dict(data),
+                labels=dict(labels),
+                resource_version=str(next(self._versions)),
+                uid=str(uuid.uuid4()),
+            )
+
+    def delete_secret(self, namespace: str, name: str) -> bool:
+        with self._lock:
+            return self.secrets.pop((namespace, name), None) is not None
 
 
 def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:

@@ -88,6 +88,27 @@ def test_scaling_a_pool_down_removes_its_newest_workers() -> None:
     assert md["spec"]["deletion"] == {"order": "Newest"}  # core's default is Random
 
 
+def kubelet_args(plan: objects.ClusterPlan) -> list[dict[str, str]]:
+    [template] = [b for r, b in objects.all_objects(plan) if r.kind == "KubeadmConfigTemplate"]
+    args: list[dict[str, str]] = template["spec"]["template"]["spec"]["joinConfiguration"][
+        "nodeRegistration"
+    ]["kubeletExtraArgs"]
+    return args
+
+
+def test_kubelets_leave_their_nodes_to_the_cloud_controller_only_where_the_cluster_has_one() -> None:
+    """Without a controller, a node registered with ``cloud-provider: external`` would stay tainted
+    uninitialized for ever."""
+    external = {"name": "cloud-provider", "value": "external"}
+    assert external not in kubelet_args(PLAN)
+    args = kubelet_args(dataclasses.replace(PLAN, cloud_controller=True))
+    assert args == [
+        {"name": "provider-id", "value": objects.PROVIDER_ID},
+        external,
+        {"name": "node-labels", "value": f"{NODE_POOL_LABEL}=web"},
+    ]
+
+
 def test_a_template_of_other_content_has_another_name_and_the_same_content_the_same() -> None:
     spec = objects.machine_spec(POOL, "debian-12")
     same = objects.machine_template("demo", "shop", "web", spec)["metadata"]["name"]

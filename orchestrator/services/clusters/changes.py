@@ -12,7 +12,8 @@
 - Delete: the MachineDeployments (their workers go first), the ``Cluster`` (core then deletes the
   control plane and the ProxmoxCluster it owns; the providers' finalizers remove the hosted control
   plane and the VMs), and the templates. A control plane or ProxmoxCluster core never adopted (no owner)
-  is deleted directly.
+  is deleted directly. The cloud controller's identity goes too (``identity.remove``): its service
+  account revoked, the Secret of its key deleted.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from orchestrator.models.clusters import (
 )
 from orchestrator.models.vdcs import Vdc
 from orchestrator.services import catalog, vdcs
-from orchestrator.services.clusters import inputs, objects
+from orchestrator.services.clusters import identity, inputs, objects
 from orchestrator.services.clusters.create import offered_version, vdc_usage_now
 from orchestrator.services.clusters.quota import size_of
 from orchestrator.services.clusters.reads import VdcObjects, acting_vdc, assemble, read, templates_by_name
@@ -195,6 +196,7 @@ def delete_cluster(ctx: Context, cluster: str) -> KubernetesCluster:
     for resource in (PROXMOX_MACHINE_TEMPLATE, KUBEADM_CONFIG_TEMPLATE):
         for obj in found.of(resource):
             delete(obj, resource)
+    failures += identity.remove(ctx, vdc.id, cluster)
     if failures:
         raise Conflict(f"Kubernetes cluster {cluster} was not wholly deleted, retry: {'; '.join(failures)}")
     return dataclasses.replace(current, phase=DELETING)

@@ -6,16 +6,18 @@ exist), each pool's profiles (allowed in the VDC, the storage profile with stora
 zone), counts, replicas and the network plugin. Then, under the VDC's lock (the one VM creates take):
 the name must be free, and the workers must fit the quota with everything the VDC uses and has planned
 (``clusters.quota``). Between the two, each network's way to the control planes is made sure of
-(``reach``). The objects are written in ``objects.all_objects``' order, the ``Cluster`` last; a write
-that fails takes back what was written before it, so nothing half-made is left (the error says if that
-could not be done).
+(``reach``). Then, where the platform has an identity provider, the cluster's cloud controller gets its
+identity (``identity``: a service account of the VDC, its key in a Secret), and the workers' kubelets
+leave their nodes to it. The objects are written in ``objects.all_objects``' order, the ``Cluster``
+last; a write that fails takes back what was written before it and the identity, so nothing half-made
+is left (the error says if that could not be done).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from orchestrator.errors import FlexPlaneError, NotFound, Unavailable, ValidationFailed
 from orchestrator.models import Usage
@@ -31,7 +33,7 @@ from orchestrator.models.clusters import (
 from orchestrator.models.networks import Network
 from orchestrator.models.vdcs import Vdc
 from orchestrator.services import catalog, networks, vdcs
-from orchestrator.services.clusters import inputs, objects, reach
+from orchestrator.services.clusters import identity, inputs, objects, reach
 from orchestrator.services.clusters.inputs import CreateCluster
 from orchestrator.services.clusters.quota import control_plane, reserved_for_clusters, worker
 from orchestrator.services.clusters.reads import VdcObjects, acting_vdc, assemble, selector
@@ -188,7 +190,8 @@ def take_back(
 def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
     """Create a cluster in the request's VDC (USER of it, or ADMIN), its workers and its control plane
     within its quota (``quota.CONTROL_PLANE_REPLICA`` per replica), its workers' way to the control plane
-    made sure of first (``reach``: an edge gateway made for it is taken back when the create fails)."""
+    made sure of first (``reach``: an edge gateway made for it is taken back when the create fails), and
+    its cloud controller's identity made (``identity``: taken back too)."""
     checked = plan(ctx, spec)
     vdc, planned = checked.vdc, checked.plan
     way = reach.ensure(ctx, vdc, checked.networks)
@@ -200,7 +203,8 @@ def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
 
 
 def _write(ctx: Context, vdc: Vdc, planned: objects.ClusterPlan) -> KubernetesCluster:
-    """The cluster's objects written under the VDC's lock, its name free and its quota checked then."""
+    """The cluster's objects written under the VDC's lock, its name free and its quota checked then (so
+    that the identity made for it is never made for a name another cluster holds)."""
     namespace = namespace_of(vdc.id)
     source = ctx.clusterapi
     with vdc_lock(ctx, vdc) as held:
@@ -212,6 +216,8 @@ def _write(ctx: Context, vdc: Vdc, planned: objects.ClusterPlan) -> KubernetesCl
         wanted = asked(planned.pools) + control_plane(planned.control_plane_replicas)
         vdcs.check_quota(ctx, vdc, wanted, current=vdc_usage_now(ctx, vdc))
         source.ensure_namespace(namespace, {VDC_LABEL: vdc.id})
+        made_for = identity.make(ctx, vdc, planned.name)
+        planned = replace(planned, cloud_controller=made_for is not None)
         written: list[tuple[Resource, str]] = []
         made: list[KubeObject] = []
         try:
@@ -221,5 +227,6 @@ def _write(ctx: Context, vdc: Vdc, planned: objects.ClusterPlan) -> KubernetesCl
                 written.append((resource, body["metadata"]["name"]))
         except FlexPlaneError as exc:
             take_back(source, namespace, written, exc)
+            identity.take_back(ctx, made_for, exc)
             raise
     return assemble(VdcObjects.holding(made))[0]

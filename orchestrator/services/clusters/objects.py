@@ -68,6 +68,9 @@ class ClusterPlan:
     control_plane_replicas: int
     pools: tuple[PoolPlan, ...]
     network_plugin: str = DEFAULT_NETWORK_PLUGIN  # what the control-plane provider installs as the CNI
+    # Whether the cluster has flex.plane's cloud controller (its identity was made: ``clusters.identity``),
+    # so that its kubelets leave the nodes' initialization to it (``cloud-provider: external``).
+    cloud_controller: bool = False
 
 
 def labels(vdc: str, cluster: str, **more: str) -> dict[str, str]:
@@ -118,21 +121,17 @@ def machine_template(vdc: str, cluster: str, pool: str, spec: Mapping[str, Any])
     return _body(PROXMOX_MACHINE_TEMPLATE, name, labels(vdc, cluster, **{NODE_POOL_LABEL: pool}), template)
 
 
-def bootstrap_template(vdc: str, cluster: str, pool: PoolPlan) -> dict[str, Any]:
-    """The kubeadm join settings of the pool's nodes: the kubelet's providerID, the pool as a label."""
+def bootstrap_template(vdc: str, cluster: str, pool: PoolPlan, *, external: bool = False) -> dict[str, Any]:
+    """The kubeadm join settings of the pool's nodes: the kubelet's providerID, the pool as a label, and
+    (``external``: the cluster has a cloud controller) ``cloud-provider: external``, with which a node
+    registers tainted uninitialized until the controller has set its addresses and labels. Never without
+    a controller: the taint would stay, and no pod would ever be scheduled there."""
+    kubelet = [{"name": "provider-id", "value": PROVIDER_ID}]
+    if external:
+        kubelet.append({"name": "cloud-provider", "value": "external"})
+    kubelet.append({"name": "node-labels", "value": f"{NODE_POOL_LABEL}={pool.name}"})
     template = {
-        "template": {
-            "spec": {
-                "joinConfiguration": {
-                    "nodeRegistration": {
-                        "kubeletExtraArgs": [
-                            {"name": "provider-id", "value": PROVIDER_ID},
-                            {"name": "node-labels", "value": f"{NODE_POOL_LABEL}={pool.name}"},
-                        ]
-                    }
-                }
-            }
-        }
+        "template": {"spec": {"joinConfiguration": {"nodeRegistration": {"kubeletExtraArgs": kubelet}}}}
     }
     name = f"{deployment_name(cluster, pool.name)}-{_digest(template)}"
     return _body(
@@ -198,7 +197,7 @@ def cluster(plan: ClusterPlan) -> dict[str, Any]:
 def pool_objects(plan: ClusterPlan, pool: PoolPlan) -> list[tuple[Resource, dict[str, Any]]]:
     """A pool's templates, then its MachineDeployment (which names them)."""
     infrastructure = machine_template(plan.vdc, plan.name, pool.name, machine_spec(pool, plan.image))
-    bootstrap = bootstrap_template(plan.vdc, plan.name, pool)
+    bootstrap = bootstrap_template(plan.vdc, plan.name, pool, external=plan.cloud_controller)
     deployment = machine_deployment(
         plan.vdc,
         plan.name,

@@ -1,17 +1,23 @@
 """Tenant Kubernetes clusters through the GraphQL API of the world's orchestrator, over HTTP with the
 identity provider's tokens: create, list, read, scale, upgrade, delete, bad input named by its field,
-another VDC's cluster NOT_FOUND, the versions catalog (ADMIN writes, USERs read), and an audited
-kubeconfig. The service's finer behaviour (quota races, reads counted, the kubeconfig's certificate) is
-tested in ``tests/orchestrator/services/test_clusters.py``."""
+another VDC's cluster NOT_FOUND, the versions catalog (ADMIN writes, USERs read), an audited
+kubeconfig, and the cloud controller's identity (a service account in the identity provider, its key in
+a Secret of the management cluster) made and removed with the cluster. The service's finer behaviour
+(quota races, reads counted, the kubeconfig's certificate) is tested in
+``tests/orchestrator/services/test_clusters.py``."""
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client, config
 
 from devstack.world import World
+from orchestrator.sources.kube_objects import CLOUD_CONTROLLER_KEY, cloud_controller_secret
 from tests.apikit import GraphQL
 from tests.orchestrator.clusterkit import (
     CLUSTER_FIELDS,
@@ -31,6 +37,7 @@ SCALE = f"""mutation($cluster: String!, $pool: String!, $count: Int!) {{
 UPGRADE = f"""mutation($cluster: String!, $version: String!) {{
   upgradeKubernetesCluster(cluster: $cluster, version: $version) {PAYLOAD} }}"""
 DELETE = f"mutation($cluster: String!) {{ deleteKubernetesCluster(cluster: $cluster) {PAYLOAD} }}"
+ACCOUNTS = 'query { serviceAccounts(vdc: "demo") { id name createdBy } }'
 KUBECONFIG = (
     "query($cluster: String!) { kubeconfig(cluster: $cluster) { cluster endpoint kubeconfig expiresAt } }"
 )
@@ -149,6 +156,34 @@ def test_alice_scales_upgrades_and_deletes_her_cluster(api: GraphQL, networks: d
     deleted = api(DELETE, user="alice", vdc="demo", variables={"cluster": "gql-life"})
     assert deleted.data["deleteKubernetesCluster"]["kubernetesCluster"]["phase"] == "Deleting"
     assert api(CLUSTER, user="alice", vdc="demo", variables={"name": "gql-life"}).codes == ["NOT_FOUND"]
+
+
+def test_a_cluster_gets_its_cloud_controllers_identity_and_loses_it_with_its_delete(
+    world: World, api: GraphQL, networks: dict[str, str]
+) -> None:
+    """Through the world's orchestrator, its identity provider (the Zitadel emulator) and management cluster
+    (the Kubernetes emulator): the wiring of ``services.clusters.identity`` (its cases: the light API's
+    ``test_cluster_identity``)."""
+    created(api, "alice", "demo", cluster_input("gql-ident", networks["demo"]))
+    [account] = [
+        a for a in api(ACCOUNTS, user="alice").data["serviceAccounts"] if a["name"] == "k8s-gql-ident"
+    ]
+    assert account["createdBy"] == "flex.plane"
+    api_client = config.new_client_from_config(config_file=str(world.kubeconfig))
+    core = client.CoreV1Api(api_client)
+    try:
+        secret = core.read_namespaced_secret(cloud_controller_secret("gql-ident"), "vdc-demo")
+        key = json.loads(base64.b64decode((secret.data or {})[CLOUD_CONTROLLER_KEY]))
+        assert key["userId"] == account["id"]
+        assert key["key"].startswith("-----BEGIN")  # a private key the controller signs its assertions with
+
+        deleted = api(DELETE, user="alice", vdc="demo", variables={"cluster": "gql-ident"})
+        assert deleted.data["deleteKubernetesCluster"]["errors"] == []
+        names = [s.metadata.name for s in core.list_namespaced_secret("vdc-demo").items if s.metadata]
+        assert cloud_controller_secret("gql-ident") not in names
+    finally:
+        api_client.close()
+    assert "k8s-gql-ident" not in [a["name"] for a in api(ACCOUNTS, user="alice").data["serviceAccounts"]]
 
 
 def test_kubernetes_versions_are_admins_to_write_and_users_to_read(

@@ -1,6 +1,7 @@
 """The Cluster API source against the Kubernetes emulator: VDC namespaces made labelled on a VDC's first
 cluster, found as good as made after that, and the orchestrator bound there to read Secrets only where the
-deployment names the role to bind; and what its calls' failures become (the Kubernetes layer's one call
+deployment names the role to bind; a Secret written, written again whole, and deleted; and what its calls'
+failures become (the Kubernetes layer's one call
 wrapper): nothing, ``Conflict``, ``NotFound``, ``Unavailable``."""
 
 from __future__ import annotations
@@ -84,6 +85,31 @@ def test_a_second_create_of_one_name_is_a_conflict(api_client: client.ApiClient,
         source.create(CLUSTER, "vdc-third", body)
     assert [c.name for c in source.list(CLUSTER, "vdc-third", VDC_LABEL)] == ["shop"]
     assert source.delete(CLUSTER, "vdc-third", "shop") is True
+
+
+def test_a_secret_is_written_then_replaced_whole_and_deleted(
+    api_client: client.ApiClient, settings: Any
+) -> None:
+    settings.FLEXPLANE_VDC_ROLE = ""
+    source = ClusterApiSource(api_client, 2.0)
+    source.ensure_namespace("vdc-fourth", {VDC_LABEL: "fourth"})
+    source.write_secret(
+        "vdc-fourth", "shop-cloud-controller", {"key.json": b"{}", "old": b"x"}, {VDC_LABEL: "a"}
+    )
+    source.write_secret(
+        "vdc-fourth", "shop-cloud-controller", {"key.json": b'{"k": 1}'}, {VDC_LABEL: "fourth"}
+    )
+
+    found = source.secret("vdc-fourth", "shop-cloud-controller")
+    assert found is not None
+    assert (found.data, found.labels, found.type) == (
+        {"key.json": b'{"k": 1}'},
+        {VDC_LABEL: "fourth"},
+        "Opaque",
+    )
+    assert source.delete_secret("vdc-fourth", "shop-cloud-controller") is True
+    assert source.secret("vdc-fourth", "shop-cloud-controller") is None
+    assert source.delete_secret("vdc-fourth", "shop-cloud-controller") is False  # gone already
 
 
 def test_a_management_cluster_that_does_not_answer_is_unavailable() -> None:

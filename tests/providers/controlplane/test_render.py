@@ -25,6 +25,11 @@ CP3 = model.ControlPlane(
     konnectivity_port=31132,
 )
 
+# The tenant cluster's cloud controller, as rendered with flex.plane's URL set and the VDC's key there.
+CLOUD = model.CloudController(
+    url="https://flexplane.example.com", identity_url="https://id.example.com", project_id="1"
+)
+
 # apiserver-network-proxy's documented options (its README and Kubernetes' "Set up Konnectivity
 # service" task): the flag, the value it must have here, and what it is for.
 KONNECTIVITY_SERVER_FLAGS = {
@@ -73,6 +78,7 @@ def everything(cp: model.ControlPlane, files: dict[str, bytes]) -> list[dict[str
         *render.management_manifests(cp, files),
         *render.vdc_secrets(cp, files, f"vdc-{cp.vdc}"),
         *tenant.tenant_manifests(cp, files["ca.crt"]),
+        *render.render_cloud_controller(cp, CLOUD, files, b'{"type": "serviceaccount"}'),
     ]
 
 
