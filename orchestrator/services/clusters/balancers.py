@@ -6,17 +6,24 @@ description of the gateway firewall rules that let traffic in (``kube_objects.ba
 So the gateways say, with no call into the tenant cluster, which addresses serve which Service: what the
 cluster's page and the API show. A Service still waiting for its address (beyond the VDC's ``publicIps``
 quota, say) is not on a gateway yet, and is the tenant cluster's to tell (``kubectl get services``).
+
+When the cluster is deleted, ``release_all`` gives its addresses back (with their forwards) and removes
+the rules that marked them: its controller, revoked with it, could no longer do so.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 
-from orchestrator.models.gateways import PortForward
+from orchestrator.errors import FlexPlaneError
+from orchestrator.models.gateways import FirewallRule, Gateway, PortForward
 from orchestrator.services.context import Context
-from orchestrator.services.gateways import store
+from orchestrator.services.gateways import changes, release_public_ip, store
 from orchestrator.sources.kube_objects import balancer_named
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -92,3 +99,55 @@ def _ports(forwards: list[PortForward]) -> tuple[Port, ...]:
     return tuple(
         sorted({Port(f.protocol, f.port, f.to_port) for f in forwards}, key=lambda p: (p.port, p.protocol))
     )
+
+
+def release_all(ctx: Context, vdc: str, cluster: str) -> list[str]:
+    """Give back every address the gateways of ``vdc`` hold for ``cluster``'s Services, and remove the
+    rules that mark them; what could not be done, as failures to report (each gateway on its own).
+
+    A change recorded while the gateway's host does not answer is done: the gateway reconciler sends it
+    on. So what counts is the gateway as it is stored afterwards, not the answer of each change."""
+    failures: list[str] = []
+    for gateway in store.everything(ctx):
+        if gateway.vdc != vdc or not _held_for(gateway, cluster)[1]:
+            continue
+        said: list[str] = []
+        for address in _held_for(gateway, cluster)[0]:
+            try:
+                release_public_ip(ctx, address)
+            except FlexPlaneError as exc:
+                said.append(exc.message)
+
+        def unmarked(current: Gateway, _all: object) -> tuple[Gateway, None]:
+            kept = tuple(r for r in current.rules if not _marks(r.description, cluster))
+            return replace(current, rules=kept), None
+
+        try:
+            changes.change_gateway(ctx, gateway.zone, unmarked, create=False)
+        except FlexPlaneError as exc:
+            said.append(exc.message)
+        after = store.load(ctx, vdc, gateway.zone)
+        addresses, rules = _held_for(after, cluster) if after is not None else ([], [])
+        if addresses or rules:
+            what = ", ".join(addresses) or f"{len(rules)} rule(s)"
+            failures.append(
+                f"the load balancers' {what} on the edge gateway in zone {gateway.zone}: {'; '.join(said)}"
+            )
+        elif said:
+            logger.warning("cluster %s's load balancers released in zone %s: %s", cluster, gateway.zone, said)
+    return failures
+
+
+def _held_for(gateway: Gateway, cluster: str) -> tuple[list[str], list[FirewallRule]]:
+    """The addresses ``gateway`` holds for the cluster's Services, and the rules that mark them."""
+    rules = [r for r in gateway.rules if _marks(r.description, cluster)]
+    held = {ip.address for ip in gateway.public_ips}
+    addresses = [
+        a for a in dict.fromkeys(_address(r.destination) for r in rules) if a is not None and a in held
+    ]
+    return addresses, rules
+
+
+def _marks(description: str, cluster: str) -> bool:
+    named = balancer_named(description)
+    return named is not None and named[0] == cluster

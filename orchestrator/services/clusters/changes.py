@@ -13,7 +13,8 @@
   control plane and the ProxmoxCluster it owns; the providers' finalizers remove the hosted control
   plane and the VMs), and the templates. A control plane or ProxmoxCluster core never adopted (no owner)
   is deleted directly. The cloud controller's identity goes too (``identity.remove``): its service
-  account revoked, the Secret of its key deleted.
+  account revoked, the Secret of its key deleted; and so do the public IPs its Services of type
+  LoadBalancer held on the VDC's gateways (``balancers.release_all``), which it can no longer release.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from orchestrator.models.clusters import (
 )
 from orchestrator.models.vdcs import Vdc
 from orchestrator.services import catalog, vdcs
-from orchestrator.services.clusters import identity, inputs, objects
+from orchestrator.services.clusters import balancers, identity, inputs, objects
 from orchestrator.services.clusters.create import offered_version, vdc_usage_now
 from orchestrator.services.clusters.quota import size_of
 from orchestrator.services.clusters.reads import VdcObjects, acting_vdc, assemble, read, templates_by_name
@@ -197,6 +198,8 @@ def delete_cluster(ctx: Context, cluster: str) -> KubernetesCluster:
         for obj in found.of(resource):
             delete(obj, resource)
     failures += identity.remove(ctx, vdc.id, cluster)
+    # After the controller's account: revoked, it takes no new address for the Services going.
+    failures += balancers.release_all(ctx, vdc.id, cluster)
     if failures:
         raise Conflict(f"Kubernetes cluster {cluster} was not wholly deleted, retry: {'; '.join(failures)}")
     return dataclasses.replace(current, phase=DELETING)

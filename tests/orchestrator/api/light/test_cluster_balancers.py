@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -21,6 +22,14 @@ from providers.cloud.model import Balancer, Port, Rule, owner, wanted_rules
 from tests.orchestrator.fakekube import FakeClusterApi, FakeKube, context_on
 from tests.orchestrator.inprocess import InProcessApi
 
+DELETE = """mutation($cluster: String!) { deleteKubernetesCluster(cluster: $cluster) {
+  errors { field message code } } }"""
+EXTERNAL = {
+    "bridge": "vmbr1",
+    "cidr": "203.0.113.0/24",
+    "gateway": "203.0.113.1",
+    "pool": ["203.0.113.10-203.0.113.60"],
+}
 BALANCERS = """query($name: String!) { kubernetesCluster(name: $name) { name loadBalancers {
   namespace name zone address ports { protocol port nodePort } nodes sourceRanges } } }"""
 NAMESPACE = namespace_of("demo")
@@ -92,6 +101,51 @@ def test_a_clusters_load_balancer_reads_with_its_address_ports_nodes_and_sources
             "sourceRanges": ["198.51.100.0/24"],
         }
     ]
+
+
+@pytest.fixture
+def external(kube: FakeKube) -> Iterator[None]:
+    """zone-a with an external network (its gateways' home), as an admin sets it; as before afterwards."""
+    before = kube.get_catalog("zone", "zone-a")
+    assert before is not None
+    kube.replace_catalog("zone", "zone-a", {**before.spec, "external": EXTERNAL}, before.resource_version)
+    yield
+    now = kube.get_catalog("zone", "zone-a")
+    assert now is not None
+    kube.replace_catalog("zone", "zone-a", before.spec, now.resource_version)
+
+
+def test_deleting_the_cluster_gives_its_addresses_back_and_leaves_the_rest_of_the_gateway(
+    api: InProcessApi, kube: FakeKube, cluster: str, gateway: Gateway, external: None
+) -> None:
+    """Its controller, revoked with it, could no longer release them: the delete does (the gateway's host
+    does not answer in the light world: the change is recorded, which is what counts)."""
+    ctx = context_on(kube, "ADMIN")
+    own = FirewallRule("in", "allow", "tcp", "0.0.0.0/0", "203.0.113.12/32", (22, 22), "ssh to the bastion")
+    other = [
+        as_stored(r, owner("other", "shop", "front"))
+        for r in wanted_rules(Balancer("shop", "front", ()), "203.0.113.13")
+    ]
+    current = store.load(ctx, "demo", "zone-a")
+    assert current is not None
+    store.save(
+        ctx,
+        replace(
+            current,
+            public_ips=(*current.public_ips, PublicIp("203.0.113.12"), PublicIp("203.0.113.13")),
+            rules=(*current.rules, own, *other),
+        ),
+    )
+
+    answer = api(DELETE, user="alice", vdc="demo", variables={"cluster": cluster})
+
+    assert answer.errors == [], answer.body
+    assert answer.data["deleteKubernetesCluster"]["errors"] == []
+    after = store.load(ctx, "demo", "zone-a")
+    assert after is not None
+    assert [ip.address for ip in after.public_ips] == ["203.0.113.12", "203.0.113.13"]
+    assert after.forwards == ()
+    assert list(after.rules) == [own, *other]
 
 
 def test_a_cluster_without_load_balancers_lists_none(api: InProcessApi, cluster: str) -> None:
