@@ -19,11 +19,16 @@ from dataclasses import dataclass, replace
 
 from orchestrator.errors import FlexPlaneError
 from orchestrator.models.gateways import FirewallRule, Gateway, PortForward
+from orchestrator.services import gateways
 from orchestrator.services.context import Context
-from orchestrator.services.gateways import changes, release_public_ip, store
+from orchestrator.services.gateways import changes, store
 from orchestrator.sources.kube_objects import balancer_named
 
 logger = logging.getLogger(__name__)
+
+# The gateways' modules are used, not names imported from them: this module may be loaded while the
+# gateways package itself is still loading (which reaches the clusters through networks, security
+# groups and the VMs' quota), when its names are not there yet.
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ def release_all(ctx: Context, vdc: str, cluster: str) -> list[str]:
         said: list[str] = []
         for address in _held_for(gateway, cluster)[0]:
             try:
-                release_public_ip(ctx, address)
+                gateways.release_public_ip(ctx, address)
             except FlexPlaneError as exc:
                 said.append(exc.message)
 
