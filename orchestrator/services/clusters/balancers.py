@@ -67,6 +67,37 @@ def _address(destination: str) -> str | None:
     return str(network.network_address) if network.prefixlen == network.max_prefixlen else None
 
 
+@dataclass(frozen=True)
+class _Marked:
+    """An address ``gateway`` holds for a Service of the cluster: the Service, and the rules marking it."""
+
+    address: str
+    namespace: str
+    name: str
+    rules: tuple[FirewallRule, ...]
+
+
+def _marks(rule: FirewallRule, cluster: str) -> tuple[str, str] | None:
+    """The Service (namespace, name) of ``cluster`` that ``rule`` marks its destination for, else None."""
+    named = balancer_named(rule.description)
+    return named[1:] if named is not None and named[0] == cluster else None
+
+
+def _marked(gateway: Gateway, cluster: str) -> list[_Marked]:
+    """The addresses ``gateway`` holds (as public IPs) for ``cluster``'s Services, in its rules' order."""
+    held = {ip.address for ip in gateway.public_ips}
+    found: dict[str, _Marked] = {}
+    for rule in gateway.rules:
+        service, address = _marks(rule, cluster), _address(rule.destination)
+        if service is None or address is None or address not in held:
+            continue
+        if address in found:
+            found[address] = replace(found[address], rules=(*found[address].rules, rule))
+        else:
+            found[address] = _Marked(address, *service, (rule,))
+    return list(found.values())
+
+
 def load_balancers(ctx: Context, vdc: str, cluster: str) -> list[LoadBalancer]:
     """The LoadBalancer Services of ``vdc``'s cluster ``cluster`` that have their address, by namespace
     and name (the gateways read once per request). The caller has read the cluster, so may see them."""
@@ -74,24 +105,16 @@ def load_balancers(ctx: Context, vdc: str, cluster: str) -> list[LoadBalancer]:
     for gateway in store.all_gateways(ctx):
         if gateway.vdc != vdc:
             continue
-        held = {ip.address for ip in gateway.public_ips}
-        marked: dict[str, tuple[str, str, list[str]]] = {}  # address -> namespace, name, sources
-        for rule in gateway.rules:
-            named = balancer_named(rule.description)
-            address = _address(rule.destination)
-            if named is None or named[0] != cluster or address not in held:
-                continue
-            namespace, name, sources = marked.setdefault(address, (named[1], named[2], []))
-            if rule.action == "allow":  # with source ranges, a deny of the rest follows them
-                sources.append(rule.source)
-        for address, (namespace, name, sources) in marked.items():
-            forwards = [f for f in gateway.forwards if f.public_ip == address]
+        for marked in _marked(gateway, cluster):
+            forwards = [f for f in gateway.forwards if f.public_ip == marked.address]
+            # With source ranges, a deny of the rest follows their allow rules: the allowed are the sources.
+            sources = (r.source for r in marked.rules if r.action == "allow")
             found.append(
                 LoadBalancer(
-                    namespace=namespace,
-                    name=name,
+                    namespace=marked.namespace,
+                    name=marked.name,
                     zone=gateway.zone,
-                    address=address,
+                    address=marked.address,
                     ports=_ports(forwards),
                     nodes=tuple(sorted({f.to_address for f in forwards}, key=ipaddress.IPv4Address)),
                     source_ranges=tuple(dict.fromkeys(sources)),
@@ -112,47 +135,32 @@ def release_all(ctx: Context, vdc: str, cluster: str) -> list[str]:
 
     A change recorded while the gateway's host does not answer is done: the gateway reconciler sends it
     on. So what counts is the gateway as it is stored afterwards, not the answer of each change."""
+
+    def unmarked(current: Gateway, _all: object) -> tuple[Gateway, None]:
+        return replace(current, rules=tuple(r for r in current.rules if _marks(r, cluster) is None)), None
+
     failures: list[str] = []
     for gateway in store.everything(ctx):
-        if gateway.vdc != vdc or not _held_for(gateway, cluster)[1]:
+        if gateway.vdc != vdc or not any(_marks(r, cluster) for r in gateway.rules):
             continue
         said: list[str] = []
-        for address in _held_for(gateway, cluster)[0]:
+        for marked in _marked(gateway, cluster):
             try:
-                gateways.release_public_ip(ctx, address)
+                gateways.release_public_ip(ctx, marked.address)
             except FlexPlaneError as exc:
                 said.append(exc.message)
-
-        def unmarked(current: Gateway, _all: object) -> tuple[Gateway, None]:
-            kept = tuple(r for r in current.rules if not _marks(r.description, cluster))
-            return replace(current, rules=kept), None
-
         try:
             changes.change_gateway(ctx, gateway.zone, unmarked, create=False)
         except FlexPlaneError as exc:
             said.append(exc.message)
         after = store.load(ctx, vdc, gateway.zone)
-        addresses, rules = _held_for(after, cluster) if after is not None else ([], [])
-        if addresses or rules:
-            what = ", ".join(addresses) or f"{len(rules)} rule(s)"
+        left = [r for r in after.rules if _marks(r, cluster)] if after is not None else []
+        if left:
+            held = ", ".join(m.address for m in _marked(after, cluster)) if after is not None else ""
+            what = held or f"{len(left)} rule(s)"
             failures.append(
                 f"the load balancers' {what} on the edge gateway in zone {gateway.zone}: {'; '.join(said)}"
             )
         elif said:
             logger.warning("cluster %s's load balancers released in zone %s: %s", cluster, gateway.zone, said)
     return failures
-
-
-def _held_for(gateway: Gateway, cluster: str) -> tuple[list[str], list[FirewallRule]]:
-    """The addresses ``gateway`` holds for the cluster's Services, and the rules that mark them."""
-    rules = [r for r in gateway.rules if _marks(r.description, cluster)]
-    held = {ip.address for ip in gateway.public_ips}
-    addresses = [
-        a for a in dict.fromkeys(_address(r.destination) for r in rules) if a is not None and a in held
-    ]
-    return addresses, rules
-
-
-def _marks(description: str, cluster: str) -> bool:
-    named = balancer_named(description)
-    return named is not None and named[0] == cluster
