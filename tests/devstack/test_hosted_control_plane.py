@@ -33,6 +33,22 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 10.0) ->
     return cast(T, eventually(probe, timeout, what))  # a true value: never None
 
 
+def apiserver_address(core: Any, namespace: str, timeout: float = 10.0) -> str:
+    """The control plane's ``kube-apiserver`` LoadBalancer Service made in ``namespace``, as the provider
+    makes it: the address the stand-in's load balancer gives it."""
+    core.create_namespaced_service(
+        namespace,
+        {"metadata": {"name": "kube-apiserver"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 6443}]}},
+    )
+
+    def address() -> str | None:
+        status = core.read_namespaced_service("kube-apiserver", namespace).status
+        ingress = status.load_balancer.ingress if status and status.load_balancer else None
+        return ingress[0].ip if ingress else None
+
+    return wait_for(address, "the LoadBalancer's address", timeout)
+
+
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any, HostedControlPlanes]]:
     with KubeServer.start(HOST) as server:
@@ -90,17 +106,7 @@ def test_a_control_plane_gets_an_address_an_https_api_server_and_a_rolling_statu
 ) -> None:
     core, apps, hosted = kube
     core.create_namespace({"metadata": {"name": NS}})
-    core.create_namespaced_service(
-        NS,
-        {"metadata": {"name": "kube-apiserver"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 6443}]}},
-    )
-
-    def address() -> str | None:
-        status = core.read_namespaced_service("kube-apiserver", NS).status
-        ingress = status.load_balancer.ingress if status and status.load_balancer else None
-        return ingress[0].ip if ingress else None
-
-    ip = wait_for(address, "the LoadBalancer's address")
+    ip = apiserver_address(core, NS)
     assert ip == addresses.address(LOAD_BALANCERS, 1)
 
     ca = CertificateAuthority.create(tmp_path / "ca")

@@ -24,6 +24,7 @@ from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, VDC_LABEL
 from providers.controlplane import model, network
 from tests import addresses
 from tests.apikit import eventually
+from tests.devstack.test_hosted_control_plane import apiserver_address
 
 T = TypeVar("T")
 
@@ -136,17 +137,7 @@ def control_plane(core: Any, apps: Any, tmp_path: Path) -> Path:
     its API server's Deployment: the stand-in serves the tenant's API server. The CA's path."""
     labels = {VDC_LABEL: "demo", CLUSTER_NAME_LABEL: "nodes"}
     core.create_namespace({"metadata": {"name": NS, "labels": labels}})
-    core.create_namespaced_service(
-        NS,
-        {"metadata": {"name": "kube-apiserver"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 6443}]}},
-    )
-
-    def address() -> str | None:
-        status = core.read_namespaced_service("kube-apiserver", NS).status
-        ingress = status.load_balancer.ingress if status and status.load_balancer else None
-        return ingress[0].ip if ingress else None
-
-    ip = wait_for(address, "the LoadBalancer's address")
+    ip = apiserver_address(core, NS, timeout=15.0)
     ca = CertificateAuthority.create(tmp_path / "ca")
     cert, key = ca.issue_server([ip], tmp_path, "apiserver")
     data = {

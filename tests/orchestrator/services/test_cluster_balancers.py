@@ -7,8 +7,9 @@ from __future__ import annotations
 from orchestrator.models.gateways import FirewallRule, Gateway, PortForward, PublicIp
 from orchestrator.services.clusters.balancers import LoadBalancer, Port, load_balancers
 from orchestrator.services.gateways import store
-from providers.cloud.model import Balancer, Rule, host_cidr, owner, wanted_rules
+from providers.cloud.model import Balancer, host_cidr
 from providers.cloud.model import Port as ServicePort
+from tests.orchestrator.balancerkit import marked_rules
 from tests.orchestrator.fakekube import FakeKube, context_on
 
 ANYWHERE = "0.0.0.0/0"
@@ -19,17 +20,7 @@ def rules_for(
 ) -> list[FirewallRule]:
     """The inbound rules the cloud controller writes for a Service's address."""
     ports = (ServicePort("tcp", 80, 30080), ServicePort("tcp", 443, 30443)) if ports_of else ()
-    balancer = Balancer(namespace, name, ports, ranges, bool(ranges))
-    return [
-        FirewallRule(
-            "in", r.action, r.protocol, r.source, r.destination, _ports(r), owner(cluster, namespace, name)
-        )
-        for r in wanted_rules(balancer, address)
-    ]
-
-
-def _ports(rule: Rule) -> tuple[int, int] | None:
-    return None if rule.port_from is None or rule.port_to is None else (rule.port_from, rule.port_to)
+    return list(marked_rules(cluster, Balancer(namespace, name, ports, ranges, bool(ranges)), address))
 
 
 def gateway(

@@ -8,6 +8,7 @@ These fixtures serve the browser tests on this portal too (``tests/browser/light
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ import requests
 
 from agentclient import AgentTarget
 from agentclient.gateways import GatewaySpec, GatewayState
+from orchestrator.models.clusters import namespace_of
+from orchestrator.services.clusters import objects
 from tests.gatewaykit import NO_EXTERNAL, UPDATE_ZONE, ZONE, external_settings
 from tests.orchestrator.api.light.test_organizations import (
     ALLOWANCE,
@@ -30,6 +33,7 @@ from tests.orchestrator.fakezitadel import FakeZitadel
 from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
 from tests.orchestrator.lightworld import LightWorld
 from tests.orchestrator.sources.test_zitadel import restore_seeded_organization
+from tests.portal.light.test_cluster_pages import cleaned, made_ready
 from tests.portal.served import LightPortal, served
 from tests.vmkit import create, vm_names
 
@@ -229,3 +233,15 @@ def gateway(
     finally:
         without_gateway(api)
         api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": NO_EXTERNAL})
+
+
+@pytest.fixture
+def cluster(tenant_clusters: FakeClusterApi) -> Iterator[str]:
+    """A cluster of VDC demo as a create writes it (the services' own builders: no provider runs here) and
+    the providers leave it once up; gone afterwards."""
+    with cleaned(tenant_clusters, f"c{uuid.uuid4().hex[:8]}") as name:
+        plan = objects.ClusterPlan("demo", name, "v1.34.2", "debian-12", "net-1", 2, ())
+        for resource, body in objects.all_objects(plan):
+            tenant_clusters.create(resource, namespace_of("demo"), body)
+        made_ready(tenant_clusters, name)
+        yield name

@@ -5,20 +5,18 @@ functions write the rules here: ``providers.cloud.model``), on the tenant cluste
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 
 import pytest
 import requests
 
 from orchestrator.models.clusters import namespace_of
-from orchestrator.models.gateways import FirewallRule, Gateway, PortForward, PublicIp
-from orchestrator.services.clusters import objects
+from orchestrator.models.gateways import Gateway, PortForward, PublicIp
 from orchestrator.services.gateways import store
-from providers.cloud.model import Balancer, Port, owner, wanted_rules
-from tests.orchestrator.fakekube import FakeClusterApi, context_on
+from providers.cloud.model import Balancer, Port
+from tests.orchestrator.balancerkit import marked_rules
+from tests.orchestrator.fakekube import context_on
 from tests.orchestrator.lightworld import LightWorld
-from tests.portal.light.test_cluster_pages import cleaned, made_ready
 from tests.portal.pagekit import HTMX, get
 from tests.portal.served import LightPortal
 
@@ -27,25 +25,10 @@ ADDRESS = "203.0.113.31"
 
 
 @pytest.fixture
-def cluster(tenant_clusters: FakeClusterApi) -> Iterator[str]:
-    with cleaned(tenant_clusters, f"l{uuid.uuid4().hex[:8]}") as name:
-        plan = objects.ClusterPlan("demo", name, "v1.34.2", "debian-12", "net-1", 2, ())
-        for resource, body in objects.all_objects(plan):
-            tenant_clusters.create(resource, NAMESPACE, body)
-        made_ready(tenant_clusters, name)
-        yield name
-
-
-@pytest.fixture
 def served_web(light: LightWorld, cluster: str) -> Iterator[None]:
     """Service shop/web of the cluster on VDC demo's gateway in zone-a, port 80 from anywhere."""
     balancer = Balancer("shop", "web", (Port("tcp", 80, 31080),))
-    rules = tuple(
-        FirewallRule(
-            "in", r.action, r.protocol, r.source, r.destination, (80, 80), owner(cluster, "shop", "web")
-        )
-        for r in wanted_rules(balancer, ADDRESS)
-    )
+    rules = marked_rules(cluster, balancer, ADDRESS)
     forwards = (PortForward(ADDRESS, "tcp", 80, "10.0.0.21", 31080),)
     gateway = Gateway(
         "demo", "zone-a", "203.0.113.30", public_ips=(PublicIp(ADDRESS),), rules=rules, forwards=forwards

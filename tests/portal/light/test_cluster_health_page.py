@@ -9,33 +9,17 @@ providers write once the cluster is up (``made_ready``), and the health block as
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import requests
 
 from orchestrator.models.clusters import FLEX_CONTROL_PLANE, namespace_of
-from orchestrator.services.clusters import objects
 from tests.orchestrator.fakekube import FakeClusterApi
-from tests.portal.light.test_cluster_pages import cleaned, made_ready
 from tests.portal.pagekit import HTMX, get
 from tests.portal.served import LightPortal
 
 NAMESPACE = namespace_of("demo")
 UP = {"ready": True, "reason": "Ready", "message": ""}
-
-
-@pytest.fixture
-def cluster(tenant_clusters: FakeClusterApi) -> Iterator[str]:
-    """A cluster of VDC demo as a create writes it and the providers leave it once up; gone afterwards."""
-    with cleaned(tenant_clusters, f"h{uuid.uuid4().hex[:8]}") as name:
-        plan = objects.ClusterPlan("demo", name, "v1.34.2", "debian-12", "net-1", 2, ())
-        for resource, body in objects.all_objects(plan):
-            tenant_clusters.create(resource, NAMESPACE, body)
-        made_ready(tenant_clusters, name)
-        yield name
 
 
 def provider_wrote(clusters: FakeClusterApi, name: str, **health: Any) -> None:

@@ -5,10 +5,13 @@ A module's tests share one light world and one Zitadel, as a session's share the
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from orchestrator.models.clusters import namespace_of
+from orchestrator.services.clusters import objects
 from tests.orchestrator.fakekube import FakeClusterApi, FakeKube
 from tests.orchestrator.fakezitadel import FakeZitadel
 from tests.orchestrator.inprocess import InProcessApi, LocalIssuer, in_process
@@ -59,3 +62,16 @@ def api(
 def vm_name(api: InProcessApi, light: LightWorld) -> Iterator[Callable[[str], str]]:
     with vm_names(api, light) as name:
         yield name
+
+
+@pytest.fixture
+def cluster(tenant_clusters: FakeClusterApi) -> Iterator[str]:
+    """A cluster of VDC demo as a create writes it (the services' own builders: no provider runs here),
+    its objects gone afterwards."""
+    name = f"c{uuid.uuid4().hex[:8]}"
+    made = objects.all_objects(objects.ClusterPlan("demo", name, "v1.34.2", "debian-12", "net-1", 2, ()))
+    for resource, body in made:
+        tenant_clusters.create(resource, namespace_of("demo"), body)
+    yield name
+    for resource, body in made:
+        tenant_clusters.delete(resource, namespace_of("demo"), body["metadata"]["name"])

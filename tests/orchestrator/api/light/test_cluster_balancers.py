@@ -8,7 +8,6 @@ leaves it, in a cluster and a VDC gateway of its own.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -16,10 +15,10 @@ import pytest
 
 from orchestrator.models.clusters import namespace_of
 from orchestrator.models.gateways import FirewallRule, Gateway, PortForward, PublicIp
-from orchestrator.services.clusters import objects
 from orchestrator.services.gateways import store
-from providers.cloud.model import Balancer, Port, Rule, owner, wanted_rules
-from tests.orchestrator.fakekube import FakeClusterApi, FakeKube, context_on
+from providers.cloud.model import Balancer, Port
+from tests.orchestrator.balancerkit import marked_rules
+from tests.orchestrator.fakekube import FakeKube, context_on
 from tests.orchestrator.inprocess import InProcessApi
 
 DELETE = """mutation($cluster: String!) { deleteKubernetesCluster(cluster: $cluster) {
@@ -37,23 +36,6 @@ ADDRESS = "203.0.113.11"
 
 
 @pytest.fixture
-def cluster(tenant_clusters: FakeClusterApi) -> Iterator[str]:
-    """A cluster of VDC demo as a create writes it, its objects gone afterwards."""
-    name = f"b{uuid.uuid4().hex[:8]}"
-    made = objects.all_objects(objects.ClusterPlan("demo", name, "v1.34.2", "debian-12", "net-1", 2, ()))
-    for resource, body in made:
-        tenant_clusters.create(resource, NAMESPACE, body)
-    yield name
-    for resource, body in made:
-        tenant_clusters.delete(resource, NAMESPACE, body["metadata"]["name"])
-
-
-def as_stored(rule: Rule, description: str) -> FirewallRule:
-    ports = None if rule.port_from is None or rule.port_to is None else (rule.port_from, rule.port_to)
-    return FirewallRule("in", rule.action, rule.protocol, rule.source, rule.destination, ports, description)
-
-
-@pytest.fixture
 def gateway(kube: FakeKube, cluster: str) -> Iterator[Gateway]:
     """VDC demo's gateway in zone-a as the cluster's cloud controller leaves it for Service shop/front:
     its address, the rules marking it (from 198.51.100.0/24 only) and its two ports' forwards."""
@@ -61,7 +43,7 @@ def gateway(kube: FakeKube, cluster: str) -> Iterator[Gateway]:
     balancer = Balancer(
         "shop", "front", (Port("tcp", 80, 30080), Port("tcp", 443, 30443)), ("198.51.100.0/24",), True
     )
-    rules = [as_stored(r, owner(cluster, "shop", "front")) for r in wanted_rules(balancer, ADDRESS)]
+    rules = marked_rules(cluster, balancer, ADDRESS)
     forwards = (
         PortForward(ADDRESS, "tcp", 80, "10.0.0.21", 30080),
         PortForward(ADDRESS, "tcp", 443, "10.0.0.22", 30443),
@@ -73,7 +55,7 @@ def gateway(kube: FakeKube, cluster: str) -> Iterator[Gateway]:
             "zone-a",
             "203.0.113.10",
             public_ips=(PublicIp(ADDRESS),),
-            rules=tuple(rules),
+            rules=rules,
             forwards=forwards,
         ),
     )
@@ -122,10 +104,7 @@ def test_deleting_the_cluster_gives_its_addresses_back_and_leaves_the_rest_of_th
     does not answer in the light world: the change is recorded, which is what counts)."""
     ctx = context_on(kube, "ADMIN")
     own = FirewallRule("in", "allow", "tcp", "0.0.0.0/0", "203.0.113.12/32", (22, 22), "ssh to the bastion")
-    other = [
-        as_stored(r, owner("other", "shop", "front"))
-        for r in wanted_rules(Balancer("shop", "front", ()), "203.0.113.13")
-    ]
+    other = marked_rules("other", Balancer("shop", "front", ()), "203.0.113.13")
     current = store.load(ctx, "demo", "zone-a")
     assert current is not None
     store.save(

@@ -8,14 +8,9 @@ health block as the provider writes it, in a cluster of its own.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from orchestrator.models.clusters import FLEX_CONTROL_PLANE, ControlPlaneHealth, namespace_of
-from orchestrator.services.clusters import objects
 from tests.orchestrator.fakekube import FakeClusterApi
 from tests.orchestrator.inprocess import InProcessApi
 
@@ -23,19 +18,6 @@ HEALTH = """query($name: String!) { kubernetesCluster(name: $name) { name health
   healthy apiServerUp apiServerReason apiServerMessage etcdMembers etcdMembersReady
   konnectivityAgents konnectivityAgentsConnected } } }"""
 NAMESPACE = namespace_of("demo")
-
-
-@pytest.fixture
-def cluster(tenant_clusters: FakeClusterApi) -> Iterator[str]:
-    """A cluster of VDC demo as a create writes it, its objects gone afterwards."""
-    name = f"h{uuid.uuid4().hex[:8]}"
-    plan = objects.ClusterPlan("demo", name, "v1.34.2", "debian-12", "net-1", 2, ())
-    made = objects.all_objects(plan)
-    for resource, body in made:
-        tenant_clusters.create(resource, NAMESPACE, body)
-    yield name
-    for resource, body in made:
-        tenant_clusters.delete(resource, NAMESPACE, body["metadata"]["name"])
 
 
 def provider_wrote(clusters: FakeClusterApi, name: str, health: dict[str, Any]) -> None:
