@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
+from orchestrator.errors import FlexPlaneError, NotFound, QuotaExceeded, ValidationFailed
 from orchestrator.models import Zone
 from orchestrator.models.gateways import ANYWHERE, FirewallRule, Gateway
 from orchestrator.models.networks import Network
@@ -93,11 +93,11 @@ def in_the_way(
     return None
 
 
-def _zone(ctx: Context, zone_id: str) -> Zone:
-    found = next((z for z in catalog.zones(ctx) if z.id == zone_id), None)
-    if found is None:
-        raise ValidationFailed("network", f"zone {zone_id} is not in the catalog")
-    return found
+def _zone(ctx: Context, zone_id: str, field: str) -> Zone:
+    try:
+        return catalog.zone(ctx, zone_id)
+    except NotFound:
+        raise ValidationFailed(field, f"zone {zone_id} is not in the catalog") from None
 
 
 def ensure(ctx: Context, vdc: Vdc, networks: Sequence[tuple[str, Network]]) -> Reach:
@@ -109,7 +109,7 @@ def ensure(ctx: Context, vdc: Vdc, networks: Sequence[tuple[str, Network]]) -> R
     made: list[str] = []
     try:
         for field, network in networks:
-            zone = _zone(ctx, network.zone)
+            zone = _zone(ctx, network.zone, field)
             if zone.network_routed:
                 routed.append(zone.id)
                 continue
