@@ -94,7 +94,7 @@ class CreateKubernetesClusterInput(BaseModel):
     "A network of the VDC (its id, or <zone>/<name>)."
     control_plane: Optional["KubernetesControlPlaneInput"] = Field(alias="controlPlane", default=None)
     network_plugin: str | None = Field(alias="networkPlugin", default=None)
-    "The network plugin (CNI) installed with the cluster, pinned to its Kubernetes version: cilium (the default: Cilium, VXLAN between the nodes), or none (the nodes stay NotReady until you apply a plugin of your own). calico is not offered."
+    "The network plugin (CNI) installed with the cluster, pinned to its Kubernetes version: cilium (the default: Cilium, VXLAN between the nodes), calico (Calico with its Kubernetes datastore, VXLAN between the nodes), or none (the nodes stay NotReady until you apply a plugin of your own)."
     node_pools: list["KubernetesNodePoolInput"] = Field(alias="nodePools")
     "1 to 10 pools."
 
@@ -102,6 +102,8 @@ class CreateKubernetesClusterInput(BaseModel):
 class KubernetesControlPlaneInput(BaseModel):
     replicas: int | None = None
     "1 to 5 API server replicas. Default 2."
+    exposure: str | None = None
+    "shared (behind the installation's one address for every cluster's control plane, where it has one: the default there) or loadBalancer (an address of its own: the default elsewhere). Kept for the cluster's life."
 
 
 class KubernetesNodePoolInput(BaseModel):

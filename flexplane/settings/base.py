@@ -266,6 +266,10 @@ FLEXPLANE_IMAGE_ALLOW_HOSTS = env_list("IMAGE_ALLOW_HOSTS", "")
 # Where tenant clusters' control planes answer (the management cluster's load balancer addresses, or the
 # SNI router's), IPv4 CIDRs or addresses: a cluster's workers need egress to them (empty: not known).
 FLEXPLANE_CONTROL_PLANE_ADDRESSES = env_list("CONTROL_PLANE_ADDRESSES", "")
+# The port of the shared control-plane address (the providers' SNI router, sni.port of their chart): set,
+# new clusters share it by default (controlPlaneEndpoint "shared"); empty, each cluster gets a load
+# balancer of its own and "shared" is refused.
+FLEXPLANE_CONTROL_PLANE_SHARED_PORT = env("CONTROL_PLANE_SHARED_PORT", "")
 
 # GraphQL
 FLEXPLANE_GRAPHIQL = env_bool("GRAPHIQL", DEBUG)

@@ -60,6 +60,12 @@ class KubernetesControlPlane(graphene.ObjectType):
     version = graphene.String(required=True, description="The version it runs (while upgrading: the old).")
     desired_version = graphene.String(required=True)
     initialized = graphene.Boolean(required=True, description="Its API server has answered once.")
+    exposure = graphene.String(
+        required=True,
+        description="How its API server and Konnectivity are reached: shared (the installation's one "
+        "address for every cluster, told apart by the cluster's host name) or loadBalancer (an address "
+        "of its own).",
+    )
 
 
 class KubernetesControlPlaneHealth(graphene.ObjectType):
@@ -140,7 +146,7 @@ class KubernetesCluster(graphene.ObjectType):
     endpoint = graphene.String(description="Its API server's URL, once it has one.")
     network = graphene.String(required=True, description="The VDC network its nodes join by default.")
     network_plugin = graphene.String(
-        required=True, description="The network plugin installed in the cluster: cilium, or none."
+        required=True, description="The network plugin installed in the cluster: cilium, calico, or none."
     )
     control_plane = graphene.Field(KubernetesControlPlane, required=True)
     health = graphene.Field(
@@ -237,6 +243,11 @@ class Query(graphene.ObjectType):
 
 class KubernetesControlPlaneInput(graphene.InputObjectType):
     replicas = graphene.Int(description="1 to 5 API server replicas. Default 2.")
+    exposure = graphene.String(
+        description="shared (behind the installation's one address for every cluster's control plane, "
+        "where it has one: the default there) or loadBalancer (an address of its own: the default "
+        "elsewhere). Kept for the cluster's life."
+    )
 
 
 class KubernetesNodePoolInput(graphene.InputObjectType):
@@ -256,8 +267,9 @@ class CreateKubernetesClusterInput(graphene.InputObjectType):
     control_plane = graphene.Field(KubernetesControlPlaneInput)
     network_plugin = graphene.String(
         description="The network plugin (CNI) installed with the cluster, pinned to its Kubernetes version: "
-        "cilium (the default: Cilium, VXLAN between the nodes), or none (the nodes stay NotReady until you "
-        "apply a plugin of your own). calico is not offered."
+        "cilium (the default: Cilium, VXLAN between the nodes), calico (Calico with its Kubernetes "
+        "datastore, VXLAN between the nodes), or none (the nodes stay NotReady until you apply a plugin of "
+        "your own)."
     )
     node_pools = graphene.List(
         graphene.NonNull(KubernetesNodePoolInput), required=True, description="1 to 10 pools."
@@ -282,6 +294,7 @@ def _create(ctx: Context, input: dict[str, Any]) -> ClusterModel:
         network=input["network"],
         node_pools=pools,
         control_plane_replicas=plane.get("replicas"),
+        control_plane_exposure=plane.get("exposure"),
         network_plugin=input.get("network_plugin"),
     )
     return clusters.create_cluster(ctx, spec)

@@ -152,8 +152,22 @@ class Condition:
 
 # The network plugins a cluster may have (the FlexControlPlane's spec.networkPlugin, which the
 # control-plane provider installs: providers/controlplane/network.py), and the one it has unless asked.
-NETWORK_PLUGINS = ("cilium", "none")
+NETWORK_PLUGINS = ("cilium", "calico", "none")
 DEFAULT_NETWORK_PLUGIN = "cilium"
+
+# How a cluster's control plane is reached (its ``exposure``), by the FlexControlPlane's
+# spec.serviceType: the shared address every cluster's control plane is behind, told apart by host name
+# (SNI, the providers' SNI router), or a load balancer of the cluster's own.
+SHARED, LOAD_BALANCER = "shared", "loadBalancer"
+EXPOSURE_SERVICE_TYPES = {SHARED: "SNI", LOAD_BALANCER: "LoadBalancer"}
+
+
+def exposure_of(service_type: str) -> str:
+    """A FlexControlPlane's spec.serviceType as the API names it (NodePort, an operator's, as itself)."""
+    for kind, known in EXPOSURE_SERVICE_TYPES.items():
+        if known == service_type:
+            return kind
+    return service_type[:1].lower() + service_type[1:] if service_type else LOAD_BALANCER
 
 
 @dataclass(frozen=True)
@@ -163,6 +177,7 @@ class ControlPlane:
     version: str  # what it runs (status), else what it is asked to run
     desired_version: str
     initialized: bool
+    exposure: str = LOAD_BALANCER  # shared or loadBalancer: exposure_of(spec.serviceType)
 
 
 @dataclass(frozen=True)
@@ -279,6 +294,7 @@ class KubernetesCluster:
             version=str(cp_status.get("version") or desired),
             desired_version=desired,
             initialized=bool(_get(cp_status, "initialization", "controlPlaneInitialized")),
+            exposure=exposure_of(str(cp_spec.get("serviceType") or "")),
         )
         network = str((infrastructure.spec if infrastructure else {}).get("network") or "")
         pools = tuple(sorted((_pool(md, templates, network) for md in deployments), key=lambda p: p.name))

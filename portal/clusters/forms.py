@@ -24,7 +24,7 @@ from django import forms
 
 from orchestrator.errors import FlexPlaneError, QuotaExceeded, ValidationFailed
 from orchestrator.models import Usage, Vdc
-from orchestrator.models.clusters import DEFAULT_NETWORK_PLUGIN, KubernetesVersion
+from orchestrator.models.clusters import DEFAULT_NETWORK_PLUGIN, LOAD_BALANCER, SHARED, KubernetesVersion
 from orchestrator.models.networks import Network
 from orchestrator.services.clusters.inputs import (
     DEFAULT_CONTROL_PLANE,
@@ -37,6 +37,7 @@ from orchestrator.services.clusters.inputs import (
     MIN_NODES,
     CreateCluster,
     NodePoolSpec,
+    exposures,
 )
 from orchestrator.services.clusters.quota import control_plane, worker
 from portal.forms import choices, show_error, styled
@@ -45,7 +46,16 @@ from portal.vms.offer import Offer as CatalogOffer
 from portal.vms.offer import QuotaLine, compute_profile_label, quota_lines
 
 # The service's names of a create's fields (the API's, in snake case) -> the form's.
-FIELDS = {"control_plane.replicas": "control_plane_replicas", "control_plane": "control_plane_replicas"}
+FIELDS = {
+    "control_plane.replicas": "control_plane_replicas",
+    "control_plane": "control_plane_replicas",
+    "control_plane.exposure": "control_plane_exposure",
+}
+# How a control plane may be reached, as the form offers it.
+EXPOSURE_LABELS = {
+    SHARED: "The shared address (routed by the cluster's host name)",
+    LOAD_BALANCER: "A load balancer of its own",
+}
 # A service's field of one node pool: ``node_pools[1].compute_profile``.
 _POOL_FIELD = re.compile(r"node_pools\[(\d+)\](?:\.(\w+))?")
 # The new pool's name a create starts with.
@@ -55,7 +65,7 @@ DEFAULT_COUNT = 3
 MAX_POOLS = MAX_NODE_POOLS
 SAME_NETWORK = ""
 # The network plugins offered (the service's NETWORK_PLUGINS), as the form names them.
-NETWORK_PLUGIN_CHOICES = [("cilium", "Cilium"), ("none", "None (I apply my own)")]
+NETWORK_PLUGIN_CHOICES = [("cilium", "Cilium"), ("calico", "Calico"), ("none", "None (I apply my own)")]
 
 
 def network_choices(networks: Sequence[Network]) -> list[tuple[str, str]]:
@@ -207,13 +217,19 @@ class ClusterForm(forms.Form):
         help_text=f"{MIN_CONTROL_PLANE} to {MAX_CONTROL_PLANE} API servers, run by the platform (not in your "
         "VDC); two or more keep it answering during upgrades.",
     )
+    control_plane_exposure = forms.ChoiceField(
+        label="Control-plane address",
+        help_text="Where kubectl and the nodes reach the API server: the platform's one address for "
+        "every cluster, or an address of this cluster's own. Kept for the cluster's life.",
+    )
     network = forms.ChoiceField(label="Network", help_text="The VDC network the nodes join.")
     network_plugin = forms.ChoiceField(
         label="Network plugin",
         choices=NETWORK_PLUGIN_CHOICES,
         initial=DEFAULT_NETWORK_PLUGIN,
         help_text="The pods' network, installed with the cluster at the release pinned to its version: "
-        "Cilium (VXLAN between the nodes), or none: the nodes stay Not Ready until you apply your own.",
+        "Cilium or Calico (VXLAN between the nodes either way), or none: the nodes stay Not Ready until you "
+        "apply your own.",
     )
 
     def __init__(self, offer: Offer, data: Any = None, *, initial: Any = None, pools: int = 1) -> None:
@@ -223,6 +239,14 @@ class ClusterForm(forms.Form):
         self.offer = offer
         choices(self.fields["version"], offer.version_choices())
         choices(self.fields["network"], offer.networks)
+        offered = exposures()
+        if len(offered) > 1:
+            exposure = self.fields["control_plane_exposure"]
+            assert isinstance(exposure, forms.ChoiceField)
+            exposure.choices = [(value, EXPOSURE_LABELS[value]) for value in offered]
+            exposure.initial = offered[0]
+        else:  # nothing to choose: each control plane gets a load balancer
+            del self.fields["control_plane_exposure"]
         self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
         replicas = self.fields["control_plane_replicas"]
         replicas.widget.attrs.update(min=MIN_CONTROL_PLANE, max=MAX_CONTROL_PLANE, inputmode="numeric")
@@ -299,6 +323,7 @@ class ClusterForm(forms.Form):
             node_pools=tuple(p.spec() for p in self.chosen_pools()),
             control_plane_replicas=data["control_plane_replicas"],
             network_plugin=data["network_plugin"],
+            control_plane_exposure=data.get("control_plane_exposure"),
         )
 
     def show_error(self, exc: FlexPlaneError) -> None:

@@ -21,7 +21,9 @@ register = template.Library()
 
 @register.inclusion_tag("portal/_fields.html")
 def fields(form: forms.BaseForm, *names: str) -> dict[str, Any]:
-    return {"fields": [form[name] for name in names]}
+    """The form's fields of ``names``, in that order; a field the form left out (one with nothing to
+    choose in this installation) is not shown."""
+    return {"fields": [form[name] for name in names if name in form.fields]}
 
 
 @register.inclusion_tag("portal/_table_head.html")

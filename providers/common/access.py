@@ -7,7 +7,8 @@ provider), so no Role of a fixed namespace can grant them, and a ClusterRole gra
 kube-system's as well. The chart's ClusterRole therefore grants no Secret, only ``bind`` on two
 ClusterRoles: ``FLEXPLANE_PROVIDERS_VDC_ROLE`` (a VDC's Secrets: machines' bootstrap data read, Cluster
 API's ``<cluster>-kubeconfig`` and ``<cluster>-ca`` written and deleted) and
-``FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE`` (a control plane's PKI and kubeconfigs, written). The providers
+``FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE`` (a control plane's PKI and kubeconfigs, written, and the
+ServiceMonitor of its API server's /metrics, :mod:`providers.controlplane.monitoring`). The providers
 bind their own account (``FLEXPLANE_SERVICE_ACCOUNT``, ``<namespace>/<name>``) to the first in a
 ``vdc-*`` namespace and to the second in an ``fpcp-*`` one, as the orchestrator binds itself to its VDC
 role; the chart's admission fence admits exactly those RoleBindings. Unset (the devstack, whose emulator

@@ -17,15 +17,21 @@ PREFIX = "FLEXPLANE_PROVIDERS_"
 
 def seconds(name: str, default: float) -> float:
     """``FLEXPLANE_PROVIDERS_<name>`` in seconds (``default`` when unset or empty)."""
-    raw = os.environ.get(PREFIX + name, "").strip()
+    return seconds_of(PREFIX + name, default)
+
+
+def seconds_of(variable: str, default: float) -> float:
+    """The environment variable ``variable`` in seconds, more than 0 (``default`` when unset or empty);
+    ValueError naming it otherwise."""
+    raw = os.environ.get(variable, "").strip()
     if not raw:
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{PREFIX}{name} must be a number of seconds, not {raw!r}") from None
+        raise ValueError(f"{variable} must be a number of seconds, not {raw!r}") from None
     if not value > 0:
-        raise ValueError(f"{PREFIX}{name} must be more than 0 seconds, not {raw!r}")
+        raise ValueError(f"{variable} must be more than 0 seconds, not {raw!r}")
     return value
 
 

@@ -15,17 +15,20 @@ its Cluster until the control plane is initialized (Cluster API core's ownerRefe
 stay as the safety net.
 
 Settings, from the environment: ``FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS`` (the address nodes reach a
-NodePort Service on), ``FLEXPLANE_PROVIDERS_SNI_DOMAIN`` and ``FLEXPLANE_PROVIDERS_SNI_PORT`` (for
-``serviceType: SNI``: the domain the clusters' host names are made under, and the port of the SNI
-router's address, 443; :mod:`providers.sni`), ``FLEXPLANE_PROVIDERS_ETCD_MEMBERS`` (1 or 3; see
-:mod:`.render`),
+NodePort Service on), ``FLEXPLANE_PROVIDERS_SNI_DOMAIN``, ``FLEXPLANE_PROVIDERS_SNI_PORT`` and
+``FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS`` (for ``serviceType: SNI``: the domain the clusters' host names
+are made under, the port of the SNI router's address, 443, and the address each tenant node's proxy holds
+for the ``kubernetes`` Service, 100.64.255.254; :mod:`providers.sni`),
+``FLEXPLANE_PROVIDERS_ETCD_MEMBERS`` (1 or 3; see :mod:`.render`),
 ``FLEXPLANE_PROVIDERS_IMAGE_REGISTRY`` (the registry every image of a control plane and of what it
 installs in the tenant cluster is pulled from, paths and tags kept: an air-gapped mirror; default
 registry.k8s.io), ``FLEXPLANE_PROVIDERS_ETCD_BACKUP_*`` (the bucket, key and retention of every
 control plane's etcd snapshots: :class:`.model.EtcdBackup`; no bucket, no snapshots),
 ``FLEXPLANE_PROVIDERS_CLOUD_*`` (flex.plane's URL, the identity provider's URL and project, the CA bundle
 and the image of the tenant clusters' cloud controllers: :class:`.model.CloudController`; no URL, no cloud
-controllers), and the retry
+controllers), ``FLEXPLANE_PROVIDERS_SERVICE_MONITOR_*`` (the providers chart's ``metrics.serviceMonitor``:
+whether each control plane gets a ServiceMonitor of its API server's /metrics, its interval, timeout and
+labels: :class:`.monitoring.ServiceMonitors`; off by default), and the retry
 delays in seconds: ``FLEXPLANE_PROVIDERS_RETRY_DELAY`` (waiting on another controller, 5),
 ``FLEXPLANE_PROVIDERS_CONVERGING_DELAY`` (a rollout under way, 5),
 ``FLEXPLANE_PROVIDERS_DELETING_DELAY`` (the namespace going, 2).
@@ -34,6 +37,7 @@ delays in seconds: ``FLEXPLANE_PROVIDERS_RETRY_DELAY`` (waiting on another contr
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -55,7 +59,7 @@ from providers.common.kube import kube as management
 from providers.common.operator import Provider
 from providers.common.settings import image_registry, seconds
 from providers.common.wakeups import Key, Wakeups, run_woken
-from providers.controlplane import model, steps
+from providers.controlplane import model, monitoring, steps
 from providers.controlplane.kube import Kube, KubeError, path_of
 
 PROVIDER = Provider("controlplane", steps.FINALIZER, CONTROLPLANE_GROUP)
@@ -76,12 +80,21 @@ def settings() -> steps.Settings:
         nodeport_address=os.environ.get("FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS", ""),
         sni_domain=_sni_domain(),
         sni_port=_sni_port(),
+        sni_node_address=_sni_node_address(),
         etcd_members=members,
         image_registry=_image_registry(),
         secrets=secrets_access(),
         etcd_backup=_etcd_backup(),
         cloud=_cloud_controller(),
+        service_monitors=_service_monitors(),
     )
+
+
+def _service_monitors() -> monitoring.ServiceMonitors:
+    try:
+        return monitoring.ServiceMonitors.from_environment(os.environ)
+    except ValueError as exc:
+        raise kopf.PermanentError(str(exc)) from None
 
 
 def _cloud_controller() -> model.CloudController:
@@ -112,6 +125,23 @@ def _sni_port() -> int:
     if not raw.isdigit() or not 0 < int(raw) < 65536:
         raise kopf.PermanentError(f"FLEXPLANE_PROVIDERS_SNI_PORT must be a port, not {raw!r}")
     return int(raw)
+
+
+def _sni_node_address() -> str:
+    """FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS: an IPv4 address Kubernetes takes as an endpoint."""
+    raw = os.environ.get("FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS", "").strip() or model.NODE_LOCAL_ADDRESS
+    try:
+        address = ipaddress.IPv4Address(raw)
+    except ValueError:
+        raise kopf.PermanentError(
+            f"FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS must be an IPv4 address, not {raw!r}"
+        ) from None
+    if address.is_loopback or address.is_link_local or address.is_multicast or address.is_unspecified:
+        raise kopf.PermanentError(
+            f"FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS {raw} is loopback, link-local, multicast or unspecified, "
+            "which Kubernetes refuses as an endpoint"
+        )
+    return raw
 
 
 def _image_registry() -> str:

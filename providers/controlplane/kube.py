@@ -49,6 +49,10 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("rolebindings", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("clusterroles", False),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
+    # A tenant's network plugin's own kinds (Calico's: providers/controlplane/calico.py).
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("customresourcedefinitions", False),
+    # The Prometheus Operator's, written only while the providers chart's ServiceMonitor is on (monitoring).
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitors", True),
     # Cluster API's and ours, as the management cluster's kinds are defined (kube_objects).
     **{
         (r.api_version, r.kind): (r.plural, True)
@@ -178,7 +182,9 @@ class Kube:
                 if error.status != 409:  # someone made it meanwhile: patch it below
                     raise
             else:
-                assert created is not None
+                if created is None:  # 404: the kind is not served (no CRD installed), or no namespace
+                    path = manifest_path(manifest, collection=True)
+                    raise KubeError(404, "POST", path, "no such kind (its CRD not installed?) or namespace")
                 return created
             current = self.request("GET", manifest_path(manifest)) or {}
         if holds(current, manifest):

@@ -7,6 +7,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,20 @@ SNAPSHOT_DIR = "/snapshot"
 SNAPSHOT_FILE = f"{SNAPSHOT_DIR}/etcd.db"
 BACKUP_KEY_DIR = "/etc/flexplane/backup"
 # flex.plane's own image (backup_dump's), unless FLEXPLANE_PROVIDERS_ETCD_BACKUP_IMAGE names it (the chart
-# names the providers' image): this release's, by the package's version.
-FLEXPLANE_IMAGE = "ghcr.io/flexplane/flexplane"
+# names the providers' image): this release's, by the package's version. Where it is published, and its
+# path there (what a moved registry keeps, as for every other image).
+FLEXPLANE_REGISTRY = "ghcr.io"
+FLEXPLANE_REPOSITORY = "flexplane/flexplane"
+FLEXPLANE_IMAGE = f"{FLEXPLANE_REGISTRY}/{FLEXPLANE_REPOSITORY}"
+
+
+def flexplane_tag() -> str:
+    """flex.plane's image tag at this release: the package's version (``latest`` in a tree not installed)."""
+    try:
+        return metadata.version("flexplane")
+    except metadata.PackageNotFoundError:
+        return "latest"
+
 
 # The tenant cluster's cloud controller (``python -m providers.cloud``): a Deployment and the Secret it mounts
 # (its flex.plane key, its kubeconfig, the CA bundle), both ``cloud-controller``, in each control plane's
@@ -94,6 +107,14 @@ APISERVER_HOST_ANNOTATION = "controlplane.flexplane.io/apiserver-host"
 KONNECTIVITY_HOST_ANNOTATION = "controlplane.flexplane.io/konnectivity-host"
 # The Konnectivity server's host name in the SNI mode: this label before the API server's.
 KONNECTIVITY_HOST_LABEL = "konnectivity"
+# The SNI mode's in-cluster path (providers.sni.nodelocal): the address the API server advertises as the
+# tenant's ``kubernetes`` Service's endpoint, which a proxy on every node holds on an interface of its own
+# (FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS). From the shared address space (RFC 6598): Kubernetes refuses an
+# endpoint that is loopback or link-local, and a VDC network seldom uses this range; one that does loses
+# this one address on its nodes.
+NODE_LOCAL_ADDRESS = "100.64.255.254"
+NODE_LOCAL_INTERFACE = "flexplane-api"
+NODE_LOCAL_PROXY = "kube-apiserver-proxy"
 
 
 @dataclass(frozen=True)
@@ -115,6 +136,8 @@ class ControlPlane:
     registry: str = REGISTRY  # the registry every image is pulled from (FLEXPLANE_PROVIDERS_IMAGE_REGISTRY)
     etcd_backup_schedule: str = ""  # spec.etcdBackup.schedule ("": ETCD_BACKUP_SCHEDULE)
     network_plugin: str = "cilium"  # spec.networkPlugin: what the provider installs as the CNI (.network)
+    # The SNI mode's in-cluster endpoint (providers.sni.nodelocal): FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS.
+    node_local_address: str = NODE_LOCAL_ADDRESS
 
     def image(self, path: str) -> str:
         """The image ``path`` (``name:tag`` under the registry) from this control plane's registry."""

@@ -7,6 +7,10 @@ a working network from the start, so each FlexControlPlane names one in ``spec.n
 - ``cilium`` (the default): Cilium's agent (a DaemonSet on every node, on the host's network, which
   writes the CNI configuration and the ``cilium-cni`` binary onto the node) and its operator (a
   Deployment, which registers Cilium's CRDs and hands each node its share of the pod CIDR);
+- ``calico``: Calico's manifest install, its own CRDs and the Kubernetes API as its datastore
+  (:mod:`.calico`): ``calico-node`` (a DaemonSet on every node, on the host's network, which writes the
+  CNI configuration and binaries onto the node and programs routes and policy) and
+  ``calico-kube-controllers`` (a Deployment, which collects the IPAM state of gone nodes and pods);
 - ``none``: nothing, as with kubeadm: the nodes stay NotReady until the tenant applies a plugin of
   their own.
 
@@ -25,11 +29,10 @@ written here, not taken from Cilium's chart):
 - no L7 proxy (Envoy runs as a DaemonSet of its own since Cilium 1.16, not installed here) and no
   Hubble: a tenant who wants them chooses ``none`` and installs Cilium with its own chart.
 
-Calico is not offered: a correct install is its CRDs and its operator, which this module does not
-carry (docs/kubernetes.md says so, and the orchestrator refuses it naming the field).
-
-The Cilium release is pinned per Kubernetes minor version (:data:`CILIUM_RELEASES`); an upgrade that
-moves the minor moves Cilium with it (the manifests change, so the provider applies them again).
+Each plugin's release is pinned per Kubernetes minor version (:data:`CILIUM_RELEASES`,
+:data:`.calico.CALICO_RELEASES`); an upgrade that moves the minor moves the plugin with it when its pin
+moves (the manifests change, so the provider applies them again). What the plugins' manifests share is
+in :mod:`.cni`.
 """
 
 from __future__ import annotations
@@ -37,11 +40,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from providers.controlplane import calico, cni
+from providers.controlplane.cni import CNI_BIN_DIR, CNI_CONF_DIR, MANAGED_BY, NAMESPACE
 from providers.controlplane.model import ControlPlane, Manifest
 
-CILIUM, NONE = "cilium", "none"
-# What spec.networkPlugin may be (the CRD's enum), and what it is when unset.
-NETWORK_PLUGINS = (CILIUM, NONE)
+CILIUM, CALICO, NONE = "cilium", "calico", "none"
+# What spec.networkPlugin may be (the CRD's enum, the orchestrator's NETWORK_PLUGINS), and what it is
+# when unset.
+NETWORK_PLUGINS = (CILIUM, CALICO, NONE)
 DEFAULT_NETWORK_PLUGIN = CILIUM
 
 # The Cilium release of each Kubernetes minor: a line whose e2e tests cover that minor (Cilium's
@@ -56,15 +62,10 @@ CILIUM_RELEASES: dict[tuple[int, int], str] = {
 # paths, as for every other image: <mirror>/cilium/cilium:<release>.
 CILIUM_REGISTRY = "quay.io"
 
-NAMESPACE = "kube-system"
 AGENT, OPERATOR, CONFIG = "cilium", "cilium-operator", "cilium-config"
 CONFIG_DIR = "/etc/cilium/config"  # the agent's and the operator's --config-dir: the ConfigMap's keys
 AGENT_HEALTH_PORT = 9879
 OPERATOR_HEALTH_PORT = 9234
-CNI_CONF_DIR = "/etc/cni/net.d"  # where the kubelet's runtime looks for the CNI configuration
-CNI_BIN_DIR = "/opt/cni/bin"
-RBAC = "rbac.authorization.k8s.io"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "flexplane-control-plane"}
 
 # Cilium's own kinds, which its agent reads and its operator keeps.
 CILIUM_KINDS = [
@@ -106,19 +107,9 @@ def network_plugin(value: Any) -> str:
     return str(value)
 
 
-def minor(version: str) -> tuple[int, int]:
-    """``v1.34.2`` -> (1, 34)."""
-    major, minor_, *_ = version.removeprefix("v").split(".")
-    return int(major), int(minor_)
-
-
 def cilium_release(version: str) -> str:
     """The Cilium release pinned for a Kubernetes version (see :data:`CILIUM_RELEASES`)."""
-    wanted = minor(version)
-    if wanted in CILIUM_RELEASES:
-        return CILIUM_RELEASES[wanted]
-    below = [pinned for pinned in CILIUM_RELEASES if pinned < wanted]
-    return CILIUM_RELEASES[max(below) if below else min(CILIUM_RELEASES)]
+    return cni.pinned(CILIUM_RELEASES, version)
 
 
 @dataclass(frozen=True)
@@ -140,17 +131,12 @@ def manifests(cp: ControlPlane) -> list[Manifest]:
     """The network plugin's objects for the tenant cluster, in the order to create them (none: none)."""
     if cp.network_plugin == NONE:
         return []
+    if cp.network_plugin == CALICO:
+        return calico.calico(cp)
     return cilium(cp)
 
 
 # ------------------------------------------------------------------------------------ Cilium
-
-
-def _meta(name: str, namespace: str | None = None, extra: dict[str, str] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {**MANAGED_BY, **(extra or {})}}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    return meta
 
 
 def cilium_config(cp: ControlPlane) -> dict[str, str]:
@@ -187,23 +173,6 @@ def cilium_config(cp: ControlPlane) -> dict[str, str]:
         "cni-exclusive": "true",
         "write-cni-conf-when-ready": f"/host{CNI_CONF_DIR}/05-cilium.conflist",
     }
-
-
-def _api_server_env(cp: ControlPlane) -> list[dict[str, Any]]:
-    """Where Cilium's clients reach the API server: the cluster's endpoint, not the ``kubernetes`` Service
-    (nothing routes a Service's address before kube-proxy and the CNI run)."""
-    return [
-        {"name": "KUBERNETES_SERVICE_HOST", "value": cp.endpoint_host},
-        {"name": "KUBERNETES_SERVICE_PORT", "value": str(cp.endpoint_port)},
-    ]
-
-
-def _field_env(name: str, path: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": path}}}
-
-
-def _host_path(name: str, path: str, kind: str = "DirectoryOrCreate") -> dict[str, Any]:
-    return {"name": name, "hostPath": {"path": path, "type": kind}}
 
 
 def _health_probe(port: int, **extra: Any) -> dict[str, Any]:
@@ -290,7 +259,7 @@ def cilium_agent(cp: ControlPlane) -> Manifest:
                         }
                     },
                 },
-                *_api_server_env(cp),
+                *cni.api_server_env(cp),
             ],
             "securityContext": _spc(["NET_ADMIN", "SYS_MODULE", "SYS_ADMIN", "SYS_RESOURCE"]),
             "volumeMounts": [
@@ -316,9 +285,9 @@ def cilium_agent(cp: ControlPlane) -> Manifest:
         "command": ["cilium-agent"],
         "args": [f"--config-dir={CONFIG_DIR}"],
         "env": [
-            _field_env("K8S_NODE_NAME", "spec.nodeName"),
-            _field_env("CILIUM_K8S_NAMESPACE", "metadata.namespace"),
-            *_api_server_env(cp),
+            cni.field_env("K8S_NODE_NAME", "spec.nodeName"),
+            cni.field_env("CILIUM_K8S_NAMESPACE", "metadata.namespace"),
+            *cni.api_server_env(cp),
         ],
         "startupProbe": _health_probe(AGENT_HEALTH_PORT, periodSeconds=2, failureThreshold=105),
         "livenessProbe": _health_probe(AGENT_HEALTH_PORT, failureThreshold=10),
@@ -342,7 +311,7 @@ def cilium_agent(cp: ControlPlane) -> Manifest:
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": _meta(AGENT, NAMESPACE, selector),
+        "metadata": cni.meta(AGENT, NAMESPACE, selector),
         "spec": {
             "selector": {"matchLabels": selector},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}},
@@ -361,15 +330,15 @@ def cilium_agent(cp: ControlPlane) -> Manifest:
                     "initContainers": init_containers,
                     "containers": [agent],
                     "volumes": [
-                        _host_path("bpf-maps", "/sys/fs/bpf"),
-                        _host_path("cilium-run", "/var/run/cilium"),
-                        _host_path("cni-path", CNI_BIN_DIR),
-                        _host_path("cni-conf", CNI_CONF_DIR),
-                        _host_path("cgroup", "/sys/fs/cgroup", "Directory"),
-                        _host_path("lib-modules", "/lib/modules", "Directory"),
-                        _host_path("xtables-lock", "/run/xtables.lock", "FileOrCreate"),
-                        _host_path("host-proc-sys-net", "/proc/sys/net", "Directory"),
-                        _host_path("host-proc-sys-kernel", "/proc/sys/kernel", "Directory"),
+                        cni.host_path("bpf-maps", "/sys/fs/bpf"),
+                        cni.host_path("cilium-run", "/var/run/cilium"),
+                        cni.host_path("cni-path", CNI_BIN_DIR),
+                        cni.host_path("cni-conf", CNI_CONF_DIR),
+                        cni.host_path("cgroup", "/sys/fs/cgroup", "Directory"),
+                        cni.host_path("lib-modules", "/lib/modules", "Directory"),
+                        cni.host_path("xtables-lock", "/run/xtables.lock", "FileOrCreate"),
+                        cni.host_path("host-proc-sys-net", "/proc/sys/net", "Directory"),
+                        cni.host_path("host-proc-sys-kernel", "/proc/sys/kernel", "Directory"),
                         {"name": CONFIG, "configMap": {"name": CONFIG}},
                         {"name": "tmp", "emptyDir": {}},
                     ],
@@ -388,7 +357,7 @@ def cilium_operator(cp: ControlPlane) -> Manifest:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(OPERATOR, NAMESPACE, selector),
+        "metadata": cni.meta(OPERATOR, NAMESPACE, selector),
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": selector},
@@ -410,9 +379,9 @@ def cilium_operator(cp: ControlPlane) -> Manifest:
                             "command": ["cilium-operator-generic"],
                             "args": [f"--config-dir={CONFIG_DIR}"],
                             "env": [
-                                _field_env("K8S_NODE_NAME", "spec.nodeName"),
-                                _field_env("CILIUM_K8S_NAMESPACE", "metadata.namespace"),
-                                *_api_server_env(cp),
+                                cni.field_env("K8S_NODE_NAME", "spec.nodeName"),
+                                cni.field_env("CILIUM_K8S_NAMESPACE", "metadata.namespace"),
+                                *cni.api_server_env(cp),
                             ],
                             "livenessProbe": {
                                 "httpGet": {
@@ -456,27 +425,20 @@ def cilium_operator(cp: ControlPlane) -> Manifest:
     }
 
 
-def _rule(group: str, resources: list[str], verbs: list[str]) -> dict[str, Any]:
-    return {"apiGroups": [group], "resources": resources, "verbs": verbs}
-
-
-READ = ["get", "list", "watch"]
-
-
 def agent_rules() -> list[dict[str, Any]]:
     """What the agent reads (the cluster's pods, Services and policies) and writes (its node's and its
     endpoints' Cilium objects, the identities of the pods' labels)."""
     return [
-        _rule("networking.k8s.io", ["networkpolicies"], READ),
-        _rule("discovery.k8s.io", ["endpointslices"], READ),
-        _rule("", ["namespaces", "services", "pods", "endpoints", "nodes"], READ),
-        _rule("apiextensions.k8s.io", ["customresourcedefinitions"], READ),
-        _rule("cilium.io", CILIUM_KINDS, READ),
-        _rule("cilium.io", ["ciliumidentities"], ["create", "update"]),
-        _rule("cilium.io", ["ciliumendpoints"], ["create", "update", "patch", "delete"]),
-        _rule("cilium.io", ["ciliumnodes"], ["create", "update"]),
-        _rule("cilium.io", ["ciliumnodes/status"], ["get", "update"]),
-        _rule(
+        cni.rule("networking.k8s.io", ["networkpolicies"], cni.READ),
+        cni.rule("discovery.k8s.io", ["endpointslices"], cni.READ),
+        cni.rule("", ["namespaces", "services", "pods", "endpoints", "nodes"], cni.READ),
+        cni.rule("apiextensions.k8s.io", ["customresourcedefinitions"], cni.READ),
+        cni.rule("cilium.io", CILIUM_KINDS, cni.READ),
+        cni.rule("cilium.io", ["ciliumidentities"], ["create", "update"]),
+        cni.rule("cilium.io", ["ciliumendpoints"], ["create", "update", "patch", "delete"]),
+        cni.rule("cilium.io", ["ciliumnodes"], ["create", "update"]),
+        cni.rule("cilium.io", ["ciliumnodes/status"], ["get", "update"]),
+        cni.rule(
             "cilium.io",
             [
                 "ciliumendpoints/status",
@@ -493,37 +455,24 @@ def operator_rules() -> list[dict[str, Any]]:
     """What the operator needs: Cilium's CRDs registered, nodes' pod CIDRs and taints, identities and
     endpoints of gone pods collected, pods started before the agent restarted, its leader lease."""
     return [
-        _rule("", ["pods"], [*READ, "delete"]),
-        _rule("", ["nodes"], READ),
-        _rule("", ["nodes", "nodes/status"], ["patch"]),
-        _rule("", ["namespaces", "services", "endpoints"], READ),
-        _rule("", ["services/status"], ["update", "patch"]),
-        _rule("discovery.k8s.io", ["endpointslices"], READ),
-        _rule("apiextensions.k8s.io", ["customresourcedefinitions"], ["create", "update", *READ]),
-        _rule(
+        cni.rule("", ["pods"], [*cni.READ, "delete"]),
+        cni.rule("", ["nodes"], cni.READ),
+        cni.rule("", ["nodes", "nodes/status"], ["patch"]),
+        cni.rule("", ["namespaces", "services", "endpoints"], cni.READ),
+        cni.rule("", ["services/status"], ["update", "patch"]),
+        cni.rule("discovery.k8s.io", ["endpointslices"], cni.READ),
+        cni.rule("apiextensions.k8s.io", ["customresourcedefinitions"], ["create", "update", *cni.READ]),
+        cni.rule(
             "cilium.io",
             CILIUM_KINDS,
-            ["create", "update", "patch", "delete", "deletecollection", *READ],
+            ["create", "update", "patch", "delete", "deletecollection", *cni.READ],
         ),
-        _rule(
+        cni.rule(
             "cilium.io",
             [f"{kind}/status" for kind in CILIUM_KINDS],
             ["update", "patch"],
         ),
-        _rule("coordination.k8s.io", ["leases"], ["create", "get", "update"]),
-    ]
-
-
-def _cluster_role(name: str, rules: list[dict[str, Any]], account: str) -> list[Manifest]:
-    return [
-        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": _meta(name), "rules": rules},
-        {
-            "apiVersion": f"{RBAC}/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": _meta(name),
-            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}],
-        },
+        cni.rule("coordination.k8s.io", ["leases"], ["create", "get", "update"]),
     ]
 
 
@@ -531,14 +480,14 @@ def cilium(cp: ControlPlane) -> list[Manifest]:
     """Cilium in the tenant cluster: accounts and RBAC, its configuration, the operator, the agents."""
     config = cilium_config(cp)
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(AGENT, NAMESPACE)},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(OPERATOR, NAMESPACE)},
-        *_cluster_role(AGENT, agent_rules(), AGENT),
-        *_cluster_role(OPERATOR, operator_rules(), OPERATOR),
+        cni.service_account(AGENT),
+        cni.service_account(OPERATOR),
+        *cni.cluster_role(AGENT, agent_rules(), AGENT),
+        *cni.cluster_role(OPERATOR, operator_rules(), OPERATOR),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": _meta(CONFIG, NAMESPACE),
+            "metadata": cni.meta(CONFIG, NAMESPACE),
             "data": config,
         },
         cilium_operator(cp),

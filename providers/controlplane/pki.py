@@ -67,6 +67,9 @@ KONNECTIVITY_CLIENT = ("system:konnectivity-server", ())
 # The cloud controller (providers.cloud): no group; the tenant binds this user to a ClusterRole of the Nodes
 # and Services it initializes and serves (tenant.cloud_controller_rbac), nothing more.
 CLOUD_CONTROLLER = ("flexplane:cloud-controller", ())
+# The Prometheus Operator's scrapes of the API server's /metrics (providers.controlplane.monitoring): no
+# group; the tenant binds this user to a ClusterRole of ``get`` on /metrics only (tenant.metrics_rbac).
+METRICS_SCRAPER = ("flexplane:metrics", ())
 
 # The files of the ``pki`` Secret: (key, certificate) pairs by kubeadm's base names.
 CAS = ("ca", "front-proxy-ca", "etcd-ca")
@@ -83,6 +86,7 @@ LEAVES = (
     "controller-manager",
     "scheduler",
     "cloud-controller",
+    "metrics-scraper",
 )
 KUBECONFIGS = {
     # file name in the kubeconfigs Secret: the leaf whose credentials it carries
@@ -310,6 +314,7 @@ def _leaf_spec(leaf: str) -> tuple[str, str, tuple[str, ...], str]:
         "controller-manager": ("ca", CONTROLLER_MANAGER, CLIENT),
         "scheduler": ("ca", SCHEDULER, CLIENT),
         "cloud-controller": ("ca", CLOUD_CONTROLLER, CLIENT),
+        "metrics-scraper": ("ca", METRICS_SCRAPER, CLIENT),
     }
     ca, (cn, orgs), usage = specs[leaf]
     return ca, cn, orgs, usage

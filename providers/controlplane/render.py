@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from importlib import metadata
 from typing import Any
 
 import yaml
@@ -73,6 +72,7 @@ from providers.controlplane.model import (
     b64,
     conf_volume,
     etcd_servers,
+    flexplane_tag,
     labels,
     meta,
     mount,
@@ -170,7 +170,12 @@ def apiserver_args(cp: ControlPlane) -> list[str]:
         f"--tls-cert-file={PKI_DIR}/apiserver.crt",
         f"--tls-private-key-file={PKI_DIR}/apiserver.key",
     ]
-    if _is_ip(cp.endpoint_host):
+    if cp.sni:
+        # Behind the SNI router no address leads to this API server; each node's proxy holds this one and
+        # carries what pods send the ``kubernetes`` Service to the router, naming the cluster
+        # (providers.sni.nodelocal).
+        args.insert(0, f"--advertise-address={cp.node_local_address}")
+    elif _is_ip(cp.endpoint_host):
         # The tenant's ``kubernetes`` Service must point at the address nodes reach, not the pod's.
         args.insert(0, f"--advertise-address={cp.endpoint_host}")
     return args
@@ -430,7 +435,9 @@ def render_metrics_service(cp: ControlPlane) -> Manifest:
     Konnectivity server's health port, whose /metrics has
     ``konnectivity_network_proxy_server_ready_backend_connections`` (the agents connected to that replica).
     etcd's metrics port is on the ``etcd`` Service (:mod:`.etcd`). The API server's /metrics is not here:
-    it answers only a credential of the tenant cluster (its own CA), which no one ServiceMonitor holds.
+    it answers only a client certificate of the tenant cluster's own CA, which no one ServiceMonitor holds;
+    while the chart's ServiceMonitor is on, the provider writes the control plane's own ServiceMonitor of
+    it, scraping the ``kube-apiserver`` Service with such a certificate (:mod:`.monitoring`).
     """
     ports = [
         ("controller-manager", CONTROLLER_MANAGER_PORT),
@@ -717,11 +724,7 @@ def _etcd_backup_volumes() -> list[dict[str, Any]]:
 
 def flexplane_image() -> str:
     """flex.plane's image at this package's version (when no image is named for the backups)."""
-    try:
-        version = metadata.version("flexplane")
-    except metadata.PackageNotFoundError:
-        version = "latest"
-    return f"{FLEXPLANE_IMAGE}:{version}"
+    return f"{FLEXPLANE_IMAGE}:{flexplane_tag()}"
 
 
 # ------------------------------------------------------------------------------------ the cloud controller

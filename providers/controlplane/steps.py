@@ -33,7 +33,16 @@ from providers.common import conditions
 from providers.common.access import NO_BINDING, SecretsAccess
 from providers.common.objects import owner_reference
 from providers.common.settings import seconds
-from providers.controlplane import health, model, network, pki, render, tenant, workers
+from providers.controlplane import (
+    health,
+    model,
+    monitoring,
+    network,
+    pki,
+    render,
+    tenant,
+    workers,
+)
 from providers.controlplane.kube import UNREACHABLE, Body, Kube, KubeError, path_of
 
 log = logging.getLogger(__name__)
@@ -60,6 +69,8 @@ class Settings:
     nodeport_address: str = ""  # FLEXPLANE_PROVIDERS_NODEPORT_ADDRESS
     sni_domain: str = ""  # FLEXPLANE_PROVIDERS_SNI_DOMAIN: the SNI mode's hosts are <cluster>.<vdc>.<it>
     sni_port: int = 443  # FLEXPLANE_PROVIDERS_SNI_PORT: where the SNI router's address takes connections
+    # FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS: the SNI mode's node-local endpoint of the kubernetes Service
+    sni_node_address: str = model.NODE_LOCAL_ADDRESS
     etcd_members: int = 1  # FLEXPLANE_PROVIDERS_ETCD_MEMBERS
     image_registry: str = model.REGISTRY  # FLEXPLANE_PROVIDERS_IMAGE_REGISTRY
     # FLEXPLANE_PROVIDERS_ETCD_BACKUP_*: the bucket every control plane's etcd snapshots go to (none: off).
@@ -70,6 +81,9 @@ class Settings:
     # FLEXPLANE_PROVIDERS_VDC_ROLE, FLEXPLANE_PROVIDERS_CONTROL_PLANE_ROLE, FLEXPLANE_SERVICE_ACCOUNT: the
     # RoleBindings made in the control plane's namespace and the VDC's before a Secret is touched there.
     secrets: SecretsAccess = NO_BINDING
+    # FLEXPLANE_PROVIDERS_SERVICE_MONITOR_*: each control plane's ServiceMonitor of its API server's /metrics
+    # (the providers chart's metrics.serviceMonitor; off: none).
+    service_monitors: monitoring.ServiceMonitors = monitoring.NO_SERVICE_MONITORS
 
 
 class Waiting(Exception):
@@ -146,6 +160,7 @@ def control_plane(
         registry=settings.image_registry,
         etcd_backup_schedule=str((spec.get("etcdBackup") or {}).get("schedule") or ""),
         network_plugin=_network_plugin(spec),
+        node_local_address=settings.sni_node_address,
     )
 
 
@@ -315,6 +330,31 @@ def ensure_cloud_controller(
     return True
 
 
+def ensure_apiserver_metrics(
+    kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes], monitors: monitoring.ServiceMonitors
+) -> bool:
+    """The ServiceMonitor of the API server's /metrics and its scraper's Secret (:mod:`.monitoring`) while
+    the providers chart's ServiceMonitor is on; otherwise none (those there before are deleted). True when
+    they are there.
+
+    A refusal (the ServiceMonitor kind not installed, the providers not granted it) is logged and ends the
+    step only: the API server's metrics wait for the next reconcile, the control plane does not.
+    """
+    try:
+        if monitors.enabled:
+            for manifest in monitoring.render_apiserver_metrics(cp, files, monitors):
+                kube.ensure(manifest)
+            return True
+        # One read when there is nothing to do: the ServiceMonitor is written first and deleted last.
+        if kube.get(monitoring.API_VERSION, "ServiceMonitor", monitoring.NAME, cp.namespace) is not None:
+            kube.delete("v1", "Secret", monitoring.NAME, cp.namespace)
+            kube.delete(monitoring.API_VERSION, "ServiceMonitor", monitoring.NAME, cp.namespace)
+    except KubeError as error:
+        level = logging.WARNING if monitors.enabled else logging.INFO
+        log.log(level, "the API server's ServiceMonitor %s/%s: %s", cp.namespace, monitoring.NAME, error)
+    return False
+
+
 def ensure_infrastructure_endpoint(kube: Kube, cluster: Mapping[str, Any], cp: model.ControlPlane) -> None:
     """``ProxmoxCluster.spec.controlPlaneEndpoint``: the endpoint, once (patched only when it differs)."""
     ref = (cluster.get("spec") or {}).get("infrastructureRef") or {}
@@ -450,6 +490,7 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
     deployment, etcd_statefulset = ensure_control_plane_objects(kube, cp, files, settings.etcd_backup)
     ensure_vdc_secrets(kube, cp, files, fcp)
     ensure_cloud_controller(kube, cp, files, fcp["metadata"]["namespace"], settings)
+    ensure_apiserver_metrics(kube, cp, files, settings.service_monitors)
     ensure_infrastructure_endpoint(kube, cluster, cp)
 
     previous = fcp.get("status") or {}

@@ -18,7 +18,9 @@ phases would leave for ``kubeadm join`` is put there here (kubeadm's names, so a
   carry that group);
 - ``flexplane:cloud-controller``: the cloud controller's user (its own certificate) may initialize and
   delete Nodes, read Services and write their LoadBalancer status, and record Events
-  (:func:`cloud_controller_rbac`).
+  (:func:`cloud_controller_rbac`);
+- ``flexplane:metrics``: the Prometheus Operator's scrapes of the API server (their own certificate,
+  :mod:`.monitoring`) may get /metrics, and nothing else (:func:`metrics_rbac`).
 
 - kubeadm's two addons, as ``kubeadm init`` would install them (its names, so a tenant who knows
   kubeadm finds them): CoreDNS (Deployment ``coredns`` and Service ``kube-dns`` at the address every
@@ -26,9 +28,12 @@ phases would leave for ``kubeadm join`` is put there here (kubeadm's names, so a
   at the cluster's endpoint, as there is no Service for it before kube-proxy runs; its image follows
   the cluster's version, so an upgrade rolls it).
 
+- in the SNI mode, ``kube-apiserver-proxy`` (:func:`node_local_proxy`): on every node, the way pods reach
+  the API server through the ``kubernetes`` Service (:mod:`providers.sni.nodelocal`).
+
 - the network plugin the FlexControlPlane names (``spec.networkPlugin``, :mod:`.network`): Cilium by
-  default, whose agents make the nodes Ready; with ``none``, nothing, as kubeadm installs no CNI: the
-  nodes stay NotReady, and CoreDNS waits, until the tenant applies a plugin of their own.
+  default, or Calico, whose agents make the nodes Ready; with ``none``, nothing, as kubeadm installs no
+  CNI: the nodes stay NotReady, and CoreDNS waits, until the tenant applies a plugin of their own.
 """
 
 from __future__ import annotations
@@ -40,13 +45,18 @@ import yaml
 
 from providers.controlplane import network, pki
 from providers.controlplane.model import (
+    FLEXPLANE_REGISTRY,
+    FLEXPLANE_REPOSITORY,
     KONNECTIVITY_ADMIN_PORT,
     KONNECTIVITY_AGENT,
     KONNECTIVITY_AGENT_IMAGE,
     KONNECTIVITY_AUDIENCE,
     KONNECTIVITY_HEALTH_PORT,
+    NODE_LOCAL_INTERFACE,
+    NODE_LOCAL_PROXY,
     ControlPlane,
     Manifest,
+    flexplane_tag,
 )
 
 BOOTSTRAPPERS = "system:bootstrappers:kubeadm:default-node-token"
@@ -338,6 +348,82 @@ def konnectivity(cp: ControlPlane) -> list[Manifest]:
     ]
 
 
+def flexplane_image(cp: ControlPlane) -> str:
+    """flex.plane's own image at this release, from the cluster's registry as every other image is."""
+    return cp.foreign_image(FLEXPLANE_REGISTRY, f"{FLEXPLANE_REPOSITORY}:{flexplane_tag()}")
+
+
+def node_local_proxy(cp: ControlPlane) -> list[Manifest]:
+    """The SNI mode's in-cluster path to the API server: ``python -m providers.sni.nodelocal`` on every
+    node, on the host's network, holding the address the API server advertises (``cp.node_local_address``)
+    and carrying each connection to it through the SNI router to the cluster's API server.
+
+    An init container, the only one with ``NET_ADMIN``, puts the address on the dummy interface
+    ``flexplane-api``; the proxy itself runs unprivileged, with no capability and no service account
+    token (it holds no credential: the pods' TLS passes through it). It reaches the router at the
+    cluster's endpoint, by the node's own DNS (it runs before CoreDNS can).
+    """
+    listen = f"{cp.node_local_address}:{cp.secure_port}"
+    env = [
+        {"name": "FLEXPLANE_NODE_LOCAL_LISTEN", "value": listen},
+        {"name": "FLEXPLANE_NODE_LOCAL_UPSTREAM", "value": f"{cp.endpoint_host}:{cp.endpoint_port}"},
+        {"name": "FLEXPLANE_NODE_LOCAL_INTERFACE", "value": NODE_LOCAL_INTERFACE},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+    ]
+    command = ["python", "-m", "providers.sni.nodelocal"]
+    probe = {"tcpSocket": {"host": cp.node_local_address, "port": cp.secure_port}, "periodSeconds": 10}
+    unprivileged = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    daemonset = _node_daemonset(
+        NODE_LOCAL_PROXY,
+        {
+            "dnsPolicy": "Default",
+            "automountServiceAccountToken": False,
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "initContainers": [
+                {
+                    "name": "hold-address",
+                    "image": flexplane_image(cp),
+                    "command": [*command, "hold"],
+                    "env": env,
+                    "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+                    "securityContext": {
+                        **unprivileged,
+                        "runAsNonRoot": False,
+                        "runAsUser": 0,
+                        "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN"]},
+                    },
+                }
+            ],
+            "containers": [
+                {
+                    "name": NODE_LOCAL_PROXY,
+                    "image": flexplane_image(cp),
+                    "command": command,
+                    "env": env,
+                    "livenessProbe": {**probe, "initialDelaySeconds": 10},
+                    "readinessProbe": probe,
+                    # About 25 MiB resident: one asyncio loop copying bytes.
+                    "resources": {
+                        "requests": {"cpu": "10m", "memory": "48Mi"},
+                        "limits": {"memory": "128Mi"},
+                    },
+                    "securityContext": unprivileged,
+                }
+            ],
+        },
+    )
+    account = _service_account(NODE_LOCAL_PROXY)
+    account["automountServiceAccountToken"] = False
+    return [account, daemonset]
+
+
 # ------------------------------------------------------------------------------------ addons
 
 
@@ -603,6 +689,23 @@ def cloud_controller_rbac() -> list[Manifest]:
     ]
 
 
+METRICS_ROLE = "flexplane:metrics"
+
+
+def metrics_rbac() -> list[Manifest]:
+    """What the API server's metrics scraper (:data:`.pki.METRICS_SCRAPER`) may do: ``get`` /metrics. No
+    resource, no other path (not even /metrics/slis, /livez or /readyz, which ``system:monitoring`` adds)."""
+    return [
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(METRICS_ROLE),
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+        },
+        cluster_role_binding(METRICS_ROLE, METRICS_ROLE, [_user(pki.METRICS_SCRAPER[0])]),
+    ]
+
+
 def tenant_manifests(cp: ControlPlane, ca_pem: bytes) -> list[Manifest]:
     """Everything for the tenant cluster, in the order to create it."""
     return [
@@ -616,7 +719,9 @@ def tenant_manifests(cp: ControlPlane, ca_pem: bytes) -> list[Manifest]:
         ),
         cluster_role_binding("flexplane:vdc-admins", "cluster-admin", [_group(f"flexplane:vdc:{cp.vdc}")]),
         *cloud_controller_rbac(),
+        *metrics_rbac(),
         *coredns(cp),
         *kube_proxy(cp),
+        *(node_local_proxy(cp) if cp.sni else []),
         *network.manifests(cp),
     ]

@@ -24,6 +24,7 @@ from kubernetes.config import ConfigException
 
 from orchestrator.probes import Probes, listen_address
 from orchestrator.sources.kube import load_configuration
+from providers.common.settings import seconds_of
 from providers.sni.router import Router, Timeouts
 from providers.sni.routes import ServiceWatch
 
@@ -32,17 +33,12 @@ log = logging.getLogger("providers.sni")
 DEFAULT_LISTEN = "0.0.0.0:8443"  # in a pod: the Service's targetPort
 
 
-def seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
+def seconds(variable: str, default: float) -> float:
+    """``variable`` in seconds; the process exits naming it when it is not a number above 0."""
     try:
-        value = float(raw)
-    except ValueError:
-        raise SystemExit(f"{name} must be a number of seconds, not {raw!r}") from None
-    if not value > 0:
-        raise SystemExit(f"{name} must be more than 0 seconds, not {raw!r}")
-    return value
+        return seconds_of(variable, default)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
 
 
 class Health:

@@ -188,6 +188,11 @@ def _valid_host(value: bytes) -> str:
         host = value.decode("ascii").lower()
     except UnicodeDecodeError:
         raise MalformedHello("a host name that is not ASCII") from None
-    if len(host) > 253 or not _HOST.fullmatch(host):
+    if not is_host_name(host):
         raise MalformedHello(f"the host name {host[:80]!r} is not a DNS name")
     return host
+
+
+def is_host_name(host: str) -> bool:
+    """Whether ``host`` (lower case) is a DNS host name as RFC 6066 takes it."""
+    return len(host) <= 253 and _HOST.fullmatch(host) is not None

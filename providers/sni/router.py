@@ -6,11 +6,20 @@ then copies bytes both ways until both sides have finished. It never terminates 
 handshake is with the backend (the tenant's API server or Konnectivity server), which shows its own
 certificate of its own cluster's CA, and client certificates reach it untouched.
 
+A client whose TLS carries no server name (one that dials an address: a tenant pod's client of the
+``kubernetes`` Service) names its control plane the way a client of an HTTP proxy does instead: it opens
+with ``CONNECT <host>:<port> HTTP/1.1`` and its headers (:mod:`.connect`), is answered ``200`` once the
+backend accepted, and its TLS follows, spliced as above. That is what each tenant node's proxy does
+(:mod:`.nodelocal`). The request names a host no differently than a ClientHello does, in clear text as
+the server name is, so it opens nothing a ClientHello would not: the backend still authenticates the
+client itself.
+
 Refused, and closed: a first flight that is not a ClientHello or breaks its rules (:class:`.MalformedHello`),
 one that does not complete within :attr:`Timeouts.hello` (a client that sends nothing, or a trickle), one
 without a server name or with a name no control plane has (answered with TLS's fatal
-``unrecognized_name`` alert first, so a client's error says why). A backend that cannot be reached
-within :attr:`Timeouts.connect` closes the connection too.
+``unrecognized_name`` alert first, so a client's error says why); a CONNECT request malformed (answered
+400), naming no control plane (404) or not complete within the same deadline. A backend that cannot be
+reached within :attr:`Timeouts.connect` closes the connection too (a CONNECT request's is answered 502).
 
 Half-close: when one side ends its stream (TCP FIN), the other side's write is ended the same way and
 the opposite direction goes on, as a TCP proxy must (a client may send its request and shut its write
@@ -26,7 +35,8 @@ import logging
 import socket
 from dataclasses import dataclass
 
-from providers.sni.hello import Hello, MalformedHello, scan
+from providers.sni import connect
+from providers.sni.hello import RECORD_HEADER, Hello, MalformedHello, scan
 from providers.sni.routes import Backend, Lookup
 
 log = logging.getLogger(__name__)
@@ -63,24 +73,31 @@ class Router:
         if task is not None:
             self.connections.add(task)
         peer = writer.get_extra_info("peername")
-        _keepalive(writer)
+        keepalive(writer)
         try:
             await self._route(reader, writer, peer)
         except (ConnectionError, OSError) as error:
             log.debug("connection from %s ended: %s", peer, error)
         finally:
-            await _close(writer)
+            await close(writer)
             if task is not None:
                 self.connections.discard(task)
 
     async def _route(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: object) -> None:
         try:
-            first, hello = await asyncio.wait_for(read_hello(reader), self.timeouts.hello)
+            first, hello = await asyncio.wait_for(read_opening(reader), self.timeouts.hello)
         except TimeoutError:
-            log.info("refused %s: no ClientHello within %ss", peer, self.timeouts.hello)
+            log.info("refused %s: no ClientHello nor CONNECT request within %ss", peer, self.timeouts.hello)
             return
         except MalformedHello as error:
             log.info("refused %s: %s", peer, error)
+            return
+        except connect.BadRequest as error:
+            log.info("refused %s: %s", peer, error)
+            await _answer(writer, connect.response(400, str(error)))
+            return
+        if isinstance(hello, connect.Request):
+            await self._tunnel(reader, writer, hello, peer)
             return
         if hello is None:
             log.info("refused %s: closed before its ClientHello was complete", peer)
@@ -88,22 +105,39 @@ class Router:
         backend = self.lookup(hello.server_name) if hello.server_name else None
         if backend is None:
             log.info("refused %s: no control plane is named %r", peer, hello.server_name)
-            writer.write(UNRECOGNIZED_NAME)
-            with contextlib.suppress(ConnectionError):
-                await writer.drain()
+            await _answer(writer, UNRECOGNIZED_NAME)
             return
-        await self._splice(reader, writer, first, backend, hello.server_name or "")
+        upstream = await self._open(backend, hello.server_name or "")
+        if upstream is not None:
+            await self._splice(reader, writer, first, upstream)
 
-    async def _splice(
+    async def _tunnel(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        first: bytes,
-        backend: Backend,
-        name: str,
+        request: connect.Request,
+        peer: object,
     ) -> None:
+        """A CONNECT request's connection: answered 404 for a name no control plane has, 502 for a backend
+        that does not answer, else 200 and spliced (what follows the request is the client's TLS)."""
+        backend = self.lookup(request.host)
+        if backend is None:
+            log.info("refused %s: no control plane is named %r", peer, request.host)
+            await _answer(writer, connect.response(404, f"no control plane is named {request.host}"))
+            return
+        upstream = await self._open(backend, request.host)
+        if upstream is None:
+            await _answer(writer, connect.response(502, f"{request.host} does not answer"))
+            return
+        writer.write(connect.response(200))
+        await self._splice(reader, writer, b"", upstream)
+
+    async def _open(
+        self, backend: Backend, name: str
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """A connection to ``backend``; None (logged) when it does not accept within the deadline."""
         try:
-            upstream_reader, upstream_writer = await asyncio.wait_for(
+            upstream = await asyncio.wait_for(
                 asyncio.open_connection(backend.host, backend.port, limit=CHUNK), self.timeouts.connect
             )
         except (TimeoutError, OSError) as error:
@@ -115,23 +149,46 @@ class Router:
                 backend.service,
                 error,
             )
-            return
-        _keepalive(upstream_writer)
+            return None
+        keepalive(upstream[1])
+        return upstream
+
+    async def _splice(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        first: bytes,
+        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    ) -> None:
+        upstream_reader, upstream_writer = upstream
         try:
-            upstream_writer.write(first)
-            await upstream_writer.drain()
+            if first:
+                upstream_writer.write(first)
+                await upstream_writer.drain()
             await splice(reader, writer, upstream_reader, upstream_writer)
         finally:
-            await _close(upstream_writer)
+            await close(upstream_writer)
 
 
-async def read_hello(reader: asyncio.StreamReader) -> tuple[bytes, Hello | None]:
-    """The bytes read and the ClientHello they start with; (bytes, None) when the client closed first.
+async def read_opening(reader: asyncio.StreamReader) -> tuple[bytes, Hello | connect.Request | None]:
+    """What a connection opens with: its ClientHello (:func:`read_hello`) or its CONNECT request
+    (:func:`.connect.read_request`), and the bytes read; (bytes, None) when the client closed first."""
+    try:
+        start = await reader.readexactly(RECORD_HEADER)
+    except asyncio.IncompleteReadError as ended:
+        return ended.partial, None
+    if connect.opens_request(start):
+        return start, await connect.read_request(reader, start)
+    return await read_hello(reader, start)
+
+
+async def read_hello(reader: asyncio.StreamReader, data: bytes = b"") -> tuple[bytes, Hello | None]:
+    """The bytes read (``data``, already read, first) and the ClientHello they start with; (bytes, None)
+    when the client closed first.
 
     Reads exactly what the ClientHello's records need (:func:`.scan` bounds them), so whatever the client
     sent after it stays in ``reader`` for the splice.
     """
-    data = b""
     while True:
         found = scan(data)
         if isinstance(found, Hello):
@@ -177,14 +234,21 @@ async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> Non
         sink.write_eof()
 
 
-def _keepalive(writer: asyncio.StreamWriter) -> None:
+async def _answer(writer: asyncio.StreamWriter, response: bytes) -> None:
+    """Send an answer the connection ends with."""
+    writer.write(response)
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+
+
+def keepalive(writer: asyncio.StreamWriter) -> None:
     sock = writer.get_extra_info("socket")
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
 
 
-async def _close(writer: asyncio.StreamWriter) -> None:
+async def close(writer: asyncio.StreamWriter) -> None:
     """Close, letting what is buffered go out for :data:`CLOSE_GRACE` seconds; then drop it (a peer that
     reads nothing does not keep its connection's task forever)."""
     writer.close()

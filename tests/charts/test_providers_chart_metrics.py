@@ -10,10 +10,10 @@ from typing import Any
 import helm_python
 import pytest
 
-from providers.controlplane import etcd, model, pki, render
+from providers.controlplane import etcd, model, monitoring, pki, render
 from tests.charts import kit
 from tests.charts.kit import Manifest, kinds, manifests
-from tests.charts.test_providers_chart import CHART, NAMESPACE, RELEASE, REQUIRED
+from tests.charts.test_providers_chart import CHART, NAMESPACE, RELEASE, REQUIRED, env
 from tests.charts.test_providers_chart import render as render_chart
 from tests.kubeschema import invalid
 
@@ -136,3 +136,43 @@ def test_the_components_serve_metrics_where_the_services_send_the_scrapes() -> N
 def test_the_schema_refuses_a_scrape_interval_that_is_no_duration(chart: helm_python.Chart) -> None:
     with pytest.raises(Exception, match="interval"):
         render_chart(chart, {"metrics": {"serviceMonitor": {"enabled": True, "interval": "often"}}})
+
+
+# --- each API server's own ServiceMonitor, which the control-plane provider writes -------------------------
+
+
+def provider_settings(rendered: list[Manifest]) -> monitoring.ServiceMonitors:
+    """What the control-plane provider makes of the chart's FLEXPLANE_PROVIDERS_SERVICE_MONITOR_*."""
+    variables = env(rendered)
+    return monitoring.ServiceMonitors.from_environment(
+        {name: value for name, value in variables.items() if isinstance(value, str)}
+    )
+
+
+def test_off_the_provider_writes_no_service_monitor_of_any_api_server(chart: helm_python.Chart) -> None:
+    rendered = manifests(render_chart(chart, {}))
+    assert not [name for name in env(rendered) if name.startswith(monitoring.SETTINGS)]
+    assert provider_settings(rendered) == monitoring.NO_SERVICE_MONITORS
+
+
+def test_on_the_provider_writes_each_api_servers_with_the_values_interval_timeout_and_labels(
+    monitored: list[Manifest],
+) -> None:
+    assert provider_settings(monitored) == monitoring.ServiceMonitors(
+        enabled=True, interval="15s", scrape_timeout="10s", labels=(("release", "prom"),)
+    )
+
+
+def test_the_api_servers_service_monitors_match_the_charts(
+    monitored: list[Manifest], monitor: dict[str, Any]
+) -> None:
+    """Their series carry the same labels, they are scraped as often, and a Prometheus that selects the
+    chart's ServiceMonitor by its labels selects theirs too."""
+    theirs = monitoring.render_service_monitor(CP, provider_settings(monitored))
+    assert theirs["spec"]["targetLabels"] == monitor["spec"]["targetLabels"]
+    (scrape,) = theirs["spec"]["endpoints"]
+    assert {(e["interval"], e["scrapeTimeout"]) for e in monitor["spec"]["endpoints"]} == {
+        (scrape["interval"], scrape["scrapeTimeout"])
+    }
+    assert {"release": "prom"}.items() <= theirs["metadata"]["labels"].items()
+    assert {"release": "prom"}.items() <= monitor["metadata"]["labels"].items()

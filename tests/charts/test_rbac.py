@@ -243,6 +243,8 @@ def test_only_our_namespaces_are_made(cluster: Cluster, account: Account, name: 
 CATALOG = {"metadata": {"name": "fp-host-a", "labels": {"flexplane.io/kind": "host"}}}
 PEER = {"metadata": {"name": "fp-meshpeer-10-99-0-2", "labels": {"flexplane.io/kind": "meshpeer"}}}
 OPAQUE = {"metadata": {"name": "s"}, "type": "Opaque"}
+TLS = {"metadata": {"name": "apiserver-metrics"}, "type": "kubernetes.io/tls"}
+MONITORING = "monitoring.coreos.com"
 OWN_BINDING = own_binding(ORCHESTRATOR, VDC_ROLE)
 PROVIDERS_VDC_BINDING = own_binding(PROVIDERS, PROVIDERS_VDC_ROLE)
 PROVIDERS_CP_BINDING = own_binding(PROVIDERS, PROVIDERS_CP_ROLE)
@@ -278,6 +280,10 @@ PRODUCT_WRITES = [
     (PROVIDERS, "create", "apps", "statefulsets", CONTROL_PLANE, "etcd", None),
     (PROVIDERS, "create", "batch", "cronjobs", CONTROL_PLANE, "etcd-backup", None),
     (PROVIDERS, "create", "", "secrets", CONTROL_PLANE, "etcd-backup", OPAQUE),
+    (PROVIDERS, "create", MONITORING, "servicemonitors", CONTROL_PLANE, "apiserver-metrics", None),
+    (PROVIDERS, "patch", MONITORING, "servicemonitors", CONTROL_PLANE, "apiserver-metrics", None),
+    (PROVIDERS, "delete", MONITORING, "servicemonitors", CONTROL_PLANE, "apiserver-metrics", None),
+    (PROVIDERS, "create", "", "secrets", CONTROL_PLANE, "apiserver-metrics", TLS),
     (PROVIDERS, "create", "", "events", VDC, "k8s.1", None),
     (SETUP, "create", "", "secrets", PLATFORM, "flexplane-zitadel-service-user", OPAQUE),
     (SETUP, "patch", "", "secrets", PLATFORM, "flexplane-portal-oidc", OPAQUE),
@@ -303,6 +309,22 @@ def test_the_fences_admit_each_write_the_product_makes(
     named = None if verb == "create" else name
     assert cluster.rbac_allows(account, verb, group, resource, namespace, named, bound[account])
     assert cluster.refusals(account, verb, group, resource, namespace, name, obj) == []
+
+
+@pytest.mark.parametrize("verb", ["get", "create", "patch", "delete"])
+def test_the_providers_hold_service_monitors_in_a_control_planes_namespace_only(
+    cluster: Cluster, bound: dict[Account, list[Manifest]], verb: str
+) -> None:
+    """Each hosted API server's ServiceMonitor (providers/controlplane/monitoring.py), through the role they
+    bind themselves to in an fpcp-* namespace: in no other namespace, not even read."""
+    reached = [
+        namespace
+        for namespace in NAMESPACES
+        if cluster.rbac_allows(
+            PROVIDERS, verb, MONITORING, "servicemonitors", namespace, "x", bound[PROVIDERS]
+        )
+    ]
+    assert reached == [CONTROL_PLANE]
 
 
 @pytest.mark.parametrize(
@@ -532,6 +554,16 @@ def providers_needs() -> Needs:
     out |= needs(EVERYWHERE, RBAC_GROUP, ("rolebindings",), CP_KUBE, {"patch": ensure["patch"]})
     out |= needs(EVERYWHERE, RBAC_GROUP, ("clusterroles",), ACCESS, {"bind": '"roleRef": {"apiGroup"'})
     out |= needs(CONTROL_PLANE, "", ("secrets",), CP_KUBE, ensure)
+    # Each hosted API server's ServiceMonitor (metrics.serviceMonitor): made or brought back to its manifest;
+    # read, and deleted with its Secret, once the setting is off.
+    out |= needs(CONTROL_PLANE, "monitoring.coreos.com", ("servicemonitors",), CP_KUBE, ensure)
+    out |= needs(
+        CONTROL_PLANE,
+        "monitoring.coreos.com",
+        ("servicemonitors",),
+        CP_STEPS,
+        {"delete": 'kube.delete(monitoring.API_VERSION, "ServiceMonitor"'},
+    )
     out |= needs(VDC, "", ("secrets",), CP_KUBE, ensure)
     out |= needs(VDC, "", ("secrets",), CP_STEPS, {"delete": 'kube.delete("v1", "Secret"'})
     watched = {"list": "@kopf.on.event(", "watch": "@kopf.on.event("}

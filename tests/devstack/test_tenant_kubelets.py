@@ -2,7 +2,8 @@
 devstack/hosted_control_plane.py): a provisioned Machine is a Node of the tenant's API server, NotReady
 with the kubelet's "network plugin not ready" until a network plugin's DaemonSet would run on it.
 
-The network plugin applied is the provider's own Cilium DaemonSet (providers/controlplane/network.py)."""
+The network plugins applied are the provider's own: Cilium's agent and Calico's calico-node, as
+providers/controlplane/network.py installs them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, TypeVar, cast
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from kubernetes.config import new_client_from_config
 
 from devstack import tenant_kubelets
@@ -32,9 +34,7 @@ T = TypeVar("T")
 SUITE = 219
 LOAD_BALANCERS = 220
 HOST = addresses.address(SUITE, 1)
-NS = "fpcp-demo-nodes"
 VDC_NS = "vdc-demo"
-MACHINE = "nodes-workers-x7k2p"
 PROVIDER_ID = "proxmox://2f0c6a3e-7a51-4c38-9d1e-5b7d1f0e4a21"
 
 
@@ -87,10 +87,16 @@ def test_only_a_daemonset_that_writes_the_cni_configuration_and_tolerates_the_no
     assert not tenant_kubelets.network_ready(NODE, [windows])
 
 
-def test_the_providers_cilium_agent_readies_a_node_and_its_operator_alone_does_not() -> None:
-    cp = model.ControlPlane(vdc="demo", cluster="nodes", version="v1.34.2", endpoint_host="10.20.0.7")
-    assert tenant_kubelets.network_ready(NODE, [network.cilium_agent(cp)])
-    assert not tenant_kubelets.network_ready(NODE, [network.cilium_operator(cp)])
+@pytest.mark.parametrize("plugin", ["cilium", "calico"])
+def test_the_providers_agent_readies_a_node_and_its_other_workload_alone_does_not(plugin: str) -> None:
+    cp = model.ControlPlane(
+        vdc="demo", cluster="nodes", version="v1.34.2", endpoint_host="10.20.0.7", network_plugin=plugin
+    )
+    installed = network.manifests(cp)
+    (agent,) = [m for m in installed if m["kind"] == "DaemonSet"]  # cilium, calico-node
+    (other,) = [m for m in installed if m["kind"] == "Deployment"]  # cilium-operator, calico-kube-controllers
+    assert tenant_kubelets.network_ready(NODE, [agent])
+    assert not tenant_kubelets.network_ready(NODE, [other])
 
 
 @pytest.mark.parametrize(
@@ -132,12 +138,13 @@ def management(
             api.close()
 
 
-def control_plane(core: Any, apps: Any, tmp_path: Path) -> Path:
+def control_plane(core: Any, apps: Any, tmp_path: Path, cluster: str) -> Path:
     """The control plane's namespace (labelled as the provider labels it), its LoadBalancer, its PKI and
     its API server's Deployment: the stand-in serves the tenant's API server. The CA's path."""
-    labels = {VDC_LABEL: "demo", CLUSTER_NAME_LABEL: "nodes"}
-    core.create_namespace({"metadata": {"name": NS, "labels": labels}})
-    ip = apiserver_address(core, NS, timeout=15.0)
+    ns = f"fpcp-demo-{cluster}"
+    labels = {VDC_LABEL: "demo", CLUSTER_NAME_LABEL: cluster}
+    core.create_namespace({"metadata": {"name": ns, "labels": labels}})
+    ip = apiserver_address(core, ns, timeout=15.0)
     ca = CertificateAuthority.create(tmp_path / "ca")
     cert, key = ca.issue_server([ip], tmp_path, "apiserver")
     data = {
@@ -146,7 +153,7 @@ def control_plane(core: Any, apps: Any, tmp_path: Path) -> Path:
         "ca.crt": ca.cert_path.read_bytes(),
     }
     core.create_namespaced_secret(
-        NS, {"metadata": {"name": "pki"}, "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
+        ns, {"metadata": {"name": "pki"}, "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
     )
     pki = "/etc/kubernetes/pki"
     container = {
@@ -156,7 +163,7 @@ def control_plane(core: Any, apps: Any, tmp_path: Path) -> Path:
         "volumeMounts": [{"name": "pki", "mountPath": pki, "readOnly": True}],
     }
     apps.create_namespaced_deployment(
-        NS,
+        ns,
         {
             "metadata": {"name": "control-plane"},
             "spec": {
@@ -182,26 +189,33 @@ def tenant_client(url: str, ca: Path) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
+@pytest.mark.parametrize("plugin", ["cilium", "calico"])
 def test_a_workers_node_is_not_ready_until_the_network_plugin_runs_and_goes_with_its_machine(
-    management: tuple[client.ApiClient, HostedControlPlanes], tmp_path: Path
+    management: tuple[client.ApiClient, HostedControlPlanes], tmp_path: Path, plugin: str
 ) -> None:
     api, hosted = management
     core: Any = client.CoreV1Api(api)
     apps: Any = client.AppsV1Api(api)
     custom: Any = client.CustomObjectsApi(api)
-    ca = control_plane(core, apps, tmp_path)
-    server = wait_for(lambda: hosted.server(NS), "the tenant's API server")
+    cluster = f"nodes-{plugin}"  # a cluster of each plugin's own, both in the VDC's namespace
+    machine_name = f"{cluster}-workers-x7k2p"
+    ca = control_plane(core, apps, tmp_path, cluster)
+    server = wait_for(lambda: hosted.server(f"fpcp-demo-{cluster}"), "the tenant's API server")
 
-    core.create_namespace({"metadata": {"name": VDC_NS}})
+    try:
+        core.create_namespace({"metadata": {"name": VDC_NS}})
+    except ApiException as error:
+        if error.status != 409:  # made by the other plugin's run
+            raise
     machine = {
         "apiVersion": "cluster.x-k8s.io/v1beta2",
         "kind": "Machine",
-        "metadata": {"name": MACHINE, "labels": {CLUSTER_NAME_LABEL: "nodes"}},
-        "spec": {"clusterName": "nodes", "providerID": PROVIDER_ID},
+        "metadata": {"name": machine_name, "labels": {CLUSTER_NAME_LABEL: cluster}},
+        "spec": {"clusterName": cluster, "providerID": PROVIDER_ID},
     }
     custom.create_namespaced_custom_object("cluster.x-k8s.io", "v1beta2", VDC_NS, "machines", machine)
     custom.patch_namespaced_custom_object_status(
-        "cluster.x-k8s.io", "v1beta2", VDC_NS, "machines", MACHINE, {"status": {"phase": "Provisioned"}}
+        "cluster.x-k8s.io", "v1beta2", VDC_NS, "machines", machine_name, {"status": {"phase": "Provisioned"}}
     )
 
     tenant = tenant_client(server.url, ca)
@@ -215,21 +229,26 @@ def test_a_workers_node_is_not_ready_until_the_network_plugin_runs_and_goes_with
             return nodes[0] if conditions and conditions[0].status == ready else None
 
         registered = wait_for(lambda: node("False"), "the worker's Node, NotReady")
-        assert registered.metadata.name == MACHINE
+        assert registered.metadata.name == machine_name
         assert registered.spec.provider_id == PROVIDER_ID
         (condition,) = registered.status.conditions
         assert condition.reason == "KubeletNotReady"
         assert "NetworkPluginNotReady" in condition.message
         assert {t.key for t in registered.spec.taints} == {"node.kubernetes.io/not-ready"}
 
-        # The provider's Cilium agent, as the provider installs it in the tenant cluster.
-        cp = model.ControlPlane(vdc="demo", cluster="nodes", version="v1.34.2", endpoint_host=server.url)
-        tenant_apps.create_namespaced_daemon_set("kube-system", network.cilium_agent(cp))
+        # The plugin's agent, as the provider installs it in the tenant cluster.
+        cp = model.ControlPlane(
+            vdc="demo", cluster=cluster, version="v1.34.2", endpoint_host=server.url, network_plugin=plugin
+        )
+        (agent,) = [m for m in network.manifests(cp) if m["kind"] == "DaemonSet"]
+        tenant_apps.create_namespaced_daemon_set("kube-system", agent)
         ready = wait_for(lambda: node("True"), "the Node Ready once the network plugin runs")
         assert ready.status.conditions[0].reason == "KubeletReady"
         assert not ready.spec.taints
 
-        custom.delete_namespaced_custom_object("cluster.x-k8s.io", "v1beta2", VDC_NS, "machines", MACHINE)
+        custom.delete_namespaced_custom_object(
+            "cluster.x-k8s.io", "v1beta2", VDC_NS, "machines", machine_name
+        )
         wait_for(lambda: not tenant_core.list_node().items or None, "the Node gone with its Machine")
     finally:
         tenant.close()

@@ -38,7 +38,7 @@ def install_crds(world: World) -> None:
 VERSION, NEXT = "v1.33.4", "v1.34.2"
 VERSION_IMAGES = {VERSION: "debian-12", NEXT: "ubuntu-24.04"}
 CLUSTER_FIELDS = """name vdc version phase endpoint network networkPlugin createdAt
-  controlPlane { replicas readyReplicas version desiredVersion initialized }
+  controlPlane { replicas readyReplicas version desiredVersion initialized exposure }
   nodePools { name computeProfile storageProfile network count ready version }
   conditions { object type status reason message lastTransitionTime }"""
 CREATE_CLUSTER = f"""mutation($input: CreateKubernetesClusterInput!) {{

@@ -124,22 +124,23 @@ def test_the_create_form_offers_the_catalogs_versions_and_the_vdcs_profiles_and_
     assert 'value="workers"' in page.text
     plugin = re.search(r'<select name="network_plugin"[^>]*>(.*?)</select>', page.text, re.S)
     assert plugin is not None
-    assert re.findall(r'<option value="([^"]*)"', plugin.group(1)) == ["cilium", "none"]
+    assert re.findall(r'<option value="([^"]*)"', plugin.group(1)) == ["cilium", "calico", "none"]
     assert re.search(r'<option value="cilium"[^>]*selected', plugin.group(1))
     assert "the nodes stay Not Ready until you apply your own" in text(page.text)
 
 
-def test_alice_creates_a_cluster_without_a_network_plugin(
-    alice: requests.Session, world: World, management: Management, network: str
+@pytest.mark.parametrize("plugin", ["calico", "none"])
+def test_alice_creates_a_cluster_with_calico_or_without_a_network_plugin(
+    alice: requests.Session, world: World, management: Management, network: str, plugin: str
 ) -> None:
     with cleaned(management, "demo", cluster_name()) as name:
         get(alice, world, "/vdc/demo/kubernetes/new/")
         answer = post(
-            alice, world, "/vdc/demo/kubernetes/new/", create_form(name, network, {"network_plugin": "none"})
+            alice, world, "/vdc/demo/kubernetes/new/", create_form(name, network, {"network_plugin": plugin})
         )
         assert answer.status_code == 303, text(answer.text)[:2000]
         [plane] = management.everything("demo", name)[FLEX_CONTROL_PLANE.kind]
-        assert plane["spec"]["networkPlugin"] == "none"
+        assert plane["spec"]["networkPlugin"] == plugin
 
 
 def test_adding_a_node_pool_shows_the_form_again_with_two_and_creates_nothing(
@@ -207,7 +208,7 @@ def test_a_pool_left_empty_says_nothing_when_another_field_is_wrong(
         ({"control_plane_replicas": "9"}, "control_plane_replicas", "1 to 5 replicas"),
         ({"version": "v1.0.0"}, "version", "v1.0.0"),
         ({"network": "zone-a/no-such-network"}, "network", "no-such-network"),
-        ({"network_plugin": "calico"}, "network_plugin", "calico"),
+        ({"network_plugin": "flannel"}, "network_plugin", "flannel"),
         ({"pools-0-compute_profile": "no-such-profile"}, "pools-0-compute_profile", "no-such-profile"),
     ],
     ids=[
@@ -218,7 +219,7 @@ def test_a_pool_left_empty_says_nothing_when_another_field_is_wrong(
         "too many replicas",
         "a version",
         "a network",
-        "calico",
+        "a network plugin not offered",
         "a profile",
     ],
 )

@@ -158,6 +158,8 @@ both run with the same configuration.
   value: {{ .Values.config.imageAllowHosts | join "," | quote }}
 - name: FLEXPLANE_CONTROL_PLANE_ADDRESSES
   value: {{ .Values.config.controlPlaneAddresses | join "," | quote }}
+- name: FLEXPLANE_CONTROL_PLANE_SHARED_PORT
+  value: {{ .Values.config.controlPlaneSharedPort | toString | quote }}
 - name: FLEXPLANE_GRAPHQL_INTROSPECTION
   value: {{ .Values.config.graphql.introspection | quote }}
 - name: FLEXPLANE_GRAPHQL_MAX_DEPTH

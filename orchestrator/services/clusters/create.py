@@ -126,6 +126,7 @@ def plan(ctx: Context, spec: CreateCluster) -> Planned:
     name = inputs.validate_name(spec.name)
     replicas = inputs.validate_control_plane(spec.control_plane_replicas)
     network_plugin = inputs.validate_network_plugin(spec.network_plugin)
+    endpoint = inputs.validate_exposure(spec.control_plane_exposure)
     inputs.validate_pools(tuple(spec.node_pools))
     version = offered_version(ctx, vdc, spec.version)
     image = catalog.image(ctx, version.image)
@@ -148,6 +149,7 @@ def plan(ctx: Context, spec: CreateCluster) -> Planned:
             control_plane_replicas=replicas,
             pools=tuple(pools),
             network_plugin=network_plugin,
+            control_plane_exposure=endpoint,
         ),
         tuple(networks.values()),
     )
@@ -194,7 +196,7 @@ def create_cluster(ctx: Context, spec: CreateCluster) -> KubernetesCluster:
     its cloud controller's identity made (``identity``: taken back too)."""
     checked = plan(ctx, spec)
     vdc, planned = checked.vdc, checked.plan
-    way = reach.ensure(ctx, vdc, checked.networks)
+    way = reach.ensure(ctx, vdc, checked.networks, reach.ports_of(planned.control_plane_exposure))
     try:
         return _write(ctx, vdc, planned)
     except FlexPlaneError:

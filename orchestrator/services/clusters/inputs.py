@@ -3,7 +3,8 @@
 The limits: a cluster's name is one DNS label of at most 40 characters (the contract: every name
 derived from it fits 63); a node pool's name at most 12 (``<cluster>-<pool>-<hash>`` fits 63); 1 to
 10 node pools; 1 to 100 nodes per pool; 1 to 5 control-plane replicas (default 2); a network plugin
-of ``NETWORK_PLUGINS`` (default cilium). Each bad value is
+of ``NETWORK_PLUGINS`` (default cilium); the control plane's exposure of :func:`exposures` (default
+shared where the installation has the shared address). Each bad value is
 a ``ValidationFailed`` naming its input field, as the API spells it in snake_case
 (``node_pools[1].count``).
 """
@@ -13,8 +14,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
 from orchestrator.errors import ValidationFailed
-from orchestrator.models.clusters import DEFAULT_NETWORK_PLUGIN, NETWORK_PLUGINS
+from orchestrator.models.clusters import (
+    DEFAULT_NETWORK_PLUGIN,
+    LOAD_BALANCER,
+    NETWORK_PLUGINS,
+    SHARED,
+)
 
 MAX_CLUSTER_NAME = 40
 MAX_POOL_NAME = 12
@@ -47,6 +56,7 @@ class CreateCluster:
     node_pools: tuple[NodePoolSpec, ...]
     control_plane_replicas: int | None = None
     network_plugin: str | None = None
+    control_plane_exposure: str | None = None
 
 
 def is_label(value: str) -> bool:
@@ -82,21 +92,50 @@ def validate_control_plane(replicas: int | None) -> int:
 
 
 def validate_network_plugin(plugin: str | None) -> str:
-    """The cluster's network plugin: cilium unless asked; none installs nothing (the tenant brings one)."""
+    """The cluster's network plugin: cilium unless asked, or calico; none installs nothing (the tenant
+    brings one)."""
     if plugin is None:
         return DEFAULT_NETWORK_PLUGIN
-    if plugin == "calico":
-        raise ValidationFailed(
-            "network_plugin",
-            "calico is not offered: choose cilium, or none and apply Calico (with its CRDs and operator) "
-            "yourself once the cluster's API server answers",
-        )
     if plugin not in NETWORK_PLUGINS:
         raise ValidationFailed(
             "network_plugin",
             f"network plugin {str(plugin)[:40]!r} is not offered (offered: {', '.join(NETWORK_PLUGINS)})",
         )
     return plugin
+
+
+def shared_port() -> int | None:
+    """The shared control-plane address's port, where the installation has one
+    (``FLEXPLANE_CONTROL_PLANE_SHARED_PORT``); None where it has not."""
+    raw = str(settings.FLEXPLANE_CONTROL_PLANE_SHARED_PORT or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ImproperlyConfigured(f"FLEXPLANE_CONTROL_PLANE_SHARED_PORT must be a port, not {raw!r}")
+    return int(raw)
+
+
+def exposures() -> tuple[str, ...]:
+    """How this installation's control planes may be reached, the default first: behind the shared
+    address where there is one, else each by a load balancer of its own."""
+    return (SHARED, LOAD_BALANCER) if shared_port() is not None else (LOAD_BALANCER,)
+
+
+def validate_exposure(exposure: str | None) -> str:
+    """``shared`` or ``loadBalancer`` (``exposures()``' first unless asked); ``shared`` only where the
+    installation has the shared address."""
+    offered = exposures()
+    if exposure is None:
+        return offered[0]
+    if exposure not in offered:
+        said = (
+            "this installation has no shared control-plane address: each cluster's control plane gets a "
+            "load balancer of its own"
+            if exposure == SHARED
+            else f"it is not offered (offered: {', '.join(offered)})"
+        )
+        raise ValidationFailed("control_plane.exposure", f"exposure {str(exposure)[:40]!r}: {said}")
+    return exposure
 
 
 def validate_pools(pools: tuple[NodePoolSpec, ...]) -> None:

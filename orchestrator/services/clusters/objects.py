@@ -21,8 +21,10 @@ from orchestrator.models.clusters import (
     CLUSTER_NAME_LABEL,
     DEFAULT_NETWORK_PLUGIN,
     DEPLOYMENT_NAME_LABEL,
+    EXPOSURE_SERVICE_TYPES,
     FLEX_CONTROL_PLANE,
     KUBEADM_CONFIG_TEMPLATE,
+    LOAD_BALANCER,
     MACHINE_DEPLOYMENT,
     NODE_POOL_LABEL,
     PENDING_UPGRADE_ANNOTATION,
@@ -37,7 +39,6 @@ from orchestrator.models.clusters import (
 
 # The kubelet learns its providerID from the metadata the infrastructure provider gives cloud-init.
 PROVIDER_ID = "proxmox://{{ ds.meta_data.instance_id }}"
-SERVICE_TYPE = "LoadBalancer"
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class ClusterPlan:
     control_plane_replicas: int
     pools: tuple[PoolPlan, ...]
     network_plugin: str = DEFAULT_NETWORK_PLUGIN  # what the control-plane provider installs as the CNI
+    control_plane_exposure: str = LOAD_BALANCER  # shared (behind the SNI router) or loadBalancer
     # Whether the cluster has flex.plane's cloud controller (its identity was made: ``clusters.identity``),
     # so that its kubelets leave the nodes' initialization to it (``cloud-provider: external``).
     cloud_controller: bool = False
@@ -176,7 +178,7 @@ def control_plane(plan: ClusterPlan) -> dict[str, Any]:
     spec = {
         "replicas": plan.control_plane_replicas,
         "version": plan.version,
-        "serviceType": SERVICE_TYPE,
+        "serviceType": EXPOSURE_SERVICE_TYPES[plan.control_plane_exposure],
         "networkPlugin": plan.network_plugin,
     }
     return _body(FLEX_CONTROL_PLANE, plan.name, labels(plan.vdc, plan.name), spec)

@@ -1,5 +1,6 @@
 """Workers reach their control plane: before a cluster is written, each of its networks has a way to the
-management cluster, where the hosted control planes answer (the API server on 6443, Konnectivity on 8132).
+management cluster, where the hosted control planes answer (the API server on 6443, Konnectivity on 8132;
+both on the shared address's port for a control plane behind it).
 
 A network has one of two ways:
 
@@ -28,10 +29,12 @@ from django.core.exceptions import ImproperlyConfigured
 
 from orchestrator.errors import FlexPlaneError, NotFound, QuotaExceeded, ValidationFailed
 from orchestrator.models import Zone
+from orchestrator.models.clusters import SHARED
 from orchestrator.models.gateways import ANYWHERE, FirewallRule, Gateway
 from orchestrator.models.networks import Network
 from orchestrator.models.vdcs import Vdc
 from orchestrator.services import catalog
+from orchestrator.services.clusters.inputs import shared_port
 from orchestrator.services.context import Context
 from orchestrator.services.gateways import changes, store
 
@@ -39,8 +42,18 @@ logger = logging.getLogger(__name__)
 
 APISERVER_PORT = 6443
 KONNECTIVITY_PORT = 8132
-# What the workers open to the control plane: the kubelets' and kubectl's API server, the agents' tunnel.
+# What the workers open to the control plane: the kubelets' and kubectl's API server, the agents' tunnel;
+# behind the shared address, both on its one port.
 PORTS = ((APISERVER_PORT, "the API server"), (KONNECTIVITY_PORT, "Konnectivity"))
+
+
+def ports_of(exposure: str) -> tuple[tuple[int, str], ...]:
+    """The ports the workers of a cluster with ``exposure`` (``inputs.exposures()``) open to its control
+    plane, each with what it is for."""
+    port = shared_port()
+    if exposure == SHARED and port is not None:
+        return ((port, "the shared control-plane address"),)
+    return PORTS
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,10 @@ def _covers(cidr: str, inner: Sequence[ipaddress.IPv4Network]) -> bool:
 
 
 def in_the_way(
-    rules: Sequence[FirewallRule], subnet: ipaddress.IPv4Network, targets: Sequence[ipaddress.IPv4Network]
+    rules: Sequence[FirewallRule],
+    subnet: ipaddress.IPv4Network,
+    targets: Sequence[ipaddress.IPv4Network],
+    ports: Sequence[tuple[int, str]] = PORTS,
 ) -> tuple[int, FirewallRule, int, str] | None:
     """The first rule that decides the egress of ``subnet`` to ``targets`` on a control plane's port and
     denies it, with its position, the port and what the port is for; None when the way is open.
@@ -79,7 +95,7 @@ def in_the_way(
     when none does). A rule decides for the whole way only when it matches all of it: egress, TCP (or any
     protocol), the port, every address of the network as source and every control plane's as destination.
     """
-    for port, what in PORTS:
+    for port, what in ports:
         for position, rule in enumerate(rules):
             if rule.direction != "out" or rule.protocol not in ("tcp", "any"):
                 continue
@@ -100,7 +116,9 @@ def _zone(ctx: Context, zone_id: str, field: str) -> Zone:
         raise ValidationFailed(field, f"zone {zone_id} is not in the catalog") from None
 
 
-def ensure(ctx: Context, vdc: Vdc, networks: Sequence[tuple[str, Network]]) -> Reach:
+def ensure(
+    ctx: Context, vdc: Vdc, networks: Sequence[tuple[str, Network]], ports: Sequence[tuple[int, str]] = PORTS
+) -> Reach:
     """Make sure each of ``networks`` (with the input field that named it) reaches the control planes, as
     the module says; ``ValidationFailed`` naming the field where one cannot, ``QuotaExceeded`` where the
     gateway it needs does not fit. A gateway made here is taken back when a later network fails."""
@@ -124,7 +142,7 @@ def ensure(ctx: Context, vdc: Vdc, networks: Sequence[tuple[str, Network]]) -> R
             if new:
                 made.append(zone.id)
             gateways.append(gateway.id)
-            blocked = in_the_way(gateway.rules, network.subnet, control_plane_networks())
+            blocked = in_the_way(gateway.rules, network.subnet, control_plane_networks(), ports)
             if blocked is not None:
                 position, rule, port, what = blocked
                 said = f" ({rule.description})" if rule.description else ""

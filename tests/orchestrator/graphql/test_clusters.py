@@ -116,7 +116,6 @@ def test_alice_creates_a_cluster_and_finds_it_in_her_vdc_and_bob_does_not(
         ),
         pytest.param({"network": "OTHER"}, "network", id="a network of another VDC"),
         pytest.param({"networkPlugin": "weave"}, "networkPlugin", id="a network plugin not offered"),
-        pytest.param({"networkPlugin": "calico"}, "networkPlugin", id="calico, not offered"),
     ],
 )
 def test_bad_input_is_invalid_naming_the_field(
@@ -131,12 +130,18 @@ def test_bad_input_is_invalid_naming_the_field(
     assert api(CLUSTER, user="alice", vdc="demo", variables={"name": "gql-bad"}).codes == ["NOT_FOUND"]
 
 
-def test_alice_creates_a_cluster_without_a_network_plugin(api: GraphQL, networks: dict[str, str]) -> None:
-    values = cluster_input("gql-bare", networks["demo"]) | {"networkPlugin": "none"}
+@pytest.mark.parametrize("plugin", ["calico", "none"])
+def test_alice_creates_a_cluster_with_calico_or_without_a_network_plugin(
+    api: GraphQL, networks: dict[str, str], plugin: str
+) -> None:
+    name = f"gql-{plugin}"
+    values = cluster_input(name, networks["demo"]) | {"networkPlugin": plugin}
     made = created(api, "alice", "demo", values)
     assert made["errors"] == []
-    assert made["kubernetesCluster"]["networkPlugin"] == "none"
-    api(DELETE, user="alice", vdc="demo", variables={"cluster": "gql-bare"})
+    assert made["kubernetesCluster"]["networkPlugin"] == plugin
+    read = api(CLUSTER, user="alice", vdc="demo", variables={"name": name})
+    assert read.data["kubernetesCluster"]["networkPlugin"] == plugin
+    api(DELETE, user="alice", vdc="demo", variables={"cluster": name})
 
 
 def test_alice_scales_upgrades_and_deletes_her_cluster(api: GraphQL, networks: dict[str, str]) -> None:
@@ -213,3 +218,17 @@ def test_a_kubeconfig_of_a_cluster_without_an_endpoint_is_a_conflict_and_is_audi
         r["operation"] == "kubeconfig" and {"key": "cluster", "value": "gql-conf"} in r["targets"]
         for r in records.data["auditRecords"]
     ), records.body
+
+
+def test_a_control_plane_has_a_load_balancer_of_its_own_where_no_shared_address_is_offered(
+    api: GraphQL, networks: dict[str, str]
+) -> None:
+    """The world's orchestrator has no FLEXPLANE_CONTROL_PLANE_SHARED_PORT: loadBalancer is the default and
+    the only choice (services/test_cluster_exposure.py has the installation with a shared address)."""
+    asked = cluster_input("gql-shared", networks["demo"]) | {"controlPlane": {"exposure": "shared"}}
+    refused = created(api, "alice", "demo", asked)
+    assert [(e["field"], e["code"]) for e in refused["errors"]] == [("controlPlane.exposure", "INVALID")]
+    assert "no shared control-plane address" in refused["errors"][0]["message"]
+    made = created(api, "alice", "demo", cluster_input("gql-own", networks["demo"]))
+    assert made["kubernetesCluster"]["controlPlane"]["exposure"] == "loadBalancer"
+    api(DELETE, user="alice", vdc="demo", variables={"cluster": "gql-own"})

@@ -12,8 +12,9 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
+from orchestrator.models.clusters import LOAD_BALANCER, SHARED
 from orchestrator.models.gateways import FirewallRule
-from orchestrator.services.clusters.reach import control_plane_networks, in_the_way
+from orchestrator.services.clusters.reach import control_plane_networks, in_the_way, ports_of
 
 SUBNET = ipaddress.IPv4Network("10.0.0.0/24")
 MANAGEMENT = [ipaddress.IPv4Network("192.0.2.0/28")]
@@ -73,3 +74,17 @@ def test_the_control_planes_addresses_come_from_the_setting_and_a_bad_one_is_nam
         pytest.raises(ImproperlyConfigured, match="FLEXPLANE_CONTROL_PLANE_ADDRESSES"),
     ):
         control_plane_networks()
+
+
+def test_behind_the_shared_address_the_workers_way_is_its_one_port() -> None:
+    with override_settings(FLEXPLANE_CONTROL_PLANE_SHARED_PORT="7443"):
+        shared = ports_of(SHARED)
+    assert shared == ((7443, "the shared control-plane address"),)
+    assert ports_of(LOAD_BALANCER) == ((6443, "the API server"), (8132, "Konnectivity"))
+    found = in_the_way([rule(ports=(7000, 8000))], SUBNET, MANAGEMENT, shared)
+    assert found is not None
+    assert found[2:] == (7443, "the shared control-plane address")
+    # 6443 and 8132 are not on that way.
+    assert (
+        in_the_way([rule(ports=(6443, 6443)), rule(ports=(8132, 8132))], SUBNET, MANAGEMENT, shared) is None
+    )

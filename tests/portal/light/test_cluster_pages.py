@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 import pytest
 import requests
 import yaml
+from django.test import override_settings
 
 from orchestrator.models.clusters import (
     CLUSTER,
@@ -398,3 +399,43 @@ def test_scaling_a_pool_down_asks_first_naming_how_many_nodes_go_and_cancel_keep
         grown = post(alice, site, f"{path}scale/", {"pool": "workers", "count": "2"})
         assert grown.status_code == 303  # more nodes take nothing away: no question
         assert replicas() == 2
+
+
+# ------------------------------------------------------------------------------------------ exposure
+
+
+def test_the_form_offers_the_shared_address_first_only_where_the_installation_has_one(
+    site: LightPortal, alice: requests.Session, network: str, tenant_clusters: FakeClusterApi
+) -> None:
+    assert 'name="control_plane_exposure"' not in get(alice, site, NEW).text  # nothing to choose
+    with override_settings(FLEXPLANE_CONTROL_PLANE_SHARED_PORT="7443"):
+        page = get(alice, site, NEW).text
+        assert selected(page, "control_plane_exposure") == "shared"
+        assert '<option value="loadBalancer">A load balancer of its own</option>' in page
+        for exposure, service_type, shown in (
+            ("shared", "SNI", "(the shared address)"),
+            ("loadBalancer", "LoadBalancer", "(its own load balancer)"),
+        ):
+            with cleaned(tenant_clusters, cluster_name()) as name:
+                made = post(alice, site, NEW, form(name, network, control_plane_exposure=exposure))
+                assert made.status_code == 303, made.text[:2000]
+                [plane] = tenant_clusters.list(
+                    FLEX_CONTROL_PLANE, namespace_of("demo"), f"{CLUSTER_NAME_LABEL}={name}"
+                )
+                assert plane.spec["serviceType"] == service_type
+                made_ready(tenant_clusters, name)
+                assert shown in get(alice, site, f"/vdc/demo/kubernetes/{name}/").text
+
+
+def test_a_form_asking_for_the_shared_address_where_there_is_none_gets_a_load_balancer(
+    site: LightPortal, alice: requests.Session, network: str, tenant_clusters: FakeClusterApi
+) -> None:
+    """A form sent with a field this installation does not offer (an old page, a script): the field is
+    not the form's, so it is ignored and the cluster gets a load balancer of its own."""
+    with cleaned(tenant_clusters, cluster_name()) as name:
+        made = post(alice, site, NEW, form(name, network, control_plane_exposure="shared"))
+        assert made.status_code == 303, made.text[:2000]
+        [plane] = tenant_clusters.list(
+            FLEX_CONTROL_PLANE, namespace_of("demo"), f"{CLUSTER_NAME_LABEL}={name}"
+        )
+        assert plane.spec["serviceType"] == "LoadBalancer"

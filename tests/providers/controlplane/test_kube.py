@@ -1,10 +1,11 @@
-"""The provider's small client: REST paths of its kinds, and when an object already holds a manifest."""
+"""The provider's small client: REST paths of its kinds, when an object already holds a manifest, and a
+kind the server does not serve."""
 
 from __future__ import annotations
 
 import pytest
 
-from providers.controlplane.kube import holds, path_of
+from providers.controlplane.kube import Kube, KubeError, holds, path_of
 
 
 def test_paths_follow_the_core_group_named_groups_and_scope() -> None:
@@ -37,3 +38,19 @@ def test_an_object_does_not_hold_a_manifest_that_changes_a_value_or_a_lists_leng
     assert not holds(current, {"spec": {"replicas": 3}})
     assert not holds(current, {"spec": {"args": ["--a"]}})
     assert not holds(current, {"spec": {"missing": None}})
+
+
+def test_making_an_object_of_a_kind_the_server_does_not_serve_is_a_404(kube: Kube) -> None:
+    """As a ServiceMonitor where the Prometheus Operator's CRDs are not installed: a KubeError the caller can
+    tell apart, not an answer taken for the object made."""
+    kube.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fpcp-demo-unserved"}})
+    manifest = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "apiserver-metrics", "namespace": "fpcp-demo-unserved"},
+        "spec": {},
+    }
+    with pytest.raises(KubeError) as refused:
+        kube.ensure(manifest)
+    assert refused.value.status == 404
+    assert "/namespaces/fpcp-demo-unserved/servicemonitors" in str(refused.value)

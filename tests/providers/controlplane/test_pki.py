@@ -35,6 +35,8 @@ CLIENT_ISSUERS = {
     "admin": "ca",
     "controller-manager": "ca",
     "scheduler": "ca",
+    "cloud-controller": "ca",
+    "metrics-scraper": "ca",
 }
 
 
@@ -137,6 +139,8 @@ def test_konnectivity_serves_the_endpoint_the_agents_dial(files: dict[str, bytes
         ("apiserver-kubelet-client", ("kube-apiserver-kubelet-client", [])),
         ("front-proxy-client", ("front-proxy-client", [])),
         ("konnectivity-client", ("system:konnectivity-server", [])),
+        ("cloud-controller", ("flexplane:cloud-controller", [])),
+        ("metrics-scraper", ("flexplane:metrics", [])),
     ],
 )
 def test_client_certificates_carry_kubeadms_identities(

@@ -9,6 +9,8 @@ reaches the API server and Konnectivity through the router with these names and 
 from __future__ import annotations
 
 import base64
+import dataclasses
+from importlib import metadata
 from typing import Any
 
 import kopf
@@ -117,10 +119,55 @@ def test_kubelets_kube_proxy_and_the_admin_reach_the_api_server_by_its_name_on_t
     assert kubeconfig["data"]["value"] == model.b64(pki.dump(config))
 
 
-def test_the_api_server_listens_on_6443_and_advertises_no_host_name() -> None:
+def test_the_api_server_listens_on_6443_and_advertises_the_node_local_address() -> None:
     args = flags(render.apiserver_args(CP))
     assert args["--secure-port"] == "6443"
-    assert "--advertise-address" not in args
+    # The tenant's kubernetes Service leads there: each node's proxy (providers.sni.nodelocal).
+    assert args["--advertise-address"] == model.NODE_LOCAL_ADDRESS == CP.node_local_address
+
+
+def node_local_proxy() -> dict[str, Any]:
+    (daemonset,) = [
+        m
+        for m in tenant.tenant_manifests(CP, b"ca")
+        if m["kind"] == "DaemonSet" and m["metadata"]["name"] == model.NODE_LOCAL_PROXY
+    ]
+    return daemonset
+
+
+def test_every_node_runs_the_proxy_that_holds_that_address_and_names_the_cluster_to_the_router() -> None:
+    pod = node_local_proxy()["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] is True
+    assert pod["tolerations"] == [{"operator": "Exists"}]  # before the CNI, on every node
+    assert pod["dnsPolicy"] == "Default"  # the node's DNS: CoreDNS needs this path first
+    assert pod["automountServiceAccountToken"] is False
+    (hold,) = pod["initContainers"]
+    (proxy,) = pod["containers"]
+    env = {e["name"]: e["value"] for e in proxy["env"]}
+    assert env["FLEXPLANE_NODE_LOCAL_LISTEN"] == f"{model.NODE_LOCAL_ADDRESS}:6443"
+    assert env["FLEXPLANE_NODE_LOCAL_UPSTREAM"] == f"{HOST}:7443"
+    assert env["FLEXPLANE_NODE_LOCAL_INTERFACE"] == model.NODE_LOCAL_INTERFACE
+    assert "FLEXPLANE_NODE_LOCAL_NAME" not in env  # the upstream's host is the name asked for
+    assert proxy["command"] == ["python", "-m", "providers.sni.nodelocal"]
+    assert hold["command"] == [*proxy["command"], "hold"]
+    # Only the init container may change the node's interfaces; the proxy runs with no capability.
+    assert hold["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN"]}
+    assert proxy["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert proxy["securityContext"]["runAsNonRoot"] is True
+    assert proxy["readinessProbe"]["tcpSocket"] == {"host": model.NODE_LOCAL_ADDRESS, "port": 6443}
+
+
+def test_the_proxys_image_is_flexplanes_own_moved_with_the_registry() -> None:
+    version = metadata.version("flexplane")
+    assert tenant.flexplane_image(CP) == f"ghcr.io/flexplane/flexplane:{version}"
+    moved = dataclasses.replace(CP, registry="mirror.example.test/k8s")
+    assert tenant.flexplane_image(moved) == f"mirror.example.test/k8s/flexplane/flexplane:{version}"
+
+
+def test_a_load_balancer_cluster_gets_no_node_local_proxy() -> None:
+    cp = model.ControlPlane("demo", "web", "v1.34.2", endpoint_host="10.20.0.7")
+    names = {m["metadata"]["name"] for m in tenant.tenant_manifests(cp, b"ca")}
+    assert model.NODE_LOCAL_PROXY not in names
 
 
 def test_the_endpoint_is_the_clusters_name_and_the_routers_port_for_both() -> None:
@@ -156,6 +203,15 @@ def test_the_port_defaults_to_443(monkeypatch: pytest.MonkeyPatch) -> None:
     assert handlers.settings().sni_port == 443
 
 
+def test_the_node_local_address_comes_from_the_environment_else_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS", raising=False)
+    assert handlers.settings().sni_node_address == model.NODE_LOCAL_ADDRESS
+    monkeypatch.setenv("FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS", "192.168.255.1")
+    assert handlers.settings().sni_node_address == "192.168.255.1"
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -165,6 +221,11 @@ def test_the_port_defaults_to_443(monkeypatch: pytest.MonkeyPatch) -> None:
         ("FLEXPLANE_PROVIDERS_SNI_PORT", "0"),
         ("FLEXPLANE_PROVIDERS_SNI_PORT", "https"),
         ("FLEXPLANE_PROVIDERS_SNI_PORT", "70000"),
+        # Kubernetes refuses these as an endpoint's address.
+        ("FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS", "169.254.20.10"),
+        ("FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS", "127.0.0.2"),
+        ("FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS", "fd00::1"),
+        ("FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS", "node"),
     ],
 )
 def test_a_setting_that_cannot_work_is_refused_naming_it(

@@ -61,7 +61,11 @@ def sni(*names: tuple[int, bytes]) -> bytes:
 
 
 def is_address(name: str) -> bool:
-    """Whether TLS clients take ``name`` for an address (they send no server name for one)."""
+    """Whether TLS clients take ``name`` for an address (they send no server name for one): as the C
+    library reads one, or as OpenSSL does (four decimal numbers to 255, leading zeros too: ``0.0.0.08``)."""
+    labels = name.split(".")
+    if len(labels) == 4 and all(label.isdigit() and int(label) <= 255 for label in labels):
+        return True
     try:
         socket.inet_aton(name)
     except OSError:

@@ -38,6 +38,7 @@ import yaml
 from devstack.kube import KubeServer
 from providers.controlplane import model, pki, render
 from providers.controlplane.kube import Kube
+from providers.sni import connect
 from providers.sni.router import Router, Timeouts
 from providers.sni.routes import ServiceWatch
 from tests import addresses
@@ -649,6 +650,152 @@ def wait_for(condition: Any) -> None:
 async def _close(server: asyncio.Server) -> None:
     server.close()
     await server.wait_closed()
+
+
+# ------------------------------------------------------------------------------------ CONNECT: pods' path
+
+
+def connect_answer(router: tuple[str, int], opening: bytes, *, shut: bool = True) -> bytes:
+    """What the router answers a connection that sends ``opening`` (and, with ``shut``, ends its write
+    side), to its close."""
+    with connection(router) as sock:
+        sock.sendall(opening)
+        if shut:
+            sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    return answer
+
+
+def test_a_connect_request_for_a_name_no_control_plane_has_is_answered_404(router: tuple[str, int]) -> None:
+    answer = connect_answer(router, connect.request(f"nobody.demo.{DOMAIN}", SNI_PORT))
+    assert answer.startswith(b"HTTP/1.1 404 Not Found\r\n")
+    assert answer.endswith(f"no control plane is named nobody.demo.{DOMAIN}\n".encode())
+
+
+@pytest.mark.parametrize(
+    ("opening", "says"),
+    [
+        (b"CONNECT alpha HTTP/1.1\r\n\r\n", b"the target is not host:port"),
+        (b"CONNECT a:443 HTTP/2\r\n\r\n", b"not HTTP/1.x"),
+        (b"CONNECT bad_name!.x:443 HTTP/1.1\r\n\r\n", b"the target's host is not a DNS name"),
+        (b"CONNECT a:443 HTTP/1.1\r\nX: " + b"y" * 5000 + b"\r\n\r\n", b"longer than 4096 bytes"),
+        (b"CONNECT a:443 HTTP/1.1\r\n", b"the connection ended inside its CONNECT request"),
+    ],
+    ids=["no port", "not HTTP/1.x", "not a DNS name", "too long", "ended half-way"],
+)
+def test_a_malformed_connect_request_is_answered_400_saying_what_was_wrong(
+    router: tuple[str, int], opening: bytes, says: bytes
+) -> None:
+    answer = connect_answer(router, opening)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert says in answer
+
+
+def test_a_connect_request_that_never_ends_is_cut_off_at_the_deadline(router: tuple[str, int]) -> None:
+    started = time.monotonic()
+    with connection(router) as sock:
+        sock.sendall(b"CONNECT alpha.demo.k8s.example.test:443 HTTP/1.1\r\n")
+        took = closed_after(sock, started)
+    assert HELLO_TIMEOUT <= took < HELLO_TIMEOUT + 3
+
+
+@contextlib.contextmanager
+def node_local_proxy(router: tuple[str, int], name: str, address: str) -> Iterator[tuple[str, int]]:
+    """``python -m providers.sni.nodelocal`` as a tenant node runs it, at ``address`` on the API server's
+    port, naming ``name`` to the router (dialled by its address, the test's stand-in for DNS)."""
+    env = {
+        **os.environ,
+        "FLEXPLANE_NODE_LOCAL_LISTEN": f"{address}:6443",
+        "FLEXPLANE_NODE_LOCAL_UPSTREAM": f"{router[0]}:{router[1]}",
+        "FLEXPLANE_NODE_LOCAL_NAME": name,
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "providers.sni.nodelocal"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.communicate()[1].decode()
+            with contextlib.suppress(OSError), socket.create_connection((address, 6443), timeout=1):
+                break
+            assert time.monotonic() < deadline, "python -m providers.sni.nodelocal never listened"
+            time.sleep(0.05)
+        yield address, 6443
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(5)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def as_a_pod(cluster: Cluster, proxy: tuple[str, int]) -> Kube:
+    """A client of ``cluster``'s API server as a pod's is: at the ``kubernetes`` Service's address (here the
+    node-local proxy's, where kube-proxy sends it), its TLS naming no host (a client sends no server name
+    for an address) and the server's certificate verified with the cluster's CA for the Service's IP."""
+    service_ip = pki.first_service_ip(cluster.cp.service_cidr)
+    return Kube.from_kubeconfig_dict(
+        _kubeconfig(cluster, f"https://{proxy[0]}:{proxy[1]}", tls_server_name=service_ip)
+    )
+
+
+def test_pods_reach_their_own_api_server_through_the_node_local_proxy_and_the_router(
+    router: tuple[str, int], clusters: dict[str, Cluster]
+) -> None:
+    for number, cluster in enumerate(clusters.values(), start=21):
+        address = addresses.address(addresses.SNI_SUITE, number)
+        with node_local_proxy(router, cluster.host, address) as proxy:
+            tenant = as_a_pod(cluster, proxy)
+            try:
+                found = tenant.get("v1", "ConfigMap", "identity", "default")
+            finally:
+                tenant.close()
+            assert found is not None
+            assert found["data"]["cluster"] == f"{cluster.vdc}/{cluster.name}"
+
+
+def test_without_the_proxy_a_pods_tls_naming_no_host_is_refused_by_the_router(
+    router: tuple[str, int], clusters: dict[str, Cluster]
+) -> None:
+    tenant = as_a_pod(clusters["alpha"], router)
+    try:
+        with pytest.raises(Exception, match=r"UNRECOGNIZED_NAME|unrecognized name"):
+            tenant.get("v1", "ConfigMap", "identity", "default")
+    finally:
+        tenant.close()
+
+
+def test_the_node_local_proxy_holds_no_key_a_pod_trusting_another_ca_refuses_the_server(
+    router: tuple[str, int], clusters: dict[str, Cluster]
+) -> None:
+    alpha, beta = clusters["alpha"], clusters["beta"]
+    with node_local_proxy(router, alpha.host, addresses.address(addresses.SNI_SUITE, 23)) as proxy:
+        service_ip = pki.first_service_ip(alpha.cp.service_cidr)
+        config = _kubeconfig(alpha, f"https://{proxy[0]}:{proxy[1]}", tls_server_name=service_ip, ca=beta.ca)
+        tenant = Kube.from_kubeconfig_dict(config)
+        try:
+            with pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED"):
+                tenant.get("v1", "ConfigMap", "identity", "default")
+        finally:
+            tenant.close()
+
+
+def test_a_node_local_proxy_naming_an_unknown_cluster_closes_each_connection_at_once(
+    router: tuple[str, int],
+) -> None:
+    address = addresses.address(addresses.SNI_SUITE, 24)
+    with node_local_proxy(router, f"nobody.demo.{DOMAIN}", address) as proxy:
+        started = time.monotonic()
+        with socket.create_connection(proxy, timeout=10) as sock:
+            assert sock.recv(1) == b""  # closed, not left hanging
+        assert time.monotonic() - started < 5
 
 
 # ------------------------------------------------------------------------------------ the process

@@ -46,12 +46,21 @@ options:
     description:
       - API server replicas, 1 to 5; by default the platform's (2).
     type: int
+  control_plane_exposure:
+    description:
+      - How its API server is reached, kept for the cluster's life; by default the installation's.
+        V(shared) puts it behind the installation's one address for every cluster, told apart by the
+        cluster's host name (the default where the installation has that address). V(loadBalancer) gives
+        it an address of its own.
+    type: str
+    choices: [shared, loadBalancer]
   network_plugin:
     description:
       - The network plugin installed with the cluster, pinned to its Kubernetes version; by default
-        V(cilium). V(none) installs none (the nodes stay NotReady until you apply your own).
+        V(cilium). V(calico) installs Calico (its Kubernetes datastore, VXLAN between the nodes).
+        V(none) installs none (the nodes stay NotReady until you apply your own).
     type: str
-    choices: [cilium, none]
+    choices: [cilium, calico, none]
   node_pools:
     description:
       - Its node pools (1 to 10). Needed to make the cluster; of an existing one, each pool's
@@ -159,12 +168,13 @@ def create_input(module: Any) -> Any:
     missing = [name for name in ("version", "network", "node_pools") if not params[name]]
     if missing:
         fail(module, f"cluster {params['name']} does not exist: making it needs {', '.join(missing)}")
-    replicas = params["control_plane_replicas"]
+    replicas, exposure = params["control_plane_replicas"], params["control_plane_exposure"]
+    plane = inputs.KubernetesControlPlaneInput(replicas=replicas, exposure=exposure)
     return inputs.CreateKubernetesClusterInput(
         name=params["name"],
         version=params["version"],
         network=params["network"],
-        controlPlane=inputs.KubernetesControlPlaneInput(replicas=replicas) if replicas else None,
+        controlPlane=plane if replicas or exposure else None,
         networkPlugin=params["network_plugin"],
         nodePools=[
             inputs.KubernetesNodePoolInput(
@@ -240,7 +250,8 @@ def main() -> None:
             "version": {"type": "str"},
             "network": {"type": "str"},
             "control_plane_replicas": {"type": "int"},
-            "network_plugin": {"type": "str", "choices": ["cilium", "none"]},
+            "control_plane_exposure": {"type": "str", "choices": ["shared", "loadBalancer"]},
+            "network_plugin": {"type": "str", "choices": ["cilium", "calico", "none"]},
             "node_pools": {"type": "list", "elements": "dict", "options": pool},
         }
     )
