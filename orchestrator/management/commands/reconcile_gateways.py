@@ -2,7 +2,9 @@
 
 Sends a gateway again where its host has not confirmed its last change (it did not answer then), moves
 it off a host that is cordoned, offline, removed or no longer allowed to run gateways, removes it from
-hosts it left once they answer, and rebuilds it on a host that lost it. Idempotent; ``--every N`` runs
+hosts it left once they answer, and rebuilds it on a host that lost it. Then it gives back the public IPs
+gateways still hold for tenant clusters' Services whose cluster is gone (``clusters.balancers.sweep``).
+Idempotent; ``--every N`` runs
 it every N seconds (a Deployment's sidecar or a CronJob can run it once), and with ``--probes-listen
 HOST:PORT`` it serves its liveness (a pass ended lately) and readiness (a first pass ended) there
 (``orchestrator.probes``).
@@ -18,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from orchestrator.auth import ADMIN, Principal
 from orchestrator.errors import FlexPlaneError
 from orchestrator.probes import ProbeAddressError, Probes
+from orchestrator.services.clusters import balancers
 from orchestrator.services.context import Context
 from orchestrator.services.gateways.reconcile import reconcile
 
@@ -97,4 +100,20 @@ class Command(BaseCommand):
                 self.stderr.write(f"gateway {item.gateway}: {item.action} on {item.node}: {item.error}")
             elif item.action != "kept":
                 self.stdout.write(f"gateway {item.gateway}: {item.action} on {item.node}")
-        return failed
+        return failed + self.sweep(ctx)
+
+    def sweep(self, ctx: Context) -> int:
+        """Give back what gateways hold for clusters that are gone; the failures, counted."""
+        try:
+            swept = balancers.sweep(ctx)
+        except FlexPlaneError as exc:
+            self.stderr.write(f"load balancers: {exc.message}")
+            return 1
+        for (vdc, cluster), failures in swept.items():
+            for failure in failures:
+                self.stderr.write(f"cluster {cluster} of VDC {vdc} (gone): {failure}")
+            if not failures:
+                self.stdout.write(
+                    f"cluster {cluster} of VDC {vdc} (gone): its Services' addresses given back"
+                )
+        return sum(1 for failures in swept.values() if failures)

@@ -8,7 +8,10 @@ cluster's page and the API show. A Service still waiting for its address (beyond
 quota, say) is not on a gateway yet, and is the tenant cluster's to tell (``kubectl get services``).
 
 When the cluster is deleted, ``release_all`` gives its addresses back (with their forwards) and removes
-the rules that marked them: its controller, revoked with it, could no longer do so.
+the rules that marked them: its controller, revoked with it, could no longer do so. The controller runs on
+until its control plane's namespace is gone, with a token minted before the revocation, and may take an
+address meanwhile; ``sweep`` (each pass of the gateway reconciler) gives back what gateways still hold for
+clusters that no longer exist.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import logging
 from dataclasses import dataclass, replace
 
 from orchestrator.errors import FlexPlaneError
+from orchestrator.models.clusters import CLUSTER, namespace_of, vdc_of
 from orchestrator.models.gateways import FirewallRule, Gateway, PortForward
-from orchestrator.services import gateways
+from orchestrator.services import access, gateways
+from orchestrator.services.clusters import reads
 from orchestrator.services.context import Context
 from orchestrator.services.gateways import changes, store
 from orchestrator.sources.kube_objects import balancer_named
@@ -121,6 +126,35 @@ def load_balancers(ctx: Context, vdc: str, cluster: str) -> list[LoadBalancer]:
                 )
             )
     return sorted(found, key=lambda b: (b.namespace, b.name, b.zone))
+
+
+def sweep(ctx: Context) -> dict[tuple[str, str], list[str]]:
+    """Give back the addresses the gateways hold for clusters that are gone (``release_all`` for each),
+    keyed by (VDC, cluster), with what could not be done. ADMIN (the gateway reconciler's pass).
+
+    The gateways are read before the clusters: a cluster marks an address only once it exists, so one
+    listed afterwards is never taken for gone. A cluster being deleted still exists (its delete releases
+    what it holds; what it takes after that is swept once it is gone)."""
+    access.require_admin(ctx)
+    marked = {
+        (gateway.vdc, named[0])
+        for gateway in store.everything(ctx)
+        for rule in gateway.rules
+        if (named := balancer_named(rule.description)) is not None
+    }
+    if not marked:
+        return {}
+    vdcs = sorted({vdc for vdc, _ in marked})
+    found = reads.read(ctx, [namespace_of(vdc) for vdc in vdcs], kinds=(CLUSTER,))
+    present = {(vdc_of(c.namespace) or "", c.name) for c in found.of(CLUSTER)}
+    swept: dict[tuple[str, str], list[str]] = {}
+    for vdc, cluster in sorted(marked - present):
+        logger.warning(
+            "cluster %s of VDC %s is gone: giving back the addresses its Services held", cluster, vdc
+        )
+        in_vdc = Context(principal=ctx.principal, vdc=vdc, sources=ctx.sources)  # as the cluster's delete
+        swept[(vdc, cluster)] = release_all(in_vdc, vdc, cluster)
+    return swept
 
 
 def _ports(forwards: list[PortForward]) -> tuple[Port, ...]:

@@ -13,8 +13,12 @@ from dataclasses import replace
 
 import pytest
 
+from orchestrator.auth import Principal
+from orchestrator.errors import PermissionDenied
 from orchestrator.models.clusters import namespace_of
 from orchestrator.models.gateways import FirewallRule, Gateway, PortForward, PublicIp
+from orchestrator.services.clusters import balancers
+from orchestrator.services.context import Context
 from orchestrator.services.gateways import store
 from providers.cloud.model import Balancer, Port
 from tests.orchestrator.balancerkit import marked_rules
@@ -132,3 +136,40 @@ def test_a_cluster_without_load_balancers_lists_none(api: InProcessApi, cluster:
 
     assert answer.errors == [], answer.body
     assert answer.data["kubernetesCluster"]["loadBalancers"] == []
+
+
+def test_a_sweep_gives_back_what_gateways_hold_for_clusters_that_are_gone(
+    api: InProcessApi, kube: FakeKube, cluster: str, gateway: Gateway, external: None
+) -> None:
+    """A controller may take an address while its cluster is being deleted (it runs until its control
+    plane's namespace goes, its token minted before the revocation): each pass of the gateway reconciler
+    (``manage.py reconcile_gateways``) sweeps, giving back what is held for a cluster no longer there and
+    leaving the clusters that are (the gateway's host does not answer in the light world: the change is
+    recorded, which is what counts)."""
+    ctx = context_on(kube, "ADMIN")
+    gone = marked_rules("gone", Balancer("shop", "late", ()), "203.0.113.13")
+    current = store.load(ctx, "demo", "zone-a")
+    assert current is not None
+    store.save(
+        ctx,
+        replace(
+            current,
+            public_ips=(*current.public_ips, PublicIp("203.0.113.13")),
+            rules=(*current.rules, *gone),
+            forwards=(),  # to nodes on no network of this light gateway: no change of it would validate
+        ),
+    )
+    reconciler = Context(Principal("flexplane-gateways", "flex.plane gateways", "", frozenset({"ADMIN"})))
+
+    assert balancers.sweep(reconciler) == {("demo", "gone"): []}
+
+    after = store.load(ctx, "demo", "zone-a")
+    assert after is not None
+    assert [ip.address for ip in after.public_ips] == [ADDRESS]  # the living cluster's stays
+    assert list(after.rules) == list(gateway.rules)
+    assert balancers.sweep(reconciler) == {}  # nothing left to give back
+
+
+def test_only_the_admin_sweeps(api: InProcessApi, kube: FakeKube) -> None:
+    with pytest.raises(PermissionDenied):
+        balancers.sweep(context_on(kube, "USER", vdc="demo"))
