@@ -1,5 +1,6 @@
 """Test-only stand-ins for what runs a hosted control plane on a real management cluster: the LoadBalancer
-controller, and the control plane's pods (their kubelet, and the Deployment controller's status).
+controller, and the control plane's pods (their kubelet, and the Deployment controller's status), and
+its etcd restore's Jobs (the Job controller's status).
 
 Never shipped. In a namespace ``fpcp-*`` (the control-plane provider's, one per tenant cluster):
 
@@ -20,6 +21,10 @@ Never shipped. In a namespace ``fpcp-*`` (the control-plane provider's, one per 
 - a StatefulSet (the datastore, etcd) gets the status its controller would report once every member is
   ready: ``observedGeneration``, ``replicas``, ``readyReplicas``, ``currentReplicas``,
   ``updatedReplicas``, ``availableReplicas``;
+- an etcd restore's Job (label ``app.kubernetes.io/component=etcd-restore``, the control-plane provider's)
+  gets the status the Job controller writes once its pod succeeded: ``succeeded`` 1, ``startTime``,
+  ``completionTime`` and the conditions ``SuccessCriteriaMet`` and ``Complete``; its containers are not run
+  (no snapshot is fetched, no data directory is made: the tenant's API server keeps its objects);
 - the workers' kubelets (:mod:`devstack.tenant_kubelets`): each provisioned Machine of the control
   plane's cluster (in its VDC's namespace, found by the namespace's ``flexplane.io/vdc`` and
   ``cluster.x-k8s.io/cluster-name`` labels) is a Node of the tenant's API server, NotReady with the
@@ -73,12 +78,14 @@ NODES_STEP = 1.0  # seconds between two looks at a NotReady node's network (the 
 MACHINES = ("cluster.x-k8s.io", "v1beta2", "machines")
 VDC_NAMESPACE_PREFIX = "vdc-"
 PKI_SECRET = "pki"  # the control plane's PKI Secret
+ETCD_RESTORE = "etcd-restore"  # the app.kubernetes.io/component of an etcd restore's Jobs
 
 WATCHED = [
     Watched("", "v1", "namespaces"),
     Watched("", "v1", "services"),
     Watched("apps", "v1", "deployments"),
     Watched("apps", "v1", "statefulsets"),
+    Watched("batch", "v1", "jobs"),  # an etcd restore's, completed
     Watched(*MACHINES),  # the workers (Cluster API core's Machines): their kubelets register Nodes
 ]
 
@@ -90,6 +97,7 @@ class HostedControlPlanes:
         self._api = new_client_from_config(config_file=str(kubeconfig))
         self._core: Any = client.CoreV1Api(self._api)
         self._apps: Any = client.AppsV1Api(self._api)
+        self._batch: Any = client.BatchV1Api(self._api)
         self._custom: Any = client.CustomObjectsApi(self._api)
         self._prefix = address_prefix  # e.g. "127.30.9.": addresses prefix + 1..254
         self._addresses: dict[str, str] = {}  # namespace -> its LoadBalancer address
@@ -147,6 +155,8 @@ class HostedControlPlanes:
             self._run(namespace, deployment)
         for statefulset in self._list(self._apps.list_namespaced_stateful_set, namespace):
             self._report_members(namespace, statefulset)
+        for job in self._list(self._batch.list_namespaced_job, namespace):
+            self._complete_restore(namespace, job)
         self._kubelets(namespace, ns.metadata.labels or {})
 
     @staticmethod
@@ -316,6 +326,23 @@ class HostedControlPlanes:
             return
         name = statefulset["metadata"]["name"]
         self._apps.patch_namespaced_stateful_set_status(name, namespace, {"status": wanted})
+
+    def _complete_restore(self, namespace: str, job: Body) -> None:
+        """An etcd restore's Job, as the Job controller reports it once its one pod succeeded."""
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        status = job.get("status") or {}
+        ended = {c.get("type") for c in status.get("conditions") or () if c.get("status") == "True"}
+        if labels.get("app.kubernetes.io/component") != ETCD_RESTORE or ended & {"Complete", "Failed"}:
+            return
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        done = [
+            {"type": kind, "status": "True", "reason": "CompletionsReached", "lastTransitionTime": now}
+            for kind in ("SuccessCriteriaMet", "Complete")
+        ]
+        wanted = {"startTime": status.get("startTime") or now, "completionTime": now, "succeeded": 1}
+        self._batch.patch_namespaced_job_status(
+            job["metadata"]["name"], namespace, {"status": {**wanted, "conditions": done}}
+        )
 
     def _kubelets(self, namespace: str, labels: dict[str, str]) -> None:
         """The workers' Nodes in the tenant's API server, Ready once a network plugin would run there."""

@@ -90,6 +90,7 @@ vdc_routes: list[URLPattern] = [
     path("kubernetes/<str:cluster>/scale/", clusters.cluster_scale, name="cluster-scale"),
     path("kubernetes/<str:cluster>/upgrade/", clusters.cluster_upgrade, name="cluster-upgrade"),
     path("kubernetes/<str:cluster>/delete/", clusters.cluster_delete, name="cluster-delete"),
+    path("kubernetes/<str:cluster>/restore/", clusters.cluster_restore, name="cluster-restore"),
     path("kubernetes/<str:cluster>/kubeconfig/", clusters.cluster_kubeconfig, name="cluster-kubeconfig"),
 ]
 

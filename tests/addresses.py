@@ -70,6 +70,7 @@ SNI_SUITE = 212  # tests/providers/sni: the SNI router, API server and Konnectiv
 ETCD_SUITE = 213  # tests/orchestrator/test_etcd_backup.py: throwaway etcd members and an S3 server (moto)
 CLOUD_CONTROLLER_POD = 214  # tests/providers/controlplane: a rendered cloud controller's tenant API server
 APISERVER_METRICS = 215  # tests/providers/controlplane: an API server's /metrics over mutual TLS
+ETCD_RESTORE = 216  # tests/providers/controlplane/test_restore.py: a tenant API server, an S3 server
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

@@ -136,6 +136,30 @@ class KubernetesLoadBalancer(graphene.ObjectType):
     )
 
 
+class KubernetesEtcdSnapshot(graphene.ObjectType):
+    """A snapshot of the cluster's etcd (all its objects) in the platform's backup bucket."""
+
+    name = graphene.String(required=True, description="What restoreKubernetesCluster names it by.")
+    taken_at = graphene.DateTime(description="When it was taken.")
+    size = graphene.Float(required=True, description="Its size in the bucket (sealed), in bytes.")
+
+
+class KubernetesClusterRestore(graphene.ObjectType):
+    """A restore of the cluster's etcd from a snapshot (restoreKubernetesCluster), as the platform runs it."""
+
+    id = graphene.String(required=True)
+    snapshot = graphene.String(required=True, description="The snapshot's name; empty for the newest.")
+    phase = graphene.String(
+        required=True,
+        description="Requested (not taken up yet), Stopping (the control plane), Restoring (etcd's data), "
+        "Starting (the control plane again), Succeeded or Failed.",
+    )
+    message = graphene.String(required=True, description="What it is doing, or how it ended.")
+    under_way = graphene.Boolean(required=True, description="Not ended yet.")
+    started_at = graphene.DateTime()
+    finished_at = graphene.DateTime()
+
+
 class KubernetesCluster(graphene.ObjectType):
     """A tenant Kubernetes cluster of a VDC: a hosted control plane and pools of worker VMs."""
 
@@ -160,6 +184,15 @@ class KubernetesCluster(graphene.ObjectType):
         graphene.NonNull(KubernetesLoadBalancer),
         required=True,
         description="Its Services of type LoadBalancer that have their address, by namespace and name.",
+    )
+    snapshots = graphene.List(
+        graphene.NonNull(KubernetesEtcdSnapshot),
+        required=True,
+        description="Its etcd's snapshots in the backup bucket, newest first, as last listed (every few "
+        "minutes); empty where the platform keeps none.",
+    )
+    restore = graphene.Field(
+        KubernetesClusterRestore, description="The last restore of its etcd; null if there was none."
     )
 
     @staticmethod
@@ -365,6 +398,21 @@ class DeleteKubernetesCluster(KubernetesClusterMutation):
     kubernetes_cluster = graphene.Field(KubernetesCluster, description="The cluster, being deleted.")
 
 
+class RestoreKubernetesCluster(KubernetesClusterMutation):
+    class Meta:
+        service = clusters.restore_cluster
+        description = (
+            "Restore the cluster's etcd from one of its snapshots (the newest when none is named): its "
+            "control plane stops, every object of the cluster goes back to the snapshot's time (what "
+            "changed since is lost), and it starts again; nodes and pods are not touched. Follow its "
+            "restore. Errors: INVALID (snapshot), CONFLICT (being deleted, or a restore under way)."
+        )
+
+    class Arguments:
+        cluster = graphene.String(required=True)
+        snapshot = graphene.String(description="A name of kubernetesCluster.snapshots; default: the newest.")
+
+
 class KubernetesVersionMutation(ServiceMutation):
     class Meta:
         abstract = True
@@ -408,6 +456,7 @@ class Mutation(graphene.ObjectType):
     scale_node_pool = ScaleNodePool.Field()
     upgrade_kubernetes_cluster = UpgradeKubernetesCluster.Field()
     delete_kubernetes_cluster = DeleteKubernetesCluster.Field()
+    restore_kubernetes_cluster = RestoreKubernetesCluster.Field()
     create_kubernetes_version = CreateKubernetesVersion.Field()
     update_kubernetes_version = UpdateKubernetesVersion.Field()
     delete_kubernetes_version = DeleteKubernetesVersion.Field()

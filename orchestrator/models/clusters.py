@@ -228,6 +228,79 @@ class ControlPlaneHealth:
 
 
 @dataclass(frozen=True)
+class EtcdSnapshot:
+    """A snapshot of the cluster's etcd in the backup bucket, as the control-plane provider last listed it
+    (the FlexControlPlane's ``status.etcdBackup.snapshots``: providers/controlplane/restore.py)."""
+
+    name: str  # its name in the cluster's folder of the bucket: what a restore names
+    taken_at: datetime.datetime | None
+    size: int  # bytes, sealed
+
+    @classmethod
+    def all_of(cls, status: Mapping[str, Any]) -> tuple[EtcdSnapshot, ...]:
+        """Newest first, as listed; none before the provider listed any."""
+        found = _get(status, "etcdBackup", "snapshots")
+        listed = found if isinstance(found, list) else []
+        return tuple(
+            cls(str(s["name"]), _time(s.get("time")), max(0, _int(s.get("size"))))
+            for s in listed
+            if isinstance(s, Mapping) and s.get("name")
+        )
+
+
+# A restore's phases (the FlexControlPlane's status.restore.phase); the first three: under way.
+RESTORE_STOPPING, RESTORE_RESTORING, RESTORE_STARTING = "Stopping", "Restoring", "Starting"
+RESTORE_SUCCEEDED, RESTORE_FAILED = "Succeeded", "Failed"
+RESTORE_UNDER_WAY = (RESTORE_STOPPING, RESTORE_RESTORING, RESTORE_STARTING)
+# Before the provider took a request up (spec.restore written, status.restore not yet its).
+RESTORE_REQUESTED = "Requested"
+
+
+@dataclass(frozen=True)
+class EtcdRestore:
+    """The cluster's last etcd restore: asked for in the FlexControlPlane's ``spec.restore``, run by the
+    control-plane provider, which reports it in ``status.restore``."""
+
+    id: str
+    snapshot: str  # "": the newest
+    phase: str  # Requested (not taken up yet), Stopping, Restoring, Starting, Succeeded, Failed
+    message: str
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+
+    @property
+    def under_way(self) -> bool:
+        return self.phase in (RESTORE_REQUESTED, *RESTORE_UNDER_WAY)
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any], status: Mapping[str, Any]) -> EtcdRestore | None:
+        """The one asked for and not taken up yet, else the last one the provider reports; None: none."""
+        asked = _get(spec, "restore") or {}
+        done = _get(status, "restore") or {}
+        if not isinstance(asked, Mapping) or not isinstance(done, Mapping):
+            return None
+        if asked.get("id") and asked.get("id") != done.get("id"):
+            return cls(str(asked["id"]), str(asked.get("snapshot") or ""), RESTORE_REQUESTED, "", None, None)
+        if not done.get("id"):
+            return None
+        return cls(
+            id=str(done["id"]),
+            snapshot=str(done.get("snapshot") or ""),
+            phase=str(done.get("phase") or ""),
+            message=str(done.get("message") or ""),
+            started_at=_time(done.get("startedAt")),
+            finished_at=_time(done.get("finishedAt")),
+        )
+
+
+def _time(value: Any) -> datetime.datetime | None:
+    try:
+        return datetime.datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
 class NodePool:
     name: str
     compute_profile: str
@@ -269,6 +342,8 @@ class KubernetesCluster:
     conditions: tuple[Condition, ...]
     health: ControlPlaneHealth | None = None  # None until the provider has looked
     network_plugin: str = DEFAULT_NETWORK_PLUGIN  # the FlexControlPlane's spec.networkPlugin
+    snapshots: tuple[EtcdSnapshot, ...] = ()  # its etcd's, in the backup bucket, newest first
+    restore: EtcdRestore | None = None  # its etcd's last restore
 
     @property
     def id(self) -> str:
@@ -315,6 +390,8 @@ class KubernetesCluster:
             conditions=conditions,
             health=ControlPlaneHealth.of(cp_status),
             network_plugin=str(cp_spec.get("networkPlugin") or DEFAULT_NETWORK_PLUGIN),
+            snapshots=EtcdSnapshot.all_of(cp_status),
+            restore=EtcdRestore.of(cp_spec, cp_status),
         )
 
 

@@ -14,5 +14,6 @@ CREATE = Action("cluster.create", "createKubernetesCluster")
 SCALE = Action("cluster.scale", "scaleNodePool")
 UPGRADE = Action("cluster.upgrade", "upgradeKubernetesCluster")
 DELETE = Action("cluster.delete", "deleteKubernetesCluster")
+RESTORE = Action("cluster.restore", "restoreKubernetesCluster")
 
-MUTATIONS: dict[str, str] = registry(CREATE, SCALE, UPGRADE, DELETE)
+MUTATIONS: dict[str, str] = registry(CREATE, SCALE, UPGRADE, DELETE, RESTORE)

@@ -16,7 +16,8 @@ over htmx as the fields change (the VM form's figures, ``portal.vms.offer``, cou
 a cluster: ``services.clusters.quota``).
 
 A cluster of another VDC answers the same 404 page as one that does not exist (the services report it
-so). A delete asks for a confirmation first; the other refusals are said in place, next to their field.
+so). A delete, and a restore of the cluster's etcd from one of its snapshots, ask for a confirmation first;
+the other refusals are said in place, next to their field.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def _list_url(vdc: str) -> str:
 
 
 def settled(cluster: KubernetesCluster) -> bool:
-    return cluster.phase in SETTLED
+    """Ready or Failed, and no restore of its etcd under way."""
+    return cluster.phase in SETTLED and not (cluster.restore is not None and cluster.restore.under_way)
 
 
 def nodes(cluster: KubernetesCluster) -> tuple[int, int]:
@@ -297,6 +299,30 @@ def cluster_delete(request: HttpRequest, ctx: Context, cluster: str) -> HttpResp
         said=f"Cluster {found.name} is being deleted: its nodes, then its control plane.",
         then=_list_url(vdc.id),
         cluster=found.name,
+    )
+
+
+@vdc_view
+def cluster_restore(request: HttpRequest, ctx: Context, cluster: str) -> HttpResponseBase:
+    """GET (``?snapshot=<name>``): what restoring the cluster's etcd from that snapshot does, and a
+    confirmation; POST (confirmed): ``restoreKubernetesCluster``, then the cluster's page, which follows the
+    restore. A refusal (a restore under way, a snapshot no longer listed) is said on the same page."""
+    vdc = _vdc(ctx)
+    found = clusters.get_cluster(ctx, cluster)  # NotFound: the 404 page
+    source = request.POST if request.method == "POST" else request.GET
+    snapshot = str(source.get("snapshot") or "")[:253]
+    taken = next((s for s in found.snapshots if s.name == snapshot), None)
+    return confirmation(
+        request,
+        ctx,
+        actions.RESTORE,
+        lambda: clusters.restore_cluster(ctx, found.name, snapshot),
+        page="portal/clusters/restore.html",
+        context={"vdc": vdc, "cluster": found, "snapshot": snapshot, "taken": taken},
+        said=f"Cluster {found.name}'s etcd is being restored: its control plane stops, then starts again.",
+        then=_detail_url(vdc.id, found.name),
+        cluster=found.name,
+        snapshot=snapshot,
     )
 
 

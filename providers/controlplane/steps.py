@@ -40,6 +40,7 @@ from providers.controlplane import (
     network,
     pki,
     render,
+    restore,
     tenant,
     workers,
 )
@@ -478,6 +479,10 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
     if is_paused(fcp, cluster):
         return None
     cp = control_plane(fcp, cluster, settings)
+    # An etcd restore asked for (spec.restore) holds the control plane stopped until its data is back.
+    restoring = restore.advance(kube, fcp, cp, settings.etcd_backup)
+    if restoring.hold:
+        return Outcome(status=restore.held_status(fcp, restoring))
     ensure_namespace(kube, cp)
     ensure_secrets_access(kube, cp.namespace, settings)
     ensure_secrets_access(kube, fcp["metadata"]["namespace"], settings)
@@ -527,6 +532,15 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
             generation=int(fcp["metadata"].get("generation") or 0),
         ),
     )
+    restored = restore.conclude(restoring, available)
+    if restored is not None:
+        status["restore"] = restored
+        status["conditions"] = conditions.set_condition(
+            status["conditions"], restore.condition(restored, int(fcp["metadata"].get("generation") or 0))
+        )
+    listed = restore.snapshots(fcp, cp, settings.etcd_backup)
+    if listed is not restore.UNCHANGED:
+        status["etcdBackup"] = listed
     status["observedGeneration"] = int(fcp["metadata"].get("generation") or 0)
     outcome.status = status
     outcome.cluster = cp.cluster

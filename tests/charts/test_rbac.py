@@ -279,6 +279,8 @@ PRODUCT_WRITES = [
     (PROVIDERS, "create", "apps", "deployments", CONTROL_PLANE, "control-plane", None),
     (PROVIDERS, "create", "apps", "statefulsets", CONTROL_PLANE, "etcd", None),
     (PROVIDERS, "create", "batch", "cronjobs", CONTROL_PLANE, "etcd-backup", None),
+    (PROVIDERS, "create", "batch", "jobs", CONTROL_PLANE, "etcd-restore-0", None),
+    (PROVIDERS, "delete", "batch", "jobs", CONTROL_PLANE, "etcd-restore-0", None),
     (PROVIDERS, "create", "", "secrets", CONTROL_PLANE, "etcd-backup", OPAQUE),
     (PROVIDERS, "create", MONITORING, "servicemonitors", CONTROL_PLANE, "apiserver-metrics", None),
     (PROVIDERS, "patch", MONITORING, "servicemonitors", CONTROL_PLANE, "apiserver-metrics", None),
@@ -532,6 +534,10 @@ def providers_needs() -> Needs:
     out |= needs(EVERYWHERE, "apps", ("deployments", "statefulsets"), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "policy", ("poddisruptionbudgets",), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "batch", ("cronjobs",), CP_KUBE, ensure)
+    # An etcd restore's Jobs: made (ensure), read until they end, deleted.
+    out |= needs(EVERYWHERE, "batch", ("jobs",), CP_KUBE, ensure)
+    restore = "providers/controlplane/restore.py"
+    out |= needs(EVERYWHERE, "batch", ("jobs",), restore, {"delete": 'kube.delete("batch/v1", "Job"'})
     out |= needs(EVERYWHERE, "", ("namespaces",), CP_STEPS, {"delete": 'kube.delete("v1", "Namespace"'})
     # The cloud controller's Deployment and its Secret, taken away with flex.plane's URL or the VDC's key.
     out |= needs(

@@ -1,6 +1,6 @@
 """The hosted control plane's runtime stand-in (devstack/hosted_control_plane.py) against the emulator, the
 control-plane provider's part played by hand: a LoadBalancer Service, the serving certificate's Secret, a
-Deployment whose kube-apiserver container mounts it."""
+Deployment whose kube-apiserver container mounts it, an etcd restore's Job."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from kubernetes.config import new_client_from_config
 from devstack.hosted_control_plane import HostedControlPlanes
 from devstack.kube import KubeServer
 from devstack.pki import CertificateAuthority
+from providers.controlplane.model import ControlPlane, EtcdBackup
+from providers.controlplane.render import render_etcd_restore_job
 from tests import addresses
 from tests.apikit import eventually
 
@@ -181,3 +183,34 @@ def test_the_datastores_statefulset_reports_every_member_ready(
     status = wait_for(members, "the members ready")
     assert (status.replicas, status.updated_replicas, status.observed_generation) == (3, 3, 1)
     core.delete_namespace(namespace)
+
+
+def test_an_etcd_restores_job_completes_as_the_job_controller_reports_it_and_no_other_job_does(
+    kube: tuple[Any, Any, HostedControlPlanes],
+) -> None:
+    core, _, _ = kube
+    batch: Any = client.BatchV1Api(core.api_client)
+    cp = ControlPlane(vdc="demo", cluster="restored", version="")
+    core.create_namespace({"metadata": {"name": cp.namespace}})
+    backup = EtcdBackup(s3_url="s3://backups/flexplane", key=base64.b64encode(bytes(32)).decode())
+    batch.create_namespaced_job(cp.namespace, render_etcd_restore_job(cp, backup, 0))
+    other: Any = {
+        "metadata": {"name": "other"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "example.org/c:1"}]}
+            }
+        },
+    }
+    batch.create_namespaced_job(cp.namespace, other)
+
+    def completed() -> Any:
+        status = batch.read_namespaced_job("etcd-restore-0", cp.namespace).status
+        return status if status and status.succeeded == 1 else None
+
+    status = wait_for(completed, "the restore Job complete")
+    assert {c.type: c.status for c in status.conditions} == {"SuccessCriteriaMet": "True", "Complete": "True"}
+    assert status.completion_time is not None
+    untouched = batch.read_namespaced_job("other", cp.namespace).status
+    assert not (untouched and untouched.succeeded)
+    core.delete_namespace(cp.namespace)

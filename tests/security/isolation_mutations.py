@@ -130,6 +130,14 @@ MUTATION_ROWS: dict[str, Row] = {
         lambda stage, who: {"cluster": alices_cluster(stage)},
         vdc=DEMO,
     ),
+    # Alice's staged cluster has no etcd snapshot: a member is told the snapshot is INVALID.
+    "restoreKubernetesCluster": Row(
+        "mutation($cluster: String!) { restoreKubernetesCluster(cluster: $cluster) "
+        "{ errors { code field } } }",
+        members(Refused("INVALID"), Forbidden()),
+        lambda stage, who: {"cluster": alices_cluster(stage)},
+        vdc=DEMO,
+    ),
     "deleteKubernetesCluster": Row(
         f'mutation {{ deleteKubernetesCluster(cluster: "{NOTHING}") {{ errors {{ code }} }} }}',
         members(Refused("NOT_FOUND"), Forbidden()),

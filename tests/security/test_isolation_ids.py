@@ -279,6 +279,10 @@ PROBES: dict[str, Probe] = {
         "mutation($id: String!) { deleteKubernetesCluster(cluster: $id) "
         "{ kubernetesCluster { name } errors { code message } } }"
     ),
+    "restoreKubernetesCluster, bob's VDC in the header": cluster_probe(
+        "mutation($id: String!) { restoreKubernetesCluster(cluster: $id) "
+        "{ kubernetesCluster { name } errors { code message } } }"
+    ),
     "kubernetesClusters, the VDC in the header": header_probe("{ kubernetesClusters { name } }"),
     "createKubernetesCluster, the VDC in the header": header_probe(
         "mutation($input: CreateKubernetesClusterInput!) { createKubernetesCluster(input: $input) "
@@ -301,6 +305,7 @@ HEADER_OF_ITS_OWN = {
     "scaleNodePool, bob's VDC in the header": "other",
     "upgradeKubernetesCluster, bob's VDC in the header": "other",
     "deleteKubernetesCluster, bob's VDC in the header": "other",
+    "restoreKubernetesCluster, bob's VDC in the header": "other",
     "deleteNetwork, bob's VDC in the header": "other",
     "createVirtualMachine on alice's network": "other",
     "updateSecurityGroup, bob's VDC in the header": "other",

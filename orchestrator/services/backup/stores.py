@@ -93,6 +93,30 @@ def _calling(doing: str, call: Callable[[], T]) -> T:
         raise BackupError(f"could not {doing}: {exc}") from None
 
 
+@dataclass(frozen=True)
+class StoredObject:
+    """A backup in the bucket: its key and its size in bytes (sealed)."""
+
+    key: str
+    size: int
+
+    @property
+    def name(self) -> str:
+        """Its name in its folder: ``<YYYYmmddTHHMMSSZ>-<random><suffix>``."""
+        return self.key.rsplit("/", 1)[-1]
+
+    @property
+    def created(self) -> str:
+        """When it was made, RFC 3339 (its name's stamp), or "" for a name not of that form."""
+        stamp = self.name.split("-", 1)[0]
+        if len(stamp) != 16 or stamp[8] != "T" or not stamp.endswith("Z"):
+            return ""
+        digits = stamp[:8] + stamp[9:15]
+        if not digits.isdigit():
+            return ""
+        return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}T{stamp[9:11]}:{stamp[11:13]}:{stamp[13:15]}Z"
+
+
 class S3Store:
     """A platform's backups (or, with ``suffix=DUMP_SUFFIX``, sealed dumps) in a bucket under
     ``s3://bucket/prefix``."""
@@ -125,8 +149,8 @@ class S3Store:
         _calling(f"write {key}", partial(self.s3.upload_file, str(path), self.bucket, key))
         return key
 
-    def keys(self, under: str) -> list[str]:
-        """The backups' keys under a folder of the prefix, oldest first (their names sort by time)."""
+    def objects(self, under: str) -> list[StoredObject]:
+        """The backups under a folder of the prefix, oldest first (their names sort by time)."""
         prefix = self._key(under) + "/" if self._key(under) else ""
         paginator = self.s3.get_paginator("list_objects_v2")
         pages = _calling(
@@ -134,9 +158,16 @@ class S3Store:
             lambda: list(paginator.paginate(Bucket=self.bucket, Prefix=prefix)),
         )
         found = [
-            o["Key"] for page in pages for o in page.get("Contents", ()) if o["Key"].endswith(self.suffix)
+            StoredObject(o["Key"], int(o.get("Size") or 0))
+            for page in pages
+            for o in page.get("Contents", ())
+            if o["Key"].endswith(self.suffix)
         ]
-        return sorted(found, key=lambda key: key.rsplit("/", 1)[-1])
+        return sorted(found, key=lambda stored: stored.name)
+
+    def keys(self, under: str) -> list[str]:
+        """The backups' keys under a folder of the prefix, oldest first (their names sort by time)."""
+        return [stored.key for stored in self.objects(under)]
 
     def keep(self, platform: str, count: int) -> list[str]:
         """Delete this platform's backups but the newest ``count``; the keys deleted."""

@@ -12,14 +12,20 @@ Authorization: USER of the cluster's VDC, or ADMIN; a cluster is named within th
 - ``quota``: workers counted as the VMs they become, before they are made;
 - ``create``: ``create_cluster``; ``reach``: its workers' way to the control plane, made sure of first;
 - ``balancers``: ``load_balancers``, its Services of type LoadBalancer as the VDC's gateways hold them;
-- ``changes``: ``scale_node_pool``, ``upgrade_cluster``, ``delete_cluster``;
+- ``changes``: ``scale_node_pool``, ``upgrade_cluster``, ``delete_cluster``, ``restore_cluster`` (its etcd
+  back to one of its snapshots, which the control-plane provider runs);
 - ``kubeconfig``: a short-lived client certificate of the caller (why: see that module).
 """
 
 from __future__ import annotations
 
 from orchestrator.services.clusters.balancers import LoadBalancer, load_balancers
-from orchestrator.services.clusters.changes import delete_cluster, scale_node_pool, upgrade_cluster
+from orchestrator.services.clusters.changes import (
+    delete_cluster,
+    restore_cluster,
+    scale_node_pool,
+    upgrade_cluster,
+)
 from orchestrator.services.clusters.create import create_cluster
 from orchestrator.services.clusters.inputs import CreateCluster, NodePoolSpec
 from orchestrator.services.clusters.kubeconfig import VALIDITY, kubeconfig
@@ -37,6 +43,7 @@ __all__ = [
     "kubernetes_versions",
     "list_clusters",
     "load_balancers",
+    "restore_cluster",
     "scale_node_pool",
     "upgrade_cluster",
 ]

@@ -1,4 +1,5 @@
-"""A tenant cluster's changes: scaling a node pool, upgrading, deleting. USER of its VDC, or ADMIN.
+"""A tenant cluster's changes: scaling a node pool, upgrading, deleting, restoring its etcd. USER of its
+VDC, or ADMIN.
 
 - Scale: a pool's MachineDeployment's ``replicas``, checked against the quota as a create is (a scale
   down always fits); core makes or removes the Machines, the infrastructure provider their VMs.
@@ -15,12 +16,21 @@
   is deleted directly. The cloud controller's identity goes too (``identity.remove``): its service
   account revoked, the Secret of its key deleted; and so do the public IPs its Services of type
   LoadBalancer held on the VDC's gateways (``balancers.release_all``), which it can no longer release.
+- Restore: its etcd back to one of its snapshots. The orchestrator holds no credentials of the backup
+  bucket: the control-plane provider lists each cluster's snapshots into its FlexControlPlane's
+  ``status.etcdBackup`` (every few minutes) and runs a restore asked for in its ``spec.restore`` (``{id,
+  snapshot}``: a new id, a new restore), reporting it in ``status.restore``
+  (providers/controlplane/restore.py). So a restore here is that request written, with a fresh id; the
+  cluster's ``restore`` then follows it: its control plane stops, each etcd member's data is made anew
+  from the snapshot, and it starts again. Its objects go back to the snapshot's time; its nodes and pods
+  are not touched.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import uuid
 from typing import Any
 
 from orchestrator.errors import Conflict, FlexPlaneError, NotFound, ValidationFailed
@@ -203,3 +213,46 @@ def delete_cluster(ctx: Context, cluster: str) -> KubernetesCluster:
     if failures:
         raise Conflict(f"Kubernetes cluster {cluster} was not wholly deleted, retry: {'; '.join(failures)}")
     return dataclasses.replace(current, phase=DELETING)
+
+
+def restore_cluster(ctx: Context, cluster: str, snapshot: str | None = None) -> KubernetesCluster:
+    """Restore the cluster's etcd from ``snapshot`` (one of its listed snapshots' names; None or "": the
+    newest). CONFLICT while it is being deleted or a restore of it is under way; INVALID naming
+    ``snapshot`` when it is not one of the cluster's snapshots (or it has none)."""
+    vdc = acting_vdc(ctx)
+    with vdc_lock(ctx, vdc) as held:  # two restores asked at once: the second sees the first under way
+        found, current = _objects(ctx, vdc, cluster)
+        _changeable(current)
+        control_plane = next((o for o in found.of(FLEX_CONTROL_PLANE) if o.name == current.name), None)
+        if control_plane is None:
+            raise Conflict(f"Kubernetes cluster {current.name} has no control plane yet")
+        if current.restore is not None and current.restore.under_way:
+            phase = current.restore.phase
+            raise Conflict(f"a restore of Kubernetes cluster {current.name}'s etcd is under way ({phase})")
+        chosen = _snapshot(current, snapshot)
+        still_held(held, vdc)
+        ctx.clusterapi.patch(
+            FLEX_CONTROL_PLANE,
+            namespace_of(vdc.id),
+            control_plane.name,
+            {"spec": {"restore": {"id": str(uuid.uuid4()), "snapshot": chosen}}},
+        )
+    return _reread(ctx, vdc, current.name)
+
+
+def _snapshot(cluster: KubernetesCluster, snapshot: str | None) -> str:
+    """The snapshot asked for, checked against the cluster's ("": the newest, of which there must be one)."""
+    names = [s.name for s in cluster.snapshots]
+    if not names:
+        raise ValidationFailed(
+            "snapshot",
+            f"Kubernetes cluster {cluster.name} has no etcd snapshot to restore (none taken yet, or the "
+            "platform keeps none)",
+        )
+    if snapshot and snapshot not in names:
+        raise ValidationFailed(
+            "snapshot",
+            f"Kubernetes cluster {cluster.name} has no snapshot {str(snapshot)[:253]!r}: name one of its "
+            "snapshots",
+        )
+    return snapshot or ""
