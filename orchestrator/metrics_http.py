@@ -12,7 +12,6 @@ devstack, on loopback), it answers on the app's own port.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,8 +32,6 @@ from orchestrator.metrics import (
     RolloutState,
 )
 
-logger = logging.getLogger(__name__)
-
 METRICS_PATH = "/metrics"
 # Longer documents are not parsed again just to name them (the API refuses most of them anyway).
 _MAX_NAMED_DOCUMENT = 16 * 1024
@@ -50,22 +47,10 @@ def metrics(request: HttpRequest) -> HttpResponse:
     """The Prometheus text exposition of this process's metrics."""
     if settings.FLEXPLANE_METRICS_PORT is not None and not _on_metrics_port(request):
         return HttpResponseNotFound()
-    _look_at_client_certificate()
+    from orchestrator.services.context import look_at_client_certificate  # the services load with the URLs
+
+    look_at_client_certificate()
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
-
-
-def _look_at_client_certificate() -> None:
-    """Look for a renewed client certificate, as an agent call would: its expiry is then a metric from
-    the first scrape on, and stays current when no call is made (the PrometheusRule alerts on it)."""
-    if not settings.FLEXPLANE_AGENT_CERT:
-        return
-    from agentclient import ClientTLSError
-    from orchestrator.services.context import process_client_tls
-
-    try:
-        process_client_tls().current()
-    except (OSError, ClientTLSError):
-        logger.warning("the client certificate for the agents cannot be read", exc_info=True)
 
 
 def _agent_rollout() -> RolloutState:

@@ -22,7 +22,9 @@ fence, the Deployment's security settings and environment are reviewed and teste
 charts/providers; a builder that wrote its own would drift from them. Each provider is the chart rendered
 with its own name (so its own ServiceAccount, roles, fence and leader Lease) and ``FLEXPLANE_PROVIDERS``
 set to run that provider only; the aggregated role Cluster API core uses keeps that provider's API group
-only. What an operator chooses becomes a clusterctl variable (``${VAR:=default}``): the chart is
+only, and its roles keep only the grants that provider's code needs (``RBAC_NEEDS``: the
+infrastructure provider cannot write a control plane's objects, nor the control-plane provider a
+ProxmoxMachine). What an operator chooses becomes a clusterctl variable (``${VAR:=default}``): the chart is
 rendered with a stand-in value for each (one its values.schema.json accepts) and the stand-in is then
 replaced by the variable in the rendered text. The namespace is a variable too, not clusterctl's
 ``--target-namespace``: clusterctl moves every namespaced object to the target namespace but cannot
@@ -241,6 +243,129 @@ def namespace() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE.variable.reference}}
 
 
+# What each provider's code needs of the chart's RBAC, which grants both providers' needs (the chart runs
+# them in one Deployment): tests/charts/test_rbac.py names the call behind each grant. Keyed by the
+# chart's role (``cluster``: <fullname>; ``platform``: the Role <fullname> in the platform namespace;
+# ``vdc`` and ``control-plane``: the Secrets roles the providers bind themselves to, <fullname>-vdc in
+# vdc-* and <fullname>-control-plane in fpcp-*), then by (API group, resource): the verbs. A provider's
+# components keep of the chart's rules only these (the chart stays the upper bound: a grant named here
+# that the chart dropped is not given back), and drop a role left with none. What both need comes from
+# providers/common and the process: kopf's Events, Cluster API core's contract check (providers/compat.py),
+# the leader Lease, the RoleBinding to a Secrets role (providers/common/access.py).
+Needs = dict[str, dict[tuple[str, str], frozenset[str]]]
+_READ = frozenset({"get", "list", "watch"})
+_ENSURE = frozenset({"get", "create", "patch"})
+_COMMON: Needs = {
+    "cluster": {
+        ("", "events"): frozenset({"create"}),
+        ("apiextensions.k8s.io", "customresourcedefinitions"): frozenset({"get"}),
+        ("rbac.authorization.k8s.io", "rolebindings"): frozenset({"get", "create"}),
+    },
+    "platform": {("coordination.k8s.io", "leases"): frozenset({"get", "create", "update"})},
+}
+RBAC_NEEDS: dict[str, Needs] = {
+    # providers/infrastructure: ProxmoxClusters and ProxmoxMachines, their owner Machine (watched for its
+    # bootstrap data) and Cluster; the bootstrap data Secret in the VDC's namespace, read; a VM made and
+    # deleted through the orchestrator's create path (the catalog, the VDCs' quota locks, audit Events).
+    "infrastructure": {
+        "cluster": {
+            **_COMMON["cluster"],
+            **{
+                ("infrastructure.flexplane.io", kind): _READ | {"patch"}
+                for kind in ("proxmoxclusters", "proxmoxmachines")
+            },
+            **{
+                ("infrastructure.flexplane.io", f"{kind}/status"): frozenset({"patch"})
+                for kind in ("proxmoxclusters", "proxmoxmachines")
+            },
+            ("cluster.x-k8s.io", "clusters"): frozenset({"get"}),
+            ("cluster.x-k8s.io", "machines"): _READ,
+            ("rbac.authorization.k8s.io", "clusterroles"): frozenset({"bind"}),
+        },
+        "platform": {
+            ("", "configmaps"): frozenset({"get", "list"}),
+            ("coordination.k8s.io", "leases"): frozenset({"get", "list", "create", "update", "delete"}),
+            ("events.k8s.io", "events"): frozenset({"create"}),
+        },
+        "vdc": {("", "secrets"): frozenset({"get"})},
+    },
+    # providers/controlplane: FlexControlPlanes, the Clusters they serve, the node pools they upgrade; the
+    # hosted control planes' namespaces and objects (providers/controlplane/kube.py, steps.py, restore.py);
+    # Cluster API's Secrets in the VDC's namespace and the control plane's own in its namespace.
+    "control-plane": {
+        "cluster": {
+            **_COMMON["cluster"],
+            ("controlplane.flexplane.io", "flexcontrolplanes"): _READ | {"patch"},
+            ("controlplane.flexplane.io", "flexcontrolplanes/status"): frozenset({"patch"}),
+            ("cluster.x-k8s.io", "clusters"): _READ,
+            ("cluster.x-k8s.io", "machinedeployments"): frozenset({"list", "patch"}),
+            ("rbac.authorization.k8s.io", "rolebindings"): _ENSURE,
+            ("rbac.authorization.k8s.io", "clusterroles"): frozenset({"bind"}),
+            ("", "namespaces"): _ENSURE | {"delete"},
+            ("", "configmaps"): _ENSURE,
+            ("", "services"): _READ | _ENSURE,
+            ("apps", "deployments"): _READ | _ENSURE | {"delete"},
+            ("apps", "statefulsets"): _READ | _ENSURE,
+            ("policy", "poddisruptionbudgets"): _ENSURE,
+            ("batch", "cronjobs"): _ENSURE,
+            ("batch", "jobs"): _ENSURE | {"delete"},
+        },
+        "platform": _COMMON["platform"],
+        "vdc": {("", "secrets"): _ENSURE | {"delete"}},
+        "control-plane": {
+            ("", "secrets"): _ENSURE | {"delete"},
+            ("monitoring.coreos.com", "servicemonitors"): _ENSURE | {"delete"},
+        },
+    },
+}
+
+
+def _role_of(obj: dict[str, Any], provider: Provider) -> str | None:
+    """Which of the chart's providers roles obj is (see RBAC_NEEDS), None for any other object."""
+    name = obj["metadata"]["name"]
+    if obj["kind"] == "Role" and name == provider.fullname:
+        return "platform"
+    if obj["kind"] == "ClusterRole":
+        return {
+            provider.fullname: "cluster",
+            f"{provider.fullname}-vdc": "vdc",
+            f"{provider.fullname}-control-plane": "control-plane",
+        }.get(name)
+    return None
+
+
+def needed_rules(obj: dict[str, Any], provider: Provider) -> dict[str, Any] | None:
+    """One of the chart's providers roles narrowed to what the provider needs (RBAC_NEEDS); None when it
+    needs none of it. The ``bind`` rule keeps only the Secrets roles the provider has. Any other object
+    is returned as it is."""
+    role = _role_of(obj, provider)
+    if role is None:
+        return obj
+    needs = RBAC_NEEDS[provider.kind].get(role, {})
+    kept_roles = {
+        f"{provider.fullname}-{r}" for r in ("vdc", "control-plane") if r in RBAC_NEEDS[provider.kind]
+    }
+    rules = []
+    for rule in obj["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                verbs = [v for v in rule["verbs"] if v in needs.get((group, resource), ())]
+                if not verbs:
+                    continue
+                narrowed: dict[str, Any] = {"apiGroups": [group], "resources": [resource], "verbs": verbs}
+                if "resourceNames" in rule:
+                    names = [
+                        n for n in rule["resourceNames"] if resource != "clusterroles" or n in kept_roles
+                    ]
+                    if not names:
+                        continue
+                    narrowed["resourceNames"] = names
+                rules.append(narrowed)
+    if not rules:
+        return None
+    return {**obj, "rules": rules}
+
+
 def own_rules_only(obj: dict[str, Any], provider: Provider) -> dict[str, Any]:
     """The role aggregated into Cluster API core's manager, narrowed to the provider's own API group."""
     labels = obj["metadata"].get("labels") or {}
@@ -260,7 +385,8 @@ def labelled(obj: dict[str, Any], provider: Provider) -> dict[str, Any]:
 def components(provider: Provider, version: str) -> list[dict[str, Any]]:
     """Every object of the provider's components file: the namespace, the CRDs, then the chart's."""
     objects = [namespace(), *crds(provider), *rendered(provider, version)]
-    return [labelled(own_rules_only(obj, provider), provider) for obj in objects]
+    narrowed = [needed_rules(obj, provider) for obj in objects]
+    return [labelled(own_rules_only(obj, provider), provider) for obj in narrowed if obj is not None]
 
 
 def cluster_template() -> list[dict[str, Any]]:

@@ -12,7 +12,9 @@ both when unset, as the chart runs them; the clusterctl components run one per D
 ``FLEXPLANE_PROVIDERS_LEADER_LEASE`` (the leader Lease's name, ``flexplane-providers-leader``),
 ``FLEXPLANE_PROVIDERS_LEADER_TTL`` (seconds a leader that stopped renewing keeps the Lease, 15), the
 providers' retry delays (``FLEXPLANE_PROVIDERS_RETRY_DELAY`` and the others their handlers name), and
-``FLEXPLANE_PROBES_LISTEN`` (HOST:PORT: the kubelet's ``/healthz`` and ``/readyz``, :class:`Health`).
+``FLEXPLANE_PROBES_LISTEN`` (HOST:PORT: the kubelet's ``/healthz`` and ``/readyz``, :class:`Health`) and
+``FLEXPLANE_METRICS_LISTEN`` (HOST:PORT: Prometheus' ``/metrics``, ``orchestrator.probes.Metrics``: the
+client certificate's expiry and reloads, looked at again at each scrape, and the agent calls' metrics).
 First it checks that Cluster API core speaks contract v1beta2 (:mod:`providers.compat`), and refuses to
 start (exit status 1), naming the Cluster API version needed, when it does not. Then it takes the leader
 Lease and runs the providers' kopf operators until SIGTERM (or SIGINT), and releases the Lease on the way
@@ -96,7 +98,8 @@ def main() -> int:
 
     from kubernetes import client
 
-    from orchestrator.probes import Probes
+    from orchestrator.probes import Metrics, Probes
+    from orchestrator.services.context import look_at_client_certificate
     from orchestrator.sources.kube import load_configuration
     from providers import compat
     from providers.common import kube as kube_module
@@ -127,11 +130,14 @@ def main() -> int:
     health = Health(stop)
     listen = os.environ.get("FLEXPLANE_PROBES_LISTEN", "")
     probes = Probes(listen, live=health.live, ready=health.ready).start() if listen else None
+    scraped = os.environ.get("FLEXPLANE_METRICS_LISTEN", "")
+    metrics = Metrics(scraped, before_scrape=look_at_client_certificate).start() if scraped else None
     try:
         return lead(providers, configuration, stop, health)
     finally:
-        if probes is not None:
-            probes.stop()
+        for server in (probes, metrics):
+            if server is not None:
+                server.stop()
 
 
 def lead(

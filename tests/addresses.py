@@ -71,6 +71,7 @@ ETCD_SUITE = 213  # tests/orchestrator/test_etcd_backup.py: throwaway etcd membe
 CLOUD_CONTROLLER_POD = 214  # tests/providers/controlplane: a rendered cloud controller's tenant API server
 APISERVER_METRICS = 215  # tests/providers/controlplane: an API server's /metrics over mutual TLS
 ETCD_RESTORE = 216  # tests/providers/controlplane/test_restore.py: a tenant API server, an S3 server
+PROVIDERS_METRICS = 217  # tests/providers/test_metrics.py: python -m providers' /metrics, its emulator
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

@@ -3,9 +3,12 @@ systems it reads and writes (``Sources``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from django.conf import settings
 
 from agentclient import ClientTLSFiles
 from orchestrator.auth import Principal
@@ -17,6 +20,8 @@ from orchestrator.sources import zitadel as zitadel_source
 from orchestrator.sources.protocols import ClusterApi, KubeApi, ProxmoxApi, ZitadelApi
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,6 +47,22 @@ def process_client_tls() -> ClientTLSFiles:
     """The process's client certificate for the agents, read again when renewed: for ``/metrics``, which
     looks at it on every scrape so that its expiry is current when no agent call is made."""
     return proxmox_source.client_tls()
+
+
+def look_at_client_certificate() -> None:
+    """Look for a renewed client certificate for the agents, as an agent call would, when the process has
+    one (FLEXPLANE_AGENT_CERT): what a scrape of the process's ``/metrics`` does first (the orchestrator's,
+    ``orchestrator.metrics_http``; the providers', ``orchestrator.probes.Metrics``), so that its expiry is a
+    metric from the first scrape on and stays current when no call is made (the charts' PrometheusRules
+    alert on it). A certificate that cannot be read is logged, not raised: the scrape still answers."""
+    if not settings.FLEXPLANE_AGENT_CERT:
+        return
+    from agentclient import ClientTLSError
+
+    try:
+        process_client_tls().current()
+    except (OSError, ClientTLSError):
+        logger.warning("the client certificate for the agents cannot be read", exc_info=True)
 
 
 @dataclass

@@ -564,11 +564,14 @@ def test_a_standby_replica_survives_a_drain(rendered: list[Manifest]) -> None:
 # --- the NetworkPolicy ------------------------------------------------------------------------
 
 
-def test_no_traffic_comes_in(rendered: list[Manifest]) -> None:
+def test_no_traffic_comes_in_but_the_cluster_pods_scrapes(rendered: list[Manifest]) -> None:
     policy = only(rendered, "NetworkPolicy")
 
     assert "Ingress" in policy["spec"]["policyTypes"]
-    assert policy["spec"]["ingress"] == []
+    # The metrics port only (tests/charts/test_providers_chart_own_metrics.py), from pods of the cluster.
+    assert policy["spec"]["ingress"] == [
+        {"ports": [{"port": "metrics", "protocol": "TCP"}], "from": [{"namespaceSelector": {}}]}
+    ]
 
 
 def test_restricted_egress_reaches_dns_the_api_the_mesh_proxy_and_the_tenant_api_servers(
