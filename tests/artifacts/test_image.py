@@ -232,10 +232,15 @@ def test_the_image_runs_the_providers_as_the_chart_does_until_their_probes_say_r
         PROVIDERS, {"secretKey": {"existingSecret": "flexplane-secret-key"}}, "providers"
     )
     probes = f"{address(IMAGE_SUITE, 6)}:{free_port(address(IMAGE_SUITE, 6))}"
-    env = [
-        e for e in rendered_env(container, {**SECRETS, "POD_NAME": "providers-0"}) if "PROBES_LISTEN" not in e
+    metrics = f"{address(IMAGE_SUITE, 6)}:{free_port(address(IMAGE_SUITE, 6))}"
+    rendered = rendered_env(container, {**SECRETS, "POD_NAME": "providers-0"})
+    assert "FLEXPLANE_METRICS_LISTEN=:9100" in rendered  # the chart's metrics port; this run's address below
+    env = [e for e in rendered if "PROBES_LISTEN" not in e and "METRICS_LISTEN" not in e]
+    env += [
+        f"FLEXPLANE_PROBES_LISTEN={probes}",
+        f"FLEXPLANE_METRICS_LISTEN={metrics}",
+        "FLEXPLANE_KUBECONFIG=/run/kubeconfig",
     ]
-    env += [f"FLEXPLANE_PROBES_LISTEN={probes}", "FLEXPLANE_KUBECONFIG=/run/kubeconfig"]
     env.append(image_path(oci_config))
     command = ["/usr/bin/env", "-i", *env, *container["command"]]
     with image_process(rootfs, config_dir, USER, command) as process:
@@ -244,6 +249,10 @@ def test_the_image_runs_the_providers_as_the_chart_does_until_their_probes_say_r
             container["livenessProbe"]["httpGet"]["path"],
         ):
             assert serving(process, f"http://{probes}{path}").json() == {"status": "ok"}
+        assert (
+            "flexplane_certificate_expiry_timestamp_seconds"
+            in serving(process, f"http://{metrics}/metrics").text
+        )
 
 
 def test_the_image_runs_the_sni_router_as_the_chart_does_and_it_refuses_an_unknown_name(
