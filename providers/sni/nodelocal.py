@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from providers.common.settings import seconds_of
 from providers.sni import connect
-from providers.sni.router import CHUNK, close, keepalive, splice
+from providers.sni.router import CHUNK, close, keepalive, served, splice
 
 log = logging.getLogger("providers.sni.nodelocal")
 
@@ -69,23 +69,13 @@ class Tunnel:
         return await asyncio.start_server(self.handle, host, port, limit=CHUNK)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self.connections.add(task)
-        keepalive(writer)
-        try:
+        async with served(self.connections, writer):
             upstream = await self.open()
             if upstream is not None:
                 try:
                     await splice(reader, writer, *upstream)
                 finally:
                     await close(upstream[1])
-        except (ConnectionError, OSError) as error:
-            log.debug("a connection ended: %s", error)
-        finally:
-            await close(writer)
-            if task is not None:
-                self.connections.discard(task)
 
     async def open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """A connection through the router to the API server, its CONNECT answered 200; None (logged) when

@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from providers.sni import connect
@@ -69,19 +70,8 @@ class Router:
         return await asyncio.start_server(self.handle, host, port, limit=CHUNK)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self.connections.add(task)
-        peer = writer.get_extra_info("peername")
-        keepalive(writer)
-        try:
+        async with served(self.connections, writer) as peer:
             await self._route(reader, writer, peer)
-        except (ConnectionError, OSError) as error:
-            log.debug("connection from %s ended: %s", peer, error)
-        finally:
-            await close(writer)
-            if task is not None:
-                self.connections.discard(task)
 
     async def _route(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: object) -> None:
         try:
@@ -168,6 +158,25 @@ class Router:
             await splice(reader, writer, upstream_reader, upstream_writer)
         finally:
             await close(upstream_writer)
+
+
+@contextlib.asynccontextmanager
+async def served(connections: set[asyncio.Task[None]], writer: asyncio.StreamWriter) -> AsyncIterator[object]:
+    """A connection served (its peer's address given): its task held in ``connections`` meanwhile (see
+    :class:`Router`), TCP keepalive on, a reset or a broken pipe the end of it, and closed afterwards."""
+    task = asyncio.current_task()
+    if task is not None:
+        connections.add(task)
+    peer = writer.get_extra_info("peername")
+    keepalive(writer)
+    try:
+        yield peer
+    except (ConnectionError, OSError) as error:
+        log.debug("connection from %s ended: %s", peer, error)
+    finally:
+        await close(writer)
+        if task is not None:
+            connections.discard(task)
 
 
 async def read_opening(reader: asyncio.StreamReader) -> tuple[bytes, Hello | connect.Request | None]:

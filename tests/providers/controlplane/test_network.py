@@ -162,22 +162,24 @@ def test_the_config_tunnels_over_vxlan_in_the_pod_cidr_and_leaves_services_to_ku
     assert tenant.kube_proxy_config(CP)["clusterCIDR"] == config["cluster-pool-ipv4-cidr"]
 
 
-@pytest.mark.parametrize(
-    ("cp", "host", "port"),
-    [
-        (CP, "10.20.0.7", "6443"),
-        (
-            at("v1.34.2", endpoint_host="203.0.113.9", endpoint_port=31443, service_type="NodePort"),
-            "203.0.113.9",
-            "31443",
-        ),
-        (
-            at("v1.34.2", endpoint_host="web.demo.k8s.example.com", endpoint_port=7443, service_type="SNI"),
-            "web.demo.k8s.example.com",
-            "7443",
-        ),
-    ],
-)
+# A control plane behind a LoadBalancer, a NodePort and the SNI router: where its network plugin is told the
+# API server is (the endpoint every node reaches).
+ENDPOINTS = [
+    (CP, "10.20.0.7", "6443"),
+    (
+        at("v1.34.2", endpoint_host="203.0.113.9", endpoint_port=31443, service_type="NodePort"),
+        "203.0.113.9",
+        "31443",
+    ),
+    (
+        at("v1.34.2", endpoint_host="web.demo.k8s.example.com", endpoint_port=7443, service_type="SNI"),
+        "web.demo.k8s.example.com",
+        "7443",
+    ),
+]
+
+
+@pytest.mark.parametrize(("cp", "host", "port"), ENDPOINTS)
 def test_the_agent_and_the_operator_reach_the_api_server_at_the_clusters_endpoint(
     cp: model.ControlPlane, host: str, port: str
 ) -> None:
@@ -380,22 +382,7 @@ def test_the_cni_configuration_is_calicos_plugin_with_its_ipam_then_portmap() ->
     assert then["capabilities"] == {"portMappings": True}
 
 
-@pytest.mark.parametrize(
-    ("cp", "host", "port"),
-    [
-        (CP, "10.20.0.7", "6443"),
-        (
-            at("v1.34.2", endpoint_host="203.0.113.9", endpoint_port=31443, service_type="NodePort"),
-            "203.0.113.9",
-            "31443",
-        ),
-        (
-            at("v1.34.2", endpoint_host="web.demo.k8s.example.com", endpoint_port=7443, service_type="SNI"),
-            "web.demo.k8s.example.com",
-            "7443",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("cp", "host", "port"), ENDPOINTS)
 def test_every_calico_container_reaches_the_api_server_at_the_clusters_endpoint(
     cp: model.ControlPlane, host: str, port: str
 ) -> None:

@@ -292,6 +292,17 @@ def through_router(router: tuple[str, int], cluster: Cluster, *, ca: bytes | Non
     )
 
 
+def assert_its_own(tenant: Kube, cluster: Cluster) -> None:
+    """That ``tenant``, a client of ``cluster``'s API server, reached that one (it holds ``identity``), then
+    closed."""
+    try:
+        found = tenant.get("v1", "ConfigMap", "identity", "default")
+    finally:
+        tenant.close()
+    assert found is not None
+    assert found["data"]["cluster"] == f"{cluster.vdc}/{cluster.name}"
+
+
 def tls_client(cluster: Cluster) -> ssl.SSLContext:
     """What a Konnectivity agent trusts: its cluster's CA, and the name it dials checked."""
     return ssl.create_default_context(cadata=cluster.ca.decode())
@@ -352,13 +363,7 @@ def test_each_cluster_reaches_its_own_api_server_through_the_one_port(
     router: tuple[str, int], clusters: dict[str, Cluster]
 ) -> None:
     for cluster in clusters.values():
-        tenant = through_router(router, cluster)
-        try:
-            found = tenant.get("v1", "ConfigMap", "identity", "default")
-        finally:
-            tenant.close()
-        assert found is not None
-        assert found["data"]["cluster"] == f"{cluster.vdc}/{cluster.name}"
+        assert_its_own(through_router(router, cluster), cluster)
 
 
 def test_a_client_trusting_another_clusters_ca_does_not_accept_the_api_server(
@@ -752,13 +757,7 @@ def test_pods_reach_their_own_api_server_through_the_node_local_proxy_and_the_ro
     for number, cluster in enumerate(clusters.values(), start=21):
         address = addresses.address(addresses.SNI_SUITE, number)
         with node_local_proxy(router, cluster.host, address) as proxy:
-            tenant = as_a_pod(cluster, proxy)
-            try:
-                found = tenant.get("v1", "ConfigMap", "identity", "default")
-            finally:
-                tenant.close()
-            assert found is not None
-            assert found["data"]["cluster"] == f"{cluster.vdc}/{cluster.name}"
+            assert_its_own(as_a_pod(cluster, proxy), cluster)
 
 
 def test_without_the_proxy_a_pods_tls_naming_no_host_is_refused_by_the_router(
@@ -824,13 +823,7 @@ def test_python_m_providers_sni_routes_reports_ready_and_stops_on_sigterm(
     try:
         wait_ready(f"http://{ENTRY}:{probes}/readyz", process)
         alpha = clusters["alpha"]
-        tenant = through_router((ENTRY, listen), alpha)
-        try:
-            found = tenant.get("v1", "ConfigMap", "identity", "default")
-        finally:
-            tenant.close()
-        assert found is not None
-        assert found["data"]["cluster"] == "demo/alpha"
+        assert_its_own(through_router((ENTRY, listen), alpha), alpha)
         process.send_signal(signal.SIGTERM)
         assert process.wait(10) == 0
     finally:

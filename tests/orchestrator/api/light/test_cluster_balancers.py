@@ -8,7 +8,7 @@ leaves it, in a cluster and a VDC gateway of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import pytest
@@ -101,6 +101,24 @@ def external(kube: FakeKube) -> Iterator[None]:
     kube.replace_catalog("zone", "zone-a", before.spec, now.resource_version)
 
 
+def held_more(
+    ctx: Context, addresses: list[str], rules: Sequence[FirewallRule], *, forwards: bool = True
+) -> None:
+    """VDC demo's gateway in zone-a holding ``addresses`` and ``rules`` besides its own (and, without
+    ``forwards``, none of its forwards)."""
+    current = store.load(ctx, "demo", "zone-a")
+    assert current is not None
+    store.save(
+        ctx,
+        replace(
+            current,
+            public_ips=(*current.public_ips, *(PublicIp(a) for a in addresses)),
+            rules=(*current.rules, *rules),
+            forwards=current.forwards if forwards else (),
+        ),
+    )
+
+
 def test_deleting_the_cluster_gives_its_addresses_back_and_leaves_the_rest_of_the_gateway(
     api: InProcessApi, kube: FakeKube, cluster: str, gateway: Gateway, external: None
 ) -> None:
@@ -109,16 +127,7 @@ def test_deleting_the_cluster_gives_its_addresses_back_and_leaves_the_rest_of_th
     ctx = context_on(kube, "ADMIN")
     own = FirewallRule("in", "allow", "tcp", "0.0.0.0/0", "203.0.113.12/32", (22, 22), "ssh to the bastion")
     other = marked_rules("other", Balancer("shop", "front", ()), "203.0.113.13")
-    current = store.load(ctx, "demo", "zone-a")
-    assert current is not None
-    store.save(
-        ctx,
-        replace(
-            current,
-            public_ips=(*current.public_ips, PublicIp("203.0.113.12"), PublicIp("203.0.113.13")),
-            rules=(*current.rules, own, *other),
-        ),
-    )
+    held_more(ctx, ["203.0.113.12", "203.0.113.13"], [own, *other])
 
     answer = api(DELETE, user="alice", vdc="demo", variables={"cluster": cluster})
 
@@ -148,17 +157,8 @@ def test_a_sweep_gives_back_what_gateways_hold_for_clusters_that_are_gone(
     recorded, which is what counts)."""
     ctx = context_on(kube, "ADMIN")
     gone = marked_rules("gone", Balancer("shop", "late", ()), "203.0.113.13")
-    current = store.load(ctx, "demo", "zone-a")
-    assert current is not None
-    store.save(
-        ctx,
-        replace(
-            current,
-            public_ips=(*current.public_ips, PublicIp("203.0.113.13")),
-            rules=(*current.rules, *gone),
-            forwards=(),  # to nodes on no network of this light gateway: no change of it would validate
-        ),
-    )
+    # Its forwards go to nodes on no network of this light gateway: no change of it would validate.
+    held_more(ctx, ["203.0.113.13"], gone, forwards=False)
     reconciler = Context(Principal("flexplane-gateways", "flex.plane gateways", "", frozenset({"ADMIN"})))
 
     assert balancers.sweep(reconciler) == {("demo", "gone"): []}
