@@ -409,6 +409,12 @@ class DevMesh:
     def start(self, env: dict[str, str], log: Path) -> None:
         """The namespaces, then the hub, running once it listens."""
         self.topology.build()
+        self.start_hub(env, log)
+        self.topology.masquerade_into(self.hub_interface)
+
+    def start_hub(self, env: dict[str, str], log: Path, *, append: bool = False) -> None:
+        """The hub (``manage.py mesh_hub``), running once it listens: it reads its key from the management
+        cluster (made there on its first start) and configures the peers recorded there."""
         self.hub = spawn(
             "mesh hub",
             [
@@ -426,9 +432,17 @@ class DevMesh:
             ],
             log,
             env={**env, **self.env()},
+            append=append,
         )
         wait_for_line(self.hub, "mesh hub listening", 30)
-        self.topology.masquerade_into(self.hub_interface)
+
+    def stop_hub(self) -> None:
+        """The hub stopped and its interface removed, as when its pod goes with a lost management cluster:
+        the nodes' tunnels end at the hub until :meth:`start_hub` brings up a new interface."""
+        if self.hub is not None:
+            self.hub.stop()
+            self.hub = None
+        run(["ip", "-n", self.topology.hub, "link", "del", self.hub_interface], check=False)
 
     def relay(self, zone: str, node: str, addresses: list[str]) -> None:
         """Each ``host:port`` reachable inside the node's namespace, at the same address."""

@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from kubernetes import client
@@ -101,7 +102,7 @@ class World(WorldAgents, WorldProviders, Lifecycle):
         self._seed_catalog()
         if cfg.mesh:
             self.mesh = DevMesh(cfg.subnet, [(z, n) for z, nodes in zones.items() for n in nodes])
-            self.mesh.start(self.orchestrator_env(), cfg.scratch / "logs" / "mesh-hub.log")
+            self.mesh.start(self.orchestrator_env(), self.mesh_hub_log)
             # Edge gateways plug into the node's bridges: vmbr0 and the applied VNets, in its namespace.
             mesh, fakes = self.mesh, self.fakes
             self.gateway_bridges = GatewayBridges(
@@ -190,6 +191,17 @@ class World(WorldAgents, WorldProviders, Lifecycle):
             project_id=seed.PROJECT_ID,
             portal_redirect_uris=[f"{self.url}/oidc/callback/"],
         )
+
+    @property
+    def mesh_hub_log(self) -> Path:
+        return self.cfg.scratch / "logs" / "mesh-hub.log"
+
+    def start_mesh_hub(self) -> None:
+        """The mesh's hub started again after ``mesh.stop_hub()``, as the chart's Deployment brings it up on
+        a rebuilt management cluster: its key and peers are what that cluster holds then."""
+        if self.mesh is None:
+            raise RuntimeError("this world runs no mesh (WorldConfig.mesh)")
+        self.mesh.start_hub(self.orchestrator_env(), self.mesh_hub_log, append=True)
 
     def replace_kube(self) -> None:
         """A new, empty Kubernetes emulator where this one served, so that the kubeconfig still reaches it:

@@ -1,30 +1,37 @@
 """Rehearsing the loss of the management cluster and of the identity provider's database (issue 34).
 
-A world of its own (one zone, two nodes whose agents enrolled over mTLS) is given what a platform holds:
-the catalog, VDCs (an admin's, and one an organization's owner made within the allowance an admin gave
-it), a second network, a tenant's VM, an edge gateway with a public IP, a port forward to the VM and a
-firewall rule, and memberships given through the API (by the admin, and by the organization's owner).
-Everything is recorded through the API, as the admin and as each tenant.
+A world of its own (one zone, two nodes whose agents enrolled over mTLS, on the WireGuard mesh: each node in
+a network namespace of its own, the second behind NAT, its agent serving on its mesh address only, which
+the orchestrator reaches through the hub) is given what a platform holds: the catalog, VDCs (an admin's,
+and one an organization's owner made within the allowance an admin gave it), a second network, a tenant's
+VM, an edge gateway with a public IP, a port forward to the VM and a firewall rule, and memberships given
+through the API (by the admin, and by the organization's owner). Everything is recorded through the API,
+as the admin and as each tenant; the mesh's records (a ConfigMap per peer, the hub's key in a Secret)
+through the cluster, as an operator's kubectl reads them, and the key the hub's interface answers with.
 
 It is backed up as the operator's procedure does: ``manage.py backup --file`` with the orchestrator's
-settings, and the identity provider's database copied while it serves, with SQLite's online backup
-(Zitadel's PostgreSQL is dumped with ``pg_dump`` instead: tests/orchestrator/test_identity_backup.py).
-Then a change the backup does not hold (a second port forward, applied on the node), and the loss: a new,
-empty Kubernetes emulator serves where the old one did, and the provider's database is deleted and the
-provider started on an empty one (the stand-in seeds its USERS.json at each start, unlike Zitadel: the
-devstack's users come back bare, what the API gave them is gone). The API shows the loss; the gateway's
-rules on its node stay. Then both are restored: the platform namespace made (step 1 of the procedure in
-docs/operating.md), ``manage.py restore --file``, the provider stopped, its database copied back, started.
-Everything recorded is back and equal; the agents, never enrolled again, serve the certificates they had
-and accept a client certificate issued now from the restored platform CA (as cert-manager issues the
-rebuilt orchestrator's); the node runs the change made after the backup until a pass of the gateway
-reconciler applies the restored desired state there (the recovery point). The time to recover (the
-restore's start to the tenant's first full listing) and the backups' sizes are printed and recorded as
-the suite's figures.
+settings (which name the hub's key's Secret), and the identity provider's database copied while it serves,
+with SQLite's online backup (Zitadel's PostgreSQL is dumped with ``pg_dump`` instead:
+tests/orchestrator/test_identity_backup.py). Then a change the backup does not hold (a second port forward,
+applied on the node), and the loss: the mesh's hub stops and its interface goes (its pod goes with the
+cluster), a new, empty Kubernetes emulator serves where the old one did, and the provider's database is
+deleted and the provider started on an empty one (the stand-in seeds its USERS.json at each start, unlike
+Zitadel: the devstack's users come back bare, what the API gave them is gone). The API shows the loss, the
+cluster holds no peer and no hub key, and no agent is reachable at its mesh address; the gateway's rules
+on its node stay. Then both are restored: the platform namespace made (step 1 of the procedure in
+docs/operating.md), ``manage.py restore --file``, the provider stopped, its database copied back, started,
+and the hub started again (step 4, the chart's Deployment). Everything recorded is back and equal, the
+mesh's peers and the hub's key as the restore left them too, and the hub answers with the key it had; the
+agents, never enrolled again (their files on the nodes unchanged), handshake with it again with the keys
+they had, answer at their mesh addresses (the tenant's listing is read through them), serve the
+certificates they had and accept a client certificate issued now from the restored platform CA (as
+cert-manager issues the rebuilt orchestrator's); the node runs the change made after the backup until a
+pass of the gateway reconciler applies the restored desired state there (the recovery point). The time to
+recover (the restore's start to the tenant's first full listing, the hub's start included) and the
+backups' sizes are printed and recorded as the suite's figures.
 
-Not rehearsed here: the mesh (its peers and the hub's key are ConfigMaps and a Secret of the backup, whose
-round trip tests/orchestrator/test_backup.py checks; a meshed world needs another minute), and Kubernetes
-clusters, whose Cluster API objects a backup does not hold (docs/operating.md, "Backup and restore").
+Not rehearsed here: Kubernetes clusters, whose Cluster API objects a backup does not hold
+(docs/operating.md, "Backup and restore").
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import ipaddress
+import json
 import os
 import re
 import secrets
@@ -50,7 +59,10 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from kubernetes import client, config
 
 from agentclient import AgentPool, AgentTarget, ClientTLS
+from agentclient.wireguard import Interface
 from devstack import seed
+from devstack.fakesdn import NODE_BRIDGE
+from devstack.meshnet import DevMesh, in_ns, mesh_possible, run
 from devstack.pki import CertificateAuthority
 from devstack.world import World
 from devstack.world.config import AGENT_CA_SECRET, ORCHESTRATOR_CLIENT_CN
@@ -58,7 +70,7 @@ from tests import addresses
 from tests.apikit import Answer, GraphQL, eventually
 from tests.conftest import world_config
 from tests.enrollkit import peer_certificate
-from tests.gatewaykit import UPDATE_ZONE, bridge, external_settings, unbridge, vnets_of
+from tests.gatewaykit import UPDATE_ZONE, external_settings, vnets_of
 from tests.promises import RecordFigure
 from tests.vmkit import LIST, create, ok, payload
 
@@ -103,8 +115,9 @@ GATEWAY_STATUS = (
 LOST = "{ vdcs { id } hosts { id } zones { id } computeProfiles { name } organizations { organization } }"
 PLATFORM_USERS = '{ users(search: "example") { username vdcs } }'
 NICS = "query($id: ID!) { virtualMachine(id: $id) { nics { ipAddress } } }"
-HOSTS = "{ hosts { id online agentVersion } }"
+HOSTS = "{ hosts { id endpoint online agentVersion } }"
 MEMBERS = "query($v: ID!) { vdcMembers(vdc: $v) { id username vdcs } }"
+MESH_PEERS = "flexplane.io/kind=meshpeer"
 
 
 class FreshTokens(GraphQL):
@@ -117,38 +130,35 @@ class FreshTokens(GraphQL):
 
 @dataclasses.dataclass(frozen=True)
 class Names:
-    """This world's own names: its gateway's namespace and bridges are this machine's, so they carry the
-    subnet, as a parallel worker's rehearsal has another."""
+    """This world's own names: its gateway's namespace is this machine's, so they carry the subnet, as a
+    parallel worker's rehearsal has another."""
 
     vdc: str
     org_vdc: str
-    external: str
-    # The bridges made on this machine (the external one, the VDC's VNets), removed after the test.
-    bridges: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def of(cls, world: World) -> Names:
         subnet = world.cfg.subnet
-        return cls(vdc=f"dr{subnet}", org_vdc=f"acme{subnet}", external=f"fpq{subnet}")
+        return cls(vdc=f"dr{subnet}", org_vdc=f"acme{subnet}")
 
     @property
     def gateway_namespace(self) -> str:
         return f"fpgw-{self.vdc}.{ZONE}"
 
-    def bridge(self, name: str) -> None:
-        """A bridge on this machine, as a node has it; removed after the test."""
-        self.bridges.append(name)
-        bridge(name)
-
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """One zone of two nodes on the worker's second subnet (the mesh's world uses it too, in a module of its
-    own), for this module alone: its management cluster and identity database are lost on purpose."""
+    """One zone of two nodes on the mesh (each in a namespace of its own, the second behind NAT), on the
+    worker's second subnet (the mesh's world uses it too, in a module of its own), for this module alone:
+    its management cluster, its mesh hub and its identity database are lost on purpose. The world removes
+    the gateway's namespace and legs when it stops, as it removes every gateway its agents made."""
+    if (why := mesh_possible()) is not None:
+        pytest.fail(f"the rehearsal's world runs the mesh, which needs root and WireGuard's tools: {why}")
     cfg = dataclasses.replace(
         world_config(Path(tmp_path_factory.mktemp("recovery-world")), addresses.FRAGILE),
         zones=(ZONE,),
         nodes_per_zone=2,
+        mesh=True,
     )
     with World(cfg) as running:
         yield running
@@ -161,17 +171,8 @@ def api(platform: World) -> FreshTokens:
 
 
 @pytest.fixture(scope="module")
-def names(platform: World) -> Iterator[Names]:
-    """The bridges a node would have (zone-a's external network's, the VDC's VNets'), made on this machine
-    for the gateway and removed after, also when the test fails; the gateway's namespace too."""
-    made = Names.of(platform)
-    try:
-        made.bridge(made.external)
-        yield made
-    finally:
-        for name in made.bridges:
-            unbridge(name)
-        subprocess.run(["ip", "netns", "del", made.gateway_namespace], check=False, capture_output=True)
+def names(platform: World) -> Names:
+    return Names.of(platform)
 
 
 # ------------------------------------------------------------------------------------------ the platform
@@ -185,8 +186,10 @@ def answered(answer: Answer) -> dict[str, Any]:
 
 
 def build(api: FreshTokens, names: Names) -> str:
-    """What a platform holds, made through the API; the address of the tenant's VM."""
-    settings = external_settings(names.external)
+    """What a platform holds, made through the API; the address of the tenant's VM. The zone's external
+    network is on each node's ``vmbr0``, the bridge the mesh's world keeps in every node's namespace beside
+    one per applied VNet, where the gateway's legs go."""
+    settings = external_settings(NODE_BRIDGE)
     zoned = api(UPDATE_ZONE, user="admin", variables={"id": ZONE, "input": settings})
     assert answered(zoned)["updateZone"]["errors"] == []
     vdc_input = {
@@ -213,8 +216,7 @@ def build(api: FreshTokens, names: Names) -> str:
         variables={"i": network},
     )
     assert payload(made, "createNetwork")["errors"] == []
-    for vnet in vnets_of(api, names.vdc):
-        names.bridge(vnet)  # the node's VNet, which the gateway has a leg on
+    bridges_ready(api.world, vnets_of(api, names.vdc))
 
     # Bob joins the VDC through the API (Zitadel's state) and makes a VM there.
     grant(api, "admin", "bob", names.vdc)
@@ -281,6 +283,18 @@ def build(api: FreshTokens, names: Names) -> str:
     assert payload(made, "createVdc")["errors"] == []
     grant(api, "olivia", "oscar", names.org_vdc)  # the organization's owner gives its member the VDC
     return vm_address
+
+
+def bridges_ready(world: World, vnets: list[str]) -> None:
+    """Each node's namespace has a bridge for each VNet, as a node's SDN apply makes them before its task
+    ends (the mesh's world keeps its nodes' bridges in step with the fake SDN every second)."""
+
+    def bridges(namespace: str) -> set[str]:
+        listed = run(["ip", "-n", namespace, "-j", "link", "show", "type", "bridge"]).stdout
+        return {link["ifname"] for link in json.loads(listed or "[]")}
+
+    namespaces = [meshed(world).namespace(zone, node) for zone, node in world.agents]
+    eventually(lambda: all(set(vnets) <= bridges(ns) for ns in namespaces), 10, f"the nodes' bridges {vnets}")
 
 
 def forward(api: FreshTokens, names: Names, public: str, port: int, to: str) -> None:
@@ -354,11 +368,81 @@ def ruleset(names: Names) -> str:
     return listed.stdout
 
 
-def served_certificates(world: World) -> dict[str, bytes]:
-    """The certificate each agent serves now, by node."""
+def endpoints(api: FreshTokens) -> dict[str, str]:
+    """Where the orchestrator dials each host's agent (its mesh address), by host id."""
+    return {h["id"]: h["endpoint"] for h in answered(api(HOSTS, user="admin"))["hosts"]}
+
+
+def served_certificates(world: World, at: dict[str, str]) -> dict[str, bytes]:
+    """The certificate each agent serves now at its endpoint ``at``, by host id."""
     return {
-        agent.node: peer_certificate(world, agent.endpoint).public_bytes(Encoding.DER)
+        host: peer_certificate(world, endpoint).public_bytes(Encoding.DER) for host, endpoint in at.items()
+    }
+
+
+def node_files(world: World) -> dict[str, bytes]:
+    """What enrollment left on each node (``/etc/flexplane``: the agent's key and certificate, its mesh key
+    and the hub's key and endpoint in ``mesh.toml``), by path: what another enrollment would replace."""
+    return {
+        str(path.relative_to(world.cfg.scratch)): path.read_bytes()
         for agent in world.agents.values()
+        for path in sorted((agent.root / "etc" / "flexplane").rglob("*"))
+        if path.is_file()
+    }
+
+
+# ------------------------------------------------------------------------------------------ the mesh
+
+
+@dataclasses.dataclass(frozen=True)
+class MeshRecords:
+    """The mesh as the management cluster holds it: each peer's ConfigMap (its data, by name) and the hub's
+    key, a Secret (its data; None when there is none)."""
+
+    peers: dict[str, dict[str, str]]
+    hub_key: dict[str, str] | None
+
+
+def meshed(world: World) -> DevMesh:
+    assert world.mesh is not None
+    return world.mesh
+
+
+def mesh_records(world: World) -> MeshRecords:
+    name = meshed(world).env()["FLEXPLANE_MESH_HUB_SECRET"]
+    with core(world) as kube:
+        listed = kube.list_namespaced_config_map(seed.NAMESPACE, label_selector=MESH_PEERS)
+        try:
+            secret: client.V1Secret | None = kube.read_namespaced_secret(name, seed.NAMESPACE)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+            secret = None
+    peers = {str(item.metadata.name if item.metadata else ""): strings(item.data) for item in listed.items}
+    return MeshRecords(peers, strings(secret.data) if secret is not None else None)
+
+
+def strings(data: dict[str, Any] | None) -> dict[str, str]:
+    return {key: str(value) for key, value in (data or {}).items()}
+
+
+def hub_interface(world: World) -> Interface:
+    mesh = meshed(world)
+    return Interface(mesh.hub_interface, mesh.topology.hub)
+
+
+def hub_public_key(world: World) -> str:
+    """The public key the hub's WireGuard interface answers handshakes with (``wg show``)."""
+    hub = hub_interface(world)
+    return run(in_ns(str(hub.netns), "wg", "show", hub.name, "public-key")).stdout.strip()
+
+
+def dial(world: World, at: dict[str, str]) -> dict[str, str]:
+    """What a TCP connection from the orchestrator's side to each agent's mesh endpoint met, by host id."""
+    topology = meshed(world).topology
+    return {
+        host: topology.connect(None, address, int(port))
+        for host, (address, _, port) in ((h, e.rpartition(":")) for h, e in at.items())
     }
 
 
@@ -387,15 +471,10 @@ def core(world: World) -> Iterator[client.CoreV1Api]:
 
 
 def manage(world: World, key_file: Path, *args: str) -> str:
-    """``manage.py`` with the orchestrator's settings (its cluster and namespace) and the backup key, as the
-    chart's CronJob and the operator run it; its output."""
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "flexplane.settings",
-        "FLEXPLANE_KUBECONFIG": str(world.kubeconfig),
-        "FLEXPLANE_NAMESPACE": seed.NAMESPACE,
-        "FLEXPLANE_BACKUP_KEY_FILE": str(key_file),
-    }
+    """``manage.py`` with the orchestrator's settings and the backup key, as the chart's CronJob (whose env
+    is the orchestrator's) and the operator run it; its output. The settings name what a backup holds
+    besides the labelled objects: the namespace, the platform CA's Secret and the mesh hub's key's."""
+    env = {**os.environ, **world.orchestrator_env(), "FLEXPLANE_BACKUP_KEY_FILE": str(key_file)}
     return run_manage(env, *args)
 
 
@@ -485,10 +564,15 @@ def back_up(world: World, folder: Path) -> Backups:
     return dataclasses.replace(made, objects=int(backed_up.group(1)))
 
 
-def lose(world: World, api: FreshTokens, names: Names) -> None:
-    """A new, empty management cluster; the identity provider on an empty database; what the API says."""
+def lose(world: World, api: FreshTokens, names: Names, at: dict[str, str]) -> None:
+    """The management cluster lost with what ran in it, the mesh's hub too (its pod, and its interface with
+    it), and a new, empty one; the identity provider on an empty database; what the API, the cluster and
+    the mesh say: no peer, no hub key, no agent reachable at its mesh address."""
+    meshed(world).stop_hub()
     world.replace_kube()
     lose_identity(world)
+    assert mesh_records(world) == MeshRecords(peers={}, hub_key=None)
+    assert "connected" not in dial(world, at).values()
     lost = answered(api(LOST, user="admin"))
     assert lost == {"vdcs": [], "hosts": [], "zones": [], "computeProfiles": [], "organizations": []}
     members = {u["username"]: u["vdcs"] for u in answered(api(PLATFORM_USERS, user="admin"))["users"]}
@@ -497,39 +581,73 @@ def lose(world: World, api: FreshTokens, names: Names) -> None:
     assert api(LIST, user="bob", vdc=names.vdc).codes == ["FORBIDDEN"]
 
 
-def recover(world: World, api: FreshTokens, names: Names, backups: Backups, wanted: Any) -> dict[str, float]:
-    """The procedure's platform part: the platform namespace, the restore, Zitadel's database; timed from
-    its start to the tenant's first listing of the VMs ``wanted``."""
+@dataclasses.dataclass(frozen=True)
+class Recovery:
+    """The recovery's figures; the mesh's records as the restore left them (before the hub, started
+    again, writes its new handshakes back); when the hub started (Unix seconds, as WireGuard's handshakes)."""
+
+    figures: dict[str, float]
+    mesh: MeshRecords
+    hub_started_at: int
+
+
+def recover(world: World, api: FreshTokens, names: Names, backups: Backups, wanted: Any) -> Recovery:
+    """The procedure's platform part: the platform namespace, the restore, Zitadel's database, then the
+    mesh's hub started (step 4: the chart's Deployment, on the restored key and peers); timed from its start
+    to the tenant's first listing of the VMs ``wanted``, which the orchestrator reads through the agents over
+    the mesh."""
     started = time.monotonic()
     with core(world) as kube:
         kube.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=seed.NAMESPACE)))
     said = manage(world, backups.key_file, "restore", "--file", str(backups.platform))
     assert f"restored {backups.objects} objects: " in said, said
     restored_kube = time.monotonic()
+    restored_mesh = mesh_records(world)
+    identity_started = time.monotonic()
     restore_identity(world, backups.identity)
     restored_identity = time.monotonic()
+    hub_started_at = int(time.time())
+    world.start_mesh_hub()
+    hub_started = time.monotonic()
     eventually(
-        lambda: safely(lambda: vms(api, "bob", names.vdc)) == wanted, RESTORED_WITHIN, "bob's VMs listed"
+        lambda: safely(lambda: vms(api, "bob", names.vdc)) == wanted,
+        RESTORED_WITHIN,
+        lambda: f"bob's VMs listed (the last answer: {api(LIST, user='bob', vdc=names.vdc).body})",
     )
-    return {
+    figures = {
         "time to recover (s)": round(time.monotonic() - started, 2),
         "management cluster restored in (s)": round(restored_kube - started, 2),
-        "identity database restored in (s)": round(restored_identity - restored_kube, 2),
+        "identity database restored in (s)": round(restored_identity - identity_started, 2),
+        "mesh hub started in (s)": round(hub_started - restored_identity, 2),
     }
+    return Recovery(figures, restored_mesh, hub_started_at)
 
 
-def agents_answer(world: World, api: FreshTokens, certificates: dict[str, bytes], folder: Path) -> None:
-    """The agents serve the certificates they had (none enrolled again), answer the orchestrator, and
-    accept a client certificate issued now from the restored platform CA."""
-    assert served_certificates(world) == certificates
+def agents_answer(
+    world: World, api: FreshTokens, certificates: dict[str, bytes], at: dict[str, str], folder: Path
+) -> None:
+    """The agents serve the certificates they had (none enrolled again), answer the orchestrator at their
+    mesh addresses ``at``, and accept a client certificate issued now from the restored platform CA."""
+    assert served_certificates(world, at) == certificates
     hosts = answered(api(HOSTS, user="admin"))["hosts"]
-    assert sorted((h["id"], h["online"], h["agentVersion"] is not None) for h in hosts) == sorted(
-        (f"{agent.zone}/{agent.node}", True, True) for agent in world.agents.values()
-    )
+    assert sorted(
+        (h["id"], h["endpoint"], h["online"], h["agentVersion"] is not None) for h in hosts
+    ) == sorted((host, endpoint, True, True) for host, endpoint in at.items())
     with AgentPool(rebuilt_orchestrators_tls(world, folder), timeout=10) as pool:
         for agent in world.agents.values():
-            info = pool.info(AgentTarget(identity=agent.identity, address=agent.endpoint))
+            info = pool.info(AgentTarget(identity=agent.identity, address=at[f"{agent.zone}/{agent.node}"]))
             assert (info.zone, info.node) == (agent.zone, agent.node)
+
+
+def mesh_rejoined(world: World, records: MeshRecords, since: int) -> None:
+    """The hub, started again, has each recorded peer's key, allowed its mesh address only, and a handshake
+    with each since it started: every node dialled back in with the key it had."""
+    specs = [json.loads(data["spec"]) for data in records.peers.values()]
+    configured = hub_interface(world).peers()
+    assert {key: state.allowed_ips for key, state in configured.items()} == {
+        spec["publicKey"]: (f"{spec['address']}/32",) for spec in specs
+    }
+    assert all(state.latest_handshake >= since for state in configured.values()), configured
 
 
 def test_the_platform_is_lost_and_restored_from_its_backups(
@@ -544,8 +662,19 @@ def test_the_platform_is_lost_and_restored_from_its_backups(
     assert [member["username"] for member in before[f"members of {names.org_vdc}"]] == ["oscar"]
     assert [vm["name"] for vm in before[f"vms of bob in {names.vdc}"]] == ["survivor"]
     rules = ruleset(names)
-    certificates = served_certificates(platform)
+    # The orchestrator dials each agent at its mesh address, through the hub only.
+    at = endpoints(api)
+    mesh_range = ipaddress.ip_network(meshed(platform).topology.mesh_range)
+    assert all(ipaddress.ip_address(endpoint.rpartition(":")[0]) in mesh_range for endpoint in at.values())
+    hub_key = hub_public_key(platform)
+    mesh_before = mesh_records(platform)
+    assert len(mesh_before.peers) == len(platform.agents)
+    assert mesh_before.hub_key is not None
+    assert base64.b64decode(mesh_before.hub_key["public-key"]).decode() == hub_key
+    certificates = served_certificates(platform, at)
+    files = node_files(platform)
     backups = back_up(platform, tmp_path)
+    mesh_backed_up = mesh_records(platform)
 
     # After the backups, before the loss: a change the backups do not hold, applied on the node.
     forward(api, names, made["publicIps"][0]["address"], 8443, vm_address)
@@ -553,14 +682,23 @@ def test_the_platform_is_lost_and_restored_from_its_backups(
     rules_changed = ruleset(names)
     assert rules_changed != rules
 
-    lose(platform, api, names)
+    lose(platform, api, names, at)
     assert ruleset(names) == rules_changed  # the node's gateway runs on, untouched
-    figures = recover(platform, api, names, backups, before[f"vms of bob in {names.vdc}"])
+    recovery = recover(platform, api, names, backups, before[f"vms of bob in {names.vdc}"])
 
     after = record(api, names)
     for what, value in before.items():
         assert after[what] == value, what
-    agents_answer(platform, api, certificates, tmp_path / "rebuilt")
+    # The mesh's records as they were: the hub writes a peer's handshake back now and then, so the backup
+    # holds each peer as it was just before it or just after.
+    assert recovery.mesh.peers.keys() == mesh_before.peers.keys()
+    for name, data in recovery.mesh.peers.items():
+        assert data in (mesh_before.peers[name], mesh_backed_up.peers[name]), name
+    assert recovery.mesh.hub_key == mesh_before.hub_key
+    assert hub_public_key(platform) == hub_key
+    agents_answer(platform, api, certificates, at, tmp_path / "rebuilt")
+    mesh_rejoined(platform, recovery.mesh, recovery.hub_started_at)
+    assert node_files(platform) == files  # no node enrolled again
     # The recovery point: the node runs what changed after the backup until a pass of the reconciler
     # applies the restored desired state there.
     assert ruleset(names) == rules_changed
@@ -568,7 +706,7 @@ def test_the_platform_is_lost_and_restored_from_its_backups(
     assert applied(api, names)["generation"] == gateway["generation"]
     assert ruleset(names) == rules
 
-    figures |= {
+    figures = recovery.figures | {
         "objects restored": backups.objects,
         "platform backup (bytes)": backups.platform.stat().st_size,
         "identity backup (bytes)": backups.identity.stat().st_size,
