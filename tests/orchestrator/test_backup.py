@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import override_settings
 from kubernetes import client
 from kubernetes.config import new_client_from_config
 from moto.server import ThreadedMotoServer
@@ -43,6 +45,7 @@ from orchestrator.services.backup.objects import (
     SECRET,
     ManagementObjects,
 )
+from orchestrator.services.backup.operations import scope_from_settings
 from orchestrator.services.backup.sealed import MAGIC, unseal
 from orchestrator.sources import kube as kube_source
 from orchestrator.sources.kube import KubeSource
@@ -362,12 +365,15 @@ def _backup_env(key_file: Path, s3_endpoint: str) -> dict[str, str]:
 def _command(
     cluster: Cluster, key_file: Path, s3_endpoint: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    """``manage.py`` as the backup CronJob runs it: its settings and cluster from the environment."""
+    """``manage.py`` as the backup CronJob runs it: its settings and cluster from the environment (the
+    orchestrator's, the mesh's among them: on by default)."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "flexplane.settings",
         "FLEXPLANE_KUBECONFIG": str(cluster.kubeconfig),
         "FLEXPLANE_NAMESPACE": PLATFORM_NS,
+        "FLEXPLANE_MESH_RANGE": "10.99.0.0/16",
+        "FLEXPLANE_MESH_HUB_SECRET": HUB_SECRET,
         **_backup_env(key_file, s3_endpoint),
     }
     return subprocess.run(
@@ -450,3 +456,26 @@ def test_the_commands_back_up_to_a_file(
     assert target.stat().st_mode & 0o077 == 0
     again = _here(monkeypatch, cluster, key_file, s3_endpoint, "restore", "--file", str(target))
     assert "nothing to change" in again
+
+
+def test_the_settings_name_the_hub_key_only_with_the_mesh_on() -> None:
+    with override_settings(FLEXPLANE_MESH_RANGE=""):
+        assert scope_from_settings().named_secrets == (settings.FLEXPLANE_AGENT_CA_SECRET,)
+    with override_settings(FLEXPLANE_MESH_RANGE="10.99.0.0/16", FLEXPLANE_MESH_HUB_SECRET="hub-key"):
+        assert scope_from_settings().named_secrets == (settings.FLEXPLANE_AGENT_CA_SECRET, "hub-key")
+
+
+def test_a_named_secret_that_is_not_there_is_said_not_silently_left_out(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The hub's key missing (a setting naming another Secret than the hub's): a restored hub would make a
+    new key that no node knows, so the backup says it holds none."""
+    _platform, _created, _count, blob = make_backup(
+        cluster.objects, Scope(PLATFORM_NS, (CA_SECRET, "no-such")), KEY
+    )
+
+    assert "Secret/no-such" not in _names(_objects(blob))
+    assert (
+        f"the Secret {PLATFORM_NS}/no-such the settings name is not there: the backup holds none"
+        in caplog.text
+    )

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ ORDER: tuple[Kind, ...] = (NAMESPACE, SECRET, CONFIG_MAP, ROLE_BINDING)
 _KINDS = {k.kind: k for k in ORDER}
 # The metadata a backup keeps: everything else is the API server's.
 _KEPT_METADATA = ("name", "namespace", "labels", "annotations")
+
+logger = logging.getLogger(__name__)
 
 
 class OtherPlatform(BackupError):
@@ -143,6 +146,12 @@ def _selected(objects: ObjectsApi, scope: Scope) -> Iterable[tuple[Kind, dict[st
         secret = objects.get(SECRET, scope.namespace, name)
         if secret is not None:
             yield SECRET, secret
+        else:  # a setting that names nothing (a typo, a hub never started): the backup cannot hold it
+            logger.warning(
+                "the Secret %s/%s the settings name is not there: the backup holds none",
+                scope.namespace,
+                name,
+            )
     yield from ((CONFIG_MAP, cm) for cm in objects.list(CONFIG_MAP, scope.namespace, KIND_LABEL))
     for ns in namespaces:
         bindings = objects.list(ROLE_BINDING, ns["metadata"]["name"], VDC_LABEL)

@@ -10,11 +10,12 @@ from orchestrator.services.backup.sealed import Header, NotABackup, seal, unseal
 
 
 def scope_from_settings() -> Scope:
-    """The deployment's platform namespace and the Secrets it names."""
-    return Scope(
-        settings.FLEXPLANE_NAMESPACE,
-        (settings.FLEXPLANE_AGENT_CA_SECRET, settings.FLEXPLANE_MESH_HUB_SECRET),
-    )
+    """The deployment's platform namespace and the Secrets it names: the platform CA's, and with the mesh
+    on (``FLEXPLANE_MESH_RANGE``) the hub's key."""
+    named = [settings.FLEXPLANE_AGENT_CA_SECRET]
+    if settings.FLEXPLANE_MESH_RANGE:
+        named.append(settings.FLEXPLANE_MESH_HUB_SECRET)
+    return Scope(settings.FLEXPLANE_NAMESPACE, tuple(named))
 
 
 def make_backup(objects: ObjectsApi, scope: Scope, key: bytes) -> tuple[str, str, int, bytes]:
