@@ -413,8 +413,8 @@ def test_the_form_offers_the_shared_address_first_only_where_the_installation_ha
         assert selected(page, "control_plane_exposure") == "shared"
         assert '<option value="loadBalancer">A load balancer of its own</option>' in page
         for exposure, service_type, shown in (
-            ("shared", "SNI", "(the shared address)"),
-            ("loadBalancer", "LoadBalancer", "(its own load balancer)"),
+            ("shared", "SNI", "<dd data-cluster-exposure>The shared address, by the cluster's host name</dd>"),
+            ("loadBalancer", "LoadBalancer", "<dd data-cluster-exposure>A load balancer of its own</dd>"),
         ):
             with cleaned(tenant_clusters, cluster_name()) as name:
                 made = post(alice, site, NEW, form(name, network, control_plane_exposure=exposure))
