@@ -126,7 +126,7 @@ def plan(ctx: Context, spec: CreateCluster) -> Planned:
     name = inputs.validate_name(spec.name)
     replicas = inputs.validate_control_plane(spec.control_plane_replicas)
     network_plugin = inputs.validate_network_plugin(spec.network_plugin)
-    endpoint = inputs.validate_exposure(spec.control_plane_exposure)
+    exposure = inputs.validate_exposure(spec.control_plane_exposure)
     inputs.validate_pools(tuple(spec.node_pools))
     version = offered_version(ctx, vdc, spec.version)
     image = catalog.image(ctx, version.image)
@@ -149,7 +149,7 @@ def plan(ctx: Context, spec: CreateCluster) -> Planned:
             control_plane_replicas=replicas,
             pools=tuple(pools),
             network_plugin=network_plugin,
-            control_plane_exposure=endpoint,
+            control_plane_exposure=exposure,
         ),
         tuple(networks.values()),
     )
