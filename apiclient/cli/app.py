@@ -71,7 +71,11 @@ def task_of(error: ApiError) -> str:
     """Where to see the task a refused mutation still started (a stop that Proxmox failed)."""
     task = error.data.get("task") if isinstance(error.data, dict) else None
     if isinstance(task, dict) and task.get("id"):
-        return f" (its task: `flexplane tasks show {task['id']}`)"
+        task_id = str(task["id"])
+        # An id is base64url: one in 64 begins with "-", which the shell's next word would read as an
+        # option; "--" ends the options first.
+        separator = "-- " if task_id.startswith("-") else ""
+        return f" (its task: `flexplane tasks show {separator}{task_id}`)"
     return ""
 
 

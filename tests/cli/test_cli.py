@@ -154,10 +154,12 @@ def test_a_task_that_failed_is_exit_5_when_waited_for(
     light.fakes.on_loop(lambda: pve.fail("POST", "/status/stop", error="quit_powerdown_failed", times=1))
 
     refused = flexplane("vms", "stop", name)
-    pointed = re.search(r"flexplane tasks show (\S+)`", refused.stderr)
+    # The id as the hint gives it, after "--" where it begins with "-" (one in 64: it is base64url).
+    pointed = re.search(r"flexplane tasks show ((?:-- )?\S+)`", refused.stderr)
     assert pointed is not None, refused.stderr
-    waited = flexplane("tasks", "wait", pointed.group(1))
-    shown = flexplane("tasks", "show", pointed.group(1), "-o", "json")
+    task = pointed.group(1).split()
+    waited = flexplane("tasks", "wait", *task)
+    shown = flexplane("tasks", "show", "-o", "json", *task)
 
     assert refused.exit_code == 1, refused.output
     assert "UPSTREAM_FAILURE" in refused.stderr
