@@ -25,9 +25,10 @@ and when its key expires, as JSON. Nothing is kept in the orchestrator.
 The platform makes one of its own with each tenant cluster: ``k8s-<cluster>``, the identity of the
 cluster's cloud controller (``providers.cloud``), made by the create (no person asks for it: whoever
 creates the cluster is already USER of the VDC), its key valid ``MAX_LIFETIME``, and revoked when the
-cluster is deleted. Its ``createdBy`` is ``flex.plane``. It is listed with the VDC's others, and a
-member may revoke it as any other: the cluster's cloud controller then gets no next token. Names
-beginning ``k8s-`` are kept for these, so a tenant's own account never takes a cluster's.
+cluster is deleted; its key is renewed before it expires (``clusters.identity.renew_keys``), and the
+description then says the new key's expiry. Its ``createdBy`` is ``flex.plane``. It is listed with the
+VDC's others, and a member may revoke it as any other: the cluster's cloud controller then gets no next
+token. Names beginning ``k8s-`` are kept for these, so a tenant's own account never takes a cluster's.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ from orchestrator.sources.protocols import ZitadelApi
 from orchestrator.sources.zitadel import MachineUser, ZitadelRefused
 
 PREFIX = "sa."
-# The longest a key may live: a year, then a new account (keys are not rotated in place).
+# The longest a key may live: a year. A tenant's account then needs a new one (its keys are not rotated in
+# place); a cluster's is given a new key before it expires (``clusters.identity.renew_keys``).
 MAX_LIFETIME = datetime.timedelta(days=365)
 _NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
 KIND = "service account"
@@ -158,6 +160,28 @@ def revoke_cluster_account(ctx: Context, vdc_id: str, cluster: str) -> bool:
     for account in found:
         source.delete_user(account.id)
     return bool(found)
+
+
+def add_cluster_key(ctx: Context, user_id: str) -> tuple[str, datetime.datetime]:
+    """A new key for a cluster's cloud controller's account ``user_id``, valid ``MAX_LIFETIME``: its key
+    file's JSON and its expiry (its other keys stay valid)."""
+    expires = datetime.datetime.now(datetime.UTC) + MAX_LIFETIME
+    return ctx.require_zitadel().add_machine_key(user_id, expires), expires
+
+
+def note_cluster_key_expiry(ctx: Context, vdc_id: str, cluster: str, expires: datetime.datetime) -> None:
+    """The description of cluster ``cluster``'s cloud controller's account says its key expires at
+    ``expires`` (as the VDC's service accounts are listed); nothing when there is no such account."""
+    source = ctx.require_zitadel()
+    username = f"{PREFIX}{vdc_id}.{cloud_controller_account(cluster)}"
+    for machine in source.machine_users(username):
+        account = _account(machine)
+        if machine.username != username or account is None or account.created_by != PLATFORM:
+            continue
+        about = json.loads(machine.description)  # the platform's own, so JSON (``_account`` read it)
+        about["expires"] = _iso(expires)
+        description = json.dumps(about, separators=(",", ":"))
+        source.use_jwt_access_tokens(machine.id, machine.organization_id, machine.name, description)
 
 
 def _cluster_accounts(source: ZitadelApi, vdc_id: str, cluster: str, *, mine: bool) -> list[ServiceAccount]:

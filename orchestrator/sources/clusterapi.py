@@ -198,12 +198,34 @@ class ClusterApiSource:
         return None if item is None else secret_entry(item)
 
     def write_secret(
-        self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str]
+        self,
+        namespace: str,
+        name: str,
+        data: Mapping[str, bytes],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str] | None = None,
+        *,
+        resource_version: str | None = None,
     ) -> None:
-        """A Secret of a VDC's namespace holding ``data`` and ``labels``: made, or replaced whole if one of
-        that name is there (what flex.plane writes there is its own: the last write is the one meant)."""
-        body = secret_body(name, data, labels=labels)
+        """A Secret of a VDC's namespace holding ``data``, ``labels`` and ``annotations``: made, or replaced
+        whole if one of that name is there (what flex.plane writes there is its own: the last write is the
+        one meant). With ``resource_version``, only the Secret of that version read before is replaced:
+        ``Conflict`` if it changed or went meanwhile."""
         timeout = self.timeout
+        if resource_version is not None:
+            guarded = secret_body(
+                name, data, labels=labels, annotations=annotations, resource_version=resource_version
+            )
+            changed = Conflict(f"Secret {name} changed meanwhile in namespace {namespace}, retry")
+            api_call(
+                f"update Secret {namespace}/{name}",
+                lambda: self.core.replace_namespaced_secret(
+                    name, namespace, guarded, _request_timeout=timeout
+                ),
+                refusals={404: changed, 409: changed},
+            )
+            return
+        body = secret_body(name, data, labels=labels, annotations=annotations)
         made = api_call(
             f"create Secret {namespace}/{name}",
             lambda: self.core.create_namespaced_secret(namespace, body, _request_timeout=timeout),

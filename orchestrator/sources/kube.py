@@ -228,6 +228,7 @@ def secret_entry(item: client.V1Secret) -> SecretEntry:
         labels=dict(meta.labels or {}),
         resource_version=str(meta.resource_version or ""),
         uid=str(meta.uid or ""),
+        annotations=dict(meta.annotations or {}),
     )
 
 

@@ -14,7 +14,7 @@ import base64
 import datetime
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
@@ -107,6 +107,7 @@ class SecretEntry:
     labels: dict[str, str]
     resource_version: str
     uid: str
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def secret_body(
     type_name: str = "Opaque",
     labels: Mapping[str, str] | None = None,
     resource_version: str | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> client.V1Secret:
     """A Secret as the API takes it, its data base64-encoded (the devstack installs the CA with it too)."""
     return client.V1Secret(
@@ -133,7 +135,10 @@ def secret_body(
         kind="Secret",
         type=type_name,
         metadata=client.V1ObjectMeta(
-            name=name, labels=dict(labels or {}) or None, resource_version=resource_version
+            name=name,
+            labels=dict(labels or {}) or None,
+            annotations=dict(annotations or {}) or None,
+            resource_version=resource_version,
         ),
         data={key: base64.b64encode(value).decode("ascii") for key, value in data.items()},
     )
@@ -268,6 +273,12 @@ def balancer_named(description: str) -> tuple[str, str, str] | None:
 CLOUD_CONTROLLER_ACCOUNT_PREFIX = "k8s-"
 CLOUD_CONTROLLER_SECRET_SUFFIX = "-cloud-controller"  # noqa: S105 (a Secret's name, not a password)
 CLOUD_CONTROLLER_KEY = "key.json"
+# The Secret's annotations (``services.clusters.identity``): when its key expires (RFC 3339); and, after a
+# renewal, the id of the key it replaced (deleted in Zitadel once the grace has passed) and since when
+# the Secret has carried the new one.
+CLOUD_CONTROLLER_EXPIRES_ANNOTATION = "flexplane.io/key-expires"
+CLOUD_CONTROLLER_REPLACED_ANNOTATION = "flexplane.io/key-replaced"
+CLOUD_CONTROLLER_RENEWED_ANNOTATION = "flexplane.io/key-renewed"
 
 
 def cloud_controller_account(cluster: str) -> str:

@@ -113,7 +113,14 @@ class ClusterApi(Protocol):
     def secret(self, namespace: str, name: str) -> SecretEntry | None: ...
 
     def write_secret(
-        self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str]
+        self,
+        namespace: str,
+        name: str,
+        data: Mapping[str, bytes],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str] | None = None,
+        *,
+        resource_version: str | None = None,
     ) -> None: ...
 
     def delete_secret(self, namespace: str, name: str) -> bool: ...
@@ -194,6 +201,8 @@ class ZitadelApi(Protocol):
     ) -> None: ...
 
     def add_machine_key(self, user_id: str, expires: datetime.datetime) -> str: ...
+
+    def remove_machine_key(self, user_id: str, key_id: str) -> None: ...
 
     def machine_users(self, username_prefix: str) -> list[MachineUser]: ...
 

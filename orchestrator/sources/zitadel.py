@@ -395,6 +395,11 @@ class ZitadelSource:
         except (ValueError, UnicodeDecodeError) as exc:
             raise ZitadelRefused("AddKey", "unknown") from exc
 
+    def remove_machine_key(self, user_id: str, key_id: str) -> None:
+        """The machine user's key ``key_id`` is gone: it gives no next token (``ZitadelRefused`` with
+        ``not_found`` when there is no such key)."""
+        self.call(USERS, "RemoveKey", {"userId": user_id, "keyId": key_id})
+
     def use_jwt_access_tokens(self, user_id: str, organization_id: str, name: str, description: str) -> None:
         """Have Zitadel issue the machine user JWT access tokens (the orchestrator checks JWTs only).
 

@@ -336,16 +336,29 @@ class FakeClusterApi:
             return copy.deepcopy(self.secrets.get((namespace, name)))
 
     def write_secret(
-        self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str]
+        self,
+        namespace: str,
+        name: str,
+        data: Mapping[str, bytes],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str] | None = None,
+        *,
+        resource_version: str | None = None,
     ) -> None:
         with self._lock:
+            current = self.secrets.get((namespace, name))
+            if resource_version is not None and (
+                current is None or current.resource_version != resource_version
+            ):
+                raise Conflict(f"Secret {name} changed meanwhile in namespace {namespace}, retry")
             self.secrets[(namespace, name)] = SecretEntry(
                 name=name,
                 type="Opaque",
                 data=dict(data),
                 labels=dict(labels),
                 resource_version=str(next(self._versions)),
-                uid=str(uuid.uuid4()),
+                uid=current.uid if current is not None else str(uuid.uuid4()),
+                annotations=dict(annotations or {}),
             )
 
     def delete_secret(self, namespace: str, name: str) -> bool:

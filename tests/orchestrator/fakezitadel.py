@@ -318,6 +318,13 @@ class FakeZitadel:
             content = {"type": "serviceaccount", "keyId": key_id, "key": "", "userId": user_id}
             return json.dumps({**content, "expirationDate": expires.isoformat()})
 
+    def remove_machine_key(self, user_id: str, key_id: str) -> None:
+        method = "RemoveKey"
+        with self._lock:
+            keys = self.machine_keys.get(_text(method, user_id), {})
+            if user_id not in self.machines or keys.pop(_text(method, key_id), None) is None:
+                raise ZitadelRefused(method, "not_found")
+
     def machine_users(self, username_prefix: str) -> list[MachineUser]:
         with self._lock:
             found = [m for m in self.machines.values() if m.username.startswith(username_prefix)]

@@ -489,6 +489,27 @@ def test_a_service_accounts_key_gives_tokens_with_its_roles_until_it_is_deleted(
         zitadel.key_claims(key_json)
 
 
+def test_a_removed_key_gives_no_token_and_the_accounts_other_key_still_does(zitadel: Backend) -> None:
+    """A key renewed in place (``clusters.identity.renew_keys``): the old one removed, the new one kept."""
+    source = zitadel.source
+    ident = source.create_machine_user(HOME, "sa.contract.renewed", "renewed")
+    try:
+        source.use_jwt_access_tokens(ident, HOME, "renewed", "")
+        old, new = source.add_machine_key(ident, _tomorrow()), source.add_machine_key(ident, _tomorrow())
+        old_id = json.loads(old)["keyId"]
+        source.remove_machine_key(ident, old_id)
+        with pytest.raises(TokenRequestError, match="unknown key"):
+            zitadel.key_claims(old)
+        assert zitadel.key_claims(new)["sub"] == ident
+        assert refusal(lambda: source.remove_machine_key(ident, old_id)) == ("RemoveKey", "not_found")
+        assert refusal(lambda: source.remove_machine_key("100000000000000009", old_id)) == (
+            "RemoveKey",
+            "not_found",
+        )
+    finally:
+        source.delete_user(ident)
+
+
 def test_a_key_must_expire_in_the_future(zitadel: Backend) -> None:
     source = zitadel.source
     ident = source.create_machine_user(HOME, "sa.contract.past", "past")

@@ -133,6 +133,19 @@ def add_key(body: Body) -> Body:
     }
 
 
+def remove_key(body: Body) -> Body:
+    """``RemoveKey``: the machine user's key is gone; an assertion signed with it gets no token."""
+    where = "RemoveKeyRequest"
+    values = fields(body, ("user_id", "key_id"), where)
+    account = _machine(_string(values, "user_id", where))
+    removed, _ = MachineKey.objects.filter(
+        user_id=account.zitadel_id, key_id=_string(values, "key_id", where)
+    ).delete()
+    if not removed:
+        raise ConnectError("not_found", "Errors.User.Machine.Key.NotFound (COMMAND-4m77G)")
+    return {"deletionDate": _timestamp(timezone.now())}
+
+
 def _expiry(value: object, where: str) -> datetime.datetime | None:
     if value in (None, ""):
         return None

@@ -40,6 +40,7 @@ ROUTES: dict[str, Handler] = {
     "zitadel.user.v2.UserService/ListUsers": handlers.list_users,
     "zitadel.user.v2.UserService/CreateUser": machines.create_user,
     "zitadel.user.v2.UserService/AddKey": machines.add_key,
+    "zitadel.user.v2.UserService/RemoveKey": machines.remove_key,
     "zitadel.user.v2.UserService/DeleteUser": machines.delete_user,
     "zitadel.project.v2.ProjectService/AddProjectRole": handlers.add_project_role,
     "zitadel.project.v2.ProjectService/RemoveProjectRole": handlers.remove_project_role,

@@ -3,8 +3,10 @@
 Sends a gateway again where its host has not confirmed its last change (it did not answer then), moves
 it off a host that is cordoned, offline, removed or no longer allowed to run gateways, removes it from
 hosts it left once they answer, and rebuilds it on a host that lost it. Then it gives back the public IPs
-gateways still hold for tenant clusters' Services whose cluster is gone (``clusters.balancers.sweep``).
-Idempotent; ``--every N`` runs
+gateways still hold for tenant clusters' Services whose cluster is gone (``clusters.balancers.sweep``),
+and renews tenant clusters' cloud controllers' keys that expire within 30 days, deleting the keys they
+replaced an hour later (``clusters.identity.renew_keys``). A failure of one gateway, cluster or key is
+reported and counted; the others go on. Idempotent; ``--every N`` runs
 it every N seconds (a Deployment's sidecar or a CronJob can run it once), and with ``--probes-listen
 HOST:PORT`` it serves its liveness (a pass ended lately) and readiness (a first pass ended) there
 (``orchestrator.probes``).
@@ -20,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from orchestrator.auth import ADMIN, Principal
 from orchestrator.errors import FlexPlaneError
 from orchestrator.probes import ProbeAddressError, Probes
-from orchestrator.services.clusters import balancers
+from orchestrator.services.clusters import balancers, identity
 from orchestrator.services.context import Context
 from orchestrator.services.gateways.reconcile import reconcile
 
@@ -100,7 +102,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"gateway {item.gateway}: {item.action} on {item.node}: {item.error}")
             elif item.action != "kept":
                 self.stdout.write(f"gateway {item.gateway}: {item.action} on {item.node}")
-        return failed + self.sweep(ctx)
+        return failed + self.sweep(ctx) + self.renew_keys(ctx)
 
     def sweep(self, ctx: Context) -> int:
         """Give back what gateways hold for clusters that are gone; the failures, counted."""
@@ -117,3 +119,23 @@ class Command(BaseCommand):
                     f"cluster {cluster} of VDC {vdc} (gone): its Services' addresses given back"
                 )
         return sum(1 for failures in swept.values() if failures)
+
+    def renew_keys(self, ctx: Context) -> int:
+        """Renew the cloud controllers' keys that are due and retire those they replaced; the failures,
+        counted."""
+        try:
+            done = identity.renew_keys(ctx)
+        except FlexPlaneError as exc:
+            self.stderr.write(f"cloud controllers' keys: {exc.message}")
+            return 1
+        for item in done:
+            where = f"cluster {item.cluster} of VDC {item.vdc}"
+            if item.error:
+                self.stderr.write(f"{where}: cloud controller's key {item.action}: {item.error}")
+            elif item.action == "renewed" and item.expires is not None:
+                self.stdout.write(
+                    f"{where}: cloud controller's key renewed, valid until {item.expires:%Y-%m-%d}"
+                )
+            elif item.action == "retired":
+                self.stdout.write(f"{where}: cloud controller's replaced key deleted")
+        return sum(1 for item in done if item.error)
