@@ -15,6 +15,10 @@ ALONE = (
     "tests/portal/light/test_dashboard_tasks.py",
     # The load suite, which saturates the machine.
     "tests/resilience/test_load.py",
+    # The disaster-recovery rehearsal: its meshed world's agent calls, through the hub, miss the agents'
+    # four-second deadline beside other workers' worlds; and the time to recover it records is the
+    # platform's, not the machine's load.
+    "tests/recovery/test_rehearsal.py",
 )
 
 if __name__ == "__main__":
