@@ -592,21 +592,29 @@ def zitadel() -> ZitadelSource | None:
     """The process's Zitadel client, built from settings on first use; None when none is configured.
 
     ``FLEXPLANE_ZITADEL_KEY_FILE`` names the service user's key file (mounted from a Secret);
-    ``FLEXPLANE_ZITADEL_URL`` Zitadel's API (default: the OIDC issuer's origin).
+    ``FLEXPLANE_ZITADEL_URL`` Zitadel's API (default: the OIDC issuer's origin). A key file that cannot be
+    read is ``Unavailable`` naming it.
     """
     global _source, _configured
     with _source_lock:
         if not _configured:
-            _configured = True
             key_file = getattr(settings, "FLEXPLANE_ZITADEL_KEY_FILE", "")
             if key_file:
+                try:
+                    key = ServiceKey.from_file(key_file)
+                except (OSError, ValueError) as exc:
+                    # Not there yet (its Secret not mounted) or not a key: said, and read again next time.
+                    raise Unavailable(
+                        WHERE, f"the service user's key {key_file} cannot be read: {exc}"
+                    ) from None
                 _source = ZitadelSource(
                     settings.FLEXPLANE_ZITADEL_URL,
-                    ServiceKey.from_file(key_file),
+                    key,
                     settings.FLEXPLANE_OIDC_PROJECT_ID,
                     timeout=settings.FLEXPLANE_ZITADEL_TIMEOUT,
                     audience=getattr(settings, "FLEXPLANE_ZITADEL_AUDIENCE", "") or None,
                 )
+            _configured = True
         return _source
 
 

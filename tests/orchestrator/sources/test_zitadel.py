@@ -355,3 +355,26 @@ def test_the_stand_in_refuses_a_token_without_the_api_audience(identity: Identit
     )
     assert response.status_code == 401
     assert response.json()["code"] == "unauthenticated"
+
+
+def test_a_key_file_that_cannot_be_read_is_unavailable_naming_it_and_read_again_next_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The process's client when its key's Secret is not mounted yet: a typed error naming the file (the
+    gateway reconciler's pass says it and goes on), not a crash, and the file is read once it is there."""
+    from django.test import override_settings
+
+    from orchestrator.sources import zitadel as zitadel_module
+
+    monkeypatch.setattr(zitadel_module, "_source", None)
+    monkeypatch.setattr(zitadel_module, "_configured", False)
+    key_file = tmp_path / "key.json"
+    with override_settings(
+        FLEXPLANE_ZITADEL_KEY_FILE=str(key_file), FLEXPLANE_ZITADEL_URL="https://z.example"
+    ):
+        with pytest.raises(Unavailable, match=f"the service user's key {key_file} cannot be read"):
+            zitadel_module.zitadel()
+        key_file.write_text('{"keyId": "k1", "userId": "u1", "key": "-----BEGIN RSA PRIVATE KEY-----"}')
+        made = zitadel_module.zitadel()
+    assert made is not None
+    assert made.key.key_id == "k1"
