@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from typing import Any
 import pytest
 from moto.server import ThreadedMotoServer
 
+from devstack.net import free_port
 from orchestrator.services.backup import S3Settings
 from providers.controlplane import etcd, model, render
 from tests.addresses import ETCD_SUITE, address
@@ -63,13 +63,6 @@ def _binaries() -> None:
             pytest.fail(
                 f"{binary} is not installed: make install installs Debian's etcd-server and etcd-client"
             )
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -22,7 +22,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ import helm_python
 import pytest
 from moto.server import ThreadedMotoServer
 
+from devstack.net import free_port
 from orchestrator.services.backup import S3Settings, S3Store
 from tests.addresses import BACKUP, address
 from tests.charts import kit
@@ -125,13 +125,6 @@ def server_binaries() -> Path:
     if not found:
         pytest.fail("PostgreSQL's server is not installed: make install installs Debian's postgresql")
     return found[-1]
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -18,7 +18,6 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from devstack.kube import KubeServer
+from devstack.net import free_port
 from providers.controlplane import model, pki, render
 from tests import addresses
 
@@ -55,12 +55,6 @@ def quantity(memory: str) -> int:
     """Bytes of a memory quantity in Mi."""
     assert memory.endswith("Mi"), memory
     return int(memory.removesuffix("Mi")) * 1024 * 1024
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class StandIn:

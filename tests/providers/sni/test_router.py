@@ -36,6 +36,7 @@ import pytest
 import yaml
 
 from devstack.kube import KubeServer
+from devstack.net import free_port
 from providers.controlplane import model, pki, render
 from providers.controlplane.kube import Kube
 from providers.sni import connect
@@ -798,12 +799,6 @@ def test_a_node_local_proxy_naming_an_unknown_cluster_closes_each_connection_at_
 
 
 # ------------------------------------------------------------------------------------ the process
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def test_python_m_providers_sni_routes_reports_ready_and_stops_on_sigterm(
