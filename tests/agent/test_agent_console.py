@@ -64,9 +64,9 @@ def console_agent(launch: Callable[..., AgentProcess]) -> Iterator[AgentProcess]
 async def test_the_orchestrator_opens_a_running_vms_console_and_speaks_rfb_to_its_server(
     console_agent: AgentProcess, pki: Pki, pve: Any
 ) -> None:
-    vm = pve.add_vm(4301, "console-1", node="pve1", status="running")
+    vm = pve.add_vm(4991, "console-1", node="pve1", status="running")
 
-    stream = await open_console(pki.client_tls(), console_agent.target(), 4301)
+    stream = await open_console(pki.client_tls(), console_agent.target(), 4991)
     try:
         assert await handshake(stream) == b"console-1"
     finally:
@@ -77,11 +77,11 @@ async def test_the_orchestrator_opens_a_running_vms_console_and_speaks_rfb_to_it
 async def test_a_caller_not_in_console_clients_is_refused_though_it_may_call_the_rest(
     console_agent: AgentProcess, pki: Pki, pve: Any
 ) -> None:
-    pve.add_vm(4302, "console-2", node="pve1", status="running")
+    pve.add_vm(4992, "console-2", node="pve1", status="running")
     stranger = pki.client_tls(pki.stranger)
 
     with pytest.raises(ClientNotAllowed, match="may not open consoles"):
-        await open_console(stranger, console_agent.target(), 4302)
+        await open_console(stranger, console_agent.target(), 4992)
 
 
 async def test_a_vm_that_is_not_on_the_node_is_refused_in_proxmoxs_words(
@@ -102,5 +102,5 @@ async def test_an_agent_that_accepts_and_never_answers_is_a_refusal_within_the_d
         target = AgentTarget(console_agent.target().identity, f"{host}:{silent.getsockname()[1]}")
         started = time.monotonic()
         with pytest.raises(ConsoleRefused, match=r"did not open within 0\.5 s"):
-            await open_console(pki.client_tls(), target, 4301, timeout=0.5)
+            await open_console(pki.client_tls(), target, 4991, timeout=0.5)
         assert time.monotonic() - started < 5
