@@ -78,20 +78,23 @@ $(CSS): $(NODE_STAMP) $(CSS_SOURCES) | $(STAMP)
 # on loopback (never the package's service); PostgreSQL for the identity database's dump and restore
 # (tests/orchestrator/test_identity_backup.py), a throwaway server of the test's own; etcd for the tenant
 # control planes' snapshots and restore (tests/orchestrator/test_etcd_backup.py), members of the test's
-# own (never the package's service). Without their recommends, which would bring a kernel image and
-# initramfs (wireguard-tools'), avahi and printer tools (chromium's) onto a developer's machine: what they
-# need is named (chromium's fonts; debootstrap's archive keyring, to check what it fetches).
+# own (never the package's service); systemd's system call groups (systemd-analyze) and libseccomp for
+# the agent unit's sandbox, under which the devstack runs every agent (devstack/sandbox.py). Without their
+# recommends, which would bring a kernel image and initramfs (wireguard-tools'), avahi and printer tools
+# (chromium's) onto a developer's machine: what they need is named (chromium's fonts; debootstrap's
+# archive keyring, to check what it fetches).
 WIREGUARD := /usr/bin/wg /usr/bin/wireguard-go /usr/sbin/nft
 REGISTRY := /usr/bin/docker-registry
 POSTGRESQL := /usr/bin/pg_ctlcluster
 ETCD := /usr/bin/etcd /usr/bin/etcdctl
-DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY) $(POSTGRESQL) $(ETCD)
+SANDBOX := /usr/bin/systemd-analyze
+DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY) $(POSTGRESQL) $(ETCD) $(SANDBOX)
 
 $(DEBIAN_TOOLS) &:
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		--no-install-recommends chromium fonts-liberation wireguard-tools wireguard-go nftables docker-registry \
-		postgresql etcd-server etcd-client
+		postgresql etcd-server etcd-client systemd libseccomp2
 	-$(SUDO) systemctl disable --now docker-registry.service postgresql.service etcd.service 2>/dev/null
 
 $(ARTIFACT_TOOLS):

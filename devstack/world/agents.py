@@ -6,12 +6,12 @@ drop-in; the world then runs the package's unit (packaging/deb) with that drop-i
 (:meth:`WorldAgents.start_agent`), standing in for systemd, and restarts an agent whose
 service_restart_command asked for it (self-update).
 
-It runs it as systemd would, as far as namespaces go (:func:`unit_command`): on the node (in a mesh
-world, the node's network namespace) and in the host's mount namespace, or in a mount namespace of its
-own whose mounts never reach the host when the unit has a setting that makes systemd give it one
-(PrivateTmp= and the like). So the edge gateways an agent makes are where a node's would be: the host's,
-and a restart finds them. Stopping the world removes them (:meth:`WorldAgents.remove_gateways`), as a
-node's power-off would.
+It runs it as systemd would (:func:`unit_command`): under the unit's sandbox (devstack.sandbox), on
+the node (in a mesh world, the node's network namespace) and in the host's mount namespace, or in a mount
+namespace of its own whose mounts never reach the host when the unit has a setting that makes systemd
+give it one (PrivateTmp= and the like). So the edge gateways an agent makes are where a node's would be:
+the host's, and a restart finds them. Stopping the world removes them
+(:meth:`WorldAgents.remove_gateways`), as a node's power-off would.
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ from typing import Any
 import requests
 
 from agent.gateways import ApplyFailed, GatewayManager
-from agent.service import DROPIN, UNIT_NAME, exec_start, mount_namespacing
+from agent.service import DROPIN, exec_start, mount_namespacing
 from agentclient import host_identity
 from devstack import seed
 from devstack.meshnet import on_node
 from devstack.processes import spawn, wait_for_line
+from devstack.sandbox import PACKAGED_UNIT, sandboxed
 from devstack.world.config import AGENT_PORT, ROOT
 from devstack.world.parts import Agent, WorldParts
 
@@ -46,8 +47,6 @@ RESTART_POLL = 0.2
 AGENT_STOP_TIMEOUT = 30.0
 # How long the nodes get to cache the offered images once they have joined (downloads from loopback).
 IMAGE_CACHE_WAIT = 120.0
-# The unit the package installs, which the bootstrap's drop-in completes.
-PACKAGED_UNIT = Path(__file__).resolve().parents[2] / "packaging" / "deb" / UNIT_NAME
 JOIN_TOKEN_MUTATION = """
 mutation ($zone: String!, $host: String!) {
   createHostJoinToken(zone: $zone, host: $host) {
@@ -59,11 +58,11 @@ mutation ($zone: String!, $host: String!) {
 
 
 def unit_command(unit: str, netns: str | None = None) -> list[str]:
-    """What systemd runs for a unit, as far as namespaces go: its ExecStart, in the node's network
-    namespace (``netns``; None: this one), and in a mount namespace of its own, a slave of the host's
-    (``unshare``), when the unit asks for file system namespacing (agent.service.MOUNT_NAMESPACING):
-    what the service mounts then stays there, as with systemd."""
-    command = exec_start(unit)
+    """What systemd runs for a unit: its ExecStart under the unit's sandbox (devstack.sandbox), in the
+    node's network namespace (``netns``; None: this one), and in a mount namespace of its own, a slave of
+    the host's (``unshare``), when the unit asks for file system namespacing
+    (agent.service.MOUNT_NAMESPACING): what the service mounts then stays there, as with systemd."""
+    command = sandboxed(unit, exec_start(unit))
     if mount_namespacing(unit):
         command = ["unshare", "--mount", "--propagation", "slave", "--", *command]
     return on_node(netns, *command) if netns is not None else command

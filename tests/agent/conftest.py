@@ -24,6 +24,7 @@ import pytest
 
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from devstack.pki import CertificateAuthority
+from devstack.sandbox import as_packaged
 from tests import addresses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +129,7 @@ class AgentProcess:
         self.stderr_path = workdir / "stderr.log"
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "agent", *command, "--config", str(config)],
+                as_packaged([sys.executable, "-m", "agent", *command, "--config", str(config)]),
                 cwd=ROOT,
                 env=agent_env(),
                 stdout=out,

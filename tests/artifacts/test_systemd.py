@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from devstack.sandbox import PACKAGED_BOUNDING_SET
 from devstack.world import World
 from devstack.world.config import AGENT_PORT
 from tests.apikit import GraphQL
@@ -33,8 +34,6 @@ UNIT = "flexplane-agent.service"
 PACKAGED_UNIT = f"lib/systemd/system/{UNIT}"
 BOOT_TIMEOUT = 60.0
 NODE, LAST_OCTET = "pve12", 32
-# CAP_NET_ADMIN (12) and CAP_SYS_ADMIN (21): the unit's CapabilityBoundingSet.
-BOUNDING_SET = (1 << 12) | (1 << 21)
 # What the smoke service does, as the agent does it for a gateway and for the mesh.
 SMOKE_NETNS = "fpsmoke"
 SMOKE = f"""#!/bin/sh
@@ -157,7 +156,7 @@ def test_the_bootstrap_starts_the_agent_through_systemd_in_the_packages_sandbox(
         assert settings["FragmentPath"] == f"/{PACKAGED_UNIT}"
         assert settings["DropInPaths"] == f"/etc/systemd/system/{UNIT}.d/bootstrap.conf"
         sandbox = status(booted, settings["MainPID"])
-        assert int(sandbox["CapBnd"], 16) == BOUNDING_SET, sandbox
+        assert int(sandbox["CapBnd"], 16) == PACKAGED_BOUNDING_SET, sandbox
         assert sandbox["NoNewPrivs"].strip() == "1"
         assert sandbox["Seccomp"].strip() == "2", "a system call filter"
         booted.run(f"systemctl stop {UNIT}")

@@ -32,6 +32,7 @@ from agentclient.gateways import (
     spec_to_proto,
 )
 from agentclient.proto.flexplane.agent.v1 import agent_pb2_grpc
+from devstack.sandbox import PACKAGED_BOUNDING_SET, confinement
 from tests.agent.conftest import (  # noqa: F401  # fixtures, imported to be found here too
     AgentProcess,
     Pki,
@@ -100,6 +101,11 @@ def spec(rootnet: RootNet, generation: int = 1, **changes: object) -> GatewaySpe
 
 def target_of(node: list[AgentProcess]) -> AgentTarget:
     return node[-1].target()
+
+
+def test_the_agent_runs_under_its_units_sandbox(node: list[AgentProcess]) -> None:
+    """As systemd would run it on a node (devstack.sandbox): what passes here works under the unit."""
+    assert confinement(node[-1].process.pid) == (PACKAGED_BOUNDING_SET, True, 2)
 
 
 def test_a_gateway_applied_through_the_agent_forwards_and_is_reported(

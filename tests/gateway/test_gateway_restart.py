@@ -28,6 +28,7 @@ from agent.gateways import GatewayManager
 from agent.gateways.net import hidden_mounts, namespace
 from agent.service import DROPIN, dropin_text
 from agentclient.gateways import GatewaySpec, PortForward, PublicIp
+from devstack.sandbox import PACKAGED_BOUNDING_SET, confinement
 from devstack.world import World, WorldConfig
 from tests import addresses
 from tests.agent.conftest import AGENT_HOST, NODE, ZONE, Pki, pki, write_config  # noqa: F401  # pki: fixture
@@ -238,6 +239,12 @@ def test_server_first_connections_through_a_forward_and_snat_survive_an_agent_re
         assert forwarded.server_first("and its restore") == (b"and its restore", b"AND ITS RESTORE")
         assert snatted.server_first("and its restore") == (b"and its restore", b"AND ITS RESTORE")
     assert inode_of(spec.id) == inode
+
+
+def test_the_world_runs_the_agent_under_its_units_sandbox(world: NodeWorld) -> None:
+    agent = world.agents[ZONE, NODE]
+    assert agent.process is not None
+    assert confinement(agent.process.popen.pid) == (PACKAGED_BOUNDING_SET, True, 2)
 
 
 def test_a_restarted_agent_adopts_its_gateway_as_it_finds_it_and_changes_nothing(

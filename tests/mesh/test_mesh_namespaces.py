@@ -33,9 +33,10 @@ from agent.mesh import config_beside, settings_values
 from agentclient import AgentPool, AgentTarget, ClientTLS, host_identity
 from agentclient.errors import AgentDeadlineExceeded, AgentError, AgentUnavailable
 from agentclient.wireguard import Interface, Peer, new_private_key, public_key
-from devstack.meshnet import Topology, connect_in, in_ns, relay, run, topology
+from devstack.meshnet import Topology, connect_in, in_ns, on_node, relay, run, topology
 from devstack.net import free_port
 from devstack.processes import Process, spawn, wait_for_line
+from devstack.sandbox import as_packaged
 from devstack.world import World
 from devstack.world.config import AGENT_PORT
 from orchestrator.auth import ADMIN, Principal
@@ -185,9 +186,8 @@ def _toml(value: object) -> str:
 
 
 def start_agent(node: MeshNode, logs: Path) -> None:
-    argv = in_ns(
-        node.ns, sys.executable, "-m", "agent", "serve", "--config", str(node.directory / "agent.toml")
-    )
+    agent = [sys.executable, "-m", "agent", "serve", "--config", str(node.directory / "agent.toml")]
+    argv = on_node(node.ns, *as_packaged(agent))  # as systemd runs the unit on the node
     node.agent = spawn(f"agent {node.name}", argv, logs / f"agent-{node.name}.log")
     wait_for_line(node.agent, "flexplane-agent listening", 30)
 
