@@ -1,7 +1,8 @@
 """The agent's systemd unit (the package's, completed by the bootstrap's drop-in) runs it in the host's
 mount namespace, so that the network namespaces of its edge gateways (mounts in /run/netns) reach the
-host and outlive it; the devstack runs a unit as systemd would, as far as namespaces go. The unit's
-sandbox itself is checked by systemd (tests/artifacts: systemd-analyze, and the agent under systemd)."""
+host and outlive it; the devstack runs a unit as systemd would, as far as namespaces go (and under its
+sandbox: tests/devstack/test_sandbox.py). The unit's sandbox itself is checked by systemd (tests/artifacts:
+systemd-analyze, and the agent under systemd)."""
 
 from __future__ import annotations
 
