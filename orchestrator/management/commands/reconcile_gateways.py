@@ -5,11 +5,11 @@ it off a host that is cordoned, offline, removed or no longer allowed to run gat
 hosts it left once they answer, and rebuilds it on a host that lost it. Then it gives back the public IPs
 gateways still hold for tenant clusters' Services whose cluster is gone (``clusters.balancers.sweep``),
 and renews tenant clusters' cloud controllers' keys that expire within 30 days, deleting the keys they
-replaced an hour later (``clusters.identity.renew_keys``). A failure of one gateway, cluster or key is
-reported and counted; the others go on. Idempotent; ``--every N`` runs
-it every N seconds (a Deployment's sidecar or a CronJob can run it once), and with ``--probes-listen
-HOST:PORT`` it serves its liveness (a pass ended lately) and readiness (a first pass ended) there
-(``orchestrator.probes``).
+replaced an hour later (``clusters.identity.renew_keys``; on the first pass and then every ``--keys-every``
+seconds, 10 minutes by default, as it reads each cluster's Secret). A failure of one gateway, cluster
+or key is reported and counted; the others go on. Idempotent; ``--every N`` runs it every N seconds (a
+Deployment's sidecar or a CronJob can run it once), and with ``--probes-listen HOST:PORT`` it serves its
+liveness (a pass ended lately) and readiness (a first pass ended) there (``orchestrator.probes``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from orchestrator.services.gateways.reconcile import reconcile
 # is a process to restart), and never sooner than MIN_STALE seconds.
 STALE_PASSES = 3
 MIN_STALE = 60.0
+# How often a pass also looks at the cloud controllers' keys: renewed 30 days before they expire and
+# retired after an hour's grace, so minutes are plenty; each look reads every cluster's Secret.
+KEYS_EVERY = 600.0
 
 
 class Passes:
@@ -56,6 +59,8 @@ class Passes:
 
 class Command(BaseCommand):
     help = "Apply edge gateways' desired state where their hosts lag, and move them off unfit hosts."
+    keys_every = KEYS_EVERY
+    keys_looked: float | None = None  # when a pass last looked at the keys (time.monotonic())
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--every", type=float, default=0.0, help="Run again every this many seconds.")
@@ -65,9 +70,17 @@ class Command(BaseCommand):
             metavar="HOST:PORT",
             help="with --every: serve /healthz (a pass ended lately) and /readyz (a first pass ended) here",
         )
+        parser.add_argument(
+            "--keys-every",
+            type=float,
+            default=KEYS_EVERY,
+            metavar="SECONDS",
+            help="with --every: look at the cloud controllers' keys on the first pass and then this often",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         every = float(options["every"])
+        self.keys_every = float(options["keys_every"])
         passes = Passes(stale_after=max(MIN_STALE, STALE_PASSES * every))
         probes = None
         if options["probes_listen"] and every > 0:
@@ -102,7 +115,15 @@ class Command(BaseCommand):
                 self.stderr.write(f"gateway {item.gateway}: {item.action} on {item.node}: {item.error}")
             elif item.action != "kept":
                 self.stdout.write(f"gateway {item.gateway}: {item.action} on {item.node}")
-        return failed + self.sweep(ctx) + self.renew_keys(ctx)
+        keys = self.renew_keys(ctx) if self.keys_due(time.monotonic()) else 0
+        return failed + self.sweep(ctx) + keys
+
+    def keys_due(self, now: float) -> bool:
+        """Whether this pass looks at the keys (the first does, then one every ``keys_every`` seconds)."""
+        if self.keys_looked is not None and now - self.keys_looked < self.keys_every:
+            return False
+        self.keys_looked = now
+        return True
 
     def sweep(self, ctx: Context) -> int:
         """Give back what gateways hold for clusters that are gone; the failures, counted."""

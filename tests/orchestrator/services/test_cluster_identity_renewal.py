@@ -251,3 +251,14 @@ def test_a_new_key_the_secret_did_not_take_is_deleted_again(world: World) -> Non
 def test_only_an_admin_renews_the_keys(world: World) -> None:
     with pytest.raises(PermissionDenied):
         identity.renew_keys(world.context(USER))
+
+
+def test_the_reconciler_looks_at_the_keys_on_its_first_pass_and_then_every_ten_minutes() -> None:
+    command = Command(stdout=io.StringIO(), stderr=io.StringIO())
+    assert [command.keys_due(t) for t in (1000.0, 1015.0, 1599.0, 1600.0, 1615.0)] == [
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
