@@ -113,6 +113,21 @@ def cleaned(clusters: FakeClusterApi, name: str, vdc: str = "demo") -> Iterator[
             clusters.secrets.pop((namespace, f"{name}-{suffix}"), None)
 
 
+@contextmanager
+def created(
+    site: LightPortal, alice: requests.Session, network: str, clusters: FakeClusterApi, *, ready: bool = True
+) -> Iterator[str]:
+    """A cluster made through the new-cluster form (``ready``: and reported up, as :func:`made_ready`); its
+    name, and its objects removed afterwards (:func:`cleaned`)."""
+    with cleaned(clusters, cluster_name()) as name:
+        get(alice, site, NEW)
+        made = post(alice, site, NEW, form(name, network))
+        assert made.status_code == 303, made.text[:2000]
+        if ready:
+            made_ready(clusters, name)
+        yield name
+
+
 def made_ready(clusters: FakeClusterApi, name: str, host: str = ENDPOINT_HOST, vdc: str = "demo") -> None:
     """What the providers and Cluster API core write once the cluster's API server answers and every worker
     has joined: its CA Secret, its endpoint, its control plane's status and each pool's replicas ready."""
@@ -351,10 +366,7 @@ def test_the_cluster_page_follows_a_new_cluster_until_ready_and_then_offers_its_
 def test_while_it_is_being_made_the_polled_part_says_the_kubeconfig_is_not_there_yet(
     site: LightPortal, alice: requests.Session, network: str, tenant_clusters: FakeClusterApi
 ) -> None:
-    with cleaned(tenant_clusters, cluster_name()) as name:
-        get(alice, site, NEW)
-        assert post(alice, site, NEW, form(name, network)).status_code == 303
-
+    with created(site, alice, network, tenant_clusters, ready=False) as name:
         polled = get(alice, site, f"/vdc/demo/kubernetes/{name}/", **HTMX, **{"HX-Target": "cluster-status"})
 
         assert 'data-cluster-phase="Provisioning"' in polled.text
@@ -368,10 +380,7 @@ def test_while_it_is_being_made_the_polled_part_says_the_kubeconfig_is_not_there
 def test_scaling_a_pool_down_asks_first_naming_how_many_nodes_go_and_cancel_keeps_them(
     site: LightPortal, alice: requests.Session, network: str, tenant_clusters: FakeClusterApi
 ) -> None:
-    with cleaned(tenant_clusters, cluster_name()) as name:
-        get(alice, site, NEW)
-        assert post(alice, site, NEW, form(name, network)).status_code == 303
-        made_ready(tenant_clusters, name)
+    with created(site, alice, network, tenant_clusters) as name:
         path = f"/vdc/demo/kubernetes/{name}/"
         namespace = namespace_of("demo")
 

@@ -16,7 +16,7 @@ import requests
 
 from orchestrator.models.clusters import CLUSTER_NAME_LABEL, FLEX_CONTROL_PLANE, namespace_of
 from tests.orchestrator.fakekube import FakeClusterApi
-from tests.portal.light.test_cluster_pages import NEW, cleaned, cluster_name, form, made_ready, network
+from tests.portal.light.test_cluster_pages import created, network
 from tests.portal.pagekit import HTMX, get, post
 from tests.portal.served import LightPortal
 
@@ -49,10 +49,7 @@ def asked_restore(clusters: FakeClusterApi, name: str) -> dict[str, Any]:
 def test_the_page_lists_the_snapshots_and_a_restore_asks_first_then_is_followed_to_its_end(
     site: LightPortal, alice: requests.Session, network: str, tenant_clusters: FakeClusterApi
 ) -> None:
-    with cleaned(tenant_clusters, cluster_name()) as name:
-        get(alice, site, NEW)
-        assert post(alice, site, NEW, form(name, network)).status_code == 303
-        made_ready(tenant_clusters, name)
+    with created(site, alice, network, tenant_clusters) as name:
         path = f"/vdc/demo/kubernetes/{name}/"
         assert "data-no-snapshots" in get(alice, site, path).text
         provider_writes(tenant_clusters, name, {"etcdBackup": SNAPSHOTS})
@@ -117,10 +114,7 @@ def test_the_page_lists_the_snapshots_and_a_restore_asks_first_then_is_followed_
 def test_a_snapshot_no_longer_listed_is_refused_on_the_confirmation_page(
     site: LightPortal, alice: requests.Session, network: str, tenant_clusters: FakeClusterApi
 ) -> None:
-    with cleaned(tenant_clusters, cluster_name()) as name:
-        get(alice, site, NEW)
-        assert post(alice, site, NEW, form(name, network)).status_code == 303
-        made_ready(tenant_clusters, name)
+    with created(site, alice, network, tenant_clusters) as name:
         provider_writes(tenant_clusters, name, {"etcdBackup": SNAPSHOTS})
         path = f"/vdc/demo/kubernetes/{name}/restore/"
 

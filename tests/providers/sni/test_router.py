@@ -717,13 +717,9 @@ def node_local_proxy(router: tuple[str, int], name: str, address: str) -> Iterat
         "FLEXPLANE_NODE_LOCAL_UPSTREAM": f"{router[0]}:{router[1]}",
         "FLEXPLANE_NODE_LOCAL_NAME": name,
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "providers.sni.nodelocal"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
+    with python_m(
+        "providers.sni.nodelocal", env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    ) as process:
         deadline = time.monotonic() + 30
         while True:
             assert process.poll() is None, process.communicate()[1].decode()
@@ -732,14 +728,27 @@ def node_local_proxy(router: tuple[str, int], name: str, address: str) -> Iterat
             assert time.monotonic() < deadline, "python -m providers.sni.nodelocal never listened"
             time.sleep(0.05)
         yield address, 6443
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(10) == 0
+        stops_on_sigterm(process)
+
+
+@contextlib.contextmanager
+def python_m(module: str, env: dict[str, str], **streams: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m module`` with ``env``: killed afterwards if it still runs, its pipes closed."""
+    process = subprocess.Popen([sys.executable, "-m", module], env=env, **streams)
+    try:
+        yield process
     finally:
         if process.poll() is None:
             process.kill()
             process.wait(5)
-        assert process.stderr is not None
-        process.stderr.close()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def stops_on_sigterm(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(10) == 0
 
 
 def as_a_pod(cluster: Cluster, proxy: tuple[str, int]) -> Kube:
@@ -812,21 +821,11 @@ def test_python_m_providers_sni_routes_reports_ready_and_stops_on_sigterm(
         "FLEXPLANE_PROBES_LISTEN": f"{ENTRY}:{probes}",
         "FLEXPLANE_SNI_HELLO_TIMEOUT": "2",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "providers.sni"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    try:
+    with python_m("providers.sni", env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as process:
         wait_ready(f"http://{ENTRY}:{probes}/readyz", process)
         alpha = clusters["alpha"]
         assert_its_own(through_router((ENTRY, listen), alpha), alpha)
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(10) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(5)
-        assert process.stdout is not None
-        process.stdout.close()
+        stops_on_sigterm(process)
 
 
 def wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
