@@ -79,7 +79,8 @@ $(CSS): $(NODE_STAMP) $(CSS_SOURCES) | $(STAMP)
 # (tests/orchestrator/test_identity_backup.py), a throwaway server of the test's own; etcd for the tenant
 # control planes' snapshots and restore (tests/orchestrator/test_etcd_backup.py), members of the test's
 # own (never the package's service); systemd's system call groups (systemd-analyze) and libseccomp for
-# the agent unit's sandbox, under which the devstack runs every agent (devstack/sandbox.py). Without their
+# the agent unit's sandbox, under which the devstack runs every agent (devstack/sandbox.py); xfsprogs for
+# the CSI node plugin's file systems (tests/providers/csi, ext4's tools are Debian's own). Without their
 # recommends, which would bring a kernel image and initramfs (wireguard-tools'), avahi and printer tools
 # (chromium's) onto a developer's machine: what they need is named (chromium's fonts; debootstrap's
 # archive keyring, to check what it fetches).
@@ -88,13 +89,14 @@ REGISTRY := /usr/bin/docker-registry
 POSTGRESQL := /usr/bin/pg_ctlcluster
 ETCD := /usr/bin/etcd /usr/bin/etcdctl
 SANDBOX := /usr/bin/systemd-analyze
-DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY) $(POSTGRESQL) $(ETCD) $(SANDBOX)
+XFS := /usr/sbin/mkfs.xfs
+DEBIAN_TOOLS := $(CHROMIUM) $(WIREGUARD) $(REGISTRY) $(POSTGRESQL) $(ETCD) $(SANDBOX) $(XFS)
 
 $(DEBIAN_TOOLS) &:
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		--no-install-recommends chromium fonts-liberation wireguard-tools wireguard-go nftables docker-registry \
-		postgresql etcd-server etcd-client systemd libseccomp2
+		postgresql etcd-server etcd-client systemd libseccomp2 xfsprogs
 	-$(SUDO) systemctl disable --now docker-registry.service postgresql.service etcd.service 2>/dev/null
 
 $(ARTIFACT_TOOLS):

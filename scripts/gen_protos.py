@@ -1,12 +1,12 @@
-"""Generate the Python gRPC stubs of the agent contract with grpcio-tools.
+"""Generate the Python gRPC stubs of the agent contract and of the CSI driver with grpcio-tools.
 
 Run from anywhere (the paths are taken from this file's location)::
 
     .venv/bin/python scripts/gen_protos.py            # write next to the .proto files
     .venv/bin/python scripts/gen_protos.py --out DIR  # write the same tree under DIR
 
-The repository root is the only include path, so the generated modules import each
-other as ``agentclient.proto.flexplane.agent.v1.agent_pb2``: the proto tree is never
+The repository root is the only include path (with protobuf's own), so the generated modules import
+each other as ``agentclient.proto.flexplane.agent.v1.agent_pb2``: the proto tree is never
 put on ``sys.path`` (the Django project owns the top-level package ``flexplane``).
 The generated files are committed; a test regenerates them into a temporary folder
 and fails when they drift from the committed ones.
@@ -23,7 +23,10 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = Path("agentclient") / "proto"
-PROTOS = (PROTO_ROOT / "flexplane" / "agent" / "v1" / "agent.proto",)
+PROTOS = (
+    PROTO_ROOT / "flexplane" / "agent" / "v1" / "agent.proto",
+    Path("providers") / "csi" / "proto" / "csi.proto",
+)
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
 
 

@@ -1,4 +1,5 @@
-"""The committed gRPC stubs are exactly what scripts/gen_protos.py generates."""
+"""The committed gRPC stubs (the agent contract's, the CSI driver's) are exactly what scripts/gen_protos.py
+generates."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STUBS = ROOT / "agentclient" / "proto" / "flexplane" / "agent" / "v1"
 
 
 def test_the_committed_stubs_match_the_proto(tmp_path: Path) -> None:
@@ -19,9 +19,18 @@ def test_the_committed_stubs_match_the_proto(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
 
-    generated = sorted(Path(line) for line in result.stdout.split())
-    assert [path.name for path in generated] == ["agent_pb2.py", "agent_pb2.pyi", "agent_pb2_grpc.py"]
-    drifted = [path.name for path in generated if path.read_bytes() != (STUBS / path.name).read_bytes()]
+    generated = sorted(Path(line).relative_to(tmp_path) for line in result.stdout.split())
+    assert [path.name for path in generated] == [
+        "agent_pb2.py",
+        "agent_pb2.pyi",
+        "agent_pb2_grpc.py",
+        "csi_pb2.py",
+        "csi_pb2.pyi",
+        "csi_pb2_grpc.py",
+    ]
+    drifted = [
+        str(path) for path in generated if (tmp_path / path).read_bytes() != (ROOT / path).read_bytes()
+    ]
     assert drifted == [], f"regenerate with: python scripts/gen_protos.py ({', '.join(drifted)} drifted)"
 
 
