@@ -213,7 +213,8 @@ def sandboxed(unit: str, command: Sequence[str]) -> list[str]:
     flags = [f"--set={key}={value}" for key, value in settings]
     # Found from any working directory, without a PYTHONPATH that the command would inherit.
     launcher = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r}); import devstack.sandbox as s; s.main(sys.argv[1:])"
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+        "from devstack.sandbox import main; main(sys.argv[1:])"
     )
     return [sys.executable, "-c", launcher, *flags, "--", *command]
 
@@ -321,7 +322,7 @@ def filters(box: Sandbox) -> list[SyscallFilter]:
         realtime = allow_by_default()
         for policy in (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE):
             realtime.add_rule(
-                deny, "sched_setscheduler", sc.Arg(1, sc.MASKED_EQ, ~SCHED_RESET_ON_FORK, policy)
+                deny, "sched_setscheduler", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF & ~SCHED_RESET_ON_FORK, policy)
             )
         made.append(realtime)
     if box.no_suid:
