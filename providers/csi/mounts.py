@@ -128,8 +128,10 @@ def bind(source: str, target: str, *, read_only: bool) -> None:
         run("mount", "-o", "remount,bind,ro", target)
 
 
-def unmount(target: str) -> None:
-    run("umount", target)
+def unmount_all(target: str) -> None:
+    """Unmount whatever is mounted at ``target``, a mount stacked twice by an earlier retry too."""
+    while mount_at(target) is not None:
+        run("umount", target)
 
 
 def ext4_bytes(device: str) -> int:

@@ -103,6 +103,16 @@ def _absolute(value: str, name: str) -> str:
     return value
 
 
+def _mounted(volume_id: str, volume_path: str) -> tuple[str, mounts.Mount]:
+    """A volume's path where it is staged or published, and its mount there; NOT_FOUND where none is."""
+    _required(volume_id, "volume_id")
+    path = _absolute(volume_path, "volume_path")
+    there = mounts.mount_at(path)
+    if there is None:
+        raise Refused(grpc.StatusCode.NOT_FOUND, f"volume {volume_id} is not mounted at {path}")
+    return path, there
+
+
 def _checked_capability(capability: csi.VolumeCapability, name: str = "volume_capability") -> str | None:
     """The file system a capability asks for (None: a raw block volume); refused when the driver cannot
     serve it (a mode of several nodes, an unknown file system)."""
@@ -200,9 +210,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
 
     def _unstage(self, request: csi.NodeUnstageVolumeRequest) -> csi.NodeUnstageVolumeResponse:
         _required(request.volume_id, "volume_id")
-        staging = _absolute(request.staging_target_path, "staging_target_path")
-        while mounts.mount_at(staging) is not None:  # a mount stacked twice by an earlier retry too
-            mounts.unmount(staging)
+        mounts.unmount_all(_absolute(request.staging_target_path, "staging_target_path"))
         return csi.NodeUnstageVolumeResponse()
 
     # ---------------------------------------------------------------------------------------- publish
@@ -215,38 +223,41 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     def _publish(self, request: csi.NodePublishVolumeRequest) -> csi.NodePublishVolumeResponse:
         volume_id = _required(request.volume_id, "volume_id")
         target = _absolute(request.target_path, "target_path")
-        fs_type = _checked_capability(request.volume_capability)
-        if fs_type is None:
-            source = self._device(volume_id, dict(request.publish_context))
-            wanted = mounts.block_device(source)
-            published = mounts.block_device(target) if mounts.mount_at(target) is not None else None
-            if published is not None:
-                if published != wanted:
-                    raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"{target} is another volume's device")
-                return csi.NodePublishVolumeResponse()
+        if _checked_capability(request.volume_capability) is None:
+            self._publish_block(volume_id, dict(request.publish_context), target, request.readonly)
         else:
-            source = _absolute(request.staging_target_path, "staging_target_path")
-            staged = mounts.mount_at(source)
-            if staged is None:
-                raise Refused(
-                    grpc.StatusCode.FAILED_PRECONDITION, f"volume {volume_id} is not staged at {source}"
-                )
-            wanted = staged.device
+            staging = _absolute(request.staging_target_path, "staging_target_path")
+            self._publish_mount(volume_id, staging, target, request.readonly)
+        return csi.NodePublishVolumeResponse()
+
+    def _publish_block(self, volume_id: str, context: dict[str, str], target: str, readonly: bool) -> None:
+        """The disk itself, bind-mounted onto a file at ``target``."""
+        device = self._device(volume_id, context)
+        if mounts.mount_at(target) is not None:
+            if mounts.block_device(target) != mounts.block_device(device):
+                raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"{target} is another volume's device")
+            return
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        Path(target).touch()
+        mounts.bind(device, target, read_only=readonly)
+
+    def _publish_mount(self, volume_id: str, staging: str, target: str, readonly: bool) -> None:
+        """The staged file system, bind-mounted at ``target``."""
+        staged = mounts.mount_at(staging)
+        if staged is None:
+            raise Refused(
+                grpc.StatusCode.FAILED_PRECONDITION, f"volume {volume_id} is not staged at {staging}"
+            )
         there = mounts.mount_at(target)
-        if there is not None and fs_type is not None:
-            if there.device != wanted or there.read_only != request.readonly:
+        if there is not None:
+            if there.device != staged.device or there.read_only != readonly:
                 raise Refused(
                     grpc.StatusCode.ALREADY_EXISTS,
                     f"{target} is published already, as another volume or with another read-only flag",
                 )
-            return csi.NodePublishVolumeResponse()
-        if fs_type is None:
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
-            Path(target).touch()
-        else:
-            Path(target).mkdir(parents=True, exist_ok=True)
-        mounts.bind(source, target, read_only=request.readonly)
-        return csi.NodePublishVolumeResponse()
+            return
+        Path(target).mkdir(parents=True, exist_ok=True)
+        mounts.bind(staging, target, read_only=readonly)
 
     def NodeUnpublishVolume(
         self, request: csi.NodeUnpublishVolumeRequest, context: grpc.ServicerContext
@@ -256,8 +267,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     def _unpublish(self, request: csi.NodeUnpublishVolumeRequest) -> csi.NodeUnpublishVolumeResponse:
         _required(request.volume_id, "volume_id")
         target = Path(_absolute(request.target_path, "target_path"))
-        while mounts.mount_at(str(target)) is not None:
-            mounts.unmount(str(target))
+        mounts.unmount_all(str(target))
         if target.is_dir():  # what publish made: the SP deletes it (the spec)
             target.rmdir()
         elif target.exists():
@@ -272,11 +282,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return self._answer(context, request.volume_id, lambda: self._stats(request))
 
     def _stats(self, request: csi.NodeGetVolumeStatsRequest) -> csi.NodeGetVolumeStatsResponse:
-        volume_id = _required(request.volume_id, "volume_id")
-        path = _absolute(request.volume_path, "volume_path")
-        there = mounts.mount_at(path)
-        if there is None:
-            raise Refused(grpc.StatusCode.NOT_FOUND, f"volume {volume_id} is not mounted at {path}")
+        path, _ = _mounted(request.volume_id, request.volume_path)
         number = mounts.block_device(path)
         if number is not None:  # a raw block volume: its size only
             size = mounts.size_of_number(number)
@@ -306,11 +312,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return self._answer(context, request.volume_id, lambda: self._expand(request))
 
     def _expand(self, request: csi.NodeExpandVolumeRequest) -> csi.NodeExpandVolumeResponse:
-        volume_id = _required(request.volume_id, "volume_id")
-        path = _absolute(request.volume_path, "volume_path")
-        there = mounts.mount_at(path)
-        if there is None:
-            raise Refused(grpc.StatusCode.NOT_FOUND, f"volume {volume_id} is not mounted at {path}")
+        volume_id = request.volume_id
+        path, there = _mounted(volume_id, request.volume_path)
         number = mounts.block_device(path)
         size = mounts.size_of_number(number) if number is not None else mounts.size_bytes(there.source)
         wanted = request.capacity_range.required_bytes
