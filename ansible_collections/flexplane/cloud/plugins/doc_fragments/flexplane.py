@@ -72,3 +72,14 @@ notes:
   - Every failure the API answers fails the task with its C(code), C(field) and C(message), and every
     error of the answer in C(problems).
 """
+
+    # The attributes of the _info modules, which read and change nothing.
+    INFO_MODULE = r"""
+attributes:
+  check_mode:
+    description: Changes nothing, in check mode or not.
+    support: full
+  diff_mode:
+    description: Changes nothing, so has no diff.
+    support: none
+"""

@@ -15,6 +15,7 @@ author:
   - flex.plane contributors (@flexplane)
 extends_documentation_fragment:
   - flexplane.cloud.flexplane
+  - flexplane.cloud.flexplane.info_module
 options:
   public_ip:
     description:
@@ -24,13 +25,6 @@ options:
     description:
       - Only the forwards to this VM address.
     type: str
-attributes:
-  check_mode:
-    description: Changes nothing, in check mode or not.
-    support: full
-  diff_mode:
-    description: Changes nothing, so has no diff.
-    support: none
 """
 
 EXAMPLES = r"""

@@ -15,18 +15,12 @@ author:
   - flex.plane contributors (@flexplane)
 extends_documentation_fragment:
   - flexplane.cloud.flexplane
+  - flexplane.cloud.flexplane.info_module
 options:
   name:
     description:
       - Only the group of this name.
     type: str
-attributes:
-  check_mode:
-    description: Changes nothing, in check mode or not.
-    support: full
-  diff_mode:
-    description: Changes nothing, so has no diff.
-    support: none
 """
 
 EXAMPLES = r"""

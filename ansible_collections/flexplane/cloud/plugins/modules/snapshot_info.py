@@ -15,19 +15,13 @@ author:
   - flex.plane contributors (@flexplane)
 extends_documentation_fragment:
   - flexplane.cloud.flexplane
+  - flexplane.cloud.flexplane.info_module
 options:
   vm:
     description:
       - The VM's name.
     type: str
     required: true
-attributes:
-  check_mode:
-    description: Changes nothing, in check mode or not.
-    support: full
-  diff_mode:
-    description: Changes nothing, so has no diff.
-    support: none
 """
 
 EXAMPLES = r"""

@@ -16,6 +16,7 @@ author:
   - flex.plane contributors (@flexplane)
 extends_documentation_fragment:
   - flexplane.cloud.flexplane
+  - flexplane.cloud.flexplane.info_module
 options:
   name:
     description:
@@ -29,13 +30,6 @@ options:
     description:
       - Only VMs of this zone.
     type: str
-attributes:
-  check_mode:
-    description: Changes nothing, in check mode or not.
-    support: full
-  diff_mode:
-    description: Changes nothing, so has no diff.
-    support: none
 """
 
 EXAMPLES = r"""
