@@ -226,6 +226,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         if _checked_capability(request.volume_capability) is None:
             self._publish_block(volume_id, dict(request.publish_context), target, request.readonly)
         else:
+            if not request.staging_target_path:  # the spec's code: the node stages, the CO skipped it
+                said = f"volume {volume_id}: staging_target_path is not set, and this plugin stages volumes"
+                raise Refused(grpc.StatusCode.FAILED_PRECONDITION, said)
             staging = _absolute(request.staging_target_path, "staging_target_path")
             self._publish_mount(volume_id, staging, target, request.readonly)
         return csi.NodePublishVolumeResponse()

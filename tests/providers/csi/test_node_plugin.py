@@ -401,3 +401,52 @@ def test_bad_requests_get_the_codes_the_spec_names_and_change_nothing(
     node.NodeUnstageVolume(
         csi.NodeUnstageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging))
     )
+
+
+# The required fields of each call, as the CSI sanity suite's node cases send requests without them: each
+# missing one is INVALID_ARGUMENT (a publish without its staging path is the spec's FAILED_PRECONDITION).
+WITHOUT = [
+    ("NodeStageVolume", "volume_id", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeStageVolume", "staging_target_path", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeStageVolume", "volume_capability", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeUnstageVolume", "volume_id", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeUnstageVolume", "staging_target_path", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodePublishVolume", "volume_id", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodePublishVolume", "target_path", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodePublishVolume", "volume_capability", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodePublishVolume", "staging_target_path", grpc.StatusCode.FAILED_PRECONDITION),
+    ("NodeUnpublishVolume", "volume_id", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeUnpublishVolume", "target_path", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeGetVolumeStats", "volume_id", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeGetVolumeStats", "volume_path", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeExpandVolume", "volume_id", grpc.StatusCode.INVALID_ARGUMENT),
+    ("NodeExpandVolume", "volume_path", grpc.StatusCode.INVALID_ARGUMENT),
+]
+
+
+def complete(call: str, tmp_path: Path) -> dict[str, object]:
+    """Every field the call needs, each present."""
+    fields: dict[str, object] = {"volume_id": "vol-sanity"}
+    if call in ("NodeStageVolume", "NodeUnstageVolume", "NodePublishVolume"):
+        fields["staging_target_path"] = str(tmp_path / "staging")
+    if call in ("NodeStageVolume", "NodePublishVolume"):
+        fields["volume_capability"] = mount_capability()
+    if call in ("NodePublishVolume", "NodeUnpublishVolume"):
+        fields["target_path"] = str(tmp_path / "target")
+    if call in ("NodeGetVolumeStats", "NodeExpandVolume"):
+        fields["volume_path"] = str(tmp_path / "target")
+    return fields
+
+
+@pytest.mark.parametrize(("call", "missing", "code"), WITHOUT, ids=lambda v: getattr(v, "name", str(v)))
+def test_a_call_without_a_required_field_is_refused_naming_it(
+    plugin: Plugin, tmp_path: Path, call: str, missing: str, code: grpc.StatusCode
+) -> None:
+    fields = complete(call, tmp_path)
+    del fields[missing]
+    request = getattr(csi, f"{call}Request")(**fields)
+
+    error = refused(partial(getattr(plugin.node, call), request))
+
+    assert error.code() == code
+    assert missing in (error.details() or "")
