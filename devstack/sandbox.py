@@ -39,7 +39,8 @@ PACKAGED_UNIT = ROOT / "packaging" / "deb" / UNIT_NAME
 
 # What systemd's process management does and the world does in its place (it runs and restarts agents).
 SERVICE = frozenset({"Type", "ExecStart", "Restart", "RestartSec"})
-# Settings not played here, and why that leaves nothing the tests would miss.
+# Settings not played here, and where they are exercised instead (an agent opening another device passes
+# here and fails only there).
 NOT_PLAYED = {
     "DevicePolicy": "a device cgroup (BPF) of systemd's; make test-artifacts boots the unit under systemd, "
     "where wireguard-go opens /dev/net/tun through it",
