@@ -40,8 +40,8 @@ SERIAL_LENGTH = 20  # what virtio-blk keeps of a serial
 BY_ID = Path("/dev/disk/by-id")
 BY_ID_PREFIXES = ("virtio-", "scsi-0QEMU_QEMU_HARDDISK_")
 DEFAULT_FS = "ext4"
-# Proxmox's SCSI slots (scsi0-scsi30), the boot disk taking one.
-MAX_VOLUMES = 30
+# Proxmox's SCSI slots (scsi0 to scsi30: qemu-server's 31), the boot disk taking one.
+SCSI_SLOTS = 31
 # The node label of a worker's zone (the cloud controller's topology.kubernetes.io/zone is the same).
 ZONE_KEY = "topology.kubernetes.io/zone"
 
@@ -346,7 +346,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     ) -> csi.NodeGetInfoResponse:
         topology = csi.Topology(segments={ZONE_KEY: self.zone}) if self.zone else None
         return csi.NodeGetInfoResponse(
-            node_id=self.node_id, max_volumes_per_node=MAX_VOLUMES - 1, accessible_topology=topology
+            node_id=self.node_id, max_volumes_per_node=SCSI_SLOTS - 1, accessible_topology=topology
         )
 
     # --------------------------------------------------------------------------------------- helpers

@@ -180,7 +180,7 @@ def test_it_names_itself_and_says_what_it_serves(plugin: Plugin) -> None:
     node = plugin.node.NodeGetInfo(csi.NodeGetInfoRequest())
     assert node.node_id == "web-workers-7x2k"
     assert dict(node.accessible_topology.segments) == {"topology.kubernetes.io/zone": "zone1"}
-    assert node.max_volumes_per_node == 29
+    assert node.max_volumes_per_node == 30  # Proxmox's 31 SCSI slots but the boot disk's
     rpc = csi.NodeServiceCapability.RPC
     kinds = {
         c.rpc.type for c in plugin.node.NodeGetCapabilities(csi.NodeGetCapabilitiesRequest()).capabilities
