@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -312,6 +313,25 @@ def test_a_raw_block_volume_is_the_disk_itself_at_the_pods_path(
         csi.NodeUnpublishVolumeRequest(volume_id=volume.volume_id, target_path=str(target))
     )
     assert not target.exists()
+
+
+def test_concurrent_stages_of_one_volume_format_and_mount_it_once(
+    plugin: Plugin, disk: Callable[..., Disk], tmp_path: Path
+) -> None:
+    """kubelet retries a call that timed out while the first still runs: the volume's calls are taken
+    one at a time, so a blank disk is formatted once and mounted once."""
+    volume = disk()
+    staging = tmp_path / "staging"
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda _: stage(plugin, volume, staging), range(4)))
+
+    points = [m.point for m in mounts.mounts(Path(f"/proc/{plugin.process.pid}/mountinfo"))]
+    assert points.count(str(staging)) == 1
+    assert mounts.fs_type_of(volume.device) == "ext4"
+    plugin.node.NodeUnstageVolume(
+        csi.NodeUnstageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging))
+    )
+    assert plugin.mounted(staging) is None
 
 
 # ---------------------------------------------------------------------------------------------- refusals
