@@ -91,8 +91,8 @@ def create_service_account(
     about = {
         "vdc": vdc.id,
         "createdBy": ctx.principal.subject,
-        "created": _iso(now),
-        "expires": _iso(expires),
+        "created": iso_utc(now),
+        "expires": iso_utc(expires),
     }
     try:
         user_id, key = _make(source, vdc, name, name, json.dumps(about), expires)
@@ -136,8 +136,8 @@ def create_cluster_account(ctx: Context, vdc: Vdc, cluster: str) -> CreatedServi
         "vdc": vdc.id,
         "createdBy": PLATFORM,
         "cluster": cluster,
-        "created": _iso(now),
-        "expires": _iso(expires),
+        "created": iso_utc(now),
+        "expires": iso_utc(expires),
     }
     description = json.dumps(about, separators=(",", ":"))  # Zitadel keeps 200 characters
     display = f"cluster {cluster}'s cloud controller"
@@ -179,7 +179,7 @@ def note_cluster_key_expiry(ctx: Context, vdc_id: str, cluster: str, expires: da
         if machine.username != username or account is None or account.created_by != PLATFORM:
             continue
         about = json.loads(machine.description)  # the platform's own, so JSON (``_account`` read it)
-        about["expires"] = _iso(expires)
+        about["expires"] = iso_utc(expires)
         description = json.dumps(about, separators=(",", ":"))
         source.use_jwt_access_tokens(machine.id, machine.organization_id, machine.name, description)
 
@@ -255,7 +255,7 @@ def _check_expiry(expires_at: datetime.datetime) -> datetime.datetime:
     expires = expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=datetime.UTC)
     now = datetime.datetime.now(datetime.UTC)
     if expires <= now:
-        raise ValidationFailed("expiresAt", f"the expiry {_iso(expires)} is not in the future")
+        raise ValidationFailed("expiresAt", f"the expiry {iso_utc(expires)} is not in the future")
     if expires > now + MAX_LIFETIME:
         raise ValidationFailed("expiresAt", f"a key lives at most {MAX_LIFETIME.days} days")
     return expires
@@ -275,18 +275,23 @@ def _account(user: MachineUser) -> ServiceAccount | None:
         id=user.id,
         name=name,
         vdc=vdc,
-        created=_parse(about.get("created")),
-        expires=_parse(about.get("expires")),
+        created=parse_utc(about.get("created")),
+        expires=parse_utc(about.get("expires")),
         created_by=str(about.get("createdBy") or ""),
     )
 
 
-def _iso(moment: datetime.datetime) -> str:
+def iso_utc(moment: datetime.datetime) -> str:
+    """A moment as the accounts' descriptions and the clusters' key Secrets write it: RFC 3339, UTC."""
     return moment.astimezone(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _parse(value: object) -> datetime.datetime | None:
+def parse_utc(value: object) -> datetime.datetime | None:
+    """An RFC 3339 moment (``Z`` or an offset; one without is read as UTC), or None."""
+    if not isinstance(value, str) or not value:
+        return None
     try:
-        return datetime.datetime.fromisoformat(value) if isinstance(value, str) else None
+        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)

@@ -8,16 +8,16 @@ without ``--cloud-provider=external`` (they would wait, tainted, for a controlle
 A create that fails afterwards takes both back; the delete revokes the account and deletes the Secret.
 
 The key is valid a year (``service_accounts.MAX_LIFETIME``) and renewed in place, the account kept
-(``renew_keys``, on each pass of ``manage.py reconcile_gateways``). The Secret says when its key expires
-(the annotation ``flexplane.io/key-expires``, written with each key; a Secret written before there was one
-is read by the ``expirationDate`` its key file carries, and one whose key carries none either is renewed
-at once). A key that expires within ``RENEW_BEFORE`` (30 days) is replaced: a new key of the same account,
-written to the Secret, whose change the control-plane provider rolls the controller onto within its drift
-timer's minute; the Secret then names the key it replaced and when (``flexplane.io/key-replaced``,
-``flexplane.io/key-renewed``). The replaced key stays valid in Zitadel for ``RENEWAL_GRACE`` (an hour:
-the controller holds it until it restarts, and a rollout that waits on a slow node must not lose its
-access), then a later pass deletes it and the two annotations. The account's description says the new
-expiry, as the VDC's service accounts are listed.
+(``renew_keys``, which ``manage.py reconcile_gateways`` runs on its first pass and every 10 minutes).
+The Secret says when its key expires (the annotation ``flexplane.io/key-expires``, written with each
+key; a Secret written before there was one is read by the ``expirationDate`` its key file carries, and
+one whose key carries none either is renewed at once). A key that expires within ``RENEW_BEFORE`` (30
+days) is replaced: a new key of the same account, written to the Secret, whose change the control-plane
+provider rolls the controller onto within its drift timer's minute; the Secret then names the key it
+replaced and when (``flexplane.io/key-replaced``, ``flexplane.io/key-renewed``). The replaced key stays
+valid in Zitadel for ``RENEWAL_GRACE`` (an hour: the controller holds it until it restarts, and a
+rollout that waits on a slow node must not lose its access), then a later run deletes it and the two
+annotations. The account's description says the new expiry, as the VDC's service accounts are listed.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from orchestrator.models.vdcs import Vdc
 from orchestrator.services import access, service_accounts
 from orchestrator.services.clusters import reads
 from orchestrator.services.context import Context
+from orchestrator.services.service_accounts import iso_utc, parse_utc
 from orchestrator.sources.kube_objects import (
     CLOUD_CONTROLLER_EXPIRES_ANNOTATION,
     CLOUD_CONTROLLER_KEY,
@@ -181,10 +182,10 @@ def _renew_one(
         key = _key_file(entry.data.get(CLOUD_CONTROLLER_KEY, b""))
     except ValueError as exc:
         return KeyRenewal(vdc, cluster, "read", None, f"Secret {entry.name}: {exc}")
-    expires = _parse(annotations.get(CLOUD_CONTROLLER_EXPIRES_ANNOTATION)) or key.expires
+    expires = parse_utc(annotations.get(CLOUD_CONTROLLER_EXPIRES_ANNOTATION)) or key.expires
     replaced = annotations.get(CLOUD_CONTROLLER_REPLACED_ANNOTATION)
     if replaced:
-        renewed = _parse(annotations.get(CLOUD_CONTROLLER_RENEWED_ANNOTATION))
+        renewed = parse_utc(annotations.get(CLOUD_CONTROLLER_RENEWED_ANNOTATION))
         # Written with the new key: missing or garbled (a hand's edit), the new key has been there since.
         if renewed is not None and now - renewed < RENEWAL_GRACE:
             return KeyRenewal(vdc, cluster, "kept", expires)
@@ -221,7 +222,7 @@ def _renew(
     text, expires = service_accounts.add_cluster_key(ctx, key.user_id)
     annotations.update(_expiry_annotation(expires))
     annotations[CLOUD_CONTROLLER_REPLACED_ANNOTATION] = key.key_id
-    annotations[CLOUD_CONTROLLER_RENEWED_ANNOTATION] = _iso(now)
+    annotations[CLOUD_CONTROLLER_RENEWED_ANNOTATION] = iso_utc(now)
     try:
         ctx.clusterapi.write_secret(
             namespace_of(vdc),
@@ -240,7 +241,10 @@ def _renew(
             exc.message = f"{exc.message}; the new key {new_id} stays valid in Zitadel until it expires"
         raise
     logger.info(
-        "cluster %s of VDC %s: cloud controller's key renewed, valid until %s", cluster, vdc, _iso(expires)
+        "cluster %s of VDC %s: cloud controller's key renewed, valid until %s",
+        cluster,
+        vdc,
+        iso_utc(expires),
     )
     return expires
 
@@ -277,23 +281,8 @@ def _key_file(text: bytes) -> _KeyFile:
         key_id, user_id = str(data["keyId"]), str(data["userId"])
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{CLOUD_CONTROLLER_KEY} is not a Zitadel key file (keyId, userId)") from exc
-    return _KeyFile(key_id, user_id, _parse(data.get("expirationDate")))
+    return _KeyFile(key_id, user_id, parse_utc(data.get("expirationDate")))
 
 
 def _expiry_annotation(expires: datetime.datetime | None) -> dict[str, str]:
-    return {CLOUD_CONTROLLER_EXPIRES_ANNOTATION: _iso(expires)} if expires is not None else {}
-
-
-def _iso(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).isoformat(timespec="seconds")
-
-
-def _parse(value: object) -> datetime.datetime | None:
-    """An RFC 3339 moment (``Z`` or an offset; one without is read as UTC), or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
+    return {CLOUD_CONTROLLER_EXPIRES_ANNOTATION: iso_utc(expires)} if expires is not None else {}
