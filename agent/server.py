@@ -8,7 +8,7 @@ import datetime
 import logging
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -35,6 +35,7 @@ from agent.proxmox import (
     ProxmoxUnreachableError,
 )
 from agent.proxy import ALLOWED, REFUSED, NotAllowed, Policy, Route, authorize
+from agent.proxy.pools import RESOURCES_PARAMS, RESOURCES_PATH, check_same_pool, pools_of
 from agent.renewal import ServingCertificate, start_renewal
 from agent.snippets import SnippetRefused, SnippetStore, SnippetStoreError
 from agent.status import AgentStatus
@@ -112,7 +113,9 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
         caller = caller_name(context)
         method, path, params = request.method, request.path, dict(request.params)
         try:
-            authorize(method, path, params, self.table, self.policy)
+            route = authorize(method, path, params, self.table, self.policy)
+            if route.same_pool is not None:
+                await self._check_same_pool(route, path, params)
         except NotAllowed as exc:
             log.warning(
                 "%s parameter=%s %r %r for %s (%s): %s",
@@ -156,6 +159,26 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
         return agent_pb2.ProxmoxResponse(
             status=answer.status, document_json=answer.document, message=answer.message, errors=answer.errors
         )
+
+    async def _check_same_pool(self, route: Route, path: str, params: Mapping[str, str]) -> None:
+        """``NotAllowed`` unless the VM the route's ``same_pool`` parameter names is in the path VM's
+        flex.plane pool, as the cluster's VMs say now (``agent.proxy.pools``). Refused, too, when Proxmox
+        cannot say: the check fails closed."""
+        assert route.same_pool is not None
+        found = route.match(path)
+        assert found is not None  # authorize matched it
+        parameter = route.same_pool
+        try:
+            answer = await self.proxmox.request("GET", RESOURCES_PATH, RESOURCES_PARAMS)
+        except (ProxmoxUnreachableError, ProxmoxBadAnswer) as exc:
+            raise NotAllowed(
+                f"cannot read the cluster's VMs to check {parameter}: {exc}", parameter
+            ) from None
+        if answer.status != 200:
+            raise NotAllowed(
+                f"cannot read the cluster's VMs to check {parameter} (HTTP {answer.status})", parameter
+            )
+        check_same_pool(pools_of(answer.data()), found.group("vmid"), params[parameter], parameter)
 
     @staticmethod
     async def _unreachable(context: Context, method: str, path: str, reason: str, kind: str) -> NoReturn:

@@ -26,6 +26,7 @@ from fakepve.qemu import drives_of, is_cdrom, volume_ref
 
 from devstack.fakeaccess import AccessApi
 from devstack.fakeconsole import ConsoleScreen
+from devstack.fakedisks import DiskRules
 from devstack.fakesdn import FakeSdn, SdnApi
 from devstack.fakesnapshots import SnapshotRules
 from devstack.fakeusage import UsageRrd
@@ -203,11 +204,12 @@ class _NoTaskFile(Exception):
     """A well-formed UPID of no task this node ran."""
 
 
-class HarnessPve(AccessApi, SdnApi, SnapshotRules, UsageRrd, ConsoleScreen, FakePve):
+class HarnessPve(AccessApi, SdnApi, SnapshotRules, DiskRules, UsageRrd, ConsoleScreen, FakePve):
     """fakepve with the gaps this project meets closed: a QEMU disk resize that really resizes, a
     migration that really moves the guest (below), SDN zones, VNets and subnets that are kept
     (``devstack.fakesdn``, in ``pve.sdn``); roles, users, permissions and API tokens made through the API
-    (``devstack.fakeaccess``, in ``pve.access``); and the ``traffic`` each node's address receives.
+    (``devstack.fakeaccess``, in ``pve.access``); disks detached, hot-plugged and moved to another VM
+    (``devstack.fakedisks``); and the ``traffic`` each node's address receives.
 
     fakepve answers ``PUT /nodes/{node}/qemu/{vmid}/resize`` from the schema alone and stores
     nothing; this resizes the drive's ``size=`` in a task that holds the VM's config lock, and

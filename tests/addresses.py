@@ -72,6 +72,7 @@ CLOUD_CONTROLLER_POD = 214  # tests/providers/controlplane: a rendered cloud con
 APISERVER_METRICS = 215  # tests/providers/controlplane: an API server's /metrics over mutual TLS
 ETCD_RESTORE = 216  # tests/providers/controlplane/test_restore.py: a tenant API server, an S3 server
 PROVIDERS_METRICS = 217  # tests/providers/test_metrics.py: python -m providers' /metrics, its emulator
+DISK_ZONE = 218  # tests/devstack/test_fakedisks.py: a fake zone's nodes (port 8006)
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

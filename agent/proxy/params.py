@@ -112,6 +112,15 @@ user_name = matching(r"[a-z_][a-z0-9_.-]{0,31}", "a user name")
 cpu_model = matching(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", "a CPU model")
 DRIVE_KEY = r"(?:scsi(?:[12]?[0-9]|30)|virtio(?:[0-9]|1[0-5])|sata[0-5]|ide[0-3])"
 drive_key = matching(DRIVE_KEY, "a disk key (scsi0-30, virtio0-15, sata0-5, ide0-3)")
+drive_or_unused_key = matching(
+    rf"{DRIVE_KEY}|unused(?:[1-9]?[0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])",
+    "a disk key (scsi0-30, virtio0-15, sata0-5, ide0-3) or an unused disk (unused0-255)",
+)
+# A volume's holder (orchestrator/services/volumes): ``<volume>.volume``, a name no VM takes (a VM's name
+# is one DNS label).
+volume_holder_name = matching(
+    r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.volume", "a volume holder's name (<volume>.volume)"
+)
 disk_size = matching(r"\+?[1-9][0-9]{0,15}(?:\.[0-9]{1,3})?[KMGT]?", "a disk size (32G, +1G)")
 
 
@@ -158,6 +167,8 @@ DISK_OPTIONS = frozenset(
     }
 )
 _VOLUME = _full(rf"(?P<storage>{STORAGE}):(?P<name>[A-Za-z0-9._/-]{{1,255}})")
+_NEW_DISK = _full(rf"(?P<storage>{STORAGE}):(?P<gib>[1-9][0-9]{{0,5}})")
+MAX_NEW_DISK_GIB = 65536
 
 
 def owned_volume_name(name: str, owner: str) -> bool:
@@ -179,6 +190,10 @@ def disk(value: str, where: Where) -> None:
     name, owner = found.group("name"), where.path.get("vmid", "")
     if name != "cloudinit" and not owned_volume_name(name, owner):
         raise ValueError(f"volume {volume[:80]!r} is not a disk of VM {owner}")
+    _disk_options(options)
+
+
+def _disk_options(options: Iterable[str]) -> None:
     seen: set[str] = set()
     for option in options:
         key, sep, setting = option.partition("=")
@@ -187,6 +202,16 @@ def disk(value: str, where: Where) -> None:
         if not _OPTION_VALUE.fullmatch(setting):
             raise ValueError(f"disk option {key} has the value {setting[:40]!r}, which is not accepted")
         seen.add(key)
+
+
+def new_disk(value: str, where: Where) -> None:
+    """A disk made now: ``<storage>:<size in GiB>`` (1 to 65536) with the options of :data:`DISK_OPTIONS`;
+    never an existing volume (another VM's) nor ``import-from``."""
+    volume, *options = value.split(",")
+    found = _NEW_DISK.fullmatch(volume)
+    if found is None or not 1 <= int(found.group("gib")) <= MAX_NEW_DISK_GIB:
+        raise ValueError(f"{volume[:80]!r} is not a new disk (<storage>:<GiB>, 1 to {MAX_NEW_DISK_GIB})")
+    _disk_options(options)
 
 
 # ------------------------------------------------------------------------------------ network
@@ -227,15 +252,22 @@ def nic(value: str, where: Where) -> None:
         raise ValueError(f"bridge {bridge[:40]!r} is not an SDN VNet flex.plane may attach NICs to")
 
 
-def nic_or_ipconfig_keys(value: str, where: Where) -> None:
+_DETACHABLE = _full(r"(?:net|ipconfig)(?:[12]?[0-9]|3[01])|scsi(?:[1-9]|[12][0-9]|30)")
+
+
+def detachable_keys(value: str, where: Where) -> None:
     """A config write's ``delete``: only NICs and their cloud-init addresses (``net<n>``, ``ipconfig<n>``,
-    n from 0 to 31), comma-separated, each once: detaching a NIC and nothing else."""
+    n from 0 to 31) and data disks (``scsi1`` to ``scsi30``), comma-separated, each once. A deleted disk
+    is detached, never destroyed: Proxmox keeps its volume as the VM's ``unused<n>`` (no ``force``). Never
+    the boot disk ``scsi0``, nor an ``unused<n>``, whose delete would destroy the volume."""
     keys = value.split(",")
     if len(set(keys)) != len(keys):
         raise ValueError("names a key twice")
     for key in keys:
-        if not re.fullmatch(r"(?:net|ipconfig)(?:[12]?[0-9]|3[01])", key, re.ASCII):
-            raise ValueError(f"{key[:40]!r} is not a NIC (net0-31) or its addresses (ipconfig0-31)")
+        if not _DETACHABLE.fullmatch(key):
+            raise ValueError(
+                f"{key[:40]!r} is not a NIC (net0-31), its addresses (ipconfig0-31) or a data disk (scsi1-30)"
+            )
 
 
 def nameservers(value: str, where: Where) -> None:

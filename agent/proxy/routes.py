@@ -5,7 +5,9 @@ whose method and path match no row, or that carries a parameter its row does not
 its validator refuses, is refused before Proxmox is called. Declared here are what the orchestrator
 sends (``orchestrator/sources/proxmox/zone.py``) and little more; Proxmox options that reach beyond
 the VM being changed (``hookscript``, ``args``, another VM's volume, ``import-from``, ``skiplock``,
-``storage`` of a clone, a pool's ``vms``) are declared nowhere.
+``storage`` of a clone, a pool's ``vms``) are declared nowhere. The one call that reaches another VM, a
+disk moved to it (a volume attached or detached), is forwarded only between VMs of one flex.plane pool,
+checked against the cluster's VMs before it goes (``SAME_POOL``, ``agent.proxy.pools``).
 
 To forward another endpoint or parameter, add a row or a key; path placeholders are the keys of
 :data:`agent.proxy.paths.PLACEHOLDERS`, validators live in :mod:`agent.proxy.params`.
@@ -33,10 +35,14 @@ class Route:
     pattern: str
     regex: re.Pattern[str]
     params: Mapping[str, p.Validator] = field(default_factory=dict)
+    # A parameter naming a VM that must be in the same flex.plane pool as the path's ``{vmid}``, checked
+    # against the cluster's VMs before the call is forwarded (``agent.proxy.pools``).
+    same_pool: str | None = None
 
     @classmethod
     def compile(cls, method: str, pattern: str, params: Mapping[str, p.Validator] | None = None) -> Route:
-        return cls(method, pattern, compile_pattern(method, pattern), dict(params or {}))
+        regex = compile_pattern(method, pattern)
+        return cls(method, pattern, regex, dict(params or {}), SAME_POOL.get(pattern))
 
     def match(self, path: str) -> re.Match[str] | None:
         return self.regex.fullmatch(path)
@@ -46,6 +52,10 @@ class Route:
 
 
 Row = tuple[str, str] | tuple[str, str, Mapping[str, p.Validator]]
+
+# A volume moves from VM to VM (its holder and the VMs it is attached to) by Proxmox's disk reassignment.
+MOVE_DISK = "/nodes/{node}/qemu/{vmid}/move_disk"
+SAME_POOL: Mapping[str, str] = {MOVE_DISK: "target-vmid"}
 
 
 def compile_table(rows: Iterable[Row]) -> tuple[Route, ...]:
@@ -83,7 +93,7 @@ _CONFIG: Mapping[str, p.Validator] = {
     **p.indexed("net", range(32), p.nic),
     "nameserver": p.nameservers,
     "searchdomain": p.dns_name,
-    "delete": p.nic_or_ipconfig_keys,
+    "delete": p.detachable_keys,
     **p.DRIVES,
 }
 
@@ -183,8 +193,21 @@ ALLOWED_DECLARATIONS: tuple[Row, ...] = (
         "/nodes/{node}/tasks/{upid}/log",
         {"start": p.integer(0, UNBOUNDED), "limit": p.integer(0, 50_000)},
     ),
-    # The VM lifecycle. Creating VMs from nothing (POST /nodes/{node}/qemu, a restore among them) is not
-    # here: only the agent's own image import does that; the control plane clones templates.
+    # The VM lifecycle. VMs are cloned from templates; the only VM made from nothing is a volume's holder
+    # (orchestrator/services/volumes): no NIC, no boot, one new disk. A restore (``archive``) is not here.
+    (
+        "POST",
+        "/nodes/{node}/qemu",
+        {
+            "vmid": p.vmid,
+            "name": p.volume_holder_name,
+            "pool": p.pool,
+            "tags": p.tags,
+            "description": DESCRIPTION,
+            "scsihw": p.one_of("virtio-scsi-single", "virtio-scsi-pci"),
+            "scsi0": p.new_disk,
+        },
+    ),
     (
         "POST",
         "/nodes/{node}/qemu/{vmid}/clone",
@@ -202,6 +225,12 @@ ALLOWED_DECLARATIONS: tuple[Row, ...] = (
     ("PUT", "/nodes/{node}/qemu/{vmid}/config", _CONFIG),
     ("GET", "/nodes/{node}/qemu/{vmid}/pending"),
     ("PUT", "/nodes/{node}/qemu/{vmid}/resize", {"disk": p.drive_key, "size": p.disk_size}),
+    # A volume attached and detached: its disk reassigned to a VM of the same pool (checked, SAME_POOL).
+    (
+        "POST",
+        MOVE_DISK,
+        {"disk": p.drive_or_unused_key, "target-vmid": p.new_vmid, "target-disk": p.drive_or_unused_key},
+    ),
     (
         "POST",
         "/nodes/{node}/qemu/{vmid}/status/{action}",

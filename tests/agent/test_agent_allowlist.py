@@ -31,6 +31,8 @@ UPID = "UPID:pve1:0000C0DE:0001F00D:6761A2B3:qmstart:100:root@pam!flexplane:"
         ("PUT", "/nodes/pve1/qemu/100/config"),
         ("GET", "/nodes/pve1/qemu/100/pending"),
         ("PUT", "/nodes/pve1/qemu/100/resize"),
+        ("POST", "/nodes/pve1/qemu"),
+        ("POST", "/nodes/pve1/qemu/100/move_disk"),
         ("POST", "/nodes/pve1/qemu/100/status/start"),
         ("POST", "/nodes/pve1/qemu/100/status/stop"),
         ("POST", "/nodes/pve1/qemu/100/status/shutdown"),
@@ -141,7 +143,7 @@ def test_only_the_four_power_actions_are_allowed(action: str) -> None:
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("POST", "/nodes/pve1/qemu"),
+        ("POST", "/nodes/pve1/qemu/100"),
         ("GET", "/nodes/pve1/qemu"),
         ("POST", "/nodes/pve1/qemu/100/template"),
         ("POST", "/nodes/pve1/storage/local/upload"),

@@ -61,7 +61,7 @@ def test_no_route_declares_a_parameter_that_reaches_beyond_the_vm_or_pool_it_nam
         assert not dangerous & set(route.params), f"{route.method} {route.pattern}"
 
 
-def test_only_a_config_write_declares_delete_and_it_deletes_only_nics() -> None:
+def test_only_a_config_write_declares_delete_and_it_detaches_only_nics_and_data_disks() -> None:
     with_delete = {(r.method, r.pattern) for r in ALLOWED if "delete" in r.params}
     assert with_delete == {
         ("PUT", "/nodes/{node}/qemu/{vmid}/config"),
@@ -69,6 +69,34 @@ def test_only_a_config_write_declares_delete_and_it_deletes_only_nics() -> None:
     }
     check("PUT", CONFIG, {"delete": "net1,ipconfig1"})
     check("POST", CONFIG, {"delete": "net31"})
+    check("PUT", CONFIG, {"delete": "scsi1"})
+    check("PUT", CONFIG, {"delete": "scsi30,net2"})
+    for destroying in ("scsi0", "unused0", "scsi31", "virtio1", "scsi1,scsi1"):
+        assert refused("PUT", CONFIG, {"delete": destroying}).parameter == "delete"
+
+
+def test_a_volumes_holder_is_made_with_one_new_disk_and_nothing_else() -> None:
+    check(
+        "POST",
+        "/nodes/pve1/qemu",
+        {
+            "vmid": "4243",
+            "name": "data-1.volume",
+            "pool": "fp-demo",
+            "tags": "fp-vdc-demo;fp-volume-data-1",
+            "description": "A volume of VDC demo.",
+            "scsihw": "virtio-scsi-single",
+            "scsi0": "local-lvm:20,serial=fpvol4243,discard=on",
+        },
+    )
+
+
+def test_a_disk_moves_to_another_vm_by_key_naming_it_and_nothing_else() -> None:
+    path = "/nodes/pve1/qemu/4242/move_disk"
+    check("POST", path, {"disk": "scsi0", "target-vmid": "4243", "target-disk": "scsi7"})
+    check("POST", path, {"disk": "unused3", "target-vmid": "4243", "target-disk": "scsi0"})
+    [route] = [r for r in ALLOWED if r.pattern.endswith("/move_disk")]
+    assert route.same_pool == "target-vmid"
 
 
 # ------------------------------------------------------------------------ the orchestrator's calls
@@ -437,6 +465,18 @@ def test_a_config_write_naming_what_is_not_the_vms_own_is_refused_naming_the_par
         ("POST", "/nodes/pve1/qemu/4242/snapshot/s1/rollback", {"start": "1; reboot"}, "start"),
         ("POST", "/nodes/pve1/qemu/4242/snapshot/s1/rollback", {"skiplock": "1"}, "skiplock"),
         ("DELETE", "/nodes/pve1/qemu/4242/snapshot/s1", {"force": "1"}, "force"),
+        ("POST", "/nodes/pve1/qemu", {"vmid": "4242", "name": "web"}, "name"),
+        ("POST", "/nodes/pve1/qemu", {"vmid": "4242", "scsi0": "local-lvm:vm-4243-disk-0"}, "scsi0"),
+        ("POST", "/nodes/pve1/qemu", {"vmid": "4242", "scsi0": "local-lvm:0"}, "scsi0"),
+        ("POST", "/nodes/pve1/qemu", {"vmid": "4242", "scsi0": "local-lvm:8,import-from=local:1"}, "scsi0"),
+        ("POST", "/nodes/pve1/qemu", {"vmid": "4242", "scsi1": "local-lvm:8"}, "scsi1"),
+        ("POST", "/nodes/pve1/qemu", {"vmid": "4242", "net0": "virtio,bridge=vnet1,firewall=1"}, "net0"),
+        ("POST", "/nodes/pve1/qemu", {"vmid": "4242", "archive": "local:backup/x.vma"}, "archive"),
+        ("POST", "/nodes/pve1/qemu", {"vmid": "4242", "pool": "admins"}, "pool"),
+        ("POST", "/nodes/pve1/qemu/4242/move_disk", {"disk": "scsi0", "target-vmid": "4242"}, "target-vmid"),
+        ("POST", "/nodes/pve1/qemu/4242/move_disk", {"disk": "scsi0", "storage": "local"}, "storage"),
+        ("POST", "/nodes/pve1/qemu/4242/move_disk", {"disk": "efidisk0", "target-vmid": "4243"}, "disk"),
+        ("POST", "/nodes/pve1/qemu/4242/move_disk", {"disk": "scsi0", "delete": "1"}, "delete"),
     ],
 )
 def test_another_route_refuses_what_it_does_not_declare(

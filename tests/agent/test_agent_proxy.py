@@ -209,3 +209,39 @@ def test_one_pool_serves_many_threads_at_once(pool: AgentPool, target: AgentTarg
 
     assert len(versions) == 32
     assert all(version == versions[0] for version in versions)
+
+
+def test_a_disk_moves_only_between_vms_of_one_flexplane_pool(
+    pool: AgentPool, target: AgentTarget, pve: Any
+) -> None:
+    """The one check against Proxmox's state (agent.proxy.pools): the cluster's VMs read first, the move
+    forwarded only where both VMs are in one ``fp-`` pool; refused, naming ``target-vmid``, otherwise."""
+    pve.add_vm(
+        4161, "data.volume", node="pve1", pool="fp-alpha", config={"scsi0": "local-lvm:vm-4161-disk-0"}
+    )
+    pve.add_vm(4162, "web-1", node="pve1", pool="fp-alpha")
+    pve.add_vm(4163, "db-1", node="pve1", pool="fp-beta")
+    pve.add_vm(4164, "admin-vm", node="pve1")
+    move = {"disk": "scsi0", "target-disk": "scsi1"}
+
+    for other in ("4163", "4164", "9999"):
+        before = len(pve.requests)
+        with pytest.raises(ProxyRefused, match="parameter target-vmid: VM"):
+            pool.proxmox(target, "POST", "/nodes/pve1/qemu/4161/move_disk", {**move, "target-vmid": other})
+        assert [path for _, path, _ in pve.requests[before:]] == ["/api2/json/cluster/resources"]
+
+    pool.proxmox(target, "POST", "/nodes/pve1/qemu/4161/move_disk", {**move, "target-vmid": "4162"})
+    method, path, _ = pve.requests[-1]
+    assert (method, path) == ("POST", "/api2/json/nodes/pve1/qemu/4161/move_disk")
+
+
+def test_a_disk_of_a_vm_in_no_flexplane_pool_never_moves(
+    pool: AgentPool, target: AgentTarget, pve: Any
+) -> None:
+    pve.add_vm(4165, "outside", node="pve1")
+    pve.add_vm(4166, "outside-too", node="pve1")
+
+    with pytest.raises(ProxyRefused, match=r"no pool of flex\.plane's"):
+        pool.proxmox(
+            target, "POST", "/nodes/pve1/qemu/4165/move_disk", {"disk": "scsi0", "target-vmid": "4166"}
+        )
