@@ -6,7 +6,8 @@
   disk there and not a CD drive, the target's key free, no snapshot of the source using the volume, the
   source running only for an ``unused<n>`` disk), then in a ``qmmove`` task holding both configs' locks
   renames the volume to the target's next free ``vm-<target>-disk-<n>``, removes the disk from the source
-  and writes it, options kept, under the target's key (hot-plugged into a running target). A move to
+  and writes it, options kept, under the target's key (hot-plugged into a running target; its ``size=``
+  recorded, as a config update does for an existing volume; an ``unused<n>`` is the volume alone). A move to
   another storage (``storage``) is not played: flex.plane never asks for one.
 - **A disk detached** (a config's ``delete`` naming a drive): Proxmox keeps the volume as the VM's next
   ``unused<n>`` (qemu-server's ``vmconfig_delete_or_detach_drive``), and on a running VM unplugs it at
@@ -22,6 +23,7 @@ import re
 from typing import Any
 
 from fakepve import PveError, TaskError
+from fakepve.lxc import format_size
 from fakepve.qemu import join_drive, split_drive, volume_ref
 
 _DRIVE = re.compile(r"(?:scsi|virtio|sata|ide)[0-9]+")
@@ -125,7 +127,10 @@ class DiskRules:
                 del source_now.config[disk]
                 if _UNUSED.fullmatch(target_disk):
                     target_now.config[target_disk] = moved
-                else:
+                else:  # written as a config update does: an existing volume gets its size recorded
+                    size = self._size_of(moved)
+                    if "size" not in props and size:
+                        props["size"] = format_size(size)
                     target_now.config[target_disk] = join_drive(moved, props)
             except PveError as exc:
                 raise TaskError(exc.message) from exc
@@ -134,6 +139,11 @@ class DiskRules:
             return f"moving disk '{disk}' from VM '{source_now.vmid}' to '{target_now.vmid}'"
 
         return await self.task(source.node, "qmmove", source.vmid, user, body, vm=source)  # type: ignore[attr-defined]
+
+    def _size_of(self, volume: str) -> int:
+        """The volume's size in bytes as its storage has it (0: unknown)."""
+        sid, name = volume_ref(volume)
+        return int(self._volumes(sid).get(name, {}).get("size") or 0)  # type: ignore[attr-defined]
 
     def _rename_to(self, volume: str, owner: int) -> str:
         """The volume renamed to ``owner``'s next free disk name (PVE::Storage::rename_volume)."""

@@ -212,8 +212,8 @@ class HarnessPve(AccessApi, SdnApi, SnapshotRules, DiskRules, UsageRrd, ConsoleS
     (``devstack.fakedisks``); and the ``traffic`` each node's address receives.
 
     fakepve answers ``PUT /nodes/{node}/qemu/{vmid}/resize`` from the schema alone and stores
-    nothing; this resizes the drive's ``size=`` in a task that holds the VM's config lock, and
-    refuses to shrink with Proxmox's wording.
+    nothing; this resizes the drive's ``size=`` and its volume on the storage in a task that holds the
+    VM's config lock, and refuses to shrink with Proxmox's wording.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -365,6 +365,13 @@ class HarnessPve(AccessApi, SdnApi, SnapshotRules, DiskRules, UsageRrd, ConsoleS
 
         async def body() -> None:
             vm.config[disk] = resized()
+            # The storage's volume has that size now too (a later config write of it records it).
+            sid, name = volume_ref(str(vm.config[disk]).split(",")[0])
+            volume = self.storages.get(sid or "", {}).get("volumes", {}).get(name)
+            if volume is not None:
+                volume["size"] = _bytes(
+                    next(p[5:] for p in vm.config[disk].split(",") if p.startswith("size="))
+                )
 
         return await self.task(vm.node, "resize", vm.vmid, user, body, vm=vm)
 

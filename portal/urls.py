@@ -20,6 +20,7 @@ from portal.service_accounts import views as service_accounts
 from portal.topology import views as topology
 from portal.vms import bulk, snapshots, usage
 from portal.vms import views as vms
+from portal.volumes import views as volumes
 
 # A VDC's pages, under ``vdc/<str:vdc>/``: an object's id is its path (a VM's ``<zone>/<vmid>``, a
 # network's ``<zone>/<name>``, a cluster's name, a public IP's address).
@@ -59,6 +60,13 @@ vdc_routes: list[URLPattern] = [
     path("security-groups/new/", security_groups.group_create, name="security-group-create"),
     path("security-groups/<str:group>/edit/", security_groups.group_edit, name="security-group-edit"),
     path("security-groups/<str:group>/delete/", security_groups.group_delete, name="security-group-delete"),
+    # Volumes: disks that outlive VMs.
+    path("volumes/", volumes.volume_list, name="volume-list"),
+    path("volumes/new/", volumes.volume_create, name="volume-create"),
+    path("volumes/<str:zone>/<int:vmid>/attach/", volumes.volume_attach, name="volume-attach"),
+    path("volumes/<str:zone>/<int:vmid>/detach/", volumes.volume_detach, name="volume-detach"),
+    path("volumes/<str:zone>/<int:vmid>/resize/", volumes.volume_resize, name="volume-resize"),
+    path("volumes/<str:zone>/<int:vmid>/delete/", volumes.volume_delete, name="volume-delete"),
     # Service accounts: credentials for scripts.
     path("service-accounts/", service_accounts.account_list, name="service-account-list"),
     path("service-accounts/new/", service_accounts.account_create, name="service-account-create"),

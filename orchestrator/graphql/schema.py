@@ -20,6 +20,7 @@ from orchestrator.graphql import (
     usage,
     vdcs,
     vms,
+    volumes,
     zones,
 )
 
@@ -31,6 +32,7 @@ class Query(
     hosts.Query,
     vdcs.Query,
     vms.Query,
+    volumes.Query,
     networks.Query,
     clusters.Query,
     gateways.Query,
@@ -54,6 +56,7 @@ class Mutation(
     hosts.Mutation,
     vdcs.Mutation,
     vms.Mutation,
+    volumes.Mutation,
     networks.Mutation,
     clusters.Mutation,
     gateways.Mutation,

@@ -34,7 +34,7 @@ from orchestrator.models import Usage, Vdc
 from orchestrator.models.networks import addresses_in
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import VirtualMachine, vm_id
-from orchestrator.services import networks, tasks, vdcs, vms
+from orchestrator.services import networks, tasks, vdcs, vms, volumes
 from orchestrator.services.context import Context
 from orchestrator.services.placement import NoCapacity, Placement
 from orchestrator.services.tasks import failed_task
@@ -294,6 +294,7 @@ def vm_detail(request: HtmxHttpRequest, ctx: Context, zone: str, vmid: int) -> H
         placement=_placement_of(request, vm),
         history=tasks.recent_tasks(ctx, first=HISTORY, vm=vm.id),
         snapshots=snapshot_listing(ctx, vm),  # templates/portal/vms/_snapshots.html
+        volumes=volumes.attached_to(ctx, vm),  # templates/portal/vms/_volumes.html
         **vm_networking(ctx, vm),  # its NICs and security groups (templates/portal/vms/_nics.html)
         **vm_public(ctx, vm),  # its public IPs and port forwards (templates/portal/gateways/_vm_public.html)
     )

@@ -100,7 +100,8 @@ def test_a_running_vms_disk_is_detached_first_then_its_unused_volume_moves(
     assert detached["unused0"] == "local-lvm:vm-905-disk-1"
     move(fakes, 905, disk="unused0", **target)
     assert "unused0" not in config(fakes, 905)
-    assert config(fakes, 906)["scsi2"] == "local-lvm:vm-906-disk-1"  # an unused volume keeps no options
+    # An unused volume keeps no options (and this one, only referenced, has no size on its storage).
+    assert config(fakes, 906)["scsi2"] == "local-lvm:vm-906-disk-1"
 
 
 def test_a_move_is_refused_as_proxmox_refuses_it(fakes: FakeZones, guest: Any) -> None:

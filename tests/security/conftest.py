@@ -225,6 +225,8 @@ class AlicesVms:
     network: str = ""
     # A security group of VDC demo's (none of VDC other's is so named).
     security_group: str = ""
+    # A volume of VDC demo's, available, beside ``stopped``.
+    volume: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -246,9 +248,18 @@ def alices_vms(api: GraphQL, world: World) -> Iterator[AlicesVms]:
             variables={"name": group},
         )
         assert made.data["createSecurityGroup"]["errors"] == [], made.body
+        volume = api(
+            'mutation($name: String!, $near: ID!) { createVolume(name: $name, storageProfile: "standard", '
+            "sizeGb: 10, near: $near) { volume { id } errors { code message } } }",
+            user="alice",
+            vdc="demo",
+            variables={"name": name("vol"), "near": stopped},
+        ).data["createVolume"]
+        assert volume["errors"] == [], volume["errors"]
         yield AlicesVms(
             network=network,
             security_group=group,
+            volume=volume["volume"]["id"],
             running=running["virtualMachine"]["id"],
             stopped=stopped,
             task=running["task"]["id"],
@@ -261,6 +272,9 @@ def alices_vms(api: GraphQL, world: World) -> Iterator[AlicesVms]:
             vdc="demo",
             variables={"name": group},
         )
+        for mutation in ("detachVolume", "deleteVolume"):
+            document = f"mutation($id: ID!) {{ {mutation}(id: $id) {{ errors {{ code }} }} }}"
+            api(document, user="admin", variables={"id": volume["volume"]["id"]})
 
 
 def production_cookie(production: Production, world: World, roles: list[str], username: str) -> str:

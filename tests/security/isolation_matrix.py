@@ -225,6 +225,48 @@ def with_alices_cluster(stage: Stage, who: str) -> dict[str, Any]:
     return {}
 
 
+# ------------------------------------------------------------------------------------------ volumes
+
+VOLUME_PAYLOAD = "{ volume { id vdc status attachedTo } task { id } errors { code message } }"
+_CREATE_VOLUME = (
+    'mutation($name: String!, $near: ID!) { createVolume(name: $name, storageProfile: "standard", '
+    "sizeGb: 10, near: $near) { volume { id } errors { code message } } }"
+)
+
+
+def volume_name(stage: Stage, who: str) -> str:
+    return stage.name(who, "vol")
+
+
+def fresh_volume(stage: Stage, who: str) -> dict[str, Any]:
+    """``{"id": ...}`` of a volume of VDC demo made for the cell (by alice, beside the module's stopped VM,
+    so that it may be attached to it); ``removed_volume`` takes it away."""
+    answer = stage.api(
+        _CREATE_VOLUME,
+        user=MEMBER,
+        vdc=DEMO,
+        variables={"name": volume_name(stage, who), "near": stage.vms.stopped},
+    )
+    made = answer.data["createVolume"]
+    assert made["errors"] == [], made["errors"]
+    return {"id": made["volume"]["id"]}
+
+
+def removed_volume(stage: Stage, who: str) -> None:
+    """Cleanup: the cell's volume detached and deleted (as admin), if there is one."""
+    listed = stage.api("{ volumes { id name vdc } }", user=ADMIN).data["volumes"]
+    for volume in listed:
+        if volume["vdc"] == DEMO and volume["name"] == volume_name(stage, who):
+            for mutation in ("detachVolume", "deleteVolume"):
+                document = f"mutation($id: ID!) {{ {mutation}(id: $id) {{ errors {{ code }} }} }}"
+                stage.api(document, user=ADMIN, variables={"id": volume["id"]})
+
+
+def volume_as_it_was(payload: dict[str, Any]) -> bool:
+    """The volume is as asked already: no Proxmox task was started."""
+    return payload["task"] is None and payload["volume"]["vdc"] == DEMO
+
+
 VM_PAYLOAD = "{ virtualMachine { id vdc status } task { id } errors { code message } }"
 CATALOG_ERRORS = "{ errors { code message field } }"
 

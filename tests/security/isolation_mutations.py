@@ -11,6 +11,7 @@ from tests.security.isolation_matrix import (
     NOTHING,
     PROBE_VERSION,
     VM_PAYLOAD,
+    VOLUME_PAYLOAD,
     ZONE,
     Answered,
     Forbidden,
@@ -19,6 +20,7 @@ from tests.security.isolation_matrix import (
     access_managers,
     admin_only,
     alices_cluster,
+    fresh_volume,
     members,
     nothing_to_do,
     own_vdc,
@@ -27,9 +29,12 @@ from tests.security.isolation_matrix import (
     removed_network,
     removed_snapshot,
     removed_version,
+    removed_volume,
     running,
     stopped,
     vm_action,
+    volume_as_it_was,
+    volume_name,
 )
 from tests.vmkit import DEBIAN, SMALL, STANDARD
 
@@ -73,6 +78,40 @@ MUTATION_ROWS: dict[str, Row] = {
         f"{{ resizeVirtualMachine(input: $input) {VM_PAYLOAD} }}",
         members(Answered(nothing_to_do), Refused("NOT_FOUND")),
         lambda stage, who: {"input": {"id": stage.vms.stopped, "diskGb": 20}},  # its size: nothing to do
+    ),
+    # ------------------------------------------------------------------ volumes of VDC demo
+    "createVolume": Row(
+        'mutation($name: String!) { createVolume(name: $name, storageProfile: "standard", sizeGb: 10, '
+        f'zone: "{ZONE}") {VOLUME_PAYLOAD} }}',
+        members(Answered(lambda made: made["volume"]["vdc"] == DEMO), Forbidden()),
+        lambda stage, who: {"name": volume_name(stage, who)},
+        vdc=DEMO,
+        cleanup=removed_volume,
+    ),
+    # Each cell has a volume of VDC demo of its own (made by alice): bob and olivia find none.
+    "attachVolume": Row(
+        f"mutation($id: ID!, $vm: ID!) {{ attachVolume(id: $id, vm: $vm) {VOLUME_PAYLOAD} }}",
+        members(Answered(lambda done: done["volume"]["status"] == "in-use"), Refused("NOT_FOUND")),
+        lambda stage, who: {**fresh_volume(stage, who), "vm": stage.vms.stopped},
+        cleanup=removed_volume,
+    ),
+    "detachVolume": Row(
+        f"mutation($id: ID!) {{ detachVolume(id: $id) {VOLUME_PAYLOAD} }}",
+        members(Answered(volume_as_it_was), Refused("NOT_FOUND")),
+        fresh_volume,
+        cleanup=removed_volume,
+    ),
+    "resizeVolume": Row(
+        f"mutation($id: ID!) {{ resizeVolume(id: $id, sizeGb: 10) {VOLUME_PAYLOAD} }}",
+        members(Answered(volume_as_it_was), Refused("NOT_FOUND")),
+        fresh_volume,
+        cleanup=removed_volume,
+    ),
+    "deleteVolume": Row(
+        f"mutation($id: ID!) {{ deleteVolume(id: $id) {VOLUME_PAYLOAD} }}",
+        members(Answered(lambda gone: gone["volume"]["vdc"] == DEMO), Refused("NOT_FOUND")),
+        fresh_volume,
+        cleanup=removed_volume,
     ),
     # ------------------------------------------------------------------ snapshots of VMs of VDC demo
     # ------------------------------------------------------------------ networks of VDC demo

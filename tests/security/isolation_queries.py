@@ -22,8 +22,10 @@ from tests.security.isolation_matrix import (
     alices_cluster,
     alices_network,
     everyone,
+    fresh_volume,
     ids,
     members,
+    removed_volume,
     running,
     seen_by_a_user,
     with_alices_cluster,
@@ -87,6 +89,17 @@ QUERY_ROWS: dict[str, Row] = {
         "query($vm: ID) { tasks(first: 20, vm: $vm) { id type virtualMachineId } }",
         members(Answered(lambda found: len({task["virtualMachineId"] for task in found}) == 1), Missing()),
         lambda stage, who: {"vm": stage.vms.running},
+    ),
+    "volumes": Row(
+        "{ volumes { id vdc } }",
+        members(Answered(lambda found: all(v["vdc"] == DEMO for v in found)), Forbidden()),
+        vdc=DEMO,
+    ),
+    "volume": Row(
+        "query($id: ID!) { volume(id: $id) { id vdc } }",
+        members(Answered(lambda volume: volume["vdc"] == DEMO), Missing()),
+        fresh_volume,
+        cleanup=removed_volume,
     ),
     "snapshots": Row(
         "query($vm: ID!) { snapshots(vm: $vm) { name } }",

@@ -103,6 +103,11 @@ def cluster_probe(document: str, **options: Any) -> Probe:
     return Probe("Kubernetes cluster", document, foreign=lambda vms: ALICES_CLUSTER, **options)
 
 
+def volume_probe(document: str, **options: Any) -> Probe:
+    """A probe whose foreign id is a volume of VDC demo's (available, made for the module)."""
+    return Probe("volume", document, foreign=lambda vms: vms.volume, **options)
+
+
 def vdc_probe(document: str, **options: Any) -> Probe:
     """A probe whose foreign id is VDC demo, alice's."""
     return Probe("VDC", document, foreign=lambda vms: "demo", **options)
@@ -148,6 +153,25 @@ PROBES: dict[str, Probe] = {
         "VM",
         'mutation($id: ID!) { assignSecurityGroups(vm: $id, groups: ["default"]) '
         "{ securityGroups errors { code message } } }",
+    ),
+    # ------------------------------------------------------------------ a volume's id
+    "volume": volume_probe("query($id: ID!) { volume(id: $id) { id name } }"),
+    "attachVolume to bob's own VM": volume_probe(
+        'mutation($id: ID!) { attachVolume(id: $id, vm: "zone-a/102") { volume { id } errors { code } } }'
+    ),
+    "detachVolume": volume_probe(
+        "mutation($id: ID!) { detachVolume(id: $id) { volume { id } errors { code } } }"
+    ),
+    "resizeVolume": volume_probe(
+        "mutation($id: ID!) { resizeVolume(id: $id, sizeGb: 20) { volume { id } errors { code } } }"
+    ),
+    "deleteVolume": volume_probe(
+        "mutation($id: ID!) { deleteVolume(id: $id) { volume { id } errors { code } } }"
+    ),
+    "createVolume beside alice's VM": Probe(
+        "VM",
+        'mutation($id: ID!) { createVolume(name: "bob-probe", storageProfile: "standard", sizeGb: 10, '
+        "near: $id) { volume { id } errors { code message field } } }",
     ),
     # ------------------------------------------------------------------ a security group's name
     "updateSecurityGroup, bob's VDC in the header": group_probe(
@@ -308,6 +332,7 @@ HEADER_OF_ITS_OWN = {
     "restoreKubernetesCluster, bob's VDC in the header": "other",
     "deleteNetwork, bob's VDC in the header": "other",
     "createVirtualMachine on alice's network": "other",
+    "createVolume beside alice's VM": "other",
     "updateSecurityGroup, bob's VDC in the header": "other",
     "deleteSecurityGroup, bob's VDC in the header": "other",
 }

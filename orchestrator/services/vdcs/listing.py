@@ -33,7 +33,12 @@ class VdcUsage:
 
 def _live(ctx: Context) -> Tally:
     """Every VDC's usage from this request's inventory (zones that did not answer are on ``ctx``)."""
-    return ctx.memoize(("vdcs", "usage"), lambda: tally(inventory.zone_resources(ctx).guests))
+
+    def count() -> Tally:
+        resources = inventory.zone_resources(ctx).resources
+        return tally({zone: (*r.vms, *r.volumes) for zone, r in resources.items()})
+
+    return ctx.memoize(("vdcs", "usage"), count)
 
 
 def _scope(ctx: Context) -> frozenset[str] | None:

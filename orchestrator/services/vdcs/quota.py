@@ -1,4 +1,4 @@
-"""A VDC's quota: what its VMs use, read now from every zone, against its limits.
+"""A VDC's quota: what its VMs and volumes use, read now from every zone, against its limits.
 
 For a decision (the quota, under the VDC's lock, ``services.locks.vdc_lock``): ``/cluster/resources``
 read now, never from the request's memo, whose tags hold the size each create or resize asked for
@@ -45,7 +45,7 @@ def fresh_tally(ctx: Context, why: str) -> Tally:
         zone, failure = next(iter(sorted(fan.failures.items())))
         missing = ", ".join(sorted(fan.failures))
         raise Unavailable(zone, f"cannot {why}: zone(s) {missing} did not answer ({failure.message})")
-    return tally({zone: resources.vms for zone, resources in fan.results.items()})
+    return tally({zone: (*resources.vms, *resources.volumes) for zone, resources in fan.results.items()})
 
 
 def zones_total(per_zone: Mapping[str, Usage]) -> Usage:

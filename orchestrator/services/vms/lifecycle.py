@@ -22,9 +22,11 @@ from orchestrator.models.vms import (
     request_tag,
     requested_in,
 )
+from orchestrator.models.volumes import Volume
 from orchestrator.services import catalog, security_groups, tasks, vdcs
 from orchestrator.services.clusters.quota import reserved_for_clusters
 from orchestrator.services.context import Context
+from orchestrator.services.vms.disks import release_from
 from orchestrator.services.vms.listing import VM, locate, reread
 from orchestrator.services.vms.plan import (
     BOOTSTRAP_TAG,
@@ -170,8 +172,15 @@ def reboot_vm(ctx: Context, ident: str) -> Outcome:
 
 def delete_vm(ctx: Context, ident: str) -> Outcome:
     """Stop the VM and destroy it with its disks and its cloud-init snippet; it leaves its VDC's pool.
+    Volumes attached to it are given back to their holders first, once it is stopped: they outlive it.
     ``vm`` is its last state."""
     api, vm = locate(ctx, ident)
+    resources = api.resources("vm")
+    if any(Volume.from_guest(api.zone, g).attached_vmid == vm.vmid for g in resources.volumes):
+        if vm.status != "stopped":
+            power(api, vm, "stop", f"stopping VM {vm.name}", TASK_TIMEOUT)
+            vm.status = "stopped"
+        release_from(api, vm, resources)
     task = destroy(api, vm)
     if not task.running:  # while the destroy may still fail, the VM keeps its cloud-init data
         remove_snippets(api, vm.vdc, vm.host, vm.vmid, snippet_parts(vm.tags))

@@ -398,10 +398,10 @@ def everything_now(ctx: Context, vdc: Vdc) -> dict[str, ClusterResources]:
 
 
 def usage(zones: Iterable[ClusterResources], vdc: Vdc) -> Usage:
-    """What the VDC's VMs use, from every zone's resources."""
+    """What the VDC's VMs and volumes use, from every zone's resources."""
     total = Usage()
     for resources in zones:
-        for guest in resources.vms:
+        for guest in (*resources.vms, *resources.volumes):
             if vdc_in(guest.tags) == vdc.id:
                 total = total + Usage.of_guest(guest)
     return total

@@ -37,6 +37,8 @@ class ZoneTargets:
 
 RUNNING = "running"
 STOPPED = "stopped"
+# The name of a volume's holder ends so; a VM's name is one DNS label, and never does.
+VOLUME_HOLDER_SUFFIX = ".volume"
 
 
 def _int(value: Any) -> int:
@@ -81,8 +83,14 @@ class Guest(NamedTuple):
 
     @property
     def is_vm(self) -> bool:
-        """A QEMU guest that is not a template: what flex.plane calls a VM."""
-        return self.kind == "qemu" and not self.template
+        """A QEMU guest that is neither a template nor a volume's holder: what flex.plane calls a VM."""
+        return self.kind == "qemu" and not self.template and not self.name.endswith(VOLUME_HOLDER_SUFFIX)
+
+    @property
+    def is_volume(self) -> bool:
+        """A volume's holder (``<volume>.volume``, ``orchestrator.services.volumes``): a stopped VM with no
+        NIC whose one disk is the volume while no VM has it attached."""
+        return self.kind == "qemu" and not self.template and self.name.endswith(VOLUME_HOLDER_SUFFIX)
 
     @property
     def tag_list(self) -> list[str]:
@@ -212,9 +220,13 @@ class ClusterResources:
     # The VMs among the guests (QEMU, not templates), by name then VMID: a listing merges the zones' VMs
     # in that order and reads no further than its page, instead of sorting the fleet on every request.
     vms: tuple[Guest, ...] = field(init=False, repr=False, compare=False)
+    # The volumes' holders among the guests, by name then VMID.
+    volumes: tuple[Guest, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vms", tuple(sorted((g for g in self.guests if g.is_vm), key=_BY_NAME)))
+        volumes = sorted((g for g in self.guests if g.is_volume), key=_BY_NAME)
+        object.__setattr__(self, "volumes", tuple(volumes))
 
     def vm(self, vmid: int) -> Guest | None:
         """The VM of that VMID (not a template of it)."""

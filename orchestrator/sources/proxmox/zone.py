@@ -10,7 +10,7 @@ is a ``Conflict``, an unreachable node ``Unavailable``): nothing of ``agentclien
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from agentclient import (
@@ -49,7 +49,15 @@ from orchestrator.sources.proxmox.values import (
     ZoneTargets,
     parse_interfaces,
 )
-from orchestrator.sources.qemu_config import ConfigChange, QemuConfig, parse_config, render_size
+from orchestrator.sources.qemu_config import (
+    ConfigChange,
+    Drive,
+    QemuConfig,
+    parse_config,
+    render_drive,
+    render_size,
+    render_tags,
+)
 
 T = TypeVar("T")
 
@@ -224,6 +232,42 @@ class ZoneApi:
                 raise VmidTaken(exc.where, exc.message, status=exc.status, errors=exc.errors) from exc
             raise
         return _upid(answer)
+
+    def create_holder(
+        self,
+        node: str,
+        vmid: int,
+        *,
+        name: str,
+        pool: str,
+        tags: Iterable[str],
+        description: str,
+        disk: Drive,
+    ) -> str | None:
+        """Make a volume's holder: a VM of one new disk ``scsi0`` (``<storage>:<GiB>``), no NIC, never
+        started; answers the task."""
+        params: dict[str, Any] = {
+            "vmid": vmid,
+            "name": name,
+            "pool": pool,
+            "tags": render_tags(tags),
+            "description": description,
+            "scsihw": "virtio-scsi-single",
+            disk.key: render_drive(disk),
+        }
+        try:
+            answer = self._write(node, "POST", f"/nodes/{node}/qemu", params)
+        except UpstreamFailure as exc:
+            if "already exists" in exc.message:
+                raise VmidTaken(exc.where, exc.message, status=exc.status, errors=exc.errors) from exc
+            raise
+        return _upid(answer)
+
+    def move_disk(self, node: str, vmid: int, disk: str, target_vmid: int, target_disk: str) -> str | None:
+        """Move guest ``vmid``'s ``disk`` to guest ``target_vmid`` (on the same node) as ``target_disk``
+        (Proxmox's reassignment: the volume becomes the target's); answers the task."""
+        params = {"disk": disk, "target-vmid": target_vmid, "target-disk": target_disk}
+        return _upid(self._write(node, "POST", f"/nodes/{node}/qemu/{vmid}/move_disk", params))
 
     def config(self, node: str, vmid: int) -> QemuConfig:
         return parse_config(self._read(f"/nodes/{node}/qemu/{vmid}/config", node=node) or {})

@@ -1,0 +1,112 @@
+"""A volume: block storage of a VDC that outlives the VMs it is attached to (Cloud Director's independent
+disk, OpenStack's Cinder volume).
+
+Proxmox keeps every disk as a VM's, so each volume has a VM of its own that holds it while no VM has it
+attached: its *holder*, a VM named ``<volume>.volume`` in the VDC's pool, never started, with no NIC and
+one disk, ``scsi0``, the volume. Attaching moves the disk to the VM (Proxmox's disk reassignment), and
+detaching moves it back. The volume's id is its holder's (``<zone>/<vmid>``), and everything else about it
+is read from the holder as ``/cluster/resources`` reports it, statelessly:
+
+- its VDC, storage profile and size from the holder's tags (``fp-vdc-``, ``fp-sp-``, and the size the
+  quota counts, ``fp-req-0c0m<GiB>g``, also while the disk is attached elsewhere);
+- where it is: while the holder has its disk, Proxmox reports the holder's ``maxdisk`` as its size and
+  the volume is ``available``; once moved out the holder has no disk (``maxdisk`` 0) and the volume is
+  ``in-use`` by the VM its ``fp-on-<vmid>`` tag names. That tag is written before an attach moves the
+  disk and taken away after a detach moved it back, so a holder that still has its disk is available,
+  whatever the tag says (an attach that stopped half-way).
+
+Its disk carries the serial ``fpvol-<vmid>`` (at most 20 characters, as virtio-blk keeps them): the guest
+finds it at ``/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_fpvol-<vmid>``, as the CSI node plugin does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from orchestrator.models.vms import (
+    GIB,
+    STORAGE_PROFILE_TAG_PREFIX,
+    parse_tags,
+    requested_in,
+    tag_value,
+    vdc_of,
+    vm_id,
+)
+from orchestrator.sources.proxmox.values import VOLUME_HOLDER_SUFFIX, Guest
+
+ATTACHED_TAG_PREFIX = "fp-on-"
+SERIAL_PREFIX = "fpvol-"
+AVAILABLE = "available"
+IN_USE = "in-use"
+CREATING = "creating"
+# A holder with neither its disk nor a VM named: only by hand (its disk deleted, its tag removed).
+LOST = "lost"
+
+
+def holder_name(volume: str) -> str:
+    """The name of a volume's holder VM."""
+    return volume + VOLUME_HOLDER_SUFFIX
+
+
+def serial(vmid: int) -> str:
+    """The serial of a volume's disk, as its guest sees it."""
+    return f"{SERIAL_PREFIX}{vmid}"
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A volume as its holder reports it."""
+
+    id: str
+    zone: str
+    vmid: int  # its holder's
+    name: str
+    vdc: str
+    node: str  # where its holder is (and, attached, the VM it is attached to)
+    storage_profile: str
+    size_gb: int
+    status: str  # AVAILABLE, IN_USE, CREATING or LOST
+    attached_vmid: int | None  # the VM it is attached to (IN_USE), in the same zone
+
+    @property
+    def serial(self) -> str:
+        return serial(self.vmid)
+
+    @property
+    def attached_to(self) -> str | None:
+        """The global id of the VM it is attached to."""
+        return vm_id(self.zone, self.attached_vmid) if self.attached_vmid is not None else None
+
+    @classmethod
+    def made(
+        cls, zone: str, vmid: int, name: str, vdc: str, node: str, storage_profile: str, size_gb: int
+    ) -> Volume:
+        """A volume just made, available, before Proxmox reports it."""
+        return cls(vm_id(zone, vmid), zone, vmid, name, vdc, node, storage_profile, size_gb, AVAILABLE, None)
+
+    @classmethod
+    def from_guest(cls, zone: str, guest: Guest) -> Volume:
+        tags = parse_tags(guest.tags)
+        requested = requested_in(guest.tags)
+        on = tag_value(tags, ATTACHED_TAG_PREFIX)
+        attached = int(on) if on is not None and on.isascii() and on.isdigit() else None
+        held = guest.disk > 0
+        if held:
+            status, attached = AVAILABLE, None
+        elif guest.lock == "create":
+            status, attached = CREATING, None
+        else:
+            status = IN_USE if attached is not None else LOST
+        return cls(
+            id=vm_id(zone, guest.vmid),
+            zone=zone,
+            vmid=guest.vmid,
+            name=guest.name.removesuffix(VOLUME_HOLDER_SUFFIX),
+            vdc=vdc_of(tags) or "",
+            node=guest.node,
+            storage_profile=tag_value(tags, STORAGE_PROFILE_TAG_PREFIX) or "",
+            size_gb=max(requested[2] if requested else 0, math.ceil(guest.disk / GIB)),
+            status=status,
+            attached_vmid=attached,
+        )
