@@ -32,6 +32,13 @@ from .attach_public_ip import (
     AttachPublicIpAttachPublicIpErrors,
     AttachPublicIpAttachPublicIpPublicIp,
 )
+from .attach_volume import (
+    AttachVolume,
+    AttachVolumeAttachVolume,
+    AttachVolumeAttachVolumeErrors,
+    AttachVolumeAttachVolumeTask,
+    AttachVolumeAttachVolumeVolume,
+)
 from .base_client import BaseClient
 from .base_model import BaseModel, Upload
 from .client import GeneratedClient
@@ -92,6 +99,13 @@ from .create_virtual_machine import (
     CreateVirtualMachineCreateVirtualMachineTask,
     CreateVirtualMachineCreateVirtualMachineVirtualMachine,
 )
+from .create_volume import (
+    CreateVolume,
+    CreateVolumeCreateVolume,
+    CreateVolumeCreateVolumeErrors,
+    CreateVolumeCreateVolumeTask,
+    CreateVolumeCreateVolumeVolume,
+)
 from .delete_edge_gateway import (
     DeleteEdgeGateway,
     DeleteEdgeGatewayDeleteEdgeGateway,
@@ -127,6 +141,13 @@ from .delete_virtual_machine import (
     DeleteVirtualMachineDeleteVirtualMachineTask,
     DeleteVirtualMachineDeleteVirtualMachineVirtualMachine,
 )
+from .delete_volume import (
+    DeleteVolume,
+    DeleteVolumeDeleteVolume,
+    DeleteVolumeDeleteVolumeErrors,
+    DeleteVolumeDeleteVolumeTask,
+    DeleteVolumeDeleteVolumeVolume,
+)
 from .detach_network import (
     DetachNetwork,
     DetachNetworkDetachNetwork,
@@ -138,6 +159,13 @@ from .detach_public_ip import (
     DetachPublicIpDetachPublicIpErrors,
     DetachPublicIpDetachPublicIpPublicIp,
 )
+from .detach_volume import (
+    DetachVolume,
+    DetachVolumeDetachVolume,
+    DetachVolumeDetachVolumeErrors,
+    DetachVolumeDetachVolumeTask,
+    DetachVolumeDetachVolumeVolume,
+)
 from .edge_gateways import EdgeGateways, EdgeGatewaysEdgeGateways
 from .enums import (
     EdgeGatewayErrorCode,
@@ -148,6 +176,7 @@ from .enums import (
     SnapshotErrorCode,
     TaskStatus,
     VirtualMachineErrorCode,
+    VolumeErrorCode,
 )
 from .exceptions import (
     GraphQLClientError,
@@ -179,6 +208,8 @@ from .fragments import (
     VdcFieldsQuota,
     VdcFieldsUsage,
     VirtualMachineFields,
+    VolumeErrorFields,
+    VolumeFields,
 )
 from .input_types import (
     CreateKubernetesClusterInput,
@@ -240,6 +271,13 @@ from .resize_virtual_machine import (
     ResizeVirtualMachineResizeVirtualMachineErrors,
     ResizeVirtualMachineResizeVirtualMachineTask,
     ResizeVirtualMachineResizeVirtualMachineVirtualMachine,
+)
+from .resize_volume import (
+    ResizeVolume,
+    ResizeVolumeResizeVolume,
+    ResizeVolumeResizeVolumeErrors,
+    ResizeVolumeResizeVolumeTask,
+    ResizeVolumeResizeVolumeVolume,
 )
 from .revoke_service_account import (
     RevokeServiceAccount,
@@ -313,6 +351,12 @@ from .virtual_machines import (
     VirtualMachinesVirtualMachinesEdgesNode,
     VirtualMachinesVirtualMachinesPageInfo,
 )
+from .volume import Volume, VolumeVolume
+from .volume_storage_profiles import (
+    VolumeStorageProfiles,
+    VolumeStorageProfilesStorageProfiles,
+)
+from .volumes import Volumes, VolumesVolumes
 
 __all__ = [
     "AddGatewayFirewallRule",
@@ -337,6 +381,11 @@ __all__ = [
     "AttachPublicIpAttachPublicIp",
     "AttachPublicIpAttachPublicIpErrors",
     "AttachPublicIpAttachPublicIpPublicIp",
+    "AttachVolume",
+    "AttachVolumeAttachVolume",
+    "AttachVolumeAttachVolumeErrors",
+    "AttachVolumeAttachVolumeTask",
+    "AttachVolumeAttachVolumeVolume",
     "BaseClient",
     "BaseModel",
     "CloudNodeVirtualMachine",
@@ -382,6 +431,11 @@ __all__ = [
     "CreateVirtualMachineCreateVirtualMachineTask",
     "CreateVirtualMachineCreateVirtualMachineVirtualMachine",
     "CreateVirtualMachineInput",
+    "CreateVolume",
+    "CreateVolumeCreateVolume",
+    "CreateVolumeCreateVolumeErrors",
+    "CreateVolumeCreateVolumeTask",
+    "CreateVolumeCreateVolumeVolume",
     "DeleteEdgeGateway",
     "DeleteEdgeGatewayDeleteEdgeGateway",
     "DeleteEdgeGatewayDeleteEdgeGatewayErrors",
@@ -405,6 +459,11 @@ __all__ = [
     "DeleteVirtualMachineDeleteVirtualMachineErrors",
     "DeleteVirtualMachineDeleteVirtualMachineTask",
     "DeleteVirtualMachineDeleteVirtualMachineVirtualMachine",
+    "DeleteVolume",
+    "DeleteVolumeDeleteVolume",
+    "DeleteVolumeDeleteVolumeErrors",
+    "DeleteVolumeDeleteVolumeTask",
+    "DeleteVolumeDeleteVolumeVolume",
     "DetachNetwork",
     "DetachNetworkDetachNetwork",
     "DetachNetworkDetachNetworkErrors",
@@ -412,6 +471,11 @@ __all__ = [
     "DetachPublicIpDetachPublicIp",
     "DetachPublicIpDetachPublicIpErrors",
     "DetachPublicIpDetachPublicIpPublicIp",
+    "DetachVolume",
+    "DetachVolumeDetachVolume",
+    "DetachVolumeDetachVolumeErrors",
+    "DetachVolumeDetachVolumeTask",
+    "DetachVolumeDetachVolumeVolume",
     "EdgeGatewayErrorCode",
     "EdgeGatewayFields",
     "EdgeGatewayFieldsFirewallRules",
@@ -479,6 +543,11 @@ __all__ = [
     "ResizeVirtualMachineResizeVirtualMachineErrors",
     "ResizeVirtualMachineResizeVirtualMachineTask",
     "ResizeVirtualMachineResizeVirtualMachineVirtualMachine",
+    "ResizeVolume",
+    "ResizeVolumeResizeVolume",
+    "ResizeVolumeResizeVolumeErrors",
+    "ResizeVolumeResizeVolumeTask",
+    "ResizeVolumeResizeVolumeVolume",
     "RevokeServiceAccount",
     "RevokeServiceAccountRevokeServiceAccount",
     "RevokeServiceAccountRevokeServiceAccountErrors",
@@ -557,4 +626,13 @@ __all__ = [
     "VirtualMachinesVirtualMachinesEdges",
     "VirtualMachinesVirtualMachinesEdgesNode",
     "VirtualMachinesVirtualMachinesPageInfo",
+    "Volume",
+    "VolumeErrorCode",
+    "VolumeErrorFields",
+    "VolumeFields",
+    "VolumeStorageProfiles",
+    "VolumeStorageProfilesStorageProfiles",
+    "VolumeVolume",
+    "Volumes",
+    "VolumesVolumes",
 ]

@@ -7,6 +7,7 @@ from .allocate_public_ip import AllocatePublicIp
 from .assign_security_groups import AssignSecurityGroups
 from .attach_network import AttachNetwork
 from .attach_public_ip import AttachPublicIp
+from .attach_volume import AttachVolume
 from .base_client import BaseClient
 from .base_model import UNSET, UnsetType
 from .cloud_node_virtual_machine import CloudNodeVirtualMachine
@@ -18,14 +19,17 @@ from .create_security_group import CreateSecurityGroup
 from .create_service_account import CreateServiceAccount
 from .create_snapshot import CreateSnapshot
 from .create_virtual_machine import CreateVirtualMachine
+from .create_volume import CreateVolume
 from .delete_edge_gateway import DeleteEdgeGateway
 from .delete_kubernetes_cluster import DeleteKubernetesCluster
 from .delete_network import DeleteNetwork
 from .delete_security_group import DeleteSecurityGroup
 from .delete_snapshot import DeleteSnapshot
 from .delete_virtual_machine import DeleteVirtualMachine
+from .delete_volume import DeleteVolume
 from .detach_network import DetachNetwork
 from .detach_public_ip import DetachPublicIp
+from .detach_volume import DetachVolume
 from .edge_gateways import EdgeGateways
 from .input_types import (
     CreateKubernetesClusterInput,
@@ -51,6 +55,7 @@ from .release_public_ip import ReleasePublicIp
 from .remove_gateway_firewall_rule import RemoveGatewayFirewallRule
 from .remove_port_forward import RemovePortForward
 from .resize_virtual_machine import ResizeVirtualMachine
+from .resize_volume import ResizeVolume
 from .revoke_service_account import RevokeServiceAccount
 from .rollback_snapshot import RollbackSnapshot
 from .scale_node_pool import ScaleNodePool
@@ -68,6 +73,9 @@ from .vdc import Vdc
 from .vdcs import Vdcs
 from .virtual_machine import VirtualMachine
 from .virtual_machines import VirtualMachines
+from .volume import Volume
+from .volume_storage_profiles import VolumeStorageProfiles
+from .volumes import Volumes
 
 
 def gql(q: str) -> str:
@@ -2277,3 +2285,349 @@ class GeneratedClient(BaseClient):
         )
         data = self.get_data(response)
         return DeleteVirtualMachine.model_validate(data)
+
+    def volumes(self, **kwargs: Any) -> Volumes:
+        query = gql("""
+            query Volumes {
+              volumes {
+                ...VolumeFields
+              }
+            }
+
+            fragment VolumeFields on Volume {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              attachedTo
+              serial
+            }
+            """)
+        variables: dict[str, object] = {}
+        response = self.execute(query=query, operation_name="Volumes", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return Volumes.model_validate(data)
+
+    def volume(self, id: str, **kwargs: Any) -> Volume:
+        query = gql("""
+            query Volume($id: ID!) {
+              volume(id: $id) {
+                ...VolumeFields
+              }
+            }
+
+            fragment VolumeFields on Volume {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              attachedTo
+              serial
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = self.execute(query=query, operation_name="Volume", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return Volume.model_validate(data)
+
+    def create_volume(
+        self,
+        name: str,
+        storage_profile: str,
+        size_gb: int,
+        zone: str | UnsetType | None = UNSET,
+        near: str | UnsetType | None = UNSET,
+        **kwargs: Any,
+    ) -> CreateVolume:
+        query = gql("""
+            mutation CreateVolume($name: String!, $storageProfile: String!, $sizeGb: Int!, $zone: String, $near: ID) {
+              createVolume(
+                name: $name
+                storageProfile: $storageProfile
+                sizeGb: $sizeGb
+                zone: $zone
+                near: $near
+              ) {
+                volume {
+                  ...VolumeFields
+                }
+                task {
+                  ...TaskFields
+                }
+                errors {
+                  ...VolumeErrorFields
+                }
+              }
+            }
+
+            fragment TaskFields on Task {
+              id
+              zone
+              host
+              type
+              title
+              virtualMachineId
+              status
+              progress
+              result
+              startedAt
+              endedAt
+            }
+
+            fragment VolumeErrorFields on VolumeError {
+              field
+              message
+              code
+            }
+
+            fragment VolumeFields on Volume {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              attachedTo
+              serial
+            }
+            """)
+        variables: dict[str, object] = {
+            "name": name,
+            "storageProfile": storage_profile,
+            "sizeGb": size_gb,
+            "zone": zone,
+            "near": near,
+        }
+        response = self.execute(query=query, operation_name="CreateVolume", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return CreateVolume.model_validate(data)
+
+    def attach_volume(self, id: str, vm: str, **kwargs: Any) -> AttachVolume:
+        query = gql("""
+            mutation AttachVolume($id: ID!, $vm: ID!) {
+              attachVolume(id: $id, vm: $vm) {
+                volume {
+                  ...VolumeFields
+                }
+                task {
+                  ...TaskFields
+                }
+                errors {
+                  ...VolumeErrorFields
+                }
+              }
+            }
+
+            fragment TaskFields on Task {
+              id
+              zone
+              host
+              type
+              title
+              virtualMachineId
+              status
+              progress
+              result
+              startedAt
+              endedAt
+            }
+
+            fragment VolumeErrorFields on VolumeError {
+              field
+              message
+              code
+            }
+
+            fragment VolumeFields on Volume {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              attachedTo
+              serial
+            }
+            """)
+        variables: dict[str, object] = {"id": id, "vm": vm}
+        response = self.execute(query=query, operation_name="AttachVolume", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return AttachVolume.model_validate(data)
+
+    def detach_volume(self, id: str, **kwargs: Any) -> DetachVolume:
+        query = gql("""
+            mutation DetachVolume($id: ID!) {
+              detachVolume(id: $id) {
+                volume {
+                  ...VolumeFields
+                }
+                task {
+                  ...TaskFields
+                }
+                errors {
+                  ...VolumeErrorFields
+                }
+              }
+            }
+
+            fragment TaskFields on Task {
+              id
+              zone
+              host
+              type
+              title
+              virtualMachineId
+              status
+              progress
+              result
+              startedAt
+              endedAt
+            }
+
+            fragment VolumeErrorFields on VolumeError {
+              field
+              message
+              code
+            }
+
+            fragment VolumeFields on Volume {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              attachedTo
+              serial
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = self.execute(query=query, operation_name="DetachVolume", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return DetachVolume.model_validate(data)
+
+    def resize_volume(self, id: str, size_gb: int, **kwargs: Any) -> ResizeVolume:
+        query = gql("""
+            mutation ResizeVolume($id: ID!, $sizeGb: Int!) {
+              resizeVolume(id: $id, sizeGb: $sizeGb) {
+                volume {
+                  ...VolumeFields
+                }
+                task {
+                  ...TaskFields
+                }
+                errors {
+                  ...VolumeErrorFields
+                }
+              }
+            }
+
+            fragment TaskFields on Task {
+              id
+              zone
+              host
+              type
+              title
+              virtualMachineId
+              status
+              progress
+              result
+              startedAt
+              endedAt
+            }
+
+            fragment VolumeErrorFields on VolumeError {
+              field
+              message
+              code
+            }
+
+            fragment VolumeFields on Volume {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              attachedTo
+              serial
+            }
+            """)
+        variables: dict[str, object] = {"id": id, "sizeGb": size_gb}
+        response = self.execute(query=query, operation_name="ResizeVolume", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return ResizeVolume.model_validate(data)
+
+    def delete_volume(self, id: str, **kwargs: Any) -> DeleteVolume:
+        query = gql("""
+            mutation DeleteVolume($id: ID!) {
+              deleteVolume(id: $id) {
+                volume {
+                  id
+                }
+                task {
+                  ...TaskFields
+                }
+                errors {
+                  ...VolumeErrorFields
+                }
+              }
+            }
+
+            fragment TaskFields on Task {
+              id
+              zone
+              host
+              type
+              title
+              virtualMachineId
+              status
+              progress
+              result
+              startedAt
+              endedAt
+            }
+
+            fragment VolumeErrorFields on VolumeError {
+              field
+              message
+              code
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = self.execute(query=query, operation_name="DeleteVolume", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return DeleteVolume.model_validate(data)
+
+    def volume_storage_profiles(self, **kwargs: Any) -> VolumeStorageProfiles:
+        query = gql("""
+            query VolumeStorageProfiles {
+              storageProfiles {
+                name
+                minGb
+                maxGb
+              }
+            }
+            """)
+        variables: dict[str, object] = {}
+        response = self.execute(
+            query=query, operation_name="VolumeStorageProfiles", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return VolumeStorageProfiles.model_validate(data)

@@ -59,6 +59,15 @@ class NetworkErrorCode(StrEnum):
     QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
 
 
+class VolumeErrorCode(StrEnum):
+    INVALID = "INVALID"
+    NOT_FOUND = "NOT_FOUND"
+    CONFLICT = "CONFLICT"
+    UNAVAILABLE = "UNAVAILABLE"
+    UPSTREAM_FAILURE = "UPSTREAM_FAILURE"
+    QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
+
+
 class VirtualMachineErrorCode(StrEnum):
     INVALID = "INVALID"
     NOT_FOUND = "NOT_FOUND"

@@ -4,7 +4,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import SnapshotErrorCode, TaskStatus
+from .enums import SnapshotErrorCode, TaskStatus, VolumeErrorCode
 
 
 class PortForwardFields(BaseModel):
@@ -226,6 +226,25 @@ class VirtualMachineFields(BaseModel):
     lock: str | None
 
 
+class VolumeErrorFields(BaseModel):
+    field: str | None
+    message: str
+    code: VolumeErrorCode
+
+
+class VolumeFields(BaseModel):
+    id: str
+    name: str
+    vdc: str
+    zone: str
+    host: str
+    storage_profile: str = Field(alias="storageProfile")
+    size_gb: int = Field(alias="sizeGb")
+    status: str
+    attached_to: str | None = Field(alias="attachedTo")
+    serial: str
+
+
 PortForwardFields.model_rebuild()
 PublicIpFields.model_rebuild()
 EdgeGatewayFields.model_rebuild()
@@ -238,3 +257,5 @@ SnapshotFields.model_rebuild()
 TaskFields.model_rebuild()
 VdcFields.model_rebuild()
 VirtualMachineFields.model_rebuild()
+VolumeErrorFields.model_rebuild()
+VolumeFields.model_rebuild()

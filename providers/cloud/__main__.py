@@ -6,14 +6,10 @@ with a service account of the cluster's VDC (USER there, nowhere else). Settings
 variable:
 
 - ``--kubeconfig`` / ``FLEXPLANE_CLOUD_KUBECONFIG``: the tenant cluster's kubeconfig (its API server);
-- ``--url`` / ``FLEXPLANE_URL``: flex.plane's origin (its API is ``/graphql``);
-- ``--key`` / ``FLEXPLANE_CLOUD_KEY``: the service account's key file (``createServiceAccount``'s
-  ``key``), exchanged at ``--identity-url`` / ``FLEXPLANE_IDENTITY_URL`` for tokens of the project
-  ``--project`` / ``FLEXPLANE_PROJECT_ID``; or ``--token-file`` / ``FLEXPLANE_CLOUD_TOKEN_FILE``, a
-  bearer token read at start (development);
-- ``--ca`` / ``FLEXPLANE_CA_FILE``: the CA bundle flex.plane's and the identity provider's TLS chains to
-  (default: the system's);
-- ``--cluster`` / ``FLEXPLANE_CLOUD_CLUSTER`` and ``--vdc`` / ``FLEXPLANE_CLOUD_VDC``: whose it is;
+- flex.plane's API as the cluster's service account (``providers.common.account``: ``--url``, ``--key`` /
+  ``FLEXPLANE_CLOUD_KEY``, ``--identity-url``, ``--project``, ``--token-file`` /
+  ``FLEXPLANE_CLOUD_TOKEN_FILE``, ``--ca``, ``--vdc`` / ``FLEXPLANE_CLOUD_VDC``);
+- ``--cluster`` / ``FLEXPLANE_CLOUD_CLUSTER``: whose it is;
 - ``--interval`` / ``FLEXPLANE_CLOUD_INTERVAL``: seconds between full passes (30);
 - ``FLEXPLANE_PROBES_LISTEN``: HOST:PORT of ``/healthz`` (alive while the loop runs) and ``/readyz``
   (ready once a pass succeeded and while the last one did).
@@ -25,22 +21,18 @@ import argparse
 import logging
 import os
 import signal
-import ssl
 import sys
 import threading
-from pathlib import Path
 from types import FrameType
-from typing import Any
 
-import httpx
 from kubernetes import client
 
-from apiclient import FlexPlane, ServiceAccountKey
 from orchestrator.probes import Probes
 from orchestrator.sources.kube import load_configuration
 from providers.cloud.controller import CloudController
 from providers.cloud.tenant import TenantCluster
 from providers.cloud.vdc import Vdc
+from providers.common import account
 
 log = logging.getLogger("providers.cloud")
 
@@ -71,19 +63,13 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     env = os.environ.get
     parser = argparse.ArgumentParser(prog="python -m providers.cloud", description=__doc__.split("\n")[0])
     parser.add_argument("--kubeconfig", default=env("FLEXPLANE_CLOUD_KUBECONFIG"))
-    parser.add_argument("--url", default=env("FLEXPLANE_URL"))
-    parser.add_argument("--key", default=env("FLEXPLANE_CLOUD_KEY"))
-    parser.add_argument("--identity-url", default=env("FLEXPLANE_IDENTITY_URL"))
-    parser.add_argument("--project", default=env("FLEXPLANE_PROJECT_ID"))
-    parser.add_argument("--token-file", default=env("FLEXPLANE_CLOUD_TOKEN_FILE"))
-    parser.add_argument("--ca", default=env("FLEXPLANE_CA_FILE"))
+    account.add_arguments(parser, "FLEXPLANE_CLOUD")
     parser.add_argument("--cluster", default=env("FLEXPLANE_CLOUD_CLUSTER"))
-    parser.add_argument("--vdc", default=env("FLEXPLANE_CLOUD_VDC"))
     parser.add_argument("--interval", type=float, default=float(env("FLEXPLANE_CLOUD_INTERVAL") or 30))
     parsed = parser.parse_args(argv)
-    missing = [name for name in ("kubeconfig", "url", "cluster", "vdc") if not getattr(parsed, name)]
-    if not parsed.token_file and not (parsed.key and parsed.identity_url and parsed.project):
-        missing.append("key, identity-url and project (or token-file)")
+    missing = [name for name in ("kubeconfig", "cluster") if not getattr(parsed, name)] + account.missing(
+        parsed
+    )
     if missing:
         parser.error(f"missing {', '.join(missing)}")
     if parsed.interval <= 0:
@@ -91,28 +77,12 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     return parsed
 
 
-def flexplane(settings: argparse.Namespace) -> FlexPlane:
-    """The API as the cluster's service account, acting in its VDC."""
-    verify: Any = ssl.create_default_context(cafile=settings.ca) if settings.ca else True
-    auth: httpx.Auth | str
-    if settings.token_file:
-        auth = Path(settings.token_file).read_text(encoding="utf-8").strip()
-    else:
-        auth = ServiceAccountKey.from_file(
-            settings.key,
-            settings.identity_url,
-            settings.project,
-            http=httpx.Client(timeout=10, verify=verify),
-        )
-    return FlexPlane(settings.url, auth, vdc=settings.vdc, verify=verify)
-
-
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = arguments(argv)
     tenant = TenantCluster(client.ApiClient(load_configuration(settings.kubeconfig)))
     controller = CloudController(
-        tenant, Vdc(flexplane(settings)), settings.cluster, interval=settings.interval
+        tenant, Vdc(account.flexplane(settings)), settings.cluster, interval=settings.interval
     )
     stopped = threading.Event()
 

@@ -24,52 +24,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 import grpc
 
 from providers.csi import mounts
-from providers.csi.mounts import FILE_SYSTEMS, ToolFailed
+from providers.csi.mounts import ToolFailed
 from providers.csi.proto import csi_pb2 as csi
 from providers.csi.proto import csi_pb2_grpc
+from providers.csi.rules import SERIAL_KEY, ZONE_KEY, Refused, abort, checked_capability, required
 
 log = logging.getLogger("providers.csi.node")
 
-SERIAL_KEY = "serial"
 SERIAL_LENGTH = 20  # what virtio-blk keeps of a serial
 BY_ID = Path("/dev/disk/by-id")
 BY_ID_PREFIXES = ("virtio-", "scsi-0QEMU_QEMU_HARDDISK_")
-DEFAULT_FS = "ext4"
 # Proxmox's SCSI slots (scsi0 to scsi30: qemu-server's 31), the boot disk taking one.
 SCSI_SLOTS = 31
-# The node label of a worker's zone (the cloud controller's topology.kubernetes.io/zone is the same).
-ZONE_KEY = "topology.kubernetes.io/zone"
-
-# Access modes a disk attached to one VM can serve.
-SINGLE_NODE = frozenset(
-    {
-        csi.VolumeCapability.AccessMode.SINGLE_NODE_WRITER,
-        csi.VolumeCapability.AccessMode.SINGLE_NODE_READER_ONLY,
-        csi.VolumeCapability.AccessMode.SINGLE_NODE_SINGLE_WRITER,
-        csi.VolumeCapability.AccessMode.SINGLE_NODE_MULTI_WRITER,
-    }
-)
 
 Reply = TypeVar("Reply")
-
-
-class Refused(Exception):
-    """A call answered with a CSI error code (the spec's, for the condition)."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
-    context.abort(code, message)
-    raise AssertionError("abort returned")  # grpc's abort raises
 
 
 @dataclass
@@ -91,48 +64,20 @@ def serial_of(volume_id: str, publish_context: dict[str, str]) -> str:
     return publish_context.get(SERIAL_KEY) or volume_id[:SERIAL_LENGTH]
 
 
-def _required(value: str, name: str) -> str:
-    if not value:
-        raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{name} is required")
-    return value
-
-
 def _absolute(value: str, name: str) -> str:
-    if not Path(_required(value, name)).is_absolute():
+    if not Path(required(value, name)).is_absolute():
         raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{name} must be an absolute path, not {value!r}")
     return value
 
 
 def _mounted(volume_id: str, volume_path: str) -> tuple[str, mounts.Mount]:
     """A volume's path where it is staged or published, and its mount there; NOT_FOUND where none is."""
-    _required(volume_id, "volume_id")
+    required(volume_id, "volume_id")
     path = _absolute(volume_path, "volume_path")
     there = mounts.mount_at(path)
     if there is None:
         raise Refused(grpc.StatusCode.NOT_FOUND, f"volume {volume_id} is not mounted at {path}")
     return path, there
-
-
-def _checked_capability(capability: csi.VolumeCapability, name: str = "volume_capability") -> str | None:
-    """The file system a capability asks for (None: a raw block volume); refused when the driver cannot
-    serve it (a mode of several nodes, an unknown file system)."""
-    if not capability.HasField("access_mode") or not capability.WhichOneof("access_type"):
-        raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{name} needs an access mode and an access type")
-    if capability.access_mode.mode not in SINGLE_NODE:
-        mode = csi.VolumeCapability.AccessMode.Mode.Name(capability.access_mode.mode)
-        raise Refused(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            f"{name}: a disk attaches to one node; access mode {mode} is not served",
-        )
-    if capability.HasField("block"):
-        return None
-    fs_type = capability.mount.fs_type or DEFAULT_FS
-    if fs_type not in FILE_SYSTEMS:
-        raise Refused(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            f"{name}: file system {fs_type!r} is not served (one of {', '.join(FILE_SYSTEMS)})",
-        )
-    return fs_type
 
 
 @dataclass
@@ -158,10 +103,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             with self._one_at_a_time(volume_id):
                 return call()
         except Refused as refused:
-            _abort(context, refused.code, refused.message)
+            abort(context, refused.code, refused.message)
         except ToolFailed as exc:
             log.error("volume %s: %s", volume_id, exc)
-            _abort(context, grpc.StatusCode.INTERNAL, str(exc))
+            abort(context, grpc.StatusCode.INTERNAL, str(exc))
 
     # ------------------------------------------------------------------------------------------ stage
 
@@ -172,9 +117,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return self._answer(context, volume_id, lambda: self._stage(request))
 
     def _stage(self, request: csi.NodeStageVolumeRequest) -> csi.NodeStageVolumeResponse:
-        volume_id = _required(request.volume_id, "volume_id")
+        volume_id = required(request.volume_id, "volume_id")
         staging = _absolute(request.staging_target_path, "staging_target_path")
-        fs_type = _checked_capability(request.volume_capability)
+        fs_type = checked_capability(request.volume_capability)
         device = self._device(volume_id, dict(request.publish_context))
         if fs_type is None:  # a raw block volume: nothing to stage, publish binds the disk itself
             return csi.NodeStageVolumeResponse()
@@ -209,7 +154,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return self._answer(context, request.volume_id, lambda: self._unstage(request))
 
     def _unstage(self, request: csi.NodeUnstageVolumeRequest) -> csi.NodeUnstageVolumeResponse:
-        _required(request.volume_id, "volume_id")
+        required(request.volume_id, "volume_id")
         mounts.unmount_all(_absolute(request.staging_target_path, "staging_target_path"))
         return csi.NodeUnstageVolumeResponse()
 
@@ -221,9 +166,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return self._answer(context, request.volume_id, lambda: self._publish(request))
 
     def _publish(self, request: csi.NodePublishVolumeRequest) -> csi.NodePublishVolumeResponse:
-        volume_id = _required(request.volume_id, "volume_id")
+        volume_id = required(request.volume_id, "volume_id")
         target = _absolute(request.target_path, "target_path")
-        if _checked_capability(request.volume_capability) is None:
+        if checked_capability(request.volume_capability) is None:
             self._publish_block(volume_id, dict(request.publish_context), target, request.readonly)
         else:
             if not request.staging_target_path:  # the spec's code: the node stages, the CO skipped it
@@ -268,7 +213,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return self._answer(context, request.volume_id, lambda: self._unpublish(request))
 
     def _unpublish(self, request: csi.NodeUnpublishVolumeRequest) -> csi.NodeUnpublishVolumeResponse:
-        _required(request.volume_id, "volume_id")
+        required(request.volume_id, "volume_id")
         target = Path(_absolute(request.target_path, "target_path"))
         mounts.unmount_all(str(target))
         if target.is_dir():  # what publish made: the SP deletes it (the spec)

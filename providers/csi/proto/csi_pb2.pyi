@@ -151,6 +151,347 @@ class Topology(_message.Message):
     segments: _containers.ScalarMap[str, str]
     def __init__(self, segments: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class CreateVolumeRequest(_message.Message):
+    __slots__ = ("name", "capacity_range", "volume_capabilities", "parameters", "secrets", "volume_content_source", "accessibility_requirements", "mutable_parameters")
+    class ParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class SecretsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class MutableParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_RANGE_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CONTENT_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ACCESSIBILITY_REQUIREMENTS_FIELD_NUMBER: _ClassVar[int]
+    MUTABLE_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    capacity_range: CapacityRange
+    volume_capabilities: _containers.RepeatedCompositeFieldContainer[VolumeCapability]
+    parameters: _containers.ScalarMap[str, str]
+    secrets: _containers.ScalarMap[str, str]
+    volume_content_source: VolumeContentSource
+    accessibility_requirements: TopologyRequirement
+    mutable_parameters: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., capacity_range: _Optional[_Union[CapacityRange, _Mapping]] = ..., volume_capabilities: _Optional[_Iterable[_Union[VolumeCapability, _Mapping]]] = ..., parameters: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Mapping[str, str]] = ..., volume_content_source: _Optional[_Union[VolumeContentSource, _Mapping]] = ..., accessibility_requirements: _Optional[_Union[TopologyRequirement, _Mapping]] = ..., mutable_parameters: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class VolumeContentSource(_message.Message):
+    __slots__ = ("snapshot", "volume")
+    class SnapshotSource(_message.Message):
+        __slots__ = ("snapshot_id",)
+        SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+        snapshot_id: str
+        def __init__(self, snapshot_id: _Optional[str] = ...) -> None: ...
+    class VolumeSource(_message.Message):
+        __slots__ = ("volume_id",)
+        VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+        volume_id: str
+        def __init__(self, volume_id: _Optional[str] = ...) -> None: ...
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_FIELD_NUMBER: _ClassVar[int]
+    snapshot: VolumeContentSource.SnapshotSource
+    volume: VolumeContentSource.VolumeSource
+    def __init__(self, snapshot: _Optional[_Union[VolumeContentSource.SnapshotSource, _Mapping]] = ..., volume: _Optional[_Union[VolumeContentSource.VolumeSource, _Mapping]] = ...) -> None: ...
+
+class CreateVolumeResponse(_message.Message):
+    __slots__ = ("volume",)
+    VOLUME_FIELD_NUMBER: _ClassVar[int]
+    volume: Volume
+    def __init__(self, volume: _Optional[_Union[Volume, _Mapping]] = ...) -> None: ...
+
+class Volume(_message.Message):
+    __slots__ = ("capacity_bytes", "volume_id", "volume_context", "content_source", "accessible_topology")
+    class VolumeContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ACCESSIBLE_TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    capacity_bytes: int
+    volume_id: str
+    volume_context: _containers.ScalarMap[str, str]
+    content_source: VolumeContentSource
+    accessible_topology: _containers.RepeatedCompositeFieldContainer[Topology]
+    def __init__(self, capacity_bytes: _Optional[int] = ..., volume_id: _Optional[str] = ..., volume_context: _Optional[_Mapping[str, str]] = ..., content_source: _Optional[_Union[VolumeContentSource, _Mapping]] = ..., accessible_topology: _Optional[_Iterable[_Union[Topology, _Mapping]]] = ...) -> None: ...
+
+class TopologyRequirement(_message.Message):
+    __slots__ = ("requisite", "preferred")
+    REQUISITE_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_FIELD_NUMBER: _ClassVar[int]
+    requisite: _containers.RepeatedCompositeFieldContainer[Topology]
+    preferred: _containers.RepeatedCompositeFieldContainer[Topology]
+    def __init__(self, requisite: _Optional[_Iterable[_Union[Topology, _Mapping]]] = ..., preferred: _Optional[_Iterable[_Union[Topology, _Mapping]]] = ...) -> None: ...
+
+class DeleteVolumeRequest(_message.Message):
+    __slots__ = ("volume_id", "secrets")
+    class SecretsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    volume_id: str
+    secrets: _containers.ScalarMap[str, str]
+    def __init__(self, volume_id: _Optional[str] = ..., secrets: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class DeleteVolumeResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ControllerPublishVolumeRequest(_message.Message):
+    __slots__ = ("volume_id", "node_id", "volume_capability", "readonly", "secrets", "volume_context")
+    class SecretsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class VolumeContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    READONLY_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    volume_id: str
+    node_id: str
+    volume_capability: VolumeCapability
+    readonly: bool
+    secrets: _containers.ScalarMap[str, str]
+    volume_context: _containers.ScalarMap[str, str]
+    def __init__(self, volume_id: _Optional[str] = ..., node_id: _Optional[str] = ..., volume_capability: _Optional[_Union[VolumeCapability, _Mapping]] = ..., readonly: _Optional[bool] = ..., secrets: _Optional[_Mapping[str, str]] = ..., volume_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ControllerPublishVolumeResponse(_message.Message):
+    __slots__ = ("publish_context",)
+    class PublishContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PUBLISH_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    publish_context: _containers.ScalarMap[str, str]
+    def __init__(self, publish_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ControllerUnpublishVolumeRequest(_message.Message):
+    __slots__ = ("volume_id", "node_id", "secrets")
+    class SecretsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    volume_id: str
+    node_id: str
+    secrets: _containers.ScalarMap[str, str]
+    def __init__(self, volume_id: _Optional[str] = ..., node_id: _Optional[str] = ..., secrets: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ControllerUnpublishVolumeResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ValidateVolumeCapabilitiesRequest(_message.Message):
+    __slots__ = ("volume_id", "volume_context", "volume_capabilities", "parameters", "secrets", "mutable_parameters")
+    class VolumeContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class ParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class SecretsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class MutableParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    MUTABLE_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    volume_id: str
+    volume_context: _containers.ScalarMap[str, str]
+    volume_capabilities: _containers.RepeatedCompositeFieldContainer[VolumeCapability]
+    parameters: _containers.ScalarMap[str, str]
+    secrets: _containers.ScalarMap[str, str]
+    mutable_parameters: _containers.ScalarMap[str, str]
+    def __init__(self, volume_id: _Optional[str] = ..., volume_context: _Optional[_Mapping[str, str]] = ..., volume_capabilities: _Optional[_Iterable[_Union[VolumeCapability, _Mapping]]] = ..., parameters: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Mapping[str, str]] = ..., mutable_parameters: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ValidateVolumeCapabilitiesResponse(_message.Message):
+    __slots__ = ("confirmed", "message")
+    class Confirmed(_message.Message):
+        __slots__ = ("volume_context", "volume_capabilities", "parameters", "mutable_parameters")
+        class VolumeContextEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+        class ParametersEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+        class MutableParametersEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+        VOLUME_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+        VOLUME_CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+        PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+        MUTABLE_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+        volume_context: _containers.ScalarMap[str, str]
+        volume_capabilities: _containers.RepeatedCompositeFieldContainer[VolumeCapability]
+        parameters: _containers.ScalarMap[str, str]
+        mutable_parameters: _containers.ScalarMap[str, str]
+        def __init__(self, volume_context: _Optional[_Mapping[str, str]] = ..., volume_capabilities: _Optional[_Iterable[_Union[VolumeCapability, _Mapping]]] = ..., parameters: _Optional[_Mapping[str, str]] = ..., mutable_parameters: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    CONFIRMED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    confirmed: ValidateVolumeCapabilitiesResponse.Confirmed
+    message: str
+    def __init__(self, confirmed: _Optional[_Union[ValidateVolumeCapabilitiesResponse.Confirmed, _Mapping]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ControllerGetCapabilitiesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ControllerGetCapabilitiesResponse(_message.Message):
+    __slots__ = ("capabilities",)
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    capabilities: _containers.RepeatedCompositeFieldContainer[ControllerServiceCapability]
+    def __init__(self, capabilities: _Optional[_Iterable[_Union[ControllerServiceCapability, _Mapping]]] = ...) -> None: ...
+
+class ControllerServiceCapability(_message.Message):
+    __slots__ = ("rpc",)
+    class RPC(_message.Message):
+        __slots__ = ("type",)
+        class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+            __slots__ = ()
+            UNKNOWN: _ClassVar[ControllerServiceCapability.RPC.Type]
+            CREATE_DELETE_VOLUME: _ClassVar[ControllerServiceCapability.RPC.Type]
+            PUBLISH_UNPUBLISH_VOLUME: _ClassVar[ControllerServiceCapability.RPC.Type]
+            LIST_VOLUMES: _ClassVar[ControllerServiceCapability.RPC.Type]
+            GET_CAPACITY: _ClassVar[ControllerServiceCapability.RPC.Type]
+            CREATE_DELETE_SNAPSHOT: _ClassVar[ControllerServiceCapability.RPC.Type]
+            LIST_SNAPSHOTS: _ClassVar[ControllerServiceCapability.RPC.Type]
+            CLONE_VOLUME: _ClassVar[ControllerServiceCapability.RPC.Type]
+            PUBLISH_READONLY: _ClassVar[ControllerServiceCapability.RPC.Type]
+            EXPAND_VOLUME: _ClassVar[ControllerServiceCapability.RPC.Type]
+            LIST_VOLUMES_PUBLISHED_NODES: _ClassVar[ControllerServiceCapability.RPC.Type]
+            VOLUME_CONDITION: _ClassVar[ControllerServiceCapability.RPC.Type]
+            GET_VOLUME: _ClassVar[ControllerServiceCapability.RPC.Type]
+            SINGLE_NODE_MULTI_WRITER: _ClassVar[ControllerServiceCapability.RPC.Type]
+            MODIFY_VOLUME: _ClassVar[ControllerServiceCapability.RPC.Type]
+        UNKNOWN: ControllerServiceCapability.RPC.Type
+        CREATE_DELETE_VOLUME: ControllerServiceCapability.RPC.Type
+        PUBLISH_UNPUBLISH_VOLUME: ControllerServiceCapability.RPC.Type
+        LIST_VOLUMES: ControllerServiceCapability.RPC.Type
+        GET_CAPACITY: ControllerServiceCapability.RPC.Type
+        CREATE_DELETE_SNAPSHOT: ControllerServiceCapability.RPC.Type
+        LIST_SNAPSHOTS: ControllerServiceCapability.RPC.Type
+        CLONE_VOLUME: ControllerServiceCapability.RPC.Type
+        PUBLISH_READONLY: ControllerServiceCapability.RPC.Type
+        EXPAND_VOLUME: ControllerServiceCapability.RPC.Type
+        LIST_VOLUMES_PUBLISHED_NODES: ControllerServiceCapability.RPC.Type
+        VOLUME_CONDITION: ControllerServiceCapability.RPC.Type
+        GET_VOLUME: ControllerServiceCapability.RPC.Type
+        SINGLE_NODE_MULTI_WRITER: ControllerServiceCapability.RPC.Type
+        MODIFY_VOLUME: ControllerServiceCapability.RPC.Type
+        TYPE_FIELD_NUMBER: _ClassVar[int]
+        type: ControllerServiceCapability.RPC.Type
+        def __init__(self, type: _Optional[_Union[ControllerServiceCapability.RPC.Type, str]] = ...) -> None: ...
+    RPC_FIELD_NUMBER: _ClassVar[int]
+    rpc: ControllerServiceCapability.RPC
+    def __init__(self, rpc: _Optional[_Union[ControllerServiceCapability.RPC, _Mapping]] = ...) -> None: ...
+
+class ControllerExpandVolumeRequest(_message.Message):
+    __slots__ = ("volume_id", "capacity_range", "secrets", "volume_capability")
+    class SecretsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_RANGE_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    volume_id: str
+    capacity_range: CapacityRange
+    secrets: _containers.ScalarMap[str, str]
+    volume_capability: VolumeCapability
+    def __init__(self, volume_id: _Optional[str] = ..., capacity_range: _Optional[_Union[CapacityRange, _Mapping]] = ..., secrets: _Optional[_Mapping[str, str]] = ..., volume_capability: _Optional[_Union[VolumeCapability, _Mapping]] = ...) -> None: ...
+
+class ControllerExpandVolumeResponse(_message.Message):
+    __slots__ = ("capacity_bytes", "node_expansion_required")
+    CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    NODE_EXPANSION_REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    capacity_bytes: int
+    node_expansion_required: bool
+    def __init__(self, capacity_bytes: _Optional[int] = ..., node_expansion_required: _Optional[bool] = ...) -> None: ...
+
 class NodeStageVolumeRequest(_message.Message):
     __slots__ = ("volume_id", "publish_context", "staging_target_path", "volume_capability", "secrets", "volume_context")
     class PublishContextEntry(_message.Message):

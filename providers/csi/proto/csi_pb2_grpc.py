@@ -183,6 +183,336 @@ class Identity:
             _registered_method=True)
 
 
+class ControllerStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.CreateVolume = channel.unary_unary(
+                '/csi.v1.Controller/CreateVolume',
+                request_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.CreateVolumeRequest.SerializeToString,
+                response_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.CreateVolumeResponse.FromString,
+                _registered_method=True)
+        self.DeleteVolume = channel.unary_unary(
+                '/csi.v1.Controller/DeleteVolume',
+                request_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.DeleteVolumeRequest.SerializeToString,
+                response_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.DeleteVolumeResponse.FromString,
+                _registered_method=True)
+        self.ControllerPublishVolume = channel.unary_unary(
+                '/csi.v1.Controller/ControllerPublishVolume',
+                request_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerPublishVolumeRequest.SerializeToString,
+                response_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerPublishVolumeResponse.FromString,
+                _registered_method=True)
+        self.ControllerUnpublishVolume = channel.unary_unary(
+                '/csi.v1.Controller/ControllerUnpublishVolume',
+                request_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerUnpublishVolumeRequest.SerializeToString,
+                response_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerUnpublishVolumeResponse.FromString,
+                _registered_method=True)
+        self.ValidateVolumeCapabilities = channel.unary_unary(
+                '/csi.v1.Controller/ValidateVolumeCapabilities',
+                request_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ValidateVolumeCapabilitiesRequest.SerializeToString,
+                response_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ValidateVolumeCapabilitiesResponse.FromString,
+                _registered_method=True)
+        self.ControllerGetCapabilities = channel.unary_unary(
+                '/csi.v1.Controller/ControllerGetCapabilities',
+                request_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerGetCapabilitiesRequest.SerializeToString,
+                response_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerGetCapabilitiesResponse.FromString,
+                _registered_method=True)
+        self.ControllerExpandVolume = channel.unary_unary(
+                '/csi.v1.Controller/ControllerExpandVolume',
+                request_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerExpandVolumeRequest.SerializeToString,
+                response_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerExpandVolumeResponse.FromString,
+                _registered_method=True)
+
+
+class ControllerServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def CreateVolume(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteVolume(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ControllerPublishVolume(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ControllerUnpublishVolume(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ValidateVolumeCapabilities(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ControllerGetCapabilities(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ControllerExpandVolume(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ControllerServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'CreateVolume': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateVolume,
+                    request_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.CreateVolumeRequest.FromString,
+                    response_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.CreateVolumeResponse.SerializeToString,
+            ),
+            'DeleteVolume': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteVolume,
+                    request_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.DeleteVolumeRequest.FromString,
+                    response_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.DeleteVolumeResponse.SerializeToString,
+            ),
+            'ControllerPublishVolume': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControllerPublishVolume,
+                    request_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerPublishVolumeRequest.FromString,
+                    response_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerPublishVolumeResponse.SerializeToString,
+            ),
+            'ControllerUnpublishVolume': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControllerUnpublishVolume,
+                    request_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerUnpublishVolumeRequest.FromString,
+                    response_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerUnpublishVolumeResponse.SerializeToString,
+            ),
+            'ValidateVolumeCapabilities': grpc.unary_unary_rpc_method_handler(
+                    servicer.ValidateVolumeCapabilities,
+                    request_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ValidateVolumeCapabilitiesRequest.FromString,
+                    response_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ValidateVolumeCapabilitiesResponse.SerializeToString,
+            ),
+            'ControllerGetCapabilities': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControllerGetCapabilities,
+                    request_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerGetCapabilitiesRequest.FromString,
+                    response_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerGetCapabilitiesResponse.SerializeToString,
+            ),
+            'ControllerExpandVolume': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControllerExpandVolume,
+                    request_deserializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerExpandVolumeRequest.FromString,
+                    response_serializer=providers_dot_csi_dot_proto_dot_csi__pb2.ControllerExpandVolumeResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'csi.v1.Controller', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('csi.v1.Controller', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Controller:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def CreateVolume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/CreateVolume',
+            providers_dot_csi_dot_proto_dot_csi__pb2.CreateVolumeRequest.SerializeToString,
+            providers_dot_csi_dot_proto_dot_csi__pb2.CreateVolumeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteVolume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/DeleteVolume',
+            providers_dot_csi_dot_proto_dot_csi__pb2.DeleteVolumeRequest.SerializeToString,
+            providers_dot_csi_dot_proto_dot_csi__pb2.DeleteVolumeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControllerPublishVolume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/ControllerPublishVolume',
+            providers_dot_csi_dot_proto_dot_csi__pb2.ControllerPublishVolumeRequest.SerializeToString,
+            providers_dot_csi_dot_proto_dot_csi__pb2.ControllerPublishVolumeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControllerUnpublishVolume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/ControllerUnpublishVolume',
+            providers_dot_csi_dot_proto_dot_csi__pb2.ControllerUnpublishVolumeRequest.SerializeToString,
+            providers_dot_csi_dot_proto_dot_csi__pb2.ControllerUnpublishVolumeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ValidateVolumeCapabilities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/ValidateVolumeCapabilities',
+            providers_dot_csi_dot_proto_dot_csi__pb2.ValidateVolumeCapabilitiesRequest.SerializeToString,
+            providers_dot_csi_dot_proto_dot_csi__pb2.ValidateVolumeCapabilitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControllerGetCapabilities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/ControllerGetCapabilities',
+            providers_dot_csi_dot_proto_dot_csi__pb2.ControllerGetCapabilitiesRequest.SerializeToString,
+            providers_dot_csi_dot_proto_dot_csi__pb2.ControllerGetCapabilitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControllerExpandVolume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/ControllerExpandVolume',
+            providers_dot_csi_dot_proto_dot_csi__pb2.ControllerExpandVolumeRequest.SerializeToString,
+            providers_dot_csi_dot_proto_dot_csi__pb2.ControllerExpandVolumeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class NodeStub:
     """Missing associated documentation comment in .proto file."""
 

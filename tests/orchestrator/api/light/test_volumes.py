@@ -259,3 +259,22 @@ def test_two_vms_racing_for_one_volume_get_one_attachment_and_a_conflict(
     assert winner in lost[0]["errors"][0]["message"]
     holding = [vm for vm in (first, second) if disks_with_serial(light, vm, volume["serial"])]
     assert holding == [winner]
+
+
+def test_a_volume_on_storage_local_to_another_host_is_invalid_for_a_vm_naming_its_host(
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str], volume_name: Callable[[str], str]
+) -> None:
+    vm = ok(create(api, "alice", "demo", name=vm_name("far")))["virtualMachine"]
+    volume = ok(call(api, CREATE, "createVolume", name=volume_name("local"), size=10, near=vm["id"]))[
+        "volume"
+    ]
+    pve = light.fakes["zone-a"].pve
+    other = next(n for n in sorted(light.fakes.on_loop(lambda: list(pve.nodes))) if n != vm["host"])
+    vmid = int(volume["id"].split("/")[1])
+    light.fakes.on_loop(lambda: setattr(pve.vm(vmid), "node", other))  # as if made on another host
+
+    refused = call(api, ATTACH, "attachVolume", id=volume["id"], vm=vm["id"])
+    assert [(e["field"], e["code"]) for e in refused["errors"]] == [("vm", "INVALID")]
+    assert f"local to host {other}" in refused["errors"][0]["message"]
+    assert holder(light, volume)["config"]["scsi0"]  # where it was, with its disk
+    light.fakes.on_loop(lambda: setattr(pve.vm(vmid), "node", vm["host"]))
