@@ -136,6 +136,9 @@ class ControlPlane:
     registry: str = REGISTRY  # the registry every image is pulled from (FLEXPLANE_PROVIDERS_IMAGE_REGISTRY)
     etcd_backup_schedule: str = ""  # spec.etcdBackup.schedule ("": ETCD_BACKUP_SCHEDULE)
     network_plugin: str = "cilium"  # spec.networkPlugin: what the provider installs as the CNI (.network)
+    # spec.storage: the cluster's zone and the storage profiles its CSI driver offers (.storage).
+    zone: str = ""
+    storage_profiles: tuple[str, ...] = ()
     # The SNI mode's in-cluster endpoint (providers.sni.nodelocal): FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS.
     node_local_address: str = NODE_LOCAL_ADDRESS
 
@@ -147,6 +150,10 @@ class ControlPlane:
         """An image published elsewhere than registry.k8s.io (``home``, e.g. quay.io): from there, unless
         the registry is moved, then from the moved registry under the same path."""
         return f"{home if self.registry == REGISTRY else self.registry}/{path}"
+
+    def flexplane_image(self) -> str:
+        """flex.plane's own image at this release, from the cluster's registry as every other image is."""
+        return self.foreign_image(FLEXPLANE_REGISTRY, f"{FLEXPLANE_REPOSITORY}:{flexplane_tag()}")
 
     def component_image(self, component: str) -> str:
         """A Kubernetes component's image (kube-apiserver, kube-proxy, ...) of the cluster's version."""

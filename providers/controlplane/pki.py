@@ -67,6 +67,9 @@ KONNECTIVITY_CLIENT = ("system:konnectivity-server", ())
 # The cloud controller (providers.cloud): no group; the tenant binds this user to a ClusterRole of the Nodes
 # and Services it initializes and serves (tenant.cloud_controller_rbac), nothing more.
 CLOUD_CONTROLLER = ("flexplane:cloud-controller", ())
+# The CSI driver's controller's sidecars (providers.csi, providers.controlplane.storage): no group; the tenant
+# binds this user to a ClusterRole of the volumes, claims, attachments and what they read (storage.rbac).
+CSI_CONTROLLER = ("flexplane:csi-controller", ())
 # The Prometheus Operator's scrapes of the API server's /metrics (providers.controlplane.monitoring): no
 # group; the tenant binds this user to a ClusterRole of ``get`` on /metrics only (tenant.metrics_rbac).
 METRICS_SCRAPER = ("flexplane:metrics", ())
@@ -86,6 +89,7 @@ LEAVES = (
     "controller-manager",
     "scheduler",
     "cloud-controller",
+    "csi-controller",
     "metrics-scraper",
 )
 KUBECONFIGS = {
@@ -314,6 +318,7 @@ def _leaf_spec(leaf: str) -> tuple[str, str, tuple[str, ...], str]:
         "controller-manager": ("ca", CONTROLLER_MANAGER, CLIENT),
         "scheduler": ("ca", SCHEDULER, CLIENT),
         "cloud-controller": ("ca", CLOUD_CONTROLLER, CLIENT),
+        "csi-controller": ("ca", CSI_CONTROLLER, CLIENT),
         "metrics-scraper": ("ca", METRICS_SCRAPER, CLIENT),
     }
     ca, (cn, orgs), usage = specs[leaf]
@@ -449,13 +454,18 @@ def admin_kubeconfig(files: Mapping[str, bytes], *, cluster: str, server: str) -
 
 def cloud_controller_kubeconfig(files: Mapping[str, bytes], *, cluster: str, server: str) -> bytes:
     """The cloud controller's kubeconfig: its own credentials (:data:`CLOUD_CONTROLLER`), ``server``."""
+    return leaf_kubeconfig(files, "cloud-controller", CLOUD_CONTROLLER[0], cluster=cluster, server=server)
+
+
+def leaf_kubeconfig(files: Mapping[str, bytes], leaf: str, user: str, *, cluster: str, server: str) -> bytes:
+    """A kubeconfig of ``server`` with the credentials of the PKI's ``leaf`` (its user ``user``)."""
     config = kubeconfig(
         cluster=cluster,
         server=server,
         ca_pem=files["ca.crt"],
-        user=CLOUD_CONTROLLER[0],
-        cert_pem=files["cloud-controller.crt"],
-        key_pem=files["cloud-controller.key"],
+        user=user,
+        cert_pem=files[f"{leaf}.crt"],
+        key_pem=files[f"{leaf}.key"],
     )
     return dump(config)
 

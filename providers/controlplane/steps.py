@@ -41,6 +41,7 @@ from providers.controlplane import (
     pki,
     render,
     restore,
+    storage,
     tenant,
     workers,
 )
@@ -162,6 +163,8 @@ def control_plane(
         etcd_backup_schedule=str((spec.get("etcdBackup") or {}).get("schedule") or ""),
         network_plugin=_network_plugin(spec),
         node_local_address=settings.sni_node_address,
+        zone=str((spec.get("storage") or {}).get("zone") or ""),
+        storage_profiles=tuple(str(p) for p in (spec.get("storage") or {}).get("storageProfiles") or ()),
     )
 
 
@@ -331,6 +334,27 @@ def ensure_cloud_controller(
     return True
 
 
+def ensure_csi_controller(
+    kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes], vdc_namespace: str, settings: Settings
+) -> bool:
+    """The CSI driver's controller and its sidecars (:mod:`.storage`), as the cloud controller is: while the
+    providers have flex.plane's URL, the VDC's namespace holds the cluster's key and the cluster has storage
+    profiles (``spec.storage``); otherwise none (one there before is deleted). True when it is there."""
+    key = b""
+    if settings.cloud.enabled and cp.storage_profiles:
+        secret = kube.get("v1", "Secret", cloud_controller_secret(cp.cluster), vdc_namespace)
+        key = _decoded(secret).get(CLOUD_CONTROLLER_KEY, b"")
+    if not key:
+        if kube.get("apps/v1", "Deployment", storage.CONTROLLER, cp.namespace) is not None:
+            kube.delete("v1", "Secret", storage.CONTROLLER, cp.namespace)
+            kube.delete("apps/v1", "Deployment", storage.CONTROLLER, cp.namespace)
+        return False
+    server = render.cloud_controller_server(cp)
+    for manifest in storage.render_controller(cp, settings.cloud, files, key, server):
+        kube.ensure(manifest)
+    return True
+
+
 def ensure_apiserver_metrics(
     kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes], monitors: monitoring.ServiceMonitors
 ) -> bool:
@@ -495,6 +519,7 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
     deployment, etcd_statefulset = ensure_control_plane_objects(kube, cp, files, settings.etcd_backup)
     ensure_vdc_secrets(kube, cp, files, fcp)
     ensure_cloud_controller(kube, cp, files, fcp["metadata"]["namespace"], settings)
+    ensure_csi_controller(kube, cp, files, fcp["metadata"]["namespace"], settings)
     ensure_apiserver_metrics(kube, cp, files, settings.service_monitors)
     ensure_infrastructure_endpoint(kube, cluster, cp)
 

@@ -34,6 +34,9 @@ phases would leave for ``kubeadm join`` is put there here (kubeadm's names, so a
 - the network plugin the FlexControlPlane names (``spec.networkPlugin``, :mod:`.network`): Cilium by
   default, or Calico, whose agents make the nodes Ready; with ``none``, nothing, as kubeadm installs no
   CNI: the nodes stay NotReady, and CoreDNS waits, until the tenant applies a plugin of their own.
+
+- the CSI driver's tenant half (:mod:`.storage`): its CSIDriver, a StorageClass per storage profile of
+  ``spec.storage``, the node plugin's DaemonSet and what the controller's sidecars may do.
 """
 
 from __future__ import annotations
@@ -43,10 +46,8 @@ from typing import Any
 
 import yaml
 
-from providers.controlplane import network, pki
+from providers.controlplane import network, pki, storage
 from providers.controlplane.model import (
-    FLEXPLANE_REGISTRY,
-    FLEXPLANE_REPOSITORY,
     KONNECTIVITY_ADMIN_PORT,
     KONNECTIVITY_AGENT,
     KONNECTIVITY_AGENT_IMAGE,
@@ -56,7 +57,6 @@ from providers.controlplane.model import (
     NODE_LOCAL_PROXY,
     ControlPlane,
     Manifest,
-    flexplane_tag,
 )
 
 BOOTSTRAPPERS = "system:bootstrappers:kubeadm:default-node-token"
@@ -350,7 +350,7 @@ def konnectivity(cp: ControlPlane) -> list[Manifest]:
 
 def flexplane_image(cp: ControlPlane) -> str:
     """flex.plane's own image at this release, from the cluster's registry as every other image is."""
-    return cp.foreign_image(FLEXPLANE_REGISTRY, f"{FLEXPLANE_REPOSITORY}:{flexplane_tag()}")
+    return cp.flexplane_image()
 
 
 def node_local_proxy(cp: ControlPlane) -> list[Manifest]:
@@ -724,4 +724,5 @@ def tenant_manifests(cp: ControlPlane, ca_pem: bytes) -> list[Manifest]:
         *kube_proxy(cp),
         *(node_local_proxy(cp) if cp.sni else []),
         *network.manifests(cp),
+        *storage.tenant_manifests(cp),
     ]

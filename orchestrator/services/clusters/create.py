@@ -150,9 +150,24 @@ def plan(ctx: Context, spec: CreateCluster) -> Planned:
             pools=tuple(pools),
             network_plugin=network_plugin,
             control_plane_exposure=exposure,
+            zone=network.zone,
+            storage_profiles=_storage_profiles(ctx, vdc, network.zone),
         ),
         tuple(networks.values()),
     )
+
+
+def _storage_profiles(ctx: Context, vdc: Vdc, zone: str) -> tuple[str, ...]:
+    """The VDC's storage profiles with storage in the cluster's zone: its StorageClasses (the CSI driver's),
+    in the VDC's order (the first is the cluster's default class)."""
+    offered = []
+    for name in vdc.storage_profiles:
+        try:
+            if catalog.storage_profile(ctx, name).storage_in(zone) is not None:
+                offered.append(name)
+        except NotFound:
+            continue  # allowed but gone from the catalog since: no class for it
+    return tuple(offered)
 
 
 def vdc_usage_now(ctx: Context, vdc: Vdc) -> Usage:

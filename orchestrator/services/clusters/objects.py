@@ -73,6 +73,9 @@ class ClusterPlan:
     # Whether the cluster has flex.plane's cloud controller (its identity was made: ``clusters.identity``),
     # so that its kubelets leave the nodes' initialization to it (``cloud-provider: external``).
     cloud_controller: bool = False
+    # The cluster's zone (its network's), and the storage profiles its CSI driver offers as StorageClasses.
+    zone: str = ""
+    storage_profiles: tuple[str, ...] = ()
 
 
 def labels(vdc: str, cluster: str, **more: str) -> dict[str, str]:
@@ -181,6 +184,8 @@ def control_plane(plan: ClusterPlan) -> dict[str, Any]:
         "serviceType": EXPOSURE_SERVICE_TYPES[plan.control_plane_exposure],
         "networkPlugin": plan.network_plugin,
     }
+    if plan.zone:
+        spec["storage"] = {"zone": plan.zone, "storageProfiles": list(plan.storage_profiles)}
     return _body(FLEX_CONTROL_PLANE, plan.name, labels(plan.vdc, plan.name), spec)
 
 

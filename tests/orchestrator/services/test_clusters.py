@@ -67,6 +67,7 @@ def test_a_create_writes_the_contracts_objects_labelled_with_the_vdc(
         "version": VERSION,
         "serviceType": "LoadBalancer",
         "networkPlugin": "cilium",  # the default
+        "storage": {"zone": "zone-a", "storageProfiles": ["standard"]},
     }
     assert made.network_plugin == "cilium"
     assert found["ProxmoxCluster"][0]["spec"] == {"vdc": "demo", "network": demo_network(ctx)}
@@ -139,6 +140,17 @@ def test_a_cluster_with_another_network_plugin_or_none_says_so_to_its_control_pl
     [control_plane] = objects_in(custom, "demo", "bare")["FlexControlPlane"]
     assert control_plane["spec"]["networkPlugin"] == plugin
     assert clusters.get_cluster(ctx, "bare").network_plugin == plugin
+
+
+def test_the_control_plane_is_told_the_clusters_zone_and_the_vdcs_storage_profiles_there(
+    make_context: MakeContext, custom: client.CustomObjectsApi, clean: None
+) -> None:
+    """Its CSI driver's StorageClasses (providers/controlplane/storage.py): the VDC's profiles with storage
+    in the network's zone, in the VDC's order."""
+    ctx = alice(make_context)
+    clusters.create_cluster(ctx, spec(ctx, "stored"))
+    [control_plane] = objects_in(custom, "demo", "stored")["FlexControlPlane"]
+    assert control_plane["spec"]["storage"] == {"zone": "zone-a", "storageProfiles": ["standard"]}
 
 
 def test_a_plugin_not_offered_is_refused_saying_which_are(

@@ -208,10 +208,10 @@ def test_a_second_reconcile_reads_each_object_once_and_writes_nothing_anywhere(
     assert (server.emulator.revision, tenant_server.emulator.revision) == before
     made = (len(list(server.emulator)) - requests[0], len(list(tenant_server.emulator)) - requests[1])
     # One read per object: the FlexControlPlane (the test's), the Cluster, the ProxmoxCluster, the
-    # namespace and its nine objects, the VDC's two Secrets, the cloud controller's Deployment (none: no
-    # flex.plane URL set), the API server's ServiceMonitor (none: the setting is off); and the tenant's
-    # /readyz and its Konnectivity agents' DaemonSet.
-    assert made == (17, 2)
+    # namespace and its nine objects, the VDC's two Secrets, the cloud controller's and the CSI controller's
+    # Deployments (none: no flex.plane URL set), the API server's ServiceMonitor (none: the setting is off);
+    # and the tenant's /readyz and its Konnectivity agents' DaemonSet.
+    assert made == (18, 2)
 
 
 def test_an_api_server_whose_certificate_another_ca_signed_is_not_trusted(kube: Kube) -> None:
