@@ -52,7 +52,7 @@ from devstack.kube.request import (
     parse_request,
 )
 from devstack.kube.selectors import Selector, selector_of
-from devstack.kube.store import ObjectStore, check_preconditions, check_resource_version
+from devstack.kube.store import Event, ObjectStore, check_preconditions, check_resource_version
 from devstack.kube.watches import serve_watch
 
 GENERATED_NAME_ATTEMPTS = 8
@@ -102,6 +102,11 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     def revision(self) -> int:
         """The cluster's current resourceVersion: the number of the latest write."""
         return self._store.revision
+
+    def events(self) -> list[Event]:
+        """The writes still in the event log, oldest first (what a watch from an old version would get):
+        for a test that asserts the order and content of writes, not only their end."""
+        return list(self._store.events())
 
     def close_watches(self) -> None:
         """End every open watch stream (call on the server's event loop, e.g. before it stops)."""

@@ -25,6 +25,7 @@ from orchestrator.sources.kube_objects import (
     CLUSTER,
     CLUSTER_NAME_LABEL,
     FLEX_CONTROL_PLANE,
+    PAUSED_ANNOTATION,
     PROXMOX_CLUSTER,
     cloud_controller_secret,
     vdc_of_namespace,
@@ -55,7 +56,6 @@ FINALIZER = "controlplane.flexplane.io/finalizer"
 # The hash of what was last installed in the tenant cluster: installs run again only when it changes.
 TENANT_HASH_ANNOTATION = "controlplane.flexplane.io/tenant-objects"
 AVAILABLE = "Available"
-PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
 # How soon a step that waits on another controller (Cluster API core, the LoadBalancer) looks again,
 # should no event of what it waits for wake it first (see handlers).
 RETRY_DELAY = seconds("RETRY_DELAY", 5.0)

@@ -36,6 +36,7 @@ from importlib import metadata
 from typing import Any
 
 from orchestrator.errors import Conflict
+from orchestrator.services.backup import clusters
 from orchestrator.services.backup.objects import CONFIG_MAP, NAMESPACE, ROLE_BINDING, SECRET, Kind, ObjectsApi
 from orchestrator.services.backup.sealed import FORMAT, BackupError, NotABackup
 from orchestrator.sources.kube_objects import (
@@ -134,11 +135,14 @@ def ensure_platform_id(objects: ObjectsApi, namespace: str) -> str:
 # ---------------------------------------------------------------------- taking a backup
 
 
-def _selected(objects: ObjectsApi, scope: Scope) -> Iterable[tuple[Kind, dict[str, Any]]]:
-    """Every object the backup holds, as the cluster has it, with its kind."""
-    namespaces = [
-        ns for ns in objects.list(NAMESPACE, None, VDC_LABEL) if vdc_of_namespace(ns["metadata"]["name"])
-    ]
+def _vdc_namespaces(objects: ObjectsApi) -> list[dict[str, Any]]:
+    return [ns for ns in objects.list(NAMESPACE, None, VDC_LABEL) if vdc_of_namespace(ns["metadata"]["name"])]
+
+
+def _selected(
+    objects: ObjectsApi, scope: Scope, namespaces: list[dict[str, Any]]
+) -> Iterable[tuple[Kind, dict[str, Any]]]:
+    """Every object the backup holds of the platform, as the cluster has it, with its kind."""
     yield from ((NAMESPACE, ns) for ns in namespaces)
     labelled = objects.list(SECRET, scope.namespace, KIND_LABEL)
     yield from ((SECRET, secret) for secret in labelled)
@@ -164,10 +168,15 @@ def take(
     """The backup's document, with the platform id and the time it was taken (ISO 8601, UTC)."""
     platform = ensure_platform_id(objects, scope.namespace)
     created = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    namespaces = _vdc_namespaces(objects)
     # A list's items lack their kind (the API server names it once, on the list): it is set here.
     items = [
         {**stripped(body), "apiVersion": kind.api_version, "kind": kind.kind}
-        for kind, body in _selected(objects, scope)
+        for kind, body in _selected(objects, scope, namespaces)
+    ]
+    held_clusters = [
+        {**clusters.stripped(body), "apiVersion": kind.api_version, "kind": kind.kind}
+        for kind, body in clusters.selected(objects, [ns["metadata"]["name"] for ns in namespaces])
     ]
     document = {
         "format": FORMAT,
@@ -176,6 +185,7 @@ def take(
         "flexplaneVersion": flexplane_version(),
         "namespace": scope.namespace,
         "objects": items,
+        "clusters": held_clusters,
     }
     return platform, created, document
 
@@ -209,6 +219,13 @@ def restore(objects: ObjectsApi, document: Mapping[str, Any]) -> Restored:
     for kind in ORDER:
         for item in by_kind.get(kind.kind, ()):
             report.outcomes.append((_what(kind, item), _restore_one(objects, kind, item)))
+    held_clusters = document.get("clusters") or []  # none in a backup made before clusters were held
+    if not isinstance(held_clusters, list) or not all(isinstance(i, dict) for i in held_clusters):
+        raise NotABackup("the backup's clusters are not a list of objects")
+    for item in held_clusters:
+        if item.get("kind") not in clusters.BY_KIND or not (item.get("metadata") or {}).get("name"):
+            raise NotABackup(f"the backup holds a cluster's object of an unknown kind: {str(item)[:80]}")
+    report.outcomes += clusters.restore(objects, held_clusters)
     return report
 
 
