@@ -479,13 +479,14 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
     if is_paused(fcp, cluster):
         return None
     cp = control_plane(fcp, cluster, settings)
-    # An etcd restore asked for (spec.restore) holds the control plane stopped until its data is back.
-    restoring = restore.advance(kube, fcp, cp, settings.etcd_backup)
-    if restoring.hold:
-        return Outcome(status=restore.held_status(fcp, restoring))
     ensure_namespace(kube, cp)
     ensure_secrets_access(kube, cp.namespace, settings)
     ensure_secrets_access(kube, fcp["metadata"]["namespace"], settings)
+    # An etcd restore asked for (spec.restore) holds the control plane stopped until its data is back (a new
+    # one's: unmade until then).
+    restoring = restore.advance(kube, fcp, cp, settings.etcd_backup)
+    if restoring.hold:
+        return Outcome(status=restore.held_status(fcp, restoring))
     known = (cp.endpoint_host, cp.endpoint_port)
     cp = ensure_service(kube, cp, settings)
     outcome = Outcome()

@@ -139,6 +139,7 @@ def seed_cluster(mgmt: Mgmt) -> None:
             {"metadata": {"ownerReferences": [owner(cluster)]}},
         )
     mgmt.patch(CLUSTER, NAME, {"metadata": {"finalizers": ["cluster.cluster.x-k8s.io"]}})
+    mgmt.patch(FLEX_CONTROL_PLANE, NAME, {"spec": {"restore": {"id": "tenant-r1", "snapshot": "old.fpdump"}}})
     mgmt.status(CLUSTER, NAME, {"phase": "Provisioned"})
     deployment = mgmt.get(MACHINE_DEPLOYMENT, f"{NAME}-workers")
     assert deployment is not None
@@ -258,6 +259,8 @@ def test_a_backup_holds_each_clusters_objects_and_the_secrets_it_cannot_be_rebui
         assert set(item["metadata"]) <= {"name", "namespace", "labels", "annotations", "ownerReferences"}
         for ref in item["metadata"].get("ownerReferences", []):
             assert "uid" not in ref
+    [control_plane] = [i for i in document["clusters"] if i["kind"] == "FlexControlPlane"]
+    assert "restore" not in control_plane["spec"]  # a request that ran: without its status it would again
     [infra] = [i for i in document["clusters"] if i["kind"] == "ProxmoxMachine"]
     assert infra["spec"]["providerID"] == PROVIDER_ID
     assert infra["metadata"]["annotations"] == {"keep.example.com/note": "mine"}  # kopf's is not held
@@ -312,6 +315,14 @@ def test_a_restore_onto_a_new_management_cluster_brings_the_cluster_back_owned_b
     cluster = fresh.get(CLUSTER, NAME)
     assert cluster is not None
     assert "paused" not in cluster["spec"]
+    control_plane = fresh.get(FLEX_CONTROL_PLANE, NAME)  # made anew: etcd from the newest snapshot first
+    assert control_plane is not None
+    stamp = "".join(c for c in document["createdAt"] if c.isalnum())
+    assert control_plane["spec"]["restore"] == {
+        "id": f"platform-restore-{stamp}",
+        "snapshot": "",
+        "newControlPlane": True,
+    }
     pki = fresh.core.read_namespaced_secret("pki", CP_NS)
     assert pki.data is not None
     assert base64.b64decode(pki.data["ca.key"]) == b"CA KEY"
@@ -377,6 +388,9 @@ def test_a_restore_over_a_changed_cluster_pauses_it_puts_its_spec_back_and_keeps
     deployment = mgmt.get(MACHINE_DEPLOYMENT, f"{NAME}-workers")
     assert deployment is not None
     assert deployment["spec"]["replicas"] == 1
+    control_plane = mgmt.get(FLEX_CONTROL_PLANE, NAME)  # not made anew: its own request stands
+    assert control_plane is not None
+    assert control_plane["spec"]["restore"] == {"id": "tenant-r1", "snapshot": "old.fpdump"}
     cluster = mgmt.get(CLUSTER, NAME)
     assert cluster is not None
     assert cluster["metadata"]["finalizers"] == ["cluster.cluster.x-k8s.io"]

@@ -26,6 +26,14 @@ object (annotated paused too) owners before dependants, each ownerReference's ui
 uids of the lost cluster mean nothing here, and the garbage collector deletes an object whose owners'
 uids are all gone); then each object's pause taken away, the Cluster's last. A cluster whose objects all
 equal the backup's is not touched (not even paused): a second restore changes nothing.
+
+A FlexControlPlane's ``spec.restore`` (an etcd restore a tenant asked for) is not held: it is the live
+object's record, and without its status it would run again. A FlexControlPlane the restore creates (the
+management cluster had lost it, and with it its control plane's namespace and etcd) is asked instead
+``{id: platform-restore-<the backup's time>, snapshot: "" (the newest), newControlPlane: true}``: its
+provider makes its etcd from the cluster's newest snapshot before its API server first starts
+(``providers.controlplane.restore``). One that exists keeps its own request. The recovery point of a
+cluster's tenant state is therefore its newest etcd snapshot, not the platform backup's time.
 """
 
 from __future__ import annotations
@@ -142,6 +150,10 @@ def stripped(body: Mapping[str, Any]) -> dict[str, Any]:
     out = {key: value for key, value in body.items() if key not in ("metadata", "status")}
     if out.get("kind") == "Namespace":
         out.pop("spec", None)
+    if out.get("kind") == FLEX_CONTROL_PLANE.kind and "restore" in (out.get("spec") or {}):
+        # An etcd restore asked for is the live object's record (its status says it ran): without that
+        # status, a restored request would run again. A control plane made anew is asked its own.
+        out["spec"] = {key: value for key, value in out["spec"].items() if key != "restore"}
     return {**out, "metadata": kept}
 
 
@@ -272,9 +284,10 @@ def ordered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ClusterRestore:
     """One cluster's objects written back (see the module): paused, owners first, then unpaused."""
 
-    def __init__(self, objects: ObjectsApi, cluster: ClusterItems) -> None:
+    def __init__(self, objects: ObjectsApi, cluster: ClusterItems, request_id: str) -> None:
         self.objects = objects
         self.cluster = cluster
+        self.request_id = request_id
         self.items = ordered(cluster.items)
         self.uids: dict[Key, str] = {}
         self.paused: list[dict[str, Any]] = []
@@ -350,27 +363,32 @@ class ClusterRestore:
             body["spec"] = {**(item.get("spec") or {}), "paused": True}
         return body
 
+    def _made_anew(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A FlexControlPlane created by the restore (the management cluster had lost it, and so its
+        control plane's namespace and etcd): asked to make its etcd from the cluster's newest snapshot
+        before it first starts (``providers.controlplane.restore``). Any other object as it is."""
+        if body["kind"] != FLEX_CONTROL_PLANE.kind:
+            return body
+        request = {"id": self.request_id, "snapshot": "", "newControlPlane": True}
+        return {**body, "spec": {**(body.get("spec") or {}), "restore": request}}
+
     def _write(self, item: dict[str, Any], current: dict[str, Any] | None) -> str:
         kind = BY_KIND[str(item["kind"])]
         body = self._body(item)
         if current is None:
             try:
-                written = self.objects.create(kind, body)
+                written = self.objects.create(kind, self._made_anew(body))
                 outcome = "created"
             except Conflict:  # made meanwhile: written over as any that differs
                 current = self._current(item)
                 assert current is not None
         if current is not None:
-            meta = {
-                **body["metadata"],
-                "resourceVersion": current["metadata"].get("resourceVersion"),
-                # A controller's finalizers stay: they guard what it made.
-                **(
-                    {"finalizers": current["metadata"]["finalizers"]}
-                    if current["metadata"].get("finalizers")
-                    else {}
-                ),
-            }
+            meta = {**body["metadata"], "resourceVersion": current["metadata"].get("resourceVersion")}
+            if current["metadata"].get("finalizers"):  # a controller's stay: they guard what it made
+                meta["finalizers"] = current["metadata"]["finalizers"]
+            asked = (current.get("spec") or {}).get("restore")
+            if item["kind"] == FLEX_CONTROL_PLANE.kind and asked:  # the live one's record stays
+                body = {**body, "spec": {**(body.get("spec") or {}), "restore": asked}}
             written = self.objects.replace(kind, {**body, "metadata": meta})
             outcome = "updated"
         written = written or self._current(item) or {}
@@ -397,9 +415,16 @@ def _what(item: Mapping[str, Any]) -> str:
     return f"{item.get('kind')} {where}{meta.get('name')}"
 
 
-def restore(objects: ObjectsApi, items: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Write every cluster of the backup back (see the module); what each object came to."""
+def etcd_request_id(created: str) -> str:
+    """The id of the etcd restore a FlexControlPlane made anew is asked, from the backup's time
+    (``2026-12-07T10:00:00Z``): ``platform-restore-20261207T100000Z``."""
+    return "platform-restore-" + "".join(c for c in created if c.isalnum())[:40]
+
+
+def restore(objects: ObjectsApi, items: Iterable[dict[str, Any]], created: str) -> list[tuple[str, str]]:
+    """Write every cluster of the backup (made at ``created``) back (see the module); what each object
+    came to."""
     outcomes: list[tuple[str, str]] = []
     for cluster in grouped(list(items)):
-        outcomes += ClusterRestore(objects, cluster).run()
+        outcomes += ClusterRestore(objects, cluster, etcd_request_id(created)).run()
     return outcomes

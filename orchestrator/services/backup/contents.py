@@ -225,7 +225,7 @@ def restore(objects: ObjectsApi, document: Mapping[str, Any]) -> Restored:
     for item in held_clusters:
         if item.get("kind") not in clusters.BY_KIND or not (item.get("metadata") or {}).get("name"):
             raise NotABackup(f"the backup holds a cluster's object of an unknown kind: {str(item)[:80]}")
-    report.outcomes += clusters.restore(objects, held_clusters)
+    report.outcomes += clusters.restore(objects, held_clusters, str(document.get("createdAt") or ""))
     return report
 
 
