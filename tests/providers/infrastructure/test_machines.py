@@ -488,6 +488,30 @@ def test_a_restored_machine_whose_vm_is_gone_says_so_and_makes_none(
     assert named(world, name) == []
 
 
+def test_a_machine_of_a_paused_cluster_is_left_alone_until_it_is_unpaused(
+    kube: Kube, world: World, providers: Providers, machine_name: Callable[[str], str]
+) -> None:
+    name = machine_name("p")
+    pause = partial(
+        kube.objects.patch_namespaced_custom_object,
+        CLUSTER.group,
+        CLUSTER.version,
+        NAMESPACE,
+        CLUSTER.plural,
+        CLUSTER_NAME,
+    )
+    pause({"spec": {"paused": True}})  # as a restore writes a cluster
+    try:
+        machine(kube, name)
+        with pytest.raises(AssertionError):  # its create is not run while paused
+            eventually(lambda: named(world, name), 3.0, f"a VM {name}")
+        assert not provisioned(kube, PROXMOX_MACHINE, name)
+    finally:
+        pause({"spec": {"paused": None}})
+    wait_provisioned(kube, providers, name)
+    assert len(named(world, name)) == 1
+
+
 VDC_LOCKS = ("fp-lock-vdc-demo", "fp-lock-vdc-demo.security-groups")
 
 
