@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 import time
@@ -273,7 +274,8 @@ def test_a_tenant_cluster_survives_losing_the_management_cluster(
     key_file.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
     backup = tmp_path / "platform.fpbackup"
     said_backup = manage(platform, key_file, "backup", "--file", str(backup))
-    assert "backed up" in said_backup, said_backup
+    backed_up = re.search(r"backed up (\d+) objects", said_backup)
+    assert backed_up is not None, said_backup
 
     # The management cluster lost, and what ran in it: the providers, core, the control plane's pods.
     platform.stop_cluster_api()
@@ -314,6 +316,7 @@ def test_a_tenant_cluster_survives_losing_the_management_cluster(
         "cluster: Cluster API started, management cluster restored in (s)": round(restored - started, 2),
         "cluster: tenant API server back in (s)": round(control_plane_back - restored, 2),
         "cluster: worker VMs made anew": len(set(vms(platform).values()) - set(machines_vms.values())),
+        "cluster: objects backed up": int(backed_up.group(1)),
         "cluster: platform backup (bytes)": backup.stat().st_size,
     }
     for name, value in figures.items():

@@ -9,18 +9,22 @@ and names, never "everything in the namespace":
 - its Secrets labelled ``flexplane.io/kind`` (join-token records: hashes, not tokens) and the two it
   names in settings: the platform CA (``FLEXPLANE_AGENT_CA_SECRET``: agents keep trusting it, so none
   re-enrolls) and the mesh hub's key (``FLEXPLANE_MESH_HUB_SECRET``: peers keep their tunnels);
-- the VDCs' Namespaces (``vdc-<vdc>``, labelled ``flexplane.io/vdc``) and their RoleBindings so labelled.
+- the VDCs' Namespaces (``vdc-<vdc>``, labelled ``flexplane.io/vdc``) and their RoleBindings so labelled;
+- each tenant Kubernetes cluster of those namespaces (the document's ``clusters``, :mod:`.clusters`): its
+  Cluster API objects, its control plane's Namespace and PKI, its cloud controller's key. Its tenant
+  state is its etcd's, snapshotted to the bucket apart; the providers adopt its VMs and make its
+  control plane anew from the newest snapshot.
 
 It leaves out, on purpose: Leases (locks and spent console tickets expire within minutes; a restored
 lock would only block), Events (the audit trail is shipped as log lines; Events expire by design),
-the backup key's own Secret (the operator holds it), and Cluster API objects of tenant clusters:
-restoring their specs without the tenant's etcd and status would make the providers build a second set
-of machines, so they are restored with the cluster's own state (the issue's item 3), not here.
+the backup key's own Secret (the operator holds it), and what the providers render again from what it
+holds (a cluster's kubeconfigs, its ``etcd-backup`` Secret, its control plane's workloads).
 
 Objects are stored without what the API server sets (uid, resourceVersion, managedFields,
 creationTimestamp, generation) and without status, which their controllers recompute. A restore
 creates each object or replaces it where it differs, namespaces first, then Secrets and ConfigMaps, then
-RoleBindings; an object equal to the backup's is left alone, so a second restore changes nothing.
+RoleBindings, then each cluster (paused while it is written, owners first: :mod:`.clusters`); an object
+equal to the backup's is left alone, so a second restore changes nothing.
 """
 
 from __future__ import annotations
