@@ -18,7 +18,7 @@ from kubernetes.config import new_client_from_config
 from devstack.kube.crds import CLUSTER_API_CORE_CRDS
 from devstack.kube.server import KubeServer
 from orchestrator.services.backup import Scope, make_backup, restore_backup
-from orchestrator.services.backup.clusters import UnknownOwner
+from orchestrator.services.backup.clusters import HalfRestored, UnknownOwner
 from orchestrator.services.backup.contents import restore, take
 from orchestrator.services.backup.objects import ManagementObjects
 from orchestrator.services.backup.sealed import NotABackup, unseal
@@ -54,9 +54,10 @@ Body = dict[str, Any]
 class Mgmt:
     """An emulated management cluster of the test's own, with Cluster API's CRDs and ours."""
 
-    def __init__(self, tmp_path: Path, name: str) -> None:
+    def __init__(self, tmp_path: Path, name: str, *, without: str = "") -> None:
         self.server = KubeServer.start(host=HOST, port=0)
-        self.server.install_crds([*load_crds(), *CLUSTER_API_CORE_CRDS])
+        self.crds = [*load_crds(), *CLUSTER_API_CORE_CRDS]
+        self.server.install_crds([crd for crd in self.crds if crd["metadata"]["name"] != without])
         kubeconfig = self.server.write_kubeconfig(tmp_path / f"{name}.kubeconfig", namespace=PLATFORM_NS)
         self.api_client = new_client_from_config(str(kubeconfig))
         self.core = client.CoreV1Api(self.api_client)
@@ -427,3 +428,33 @@ def test_a_cluster_object_of_no_cluster_the_backup_holds_is_refused(mgmt: Mgmt, 
 
     with pytest.raises(NotABackup, match="belongs to no Cluster it holds"):
         restore(fresh.objects, document)
+
+
+def test_a_restore_that_fails_half_way_leaves_the_cluster_paused_and_a_second_one_ends_it(
+    mgmt: Mgmt, tmp_path: Path
+) -> None:
+    blob = make_backup(mgmt.objects, SCOPE, KEY)[3]
+    # A management cluster without CABPK's CRDs installed yet: its KubeadmConfigs cannot be written.
+    missing = "kubeadmconfigs.bootstrap.cluster.x-k8s.io"
+    target = Mgmt(tmp_path, "half", without=missing)
+    try:
+        with pytest.raises(HalfRestored, match=f"cluster {NS}/{NAME} is left paused, half restored"):
+            restore_backup(target.objects, blob, KEY)
+        cluster = target.get(CLUSTER, NAME)
+        assert cluster is not None
+        assert cluster["spec"]["paused"] is True  # no controller acts on the half of it written
+        assert target.get(MACHINE, WORKER) is not None
+
+        target.server.install_crds([crd for crd in target.crds if crd["metadata"]["name"] == missing])
+        restored = restore_backup(target.objects, blob, KEY)[1]
+
+        assert dict(restored.outcomes)[f"KubeadmConfig {NS}/{WORKER}"] == "created"
+        cluster = target.get(CLUSTER, NAME)
+        assert cluster is not None
+        assert "paused" not in cluster["spec"]
+        machine = target.get(MACHINE, WORKER)
+        assert machine is not None
+        assert PAUSED_ANNOTATION not in (machine["metadata"].get("annotations") or {})
+        assert not restore_backup(target.objects, blob, KEY)[1].changed
+    finally:
+        target.close()

@@ -24,8 +24,11 @@ A restore writes a cluster the way ``clusterctl move`` does, so that no controll
 its Cluster first, with ``spec.paused`` and the ``cluster.x-k8s.io/paused`` annotation, then every other
 object (annotated paused too) owners before dependants, each ownerReference's uid the new owner's (the
 uids of the lost cluster mean nothing here, and the garbage collector deletes an object whose owners'
-uids are all gone); then each object's pause taken away, the Cluster's last. A cluster whose objects all
-equal the backup's is not touched (not even paused): a second restore changes nothing.
+uids are all gone); then each object's pause taken away, the Cluster's last. A restore that fails part of
+the way leaves what it wrote paused (``HalfRestored``): the next one writes what differs and unpauses it.
+An owner neither the backup nor the management cluster has is refused before anything is written
+(``UnknownOwner``). A cluster whose objects all equal the backup's is not touched (not even paused): a
+second restore changes nothing.
 
 A FlexControlPlane's ``spec.restore`` (an etcd restore a tenant asked for) is not held: it is the live
 object's record, and without its status it would run again. A FlexControlPlane the restore creates (the
@@ -43,9 +46,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.errors import Conflict, UpstreamFailure
+from orchestrator.errors import Conflict, FlexPlaneError, UpstreamFailure
 from orchestrator.services.backup.objects import NAMESPACE, SECRET, Kind, ObjectsApi
-from orchestrator.services.backup.sealed import NotABackup
+from orchestrator.services.backup.sealed import BackupError, NotABackup
 from orchestrator.sources.kube_objects import (
     CLUSTER,
     CLUSTER_NAME_LABEL,
@@ -103,6 +106,10 @@ _ATTEMPTS = 5
 
 class UnknownOwner(NotABackup):
     """An object of the backup is owned by one the backup does not hold and the cluster does not have."""
+
+
+class HalfRestored(BackupError):
+    """A cluster's restore failed part of the way: what was written stays paused until a restore ends it."""
 
 
 @dataclass
@@ -306,18 +313,41 @@ class ClusterRestore:
         ]
         if not differs:
             return [(_what(item), "unchanged") for item in self.items]
+        self._check_owners()  # before anything is written
         outcomes = []
+        self._pause_first(differs, current)
         try:
-            self._pause_first(differs, current)
             for item in self.items:
                 key = _item_key(item)
                 outcome = "unchanged" if item not in differs else self._write(item, current[key])
                 if outcome == "unchanged" and current[key] is not None:
                     self.uids[key] = str((current[key] or {}).get("metadata", {}).get("uid", ""))
                 outcomes.append((_what(item), outcome))
-        finally:
-            self._unpause()
+        except FlexPlaneError as exc:  # never unpaused half-made: a controller would act on half of it
+            where = f"{self.cluster.namespace}/{self.cluster.name}"
+            raise HalfRestored(
+                f"cluster {where} is left paused, half restored: {exc.message}. Run the restore again: it "
+                "writes what differs and unpauses the cluster once all of it is written"
+            ) from exc
+        self._unpause()
         return outcomes
+
+    def _check_owners(self) -> None:
+        """``UnknownOwner`` for an object owned by one neither the backup nor the cluster has."""
+        held = {_item_key(item) for item in self.items}
+        for item in self.items:
+            for ref, key in zip(
+                item["metadata"].get("ownerReferences") or (), _owner_keys(item), strict=True
+            ):
+                if key in held:
+                    continue
+                kind = BY_KIND.get(str(ref.get("kind")))
+                if kind is None or self.objects.get(kind, key[1], key[2]) is None:
+                    owner = f"{ref.get('kind')} {ref.get('name')}"
+                    raise UnknownOwner(
+                        f"{_what(item)} is owned by {owner}, which neither the backup nor the management "
+                        "cluster has"
+                    )
 
     def _pause_first(self, differs: list[dict[str, Any]], current: Mapping[Key, Any]) -> None:
         """The Cluster paused before anything of it is written: written so, or (equal to the backup's, while
