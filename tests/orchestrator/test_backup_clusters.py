@@ -46,6 +46,7 @@ HOST = address(BACKUP, 2)
 VDC, NS, NAME = "alpha", "vdc-alpha", "web"
 CP_NS = f"fpcp-{VDC}-{NAME}"
 WORKER = f"{NAME}-workers-x7k2p"
+GOING = f"{NAME}-workers-q4m9z"
 PROVIDER_ID = "proxmox://0b9a3c52-55a1-4e0c-8d6e-3a1f0c2b7d91"
 KOPF_DIFFBASE = "infrastructure.flexplane.io/last-handled-configuration"
 Body = dict[str, Any]
@@ -196,6 +197,31 @@ def seed_cluster(mgmt: Mgmt) -> None:
             },
         )
     mgmt.status(PROXMOX_MACHINE, WORKER, {"initialization": {"provisioned": True}, "vmid": 4242})
+    # A worker scaled away, its Machine going (a finalizer holds it), its ProxmoxMachine not yet.
+    going = mgmt.create(
+        MACHINE,
+        {
+            "apiVersion": MACHINE.api_version,
+            "kind": "Machine",
+            "metadata": {
+                "name": GOING,
+                "labels": labels,
+                "ownerReferences": [owner(deployment)],
+                "finalizers": ["machine.cluster.x-k8s.io"],
+            },
+            "spec": {"clusterName": NAME},
+        },
+    )
+    mgmt.create(
+        PROXMOX_MACHINE,
+        {
+            "apiVersion": PROXMOX_MACHINE.api_version,
+            "kind": PROXMOX_MACHINE.kind,
+            "metadata": {"name": GOING, "labels": labels, "ownerReferences": [owner(going)]},
+            "spec": {"computeProfile": "small", "storageProfile": "standard", "image": "debian-12"},
+        },
+    )
+    mgmt.custom.delete_namespaced_custom_object(MACHINE.group, MACHINE.version, NS, MACHINE.plural, GOING)
     mgmt.namespace(CP_NS, **{VDC_LABEL: VDC, CLUSTER_NAME_LABEL: NAME, "flexplane.io/control-plane": NAME})
     mgmt.secret(CP_NS, "pki", {"ca.crt": b"CA", "ca.key": b"CA KEY", "sa.key": b"SA KEY"})
     mgmt.secret(CP_NS, "kubeconfigs", {"admin.conf": b"derived"})
@@ -273,6 +299,7 @@ def _wipe(mgmt: Mgmt) -> None:
         (PROXMOX_MACHINE, WORKER),
         (KUBEADM_CONFIG, WORKER),
         (MACHINE, WORKER),
+        (MACHINE, GOING),
         (CLUSTER, NAME),
     ):
         mgmt.patch(resource, name, {"metadata": {"finalizers": None}})

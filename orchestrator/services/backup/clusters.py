@@ -179,17 +179,20 @@ def _list(objects: ObjectsApi, kind: Kind, namespace: str, selector: str) -> lis
 
 def selected(objects: ObjectsApi, vdc_namespaces: Iterable[str]) -> Iterable[tuple[Kind, dict[str, Any]]]:
     """Every object of every tenant cluster of these VDC namespaces, as the management cluster has them:
-    per cluster, the control plane's Namespace and PKI, the cloud controller's key, then its objects."""
+    per cluster, the control plane's Namespace and PKI, the cloud controller's key, then its objects.
+
+    What is being deleted is not held, nor what it owns (a cluster being deleted, a Machine scaled away):
+    a restore would bring back what its owner had already let go."""
     for namespace in vdc_namespaces:
         vdc = vdc_of_namespace(namespace)
-        clusters = _list(objects, CLUSTER_KIND, namespace, "")
+        clusters = [c for c in _list(objects, CLUSTER_KIND, namespace, "") if not _deleting(c)]
         if vdc is None or not clusters:
             continue
         names = {c["metadata"]["name"] for c in clusters}
         for name in sorted(names):
             where = control_plane_namespace(vdc, name)
             control_plane = objects.get(NAMESPACE, None, where)
-            if control_plane is not None:
+            if control_plane is not None and not _deleting(control_plane):
                 yield NAMESPACE, control_plane
                 pki = objects.get(SECRET, where, CONTROL_PLANE_PKI_SECRET)
                 if pki is not None:
@@ -197,11 +200,33 @@ def selected(objects: ObjectsApi, vdc_namespaces: Iterable[str]) -> Iterable[tup
             key = objects.get(SECRET, namespace, cloud_controller_secret(name))
             if key is not None:
                 yield SECRET, key
-        yield from ((CLUSTER_KIND, c) for c in clusters)
+        found: list[tuple[Kind, dict[str, Any]]] = [
+            (CLUSTER_KIND, {**c, "kind": "Cluster"}) for c in clusters
+        ]
         for kind in KINDS[1:]:
             for body in _list(objects, kind, namespace, CLUSTER_NAME_LABEL):
                 if (body["metadata"].get("labels") or {}).get(CLUSTER_NAME_LABEL) in names:
-                    yield kind, body
+                    found.append((kind, {**body, "kind": kind.kind}))
+        yield from _whole(found)
+
+
+def _deleting(body: Mapping[str, Any]) -> bool:
+    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _whole(found: list[tuple[Kind, dict[str, Any]]]) -> list[tuple[Kind, dict[str, Any]]]:
+    """``found`` without what is being deleted and, again and again, without what an object left out owns."""
+    kept = [(kind, body) for kind, body in found if not _deleting(body)]
+    while True:
+        held = {_item_key(body) for _, body in kept}
+        whole = [
+            (kind, body)
+            for kind, body in kept
+            if all(key in held or key[0] not in _CAPI for key in _owner_keys(body))
+        ]
+        if len(whole) == len(kept):
+            return whole
+        kept = whole
 
 
 # ---------------------------------------------------------------------- restoring them
