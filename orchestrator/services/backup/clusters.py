@@ -340,7 +340,7 @@ class ClusterRestore:
             return [(_what(item), "unchanged") for item in self.items]
         self._check_owners()  # before anything is written
         outcomes = []
-        self._pause_first(differs, current)
+        self._pause_first(current)
         try:
             for item in self.items:
                 key = _item_key(item)
@@ -374,11 +374,11 @@ class ClusterRestore:
                         "cluster has"
                     )
 
-    def _pause_first(self, differs: list[dict[str, Any]], current: Mapping[Key, Any]) -> None:
-        """The Cluster paused before anything of it is written: written so, or (equal to the backup's, while
-        other objects differ) paused as it is."""
+    def _pause_first(self, current: Mapping[Key, Any]) -> None:
+        """The Cluster paused before anything of it is written (its PKI's Secret included), where it
+        exists; a new one is created paused, before its other objects."""
         for item in self.items:
-            if item["kind"] != "Cluster" or item in differs or current[_item_key(item)] is None:
+            if item["kind"] != "Cluster" or current[_item_key(item)] is None:
                 continue
             meta = item["metadata"]
             pause = {"metadata": {"annotations": {PAUSED_ANNOTATION: "restore"}}, "spec": {"paused": True}}
@@ -448,7 +448,7 @@ class ClusterRestore:
             outcome = "updated"
         written = written or self._current(item) or {}
         self.uids[_item_key(item)] = str(written.get("metadata", {}).get("uid", ""))
-        if item["kind"] in _CAPI:
+        if item["kind"] in _CAPI and item not in self.paused:
             self.paused.append(item)
         return outcome
 
