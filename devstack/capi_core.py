@@ -32,11 +32,15 @@ a kubeconfig), following Cluster API's v1beta2 contracts field by field:
   with that value are seen, and what it makes carries the label (a test's own, beside others' objects).
 - CABPK (:mod:`devstack.capi_bootstrap`): a worker's bootstrap Secret once the control plane is initialized.
 
+- Pausing: a Cluster with ``spec.paused`` or the ``cluster.x-k8s.io/paused`` annotation is left alone, with
+  its MachineDeployments, Machines and KubeadmConfigs, as is any of those so annotated (a restore, a
+  ``clusterctl move``); the garbage collection, Kubernetes' own, goes on.
+
 What it does NOT do: MachineSets, MachinePools, ClusterClass/topology, MachineHealthChecks, control-plane
 Machines (the hosted control plane has none), draining or deleting Nodes (no kubelet runs here, so no
 Machine ever has a ``nodeRef`` or reaches ``Running``: ``Provisioned`` is the last phase, and a Machine
 counts as available once provisioned), remediation, in-place updates, conversion of older API versions,
-webhooks (no defaulting or validation of the objects), pausing, or refreshing bootstrap tokens.
+webhooks (no defaulting or validation of the objects), or refreshing bootstrap tokens.
 
 It runs in the process that starts it, as threads (:class:`devstack.controller_loop.ControllerLoop`):
 watches of its kinds mark a namespace dirty, one worker reconciles the namespace, every 5 s a resync.
@@ -76,6 +80,7 @@ from orchestrator.sources.kube_objects import (
     KUBEADM_CONFIG_TEMPLATE,
     MACHINE,
     MACHINE_DEPLOYMENT,
+    PAUSED_ANNOTATION,
     PROXMOX_CLUSTER,
     PROXMOX_MACHINE,
     PROXMOX_MACHINE_TEMPLATE,
@@ -155,9 +160,14 @@ class Namespace:
         self.configs = kube.list_objects(BOOTSTRAP_GROUP, "kubeadmconfigs", namespace)
 
     def reconcile(self) -> None:
-        """Every object of the namespace; a step that waits (:class:`Pending`) does not hold up the others."""
+        """Every object of the namespace; a step that waits (:class:`Pending`) does not hold up the others.
+        A paused cluster's objects, and any paused object, are left alone."""
         waiting: list[Pending] = []
+        paused = {meta(c)["name"] for c in self.clusters if _paused(c) or (c.get("spec") or {}).get("paused")}
+        self.deployments = [d for d in self.deployments if not _paused(d)]
         for cluster in self.clusters:
+            if meta(cluster)["name"] in paused:
+                continue
             try:
                 if meta(cluster).get("deletionTimestamp"):
                     self.delete_cluster(cluster)
@@ -166,11 +176,15 @@ class Namespace:
             except Pending as pending:
                 waiting.append(pending)
         for machine in self.machines:
+            if _paused(machine) or machine.get("spec", {}).get("clusterName") in paused:
+                continue
             try:
                 self.reconcile_machine(machine)
             except Pending as pending:
                 waiting.append(pending)
         for config in self.configs:
+            if _paused(config) or (meta(config).get("labels") or {}).get(CLUSTER_NAME_LABEL) in paused:
+                continue
             capi_bootstrap.reconcile_config(self.kube, config, self.machines, self.clusters)
         self.collect_garbage()
         if waiting:
@@ -513,6 +527,11 @@ class Namespace:
 
 class Pending(Exception):
     """A step waits for something else to happen first: the namespace is reconciled again shortly."""
+
+
+def _paused(obj: Body) -> bool:
+    """Cluster API's pause of one object: its ``cluster.x-k8s.io/paused`` annotation."""
+    return PAUSED_ANNOTATION in (meta(obj).get("annotations") or {})
 
 
 def _endpoint(obj: Body | None) -> Body | None:

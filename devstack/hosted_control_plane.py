@@ -21,10 +21,17 @@ Never shipped. In a namespace ``fpcp-*`` (the control-plane provider's, one per 
 - a StatefulSet (the datastore, etcd) gets the status its controller would report once every member is
   ready: ``observedGeneration``, ``replicas``, ``readyReplicas``, ``currentReplicas``,
   ``updatedReplicas``, ``availableReplicas``;
+- the etcd snapshots' CronJob (``etcd-backup``) runs when a test says (:meth:`HostedControlPlanes.snapshot`),
+  not on its schedule: the tenant's API server's objects (:meth:`devstack.kube.ClusterEmulator.snapshot`,
+  as its etcd would hold them) sealed into the bucket by the code its ``seal`` container runs
+  (``backup_dump``'s ``store_dump``), with the bucket, name, key and credentials that container is given;
 - an etcd restore's Job (label ``app.kubernetes.io/component=etcd-restore``, the control-plane provider's)
-  gets the status the Job controller writes once its pod succeeded: ``succeeded`` 1, ``startTime``,
-  ``completionTime`` and the conditions ``SuccessCriteriaMet`` and ``Complete``; its containers are not run
-  (no snapshot is fetched, no data directory is made: the tenant's API server keeps its objects);
+  runs its ``fetch`` container's step (``fetch_dump``'s code, with that container's bucket address, key and
+  credentials) and gets the status the Job controller writes once its pod succeeded: ``succeeded`` 1,
+  ``startTime``, ``completionTime`` and the conditions ``SuccessCriteriaMet`` and ``Complete`` (or
+  ``Failed`` with the fetch's error). The snapshot fetched is the etcd data a new tenant API server of the
+  namespace starts with (a control plane made anew by a platform restore); a tenant API server already
+  running keeps its objects (the in-place restore's stop and start are not played);
 - the workers' kubelets (:mod:`devstack.tenant_kubelets`): each provisioned Machine of the control
   plane's cluster (in its VDC's namespace, found by the namespace's ``flexplane.io/vdc`` and
   ``cluster.x-k8s.io/cluster-name`` labels) is a Node of the tenant's API server, NotReady with the
@@ -52,6 +59,7 @@ import hashlib
 import json
 import logging
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Hashable
@@ -63,7 +71,11 @@ from kubernetes.config import new_client_from_config, new_client_from_config_dic
 
 from devstack import tenant_kubelets
 from devstack.controller_loop import ControllerLoop, Watched
-from devstack.kube import KubeServer
+from devstack.kube import ClusterEmulator, KubeServer
+from orchestrator.errors import FlexPlaneError
+from orchestrator.services.backup.dumps import fetch_dump, store_dump
+from orchestrator.services.backup.sealed import BackupError, parse_key
+from orchestrator.services.backup.stores import DUMP_SUFFIX, S3Settings, S3Store
 from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, VDC_LABEL
 
 log = logging.getLogger(__name__)
@@ -79,6 +91,7 @@ MACHINES = ("cluster.x-k8s.io", "v1beta2", "machines")
 VDC_NAMESPACE_PREFIX = "vdc-"
 PKI_SECRET = "pki"  # the control plane's PKI Secret
 ETCD_RESTORE = "etcd-restore"  # the app.kubernetes.io/component of an etcd restore's Jobs
+ETCD_BACKUP = "etcd-backup"  # the etcd snapshots' CronJob and Secret
 
 WATCHED = [
     Watched("", "v1", "namespaces"),
@@ -104,6 +117,7 @@ class HostedControlPlanes:
         self._servers: dict[str, tuple[KubeServer, str]] = {}  # namespace -> (its API server, cert digest)
         self._rolled: dict[tuple[str, str], str] = {}  # (namespace, deployment) -> pod template digest
         self._stepped: dict[tuple[str, str], float] = {}  # (namespace, deployment) -> its last step's time
+        self._restored: dict[str, bytes] = {}  # namespace -> the etcd snapshot its restore Jobs fetched
         self._lock = threading.Lock()
         self.loop = ControllerLoop(
             "hosted-cp", self._api, WATCHED, _namespace_key, self._reconcile, resync=resync
@@ -212,7 +226,11 @@ class HostedControlPlanes:
             emulator = running[0].emulator
             running[0].stop()
         else:
-            emulator = None
+            emulator = ClusterEmulator()
+            with self._lock:
+                restored = self._restored.pop(namespace, None)
+            if restored is not None:  # its etcd, made from a snapshot before it first started
+                emulator.load(restored)
         server = KubeServer.start(self._address(namespace), APISERVER_PORT, emulator=emulator, tls=pems)
         with self._lock:
             self._servers[namespace] = (server, digest)
@@ -335,6 +353,20 @@ class HostedControlPlanes:
         if labels.get("app.kubernetes.io/component") != ETCD_RESTORE or ended & {"Complete", "Failed"}:
             return
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            fetched = self._fetch(namespace, job)
+        except (BackupError, FlexPlaneError, KeyError, ValueError) as error:
+            failed = {
+                "type": "Failed",
+                "status": "True",
+                "reason": "BackoffLimitExceeded",
+                "message": str(error),
+            }
+            failure = {"startTime": status.get("startTime") or now, "failed": 1, "conditions": [failed]}
+            self._batch.patch_namespaced_job_status(job["metadata"]["name"], namespace, {"status": failure})
+            return
+        with self._lock:
+            self._restored[namespace] = fetched
         done = [
             {"type": kind, "status": "True", "reason": "CompletionsReached", "lastTransitionTime": now}
             for kind in ("SuccessCriteriaMet", "Complete")
@@ -343,6 +375,56 @@ class HostedControlPlanes:
         self._batch.patch_namespaced_job_status(
             job["metadata"]["name"], namespace, {"status": {**wanted, "conditions": done}}
         )
+
+    # ------------------------------------------------------------------ etcd snapshots
+
+    def snapshot(self, namespace: str) -> str:
+        """The etcd-backup CronJob's run, now: the tenant's API server's objects sealed into the bucket as
+        its ``seal`` container would (its bucket, name and retention, the key and credentials it is given);
+        where the snapshot went."""
+        server = self.server(namespace)
+        if server is None:
+            raise RuntimeError(f"{namespace} has no tenant API server: there is no etcd to snapshot")
+        cronjob = json.loads(
+            self._batch.read_namespaced_cron_job(ETCD_BACKUP, namespace, _preload_content=False).data
+        )
+        seal = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        flags = _flags(seal.get("args") or [])
+        store, key = self._bucket(namespace, seal, flags["s3"])
+        with tempfile.TemporaryDirectory(prefix="etcd-snapshot-") as folder:
+            taken = Path(folder) / "snapshot.db"
+            taken.write_bytes(server.emulator.snapshot())
+            sealed = store_dump(taken, store, key, name=flags["name"], keep=int(flags.get("keep") or 0))
+        log.info("etcd snapshot of %s: %s", namespace, sealed.where)
+        return sealed.where
+
+    def _fetch(self, namespace: str, job: Body) -> bytes:
+        """A restore Job's ``fetch`` step: the snapshot its bucket address names, opened with its key."""
+        spec = job["spec"]["template"]["spec"]
+        fetch = next(c for c in spec.get("initContainers") or [] if c["name"] == "fetch")
+        address = _flags(fetch["command"])["s3"]
+        store, key = self._bucket(namespace, fetch, address)
+        with tempfile.TemporaryDirectory(prefix="etcd-restore-") as folder:
+            opened = Path(folder) / "snapshot.db"
+            fetch_dump(store, opened, key)
+            return opened.read_bytes()
+
+    def _bucket(self, namespace: str, container: Body, address: str) -> tuple[S3Store, bytes]:
+        """The bucket (at ``address``) and the backup key a snapshot container is given: its environment,
+        its Secret references and its key file's Secret (``etcd-backup``), as the kubelet resolves them."""
+        secret = self._core.read_namespaced_secret(ETCD_BACKUP, namespace)
+        data = {name: base64.b64decode(value).decode() for name, value in (secret.data or {}).items()}
+        env: dict[str, str] = {}
+        for variable in container.get("env") or []:
+            reference = (variable.get("valueFrom") or {}).get("secretKeyRef")
+            env[variable["name"]] = data[reference["key"]] if reference else str(variable.get("value", ""))
+        settings = S3Settings(
+            endpoint=env.get("FLEXPLANE_BACKUP_S3_ENDPOINT") or None,
+            region=env.get("FLEXPLANE_BACKUP_S3_REGION") or "us-east-1",
+            access_key=env.get("FLEXPLANE_BACKUP_S3_ACCESS_KEY") or None,
+            secret_key=env.get("FLEXPLANE_BACKUP_S3_SECRET_KEY") or None,
+        )
+        return S3Store(address, settings.client(), DUMP_SUFFIX), parse_key(data["key"])
 
     def _kubelets(self, namespace: str, labels: dict[str, str]) -> None:
         """The workers' Nodes in the tenant's API server, Ready once a network plugin would run there."""
@@ -453,6 +535,11 @@ def _namespace_key(obj: Body) -> Hashable | None:
     if isinstance(namespace, str) and namespace.startswith(NAMESPACE_PREFIX):
         return namespace
     return None
+
+
+def _flags(args: list[str]) -> dict[str, str]:
+    """A command's ``--name=value`` flags."""
+    return dict(arg.removeprefix("--").split("=", 1) for arg in args if arg.startswith("--") and "=" in arg)
 
 
 def _free(address: str, port: int) -> bool:

@@ -19,6 +19,8 @@ ALONE = (
     # four-second deadline beside other workers' worlds; and the time to recover it records is the
     # platform's, not the machine's load.
     "tests/recovery/test_rehearsal.py",
+    # The rehearsal with a tenant cluster: the time to recover it records is the platform's too.
+    "tests/recovery/test_cluster_rehearsal.py",
 )
 
 if __name__ == "__main__":

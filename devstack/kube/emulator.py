@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
+import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -52,7 +53,7 @@ from devstack.kube.request import (
     parse_request,
 )
 from devstack.kube.selectors import Selector, selector_of
-from devstack.kube.store import ObjectStore, check_preconditions, check_resource_version
+from devstack.kube.store import Event, ObjectStore, check_preconditions, check_resource_version
 from devstack.kube.watches import serve_watch
 
 GENERATED_NAME_ATTEMPTS = 8
@@ -102,6 +103,37 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     def revision(self) -> int:
         """The cluster's current resourceVersion: the number of the latest write."""
         return self._store.revision
+
+    def snapshot(self) -> bytes:
+        """Every object stored, as JSON: what an etcd snapshot of this API server would hold (the
+        hosted control plane's stand-in takes and restores its tenants' etcd snapshots so)."""
+        items = [
+            {
+                "resource": [key[0].group, key[0].version, key[0].plural],
+                "key": [key[1], key[2]],
+                "object": obj.raw,
+            }
+            for key, obj in self.objects.items()
+            if not obj.deleted
+        ]
+        return json.dumps({"objects": items}, sort_keys=True).encode()
+
+    def load(self, snapshot: bytes) -> None:
+        """Store the objects of a :meth:`snapshot` as they were, over any of the same name: an etcd restored
+        from it. Call before serving, or on the server's event loop."""
+        for item in json.loads(snapshot)["objects"]:
+            key = (kmock.resource(*item["resource"]), item["key"][0], item["key"][1])
+            current = self._store.get(key)
+            body = copy.deepcopy(item["object"])
+            if current is None:
+                self._store.insert(key, body, dry_run=False)
+            elif current != body:
+                self._store.update(key, current, body, dry_run=False)
+
+    def events(self) -> list[Event]:
+        """The writes still in the event log, oldest first (what a watch from an old version would get):
+        for a test that asserts the order and content of writes, not only their end."""
+        return list(self._store.events())
 
     def close_watches(self) -> None:
         """End every open watch stream (call on the server's event loop, e.g. before it stops)."""

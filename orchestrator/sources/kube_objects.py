@@ -202,6 +202,7 @@ CLUSTER = Resource(CLUSTER_API_GROUP, CLUSTER_API_VERSION, "clusters", "Cluster"
 MACHINE_DEPLOYMENT = Resource(
     CLUSTER_API_GROUP, CLUSTER_API_VERSION, "machinedeployments", "MachineDeployment"
 )
+MACHINE_SET = Resource(CLUSTER_API_GROUP, CLUSTER_API_VERSION, "machinesets", "MachineSet")
 MACHINE = Resource(CLUSTER_API_GROUP, CLUSTER_API_VERSION, "machines", "Machine")
 KUBEADM_CONFIG = Resource(BOOTSTRAP_GROUP, CLUSTER_API_VERSION, "kubeadmconfigs", "KubeadmConfig")
 KUBEADM_CONFIG_TEMPLATE = Resource(
@@ -226,6 +227,12 @@ DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
 NODE_POOL_LABEL = "flexplane.io/node-pool"
 # The objects of a hosted control plane (in its namespace ``fpcp-<vdc>-<cluster>``), naming its cluster.
 CONTROL_PLANE_LABEL = "flexplane.io/control-plane"
+CONTROL_PLANE_NAMESPACE_PREFIX = "fpcp-"
+# The Secret of that namespace holding the control plane's PKI (its CAs' keys: made once, never again).
+CONTROL_PLANE_PKI_SECRET = "pki"  # noqa: S105 - a Secret's name
+# Cluster API's pause (``clusterctl move``'s, a restore's): on any of a cluster's objects; its Cluster's
+# ``spec.paused`` pauses them all.
+PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
 # An upgrade's order (the control plane first, then the workers): a pool's upgrade waits on its
 # MachineDeployment (JSON: version, infrastructureRef, bootstrapConfigRef) until the control-plane provider,
 # flagged on the FlexControlPlane (the version), applies it once the control plane runs that version.
@@ -238,6 +245,11 @@ VDC_NAMESPACE_PREFIX = "vdc-"
 def namespace_of(vdc: str) -> str:
     """The VDC's namespace of the management cluster, where its clusters' objects live."""
     return f"{VDC_NAMESPACE_PREFIX}{vdc}"
+
+
+def control_plane_namespace(vdc: str, cluster: str) -> str:
+    """The management cluster's namespace where the hosted control plane of ``vdc``'s ``cluster`` runs."""
+    return f"{CONTROL_PLANE_NAMESPACE_PREFIX}{vdc}-{cluster}"
 
 
 def vdc_of_namespace(namespace: str) -> str | None:

@@ -39,6 +39,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "Secret"): ("secrets", True),
     ("v1", "ConfigMap"): ("configmaps", True),
     ("v1", "Service"): ("services", True),
+    ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
     ("v1", "ServiceAccount"): ("serviceaccounts", True),
     ("apps/v1", "Deployment"): ("deployments", True),
     ("apps/v1", "StatefulSet"): ("statefulsets", True),

@@ -11,7 +11,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sources.kube_objects import CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, VDC_LABEL
+from orchestrator.sources.kube_objects import (
+    CLUSTER_NAME_LABEL,
+    CONTROL_PLANE_LABEL,
+    CONTROL_PLANE_NAMESPACE_PREFIX,
+    CONTROL_PLANE_PKI_SECRET,
+    VDC_LABEL,
+    control_plane_namespace,
+)
 from providers.controlplane import pki
 
 Manifest = dict[str, Any]
@@ -46,7 +53,7 @@ KONNECTIVITY_AGENT = "konnectivity-agent"
 
 DEPLOYMENT = "control-plane"
 SERVICE = "kube-apiserver"
-PKI_SECRET = "pki"  # noqa: S105 - a Secret's name
+PKI_SECRET = CONTROL_PLANE_PKI_SECRET
 KUBECONFIG_SECRET = "kubeconfigs"  # noqa: S105 - a Secret's name
 KONNECTIVITY_CONFIGMAP = "konnectivity"
 ETCD = "etcd"
@@ -60,7 +67,7 @@ METRICS_ETCD = "etcd"
 # On the control plane's pod template: the PKI's digest, so a reissued certificate rolls the pods.
 PKI_DIGEST_ANNOTATION = "controlplane.flexplane.io/pki-digest"
 NONROOT = 65532  # the distroless images' nonroot user
-NAMESPACE_PREFIX = "fpcp-"
+NAMESPACE_PREFIX = CONTROL_PLANE_NAMESPACE_PREFIX
 
 # The etcd snapshots: a CronJob and the Secret it reads (the backup key, the bucket's credentials), both
 # ``etcd-backup``, in each control plane's namespace, while the providers have a bucket (EtcdBackup).
@@ -334,7 +341,7 @@ def _base64(text: str, setting: str) -> bytes:
 
 
 def namespace_name(vdc: str, cluster: str) -> str:
-    return f"{NAMESPACE_PREFIX}{vdc}-{cluster}"
+    return control_plane_namespace(vdc, cluster)
 
 
 def sni_hosts(vdc: str, cluster: str, domain: str) -> tuple[str, str]:

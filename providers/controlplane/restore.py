@@ -13,6 +13,15 @@ per reconcile, never waiting in one:
 - ``Starting``: the Jobs deleted, and the reconcile goes on as usual, which scales etcd and the API
   servers back to the spec; ``Succeeded`` once the control plane is available again.
 
+A control plane made anew by a restore of the management plane's backup (``manage.py restore``: its
+FlexControlPlane created again, its namespace new) is asked ``newControlPlane: true`` (and the newest
+snapshot): it has no etcd yet, so there is nothing to stop, and its etcd must not start empty. The
+request goes to ``Restoring`` at once: the etcd snapshots' Secret and each member's volume claim
+(``data-etcd-<member>``, which the StatefulSet then takes as its own, by name) are made first, then the
+Jobs; the API servers and etcd are made only once the data is back (``Starting``), so no API server ever
+serves the new control plane empty. Without that flag, a control plane with no etcd has nothing to
+restore.
+
 ``Failed`` ends it otherwise, saying why: no bucket, no etcd yet, a Job's failure, a phase past its
 deadline. While it is ``Stopping`` or ``Restoring`` the reconcile goes no further (:attr:`Progress.hold`),
 so nothing scales the control plane back up meanwhile. ``status.restore`` (``id``, ``snapshot``,
@@ -38,7 +47,7 @@ from orchestrator.services.backup.sealed import BackupError
 from orchestrator.services.backup.stores import DUMP_SUFFIX, S3Settings, S3Store
 from providers.common import conditions
 from providers.common.settings import seconds
-from providers.controlplane import model, render
+from providers.controlplane import etcd, model, render
 from providers.controlplane.kube import Body, Kube
 
 log = logging.getLogger(__name__)
@@ -157,11 +166,38 @@ def _begin(
     if not backup.enabled:
         return _phase(status, FAILED, NO_BUCKET, now)
     if kube.get("apps/v1", "StatefulSet", model.ETCD, cp.namespace) is None:
-        return _phase(status, FAILED, "the control plane has no etcd yet: there is nothing to restore", now)
+        if not asked.get("newControlPlane"):
+            return _phase(
+                status, FAILED, "the control plane has no etcd yet: there is nothing to restore", now
+            )
+        _prepare_new(kube, cp, backup)
+        return _phase(
+            status, RESTORING, f"making etcd anew from {_snapshot(status)} before it first starts", now
+        )
     # What an earlier restore left (a failed Job is kept to be looked at): a Job's spec cannot be changed.
     for member in range(cp.etcd_members):
         kube.delete("batch/v1", "Job", render.etcd_restore_job_name(member), cp.namespace)
     return _phase(status, STOPPING, "stopping the API servers and etcd", now)
+
+
+def _prepare_new(kube: Kube, cp: model.ControlPlane, backup: model.EtcdBackup) -> None:
+    """What the restore Jobs of a control plane with no etcd yet need: the snapshots' Secret (the key and
+    the bucket's credentials) and each member's volume claim, as the StatefulSet's claim template makes it."""
+    kube.ensure(render.render_etcd_backup(cp, backup)[0])
+    statefulset = next(m for m in etcd.render_etcd(cp) if m["kind"] == "StatefulSet")
+    [template] = statefulset["spec"]["volumeClaimTemplates"]
+    for member in range(cp.etcd_members):
+        claim = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                **template["metadata"],
+                "name": f"{template['metadata']['name']}-{model.ETCD}-{member}",
+                "namespace": cp.namespace,
+            },
+            "spec": template["spec"],
+        }
+        kube.ensure(claim)
 
 
 def _running(obj: Mapping[str, Any] | None) -> int:

@@ -25,6 +25,7 @@ from orchestrator.sources.kube_objects import (
     CLUSTER,
     CLUSTER_NAME_LABEL,
     FLEX_CONTROL_PLANE,
+    PAUSED_ANNOTATION,
     PROXMOX_CLUSTER,
     cloud_controller_secret,
     vdc_of_namespace,
@@ -56,7 +57,6 @@ FINALIZER = "controlplane.flexplane.io/finalizer"
 # The hash of what was last installed in the tenant cluster: installs run again only when it changes.
 TENANT_HASH_ANNOTATION = "controlplane.flexplane.io/tenant-objects"
 AVAILABLE = "Available"
-PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
 # How soon a step that waits on another controller (Cluster API core, the LoadBalancer) looks again,
 # should no event of what it waits for wake it first (see handlers).
 RETRY_DELAY = seconds("RETRY_DELAY", 5.0)
@@ -503,13 +503,14 @@ def reconcile(kube: Kube, fcp: Mapping[str, Any], settings: Settings) -> Outcome
     if is_paused(fcp, cluster):
         return None
     cp = control_plane(fcp, cluster, settings)
-    # An etcd restore asked for (spec.restore) holds the control plane stopped until its data is back.
-    restoring = restore.advance(kube, fcp, cp, settings.etcd_backup)
-    if restoring.hold:
-        return Outcome(status=restore.held_status(fcp, restoring))
     ensure_namespace(kube, cp)
     ensure_secrets_access(kube, cp.namespace, settings)
     ensure_secrets_access(kube, fcp["metadata"]["namespace"], settings)
+    # An etcd restore asked for (spec.restore) holds the control plane stopped until its data is back (a new
+    # one's: unmade until then).
+    restoring = restore.advance(kube, fcp, cp, settings.etcd_backup)
+    if restoring.hold:
+        return Outcome(status=restore.held_status(fcp, restoring))
     known = (cp.endpoint_host, cp.endpoint_port)
     cp = ensure_service(kube, cp, settings)
     outcome = Outcome()

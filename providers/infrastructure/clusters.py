@@ -20,6 +20,7 @@ from providers.common.identity import service_context
 from providers.common.kube import Kube
 from providers.common.objects import Body, meta
 from providers.infrastructure import spec as s
+from providers.infrastructure.machines import paused
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ def ensure_cluster(kube: Kube, obj: Body) -> None:
         return conditions.condition(conditions.READY, value, reason, message, generation)
 
     namespace = str(meta(obj)["namespace"])
+    if paused(kube, obj, namespace, s.cluster_name(obj)):
+        raise Retry(s.PAUSED_MESSAGE, s.PAUSED_RECHECK)
     try:
         wanted = s.ClusterSpec.parse(obj)
     except s.SpecError as exc:

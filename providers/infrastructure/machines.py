@@ -11,12 +11,21 @@ A create that fails removes what it made (the create path's discard). One that c
 away mid-create) leaves a tagged VM that was never started: the next attempt finds it, deletes it, and
 tries again, so no half-made VM stays behind. A host whose agent did not answer is avoided by the next
 attempts (placement chooses another), a hint this process keeps in memory until the machine is made.
+
+A ProxmoxMachine restored from a backup of the management cluster (``manage.py restore``) is a new object:
+a new uid, no status, but its spec's ``providerID`` as it was. Its VM still runs, tagged with the old uid,
+so the idempotency key would not find it, and a create would make a second one. Such a machine (a
+``providerID`` and no provisioned status) is adopted instead (:func:`adopt`): its VM is found in its VDC
+by the SMBIOS uuid its ``providerID`` names (the VM named after the Machine first, then the VDC's other
+Cluster API VMs), its idempotency tag becomes the new uid's (so its deletion finds it), and nothing is
+created. A VM that is gone is reported (``VmNotFound``), never replaced: the ``providerID`` is the node's,
+and a Machine with another VM is a new Machine, Cluster API's remediation to make.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from orchestrator.errors import (
@@ -29,20 +38,29 @@ from orchestrator.errors import (
     ValidationFailed,
 )
 from orchestrator.models.networks import addresses_in
-from orchestrator.models.vms import VirtualMachine, idempotency_tag
+from orchestrator.models.vms import (
+    IDEMPOTENCY_TAG_PREFIX,
+    VirtualMachine,
+    idempotency_tag,
+    vdc_in,
+)
 from orchestrator.services import inventory
 from orchestrator.services.context import Context
+from orchestrator.services.locks import vdc_lock
 from orchestrator.services.networks.nics import NicRequest
 from orchestrator.services.placement import NoCapacity
 from orchestrator.services.vms import Bootstrap, CreateVm, create_vm, delete_vm
+from orchestrator.services.vms.plan import BOOTSTRAP_TAG
 from orchestrator.sources.kube_objects import (
     CLUSTER,
     INFRASTRUCTURE_GROUP,
     MACHINE,
+    PAUSED_ANNOTATION,
     PROXMOX_CLUSTER,
     PROXMOX_MACHINE,
     vdc_of_namespace,
 )
+from orchestrator.sources.proxmox import ConfigChange, Guest
 from providers.common import conditions
 from providers.common import status as common_status
 from providers.common.errors import Retry
@@ -78,6 +96,15 @@ def _wait(kube: Kube, obj: Body, reason: str, message: str, delay: float | None 
     """Say why the machine waits (its Ready condition) and answer the ``Retry`` to raise."""
     _write(kube, obj, {}, _ready(obj, False, reason, message))
     return Retry(message, delay)
+
+
+def paused(kube: Kube, obj: Body, namespace: str, cluster_name: str | None) -> bool:
+    """Cluster API's pause: the object's ``cluster.x-k8s.io/paused`` annotation, or its Cluster's
+    ``spec.paused`` (a restore, a ``clusterctl move``): nothing is done for it meanwhile."""
+    if PAUSED_ANNOTATION in (meta(obj).get("annotations") or {}):
+        return True
+    cluster = kube.get(CLUSTER, namespace, cluster_name) if cluster_name else None
+    return bool(((cluster or {}).get("spec") or {}).get("paused"))
 
 
 def owner_machine(kube: Kube, obj: Body) -> Body | None:
@@ -135,6 +162,10 @@ def ensure_machine(kube: Kube, obj: Body) -> Body:
     if s.provisioned(obj) and wanted.provider_id:
         return obj  # made, and said so: a resync costs no call to Proxmox
     machine = owner_machine(kube, obj)
+    if paused(kube, obj, namespace, s.cluster_name(obj, machine)):
+        raise Retry(s.PAUSED_MESSAGE, s.PAUSED_RECHECK)
+    if wanted.provider_id:  # made before, by another object of this name (restored from a backup)
+        return _adopted(kube, obj, machine, vdc, wanted.provider_id)
     if machine is None:
         raise _wait(kube, obj, s.WAITING_FOR_BOOTSTRAP_DATA, "waiting for its Machine (an owner reference)")
     secret = s.bootstrap_secret_name(machine)
@@ -186,6 +217,75 @@ def ensure_machine(kube: Kube, obj: Body) -> Body:
         s.machine_status(request.name, addresses, vm.zone, vm.host, vm.vmid),
         _ready(obj, True, s.PROVISIONED, f"VM {vm.id} ({vm.status})"),
     )
+
+
+def _adopted(kube: Kube, obj: Body, machine: Body | None, vdc: str, provider: str) -> Body:
+    """The machine's VM adopted (:func:`adopt`) and its status written; ``Retry`` while it cannot be."""
+    name = str(meta(machine or obj)["name"])
+    try:
+        vm = adopt(service_context(vdc), vdc, obj, name, provider)
+    except FlexPlaneError as exc:
+        raise _wait(kube, obj, s.PROVISIONING_FAILED, f"adopting its VM: {exc.message}", None) from exc
+    if vm is None:
+        message = (
+            f"its VM ({provider}) is not in VDC {vdc}: it is not made again under the same providerID; "
+            "delete the Machine to have another made"
+        )
+        raise _wait(kube, obj, s.VM_NOT_FOUND, message, REFUSED_RETRY)
+    logger.info("%s/%s: adopted VM %s (%s)", meta(obj)["namespace"], meta(obj)["name"], vm.id, provider)
+    addresses = [str(address) for _vnet, address in addresses_in(vm.tags)]
+    return _write(
+        kube,
+        obj,
+        s.machine_status(vm.name, addresses, vm.zone, vm.host, vm.vmid),
+        _ready(obj, True, s.PROVISIONED, f"VM {vm.id} ({vm.status}), adopted"),
+    )
+
+
+def _candidates(guests: Mapping[str, Iterable[Guest]], vdc: str, name: str) -> list[tuple[str, Guest]]:
+    """The VDC's VMs that may be the machine's: those of its name first, then its other machines' VMs."""
+    mine = [(zone, g) for zone, found in guests.items() for g in found if g.is_vm and vdc_in(g.tags) == vdc]
+    named = [(zone, g) for zone, g in mine if g.name == name]
+    others = [(zone, g) for zone, g in mine if g.name != name and BOOTSTRAP_TAG in g.tag_list]
+    return named + others
+
+
+def _retagged(tags: Iterable[str], wanted: str) -> tuple[str, ...] | None:
+    """A VM's tags with ``wanted`` as its only idempotency tag; None when they are so already."""
+    current = tuple(tags)
+    retagged = (*(t for t in current if not t.startswith(IDEMPOTENCY_TAG_PREFIX)), wanted)
+    return None if set(retagged) == set(current) else retagged
+
+
+def adopt(ctx: Context, vdc: str, obj: Body, name: str, provider: str) -> VirtualMachine | None:
+    """The VM of the machine's ``providerID`` in VDC ``vdc``, tagged now with the machine's own
+    idempotency key in place of the one that made it; None when the VDC has no such VM. ``Retry`` when a
+    zone did not answer and none of the others has it (it may be there).
+
+    Its name and its providerID's uuid find it: a VM is read (its config, for its SMBIOS uuid) only while
+    it is one of the VDC's, named after the Machine or made for another machine, so an adoption costs one
+    listing per zone and usually one config read.
+    """
+    uuid = s.uuid_of(provider)
+    if uuid is None:
+        message = f"spec.providerID {provider!r} is not a Proxmox VM's (proxmox://<SMBIOS uuid>)"
+        raise Retry(message, REFUSED_RETRY)
+    wanted_tag = idempotency_tag(str(meta(obj)["uid"]))
+    resources = inventory.zone_resources(ctx)
+    for zone, guest in _candidates(resources.guests, vdc, name):
+        api = inventory.zone_api(ctx, zone)
+        config = api.config(guest.node, guest.vmid)
+        if config.smbios_uuid is None or config.smbios_uuid.lower() != uuid:
+            continue
+        with vdc_lock(ctx, vdc):  # as every write of a VDC's VMs' tags: never two at once
+            tags = _retagged(api.config(guest.node, guest.vmid).tags, wanted_tag)
+            if tags is not None:
+                api.set_config(guest.node, guest.vmid, ConfigChange(tags=tags))
+        return VirtualMachine.from_guest(zone, guest._replace(tags=";".join(tags or config.tags)))
+    if ctx.unavailable:
+        where = ", ".join(u.where for u in ctx.unavailable)
+        raise Retry(f"cannot tell whether its VM is there: {where} did not answer")
+    return None
 
 
 def machine_vm(ctx: Context, obj: Body) -> VirtualMachine | None:

@@ -14,6 +14,9 @@ from providers.common.objects import Body, meta, spec, status
 PROVIDER_ID_PREFIX = "proxmox://"
 _UUID = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
 FINALIZER = "infrastructure.flexplane.io/finalizer"
+PAUSED_MESSAGE = "paused (its cluster.x-k8s.io/paused annotation, or its Cluster's spec.paused)"
+# How soon a paused object is looked at again: unpausing changes no spec of it, so no event wakes it.
+PAUSED_RECHECK = 5.0
 
 # The Ready condition's reasons.
 PROVISIONED = "Provisioned"
@@ -25,6 +28,8 @@ DELETING = "Deleting"
 VDC_MISMATCH = "VdcMismatch"
 VDC_NOT_FOUND = "VdcNotFound"
 NETWORK_NOT_FOUND = "NetworkNotFound"
+# A machine restored with a providerID whose VM is not in its VDC any more.
+VM_NOT_FOUND = "VmNotFound"
 
 
 class SpecError(ValueError):

@@ -103,6 +103,9 @@ def test_the_backup_account_reads_and_only_creates_the_platform_id(rendered: lis
     assert {resource for resource, verb in verbs if verb == "create"} == {"configmaps"}
     assert named(rendered, "Role")["metadata"]["namespace"] == NAMESPACE
     assert pod(rendered)["serviceAccountName"] == NAME
+    # Beyond the platform namespace, Secrets are read by name only (a cluster's PKI and key), never listed.
+    cluster_wide = named(rendered, "ClusterRole")["rules"]
+    assert [rule["verbs"] for rule in cluster_wide if "secrets" in rule["resources"]] == [["get"]]
 
 
 def test_an_enabled_backup_needs_a_bucket(chart: helm_python.Chart) -> None:

@@ -281,6 +281,7 @@ PRODUCT_WRITES = [
     (PROVIDERS, "create", "batch", "cronjobs", CONTROL_PLANE, "etcd-backup", None),
     (PROVIDERS, "create", "batch", "jobs", CONTROL_PLANE, "etcd-restore-0", None),
     (PROVIDERS, "delete", "batch", "jobs", CONTROL_PLANE, "etcd-restore-0", None),
+    (PROVIDERS, "create", "", "persistentvolumeclaims", CONTROL_PLANE, "data-etcd-0", None),
     (PROVIDERS, "create", "", "secrets", CONTROL_PLANE, "etcd-backup", OPAQUE),
     (PROVIDERS, "create", MONITORING, "servicemonitors", CONTROL_PLANE, "apiserver-metrics", None),
     (PROVIDERS, "patch", MONITORING, "servicemonitors", CONTROL_PLANE, "apiserver-metrics", None),
@@ -538,6 +539,8 @@ def providers_needs() -> Needs:
     out |= needs(EVERYWHERE, "batch", ("jobs",), CP_KUBE, ensure)
     restore = "providers/controlplane/restore.py"
     out |= needs(EVERYWHERE, "batch", ("jobs",), restore, {"delete": 'kube.delete("batch/v1", "Job"'})
+    # A control plane made anew by a platform restore: its etcd members' volume claims, made (ensure).
+    out |= needs(EVERYWHERE, "", ("persistentvolumeclaims",), CP_KUBE, ensure)
     out |= needs(EVERYWHERE, "", ("namespaces",), CP_STEPS, {"delete": 'kube.delete("v1", "Namespace"'})
     # The cloud controller's Deployment and its Secret, taken away with flex.plane's URL or the VDC's key.
     out |= needs(

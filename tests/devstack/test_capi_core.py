@@ -412,6 +412,18 @@ def test_scaling_down_removes_the_marked_machine_then_the_newest(
     wait_for(children_gone, "the removed Machines' ProxmoxMachines and KubeadmConfigs to go")
 
 
+def test_a_paused_cluster_is_left_alone_until_it_is_unpaused(mgmt: Mgmt, cluster: tuple[str, str]) -> None:
+    ns, name = cluster
+    wait_for(lambda: provisioned(mgmt, ns, 3), "three provisioned Machines")
+    mgmt.patch(CORE, "clusters", ns, name, {"spec": {"paused": True}})
+    mgmt.patch(CORE, "machinedeployments", ns, f"{name}-pool", {"spec": {"replicas": 4}})
+    with pytest.raises(AssertionError):  # no fourth Machine while paused (the change wakes a pass at once)
+        wait_for(lambda: len(mgmt.list(CORE, "machines", ns)) == 4 or None, "a fourth Machine", timeout=2.0)
+
+    mgmt.patch(CORE, "clusters", ns, name, {"spec": {"paused": None}})
+    wait_for(lambda: provisioned(mgmt, ns, 4), "four provisioned Machines, once unpaused")
+
+
 def test_a_version_change_rolls_the_machines_one_at_a_time(mgmt: Mgmt, cluster: tuple[str, str]) -> None:
     ns, name = cluster
     before = {m["metadata"]["name"] for m in wait_for(lambda: provisioned(mgmt, ns, 3), "three Machines")}

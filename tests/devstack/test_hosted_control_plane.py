@@ -1,6 +1,7 @@
 """The hosted control plane's runtime stand-in (devstack/hosted_control_plane.py) against the emulator, the
 control-plane provider's part played by hand: a LoadBalancer Service, the serving certificate's Secret, a
-Deployment whose kube-apiserver container mounts it, an etcd restore's Job."""
+Deployment whose kube-apiserver container mounts it, the etcd snapshots' CronJob and Secret (with moto's S3
+server as the bucket), an etcd restore's Job."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import pytest
 import requests
 from kubernetes import client
 from kubernetes.config import new_client_from_config
+from moto.server import ThreadedMotoServer
 
 from devstack.hosted_control_plane import HostedControlPlanes
 from devstack.kube import KubeServer
 from devstack.pki import CertificateAuthority
+from orchestrator.services.backup.stores import S3Settings
 from providers.controlplane.model import ControlPlane, EtcdBackup
-from providers.controlplane.render import render_etcd_restore_job
+from providers.controlplane.render import render_etcd_backup, render_etcd_restore_job
 from tests import addresses
 from tests.apikit import eventually
 
@@ -185,15 +188,76 @@ def test_the_datastores_statefulset_reports_every_member_ready(
     core.delete_namespace(namespace)
 
 
-def test_an_etcd_restores_job_completes_as_the_job_controller_reports_it_and_no_other_job_does(
-    kube: tuple[Any, Any, HostedControlPlanes],
+@pytest.fixture(scope="module")
+def bucket() -> Iterator[EtcdBackup]:
+    """moto's S3 server on the module's loopback subnet, with a bucket: the providers' etcd snapshots'."""
+    server = ThreadedMotoServer(ip_address=addresses.address(SUITE, 3), port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        endpoint = f"http://{host}:{port}"
+        S3Settings(endpoint, access_key="test", secret_key="test").client().create_bucket(Bucket="snapshots")
+        yield EtcdBackup(
+            s3_url="s3://snapshots/flexplane",
+            endpoint=endpoint,
+            key=base64.b64encode(bytes(range(32))).decode(),
+            access_key="test",
+            secret_key="test",
+        )
+    finally:
+        server.stop()
+
+
+def serve_tenant(core: Any, apps: Any, namespace: str, tmp_path: Path) -> tuple[str, CertificateAuthority]:
+    """The control plane's Service, serving certificate and Deployment, as the provider makes them: the
+    tenant's API server's address once its pods run, and the CA that verifies it."""
+    ip = apiserver_address(core, namespace)
+    ca = CertificateAuthority.create(tmp_path / "ca")
+    cert, key = ca.issue_server([ip], tmp_path, "apiserver")
+    data = {"apiserver.crt": cert.read_bytes(), "apiserver.key": key.read_bytes()}
+    core.create_namespaced_secret(
+        namespace,
+        {"metadata": {"name": "pki"}, "data": {k: base64.b64encode(v).decode() for k, v in data.items()}},
+    )
+    apps.create_namespaced_deployment(namespace, deployment("registry.k8s.io/kube-apiserver:v1.34.2"))
+    return ip, ca
+
+
+def config_maps(ip: str, ca: CertificateAuthority) -> list[str]:
+    """The tenant's ConfigMaps of ``default`` (none while its API server is not up yet)."""
+    try:
+        answer = requests.get(
+            f"https://{ip}:6443/api/v1/namespaces/default/configmaps", verify=str(ca.cert_path), timeout=5
+        )
+    except requests.ConnectionError:
+        return []
+    return [item["metadata"]["name"] for item in answer.json()["items"]] if answer.ok else []
+
+
+def test_a_snapshot_then_a_restore_job_bring_a_new_tenant_api_server_up_with_the_objects_it_had(
+    kube: tuple[Any, Any, HostedControlPlanes], bucket: EtcdBackup, tmp_path: Path
 ) -> None:
-    core, _, _ = kube
+    core, apps, hosted = kube
     batch: Any = client.BatchV1Api(core.api_client)
-    cp = ControlPlane(vdc="demo", cluster="restored", version="")
+    cp = ControlPlane(vdc="demo", cluster="restored", version="", registry="registry.example.org")
     core.create_namespace({"metadata": {"name": cp.namespace}})
-    backup = EtcdBackup(s3_url="s3://backups/flexplane", key=base64.b64encode(bytes(32)).decode())
-    batch.create_namespaced_job(cp.namespace, render_etcd_restore_job(cp, backup, 0))
+    secret, cronjob = render_etcd_backup(cp, bucket)
+    core.create_namespaced_secret(cp.namespace, secret)
+    batch.create_namespaced_cron_job(cp.namespace, cronjob)
+    ip, ca = serve_tenant(core, apps, cp.namespace, tmp_path / "first")
+    wait_for(lambda: hosted.server(cp.namespace), "the tenant's API server")
+    tenant = f"https://{ip}:6443/api/v1/namespaces/default/configmaps"
+    made = requests.post(tenant, json={"metadata": {"name": "kept"}}, verify=str(ca.cert_path), timeout=5)
+    assert made.status_code == 201
+
+    where = hosted.snapshot(cp.namespace)  # the CronJob's run
+    assert where.startswith("s3://snapshots/flexplane/etcd-demo-restored/")
+    core.delete_namespace(cp.namespace)  # lost, with its API server and the objects it held
+    wait_for(lambda: hosted.server(cp.namespace) is None, "the API server stopped")
+
+    core.create_namespace({"metadata": {"name": cp.namespace}})
+    core.create_namespaced_secret(cp.namespace, secret)
+    batch.create_namespaced_job(cp.namespace, render_etcd_restore_job(cp, bucket, 0))
     other: Any = {
         "metadata": {"name": "other"},
         "spec": {
@@ -213,4 +277,28 @@ def test_an_etcd_restores_job_completes_as_the_job_controller_reports_it_and_no_
     assert status.completion_time is not None
     untouched = batch.read_namespaced_job("other", cp.namespace).status
     assert not (untouched and untouched.succeeded)
+
+    ip, ca = serve_tenant(core, apps, cp.namespace, tmp_path / "second")  # started on the restored data
+    assert wait_for(lambda: "kept" in config_maps(ip, ca), "the tenant's ConfigMap back")
+    core.delete_namespace(cp.namespace)
+
+
+def test_a_restore_job_whose_snapshot_is_not_there_fails_saying_why(
+    kube: tuple[Any, Any, HostedControlPlanes], bucket: EtcdBackup
+) -> None:
+    core, _, _ = kube
+    batch: Any = client.BatchV1Api(core.api_client)
+    cp = ControlPlane(vdc="demo", cluster="never", version="", registry="registry.example.org")
+    core.create_namespace({"metadata": {"name": cp.namespace}})
+    core.create_namespaced_secret(cp.namespace, render_etcd_backup(cp, bucket)[0])
+    batch.create_namespaced_job(cp.namespace, render_etcd_restore_job(cp, bucket, 0))
+
+    def failed() -> Any:
+        status = batch.read_namespaced_job("etcd-restore-0", cp.namespace).status
+        return status if status and status.failed == 1 else None
+
+    status = wait_for(failed, "the restore Job failed")
+    [condition] = status.conditions
+    assert (condition.type, condition.status) == ("Failed", "True")
+    assert "etcd-demo-never" in condition.message
     core.delete_namespace(cp.namespace)

@@ -30,8 +30,8 @@ pass of the gateway reconciler applies the restored desired state there (the rec
 recover (the restore's start to the tenant's first full listing, the hub's start included) and the
 backups' sizes are printed and recorded as the suite's figures.
 
-Not rehearsed here: Kubernetes clusters, whose Cluster API objects a backup does not hold
-(docs/operating.md, "Backup and restore").
+Not rehearsed here: Kubernetes clusters, which need Cluster API's world (the providers and core's stand-in):
+tests/recovery/test_cluster_rehearsal.py rehearses losing the management cluster with one on it.
 """
 
 from __future__ import annotations

@@ -55,6 +55,10 @@ class ObjectsApi(Protocol):
 
     def replace(self, kind: Kind, body: Mapping[str, Any]) -> dict[str, Any]: ...
 
+    def patch(
+        self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]: ...
+
 
 class ManagementObjects:
     """:class:`ObjectsApi` over an API client: every call under ``timeout``, its failures domain errors."""
@@ -64,13 +68,19 @@ class ManagementObjects:
         self.timeout = timeout
 
     def _call(
-        self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None, body: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, Any]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
     ) -> Any:
         request = self.api_client.param_serialize(
             method,
             path,
             query_params=query or None,
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
+            header_params={"Accept": "application/json", "Content-Type": content_type},
             body=body,
             auth_settings=["BearerToken"],
         )
@@ -118,4 +128,12 @@ class ManagementObjects:
             f"replace {kind.kind} {name}",
             lambda: self._call("PUT", path, body=dict(body)),
             refusals={409: Conflict(f"{kind.kind} {name} changed meanwhile, retry")},
+        )
+
+    def patch(self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386: a null takes a key away)."""
+        path = kind.path(namespace, name)
+        return api_call(
+            f"patch {kind.kind} {name}",
+            lambda: self._call("PATCH", path, body=dict(patch), content_type="application/merge-patch+json"),
         )

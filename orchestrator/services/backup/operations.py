@@ -22,7 +22,7 @@ def make_backup(objects: ObjectsApi, scope: Scope, key: bytes) -> tuple[str, str
     """A sealed backup: the platform id, when it was taken, how many objects it holds, the file's bytes."""
     platform, created, document = take(objects, scope)
     blob = seal(document, key, platform=platform, created=created, version=document["flexplaneVersion"])
-    return platform, created, len(document["objects"]), blob
+    return platform, created, len(document["objects"]) + len(document["clusters"]), blob
 
 
 def restore_backup(objects: ObjectsApi, blob: bytes, key: bytes) -> tuple[Header, Restored]:

@@ -364,3 +364,85 @@ def test_without_a_bucket_a_restore_ends_failed_saying_so_and_nothing_stops(
     assert "no bucket for etcd snapshots" in status["restore"]["message"]
     assert replicas(kube) == (2, 1)
     assert "etcdBackup" not in status  # no bucket: no snapshots to offer
+
+
+# ---------------------------------------------------------------------------- a control plane made anew
+
+ANEW = "anew"
+ANEW_NS = "fpcp-demo-anew"
+
+
+def test_a_control_plane_made_anew_by_a_platform_restore_fills_etcd_before_anything_starts(
+    kube: Kube, settings: steps.Settings, s3_endpoint: str, tmp_path: Path
+) -> None:
+    taken = tmp_path / "etcd.db"
+    taken.write_bytes(b"s" * 100)
+    store = S3Store(
+        f"s3://{BUCKET}/flexplane",
+        S3Settings(s3_endpoint, access_key="test", secret_key="test").client(),
+        DUMP_SUFFIX,
+    )
+    store_dump(taken, store, KEY, name="etcd-demo-anew", now=EARLY)
+    kube.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": VDC_NS}})
+    made = written(ANEW)
+    kube.ensure(made["ProxmoxCluster"])
+    cluster = kube.ensure(made["Cluster"])
+    control_plane = made["FlexControlPlane"]
+    control_plane["metadata"]["ownerReferences"] = [owner_reference_to(cluster, CLUSTER)]
+    control_plane["spec"]["restore"] = {"id": "platform-restore-1", "snapshot": "", "newControlPlane": True}
+    kube.ensure(control_plane)
+
+    def anew() -> dict[str, Any]:
+        found = kube.get(steps.FCP_API, "FlexControlPlane", ANEW, VDC_NS)
+        assert found is not None
+        return found
+
+    def reconciled() -> dict[str, Any]:
+        outcome = steps.reconcile(kube, anew(), settings)
+        assert outcome is not None
+        steps.write(kube, anew(), outcome)
+        status: dict[str, Any] = anew()["status"]
+        return status
+
+    status = reconciled()
+    assert status["restore"]["phase"] == "Restoring"
+    assert condition(status, "Available") == ("False", "RestoringEtcd")
+    # Nothing that would serve or start an empty etcd: only what the Jobs need.
+    for kind in ("Deployment", "StatefulSet"):
+        assert (
+            kube.get("apps/v1", kind, model.DEPLOYMENT if kind == "Deployment" else model.ETCD, ANEW_NS)
+            is None
+        )
+    assert kube.get("v1", "Service", model.SERVICE, ANEW_NS) is None
+    claim = kube.get("v1", "PersistentVolumeClaim", "data-etcd-0", ANEW_NS)
+    assert claim is not None
+    assert claim["spec"]["resources"]["requests"]["storage"] == "4Gi"
+    assert kube.get("v1", "Secret", model.ETCD_BACKUP, ANEW_NS) is not None
+    restoring = kube.get("batch/v1", "Job", "etcd-restore-0", ANEW_NS)
+    assert restoring is not None
+    fetch = restoring["spec"]["template"]["spec"]["initContainers"][0]
+    assert any(f"s3://{BUCKET}/flexplane/etcd-demo-anew" in part for part in fetch["command"])
+
+    assert reconciled()["restore"]["phase"] == "Restoring"  # until the Job completes
+    ended = {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}
+    kube.patch("batch/v1", "Job", "etcd-restore-0", ANEW_NS, {"status": ended}, subresource="status")
+    with pytest.raises(steps.Waiting):  # it goes on as any control plane: its Service waits for an address
+        steps.reconcile(kube, anew(), settings)
+    ingress = {"loadBalancer": {"ingress": [{"ip": addresses.address(addresses.ETCD_RESTORE, 3)}]}}
+    kube.patch("v1", "Service", model.SERVICE, ANEW_NS, {"status": ingress}, subresource="status")
+    status = reconciled()
+    assert status["restore"]["phase"] == "Starting"
+    assert kube.get("apps/v1", "StatefulSet", model.ETCD, ANEW_NS) is not None  # takes data-etcd-0
+    assert kube.get("apps/v1", "Deployment", model.DEPLOYMENT, ANEW_NS) is not None
+    reconciled()
+    assert kube.get("batch/v1", "Job", "etcd-restore-0", ANEW_NS) is None
+
+
+def test_a_new_control_plane_not_marked_so_has_nothing_to_restore(
+    kube: Kube, settings: steps.Settings
+) -> None:
+    cp = model.ControlPlane("demo", "unmarked", "v1.34.2")
+    progress = restore.advance(kube, {"spec": {"restore": {"id": "r1"}}}, cp, settings.etcd_backup)
+    assert progress.status is not None
+    assert progress.status["phase"] == "Failed"
+    assert kube.get("v1", "PersistentVolumeClaim", "data-etcd-0", cp.namespace) is None

@@ -28,6 +28,7 @@ from devstack.kube.crds import CLUSTER_API_CORE_CRDS
 from devstack.processes import Process, spawn
 from devstack.world import World
 from devstack.world.providers import WORLD_TIMINGS
+from orchestrator.models.vms import idempotency_tag
 from orchestrator.services.clusters import objects
 from orchestrator.sources.kube_objects import (
     CLUSTER,
@@ -401,6 +402,114 @@ def test_a_provider_killed_mid_create_leaves_one_vm_after_its_restart(
     wait_provisioned(kube, providers, name)
     assert len(named(world, name)) == 1
     assert the_vm(world, name)[2]["status"] == "running"
+
+
+def restored(kube: Kube, name: str) -> dict[str, Any]:
+    """The Machine and ProxmoxMachine ``name`` as a restore of the management cluster leaves them: deleted
+    without their VM (the cluster was lost), made again from their specs (new uids, no status, the
+    ProxmoxMachine's providerID kept, the Machine's bootstrap data Secret not: CABPK makes it again);
+    the new ProxmoxMachine."""
+    old_machine, old_infra = kube.get(MACHINE, NAMESPACE, name), kube.get(PROXMOX_MACHINE, NAMESPACE, name)
+    assert old_machine is not None
+    assert old_infra is not None
+    kube.objects.patch_namespaced_custom_object(
+        PROXMOX_MACHINE.group,
+        PROXMOX_MACHINE.version,
+        NAMESPACE,
+        PROXMOX_MACHINE.plural,
+        name,
+        {"metadata": {"finalizers": []}},
+    )
+    delete(kube, PROXMOX_MACHINE, name)
+    delete(kube, MACHINE, name)
+    kube.core.delete_namespaced_secret(name, NAMESPACE)
+    owner = create(kube, MACHINE, name, old_machine["spec"])
+    reference = {
+        "apiVersion": MACHINE.api_version,
+        "kind": MACHINE.kind,
+        "name": name,
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+    }
+    return create(kube, PROXMOX_MACHINE, name, old_infra["spec"], ownerReferences=[reference])
+
+
+def test_a_restored_machine_adopts_its_vm_and_its_deletion_deletes_it(
+    kube: Kube, world: World, providers: Providers, machine_name: Callable[[str], str]
+) -> None:
+    name = machine_name("r")
+    machine(kube, name)
+    made = wait_provisioned(kube, providers, name)
+    zone, vmid, _ = the_vm(world, name)
+    providers.stop()  # the management cluster is lost: nothing runs until it is restored
+    try:
+        again = restored(kube, name)
+    finally:
+        providers.start()
+    assert again["metadata"]["uid"] != made["metadata"]["uid"]
+    assert again["spec"]["providerID"] == made["spec"]["providerID"]
+
+    adopted = wait_provisioned(kube, providers, name)
+    assert named(world, name) == [(zone, vmid)]  # the same VM, and no second one
+    assert adopted["status"]["vmid"] == vmid
+    assert adopted["status"]["addresses"] == made["status"]["addresses"]
+    assert ready(adopted)["reason"] == "Provisioned"
+    assert "adopted" in ready(adopted)["message"]
+    tags = fake_vms(world, zone)[vmid]["config"]["tags"].split(";")
+    idempotency = [tag for tag in tags if tag.startswith("fp-idem-")]
+    assert idempotency == [idempotency_tag(again["metadata"]["uid"])]  # the old uid's is gone
+
+    delete(kube, PROXMOX_MACHINE, name)  # its deletion finds the adopted VM by the new tag
+    eventually(lambda: kube.get(PROXMOX_MACHINE, NAMESPACE, name) is None, TIMEOUT, f"{name} deleted")
+    assert named(world, name) == []
+
+
+def test_a_restored_machine_whose_vm_is_gone_says_so_and_makes_none(
+    kube: Kube, world: World, providers: Providers, machine_name: Callable[[str], str]
+) -> None:
+    name = machine_name("g")
+    machine(kube, name)
+    wait_provisioned(kube, providers, name)
+    zone, vmid, _ = the_vm(world, name)
+    providers.stop()
+    try:
+        restored(kube, name)
+        forget(world, zone, vmid)  # lost with its host meanwhile
+    finally:
+        providers.start()
+
+    def not_found() -> dict[str, Any] | None:
+        said = ready(kube.get(PROXMOX_MACHINE, NAMESPACE, name))
+        return said if said.get("reason") == "VmNotFound" else None
+
+    said = eventually(not_found, TIMEOUT, lambda: f"{name} VmNotFound ({providers.output()[-3000:]})")
+    assert said is not None
+    assert "delete the Machine" in said["message"]
+    assert named(world, name) == []
+
+
+def test_a_machine_of_a_paused_cluster_is_left_alone_until_it_is_unpaused(
+    kube: Kube, world: World, providers: Providers, machine_name: Callable[[str], str]
+) -> None:
+    name = machine_name("p")
+    pause = partial(
+        kube.objects.patch_namespaced_custom_object,
+        CLUSTER.group,
+        CLUSTER.version,
+        NAMESPACE,
+        CLUSTER.plural,
+        CLUSTER_NAME,
+    )
+    pause({"spec": {"paused": True}})  # as a restore writes a cluster
+    try:
+        machine(kube, name)
+        with pytest.raises(AssertionError):  # its create is not run while paused
+            eventually(lambda: named(world, name), 3.0, f"a VM {name}")
+        assert not provisioned(kube, PROXMOX_MACHINE, name)
+    finally:
+        pause({"spec": {"paused": None}})
+    wait_provisioned(kube, providers, name)
+    assert len(named(world, name)) == 1
 
 
 VDC_LOCKS = ("fp-lock-vdc-demo", "fp-lock-vdc-demo.security-groups")
