@@ -23,7 +23,7 @@ import typer
 from rich.text import Text
 from typer.core import TyperGroup
 
-from apiclient.cli import clusters, compute, network
+from apiclient.cli import clusters, compute, network, storage
 from apiclient.cli.config import DEFAULT_PROFILE, Credential, Profile
 from apiclient.cli.session import Environment, Session, session_of
 from apiclient.cli.signin import DeviceLogin, service_account_credential
@@ -107,6 +107,7 @@ app.add_typer(network.gateways, name="gateways")
 app.add_typer(network.public_ips, name="public-ips")
 app.add_typer(network.port_forwards, name="port-forwards")
 app.add_typer(clusters.clusters, name="clusters")
+app.add_typer(storage.volumes, name="volumes")
 
 
 @app.callback()

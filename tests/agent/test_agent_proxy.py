@@ -121,7 +121,7 @@ def test_proxmox_field_errors_travel_to_the_caller(pool: AgentPool, target: Agen
         ("GET", "/cluster/resources\n"),
         ("GET", "/cluster/resourcés"),
         ("GET", "cluster/resources"),
-        ("POST", "/nodes/pve1/qemu"),
+        ("POST", "/nodes/pve1/lxc"),
         ("POST", "/nodes/pve1/qemu/100/template"),
         ("POST", "/nodes/pve1/storage/local/upload"),
         ("DELETE", "/nodes/pve1/qemu/100/config"),

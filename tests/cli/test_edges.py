@@ -102,3 +102,34 @@ def test_a_snapshot_is_taken_listed_rolled_back_to_and_deleted(
     snapshot = next(s for s in json.loads(listed.stdout) if s["name"] == "before")
     assert snapshot["description"] == "a test's"
     assert "before" not in [s["name"] for s in json.loads(after.stdout)]
+
+
+def test_a_volume_is_made_beside_a_vm_attached_grown_detached_and_deleted(
+    flexplane: Flexplane, logged_in: dict[str, str], vm_name: Callable[[str], str]
+) -> None:
+    made_vm = flexplane("vms", "create", vm_name("disk"), *SMALL_VM, "--wait", "-o", "json")
+    vm_id = json.loads(made_vm.stdout)["id"]
+    name = vm_name("vol")
+    made = flexplane(
+        "volumes", "create", name, "--profile", "standard", "--size", "10", "--near", vm_id, "-o", "json"
+    )
+    assert made.exit_code == 0, made.output
+    volume = json.loads(made.stdout)
+    attached = flexplane("volumes", "attach", volume["id"], vm_id, "-o", "json")
+    grown = flexplane("volumes", "resize", volume["id"], "--size", "12", "-o", "json")
+    listed = flexplane("volumes", "list", "-o", "json")
+    in_use = flexplane("volumes", "delete", volume["id"])
+    detached = flexplane("volumes", "detach", volume["id"], "-o", "json")
+    deleted = flexplane("volumes", "delete", volume["id"], "-o", "json")
+
+    assert (json.loads(attached.stdout)["status"], json.loads(attached.stdout)["attachedTo"]) == (
+        "in-use",
+        vm_id,
+    )
+    assert json.loads(grown.stdout)["sizeGb"] == 12
+    assert [v["attachedTo"] for v in json.loads(listed.stdout) if v["name"] == name] == [vm_id]
+    assert in_use.exit_code != 0
+    assert "detach it first" in in_use.output
+    assert json.loads(detached.stdout)["status"] == "available"
+    assert deleted.exit_code == 0, deleted.output
+    assert volume["id"] not in flexplane("volumes", "list", "-o", "json").stdout

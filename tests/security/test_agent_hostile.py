@@ -111,7 +111,7 @@ ATTEMPTS: list[tuple[str, str, str, dict[str, str], str | None]] = [
         "restore a backup over another VM",
         "POST",
         "/nodes/pve1/qemu",
-        {"vmid": "4243", "archive": "local:backup/vzdump-qemu-4243.vma.zst", "force": "1"},
+        {"vmid": "4243", "archive": "local:backup/vzdump-qemu-4243.vma.zst"},
         "archive",
     ),
     (
