@@ -309,6 +309,8 @@ RBAC_NEEDS: dict[str, Needs] = {
             ("policy", "poddisruptionbudgets"): _ENSURE,
             ("batch", "cronjobs"): _ENSURE,
             ("batch", "jobs"): _ENSURE | {"delete"},
+            # A control plane made anew by a platform restore: its etcd members' volume claims.
+            ("", "persistentvolumeclaims"): _ENSURE,
         },
         "platform": _COMMON["platform"],
         "vdc": {("", "secrets"): _ENSURE | {"delete"}},

@@ -51,6 +51,8 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("rolebindings", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("clusterroles", False),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
+    ("storage.k8s.io/v1", "CSIDriver"): ("csidrivers", False),
+    ("storage.k8s.io/v1", "StorageClass"): ("storageclasses", False),
     # A tenant's network plugin's own kinds (Calico's: providers/controlplane/calico.py).
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("customresourcedefinitions", False),
     # The Prometheus Operator's, written only while the providers chart's ServiceMonitor is on (monitoring).

@@ -15,6 +15,7 @@ import yaml
 
 from devstack.seed import KUBERNETES_VERSIONS
 from providers.controlplane import model, pki, render, storage, tenant
+from providers.controlplane.kube import manifest_path
 from providers.csi.identity import DRIVER
 from providers.csi.rules import ZONE_KEY
 from tests.kubeschema import invalid
@@ -153,3 +154,15 @@ def test_a_moved_registry_serves_the_sidecars_under_the_same_paths() -> None:
     )
     images = {c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]}
     assert "mirror.example.test/k8s/sig-storage/csi-provisioner:v5.3.0" in images
+
+
+def test_the_provider_knows_where_each_manifest_it_installs_lives() -> None:
+    """Every kind the tenant install and the controller render has its API path (``kube.RESOURCES``): a kind
+    missing there fails every reconcile of a cluster with storage."""
+    files = pki.ensure_pki({}, CP.names)
+    rendered = [
+        *tenant.tenant_manifests(CP, CA),
+        *storage.render_controller(CP, CLOUD, files, KEY, "https://x:6443"),
+    ]
+    for manifest in rendered:
+        assert manifest_path(manifest).startswith(("/api/v1/", "/apis/")), manifest["kind"]
