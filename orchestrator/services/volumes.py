@@ -387,11 +387,9 @@ def detach_volume(ctx: Context, ident: str) -> VolumeOutcome:
             return VolumeOutcome(volume, None)
         if volume.status != IN_USE or volume.attached_vmid is None:
             raise Conflict(_busy(volume, "detached"))
-        guest = api.resources("vm").vm(volume.attached_vmid)
-        if guest is None:
-            raise Conflict(f"volume {volume.name} names VM {volume.attached_to}, which Proxmox does not have")
+        vm = _attached_vm(api, volume)
         still_held(held, vdc)
-        task = give_back(api, VirtualMachine.from_guest(api.zone, guest), volume)
+        task = give_back(api, vm, volume)
     return VolumeOutcome(_reread(api, volume), task)
 
 
@@ -428,16 +426,11 @@ def resize_volume(ctx: Context, ident: str, size_gb: int) -> VolumeOutcome:
         if volume.status == AVAILABLE:
             node, vmid, key = volume.node, volume.vmid, HOLDER_DISK
         else:
-            assert volume.attached_vmid is not None
-            guest = api.resources("vm").vm(volume.attached_vmid)
-            if guest is None:
-                raise Conflict(
-                    f"volume {volume.name} names VM {volume.attached_to}, which Proxmox does not have"
-                )
-            drive = drive_of(api.config(guest.node, guest.vmid), volume)
+            vm = _attached_vm(api, volume)
+            drive = drive_of(api.config(vm.host, vm.vmid), volume)
             if drive is None:
-                raise Conflict(f"VM {guest.name} has no disk of volume {volume.name}")
-            node, vmid, key = guest.node, guest.vmid, drive.key
+                raise Conflict(f"VM {vm.name} has no disk of volume {volume.name}")
+            node, vmid, key = vm.host, vm.vmid, drive.key
         answer = api.resize_disk(node, vmid, key, size_gb * GIB)
         task = (
             tasks.run(api, answer, volume.vdc, f"growing volume {volume.name} to {size_gb} GiB", TASK_TIMEOUT)
@@ -445,6 +438,15 @@ def resize_volume(ctx: Context, ident: str, size_gb: int) -> VolumeOutcome:
             else None
         )
     return VolumeOutcome(_reread(api, volume), task)
+
+
+def _attached_vm(api: ZoneApi, volume: Volume) -> VirtualMachine:
+    """The VM an in-use volume is attached to, as Proxmox has it now; CONFLICT when it has none such."""
+    assert volume.attached_vmid is not None
+    guest = api.resources("vm").vm(volume.attached_vmid)
+    if guest is None:
+        raise Conflict(f"volume {volume.name} names VM {volume.attached_to}, which Proxmox does not have")
+    return VirtualMachine.from_guest(api.zone, guest)
 
 
 def delete_volume(ctx: Context, ident: str) -> VolumeOutcome:

@@ -309,6 +309,12 @@ def ensure_vdc_secrets(
         kube.ensure(manifest)
 
 
+def _account_key(kube: Kube, cp: model.ControlPlane, vdc_namespace: str) -> bytes:
+    """The cluster's service account key, as the orchestrator left it in the VDC's namespace (b"": none)."""
+    secret = kube.get("v1", "Secret", cloud_controller_secret(cp.cluster), vdc_namespace)
+    return _decoded(secret).get(CLOUD_CONTROLLER_KEY, b"")
+
+
 def ensure_cloud_controller(
     kube: Kube, cp: model.ControlPlane, files: Mapping[str, bytes], vdc_namespace: str, settings: Settings
 ) -> bool:
@@ -319,10 +325,7 @@ def ensure_cloud_controller(
     The key is copied into the control plane's namespace (a pod mounts no Secret of another namespace);
     a key that appears later is found by the next reconcile or the drift timer.
     """
-    key = b""
-    if settings.cloud.enabled:
-        secret = kube.get("v1", "Secret", cloud_controller_secret(cp.cluster), vdc_namespace)
-        key = _decoded(secret).get(CLOUD_CONTROLLER_KEY, b"")
+    key = _account_key(kube, cp, vdc_namespace) if settings.cloud.enabled else b""
     if not key:
         # One read when there is nothing to do: the Secret goes first, so a Deployment gone means both are.
         if kube.get("apps/v1", "Deployment", model.CLOUD_CONTROLLER, cp.namespace) is not None:
@@ -340,10 +343,7 @@ def ensure_csi_controller(
     """The CSI driver's controller and its sidecars (:mod:`.storage`), as the cloud controller is: while the
     providers have flex.plane's URL, the VDC's namespace holds the cluster's key and the cluster has storage
     profiles (``spec.storage``); otherwise none (one there before is deleted). True when it is there."""
-    key = b""
-    if settings.cloud.enabled and cp.storage_profiles:
-        secret = kube.get("v1", "Secret", cloud_controller_secret(cp.cluster), vdc_namespace)
-        key = _decoded(secret).get(CLOUD_CONTROLLER_KEY, b"")
+    key = _account_key(kube, cp, vdc_namespace) if settings.cloud.enabled and cp.storage_profiles else b""
     if not key:
         if kube.get("apps/v1", "Deployment", storage.CONTROLLER, cp.namespace) is not None:
             kube.delete("v1", "Secret", storage.CONTROLLER, cp.namespace)

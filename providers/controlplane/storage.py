@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from providers.controlplane import pki
+from providers.controlplane.cni import MANAGED_BY, NAMESPACE, RBAC
+from providers.controlplane.cni import meta as meta_of
 from providers.controlplane.model import (
     CloudController,
     ControlPlane,
@@ -40,9 +42,6 @@ from providers.controlplane.model import (
 from providers.csi.identity import DRIVER
 from providers.csi.rules import ZONE_KEY
 
-NAMESPACE = "kube-system"
-RBAC = "rbac.authorization.k8s.io"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "flexplane-control-plane"}
 NODE_PLUGIN = "flexplane-csi-node"
 CONTROLLER = "csi-controller"
 CONTROLLER_ROLE = "flexplane:csi-controller"
@@ -65,13 +64,6 @@ REGISTRAR = "sig-storage/csi-node-driver-registrar:v2.15.0"
 SIDECAR_TIMEOUT = "150s"
 
 
-def _meta(name: str, namespace: str | None = None, **extra: str) -> dict[str, Any]:
-    body: dict[str, Any] = {"name": name, "labels": {**MANAGED_BY, **extra}}
-    if namespace is not None:
-        body["namespace"] = namespace
-    return body
-
-
 # ------------------------------------------------------------------------------------ the tenant's half
 
 
@@ -79,7 +71,7 @@ def csi_driver() -> Manifest:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "CSIDriver",
-        "metadata": _meta(DRIVER),
+        "metadata": meta_of(DRIVER),
         "spec": {
             "attachRequired": True,
             "podInfoOnMount": False,
@@ -95,7 +87,7 @@ def storage_classes(cp: ControlPlane) -> list[Manifest]:
     """One StorageClass per storage profile (named as the profile), the first the cluster's default."""
     classes = []
     for index, profile in enumerate(cp.storage_profiles):
-        metadata = _meta(profile)
+        metadata = meta_of(profile)
         if index == 0:
             metadata["annotations"] = {DEFAULT_CLASS_ANNOTATION: "true"}
         body: Manifest = {
@@ -146,26 +138,26 @@ def rbac() -> list[Manifest]:
         {
             "apiVersion": f"{RBAC}/v1",
             "kind": "ClusterRole",
-            "metadata": _meta(CONTROLLER_ROLE),
+            "metadata": meta_of(CONTROLLER_ROLE),
             "rules": rules,
         },
         {
             "apiVersion": f"{RBAC}/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": _meta(CONTROLLER_ROLE),
+            "metadata": meta_of(CONTROLLER_ROLE),
             "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": CONTROLLER_ROLE},
             "subjects": subject,
         },
         {
             "apiVersion": f"{RBAC}/v1",
             "kind": "Role",
-            "metadata": _meta(CONTROLLER_ROLE, NAMESPACE),
+            "metadata": meta_of(CONTROLLER_ROLE, NAMESPACE),
             "rules": leases,
         },
         {
             "apiVersion": f"{RBAC}/v1",
             "kind": "RoleBinding",
-            "metadata": _meta(CONTROLLER_ROLE, NAMESPACE),
+            "metadata": meta_of(CONTROLLER_ROLE, NAMESPACE),
             "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": CONTROLLER_ROLE},
             "subjects": subject,
         },
@@ -194,7 +186,7 @@ def node_plugin(cp: ControlPlane) -> list[Manifest]:
     daemonset: Manifest = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": _meta(NODE_PLUGIN, NAMESPACE, **selector),
+        "metadata": meta_of(NODE_PLUGIN, NAMESPACE, selector),
         "spec": {
             "selector": {"matchLabels": selector},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
@@ -246,7 +238,7 @@ def node_plugin(cp: ControlPlane) -> list[Manifest]:
             },
         },
     }
-    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NODE_PLUGIN, NAMESPACE)}
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta_of(NODE_PLUGIN, NAMESPACE)}
     return [account, daemonset]
 
 
