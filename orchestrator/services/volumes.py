@@ -54,7 +54,14 @@ from orchestrator.models.volumes import (
 from orchestrator.services import access, catalog, inventory, tasks, vdcs
 from orchestrator.services.clusters.quota import reserved_for_clusters
 from orchestrator.services.context import Context
-from orchestrator.services.vms.disks import HOLDER_DISK, TASK_TIMEOUT, drive_of, give_back, label_holder
+from orchestrator.services.vms.disks import (
+    HOLDER_DISK,
+    TASK_TIMEOUT,
+    drive_of,
+    ensure_serial,
+    give_back,
+    label_holder,
+)
 from orchestrator.services.vms.inputs import validate_name
 from orchestrator.services.vms.listing import locate
 from orchestrator.services.vms.plan import (
@@ -341,6 +348,7 @@ def attach_volume(ctx: Context, ident: str, vm: str) -> VolumeOutcome:
         if slot is None:
             raise Conflict(f"VM {target.name} has no free disk slot (scsi1 to scsi30 are taken)")
         still_held(held, vdc)
+        ensure_serial(api, volume, target.host)
         label_holder(api, volume, target.host, attached=target.vmid)
         answer = api.move_disk(target.host, volume.vmid, HOLDER_DISK, target.vmid, slot)
         task = tasks.run(

@@ -26,6 +26,16 @@ def label_holder(api: ZoneApi, volume: Volume, node: str, *, attached: int | Non
     api.set_config(node, volume.vmid, ConfigChange(tags=tuple(tags)))
 
 
+def ensure_serial(api: ZoneApi, volume: Volume, node: str) -> None:
+    """The holder's disk with the volume's serial (a detach through ``unused<n>`` drops a disk's options,
+    and a detach that stopped before writing it back left it without): the VM it goes to names it so."""
+    held = next((d for d in api.config(node, volume.vmid).drives if d.key == HOLDER_DISK), None)
+    if held is not None and held.option("serial") != volume.serial:
+        api.set_config(
+            node, volume.vmid, ConfigChange(drives=(held.with_options({"serial": volume.serial}),))
+        )
+
+
 def give_back(api: ZoneApi, vm: VirtualMachine, volume: Volume) -> Task:
     """Move the volume's disk from ``vm`` back to its holder as ``scsi0``, with its serial; the tag last."""
     if volume.node != vm.host:  # the VM moved since (a host drained): its holder follows, it has no disk
@@ -48,11 +58,7 @@ def give_back(api: ZoneApi, vm: VirtualMachine, volume: Volume) -> Task:
     task = tasks.run(
         api, answer, volume.vdc, f"detaching volume {volume.name} from VM {vm.name}", TASK_TIMEOUT
     )
-    held = next((d for d in api.config(vm.host, volume.vmid).drives if d.key == HOLDER_DISK), None)
-    if held is not None and held.option("serial") != volume.serial:
-        api.set_config(
-            vm.host, volume.vmid, ConfigChange(drives=(held.with_options({"serial": volume.serial}),))
-        )
+    ensure_serial(api, volume, vm.host)
     label_holder(api, volume, vm.host, attached=None)
     return task
 
