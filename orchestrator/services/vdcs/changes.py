@@ -24,7 +24,7 @@ from orchestrator.services.access_admin import roles
 from orchestrator.services.context import Context
 from orchestrator.services.vdcs.definitions import FIELDS, validate, values_of
 from orchestrator.services.vdcs.pools import delete_pools, ensure_pools, remove_pools
-from orchestrator.services.vdcs.quota import fresh_tally, vms_by_zone
+from orchestrator.services.vdcs.quota import fresh_tally, vms_by_zone, zones_total
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,8 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
 
 
 def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
-    """Delete a VDC and its pools (ADMIN); refused (``Conflict``) while it has VMs, saying how many."""
+    """Delete a VDC and its pools (ADMIN); refused (``Conflict``) while it has VMs or volumes, saying how
+    many."""
     access.require_access_manager(ctx)
     with locks.vdc_lock(ctx, vdc_id):
         entry = ctx.kube.get_catalog(catalog.VDC, vdc_id)
@@ -156,10 +157,14 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
         vdc = Vdc.from_spec(entry.spec)
         if not access.manages_organization(ctx, vdc.organization):
             raise NotFound("VDC", vdc_id)  # another organization's VDC: as one that does not exist
-        vms = vms_by_zone(fresh_tally(ctx, f"check that VDC {vdc_id!r} has no VMs"), vdc_id)
+        counted = fresh_tally(ctx, f"check that VDC {vdc_id!r} has no VMs")
+        vms = vms_by_zone(counted, vdc_id)
         if vms:
             where = ", ".join(f"{n} in {zone}" for zone, n in sorted(vms.items()))
             raise Conflict(f"VDC {vdc_id!r} still has {sum(vms.values())} VM(s) ({where}): delete them first")
+        held = zones_total(counted.get(vdc_id, {})).disk_gb  # with no VM, only volumes hold disk
+        if held:
+            raise Conflict(f"VDC {vdc_id!r} still has volumes ({held} GiB): delete them first")
         roles.check_reachable(ctx, vdc_id)  # its role goes with it: not while Zitadel does not answer
         gateways.delete_vdc_gateways(ctx, vdc_id)  # its public IPs go back to the zones' pools
         try:

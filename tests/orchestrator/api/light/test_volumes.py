@@ -278,3 +278,24 @@ def test_a_volume_on_storage_local_to_another_host_is_invalid_for_a_vm_naming_it
     assert f"local to host {other}" in refused["errors"][0]["message"]
     assert holder(light, volume)["config"]["scsi0"]  # where it was, with its disk
     light.fakes.on_loop(lambda: setattr(pve.vm(vmid), "node", vm["host"]))
+
+
+def test_a_vdc_with_a_volume_is_not_deleted(api: InProcessApi, light: LightWorld) -> None:
+    with scratch_vdcs(api, light) as make:
+        vdc = make(diskGb=50)
+        made = payload(
+            api(CREATE, user="admin", vdc=vdc, variables={"name": "kept", "size": 10, "zone": "zone-a"}),
+            "createVolume",
+        )
+        assert made["errors"] == []
+        refused = payload(
+            api(
+                "mutation($id: ID!) { deleteVdc(id: $id) { errors { code message } } }",
+                user="admin",
+                variables={"id": vdc},
+            ),
+            "deleteVdc",
+        )
+        assert [e["code"] for e in refused["errors"]] == ["CONFLICT"]
+        assert "volumes (10 GiB)" in refused["errors"][0]["message"]
+        call(api, DELETE, "deleteVolume", user="admin", id=made["volume"]["id"])
