@@ -156,6 +156,12 @@ def test_memory_counts_every_guest_times_the_overcommit_but_not_templates() -> N
     assert place(request(), [host("a", mem=1.5)], full).host == "a"
 
 
+def test_a_volumes_holder_counts_no_memory_nor_vcpus_it_never_runs() -> None:
+    # 16 GiB, 13 GiB allocated to a VM: 3 GiB free for 2 GiB, however many volumes' holders are there.
+    holders = [{**guest("a", mem_mib=4096, cpus=4), "name": f"data-{n}.volume"} for n in range(4)]
+    assert place(request(), [host("a")], [*cluster("a"), guest("a", mem_mib=13 * 1024), *holders]).host == "a"
+
+
 def test_vcpus_are_counted_with_the_cpu_overcommit() -> None:
     busy = [*cluster("a", cpus=4), guest("a", cpus=3)]
     with pytest.raises(NoCapacity) as refused:
