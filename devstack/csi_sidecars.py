@@ -34,6 +34,7 @@ import grpc
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from providers.cloud.tenant import MERGE_PATCH
 from providers.csi.identity import DRIVER
 from providers.csi.proto import csi_pb2 as csi
 from providers.csi.proto import csi_pb2_grpc
@@ -51,7 +52,6 @@ _MODES = {
     "ReadWriteMany": csi.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER,
 }
 TIMEOUT = 60.0
-MERGE_PATCH = "application/merge-patch+json"
 
 
 def quantity(text: str) -> int:

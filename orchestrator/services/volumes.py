@@ -58,7 +58,6 @@ from orchestrator.services.vms.disks import (
     HOLDER_DISK,
     TASK_TIMEOUT,
     drive_of,
-    ensure_serial,
     give_back,
     label_holder,
 )
@@ -348,7 +347,6 @@ def attach_volume(ctx: Context, ident: str, vm: str) -> VolumeOutcome:
         if slot is None:
             raise Conflict(f"VM {target.name} has no free disk slot (scsi1 to scsi30 are taken)")
         still_held(held, vdc)
-        ensure_serial(api, volume, target.host)
         label_holder(api, volume, target.host, attached=target.vmid)
         answer = api.move_disk(target.host, volume.vmid, HOLDER_DISK, target.vmid, slot)
         task = tasks.run(

@@ -19,25 +19,23 @@ HOLDER_DISK = "scsi0"
 
 
 def label_holder(api: ZoneApi, volume: Volume, node: str, *, attached: int | None) -> None:
-    """The holder's tags with ``fp-on-<vmid>`` for the VM it is attached to (None: none)."""
-    tags = [t for t in api.config(node, volume.vmid).tags if not t.startswith(ATTACHED_TAG_PREFIX)]
+    """The holder's tags with ``fp-on-<vmid>`` for the VM it is attached to (None: none), and its disk, when
+    it has it, with the volume's serial (a detach through ``unused<n>`` drops a disk's options, and one that
+    stopped before writing it back left it without): one read of its config, one write."""
+    config = api.config(node, volume.vmid)
+    tags = [t for t in config.tags if not t.startswith(ATTACHED_TAG_PREFIX)]
     if attached is not None:
         tags.append(f"{ATTACHED_TAG_PREFIX}{attached}")
-    api.set_config(node, volume.vmid, ConfigChange(tags=tuple(tags)))
-
-
-def ensure_serial(api: ZoneApi, volume: Volume, node: str) -> None:
-    """The holder's disk with the volume's serial (a detach through ``unused<n>`` drops a disk's options,
-    and a detach that stopped before writing it back left it without): the VM it goes to names it so."""
-    held = next((d for d in api.config(node, volume.vmid).drives if d.key == HOLDER_DISK), None)
+    held = next((d for d in config.drives if d.key == HOLDER_DISK), None)
+    drives: tuple[Drive, ...] = ()
     if held is not None and held.option("serial") != volume.serial:
-        api.set_config(
-            node, volume.vmid, ConfigChange(drives=(held.with_options({"serial": volume.serial}),))
-        )
+        drives = (held.with_options({"serial": volume.serial}),)
+    api.set_config(node, volume.vmid, ConfigChange(tags=tuple(tags), drives=drives))
 
 
 def give_back(api: ZoneApi, vm: VirtualMachine, volume: Volume) -> Task:
-    """Move the volume's disk from ``vm`` back to its holder as ``scsi0``, with its serial; the tag last."""
+    """Move the volume's disk from ``vm`` back to its holder as ``scsi0``; its serial and the tag's removal
+    last, in one write."""
     if volume.node != vm.host:  # the VM moved since (a host drained): its holder follows, it has no disk
         answer = api.migrate(volume.node, volume.vmid, vm.host, online=False, with_local_disks=False)
         tasks.run(
@@ -58,7 +56,6 @@ def give_back(api: ZoneApi, vm: VirtualMachine, volume: Volume) -> Task:
     task = tasks.run(
         api, answer, volume.vdc, f"detaching volume {volume.name} from VM {vm.name}", TASK_TIMEOUT
     )
-    ensure_serial(api, volume, vm.host)
     label_holder(api, volume, vm.host, attached=None)
     return task
 
