@@ -40,6 +40,14 @@ def objects_in(custom: client.CustomObjectsApi, vdc: str, cluster: str | None = 
     return {r.kind: listed(custom, r, vdc, selector) for r in WRITTEN}
 
 
+def written(custom: client.CustomObjectsApi, vdc: str) -> dict[str, set[str]]:
+    """The names of the VDC's Cluster API objects, by kind: compared before and after a refused create, so
+    that what another suite left in this world (a cluster it staged, being deleted) does not count."""
+    return {
+        kind: {item["metadata"]["name"] for item in items} for kind, items in objects_in(custom, vdc).items()
+    }
+
+
 def wipe(custom: client.CustomObjectsApi, vdc: str) -> None:
     for r in WRITTEN:
         for item in listed(custom, r, vdc):

@@ -26,7 +26,15 @@ from orchestrator.services.clusters.inputs import DEFAULT_CONTROL_PLANE
 from orchestrator.services.clusters.quota import CONTROL_PLANE_REPLICA, control_plane, worker
 from orchestrator.services.vms import CreateVm
 from orchestrator.sources.kube import KubeSource
-from tests.orchestrator.services.clusterkit import NEXT, VERSION, alice, demo_network, objects_in, spec
+from tests.orchestrator.services.clusterkit import (
+    NEXT,
+    VERSION,
+    alice,
+    demo_network,
+    objects_in,
+    spec,
+    written,
+)
 from tests.orchestrator.services.conftest import MakeContext
 
 # --------------------------------------------------------------------------------------- create
@@ -124,10 +132,11 @@ def test_bad_input_is_invalid_naming_the_field_and_writes_nothing(
     field: str,
 ) -> None:
     ctx = alice(make_context)
+    before = written(custom, "demo")  # what other tests of this world left
     with pytest.raises(ValidationFailed) as refused:
         clusters.create_cluster(ctx, spec(ctx, **{"name": "bad", **changes}))
     assert refused.value.field == field
-    assert all(not items for items in objects_in(custom, "demo").values())
+    assert written(custom, "demo") == before  # nothing of this create
 
 
 @pytest.mark.parametrize("plugin", ["calico", "none"])
@@ -186,10 +195,11 @@ def test_a_network_of_another_vdc_is_invalid_as_one_that_does_not_exist(
     bob = make_context("USER", "vdc:other")
     bob.vdc = "other"
     theirs = demo_network(bob)
+    before = written(custom, "demo")  # what other tests of this world left
     with pytest.raises(ValidationFailed) as refused:
         clusters.create_cluster(ctx, spec(ctx, "net", network=theirs))
     assert refused.value.field == "network"
-    assert all(not items for items in objects_in(custom, "demo").values())
+    assert written(custom, "demo") == before  # nothing of this create
 
 
 def test_a_quota_too_small_for_the_pool_is_refused_before_anything_is_written(
@@ -198,11 +208,12 @@ def test_a_quota_too_small_for_the_pool_is_refused_before_anything_is_written(
     ctx = alice(make_context)
     demo = vdcs.get_vdc(ctx, "demo")
     room = demo.quota.vms - vdcs.fresh_usage(ctx, "demo").vms
+    before = written(custom, "demo")  # what other tests of this world left
     with pytest.raises(QuotaExceeded):
         clusters.create_cluster(
             ctx, spec(ctx, "big", node_pools=(NodePoolSpec("w", "small", "standard", room + 1),))
         )
-    assert all(not items for items in objects_in(custom, "demo").values())
+    assert written(custom, "demo") == before  # nothing of this create
 
 
 def test_a_clusters_control_plane_counts_against_the_vdcs_quota_for_as_long_as_it_runs(
@@ -238,9 +249,10 @@ def test_a_control_plane_that_does_not_fit_the_vdcs_vcpus_is_refused_before_anyt
     assert small >= 1, f"VDC demo's room ({vcpus} vCPUs, {vms} VMs) is too small for the test"
     pools: tuple[NodePoolSpec, ...] = (NodePoolSpec("s", "small", "standard", small),)
     pools += (NodePoolSpec("m", "medium", "standard", medium),) if medium else ()
+    before = written(custom, "demo")  # what other tests of this world left
     with pytest.raises(QuotaExceeded, match="vCPUs by 1"):
         clusters.create_cluster(ctx, spec(ctx, "toobig", node_pools=pools, control_plane_replicas=3))
-    assert all(not items for items in objects_in(custom, "demo").values())
+    assert written(custom, "demo") == before  # nothing of this create
     assert clusters.create_cluster(ctx, spec(ctx, "fits", node_pools=pools, control_plane_replicas=2))
 
 
