@@ -35,7 +35,13 @@ from agent.proxmox import (
     ProxmoxUnreachableError,
 )
 from agent.proxy import ALLOWED, REFUSED, NotAllowed, Policy, Route, authorize
-from agent.proxy.pools import RESOURCES_PARAMS, RESOURCES_PATH, check_same_pool, pools_of
+from agent.proxy.pools import (
+    RESOURCES_PARAMS,
+    RESOURCES_PATH,
+    check_clone_source,
+    check_same_pool,
+    pools_of,
+)
 from agent.renewal import ServingCertificate, start_renewal
 from agent.snippets import SnippetRefused, SnippetStore, SnippetStoreError
 from agent.status import AgentStatus
@@ -114,8 +120,8 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
         method, path, params = request.method, request.path, dict(request.params)
         try:
             route = authorize(method, path, params, self.table, self.policy)
-            if route.same_pool is not None:
-                await self._check_same_pool(route, path, params)
+            if route.reads_pools:
+                await self._check_pools(route, path, params)
         except NotAllowed as exc:
             log.warning(
                 "%s parameter=%s %r %r for %s (%s): %s",
@@ -160,14 +166,14 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
             status=answer.status, document_json=answer.document, message=answer.message, errors=answer.errors
         )
 
-    async def _check_same_pool(self, route: Route, path: str, params: Mapping[str, str]) -> None:
-        """``NotAllowed`` unless the VM the route's ``same_pool`` parameter names is in the path VM's
-        flex.plane pool, as the cluster's VMs say now (``agent.proxy.pools``). Refused, too, when Proxmox
-        cannot say: the check fails closed."""
-        assert route.same_pool is not None
+    async def _check_pools(self, route: Route, path: str, params: Mapping[str, str]) -> None:
+        """``NotAllowed`` unless the VMs the route reaches are where ``agent.proxy.pools`` wants them, as the
+        cluster's VMs say now: the VM the ``same_pool`` parameter names in the path VM's flex.plane pool;
+        the path VM a template or in the pool ``clone_into`` names. Refused, too, when Proxmox cannot say:
+        the check fails closed."""
         found = route.match(path)
         assert found is not None  # authorize matched it
-        parameter = route.same_pool
+        parameter = route.same_pool or route.clone_into
         try:
             answer = await self.proxmox.request("GET", RESOURCES_PATH, RESOURCES_PARAMS)
         except (ProxmoxUnreachableError, ProxmoxBadAnswer) as exc:
@@ -178,7 +184,11 @@ class ProxmoxProxyServicer(agent_pb2_grpc.ProxmoxProxyServicer):
             raise NotAllowed(
                 f"cannot read the cluster's VMs to check {parameter} (HTTP {answer.status})", parameter
             )
-        check_same_pool(pools_of(answer.data()), found.group("vmid"), params[parameter], parameter)
+        vmid = found.group("vmid")
+        if route.same_pool is not None:
+            check_same_pool(pools_of(answer.data()), vmid, params[route.same_pool], route.same_pool)
+        if route.clone_into is not None:
+            check_clone_source(answer.data(), vmid, params.get(route.clone_into), route.clone_into)
 
     @staticmethod
     async def _unreachable(context: Context, method: str, path: str, reason: str, kind: str) -> NoReturn:

@@ -121,6 +121,12 @@ drive_or_unused_key = matching(
 volume_holder_name = matching(
     r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.volume", "a volume holder's name (<volume>.volume)"
 )
+# A VM's name, or a holder's: a volume's (``<volume>.volume``) or a volume snapshot's
+# (``<snapshot>.snapshot``).
+guest_name = matching(
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]{0,61}[a-zA-Z0-9])?|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.(?:volume|snapshot)",
+    "a DNS name, or a holder's name (<volume>.volume, <snapshot>.snapshot)",
+)
 disk_size = matching(r"\+?[1-9][0-9]{0,15}(?:\.[0-9]{1,3})?[KMGT]?", "a disk size (32G, +1G)")
 
 

@@ -5,9 +5,11 @@ whose method and path match no row, or that carries a parameter its row does not
 its validator refuses, is refused before Proxmox is called. Declared here are what the orchestrator
 sends (``orchestrator/sources/proxmox/zone.py``) and little more; Proxmox options that reach beyond
 the VM being changed (``hookscript``, ``args``, another VM's volume, ``import-from``, ``skiplock``,
-``storage`` of a clone, a pool's ``vms``) are declared nowhere. The one call that reaches another VM, a
-disk moved to it (a volume attached or detached), is forwarded only between VMs of one flex.plane pool,
-checked against the cluster's VMs before it goes (``SAME_POOL``, ``agent.proxy.pools``).
+``storage`` of a clone, a pool's ``vms``) are declared nowhere. The two calls that reach another VM's
+disks are checked against the cluster's VMs before they go (``agent.proxy.pools``): a disk moved to
+another VM (a volume attached or detached) only between VMs of one flex.plane pool (``SAME_POOL``), and a
+clone only of a template or of a VM of the pool it is cloned into (``CLONE_INTO``: a volume snapshot, or
+a volume made from one).
 
 To forward another endpoint or parameter, add a row or a key; path placeholders are the keys of
 :data:`agent.proxy.paths.PLACEHOLDERS`, validators live in :mod:`agent.proxy.params`.
@@ -38,11 +40,20 @@ class Route:
     # A parameter naming a VM that must be in the same flex.plane pool as the path's ``{vmid}``, checked
     # against the cluster's VMs before the call is forwarded (``agent.proxy.pools``).
     same_pool: str | None = None
+    # A parameter naming the pool a clone goes into: the path's VM must be a template or a VM of that pool.
+    clone_into: str | None = None
 
     @classmethod
     def compile(cls, method: str, pattern: str, params: Mapping[str, p.Validator] | None = None) -> Route:
         regex = compile_pattern(method, pattern)
-        return cls(method, pattern, regex, dict(params or {}), SAME_POOL.get(pattern))
+        return cls(
+            method, pattern, regex, dict(params or {}), SAME_POOL.get(pattern), CLONE_INTO.get(pattern)
+        )
+
+    @property
+    def reads_pools(self) -> bool:
+        """Whether it is forwarded only after the cluster's VMs are read and checked."""
+        return self.same_pool is not None or self.clone_into is not None
 
     def match(self, path: str) -> re.Match[str] | None:
         return self.regex.fullmatch(path)
@@ -56,6 +67,9 @@ Row = tuple[str, str] | tuple[str, str, Mapping[str, p.Validator]]
 # A volume moves from VM to VM (its holder and the VMs it is attached to) by Proxmox's disk reassignment.
 MOVE_DISK = "/nodes/{node}/qemu/{vmid}/move_disk"
 SAME_POOL: Mapping[str, str] = {MOVE_DISK: "target-vmid"}
+# A clone copies every disk of the path's VM into the pool it names.
+CLONE = "/nodes/{node}/qemu/{vmid}/clone"
+CLONE_INTO: Mapping[str, str] = {CLONE: "pool"}
 
 
 def compile_table(rows: Iterable[Row]) -> tuple[Route, ...]:
@@ -210,10 +224,10 @@ ALLOWED_DECLARATIONS: tuple[Row, ...] = (
     ),
     (
         "POST",
-        "/nodes/{node}/qemu/{vmid}/clone",
+        CLONE,
         {
             "newid": p.new_vmid,
-            "name": p.dns_name,
+            "name": p.guest_name,
             "pool": p.pool,
             "description": DESCRIPTION,
             "full": p.boolean,

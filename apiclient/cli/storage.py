@@ -107,3 +107,68 @@ def delete_volume(ctx: typer.Context, volume: VolumeArgument, output: OutputOpti
     session = session_of(ctx)
     gone = answered(session.api().delete_volume(volume).delete_volume)
     session.show(gone.volume, output, [("DELETED", "id")])
+
+
+SNAPSHOT_COLUMNS: list[Column] = [
+    ("ID", "id"),
+    ("NAME", "name"),
+    ("SIZE GIB", "sizeGb"),
+    ("STATUS", "status"),
+    ("SOURCE", "source"),
+    ("TAKEN AT", "takenAt"),
+    ("ZONE", "zone"),
+    ("PROFILE", "storageProfile"),
+]
+
+
+@volumes.command("snapshots", epilog="Example: `flexplane volumes snapshots --volume zone-a/117 -o json`.")
+def list_snapshots(
+    ctx: typer.Context,
+    volume: Annotated[str | None, typer.Option(help="only this volume's, <zone>/<vmid>")] = None,
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """The VDC's volume snapshots, by name (those of volumes deleted since too)."""
+    session = session_of(ctx)
+    session.show(session.api().volume_snapshots(volume=volume).volume_snapshots, output, SNAPSHOT_COLUMNS)
+
+
+@volumes.command("snapshot", epilog="Example: `flexplane volumes snapshot zone-a/117 before-upgrade`.")
+def snapshot_volume(
+    ctx: typer.Context,
+    volume: VolumeArgument,
+    name: Annotated[str, typer.Argument(help="a DNS label, unique among the VDC's snapshots")],
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """Take a snapshot of a detached volume: a copy of its disk, counted in the VDC's disk quota (a
+    copy still being made is `creating`: the same command again finishes it once whole)."""
+    session = session_of(ctx)
+    made = answered(session.api().create_volume_snapshot(volume, name).create_volume_snapshot)
+    session.show(made.snapshot, output, SNAPSHOT_COLUMNS)
+
+
+@volumes.command("restore", epilog="Example: `flexplane volumes restore zone-a/131 data-copy --size 40`.")
+def restore_snapshot(
+    ctx: typer.Context,
+    snapshot: Annotated[str, typer.Argument(help="the snapshot's id, <zone>/<vmid>")],
+    name: Annotated[str, typer.Argument(help="the new volume's name, a DNS label")],
+    size: Annotated[int | None, typer.Option(help="its size in GiB (the snapshot's at least)")] = None,
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """Make a new volume from a snapshot, in its zone and storage profile."""
+    session = session_of(ctx)
+    made = answered(
+        session.api().create_volume_from_snapshot(snapshot, name, size_gb=size).create_volume_from_snapshot
+    )
+    session.show(made.volume, output, VOLUME_COLUMNS)
+
+
+@volumes.command("delete-snapshot", epilog="Example: `flexplane volumes delete-snapshot zone-a/131`.")
+def delete_snapshot(
+    ctx: typer.Context,
+    snapshot: Annotated[str, typer.Argument(help="the snapshot's id, <zone>/<vmid>")],
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """Delete a volume snapshot and its copy."""
+    session = session_of(ctx)
+    gone = answered(session.api().delete_volume_snapshot(snapshot).delete_volume_snapshot)
+    session.show(gone.snapshot, output, [("DELETED", "id")])

@@ -106,6 +106,20 @@ from .create_volume import (
     CreateVolumeCreateVolumeTask,
     CreateVolumeCreateVolumeVolume,
 )
+from .create_volume_from_snapshot import (
+    CreateVolumeFromSnapshot,
+    CreateVolumeFromSnapshotCreateVolumeFromSnapshot,
+    CreateVolumeFromSnapshotCreateVolumeFromSnapshotErrors,
+    CreateVolumeFromSnapshotCreateVolumeFromSnapshotTask,
+    CreateVolumeFromSnapshotCreateVolumeFromSnapshotVolume,
+)
+from .create_volume_snapshot import (
+    CreateVolumeSnapshot,
+    CreateVolumeSnapshotCreateVolumeSnapshot,
+    CreateVolumeSnapshotCreateVolumeSnapshotErrors,
+    CreateVolumeSnapshotCreateVolumeSnapshotSnapshot,
+    CreateVolumeSnapshotCreateVolumeSnapshotTask,
+)
 from .delete_edge_gateway import (
     DeleteEdgeGateway,
     DeleteEdgeGatewayDeleteEdgeGateway,
@@ -147,6 +161,13 @@ from .delete_volume import (
     DeleteVolumeDeleteVolumeErrors,
     DeleteVolumeDeleteVolumeTask,
     DeleteVolumeDeleteVolumeVolume,
+)
+from .delete_volume_snapshot import (
+    DeleteVolumeSnapshot,
+    DeleteVolumeSnapshotDeleteVolumeSnapshot,
+    DeleteVolumeSnapshotDeleteVolumeSnapshotErrors,
+    DeleteVolumeSnapshotDeleteVolumeSnapshotSnapshot,
+    DeleteVolumeSnapshotDeleteVolumeSnapshotTask,
 )
 from .detach_network import (
     DetachNetwork,
@@ -210,6 +231,7 @@ from .fragments import (
     VirtualMachineFields,
     VolumeErrorFields,
     VolumeFields,
+    VolumeSnapshotFields,
 )
 from .input_types import (
     CreateKubernetesClusterInput,
@@ -352,6 +374,8 @@ from .virtual_machines import (
     VirtualMachinesVirtualMachinesPageInfo,
 )
 from .volume import Volume, VolumeVolume
+from .volume_snapshot import VolumeSnapshot, VolumeSnapshotVolumeSnapshot
+from .volume_snapshots import VolumeSnapshots, VolumeSnapshotsVolumeSnapshots
 from .volume_storage_profiles import (
     VolumeStorageProfiles,
     VolumeStorageProfilesStorageProfiles,
@@ -436,6 +460,16 @@ __all__ = [
     "CreateVolumeCreateVolumeErrors",
     "CreateVolumeCreateVolumeTask",
     "CreateVolumeCreateVolumeVolume",
+    "CreateVolumeFromSnapshot",
+    "CreateVolumeFromSnapshotCreateVolumeFromSnapshot",
+    "CreateVolumeFromSnapshotCreateVolumeFromSnapshotErrors",
+    "CreateVolumeFromSnapshotCreateVolumeFromSnapshotTask",
+    "CreateVolumeFromSnapshotCreateVolumeFromSnapshotVolume",
+    "CreateVolumeSnapshot",
+    "CreateVolumeSnapshotCreateVolumeSnapshot",
+    "CreateVolumeSnapshotCreateVolumeSnapshotErrors",
+    "CreateVolumeSnapshotCreateVolumeSnapshotSnapshot",
+    "CreateVolumeSnapshotCreateVolumeSnapshotTask",
     "DeleteEdgeGateway",
     "DeleteEdgeGatewayDeleteEdgeGateway",
     "DeleteEdgeGatewayDeleteEdgeGatewayErrors",
@@ -464,6 +498,11 @@ __all__ = [
     "DeleteVolumeDeleteVolumeErrors",
     "DeleteVolumeDeleteVolumeTask",
     "DeleteVolumeDeleteVolumeVolume",
+    "DeleteVolumeSnapshot",
+    "DeleteVolumeSnapshotDeleteVolumeSnapshot",
+    "DeleteVolumeSnapshotDeleteVolumeSnapshotErrors",
+    "DeleteVolumeSnapshotDeleteVolumeSnapshotSnapshot",
+    "DeleteVolumeSnapshotDeleteVolumeSnapshotTask",
     "DetachNetwork",
     "DetachNetworkDetachNetwork",
     "DetachNetworkDetachNetworkErrors",
@@ -630,6 +669,11 @@ __all__ = [
     "VolumeErrorCode",
     "VolumeErrorFields",
     "VolumeFields",
+    "VolumeSnapshot",
+    "VolumeSnapshotFields",
+    "VolumeSnapshotVolumeSnapshot",
+    "VolumeSnapshots",
+    "VolumeSnapshotsVolumeSnapshots",
     "VolumeStorageProfiles",
     "VolumeStorageProfilesStorageProfiles",
     "VolumeVolume",

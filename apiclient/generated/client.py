@@ -20,6 +20,8 @@ from .create_service_account import CreateServiceAccount
 from .create_snapshot import CreateSnapshot
 from .create_virtual_machine import CreateVirtualMachine
 from .create_volume import CreateVolume
+from .create_volume_from_snapshot import CreateVolumeFromSnapshot
+from .create_volume_snapshot import CreateVolumeSnapshot
 from .delete_edge_gateway import DeleteEdgeGateway
 from .delete_kubernetes_cluster import DeleteKubernetesCluster
 from .delete_network import DeleteNetwork
@@ -27,6 +29,7 @@ from .delete_security_group import DeleteSecurityGroup
 from .delete_snapshot import DeleteSnapshot
 from .delete_virtual_machine import DeleteVirtualMachine
 from .delete_volume import DeleteVolume
+from .delete_volume_snapshot import DeleteVolumeSnapshot
 from .detach_network import DetachNetwork
 from .detach_public_ip import DetachPublicIp
 from .detach_volume import DetachVolume
@@ -74,6 +77,8 @@ from .vdcs import Vdcs
 from .virtual_machine import VirtualMachine
 from .virtual_machines import VirtualMachines
 from .volume import Volume
+from .volume_snapshot import VolumeSnapshot
+from .volume_snapshots import VolumeSnapshots
 from .volume_storage_profiles import VolumeStorageProfiles
 from .volumes import Volumes
 
@@ -2631,3 +2636,216 @@ class GeneratedClient(BaseClient):
         )
         data = self.get_data(response)
         return VolumeStorageProfiles.model_validate(data)
+
+    def volume_snapshots(self, volume: str | UnsetType | None = UNSET, **kwargs: Any) -> VolumeSnapshots:
+        query = gql("""
+            query VolumeSnapshots($volume: ID) {
+              volumeSnapshots(volume: $volume) {
+                ...VolumeSnapshotFields
+              }
+            }
+
+            fragment VolumeSnapshotFields on VolumeSnapshot {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              source
+              takenAt
+            }
+            """)
+        variables: dict[str, object] = {"volume": volume}
+        response = self.execute(query=query, operation_name="VolumeSnapshots", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return VolumeSnapshots.model_validate(data)
+
+    def volume_snapshot(self, id: str, **kwargs: Any) -> VolumeSnapshot:
+        query = gql("""
+            query VolumeSnapshot($id: ID!) {
+              volumeSnapshot(id: $id) {
+                ...VolumeSnapshotFields
+              }
+            }
+
+            fragment VolumeSnapshotFields on VolumeSnapshot {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              source
+              takenAt
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = self.execute(query=query, operation_name="VolumeSnapshot", variables=variables, **kwargs)
+        data = self.get_data(response)
+        return VolumeSnapshot.model_validate(data)
+
+    def create_volume_snapshot(self, volume: str, name: str, **kwargs: Any) -> CreateVolumeSnapshot:
+        query = gql("""
+            mutation CreateVolumeSnapshot($volume: ID!, $name: String!) {
+              createVolumeSnapshot(volume: $volume, name: $name) {
+                snapshot {
+                  ...VolumeSnapshotFields
+                }
+                task {
+                  ...TaskFields
+                }
+                errors {
+                  ...VolumeErrorFields
+                }
+              }
+            }
+
+            fragment TaskFields on Task {
+              id
+              zone
+              host
+              type
+              title
+              virtualMachineId
+              status
+              progress
+              result
+              startedAt
+              endedAt
+            }
+
+            fragment VolumeErrorFields on VolumeError {
+              field
+              message
+              code
+            }
+
+            fragment VolumeSnapshotFields on VolumeSnapshot {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              source
+              takenAt
+            }
+            """)
+        variables: dict[str, object] = {"volume": volume, "name": name}
+        response = self.execute(
+            query=query, operation_name="CreateVolumeSnapshot", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return CreateVolumeSnapshot.model_validate(data)
+
+    def delete_volume_snapshot(self, id: str, **kwargs: Any) -> DeleteVolumeSnapshot:
+        query = gql("""
+            mutation DeleteVolumeSnapshot($id: ID!) {
+              deleteVolumeSnapshot(id: $id) {
+                snapshot {
+                  id
+                }
+                task {
+                  ...TaskFields
+                }
+                errors {
+                  ...VolumeErrorFields
+                }
+              }
+            }
+
+            fragment TaskFields on Task {
+              id
+              zone
+              host
+              type
+              title
+              virtualMachineId
+              status
+              progress
+              result
+              startedAt
+              endedAt
+            }
+
+            fragment VolumeErrorFields on VolumeError {
+              field
+              message
+              code
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = self.execute(
+            query=query, operation_name="DeleteVolumeSnapshot", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return DeleteVolumeSnapshot.model_validate(data)
+
+    def create_volume_from_snapshot(
+        self, snapshot: str, name: str, size_gb: int | UnsetType | None = UNSET, **kwargs: Any
+    ) -> CreateVolumeFromSnapshot:
+        query = gql("""
+            mutation CreateVolumeFromSnapshot($snapshot: ID!, $name: String!, $sizeGb: Int) {
+              createVolumeFromSnapshot(snapshot: $snapshot, name: $name, sizeGb: $sizeGb) {
+                volume {
+                  ...VolumeFields
+                }
+                task {
+                  ...TaskFields
+                }
+                errors {
+                  ...VolumeErrorFields
+                }
+              }
+            }
+
+            fragment TaskFields on Task {
+              id
+              zone
+              host
+              type
+              title
+              virtualMachineId
+              status
+              progress
+              result
+              startedAt
+              endedAt
+            }
+
+            fragment VolumeErrorFields on VolumeError {
+              field
+              message
+              code
+            }
+
+            fragment VolumeFields on Volume {
+              id
+              name
+              vdc
+              zone
+              host
+              storageProfile
+              sizeGb
+              status
+              attachedTo
+              serial
+            }
+            """)
+        variables: dict[str, object] = {
+            "snapshot": snapshot,
+            "name": name,
+            "sizeGb": size_gb,
+        }
+        response = self.execute(
+            query=query, operation_name="CreateVolumeFromSnapshot", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return CreateVolumeFromSnapshot.model_validate(data)

@@ -245,6 +245,19 @@ class VolumeFields(BaseModel):
     serial: str
 
 
+class VolumeSnapshotFields(BaseModel):
+    id: str
+    name: str
+    vdc: str
+    zone: str
+    host: str
+    storage_profile: str = Field(alias="storageProfile")
+    size_gb: int = Field(alias="sizeGb")
+    status: str
+    source: str | None
+    taken_at: datetime | None = Field(alias="takenAt")
+
+
 PortForwardFields.model_rebuild()
 PublicIpFields.model_rebuild()
 EdgeGatewayFields.model_rebuild()
@@ -259,3 +272,4 @@ VdcFields.model_rebuild()
 VirtualMachineFields.model_rebuild()
 VolumeErrorFields.model_rebuild()
 VolumeFields.model_rebuild()
+VolumeSnapshotFields.model_rebuild()

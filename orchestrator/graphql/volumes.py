@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import graphene
@@ -13,8 +14,10 @@ from orchestrator.graphql.errors import domain_errors, error_types
 from orchestrator.graphql.partial import report_partial
 from orchestrator.graphql.tasks import Task
 from orchestrator.models.volumes import Volume as VolumeModel
-from orchestrator.services import volumes
+from orchestrator.models.volumes import VolumeSnapshot as VolumeSnapshotModel
+from orchestrator.services import volume_snapshots, volumes
 from orchestrator.services.tasks import failed_task
+from orchestrator.services.volume_snapshots import SnapshotOutcome
 from orchestrator.services.volumes import VolumeOutcome
 
 VolumeErrorCode, VolumeError = error_types("Volume", "QUOTA_EXCEEDED")
@@ -49,9 +52,49 @@ class Volume(graphene.ObjectType):
         "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_<serial>.",
     )
 
+    snapshots = graphene.List(
+        graphene.NonNull(lambda: VolumeSnapshot),
+        required=True,
+        description="Its snapshots, by name (from the request's one read of its zone).",
+    )
+
     @staticmethod
     def resolve_host(root: VolumeModel, info: graphene.ResolveInfo) -> str:
         return root.node
+
+    @staticmethod
+    @domain_errors
+    def resolve_snapshots(root: VolumeModel, info: graphene.ResolveInfo) -> list[VolumeSnapshotModel]:
+        return volume_snapshots.snapshots_of(flexplane(info), root)
+
+
+class VolumeSnapshot(graphene.ObjectType):
+    """A volume snapshot: a copy of a volume's disk at the time it was taken, from which new volumes are
+    made. It is its VDC's, counted in its disk quota, and outlives the volume it was taken of."""
+
+    id = graphene.ID(required=True, description="Global id: <zone>/<vmid of its holder>.")
+    name = graphene.String(required=True)
+    vdc = graphene.String(required=True)
+    zone = graphene.String(required=True)
+    host = graphene.String(required=True, description="The host its copy is on.")
+    storage_profile = graphene.String(required=True)
+    size_gb = graphene.Int(required=True, description="Its size in GiB, as the VDC's quota counts it.")
+    status = graphene.String(
+        required=True, description="available (its copy is whole), or creating (Proxmox is copying)."
+    )
+    source = graphene.ID(
+        description="The volume it was taken of (<zone>/<vmid>), which may be deleted since; null while it "
+        "is being copied."
+    )
+    taken_at = graphene.DateTime(description="When it was taken; null while it is being copied.")
+
+    @staticmethod
+    def resolve_host(root: VolumeSnapshotModel, info: graphene.ResolveInfo) -> str:
+        return root.node
+
+    @staticmethod
+    def resolve_taken_at(root: VolumeSnapshotModel, info: graphene.ResolveInfo) -> datetime | None:
+        return datetime.fromtimestamp(root.taken_at, UTC) if root.taken_at is not None else None
 
 
 class VolumeMutation(ServiceMutation):
@@ -158,6 +201,76 @@ class DeleteVolume(VolumeMutation):
         id = graphene.ID(required=True)
 
 
+class CreateVolumeFromSnapshot(VolumeMutation):
+    class Meta:
+        role = VDC_MEMBER
+        service = volume_snapshots.create_volume_from_snapshot
+        description = (
+            "Create a volume holding a copy of a volume snapshot, in the snapshot's VDC, zone and storage "
+            "profile, of sizeGb GiB (at least the snapshot's; its size when null). The same name from the "
+            "same snapshot returns the volume made before (task null). INVALID naming the field: a name "
+            "that is not a DNS label or is another volume's, a size below the snapshot's. QUOTA_EXCEEDED: "
+            f"the VDC's disk quota. CONFLICT: the snapshot is still being copied. {_ERRORS}"
+        )
+
+    class Arguments:
+        snapshot = graphene.ID(required=True, description="The volume snapshot's id.")
+        name = graphene.String(required=True, description="A DNS label, unique among the VDC's volumes.")
+        size_gb = graphene.Int()
+
+
+class VolumeSnapshotMutation(ServiceMutation):
+    """A volume snapshot operation's payload: the snapshot after it, and Proxmox's task."""
+
+    class Meta:
+        abstract = True
+
+    shared = Shared(VOLUME_MEMBER, VolumeError)
+
+    snapshot = graphene.Field(VolumeSnapshot)
+    task = graphene.Field(
+        Task,
+        description="Proxmox's last task (a copy still running when the request ends: its status tells when "
+        "it is whole); with UPSTREAM_FAILURE, the task that failed.",
+    )
+
+    @classmethod
+    def answer(cls, result: SnapshotOutcome) -> dict[str, Any]:
+        return {"snapshot": result.snapshot, "task": result.task}
+
+    @classmethod
+    def failed(cls, exc: FlexPlaneError) -> dict[str, Any]:
+        return {"task": failed_task(exc)}
+
+
+class CreateVolumeSnapshot(VolumeSnapshotMutation):
+    class Meta:
+        service = volume_snapshots.snapshot_volume
+        description = (
+            "Take a snapshot of a detached volume: a copy of its disk, counted in the VDC's disk quota "
+            "(QUOTA_EXCEEDED). A copy that outlasts the request is left creating; the same name of the same "
+            "volume returns it (task null), and finishes it once whole. CONFLICT: the volume is attached (a "
+            "snapshot copies a disk no guest writes: detach it first). INVALID on name: not a DNS label, or "
+            f"a snapshot of another volume has it. {_ERRORS}"
+        )
+
+    class Arguments:
+        volume = graphene.ID(required=True, description="The volume's id.")
+        name = graphene.String(required=True, description="A DNS label, unique among the VDC's snapshots.")
+
+
+class DeleteVolumeSnapshot(VolumeSnapshotMutation):
+    class Meta:
+        service = volume_snapshots.delete_volume_snapshot
+        description = (
+            "Delete a volume snapshot and its copy; the volume it was taken of is untouched. CONFLICT while "
+            f"it is being copied. {_ERRORS}"
+        )
+
+    class Arguments:
+        id = graphene.ID(required=True)
+
+
 class Query(graphene.ObjectType):
     volumes = graphene.List(
         graphene.NonNull(Volume),
@@ -171,6 +284,32 @@ class Query(graphene.ObjectType):
         id=graphene.ID(required=True),
         description="One volume, live; another VDC's is NOT_FOUND, exactly like a missing one.",
     )
+
+    volume_snapshots = graphene.List(
+        graphene.NonNull(VolumeSnapshot),
+        required=True,
+        volume=graphene.ID(description="Only the snapshots of this volume."),
+        description="The volume snapshots of the VDC the FlexPlane-VDC-ID header names, else of all the "
+        "caller's VDCs (ADMIN: all), by name: one Proxmox call per zone. A zone that does not answer is left "
+        "out, with an UNAVAILABLE error naming it.",
+    )
+    volume_snapshot = graphene.Field(
+        VolumeSnapshot,
+        id=graphene.ID(required=True),
+        description="One volume snapshot, live; another VDC's is NOT_FOUND, exactly like a missing one.",
+    )
+
+    @staticmethod
+    @domain_errors
+    def resolve_volume_snapshots(
+        root: None, info: graphene.ResolveInfo, volume: str | None = None
+    ) -> list[VolumeSnapshotModel]:
+        return report_partial(info, volume_snapshots.list_volume_snapshots(flexplane(info), volume))
+
+    @staticmethod
+    @domain_errors
+    def resolve_volume_snapshot(root: None, info: graphene.ResolveInfo, id: str) -> VolumeSnapshotModel:
+        return volume_snapshots.get_volume_snapshot(flexplane(info), id)
 
     @staticmethod
     @domain_errors
@@ -189,3 +328,6 @@ class Mutation(graphene.ObjectType):
     detach_volume = DetachVolume.Field()
     resize_volume = ResizeVolume.Field()
     delete_volume = DeleteVolume.Field()
+    create_volume_from_snapshot = CreateVolumeFromSnapshot.Field()
+    create_volume_snapshot = CreateVolumeSnapshot.Field()
+    delete_volume_snapshot = DeleteVolumeSnapshot.Field()

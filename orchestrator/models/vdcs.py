@@ -85,10 +85,10 @@ class Usage(Stored):
     def of_guest(cls, guest: Guest) -> Usage:
         """What one ``/cluster/resources`` guest counts for: its vCPUs, memory, boot disk, and 1 VM; each
         at the larger of its live size and the size its create asked for (a clone being made is still
-        its template's size). A volume's holder counts its volume's disk alone."""
+        its template's size). A holder counts its disk alone."""
         vcpus, memory_mib, disk_gb = guest.cpus, guest.memory // _MIB, math.ceil(guest.disk / _GIB)
         requested = requested_in(guest.tags)
-        if guest.is_volume:  # a volume's holder: its volume's size, attached or not (models.volumes)
+        if guest.is_holder:  # a volume's (attached or not) or a volume snapshot's holder: its disk alone
             return cls(disk_gb=max(disk_gb, requested[2] if requested else 0))
         if requested is not None:
             vcpus, memory_mib, disk_gb = (

@@ -15,6 +15,13 @@ is read from the holder as ``/cluster/resources`` reports it, statelessly:
   disk and taken away after a detach moved it back, so a holder that still has its disk is available,
   whatever the tag says (an attach that stopped half-way).
 
+A volume snapshot is a copy of a detached volume's disk, taken in one Proxmox full clone of its holder:
+a VM of its own, ``<snapshot>.snapshot`` in the VDC's pool, never started, that keeps the copy until it is
+deleted or a new volume is made from it (another full clone). It is the VDC's as its volume is, counted
+in the disk quota, and outlives the volume it was taken of (``fp-of-<vmid>`` names that volume's holder,
+``fp-taken-<epoch>`` when it was taken). Proxmox's own snapshots are the whole VM's and pin a disk to its
+VM (a disk a snapshot uses cannot move to another VM), so a volume's are copies.
+
 Its disk carries the serial ``fpvol-<vmid>`` (at most 20 characters, as virtio-blk keeps them): the guest
 finds it at ``/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_fpvol-<vmid>``, as the CSI node plugin does.
 """
@@ -33,9 +40,11 @@ from orchestrator.models.vms import (
     vdc_of,
     vm_id,
 )
-from orchestrator.sources.proxmox.values import VOLUME_HOLDER_SUFFIX, Guest
+from orchestrator.sources.proxmox.values import SNAPSHOT_HOLDER_SUFFIX, VOLUME_HOLDER_SUFFIX, Guest
 
 ATTACHED_TAG_PREFIX = "fp-on-"
+SNAPSHOT_OF_TAG_PREFIX = "fp-of-"
+TAKEN_TAG_PREFIX = "fp-taken-"
 SERIAL_PREFIX = "fpvol-"
 AVAILABLE = "available"
 IN_USE = "in-use"
@@ -47,6 +56,11 @@ LOST = "lost"
 def holder_name(volume: str) -> str:
     """The name of a volume's holder VM."""
     return volume + VOLUME_HOLDER_SUFFIX
+
+
+def snapshot_holder_name(snapshot: str) -> str:
+    """The name of a volume snapshot's holder VM."""
+    return snapshot + SNAPSHOT_HOLDER_SUFFIX
 
 
 def serial(vmid: int) -> str:
@@ -89,8 +103,7 @@ class Volume:
     def from_guest(cls, zone: str, guest: Guest) -> Volume:
         tags = parse_tags(guest.tags)
         requested = requested_in(guest.tags)
-        on = tag_value(tags, ATTACHED_TAG_PREFIX)
-        attached = int(on) if on is not None and on.isascii() and on.isdigit() else None
+        attached = _number(tag_value(tags, ATTACHED_TAG_PREFIX))
         held = guest.disk > 0
         if held:
             status, attached = AVAILABLE, None
@@ -109,4 +122,48 @@ class Volume:
             size_gb=max(requested[2] if requested else 0, math.ceil(guest.disk / GIB)),
             status=status,
             attached_vmid=attached,
+        )
+
+
+def _number(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isascii() and value.isdigit() else None
+
+
+@dataclass(frozen=True)
+class VolumeSnapshot:
+    """A volume snapshot as its holder reports it."""
+
+    id: str
+    zone: str
+    vmid: int  # its holder's
+    name: str
+    vdc: str
+    node: str
+    storage_profile: str
+    size_gb: int
+    status: str  # AVAILABLE (its copy is whole) or CREATING (Proxmox is copying)
+    source_vmid: int | None  # the holder of the volume it was taken of, in the same zone
+    taken_at: int | None  # seconds since the epoch
+
+    @property
+    def source(self) -> str | None:
+        """The global id of the volume it was taken of (which may be gone since)."""
+        return vm_id(self.zone, self.source_vmid) if self.source_vmid is not None else None
+
+    @classmethod
+    def from_guest(cls, zone: str, guest: Guest) -> VolumeSnapshot:
+        tags = parse_tags(guest.tags)
+        requested = requested_in(guest.tags)
+        return cls(
+            id=vm_id(zone, guest.vmid),
+            zone=zone,
+            vmid=guest.vmid,
+            name=guest.name.removesuffix(SNAPSHOT_HOLDER_SUFFIX),
+            vdc=vdc_of(tags) or "",
+            node=guest.node,
+            storage_profile=tag_value(tags, STORAGE_PROFILE_TAG_PREFIX) or "",
+            size_gb=max(requested[2] if requested else 0, math.ceil(guest.disk / GIB)),
+            status=CREATING if guest.lock or guest.disk == 0 else AVAILABLE,
+            source_vmid=_number(tag_value(tags, SNAPSHOT_OF_TAG_PREFIX)),
+            taken_at=_number(tag_value(tags, TAKEN_TAG_PREFIX)),
         )

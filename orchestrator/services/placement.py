@@ -196,8 +196,8 @@ def host_rooms(
     available = {(s.node, s.storage) for s in resources.storages if s.available}
     guests: dict[str, list[Guest]] = {}
     for guest in resources.guests:
-        # A volume's holder never runs: its memory and vCPUs are no host's (models.volumes).
-        if guest.node and not guest.template and not guest.is_volume:
+        # A holder (of a volume or a volume snapshot) never runs: its memory and vCPUs are no host's.
+        if guest.node and not guest.template and not guest.is_holder:
             guests.setdefault(guest.node, []).append(guest)
     vdc_tag = f"{VDC_TAG_PREFIX}{vdc}"
 

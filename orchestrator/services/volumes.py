@@ -151,7 +151,7 @@ def attached_to(ctx: Context, vm: VirtualMachine) -> list[AttachedVolume]:
     return [AttachedVolume(v, d.key if (d := drive_of(config, v)) else None) for v in found]
 
 
-def _reread(api: ZoneApi, volume: Volume) -> Volume:
+def reread(api: ZoneApi, volume: Volume) -> Volume:
     guest = next((g for g in api.resources("vm").volumes if g.vmid == volume.vmid), None)
     return Volume.from_guest(api.zone, guest) if guest is not None else volume
 
@@ -195,7 +195,7 @@ def create_volume(
     api = inventory.zone_api(ctx, zone)
     with vdc_lock(ctx, vdc) as held:
         now = everything_now(ctx, vdc)
-        earlier = _named(now, vdc, name)
+        earlier = named_volume(now, vdc, name)
         if earlier is not None:
             if (earlier.storage_profile, earlier.size_gb, earlier.zone) != (profile.name, size_gb, zone):
                 raise ValidationFailed(
@@ -209,7 +209,7 @@ def create_volume(
         still_held(held, vdc)
         vmid, task = _make_holder(api, vdc, node, name, profile.name, storage, size_gb, ctx)
     return VolumeOutcome(
-        _reread(api, Volume.made(zone, vmid, name, vdc.id, node, profile.name, size_gb)), task
+        reread(api, Volume.made(zone, vmid, name, vdc.id, node, profile.name, size_gb)), task
     )
 
 
@@ -237,7 +237,7 @@ def _zone_and_storage(ctx: Context, vdc: Vdc, profile: StorageProfile, zone: str
     raise ValidationFailed("zone", f"name the zone: VDC {vdc.id} may use {', '.join(sorted(offered))}")
 
 
-def _named(now: dict[str, ClusterResources], vdc: Vdc, name: str) -> Volume | None:
+def named_volume(now: dict[str, ClusterResources], vdc: Vdc, name: str) -> Volume | None:
     for zone, resources in now.items():
         for guest in resources.volumes:
             volume = Volume.from_guest(zone, guest)
@@ -334,7 +334,7 @@ def attach_volume(ctx: Context, ident: str, vm: str) -> VolumeOutcome:
         )
     vdc = vdcs.get_vdc(ctx, volume.vdc)
     with vdc_lock(ctx, vdc) as held:
-        volume = _reread(api, volume)
+        volume = reread(api, volume)
         if volume.status == IN_USE and volume.attached_vmid == target.vmid:
             return VolumeOutcome(volume, None)
         if volume.status != AVAILABLE:
@@ -352,7 +352,7 @@ def attach_volume(ctx: Context, ident: str, vm: str) -> VolumeOutcome:
         task = tasks.run(
             api, answer, volume.vdc, f"attaching volume {volume.name} to VM {target.name}", TASK_TIMEOUT
         )
-    return VolumeOutcome(_reread(api, volume), task)
+    return VolumeOutcome(reread(api, volume), task)
 
 
 def _busy(volume: Volume, doing: str) -> str:
@@ -388,7 +388,7 @@ def detach_volume(ctx: Context, ident: str) -> VolumeOutcome:
     api, volume = locate_volume(ctx, ident)
     vdc = vdcs.get_vdc(ctx, volume.vdc)
     with vdc_lock(ctx, vdc) as held:
-        volume = _reread(api, volume)
+        volume = reread(api, volume)
         if volume.status == AVAILABLE:
             return VolumeOutcome(volume, None)
         if volume.status != IN_USE or volume.attached_vmid is None:
@@ -396,7 +396,7 @@ def detach_volume(ctx: Context, ident: str) -> VolumeOutcome:
         vm = _attached_vm(api, volume)
         still_held(held, vdc)
         task = give_back(api, vm, volume)
-    return VolumeOutcome(_reread(api, volume), task)
+    return VolumeOutcome(reread(api, volume), task)
 
 
 # ------------------------------------------------------------------------------------------ resize, delete
@@ -419,7 +419,7 @@ def resize_volume(ctx: Context, ident: str, size_gb: int) -> VolumeOutcome:
             )
     with vdc_lock(ctx, vdc) as held:
         now = everything_now(ctx, vdc)
-        volume = _reread(api, volume)
+        volume = reread(api, volume)
         if size_gb == volume.size_gb:
             return VolumeOutcome(volume, None)
         if volume.status not in (AVAILABLE, IN_USE):
@@ -443,7 +443,7 @@ def resize_volume(ctx: Context, ident: str, size_gb: int) -> VolumeOutcome:
             if answer
             else None
         )
-    return VolumeOutcome(_reread(api, volume), task)
+    return VolumeOutcome(reread(api, volume), task)
 
 
 def _attached_vm(api: ZoneApi, volume: Volume) -> VirtualMachine:
@@ -460,7 +460,7 @@ def delete_volume(ctx: Context, ident: str) -> VolumeOutcome:
     api, volume = locate_volume(ctx, ident)
     vdc = vdcs.get_vdc(ctx, volume.vdc)
     with vdc_lock(ctx, vdc) as held:
-        volume = _reread(api, volume)
+        volume = reread(api, volume)
         if volume.status == IN_USE:
             raise Conflict(_busy(volume, "deleted"))
         still_held(held, vdc)

@@ -99,6 +99,18 @@ def test_a_disk_moves_to_another_vm_by_key_naming_it_and_nothing_else() -> None:
     assert route.same_pool == "target-vmid"
 
 
+def test_a_clone_is_named_as_a_vm_or_a_holder_and_checked_against_its_pool() -> None:
+    path = "/nodes/pve1/qemu/4242/clone"
+    base = {"newid": "4250", "pool": "fp-demo", "full": "1"}
+    for name in ("web-1", "data.volume", "before-upgrade.snapshot", f"{'a' * 63}.snapshot"):
+        check("POST", path, {**base, "name": name})
+    for name in (f"{'a' * 64}.snapshot", "-x.volume", "under_score", "x" * 64):
+        assert refused("POST", path, {**base, "name": name}).parameter == "name"
+    assert refused("POST", path, {**base, "storage": "local-lvm"}).parameter == "storage"
+    [route] = [r for r in ALLOWED if r.pattern.endswith("/clone")]
+    assert (route.clone_into, route.reads_pools) == ("pool", True)
+
+
 # ------------------------------------------------------------------------ the orchestrator's calls
 
 

@@ -133,3 +133,30 @@ def test_a_volume_is_made_beside_a_vm_attached_grown_detached_and_deleted(
     assert json.loads(detached.stdout)["status"] == "available"
     assert deleted.exit_code == 0, deleted.output
     assert volume["id"] not in flexplane("volumes", "list", "-o", "json").stdout
+
+
+def test_a_volume_snapshot_is_taken_made_into_a_volume_and_deleted(
+    flexplane: Flexplane, logged_in: dict[str, str], vm_name: Callable[[str], str]
+) -> None:
+    name = vm_name("src")
+    made = flexplane(
+        "volumes", "create", name, "--profile", "standard", "--size", "10", "--zone", "zone-a", "-o", "json"
+    )
+    assert made.exit_code == 0, made.output
+    volume = json.loads(made.stdout)
+    taken = flexplane("volumes", "snapshot", volume["id"], vm_name("snap"), "-o", "json")
+    assert taken.exit_code == 0, taken.output
+    snapshot = json.loads(taken.stdout)
+    listed = flexplane("volumes", "snapshots", "--volume", volume["id"], "-o", "json")
+    copy = flexplane("volumes", "restore", snapshot["id"], vm_name("copy"), "--size", "15", "-o", "json")
+    dropped = flexplane("volumes", "delete-snapshot", snapshot["id"], "-o", "json")
+
+    assert (snapshot["status"], snapshot["source"], snapshot["sizeGb"]) == ("available", volume["id"], 10)
+    assert [s["id"] for s in json.loads(listed.stdout)] == [snapshot["id"]]
+    assert copy.exit_code == 0, copy.output
+    restored = json.loads(copy.stdout)
+    assert (restored["sizeGb"], restored["status"]) == (15, "available")
+    assert dropped.exit_code == 0, dropped.output
+    assert snapshot["id"] not in flexplane("volumes", "snapshots", "-o", "json").stdout
+    for gone in (volume["id"], restored["id"]):
+        assert flexplane("volumes", "delete", gone).exit_code == 0

@@ -157,13 +157,16 @@ class FakeZone(ZoneApi):
         pool: str,
         description: str,
         target: str | None = None,
+        full: bool = False,
     ) -> str | None:
         if newid in self.guests:
             raise VmidTaken(self.zone, f"VM {newid} already exists")
         source = self.configs.get(vmid, {})
         self.guests[newid] = guest(newid, target or node, name=name, pool=pool)
         self.configs[newid] = {**source, "description": description}
-        self.writes.append(Write("clone", node, vmid, {"newid": newid, "target": target, "name": name}))
+        self.writes.append(
+            Write("clone", node, vmid, {"newid": newid, "target": target, "name": name, "full": full})
+        )
         return self._task(node, "qmclone", vmid)
 
     def config(self, node: str, vmid: int) -> QemuConfig:

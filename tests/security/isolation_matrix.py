@@ -262,6 +262,34 @@ def removed_volume(stage: Stage, who: str) -> None:
                 stage.api(document, user=ADMIN, variables={"id": volume["id"]})
 
 
+SNAPSHOT_PAYLOAD = "{ snapshot { id vdc status } task { id } errors { code message } }"
+_TAKE = (
+    "mutation($id: ID!, $name: String!) { createVolumeSnapshot(volume: $id, name: $name) "
+    "{ snapshot { id } errors { code message } } }"
+)
+
+
+def fresh_volume_snapshot(stage: Stage, who: str) -> dict[str, Any]:
+    """``{"id": ...}`` of a snapshot of VDC demo made for the cell (by alice, of the cell's fresh volume,
+    under the volume's name); ``removed_volume_snapshot`` takes both away."""
+    volume = fresh_volume(stage, who)
+    variables = {"id": volume["id"], "name": volume_name(stage, who)}
+    made = stage.api(_TAKE, user=MEMBER, vdc=DEMO, variables=variables).data["createVolumeSnapshot"]
+    assert made["errors"] == [], made["errors"]
+    return {"id": made["snapshot"]["id"]}
+
+
+def removed_volume_snapshot(stage: Stage, who: str) -> None:
+    """Cleanup: the cell's snapshot and volumes (the snapshot's, one made from it) deleted (as admin)."""
+    listed = stage.api("{ volumeSnapshots { id name vdc } }", user=ADMIN).data["volumeSnapshots"]
+    for snapshot in listed:
+        if snapshot["vdc"] == DEMO and snapshot["name"] == volume_name(stage, who):
+            document = "mutation($id: ID!) { deleteVolumeSnapshot(id: $id) { errors { code } } }"
+            stage.api(document, user=ADMIN, variables={"id": snapshot["id"]})
+    removed_volume(stage, who)
+    removed_volume(stage, f"{who}-copy")
+
+
 def volume_as_it_was(payload: dict[str, Any]) -> bool:
     """The volume is as asked already: no Proxmox task was started."""
     return payload["task"] is None and payload["volume"]["vdc"] == DEMO

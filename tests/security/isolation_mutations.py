@@ -10,6 +10,7 @@ from tests.security.isolation_matrix import (
     MEMBER,
     NOTHING,
     PROBE_VERSION,
+    SNAPSHOT_PAYLOAD,
     VM_PAYLOAD,
     VOLUME_PAYLOAD,
     ZONE,
@@ -21,6 +22,7 @@ from tests.security.isolation_matrix import (
     admin_only,
     alices_cluster,
     fresh_volume,
+    fresh_volume_snapshot,
     members,
     nothing_to_do,
     own_vdc,
@@ -30,6 +32,7 @@ from tests.security.isolation_matrix import (
     removed_snapshot,
     removed_version,
     removed_volume,
+    removed_volume_snapshot,
     running,
     stopped,
     vm_action,
@@ -112,6 +115,27 @@ MUTATION_ROWS: dict[str, Row] = {
         members(Answered(lambda gone: gone["volume"]["vdc"] == DEMO), Refused("NOT_FOUND")),
         fresh_volume,
         cleanup=removed_volume,
+    ),
+    # Each cell has a snapshot of a volume of its own (made by alice): bob and olivia find neither.
+    "createVolumeSnapshot": Row(
+        "mutation($id: ID!, $name: String!) { createVolumeSnapshot(volume: $id, name: $name) "
+        f"{SNAPSHOT_PAYLOAD} }}",
+        members(Answered(lambda made: made["snapshot"]["vdc"] == DEMO), Refused("NOT_FOUND")),
+        lambda stage, who: {**fresh_volume(stage, who), "name": volume_name(stage, who)},
+        cleanup=removed_volume_snapshot,
+    ),
+    "deleteVolumeSnapshot": Row(
+        f"mutation($id: ID!) {{ deleteVolumeSnapshot(id: $id) {SNAPSHOT_PAYLOAD} }}",
+        members(Answered(lambda gone: gone["snapshot"]["vdc"] == DEMO), Refused("NOT_FOUND")),
+        fresh_volume_snapshot,
+        cleanup=removed_volume_snapshot,
+    ),
+    "createVolumeFromSnapshot": Row(
+        "mutation($id: ID!, $name: String!) { createVolumeFromSnapshot(snapshot: $id, name: $name) "
+        f"{VOLUME_PAYLOAD} }}",
+        members(Answered(lambda made: made["volume"]["vdc"] == DEMO), Refused("NOT_FOUND")),
+        lambda stage, who: {**fresh_volume_snapshot(stage, who), "name": volume_name(stage, f"{who}-copy")},
+        cleanup=removed_volume_snapshot,
     ),
     # ------------------------------------------------------------------ snapshots of VMs of VDC demo
     # ------------------------------------------------------------------ networks of VDC demo

@@ -168,6 +168,13 @@ PROBES: dict[str, Probe] = {
     "deleteVolume": volume_probe(
         "mutation($id: ID!) { deleteVolume(id: $id) { volume { id } errors { code } } }"
     ),
+    "createVolumeSnapshot": volume_probe(
+        'mutation($id: ID!) { createVolumeSnapshot(volume: $id, name: "bob-probe") '
+        "{ snapshot { id } errors { code } } }"
+    ),
+    "volumeSnapshots of alice's volume": volume_probe(
+        "query($id: ID!) { volumeSnapshots(volume: $id) { id } }"
+    ),
     "createVolume beside alice's VM": Probe(
         "VM",
         'mutation($id: ID!) { createVolume(name: "bob-probe", storageProfile: "standard", sizeGb: 10, '

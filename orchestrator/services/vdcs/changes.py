@@ -147,8 +147,8 @@ def update_vdc(ctx: Context, vdc_id: str, changes: Mapping[str, Any]) -> Vdc:
 
 
 def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
-    """Delete a VDC and its pools (ADMIN); refused (``Conflict``) while it has VMs or volumes, saying how
-    many."""
+    """Delete a VDC and its pools (ADMIN); refused (``Conflict``) while it has VMs, volumes or volume
+    snapshots, saying how many."""
     access.require_access_manager(ctx)
     with locks.vdc_lock(ctx, vdc_id):
         entry = ctx.kube.get_catalog(catalog.VDC, vdc_id)
@@ -162,9 +162,11 @@ def delete_vdc(ctx: Context, vdc_id: str) -> Vdc:
         if vms:
             where = ", ".join(f"{n} in {zone}" for zone, n in sorted(vms.items()))
             raise Conflict(f"VDC {vdc_id!r} still has {sum(vms.values())} VM(s) ({where}): delete them first")
-        held = zones_total(counted.get(vdc_id, {})).disk_gb  # with no VM, only volumes hold disk
+        held = zones_total(counted.get(vdc_id, {})).disk_gb  # with no VM, only holders hold disk
         if held:
-            raise Conflict(f"VDC {vdc_id!r} still has volumes ({held} GiB): delete them first")
+            raise Conflict(
+                f"VDC {vdc_id!r} still has volumes or volume snapshots ({held} GiB): delete them first"
+            )
         roles.check_reachable(ctx, vdc_id)  # its role goes with it: not while Zitadel does not answer
         gateways.delete_vdc_gateways(ctx, vdc_id)  # its public IPs go back to the zones' pools
         try:

@@ -36,7 +36,7 @@ def _live(ctx: Context) -> Tally:
 
     def count() -> Tally:
         resources = inventory.zone_resources(ctx).resources
-        return tally({zone: (*r.vms, *r.volumes) for zone, r in resources.items()})
+        return tally({zone: (*r.vms, *r.holders) for zone, r in resources.items()})
 
     return ctx.memoize(("vdcs", "usage"), count)
 

@@ -45,7 +45,7 @@ def fresh_tally(ctx: Context, why: str) -> Tally:
         zone, failure = next(iter(sorted(fan.failures.items())))
         missing = ", ".join(sorted(fan.failures))
         raise Unavailable(zone, f"cannot {why}: zone(s) {missing} did not answer ({failure.message})")
-    return tally({zone: (*resources.vms, *resources.volumes) for zone, resources in fan.results.items()})
+    return tally({zone: (*resources.vms, *resources.holders) for zone, resources in fan.results.items()})
 
 
 def zones_total(per_zone: Mapping[str, Usage]) -> Usage:

@@ -401,7 +401,7 @@ def usage(zones: Iterable[ClusterResources], vdc: Vdc) -> Usage:
     """What the VDC's VMs and volumes use, from every zone's resources."""
     total = Usage()
     for resources in zones:
-        for guest in (*resources.vms, *resources.volumes):
+        for guest in (*resources.vms, *resources.holders):
             if vdc_in(guest.tags) == vdc.id:
                 total = total + Usage.of_guest(guest)
     return total

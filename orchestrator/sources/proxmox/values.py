@@ -37,8 +37,11 @@ class ZoneTargets:
 
 RUNNING = "running"
 STOPPED = "stopped"
-# The name of a volume's holder ends so; a VM's name is one DNS label, and never does.
+# The name of a volume's holder ends so, and a volume snapshot's holder's so; a VM's name is one DNS label,
+# and never does.
 VOLUME_HOLDER_SUFFIX = ".volume"
+SNAPSHOT_HOLDER_SUFFIX = ".snapshot"
+HOLDER_SUFFIXES = (VOLUME_HOLDER_SUFFIX, SNAPSHOT_HOLDER_SUFFIX)
 
 
 def _int(value: Any) -> int:
@@ -83,8 +86,14 @@ class Guest(NamedTuple):
 
     @property
     def is_vm(self) -> bool:
-        """A QEMU guest that is neither a template nor a volume's holder: what flex.plane calls a VM."""
-        return self.kind == "qemu" and not self.template and not self.name.endswith(VOLUME_HOLDER_SUFFIX)
+        """A QEMU guest that is neither a template nor a holder (a volume's or a volume snapshot's): what
+        flex.plane calls a VM."""
+        return self.kind == "qemu" and not self.template and not self.name.endswith(HOLDER_SUFFIXES)
+
+    @property
+    def is_holder(self) -> bool:
+        """A volume's or a volume snapshot's holder: a stopped VM whose one disk is what the VDC keeps."""
+        return self.kind == "qemu" and not self.template and self.name.endswith(HOLDER_SUFFIXES)
 
     @property
     def is_volume(self) -> bool:
@@ -222,16 +231,28 @@ class ClusterResources:
     vms: tuple[Guest, ...] = field(init=False, repr=False, compare=False)
     # The volumes' holders among the guests, by name then VMID.
     volumes: tuple[Guest, ...] = field(init=False, repr=False, compare=False)
+    # The volume snapshots' holders among the guests, by name then VMID.
+    volume_snapshots: tuple[Guest, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # One pass over the guests (a listing's hot path: thousands of them), not one per property.
         vms: list[Guest] = []
         volumes: list[Guest] = []
+        snapshots: list[Guest] = []
         for guest in self.guests:
             if guest.kind == "qemu" and not guest.template:
-                (volumes if guest.name.endswith(VOLUME_HOLDER_SUFFIX) else vms).append(guest)
+                if not guest.name.endswith(HOLDER_SUFFIXES):
+                    vms.append(guest)
+                else:
+                    (volumes if guest.name.endswith(VOLUME_HOLDER_SUFFIX) else snapshots).append(guest)
         object.__setattr__(self, "vms", tuple(sorted(vms, key=_BY_NAME)))
         object.__setattr__(self, "volumes", tuple(sorted(volumes, key=_BY_NAME)))
+        object.__setattr__(self, "volume_snapshots", tuple(sorted(snapshots, key=_BY_NAME)))
+
+    @property
+    def holders(self) -> tuple[Guest, ...]:
+        """The volumes' and the volume snapshots' holders: what a VDC keeps on disk besides its VMs."""
+        return self.volumes + self.volume_snapshots
 
     def vm(self, vmid: int) -> Guest | None:
         """The VM of that VMID (not a template of it)."""

@@ -217,15 +217,16 @@ class ZoneApi:
         pool: str,
         description: str,
         target: str | None = None,
+        full: bool = False,
     ) -> str | None:
-        """Linked-clone guest ``vmid`` of ``node`` as ``newid`` (on ``target`` when it is another node);
-        answers the task."""
+        """Clone guest ``vmid`` of ``node`` as ``newid`` (on ``target`` when it is another node): linked (a
+        template's), or ``full`` (a copy of every disk, on the same storage); answers the task."""
         params: dict[str, Any] = {"name": name, "pool": pool, "description": description}
         if target is not None:
             params["target"] = target
         try:
             answer = self._write(
-                node, "POST", f"/nodes/{node}/qemu/{vmid}/clone", {**params, "full": False, "newid": newid}
+                node, "POST", f"/nodes/{node}/qemu/{vmid}/clone", {**params, "full": full, "newid": newid}
             )
         except UpstreamFailure as exc:
             if "already exists" in exc.message:

@@ -297,5 +297,5 @@ def test_a_vdc_with_a_volume_is_not_deleted(api: InProcessApi, light: LightWorld
             "deleteVdc",
         )
         assert [e["code"] for e in refused["errors"]] == ["CONFLICT"]
-        assert "volumes (10 GiB)" in refused["errors"][0]["message"]
+        assert "volumes or volume snapshots (10 GiB)" in refused["errors"][0]["message"]
         call(api, DELETE, "deleteVolume", user="admin", id=made["volume"]["id"])
