@@ -60,13 +60,26 @@ vdc_routes: list[URLPattern] = [
     path("security-groups/new/", security_groups.group_create, name="security-group-create"),
     path("security-groups/<str:group>/edit/", security_groups.group_edit, name="security-group-edit"),
     path("security-groups/<str:group>/delete/", security_groups.group_delete, name="security-group-delete"),
-    # Volumes: disks that outlive VMs.
+    # Volumes: disks that outlive VMs, and their snapshots.
     path("volumes/", volumes.volume_list, name="volume-list"),
     path("volumes/new/", volumes.volume_create, name="volume-create"),
     path("volumes/<str:zone>/<int:vmid>/attach/", volumes.volume_attach, name="volume-attach"),
     path("volumes/<str:zone>/<int:vmid>/detach/", volumes.volume_detach, name="volume-detach"),
     path("volumes/<str:zone>/<int:vmid>/resize/", volumes.volume_resize, name="volume-resize"),
+    path("volumes/<str:zone>/<int:vmid>/", volumes.volume_detail, name="volume-detail"),
     path("volumes/<str:zone>/<int:vmid>/delete/", volumes.volume_delete, name="volume-delete"),
+    path("volumes/<str:zone>/<int:vmid>/snapshots/new/", volumes.volume_snapshot, name="volume-snapshot"),
+    # A volume's snapshots, which outlive it: by their own ids.
+    path(
+        "volumes/snapshots/<str:zone>/<int:vmid>/new-volume/",
+        volumes.snapshot_new_volume,
+        name="volume-snapshot-new-volume",
+    ),
+    path(
+        "volumes/snapshots/<str:zone>/<int:vmid>/delete/",
+        volumes.snapshot_delete,
+        name="volume-snapshot-delete",
+    ),
     # Service accounts: credentials for scripts.
     path("service-accounts/", service_accounts.account_list, name="service-account-list"),
     path("service-accounts/new/", service_accounts.account_create, name="service-account-create"),

@@ -83,8 +83,11 @@ class VolumeSnapshot(graphene.ObjectType):
         required=True, description="available (its copy is whole), or creating (Proxmox is copying)."
     )
     source = graphene.ID(
-        description="The volume it was taken of (<zone>/<vmid>), which may be deleted since; null while it "
-        "is being copied."
+        description="The volume it was taken of (<zone>/<vmid>); null while it is being copied. Once that "
+        "volume is deleted (sourceDeleted), the id it had, which Proxmox may give to another guest since."
+    )
+    source_deleted = graphene.Boolean(
+        required=True, description="Whether the volume it was taken of was deleted since."
     )
     taken_at = graphene.DateTime(description="When it was taken; null while it is being copied.")
 

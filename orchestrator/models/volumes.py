@@ -19,6 +19,7 @@ A volume snapshot is a copy of a detached volume's disk, taken in one Proxmox fu
 a VM of its own, ``<snapshot>.snapshot`` in the VDC's pool, never started, that keeps the copy until it is
 deleted or a new volume is made from it (another full clone). It is the VDC's as its volume is, counted
 in the disk quota, and outlives the volume it was taken of (``fp-of-<vmid>`` names that volume's holder,
+``fp-was-<vmid>`` once that volume is deleted, as Proxmox gives its VMID to the next guest;
 ``fp-taken-<epoch>`` when it was taken). Proxmox's own snapshots are the whole VM's and pin a disk to its
 VM (a disk a snapshot uses cannot move to another VM), so a volume's are copies.
 
@@ -44,6 +45,9 @@ from orchestrator.sources.proxmox.values import SNAPSHOT_HOLDER_SUFFIX, VOLUME_H
 
 ATTACHED_TAG_PREFIX = "fp-on-"
 SNAPSHOT_OF_TAG_PREFIX = "fp-of-"
+# A snapshot's volume deleted: its tag becomes this, so that a volume given the VMID later is not taken
+# for it.
+SNAPSHOT_OF_DELETED_TAG_PREFIX = "fp-was-"
 TAKEN_TAG_PREFIX = "fp-taken-"
 SERIAL_PREFIX = "fpvol-"
 AVAILABLE = "available"
@@ -144,16 +148,27 @@ class VolumeSnapshot:
     status: str  # AVAILABLE (its copy is whole) or CREATING (Proxmox is copying)
     source_vmid: int | None  # the holder of the volume it was taken of, in the same zone
     taken_at: int | None  # seconds since the epoch
+    source_deleted: bool = False  # that volume was deleted since (its VMID may be another guest's now)
 
     @property
     def source(self) -> str | None:
-        """The global id of the volume it was taken of (which may be gone since)."""
+        """The global id of the volume it was taken of (``source_deleted``: as it was)."""
         return vm_id(self.zone, self.source_vmid) if self.source_vmid is not None else None
+
+    def taken_of(self, volume: Volume) -> bool:
+        """Whether it was taken of this volume (not of a deleted one whose VMID the volume has now)."""
+        return (self.zone, self.vdc, self.source_vmid, self.source_deleted) == (
+            volume.zone,
+            volume.vdc,
+            volume.vmid,
+            False,
+        )
 
     @classmethod
     def from_guest(cls, zone: str, guest: Guest) -> VolumeSnapshot:
         tags = parse_tags(guest.tags)
         requested = requested_in(guest.tags)
+        deleted = tag_value(tags, SNAPSHOT_OF_DELETED_TAG_PREFIX)
         return cls(
             id=vm_id(zone, guest.vmid),
             zone=zone,
@@ -164,6 +179,7 @@ class VolumeSnapshot:
             storage_profile=tag_value(tags, STORAGE_PROFILE_TAG_PREFIX) or "",
             size_gb=max(requested[2] if requested else 0, math.ceil(guest.disk / GIB)),
             status=CREATING if guest.lock or guest.disk == 0 else AVAILABLE,
-            source_vmid=_number(tag_value(tags, SNAPSHOT_OF_TAG_PREFIX)),
+            source_vmid=_number(tag_value(tags, SNAPSHOT_OF_TAG_PREFIX) or deleted),
             taken_at=_number(tag_value(tags, TAKEN_TAG_PREFIX)),
+            source_deleted=deleted is not None,
         )

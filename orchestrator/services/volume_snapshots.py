@@ -30,6 +30,7 @@ from orchestrator.models.volumes import (
     ATTACHED_TAG_PREFIX,
     AVAILABLE,
     CREATING,
+    SNAPSHOT_OF_DELETED_TAG_PREFIX,
     SNAPSHOT_OF_TAG_PREFIX,
     TAKEN_TAG_PREFIX,
     Volume,
@@ -43,7 +44,14 @@ from orchestrator.services.clusters.quota import reserved_for_clusters
 from orchestrator.services.context import Context
 from orchestrator.services.vms.disks import HOLDER_DISK, TASK_TIMEOUT
 from orchestrator.services.vms.inputs import validate_name
-from orchestrator.services.vms.plan import everything_now, marker, still_held, usage, vdc_lock
+from orchestrator.services.vms.plan import (
+    allowed_storage_profile,
+    everything_now,
+    marker,
+    still_held,
+    usage,
+    vdc_lock,
+)
 from orchestrator.services.volumes import VMID_ATTEMPTS, VolumeOutcome, locate_volume, named_volume, reread
 from orchestrator.sources.proxmox import ClusterResources, ConfigChange, VmidTaken, ZoneApi
 
@@ -80,7 +88,7 @@ def list_volume_snapshots(ctx: Context, volume: str | None = None) -> list[Volum
             snapshot = VolumeSnapshot.from_guest(zone, guest)
             if not snapshot.vdc or (visible is not None and snapshot.vdc not in visible):
                 continue
-            if source is None or snapshot.source_vmid == source.vmid:
+            if source is None or snapshot.taken_of(source):
                 found.append(snapshot)
     return sorted(found, key=lambda s: (s.name, s.zone, s.vmid))
 
@@ -114,7 +122,9 @@ def snapshots_of(ctx: Context, volume: Volume) -> list[VolumeSnapshot]:
     found = (
         VolumeSnapshot.from_guest(volume.zone, g) for g in (resources.volume_snapshots if resources else ())
     )
-    return [s for s in found if s.vdc == volume.vdc and s.source_vmid == volume.vmid]
+    return sorted(
+        (s for s in found if s.vdc == volume.vdc and s.taken_of(volume)), key=lambda s: (s.name, s.vmid)
+    )
 
 
 def _named(now: dict[str, ClusterResources], vdc: Vdc, name: str) -> VolumeSnapshot | None:
@@ -158,7 +168,15 @@ def _take(ctx: Context, api: ZoneApi, volume: Volume, name: str) -> SnapshotOutc
         now = everything_now(ctx, vdc)
         earlier = _named(now, vdc, name)
         if earlier is not None:
-            if _source_of(api, earlier) != (volume.zone, volume.vmid):
+            if (
+                earlier.zone != volume.zone
+                or earlier.source_deleted
+                or _source_of(api, earlier)
+                != (
+                    volume.zone,
+                    volume.vmid,
+                )
+            ):
                 raise ValidationFailed(
                     "name", f"VDC {vdc.id} already has a volume snapshot named {name!r}, of another volume"
                 )
@@ -292,6 +310,11 @@ def _restore(
             "size_gb", f"a volume from snapshot {snapshot.name} has at least its {snapshot.size_gb} GiB"
         )
     vdc = vdcs.get_vdc(ctx, snapshot.vdc)
+    profile = allowed_storage_profile(ctx, vdc, snapshot.storage_profile, "snapshot")
+    if size > profile.max_gb:
+        raise ValidationFailed(
+            "size_gb", f"storage profile {profile.name} allows at most {profile.max_gb} GiB"
+        )
     with vdc_lock(ctx, vdc) as held:
         now = everything_now(ctx, vdc)
         earlier = named_volume(now, vdc, name)
@@ -344,7 +367,13 @@ def _ready(api: ZoneApi, volume: Volume, size_gb: int, vdc: Vdc) -> Volume:
     disk = next((d for d in config.drives if d.key == HOLDER_DISK), None)
     copied = (disk.size if disk is not None else 0) or volume.size_gb * GIB
     size_gb = max(size_gb, -(-copied // GIB))
-    stale = (ATTACHED_TAG_PREFIX, SNAPSHOT_OF_TAG_PREFIX, TAKEN_TAG_PREFIX, REQUEST_TAG_PREFIX)
+    stale = (
+        ATTACHED_TAG_PREFIX,
+        SNAPSHOT_OF_TAG_PREFIX,
+        SNAPSHOT_OF_DELETED_TAG_PREFIX,
+        TAKEN_TAG_PREFIX,
+        REQUEST_TAG_PREFIX,
+    )
     tags = (*(t for t in config.tags if not t.startswith(stale)), request_tag(0, 0, size_gb))
     drives = (disk.with_options({"serial": serial(volume.vmid)}),) if disk is not None else ()
     if tuple(config.tags) != tags or (disk is not None and disk.option("serial") != serial(volume.vmid)):

@@ -47,7 +47,10 @@ from orchestrator.models.vms import (
 from orchestrator.models.volumes import (
     AVAILABLE,
     IN_USE,
+    SNAPSHOT_OF_DELETED_TAG_PREFIX,
+    SNAPSHOT_OF_TAG_PREFIX,
     Volume,
+    VolumeSnapshot,
     holder_name,
     serial,
 )
@@ -456,7 +459,7 @@ def _attached_vm(api: ZoneApi, volume: Volume) -> VirtualMachine:
 
 
 def delete_volume(ctx: Context, ident: str) -> VolumeOutcome:
-    """Delete a detached volume with its data (refused while attached)."""
+    """Delete a detached volume with its data (refused while attached); its snapshots stay, saying so."""
     api, volume = locate_volume(ctx, ident)
     vdc = vdcs.get_vdc(ctx, volume.vdc)
     with vdc_lock(ctx, vdc) as held:
@@ -464,6 +467,19 @@ def delete_volume(ctx: Context, ident: str) -> VolumeOutcome:
         if volume.status == IN_USE:
             raise Conflict(_busy(volume, "deleted"))
         still_held(held, vdc)
+        _forget_snapshots(api, volume)
         answer = api.destroy(volume.node, volume.vmid)
         task = tasks.run(api, answer, volume.vdc, f"deleting volume {volume.name}", TASK_TIMEOUT)
     return VolumeOutcome(volume, task)
+
+
+def _forget_snapshots(api: ZoneApi, volume: Volume) -> None:
+    """Before a volume is deleted: its snapshots say so (``fp-was-<vmid>``), so that the volume Proxmox
+    gives its VMID next does not take them for its own (``models.volumes``)."""
+    for guest in api.resources("vm").volume_snapshots:
+        snapshot = VolumeSnapshot.from_guest(api.zone, guest)
+        if snapshot.taken_of(volume):
+            config = api.config(snapshot.node, snapshot.vmid)
+            tags = [t for t in config.tags if not t.startswith(SNAPSHOT_OF_TAG_PREFIX)]
+            tags.append(f"{SNAPSHOT_OF_DELETED_TAG_PREFIX}{volume.vmid}")
+            api.set_config(snapshot.node, snapshot.vmid, ConfigChange(tags=tuple(tags)))

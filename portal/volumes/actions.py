@@ -10,5 +10,11 @@ ATTACH = Action("volume.attach", "attachVolume")
 DETACH = Action("volume.detach", "detachVolume")
 RESIZE = Action("volume.resize", "resizeVolume")
 DELETE = Action("volume.delete", "deleteVolume")
+# Its snapshots, which outlive it.
+SNAPSHOT = Action("volume.snapshot", "createVolumeSnapshot")
+SNAPSHOT_DELETE = Action("volume-snapshot.delete", "deleteVolumeSnapshot")
+FROM_SNAPSHOT = Action("volume-snapshot.new-volume", "createVolumeFromSnapshot")
 
-MUTATIONS: dict[str, str] = registry(CREATE, ATTACH, DETACH, RESIZE, DELETE)
+MUTATIONS: dict[str, str] = registry(
+    CREATE, ATTACH, DETACH, RESIZE, DELETE, SNAPSHOT, SNAPSHOT_DELETE, FROM_SNAPSHOT
+)

@@ -80,3 +80,45 @@ class ResizeForm(forms.Form):
 
     def show_error(self, exc: FlexPlaneError) -> None:
         show_error(self, exc, FIELDS, quota=("size_gb",))
+
+
+class SnapshotForm(forms.Form):
+    """``createVolumeSnapshot``'s input: the volume is the page's. A refusal about the volume (attached, the
+    quota) is said above the form, one about the name next to it."""
+
+    name = forms.CharField(
+        label="Snapshot name",
+        max_length=63,
+        help_text="Unique among the VDC's volume snapshots: lowercase letters, digits and hyphens.",
+    )
+
+    def __init__(self, data: Any = None) -> None:
+        super().__init__(data)
+        self.fields["name"].widget.attrs.update(
+            autocomplete="off", spellcheck="false", placeholder="before-upgrade"
+        )
+        styled(self)
+
+    def show_error(self, exc: FlexPlaneError) -> None:
+        show_error(self, exc, FIELDS)
+
+
+class FromSnapshotForm(forms.Form):
+    """``createVolumeFromSnapshot``'s input: the snapshot is the page's (or its row's, ``auto_id`` telling
+    the forms of a page apart); its size is offered, and the least."""
+
+    name = forms.CharField(
+        label="New volume's name",
+        max_length=63,
+        help_text="Unique in the VDC: lowercase letters, digits and hyphens.",
+    )
+    size_gb = forms.IntegerField(label="Size (GiB)", min_value=1)
+
+    def __init__(self, data: Any = None, *, size_gb: int, auto_id: str = "id_%s") -> None:
+        super().__init__(data, initial={"size_gb": size_gb}, auto_id=auto_id)
+        self.fields["name"].widget.attrs.update(autocomplete="off", spellcheck="false")
+        self.fields["size_gb"].widget.attrs.update(min=size_gb)
+        styled(self)
+
+    def show_error(self, exc: FlexPlaneError) -> None:
+        show_error(self, exc, FIELDS, quota=("size_gb",))

@@ -1,12 +1,21 @@
 """The volume pages of a VDC: thin adapters over the services the GraphQL API's fields and mutations call
-(``services.volumes``: ``volumes``, ``createVolume``, ``attachVolume``, ``detachVolume``, ``resizeVolume``,
-``deleteVolume``; :mod:`portal.volumes.actions`).
+(``services.volumes``: ``volumes``, ``volume``, ``createVolume``, ``attachVolume``, ``detachVolume``,
+``resizeVolume``, ``deleteVolume``; ``services.volume_snapshots``: ``volumeSnapshots``, ``Volume.snapshots``,
+``volumeSnapshot``, ``createVolumeSnapshot``, ``createVolumeFromSnapshot``, ``deleteVolumeSnapshot``;
+:mod:`portal.volumes.actions`).
+
+A volume's page lists its snapshots, takes one (while it is detached) and makes a new volume from each. A
+snapshot outlives its volume, so the list of volumes lists the VDC's snapshots too, each with what can be
+done with it: the pages of a snapshot (a new volume from it, deleting it) are reached from either.
 
 Who may: a member of the VDC holding USER, or ADMIN (the services say so; anyone else gets the 404 page, as
-for a VDC they may not see). A volume of another VDC answers as a missing one.
+for a VDC they may not see). A volume or a snapshot of another VDC answers as a missing one.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
@@ -16,14 +25,14 @@ from django.urls import reverse
 from orchestrator.errors import FlexPlaneError, NotFound
 from orchestrator.models import Vdc
 from orchestrator.models.vms import VirtualMachine, vm_id
-from orchestrator.models.volumes import Volume
-from orchestrator.services import vdcs, vms, volumes
+from orchestrator.models.volumes import AVAILABLE, Volume, VolumeSnapshot
+from orchestrator.services import vdcs, vms, volume_snapshots, volumes
 from orchestrator.services.context import Context
 from portal.context import vdc_view
 from portal.forms import posted
 from portal.perform import confirmation, perform
 from portal.volumes import actions
-from portal.volumes.forms import AttachForm, ResizeForm, VolumeForm
+from portal.volumes.forms import AttachForm, FromSnapshotForm, ResizeForm, SnapshotForm, VolumeForm
 
 # The VMs offered in a form: the VDC's first so many, by name.
 VM_CHOICES = 500
@@ -38,12 +47,51 @@ def _list_url(vdc: str) -> str:
     return reverse("volume-list", args=[vdc])
 
 
+def _detail_url(vdc: str, volume: Volume) -> str:
+    return reverse("volume-detail", args=[vdc, volume.zone, volume.vmid])
+
+
 def _volume(ctx: Context, zone: str, vmid: int) -> Volume:
     """One volume of the page's VDC; another VDC's is ``NotFound``, as a missing one."""
     volume = volumes.get_volume(ctx, vm_id(zone, vmid))
     if volume.vdc != ctx.vdc:
         raise NotFound("volume", volume.id)
     return volume
+
+
+def _snapshot(ctx: Context, zone: str, vmid: int) -> VolumeSnapshot:
+    """One volume snapshot of the page's VDC; another VDC's is ``NotFound``, as a missing one."""
+    snapshot = volume_snapshots.get_volume_snapshot(ctx, vm_id(zone, vmid))
+    if snapshot.vdc != ctx.vdc:
+        raise NotFound(volume_snapshots.SNAPSHOT, snapshot.id)
+    return snapshot
+
+
+def _source(ctx: Context, snapshot: VolumeSnapshot) -> Volume | None:
+    """The volume a snapshot was taken of, while there is one (None once it is deleted)."""
+    if snapshot.source is None or snapshot.source_deleted:
+        return None
+    try:
+        volume = volumes.get_volume(ctx, snapshot.source)
+    except NotFound:
+        return None
+    return volume if snapshot.taken_of(volume) else None
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """A volume snapshot as a page lists it: when it was taken (None while it is being copied), the volume
+    it was taken of (on the list: None once deleted), and on its volume's page the form making a new volume
+    from it."""
+
+    snapshot: VolumeSnapshot
+    taken: datetime | None
+    source: Volume | None = None
+    form: FromSnapshotForm | None = None
+
+
+def _taken(snapshot: VolumeSnapshot) -> datetime | None:
+    return datetime.fromtimestamp(snapshot.taken_at, UTC) if snapshot.taken_at is not None else None
 
 
 def _vms(ctx: Context, zone: str | None = None) -> list[VirtualMachine]:
@@ -58,12 +106,53 @@ def _vm_choices(found: list[VirtualMachine]) -> list[tuple[str, str]]:
 
 @vdc_view
 def volume_list(request: HttpRequest, ctx: Context) -> HttpResponse:
-    """``/vdc/<vdc>/volumes/``: the VDC's volumes, where each is and what it is attached to."""
+    """``/vdc/<vdc>/volumes/``: the VDC's volumes, where each is and what it is attached to; below them, the
+    VDC's volume snapshots, those of deleted volumes too (the same read of each zone)."""
     vdc = _vdc(ctx)
     found = volumes.list_volumes(ctx)
     names = {vm.vmid: vm.name for vm in _vms(ctx)} if any(v.attached_vmid for v in found) else {}
     rows = [(v, names.get(v.attached_vmid or 0)) for v in found]
-    return render(request, "portal/volumes/list.html", {"vdc": vdc, "volumes": rows})
+    by_id = {v.id: v for v in found}
+    snapshots = [
+        SnapshotRow(s, _taken(s), v if (v := by_id.get(s.source or "")) and s.taken_of(v) else None)
+        for s in volume_snapshots.list_volume_snapshots(ctx)
+    ]
+    context = {"vdc": vdc, "volumes": rows, "snapshots": snapshots}
+    return render(request, "portal/volumes/list.html", context)
+
+
+@vdc_view
+def volume_detail(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponse:
+    """``/vdc/<vdc>/volumes/<zone>/<vmid>/``: the volume, what can be done to it, and its snapshots."""
+    return _volume_page(request, ctx, _vdc(ctx), _volume(ctx, zone, vmid), SnapshotForm())
+
+
+def _volume_page(
+    request: HttpRequest, ctx: Context, vdc: Vdc, volume: Volume, form: SnapshotForm
+) -> HttpResponse:
+    """A volume's page, its form taking a snapshot as ``form`` left it (offered while the volume is available,
+    and shown with its refusal whatever the volume's status); each available snapshot with its form making a
+    new volume, told apart from the others' by its ids."""
+    snapshots = [
+        SnapshotRow(
+            s,
+            _taken(s),
+            form=FromSnapshotForm(size_gb=s.size_gb, auto_id=f"id_from_{s.vmid}_%s")
+            if s.status == AVAILABLE
+            else None,
+        )
+        for s in sorted(volume_snapshots.snapshots_of(ctx, volume), key=lambda s: s.name)
+    ]
+    context = {
+        "vdc": vdc,
+        "volume": volume,
+        "snapshots": snapshots,
+        "form": form,
+        "offer_snapshot": volume.status == AVAILABLE or form.is_bound,
+        "take": actions.SNAPSHOT,
+        "from_snapshot": actions.FROM_SNAPSHOT,
+    }
+    return render(request, "portal/volumes/detail.html", context)
 
 
 @vdc_view
@@ -93,14 +182,16 @@ def volume_create(request: HttpRequest, ctx: Context) -> HttpResponseBase:
             form.show_error(made)
         else:
             return _done(
-                request, vdc.id, f"Volume {made.volume.name} ({made.volume.size_gb} GiB) was created."
+                request,
+                _list_url(vdc.id),
+                f"Volume {made.volume.name} ({made.volume.size_gb} GiB) was created.",
             )
     return render(request, "portal/volumes/new.html", {"vdc": vdc, "form": form, "create": actions.CREATE})
 
 
-def _done(request: HttpRequest, vdc: str, said: str) -> HttpResponseRedirect:
+def _done(request: HttpRequest, then: str, said: str) -> HttpResponseRedirect:
     messages.success(request, said)
-    return HttpResponseRedirect(_list_url(vdc), status=303)
+    return HttpResponseRedirect(then, status=303)
 
 
 @vdc_view
@@ -121,7 +212,7 @@ def volume_attach(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> H
         if isinstance(done, FlexPlaneError):
             form.show_error(done)
         else:
-            return _done(request, vdc.id, f"Volume {volume.name} was attached to VM {vm}.")
+            return _done(request, _list_url(vdc.id), f"Volume {volume.name} was attached to VM {vm}.")
     context = {"vdc": vdc, "volume": volume, "form": form, "attach": actions.ATTACH}
     return render(request, "portal/volumes/attach.html", context)
 
@@ -143,7 +234,7 @@ def volume_resize(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> H
         if isinstance(done, FlexPlaneError):
             form.show_error(done)
         else:
-            return _done(request, vdc.id, f"Volume {volume.name} has {done.volume.size_gb} GiB.")
+            return _done(request, _list_url(vdc.id), f"Volume {volume.name} has {done.volume.size_gb} GiB.")
     context = {"vdc": vdc, "volume": volume, "form": form, "resize": actions.RESIZE}
     return render(request, "portal/volumes/resize.html", context)
 
@@ -181,4 +272,90 @@ def volume_delete(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> H
         said=f"Volume {volume.name} was deleted with its data.",
         then=_list_url(vdc.id),
         id=volume.id,
+    )
+
+
+# ------------------------------------------------------------------------------------------ snapshots
+
+
+@vdc_view
+def volume_snapshot(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponseBase:
+    """``createVolumeSnapshot`` as the volume page's form: taken, back to that page saying so; refused (an
+    attached volume, the quota, a name taken), the page again with the refusal in the form."""
+    vdc = _vdc(ctx)
+    volume = _volume(ctx, zone, vmid)
+    form = SnapshotForm(posted(request))
+    if form.is_bound and form.is_valid():
+        name = form.cleaned_data["name"].strip()
+        taken = perform(
+            lambda: volume_snapshots.snapshot_volume(ctx, volume.id, name),
+            ctx=ctx,
+            operation=actions.SNAPSHOT.mutation,
+            volume=volume.id,
+            name=name,
+        )
+        if isinstance(taken, FlexPlaneError):
+            form.show_error(taken)
+        else:
+            snapshot = taken.snapshot
+            said = (
+                f"Snapshot {snapshot.name} of volume {volume.name} was taken ({snapshot.size_gb} GiB)."
+                if snapshot.status == AVAILABLE
+                else f"Snapshot {snapshot.name} of volume {volume.name} is being copied ({snapshot.size_gb} "
+                "GiB): new volumes can be made from it once it is available."
+            )
+            return _done(request, _detail_url(vdc.id, volume), said)
+    return _volume_page(request, ctx, vdc, volume, form)
+
+
+@vdc_view
+def snapshot_new_volume(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponseBase:
+    """``createVolumeFromSnapshot`` as a form (the snapshot's row on its volume's page sends it too): made, to
+    the list of volumes saying so; refused, the form again with the refusal in place."""
+    vdc = _vdc(ctx)
+    snapshot = _snapshot(ctx, zone, vmid)
+    form = FromSnapshotForm(posted(request), size_gb=snapshot.size_gb)
+    if form.is_bound and form.is_valid():
+        name = form.cleaned_data["name"].strip()
+        size = form.cleaned_data["size_gb"]
+        made = perform(
+            lambda: volume_snapshots.create_volume_from_snapshot(ctx, snapshot.id, name, size),
+            ctx=ctx,
+            operation=actions.FROM_SNAPSHOT.mutation,
+            snapshot=snapshot.id,
+            name=name,
+        )
+        if isinstance(made, FlexPlaneError):
+            form.show_error(made)
+        else:
+            volume = made.volume
+            done = "was created" if volume.status == AVAILABLE else "is being made"
+            said = f"Volume {volume.name} ({volume.size_gb} GiB) {done} from snapshot {snapshot.name}."
+            return _done(request, _list_url(vdc.id), said)
+    context = {
+        "vdc": vdc,
+        "row": SnapshotRow(snapshot, _taken(snapshot), _source(ctx, snapshot)),
+        "form": form,
+        "from_snapshot": actions.FROM_SNAPSHOT,
+    }
+    return render(request, "portal/volumes/from_snapshot.html", context)
+
+
+@vdc_view
+def snapshot_delete(request: HttpRequest, ctx: Context, zone: str, vmid: int) -> HttpResponse:
+    """GET: what deleting a snapshot means, and a confirmation; POST (confirmed): ``deleteVolumeSnapshot``,
+    then back to its volume's page, or to the list once that volume is gone."""
+    vdc = _vdc(ctx)
+    snapshot = _snapshot(ctx, zone, vmid)
+    source = _source(ctx, snapshot)
+    return confirmation(
+        request,
+        ctx,
+        actions.SNAPSHOT_DELETE,
+        lambda: volume_snapshots.delete_volume_snapshot(ctx, snapshot.id),
+        page="portal/volumes/snapshot_delete.html",
+        context={"vdc": vdc, "row": SnapshotRow(snapshot, _taken(snapshot), source)},
+        said=f"Volume snapshot {snapshot.name} was deleted with its copy.",
+        then=_detail_url(vdc.id, source) if source is not None else _list_url(vdc.id),
+        id=snapshot.id,
     )

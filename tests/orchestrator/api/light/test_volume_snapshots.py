@@ -15,7 +15,7 @@ from tests.orchestrator.inprocess import InProcessApi
 from tests.orchestrator.lightworld import LightWorld
 from tests.vmkit import create, fake_vm, fake_vms, ok, payload, scratch_vdcs, volumes_of
 
-SNAPSHOT_FIELDS = "id name vdc zone host storageProfile sizeGb status source takenAt"
+SNAPSHOT_FIELDS = "id name vdc zone host storageProfile sizeGb status source sourceDeleted takenAt"
 TAKE = f"""mutation($volume: ID!, $name: String!) {{ createVolumeSnapshot(volume: $volume, name: $name) {{
   snapshot {{ {SNAPSHOT_FIELDS} }} task {{ status type }} errors {{ field message code }} }} }}"""
 DROP = """mutation($id: ID!) { deleteVolumeSnapshot(id: $id) {
@@ -124,9 +124,16 @@ def test_a_detached_volumes_snapshot_is_a_copy_listed_with_it_and_made_into_a_ne
     )
     assert (again["volume"]["id"], again["task"]) == (made["id"], None)
 
-    # The volume deleted, its snapshot stays; deleted in turn, with its copy.
+    # The volume deleted, its snapshot stays, saying so: the volume Proxmox gives the VMID next (the lowest
+    # free one: here, this one) does not take it for its own.
     ok(call(api, DELETE, "deleteVolume", id=source["id"]))
-    assert call(api, GET, "volumeSnapshot", id=snapshot["id"])["source"] == source["id"]
+    orphan = call(api, GET, "volumeSnapshot", id=snapshot["id"])
+    assert (orphan["source"], orphan["sourceDeleted"]) == (source["id"], True)
+    assert f"fp-was-{source['id'].split('/')[1]}" in fake_vm(light, snapshot["id"])["config"]["tags"]
+    successor = volume(api, named("next"))
+    held = call(api, "query($id: ID!) { volume(id: $id) { snapshots { id } } }", "volume", id=successor["id"])
+    assert held["snapshots"] == []
+    assert rows(api, LIST, "volumeSnapshots", volume=successor["id"]) == []
     dropped = ok(call(api, DROP, "deleteVolumeSnapshot", id=snapshot["id"]))
     assert dropped["task"]["status"] == "SUCCEEDED"
     assert int(vmid) not in fake_vms(light, zone)
