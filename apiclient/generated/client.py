@@ -2655,6 +2655,7 @@ class GeneratedClient(BaseClient):
               sizeGb
               status
               source
+              sourceDeleted
               takenAt
             }
             """)
@@ -2681,6 +2682,7 @@ class GeneratedClient(BaseClient):
               sizeGb
               status
               source
+              sourceDeleted
               takenAt
             }
             """)
@@ -2735,6 +2737,7 @@ class GeneratedClient(BaseClient):
               sizeGb
               status
               source
+              sourceDeleted
               takenAt
             }
             """)

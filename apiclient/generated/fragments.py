@@ -255,6 +255,7 @@ class VolumeSnapshotFields(BaseModel):
     size_gb: int = Field(alias="sizeGb")
     status: str
     source: str | None
+    source_deleted: bool = Field(alias="sourceDeleted")
     taken_at: datetime | None = Field(alias="takenAt")
 
 
