@@ -30,7 +30,8 @@ finds it at ``/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_fpvol-<vmid>``, as the CS
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from orchestrator.models.vms import (
     GIB,
@@ -60,6 +61,35 @@ LOST = "lost"
 def holder_name(volume: str) -> str:
     """The name of a volume's holder VM."""
     return volume + VOLUME_HOLDER_SUFFIX
+
+
+# What a copy's holder's description says of its source from the start (tags are written once it is
+# whole: Proxmox's clone takes none): a snapshot's the volume it copies and when the copy began, a volume
+# made from a snapshot that snapshot.
+_COPY_OF = re.compile(r"^Copy of volume \S+ \(holder (\d+)\) at (\d+)", re.MULTILINE)
+_MADE_FROM = re.compile(r"made from volume snapshot \S+ \(holder (\d+)\)")
+
+
+def copy_of_line(volume: str, vmid: int, began: int) -> str:
+    """The line of a snapshot holder's description that names the volume it copies and when."""
+    return f"Copy of volume {volume} (holder {vmid}) at {began}"
+
+
+def made_from_words(snapshot: str, vmid: int) -> str:
+    """The words of a volume holder's description that name the snapshot it was made from."""
+    return f"made from volume snapshot {snapshot} (holder {vmid})"
+
+
+def copy_of(description: str) -> tuple[int, int] | None:
+    """The holder VMID of the volume a snapshot copies, and when the copy began, from its description."""
+    found = _COPY_OF.search(description)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def made_from(description: str) -> int | None:
+    """The holder VMID of the snapshot a volume was made from, from its description."""
+    found = _MADE_FROM.search(description)
+    return int(found.group(1)) if found else None
 
 
 def snapshot_holder_name(snapshot: str) -> str:
@@ -108,11 +138,10 @@ class Volume:
         tags = parse_tags(guest.tags)
         requested = requested_in(guest.tags)
         attached = _number(tag_value(tags, ATTACHED_TAG_PREFIX))
-        held = guest.disk > 0
-        if held:
-            status, attached = AVAILABLE, None
-        elif guest.lock == "create":
+        if guest.lock in ("create", "clone"):  # made, or copied from a snapshot
             status, attached = CREATING, None
+        elif guest.disk > 0:
+            status, attached = AVAILABLE, None
         else:
             status = IN_USE if attached is not None else LOST
         return cls(
@@ -154,6 +183,13 @@ class VolumeSnapshot:
     def source(self) -> str | None:
         """The global id of the volume it was taken of (``source_deleted``: as it was)."""
         return vm_id(self.zone, self.source_vmid) if self.source_vmid is not None else None
+
+    def described(self, description: str) -> VolumeSnapshot:
+        """As its description says, while its tags do not say yet what it copies and when."""
+        if self.source_vmid is not None or self.source_deleted:
+            return self
+        found = copy_of(description)
+        return replace(self, source_vmid=found[0], taken_at=found[1]) if found else self
 
     def taken_of(self, volume: Volume) -> bool:
         """Whether it was taken of this volume (not of a deleted one whose VMID the volume has now)."""

@@ -18,11 +18,10 @@ Names are unique among the VDC's volume snapshots; the same name of the same vol
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
-from orchestrator.errors import Conflict, NotFound, ValidationFailed
+from orchestrator.errors import Conflict, FlexPlaneError, NotFound, ValidationFailed
 from orchestrator.models import Usage, Vdc
 from orchestrator.models.tasks import Task
 from orchestrator.models.vms import GIB, REQUEST_TAG_PREFIX, parse_vm_id, request_tag
@@ -35,7 +34,11 @@ from orchestrator.models.volumes import (
     TAKEN_TAG_PREFIX,
     Volume,
     VolumeSnapshot,
+    copy_of,
+    copy_of_line,
     holder_name,
+    made_from,
+    made_from_words,
     serial,
     snapshot_holder_name,
 )
@@ -56,11 +59,6 @@ from orchestrator.services.volumes import VMID_ATTEMPTS, VolumeOutcome, locate_v
 from orchestrator.sources.proxmox import ClusterResources, ConfigChange, VmidTaken, ZoneApi
 
 SNAPSHOT = "volume snapshot"
-# The line of a snapshot holder's description that names the volume it copies (its holder's VMID) and when
-# the copy began: what a retry reads before the copy is tagged.
-_SOURCE_LINE = re.compile(r"^Copy of volume \S+ \(holder (\d+)\) at (\d+)", re.MULTILINE)
-# And the words of a volume's holder's description that name the snapshot it was made from.
-_MADE_FROM = re.compile(r"made from volume snapshot \S+ \(holder (\d+)\)")
 
 
 @dataclass(frozen=True)
@@ -88,6 +86,7 @@ def list_volume_snapshots(ctx: Context, volume: str | None = None) -> list[Volum
             snapshot = VolumeSnapshot.from_guest(zone, guest)
             if not snapshot.vdc or (visible is not None and snapshot.vdc not in visible):
                 continue
+            snapshot = _described(ctx, snapshot)
             if source is None or snapshot.taken_of(source):
                 found.append(snapshot)
     return sorted(found, key=lambda s: (s.name, s.zone, s.vmid))
@@ -108,8 +107,21 @@ def locate_snapshot(ctx: Context, ident: str) -> tuple[ZoneApi, VolumeSnapshot]:
             if guest is not None:
                 snapshot = VolumeSnapshot.from_guest(zone, guest)
                 if snapshot.vdc and (visible is None or snapshot.vdc in visible):
-                    return api, snapshot
+                    return api, _described(ctx, snapshot)
     raise NotFound(SNAPSHOT, ident)
+
+
+def _described(ctx: Context, snapshot: VolumeSnapshot) -> VolumeSnapshot:
+    """A snapshot whose tags do not say yet what it copies and when (its copy under way, or outlasting the
+    request that began it), as its holder's description says: one config read, left out where the zone
+    does not answer it."""
+    if snapshot.source_vmid is not None or snapshot.source_deleted:
+        return snapshot
+    try:
+        config = inventory.zone_api(ctx, snapshot.zone).config(snapshot.node, snapshot.vmid)
+    except FlexPlaneError:
+        return snapshot
+    return snapshot.described(config.description or "")
 
 
 def get_volume_snapshot(ctx: Context, ident: str) -> VolumeSnapshot:
@@ -192,8 +204,7 @@ def _take(ctx: Context, api: ZoneApi, volume: Volume, name: str) -> SnapshotOutc
         vdcs.check_quota(ctx, vdc, Usage(disk_gb=volume.size_gb), current=current)
         still_held(held, vdc)
         description = (
-            f"{marker(vdc)}\nCopy of volume {volume.name} (holder {volume.vmid}) at {int(time.time())}: the "
-            f"volume snapshot "
+            f"{marker(vdc)}\n{copy_of_line(volume.name, volume.vmid, int(time.time()))}: the volume snapshot "
             f"{name}, never started.\n{_by(ctx)}"
         )
         vmid, task = _clone(
@@ -216,8 +227,8 @@ def _source_of(api: ZoneApi, snapshot: VolumeSnapshot) -> tuple[str, int] | None
     """The volume a snapshot copies: its tag, else (a copy not tagged yet) its description's line."""
     if snapshot.source_vmid is not None:
         return snapshot.zone, snapshot.source_vmid
-    found = _SOURCE_LINE.search(api.config(snapshot.node, snapshot.vmid).description or "")
-    return (snapshot.zone, int(found.group(1))) if found else None
+    found = copy_of(api.config(snapshot.node, snapshot.vmid).description or "")
+    return (snapshot.zone, found[0]) if found else None
 
 
 def _finish(api: ZoneApi, snapshot: VolumeSnapshot, volume: Volume) -> VolumeSnapshot:
@@ -228,8 +239,8 @@ def _finish(api: ZoneApi, snapshot: VolumeSnapshot, volume: Volume) -> VolumeSna
     config = api.config(snapshot.node, snapshot.vmid)
     if "lock" in config.keys:  # Proxmox still copies
         return snapshot
-    began = _SOURCE_LINE.search(config.description or "")
-    taken = int(began.group(2)) if began else int(time.time())
+    began = copy_of(config.description or "")
+    taken = began[1] if began else int(time.time())
     stale = (ATTACHED_TAG_PREFIX, SNAPSHOT_OF_TAG_PREFIX, TAKEN_TAG_PREFIX)
     kept = [t for t in config.tags if not t.startswith(stale)]
     tags = (*kept, f"{SNAPSHOT_OF_TAG_PREFIX}{volume.vmid}", f"{TAKEN_TAG_PREFIX}{taken}")
@@ -281,10 +292,25 @@ def delete_volume_snapshot(ctx: Context, ident: str) -> SnapshotOutcome:
             raise Conflict(
                 f"volume snapshot {snapshot.name} is still being copied: delete it once it is whole"
             )
+        _no_volume_being_made_from(api, snapshot)
         still_held(held, vdc)
         answer = api.destroy(snapshot.node, snapshot.vmid)
         task = tasks.run(api, answer, snapshot.vdc, f"deleting volume snapshot {snapshot.name}", TASK_TIMEOUT)
     return SnapshotOutcome(snapshot, task)
+
+
+def _no_volume_being_made_from(api: ZoneApi, snapshot: VolumeSnapshot) -> None:
+    """CONFLICT while Proxmox copies the snapshot into a new volume (a config read of each volume being
+    copied, which says from what)."""
+    for guest in api.resources("vm").volumes:
+        if guest.lock != "clone":
+            continue
+        if made_from(api.config(guest.node, guest.vmid).description or "") == snapshot.vmid:
+            volume = Volume.from_guest(api.zone, guest)
+            raise Conflict(
+                f"volume {volume.name} is being made from snapshot {snapshot.name}: delete the snapshot once "
+                "the copy is whole"
+            )
 
 
 # ------------------------------------------------------------------------------------------ restore
@@ -334,9 +360,8 @@ def _restore(
         still_held(held, vdc)
         description = (
             f"{marker(vdc)}\nThe holder of volume {name} ({size} GiB, storage profile "
-            f"{snapshot.storage_profile}), made from volume snapshot {snapshot.name} "
-            f"(holder {snapshot.vmid}): it keeps the volume's disk while no VM has it attached. Never "
-            f"started.\n{_by(ctx)}"
+            f"{snapshot.storage_profile}), {made_from_words(snapshot.name, snapshot.vmid)}: it keeps the "
+            f"volume's disk while no VM has it attached. Never started.\n{_by(ctx)}"
         )
         vmid, task = _clone(
             api, snapshot.node, snapshot.vmid, holder_name(name), vdc, description, f"making volume {name}"
@@ -352,8 +377,8 @@ def _made_from(api: ZoneApi, volume: Volume) -> tuple[str, int] | None:
     """The snapshot a volume was made from (its holder's description says), if it was."""
     if volume.zone != api.zone:
         return None
-    found = _MADE_FROM.search(api.config(volume.node, volume.vmid).description or "")
-    return (volume.zone, int(found.group(1))) if found else None
+    found = made_from(api.config(volume.node, volume.vmid).description or "")
+    return (volume.zone, found) if found is not None else None
 
 
 def _ready(api: ZoneApi, volume: Volume, size_gb: int, vdc: Vdc) -> Volume:

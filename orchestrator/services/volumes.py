@@ -41,8 +41,10 @@ from orchestrator.models.vms import (
     REQUEST_TAG_PREFIX,
     STORAGE_PROFILE_TAG_PREFIX,
     VirtualMachine,
+    parse_tags,
     parse_vm_id,
     request_tag,
+    vdc_of,
 )
 from orchestrator.models.volumes import (
     AVAILABLE,
@@ -51,6 +53,7 @@ from orchestrator.models.volumes import (
     SNAPSHOT_OF_TAG_PREFIX,
     Volume,
     VolumeSnapshot,
+    copy_of,
     holder_name,
     serial,
 )
@@ -75,6 +78,7 @@ from orchestrator.services.vms.plan import (
     vdc_lock,
 )
 from orchestrator.sources.proxmox import ClusterResources, ConfigChange, Drive, VmidTaken, ZoneApi
+from orchestrator.sources.proxmox.values import SNAPSHOT_HOLDER_SUFFIX
 
 logger = logging.getLogger(__name__)
 
@@ -342,6 +346,7 @@ def attach_volume(ctx: Context, ident: str, vm: str) -> VolumeOutcome:
             return VolumeOutcome(volume, None)
         if volume.status != AVAILABLE:
             raise Conflict(_busy(volume, "attached"))
+        _not_being_copied(api, volume, "attached")
         target = _vm_now(api, target)
         if volume.node != target.host:
             _follow(api, volume, target.host)
@@ -466,6 +471,7 @@ def delete_volume(ctx: Context, ident: str) -> VolumeOutcome:
         volume = reread(api, volume)
         if volume.status == IN_USE:
             raise Conflict(_busy(volume, "deleted"))
+        _not_being_copied(api, volume, "deleted")
         still_held(held, vdc)
         _forget_snapshots(api, volume)
         answer = api.destroy(volume.node, volume.vmid)
@@ -483,3 +489,17 @@ def _forget_snapshots(api: ZoneApi, volume: Volume) -> None:
             tags = [t for t in config.tags if not t.startswith(SNAPSHOT_OF_TAG_PREFIX)]
             tags.append(f"{SNAPSHOT_OF_DELETED_TAG_PREFIX}{volume.vmid}")
             api.set_config(snapshot.node, snapshot.vmid, ConfigChange(tags=tuple(tags)))
+
+
+def _not_being_copied(api: ZoneApi, volume: Volume, doing: str) -> None:
+    """CONFLICT while Proxmox copies the volume's disk into a snapshot: a guest must not write it then, nor
+    may it go (a config read of each snapshot being copied, which says what it copies)."""
+    for guest in api.resources("vm").volume_snapshots:
+        if guest.lock and vdc_of(parse_tags(guest.tags)) == volume.vdc:
+            found = copy_of(api.config(guest.node, guest.vmid).description or "")
+            if found is not None and found[0] == volume.vmid:
+                name = guest.name.removesuffix(SNAPSHOT_HOLDER_SUFFIX)
+                raise Conflict(
+                    f"volume {volume.name} is being copied into snapshot {name}: it can be {doing} once "
+                    "the copy is whole"
+                )

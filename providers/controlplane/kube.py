@@ -55,6 +55,9 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("storage.k8s.io/v1", "StorageClass"): ("storageclasses", False),
     # A tenant's network plugin's own kinds (Calico's: providers/controlplane/calico.py).
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("customresourcedefinitions", False),
+    # Kubernetes' snapshot API (its CRDs are the provider's, providers/controlplane/snapshots.py): the CSI
+    # driver's VolumeSnapshotClass.
+    ("snapshot.storage.k8s.io/v1", "VolumeSnapshotClass"): ("volumesnapshotclasses", False),
     # The Prometheus Operator's, written only while the providers chart's ServiceMonitor is on (monitoring).
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitors", True),
     # Cluster API's and ours, as the management cluster's kinds are defined (kube_objects).

@@ -7,16 +7,18 @@ Its two halves, as the driver's design has them (docs/kubernetes.md, "Storage"):
   ``CSIDriver`` (attach required: a volume is a disk attached to the worker's VM); a ``StorageClass`` per
   storage profile of the FlexControlPlane's ``spec.storage`` (the VDC's profiles with storage in the
   cluster's zone, the first the default; ``WaitForFirstConsumer``, the zone as allowed topology,
-  expansion allowed); the node plugin's DaemonSet on every worker (``python -m providers.csi node``,
+  expansion allowed); Kubernetes' snapshot API (its CRDs) and the driver's default VolumeSnapshotClass
+  (:mod:`.snapshots`); the node plugin's DaemonSet on every worker (``python -m providers.csi node``,
   privileged: it formats and mounts disks; kubelet's ``node-driver-registrar`` beside it); and what the
   controller's sidecars may do there (:func:`rbac`, their user :data:`.pki.CSI_CONTROLLER`);
 - **beside the hosted control plane** (:func:`render_controller`, in its namespace): the controller
   (``python -m providers.csi controller``, as the cluster's service account, with the cloud controller's
-  key) and its sidecars (external-provisioner, -attacher, -resizer), which reach the tenant's API server
-  with their own certificate. No Proxmox credential anywhere.
+  key) and its sidecars (external-provisioner, -attacher, -resizer, -snapshotter) with the
+  snapshot-controller, which reach the tenant's API server with their own certificate. No Proxmox
+  credential anywhere.
 
-The sidecars and the registrar are Kubernetes' own (SIG Storage's images, pinned below, from the cluster's
-registry); the driver's halves run flex.plane's image.
+The sidecars, the snapshot-controller and the registrar are Kubernetes' own (SIG Storage's images, pinned
+below, from the cluster's registry); the driver's halves run flex.plane's image.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from providers.controlplane import pki
+from providers.controlplane import pki, snapshots
 from providers.controlplane.cni import MANAGED_BY, NAMESPACE, RBAC
 from providers.controlplane.cni import meta as meta_of
 from providers.controlplane.model import (
@@ -60,6 +62,11 @@ PROVISIONER = "sig-storage/csi-provisioner:v5.3.0"
 ATTACHER = "sig-storage/csi-attacher:v4.10.0"
 RESIZER = "sig-storage/csi-resizer:v1.14.0"
 REGISTRAR = "sig-storage/csi-node-driver-registrar:v2.15.0"
+# external-snapshotter's two (one release, built on Kubernetes 1.34's libraries and CSI 1.12): the sidecar,
+# and the cluster's snapshot-controller. Their group snapshots are off (the CSIVolumeGroupSnapshot gate is
+# off by default before v8.7): a later pin installs the groupsnapshot CRDs too, or turns that gate off.
+SNAPSHOTTER = "sig-storage/csi-snapshotter:v8.4.0"
+SNAPSHOT_CONTROLLER = "sig-storage/snapshot-controller:v8.4.0"
 # How long a sidecar waits for one call of the controller (an attach waits for Proxmox's task).
 SIDECAR_TIMEOUT = "150s"
 
@@ -108,10 +115,13 @@ def storage_classes(cp: ControlPlane) -> list[Manifest]:
 
 
 def rbac() -> list[Manifest]:
-    """What the controller's sidecars (:data:`.pki.CSI_CONTROLLER`) may do: the provisioner's volumes,
-    claims, classes, nodes' topology and events; the attacher's attachments; the resizer's claims' status;
-    their leader election's Leases in kube-system. Nothing else: no Secret, no Pod's spec."""
+    """What the controller's sidecars and the snapshot-controller (:data:`.pki.CSI_CONTROLLER`) may do: the
+    provisioner's volumes, claims, classes, nodes' topology and events; the attacher's attachments; the
+    resizer's claims' status; the snapshot API (the snapshot-controller binds snapshots to contents it makes,
+    the snapshotter takes the contents' snapshots); their leader election's Leases in kube-system. Nothing
+    else: no Secret, no Pod's spec."""
     read = ["get", "list", "watch"]
+    snapshot_api = snapshots.GROUP
     rules = [
         {
             "apiGroups": [""],
@@ -125,6 +135,18 @@ def rbac() -> list[Manifest]:
         {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes"], "verbs": read},
         {"apiGroups": ["storage.k8s.io"], "resources": ["volumeattachments"], "verbs": [*read, "patch"]},
         {"apiGroups": ["storage.k8s.io"], "resources": ["volumeattachments/status"], "verbs": ["patch"]},
+        {"apiGroups": [snapshot_api], "resources": ["volumesnapshotclasses"], "verbs": read},
+        {"apiGroups": [snapshot_api], "resources": ["volumesnapshots"], "verbs": [*read, "update", "patch"]},
+        {
+            "apiGroups": [snapshot_api],
+            "resources": ["volumesnapshotcontents"],
+            "verbs": [*read, "create", "update", "patch", "delete"],
+        },
+        {
+            "apiGroups": [snapshot_api],
+            "resources": ["volumesnapshots/status", "volumesnapshotcontents/status"],
+            "verbs": ["update", "patch"],
+        },
     ]
     leases = [
         {
@@ -243,10 +265,18 @@ def node_plugin(cp: ControlPlane) -> list[Manifest]:
 
 
 def tenant_manifests(cp: ControlPlane) -> list[Manifest]:
-    """The tenant's half, in the order to create it; none for a cluster with no storage profile."""
+    """The tenant's half, in the order to create it (the snapshot class last: its CRD, first, is served by
+    then); none for a cluster with no storage profile."""
     if not cp.storage_profiles:
         return []
-    return [csi_driver(), *storage_classes(cp), *rbac(), *node_plugin(cp)]
+    return [
+        csi_driver(),
+        *storage_classes(cp),
+        *snapshots.crds(),
+        *rbac(),
+        *node_plugin(cp),
+        snapshots.snapshot_class(),
+    ]
 
 
 # ---------------------------------------------------------------------------------- beside the control plane
@@ -271,8 +301,8 @@ def controller_files(
 def render_controller(
     cp: ControlPlane, cloud: CloudController, files: Mapping[str, bytes], key: bytes, server: str
 ) -> list[Manifest]:
-    """The controller and its sidecars (one replica, recreated: the sidecars elect a leader in the tenant
-    cluster all the same), and its Secret, in the control plane's namespace."""
+    """The controller with its sidecars and the tenant's snapshot-controller (one replica, recreated: they
+    elect a leader in the tenant cluster all the same), and its Secret, in the control plane's namespace."""
     secret_files = controller_files(cp, cloud, files, key, server)
     component = {"app.kubernetes.io/component": CONTROLLER}
     match = {**component, "controlplane.flexplane.io/cluster": cp.cluster}
@@ -290,22 +320,29 @@ def render_controller(
     socket = {"name": "socket-dir", "mountPath": SOCKET_DIR}
     secret = mount(CONTROLLER, CONTROLLER_DIR)
 
-    def sidecar(name: str, image: str, *extra: str) -> dict[str, Any]:
+    def tenant_controller(name: str, image: str, *extra: str) -> dict[str, Any]:
+        """A controller of the tenant's objects, reaching its API server with the kubeconfig."""
         return {
             "name": name,
             "image": cp.image(image),
             "args": [
-                f"--csi-address={SOCKET_DIR}/csi.sock",
                 f"--kubeconfig={CONTROLLER_DIR}/{KUBECONFIG_FILE}",
                 "--leader-election",
                 f"--leader-election-namespace={NAMESPACE}",
-                f"--timeout={SIDECAR_TIMEOUT}",
                 *extra,
             ],
             "resources": resources("10m", "32Mi", "128Mi"),
             "securityContext": security_context(),
-            "volumeMounts": [socket, secret],
+            "volumeMounts": [secret],
         }
+
+    def sidecar(name: str, image: str, *extra: str) -> dict[str, Any]:
+        """One of the driver's sidecars: a tenant controller that calls the driver on its socket."""
+        container = tenant_controller(
+            name, image, f"--csi-address={SOCKET_DIR}/csi.sock", f"--timeout={SIDECAR_TIMEOUT}", *extra
+        )
+        container["volumeMounts"] = [socket, secret]
+        return container
 
     return [
         {
@@ -354,6 +391,8 @@ def render_controller(
                             ),
                             sidecar("csi-attacher", ATTACHER),
                             sidecar("csi-resizer", RESIZER, "--handle-volume-inuse-error=false"),
+                            sidecar("csi-snapshotter", SNAPSHOTTER, "--extra-create-metadata"),
+                            tenant_controller("snapshot-controller", SNAPSHOT_CONTROLLER),
                         ],
                         "volumes": [
                             {"name": "socket-dir", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},

@@ -3,7 +3,7 @@ beside a tenant cluster's hosted control plane, until SIGTERM (or SIGINT).
 
 The node plugin serves the CSI Identity and Node services on a Unix socket, where kubelet's
 node-driver-registrar finds it; the controller, the Identity and Controller services, where the sidecars
-(external-provisioner, -attacher, -resizer) find it. Settings, each an option or its variable:
+(external-provisioner, -attacher, -resizer, -snapshotter) find it. Settings, each an option or its variable:
 
 - ``--endpoint`` / ``CSI_ENDPOINT``: ``unix:///csi/csi.sock`` (the sidecars' convention).
 

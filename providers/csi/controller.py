@@ -11,13 +11,16 @@ portal as the VDC's. The spec's calls map to the API's:
   topology asked for (``topology.kubernetes.io/zone``) or the class's ``zone``, of the smallest whole GiB
   that holds ``required_bytes`` and the profile allows (its least, without one). The API returns the
   volume a same-named create made
-  (the sidecar's retries); a volume of that name with another size is ALREADY_EXISTS.
+  (the sidecar's retries); a volume of that name with another size is ALREADY_EXISTS. With a snapshot as
+  its content source, ``createVolumeFromSnapshot`` (:mod:`.snapshots`); another volume as its source (a
+  clone) is not offered: INVALID_ARGUMENT, as the spec has it for a source the driver does not serve.
 - ``ControllerPublishVolume``: ``attachVolume`` to the worker's VM, found by the node id (the Kubernetes
   node's name, the VM's name); its publish context carries the disk's ``serial``, by which the node
   plugin finds the disk. Attached to another VM already: FAILED_PRECONDITION, as the spec says.
 - ``ControllerUnpublishVolume``: ``detachVolume`` (nothing to do for a volume attached to no VM, or gone).
 - ``ControllerExpandVolume``: ``resizeVolume`` (grow only), the node then grows the file system.
 - ``DeleteVolume``: ``deleteVolume`` (a volume gone already is deleted: the call is idempotent).
+- ``CreateSnapshot``, ``DeleteSnapshot``, ``ListSnapshots``: the VDC's volume snapshots (:mod:`.snapshots`).
 
 The API's refusals become the spec's codes: NOT_FOUND as it is, INVALID as INVALID_ARGUMENT (a size out of
 the profile's limits as OUT_OF_RANGE), QUOTA_EXCEEDED as RESOURCE_EXHAUSTED, CONFLICT as
@@ -27,10 +30,7 @@ FAILED_PRECONDITION, UNAVAILABLE and UPSTREAM_FAILURE as UNAVAILABLE (the sideca
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import math
-import re
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -42,40 +42,27 @@ from apiclient.generated.fragments import VolumeFields
 from providers.cloud.vdc import Vdc, answered
 from providers.csi.proto import csi_pb2 as csi
 from providers.csi.proto import csi_pb2_grpc
-from providers.csi.rules import SERIAL_KEY, ZONE_KEY, Refused, abort, checked_capability, required
+from providers.csi.rules import (
+    GIB,
+    SERIAL_KEY,
+    SIDECAR_PARAMETER,
+    ZONE_KEY,
+    Refused,
+    abort,
+    api_name,
+    checked_capability,
+    required,
+    size_gb,
+)
+from providers.csi.snapshots import Snapshots
 
 log = logging.getLogger("providers.csi.controller")
 
-GIB = 1024**3
 # A StorageClass's parameters: the storage profile its volumes are made on, and (optional) their zone.
 STORAGE_PROFILE = "storageProfile"
 ZONE = "zone"
-# Parameters the external-provisioner adds to every CreateVolume (csi.storage.k8s.io/pv/name, ...).
-SIDECAR_PARAMETER = re.compile(r"csi\.storage\.k8s\.io/.+")
-_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
 Reply = TypeVar("Reply")
-
-
-def volume_name(name: str) -> str:
-    """The VDC volume's name for a CSI volume name: the name itself when it is a DNS label (the
-    external-provisioner's ``pvc-<uuid>``), else ``csi-`` and 40 hex digits of its SHA-256."""
-    if _LABEL.fullmatch(name):
-        return name
-    return "csi-" + hashlib.sha256(name.encode()).hexdigest()[:40]
-
-
-def size_gb(capacity: csi.CapacityRange, smallest: int = 1) -> int:
-    """The smallest whole GiB holding ``required_bytes``, at least ``smallest`` (the storage profile's
-    least), within ``limit_bytes``; OUT_OF_RANGE where there is none."""
-    wanted = max(smallest, math.ceil(capacity.required_bytes / GIB))
-    if capacity.limit_bytes and wanted * GIB > capacity.limit_bytes:
-        raise Refused(
-            grpc.StatusCode.OUT_OF_RANGE,
-            f"volumes are whole GiB, of at least {smallest}: {wanted} GiB would pass the limit of "
-            f"{capacity.limit_bytes} bytes",
-        )
-    return wanted
 
 
 def _zone(request: csi.CreateVolumeRequest) -> str | None:
@@ -88,11 +75,28 @@ def _zone(request: csi.CreateVolumeRequest) -> str | None:
     return request.parameters.get(ZONE) or None
 
 
-def _as_csi(volume: VolumeFields) -> csi.Volume:
+def _content_source(request: csi.CreateVolumeRequest) -> csi.VolumeContentSource | None:
+    """The snapshot a volume is to be made from (None: made empty); a clone of a volume is not offered."""
+    if not request.HasField("volume_content_source"):
+        return None
+    source = request.volume_content_source
+    kind = source.WhichOneof("type")
+    if kind != "snapshot":
+        said = "a volume (a clone)" if kind == "volume" else "nothing"
+        raise Refused(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"volume_content_source names {said}: volumes are made empty or from a snapshot (take one of the "
+            "volume and make the new volume from it)",
+        )
+    return source
+
+
+def _as_csi(volume: VolumeFields, source: csi.VolumeContentSource | None = None) -> csi.Volume:
     return csi.Volume(
         volume_id=volume.id,
         capacity_bytes=volume.size_gb * GIB,
         accessible_topology=[csi.Topology(segments={ZONE_KEY: volume.zone})],
+        content_source=source,
     )
 
 
@@ -119,6 +123,7 @@ class ControllerService(csi_pb2_grpc.ControllerServicer):
     def __init__(self, api: FlexPlane) -> None:
         self.api = api
         self.vdc = Vdc(api)
+        self.snapshots = Snapshots(api)
 
     def _answer(self, context: grpc.ServicerContext, doing: str, call: Callable[[], Reply]) -> Reply:
         try:
@@ -145,15 +150,12 @@ class ControllerService(csi_pb2_grpc.ControllerServicer):
         return self._answer(context, f"creating volume {request.name}", lambda: self._create(request))
 
     def _create(self, request: csi.CreateVolumeRequest) -> csi.CreateVolumeResponse:
-        name = volume_name(required(request.name, "name"))
+        name = api_name(required(request.name, "name"))
         if not request.volume_capabilities:
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "volume_capabilities are required")
         for capability in request.volume_capabilities:
             checked_capability(capability, "volume_capabilities")
-        if request.HasField("volume_content_source"):
-            raise Refused(
-                grpc.StatusCode.INVALID_ARGUMENT, "volumes are made empty: no snapshot or volume to copy"
-            )
+        source = _content_source(request)
         unknown = sorted(
             key
             for key in request.parameters
@@ -168,6 +170,10 @@ class ControllerService(csi_pb2_grpc.ControllerServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"parameters.{STORAGE_PROFILE}: no storage profile {profile!r}",
             )
+        if source is not None:
+            zone = request.parameters.get(ZONE) or None
+            copy = self.snapshots.volume_from(request, name, profile, limits[profile].max_gb, zone)
+            return csi.CreateVolumeResponse(volume=_as_csi(copy, source))
         size = size_gb(request.capacity_range, limits[profile].min_gb)
         if size > limits[profile].max_gb:
             raise Refused(
@@ -274,6 +280,25 @@ class ControllerService(csi_pb2_grpc.ControllerServicer):
 
         return self._answer(context, f"growing volume {request.volume_id}", expand)
 
+    # ------------------------------------------------------------------------------------------ snapshots
+
+    def CreateSnapshot(
+        self, request: csi.CreateSnapshotRequest, context: grpc.ServicerContext
+    ) -> csi.CreateSnapshotResponse:
+        doing = f"taking snapshot {request.name} of volume {request.source_volume_id}"
+        return self._answer(context, doing, lambda: self.snapshots.create(request))
+
+    def DeleteSnapshot(
+        self, request: csi.DeleteSnapshotRequest, context: grpc.ServicerContext
+    ) -> csi.DeleteSnapshotResponse:
+        doing = f"deleting snapshot {request.snapshot_id}"
+        return self._answer(context, doing, lambda: self.snapshots.delete(request))
+
+    def ListSnapshots(
+        self, request: csi.ListSnapshotsRequest, context: grpc.ServicerContext
+    ) -> csi.ListSnapshotsResponse:
+        return self._answer(context, "listing snapshots", lambda: self.snapshots.list(request))
+
     # ------------------------------------------------------------------------------------------ the rest
 
     def ValidateVolumeCapabilities(
@@ -312,6 +337,8 @@ CAPABILITIES: tuple[csi.ControllerServiceCapability.RPC.Type, ...] = (
     _RPC.CREATE_DELETE_VOLUME,
     _RPC.PUBLISH_UNPUBLISH_VOLUME,
     _RPC.EXPAND_VOLUME,
+    _RPC.CREATE_DELETE_SNAPSHOT,
+    _RPC.LIST_SNAPSHOTS,
 )
 
 

@@ -3,6 +3,9 @@ its code), the checks of a request's fields and capabilities, and the keys both 
 
 from __future__ import annotations
 
+import hashlib
+import math
+import re
 from typing import NoReturn
 
 import grpc
@@ -10,6 +13,10 @@ import grpc
 from providers.csi.mounts import FILE_SYSTEMS
 from providers.csi.proto import csi_pb2 as csi
 
+GIB = 1024**3
+# Parameters the sidecars add to every create (csi.storage.k8s.io/pv/name, .../volumesnapshot/name, ...).
+SIDECAR_PARAMETER = re.compile(r"csi\.storage\.k8s\.io/.+")
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 # The publish context's key of a volume's disk serial (ControllerPublishVolume answers it).
 SERIAL_KEY = "serial"
 DEFAULT_FS = "ext4"
@@ -45,6 +52,28 @@ def required(value: str, name: str) -> str:
     if not value:
         raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{name} is required")
     return value
+
+
+def api_name(name: str) -> str:
+    """The VDC's name for a CSI volume's or snapshot's name (the API's names are DNS labels): the name itself
+    when it is one (the sidecars' ``pvc-<uuid>``, ``snapshot-<uuid>``), else ``csi-`` and 40 hex digits of
+    its SHA-256."""
+    if _LABEL.fullmatch(name):
+        return name
+    return "csi-" + hashlib.sha256(name.encode()).hexdigest()[:40]
+
+
+def size_gb(capacity: csi.CapacityRange, smallest: int = 1) -> int:
+    """The smallest whole GiB holding ``required_bytes``, at least ``smallest`` (a storage profile's least, a
+    snapshot's size), within ``limit_bytes``; OUT_OF_RANGE where there is none."""
+    wanted = max(smallest, math.ceil(capacity.required_bytes / GIB))
+    if capacity.limit_bytes and wanted * GIB > capacity.limit_bytes:
+        raise Refused(
+            grpc.StatusCode.OUT_OF_RANGE,
+            f"volumes are whole GiB, of at least {smallest}: {wanted} GiB would pass the limit of "
+            f"{capacity.limit_bytes} bytes",
+        )
+    return wanted
 
 
 def checked_capability(capability: csi.VolumeCapability, name: str = "volume_capability") -> str | None:

@@ -225,3 +225,55 @@ def test_another_vdcs_snapshot_answers_as_missing(
             "NOT_FOUND"
         ]
     assert fake_vm(light, snapshot["id"]) is not None
+
+
+def test_while_proxmox_copies_neither_end_of_the_copy_is_attached_or_deleted(
+    api: InProcessApi, light: LightWorld, vm_name: Callable[[str], str], named: Callable[[str], str]
+) -> None:
+    """A copy outlasting its request (the fake's clone lock, set by hand): the snapshot is creating and
+    says from its holder's description what it copies and since when; its volume is neither attached nor
+    deleted, the snapshot not deleted while a volume is made from it; a retry finishes it once whole."""
+    vm = ok(create(api, "alice", "demo", name=vm_name("later")))["virtualMachine"]
+    source = volume(api, named("busy"), near=vm["id"])
+    snapshot = ok(call(api, TAKE, "createVolumeSnapshot", volume=source["id"], name=named("slow")))[
+        "snapshot"
+    ]
+    pve = light.fakes["zone-a"].pve
+    held = light.fakes.on_loop(lambda: pve.vm(int(snapshot["id"].split("/")[1])))
+    tags = held.config["tags"]
+    untagged = ";".join(t for t in tags.split(";") if not t.startswith(("fp-of-", "fp-taken-")))
+    light.fakes.on_loop(lambda: (held.config.update(tags=untagged), setattr(held, "lock", "clone")))
+    try:
+        copying = call(api, GET, "volumeSnapshot", id=snapshot["id"])
+        assert (copying["status"], copying["source"]) == ("creating", source["id"])
+        assert copying["takenAt"]
+        for refused in (
+            call(api, ATTACH, "attachVolume", id=source["id"], vm=vm["id"]),
+            call(api, DELETE, "deleteVolume", id=source["id"]),
+        ):
+            assert [e["code"] for e in refused["errors"]] == ["CONFLICT"]
+            assert f"being copied into snapshot {snapshot['name']}" in refused["errors"][0]["message"]
+        again = ok(call(api, TAKE, "createVolumeSnapshot", volume=source["id"], name=snapshot["name"]))
+        assert again["snapshot"]["status"] == "creating"
+    finally:
+        light.fakes.on_loop(lambda: setattr(held, "lock", None))
+    finished = ok(call(api, TAKE, "createVolumeSnapshot", volume=source["id"], name=snapshot["name"]))
+    assert finished["snapshot"]["status"] == "available"
+    assert f"fp-of-{source['id'].split('/')[1]}" in held.config["tags"]
+    assert finished["snapshot"]["takenAt"] == copying["takenAt"]  # when the copy began, not when tagged
+
+    copy = ok(call(api, RESTORE, "createVolumeFromSnapshot", snapshot=snapshot["id"], name=named("made")))
+    made = light.fakes.on_loop(lambda: pve.vm(int(copy["volume"]["id"].split("/")[1])))
+    light.fakes.on_loop(lambda: setattr(made, "lock", "clone"))
+    try:
+        assert call(
+            api, "query($id: ID!) { volume(id: $id) { status } }", "volume", id=copy["volume"]["id"]
+        ) == {"status": "creating"}
+        refused = call(api, DROP, "deleteVolumeSnapshot", id=snapshot["id"])
+        assert [e["code"] for e in refused["errors"]] == ["CONFLICT"]
+        assert (
+            f"volume {copy['volume']['name']} is being made from snapshot" in refused["errors"][0]["message"]
+        )
+    finally:
+        light.fakes.on_loop(lambda: setattr(made, "lock", None))
+    ok(call(api, DROP, "deleteVolumeSnapshot", id=snapshot["id"]))
