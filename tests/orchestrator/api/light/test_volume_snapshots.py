@@ -129,7 +129,9 @@ def test_a_detached_volumes_snapshot_is_a_copy_listed_with_it_and_made_into_a_ne
     ok(call(api, DELETE, "deleteVolume", id=source["id"]))
     orphan = call(api, GET, "volumeSnapshot", id=snapshot["id"])
     assert (orphan["source"], orphan["sourceDeleted"]) == (source["id"], True)
-    assert f"fp-was-{source['id'].split('/')[1]}" in fake_vm(light, snapshot["id"])["config"]["tags"]
+    orphaned = fake_vm(light, snapshot["id"])
+    assert orphaned is not None
+    assert f"fp-was-{source['id'].split('/')[1]}" in orphaned["config"]["tags"]
     successor = volume(api, named("next"))
     held = call(api, "query($id: ID!) { volume(id: $id) { snapshots { id } } }", "volume", id=successor["id"])
     assert held["snapshots"] == []
@@ -242,7 +244,12 @@ def test_while_proxmox_copies_neither_end_of_the_copy_is_attached_or_deleted(
     held = light.fakes.on_loop(lambda: pve.vm(int(snapshot["id"].split("/")[1])))
     tags = held.config["tags"]
     untagged = ";".join(t for t in tags.split(";") if not t.startswith(("fp-of-", "fp-taken-")))
-    light.fakes.on_loop(lambda: (held.config.update(tags=untagged), setattr(held, "lock", "clone")))
+
+    def copying_now() -> None:
+        held.config["tags"] = untagged
+        held.lock = "clone"
+
+    light.fakes.on_loop(copying_now)
     try:
         copying = call(api, GET, "volumeSnapshot", id=snapshot["id"])
         assert (copying["status"], copying["source"]) == ("creating", source["id"])
