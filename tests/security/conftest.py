@@ -227,6 +227,8 @@ class AlicesVms:
     security_group: str = ""
     # A volume of VDC demo's, available, beside ``stopped``.
     volume: str = ""
+    # A snapshot of ``volume``.
+    volume_snapshot: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -256,10 +258,19 @@ def alices_vms(api: GraphQL, world: World) -> Iterator[AlicesVms]:
             variables={"name": name("vol"), "near": stopped},
         ).data["createVolume"]
         assert volume["errors"] == [], volume["errors"]
+        snapshot = api(
+            "mutation($id: ID!, $name: String!) { createVolumeSnapshot(volume: $id, name: $name) "
+            "{ snapshot { id } errors { code message } } }",
+            user="alice",
+            vdc="demo",
+            variables={"id": volume["volume"]["id"], "name": name("snap")},
+        ).data["createVolumeSnapshot"]
+        assert snapshot["errors"] == [], snapshot["errors"]
         yield AlicesVms(
             network=network,
             security_group=group,
             volume=volume["volume"]["id"],
+            volume_snapshot=snapshot["snapshot"]["id"],
             running=running["virtualMachine"]["id"],
             stopped=stopped,
             task=running["task"]["id"],
@@ -271,6 +282,11 @@ def alices_vms(api: GraphQL, world: World) -> Iterator[AlicesVms]:
             user="admin",
             vdc="demo",
             variables={"name": group},
+        )
+        api(
+            "mutation($id: ID!) { deleteVolumeSnapshot(id: $id) { errors { code } } }",
+            user="admin",
+            variables={"id": snapshot["snapshot"]["id"]},
         )
         for mutation in ("detachVolume", "deleteVolume"):
             document = f"mutation($id: ID!) {{ {mutation}(id: $id) {{ errors {{ code }} }} }}"

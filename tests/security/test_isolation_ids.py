@@ -108,6 +108,11 @@ def volume_probe(document: str, **options: Any) -> Probe:
     return Probe("volume", document, foreign=lambda vms: vms.volume, **options)
 
 
+def snapshot_probe(document: str, **options: Any) -> Probe:
+    """A probe whose foreign id is a snapshot of a volume of VDC demo's (made for the module)."""
+    return Probe("volume snapshot", document, foreign=lambda vms: vms.volume_snapshot, **options)
+
+
 def vdc_probe(document: str, **options: Any) -> Probe:
     """A probe whose foreign id is VDC demo, alice's."""
     return Probe("VDC", document, foreign=lambda vms: "demo", **options)
@@ -174,6 +179,15 @@ PROBES: dict[str, Probe] = {
     ),
     "volumeSnapshots of alice's volume": volume_probe(
         "query($id: ID!) { volumeSnapshots(volume: $id) { id } }"
+    ),
+    # ------------------------------------------------------------------ a volume snapshot's id
+    "volumeSnapshot": snapshot_probe("query($id: ID!) { volumeSnapshot(id: $id) { id name } }"),
+    "deleteVolumeSnapshot": snapshot_probe(
+        "mutation($id: ID!) { deleteVolumeSnapshot(id: $id) { snapshot { id } errors { code } } }"
+    ),
+    "createVolumeFromSnapshot": snapshot_probe(
+        'mutation($id: ID!) { createVolumeFromSnapshot(snapshot: $id, name: "bob-probe") '
+        "{ volume { id } errors { code } } }"
     ),
     "createVolume beside alice's VM": Probe(
         "VM",
