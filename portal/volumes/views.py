@@ -141,7 +141,7 @@ def _volume_page(
             if s.status == AVAILABLE
             else None,
         )
-        for s in sorted(volume_snapshots.snapshots_of(ctx, volume), key=lambda s: s.name)
+        for s in volume_snapshots.snapshots_of(ctx, volume)
     ]
     context = {
         "vdc": vdc,
