@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -253,25 +252,33 @@ def test_a_clone_copies_a_template_or_a_vm_of_the_pool_it_goes_into(
 ) -> None:
     """The clone check (agent.proxy.pools): a template is cloned into any flex.plane pool (a VM made from
     its image), a VM only into its own pool (a volume snapshot, a volume made from one); another pool's
-    VM, a VM in no pool and an unknown VM are refused after the cluster's VMs are read, naming ``pool``."""
-    pve.add_vm(
-        4171, "data.volume", node="pve1", pool="fp-alpha", config={"scsi0": "local-lvm:vm-4171-disk-0"}
-    )
-    pve.add_vm(
-        4172, "secret.volume", node="pve1", pool="fp-beta", config={"scsi0": "local-lvm:vm-4172-disk-0"}
-    )
-    pve.add_vm(4173, "outside", node="pve1", config={"scsi0": "local-lvm:vm-4173-disk-0"})
-    pve.add_vm(4174, "debian-12", node="pve1", template=True)
-    clone = {"name": "copy.snapshot", "pool": "fp-alpha", "full": "1", "description": "a copy"}
+    VM, a VM in no pool and an unknown VM are refused after the cluster's VMs are read, naming ``pool``.
+    (The forwarded clones name a VMID taken: Proxmox refuses them, and the session's fake keeps no copy.)"""
+    added = [
+        pve.add_vm(4171, "data.volume", node="pve1", pool="fp-alpha"),
+        pve.add_vm(4172, "secret.volume", node="pve1", pool="fp-beta"),
+        pve.add_vm(4173, "outside", node="pve1"),
+        pve.add_vm(4174, "debian-12", node="pve1", template=True),
+    ]
+    clone = {"name": "copy.snapshot", "pool": "fp-alpha", "full": "1"}
 
-    for source, reason in (("4172", "pool fp-beta"), ("4173", "pool none"), ("9998", "not among")):
-        before = len(pve.requests)
-        with pytest.raises(ProxyRefused, match=reason):
-            pool.proxmox(target, "POST", f"/nodes/pve1/qemu/{source}/clone", {**clone, "newid": "4180"})
-        assert [path for _, path, _ in pve.requests[before:]] == ["/api2/json/cluster/resources"]
+    def taken(source: str) -> dict[str, str]:
+        return {**clone, "newid": "4173" if source == "4174" else "4174"}
 
-    for source, newid in (("4171", "4181"), ("4174", "4182")):
-        with contextlib.suppress(ProxmoxError):  # forwarded: what Proxmox answers is its own
-            pool.proxmox(target, "POST", f"/nodes/pve1/qemu/{source}/clone", {**clone, "newid": newid})
-        method, path, _ = pve.requests[-1]
-        assert (method, path) == ("POST", f"/api2/json/nodes/pve1/qemu/{source}/clone")
+    try:
+        for source, reason in (("4172", "pool fp-beta"), ("4173", "pool none"), ("9998", "not among")):
+            before = len(pve.requests)
+            with pytest.raises(ProxyRefused, match=reason):
+                pool.proxmox(target, "POST", f"/nodes/pve1/qemu/{source}/clone", taken(source))
+            assert [path for _, path, _ in pve.requests[before:]] == ["/api2/json/cluster/resources"]
+
+        for source in ("4171", "4174"):
+            with pytest.raises(ProxmoxError, match="already exists"):  # forwarded: Proxmox's own answer
+                pool.proxmox(target, "POST", f"/nodes/pve1/qemu/{source}/clone", taken(source))
+            method, path, _ = pve.requests[-1]
+            assert (method, path) == ("POST", f"/api2/json/nodes/pve1/qemu/{source}/clone")
+    finally:
+        for vm in added:
+            pve.vms.remove(vm)
+            for members in pve.pools.values():
+                members.discard(vm.vmid)
