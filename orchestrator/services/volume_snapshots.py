@@ -21,10 +21,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from orchestrator.errors import Conflict, FlexPlaneError, NotFound, ValidationFailed
+from orchestrator.errors import Conflict, FlexPlaneError, ValidationFailed
 from orchestrator.models import Usage, Vdc
 from orchestrator.models.tasks import Task
-from orchestrator.models.vms import GIB, REQUEST_TAG_PREFIX, parse_vm_id, request_tag
+from orchestrator.models.vms import GIB, REQUEST_TAG_PREFIX, request_tag
 from orchestrator.models.volumes import (
     ATTACHED_TAG_PREFIX,
     AVAILABLE,
@@ -55,7 +55,14 @@ from orchestrator.services.vms.plan import (
     usage,
     vdc_lock,
 )
-from orchestrator.services.volumes import VMID_ATTEMPTS, VolumeOutcome, locate_volume, named_volume, reread
+from orchestrator.services.volumes import (
+    VMID_ATTEMPTS,
+    VolumeOutcome,
+    locate_held,
+    locate_volume,
+    named_volume,
+    reread,
+)
 from orchestrator.sources.proxmox import ClusterResources, ConfigChange, VmidTaken, ZoneApi
 
 SNAPSHOT = "volume snapshot"
@@ -94,21 +101,8 @@ def list_volume_snapshots(ctx: Context, volume: str | None = None) -> list[Volum
 
 def locate_snapshot(ctx: Context, ident: str) -> tuple[ZoneApi, VolumeSnapshot]:
     """A volume snapshot the caller may see, read live; ``NotFound`` otherwise (another VDC's too)."""
-    visible = access.visible_vdcs(ctx)
-    parsed = parse_vm_id(ident)
-    if parsed is not None:
-        zone, vmid = parsed
-        try:
-            api = inventory.zone_api(ctx, zone)
-        except NotFound:
-            api = None
-        if api is not None:
-            guest = next((g for g in api.resources("vm").volume_snapshots if g.vmid == vmid), None)
-            if guest is not None:
-                snapshot = VolumeSnapshot.from_guest(zone, guest)
-                if snapshot.vdc and (visible is None or snapshot.vdc in visible):
-                    return api, _described(ctx, snapshot)
-    raise NotFound(SNAPSHOT, ident)
+    api, snapshot = locate_held(ctx, ident, SNAPSHOT, lambda r: r.volume_snapshots, VolumeSnapshot.from_guest)
+    return api, _described(ctx, snapshot)
 
 
 def _described(ctx: Context, snapshot: VolumeSnapshot) -> VolumeSnapshot:

@@ -31,7 +31,9 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from orchestrator.errors import Conflict, NotFound, Unavailable, ValidationFailed
 from orchestrator.models import StorageProfile, Usage, Vdc
@@ -78,7 +80,7 @@ from orchestrator.services.vms.plan import (
     vdc_lock,
 )
 from orchestrator.sources.proxmox import ClusterResources, ConfigChange, Drive, VmidTaken, ZoneApi
-from orchestrator.sources.proxmox.values import SNAPSHOT_HOLDER_SUFFIX
+from orchestrator.sources.proxmox.values import SNAPSHOT_HOLDER_SUFFIX, Guest
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +116,26 @@ def list_volumes(ctx: Context) -> list[Volume]:
 
 def locate_volume(ctx: Context, ident: str) -> tuple[ZoneApi, Volume]:
     """A volume the caller may see, read live from its zone; ``NotFound`` otherwise (another VDC's too)."""
+    return locate_held(ctx, ident, VOLUME, lambda r: r.volumes, Volume.from_guest)
+
+
+class _Held(Protocol):
+    @property
+    def vdc(self) -> str: ...
+
+
+H = TypeVar("H", bound=_Held)
+
+
+def locate_held(
+    ctx: Context,
+    ident: str,
+    what: str,
+    holders: Callable[[ClusterResources], tuple[Guest, ...]],
+    read: Callable[[str, Guest], H],
+) -> tuple[ZoneApi, H]:
+    """What a holder of id ``ident`` keeps (a volume, a volume snapshot), read live from its zone, if the
+    caller may see its VDC; ``NotFound`` naming ``what`` otherwise (another VDC's too)."""
     visible = access.visible_vdcs(ctx)
     parsed = parse_vm_id(ident)
     if parsed is not None:
@@ -123,12 +145,12 @@ def locate_volume(ctx: Context, ident: str) -> tuple[ZoneApi, Volume]:
         except NotFound:
             api = None
         if api is not None:
-            guest = next((g for g in api.resources("vm").volumes if g.vmid == vmid), None)
+            guest = next((g for g in holders(api.resources("vm")) if g.vmid == vmid), None)
             if guest is not None:
-                volume = Volume.from_guest(zone, guest)
-                if volume.vdc and (visible is None or volume.vdc in visible):
-                    return api, volume
-    raise NotFound(VOLUME, ident)
+                held = read(zone, guest)
+                if held.vdc and (visible is None or held.vdc in visible):
+                    return api, held
+    raise NotFound(what, ident)
 
 
 def get_volume(ctx: Context, ident: str) -> Volume:
