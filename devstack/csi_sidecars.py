@@ -20,8 +20,11 @@ each do once, as the sidecars' documentation and the CSI spec describe it:
 - **resizer**: a bound claim asking for more than its volume has gets it (``ControllerExpandVolume``): the
   PersistentVolume's capacity grows, and the claim's once the node need not grow its file system.
 
-What it does NOT do: leader election, retries with back-off, events, secrets, snapshots, cloning, the
-kubelet's staging and mounting (the node plugin's own tests do those, against loop devices).
+Snapshots are :mod:`devstack.csi_snapshots`' (the snapshot-controller and external-snapshotter), swept
+first; a claim whose ``dataSource`` is a VolumeSnapshot is provisioned from its snapshot once it is ready.
+
+What it does NOT do: leader election, retries with back-off, events, secrets, cloning, the kubelet's
+staging and mounting (the node plugin's own tests do those, against loop devices).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import grpc
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from devstack.csi_snapshots import SnapshotSidecars
 from providers.cloud.tenant import MERGE_PATCH
 from providers.csi.identity import DRIVER
 from providers.csi.proto import csi_pb2 as csi
@@ -81,6 +85,7 @@ class CsiSidecars:
         self.controller = csi_pb2_grpc.ControllerStub(channel)
         # What the last sweep could not do, by object: the controller's refusal (the sidecars' events).
         self.failures: dict[str, str] = {}
+        self.snapshots = SnapshotSidecars(api, self.controller, self._call)
 
     def _items(self, listed: Any) -> list[dict[str, Any]]:
         return list(self.api.sanitize_for_serialization(listed).get("items") or [])
@@ -108,6 +113,7 @@ class CsiSidecars:
             for c in self._items(self.storage.list_storage_class())
             if c.get("provisioner") == DRIVER
         }
+        self.snapshots.sweep(self._volumes())
         self._provision(classes)
         self._delete_released()
         self._attach()
@@ -159,14 +165,25 @@ class CsiSidecars:
         block = spec.get("volumeMode") == "Block"
         modes = spec.get("accessModes") or []
         requested = quantity(((spec.get("resources") or {}).get("requests") or {}).get("storage", "1Gi"))
+        what = f"claim {meta['namespace']}/{meta['name']}"
+        source = spec.get("dataSource") or {}
+        content_source = None
+        if source.get("kind") == "VolumeSnapshot":
+            handle = self.snapshots.handle(meta["namespace"], source.get("name") or "")
+            if handle is None:
+                self.failures[what] = f"its data source, VolumeSnapshot {source.get('name')}, is not ready"
+                return
+            snapshot = csi.VolumeContentSource.SnapshotSource(snapshot_id=handle)
+            content_source = csi.VolumeContentSource(snapshot=snapshot)
         request = csi.CreateVolumeRequest(
             name=name,
             capacity_range=csi.CapacityRange(required_bytes=requested),
             volume_capabilities=[_capability(modes, block, fs_type)],
             parameters=parameters,
             accessibility_requirements=requirement,
+            volume_content_source=content_source,
         )
-        made = self._call(f"claim {meta['namespace']}/{meta['name']}", self.controller.CreateVolume, request)
+        made = self._call(what, self.controller.CreateVolume, request)
         if made is None:
             return
         volume = made.volume
@@ -174,13 +191,13 @@ class CsiSidecars:
             {"matchExpressions": [{"key": k, "operator": "In", "values": [v]} for k, v in t.segments.items()]}
             for t in volume.accessible_topology
         ]
-        source = {
+        csi_source = {
             "driver": DRIVER,
             "volumeHandle": volume.volume_id,
             "volumeAttributes": dict(volume.volume_context),
         }
         if not block:
-            source["fsType"] = fs_type
+            csi_source["fsType"] = fs_type
         pv = {
             "apiVersion": "v1",
             "kind": "PersistentVolume",
@@ -198,7 +215,7 @@ class CsiSidecars:
                     "name": meta["name"],
                     "uid": meta["uid"],
                 },
-                "csi": source,
+                "csi": csi_source,
                 **({"nodeAffinity": {"required": {"nodeSelectorTerms": affinity}}} if affinity else {}),
             },
         }
