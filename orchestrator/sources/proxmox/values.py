@@ -96,12 +96,6 @@ class Guest(NamedTuple):
         return self.kind == "qemu" and not self.template and self.name.endswith(HOLDER_SUFFIXES)
 
     @property
-    def is_volume(self) -> bool:
-        """A volume's holder (``<volume>.volume``, ``orchestrator.services.volumes``): a stopped VM with no
-        NIC whose one disk is the volume while no VM has it attached."""
-        return self.kind == "qemu" and not self.template and self.name.endswith(VOLUME_HOLDER_SUFFIX)
-
-    @property
     def tag_list(self) -> list[str]:
         return parse_tags(self.tags)
 
