@@ -184,7 +184,7 @@ class Snapshots:
                 self.api.create_volume_from_snapshot(snapshot.id, name, size).create_volume_from_snapshot
             ).volume
         except api.InvalidInput as exc:
-            if exc.field == "name":  # a DNS label the API refuses: a volume of another zone or profile
+            if exc.field == "name":  # a DNS label the API refuses: another volume's, not made from it
                 raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"volume {name}: {exc.message}") from exc
             raise
         if made is None:
