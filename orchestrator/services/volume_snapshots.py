@@ -34,7 +34,6 @@ from orchestrator.models.volumes import (
     TAKEN_TAG_PREFIX,
     Volume,
     VolumeSnapshot,
-    copy_of,
     copy_of_line,
     holder_name,
     made_from,
@@ -63,7 +62,7 @@ from orchestrator.services.volumes import (
     named_volume,
     reread,
 )
-from orchestrator.sources.proxmox import ClusterResources, ConfigChange, VmidTaken, ZoneApi
+from orchestrator.sources.proxmox import ClusterResources, ConfigChange, QemuConfig, VmidTaken, ZoneApi
 
 SNAPSHOT = "volume snapshot"
 
@@ -174,20 +173,16 @@ def _take(ctx: Context, api: ZoneApi, volume: Volume, name: str) -> SnapshotOutc
         now = everything_now(ctx, vdc)
         earlier = _named(now, vdc, name)
         if earlier is not None:
-            if (
-                earlier.zone != volume.zone
-                or earlier.source_deleted
-                or _source_of(api, earlier)
-                != (
-                    volume.zone,
-                    volume.vmid,
-                )
-            ):
+            # Not tagged yet (its copy under way, or outlasting its request): its description says, in the
+            # one config read the finishing needs too.
+            config = None if earlier.source_vmid is not None else api.config(earlier.node, earlier.vmid)
+            seen = earlier.described(config.description or "") if config is not None else earlier
+            if (seen.zone, seen.source_vmid, seen.source_deleted) != (volume.zone, volume.vmid, False):
                 raise ValidationFailed(
                     "name", f"VDC {vdc.id} already has a volume snapshot named {name!r}, of another volume"
                 )
             still_held(held, vdc)
-            return SnapshotOutcome(_finish(api, earlier, volume), None)
+            return SnapshotOutcome(earlier if config is None else _finish(api, seen, volume, config), None)
         volume = reread(api, volume)
         if volume.status != AVAILABLE:
             raise Conflict(
@@ -217,24 +212,17 @@ def _by(ctx: Context) -> str:
     return f"Created by: {principal.name or principal.subject} ({principal.email or principal.subject})."
 
 
-def _source_of(api: ZoneApi, snapshot: VolumeSnapshot) -> tuple[str, int] | None:
-    """The volume a snapshot copies: its tag, else (a copy not tagged yet) its description's line."""
-    if snapshot.source_vmid is not None:
-        return snapshot.zone, snapshot.source_vmid
-    found = copy_of(api.config(snapshot.node, snapshot.vmid).description or "")
-    return (snapshot.zone, found[0]) if found else None
-
-
-def _finish(api: ZoneApi, snapshot: VolumeSnapshot, volume: Volume) -> VolumeSnapshot:
-    """Tag a whole copy with the volume it was taken of and when its copy began (nothing while Proxmox
-    still copies, nothing once tagged)."""
-    if snapshot.status == CREATING or snapshot.source_vmid is not None:
+def _finish(
+    api: ZoneApi, snapshot: VolumeSnapshot, volume: Volume, config: QemuConfig | None = None
+) -> VolumeSnapshot:
+    """Tag a whole copy with the volume it was taken of and when its copy began, as its description says
+    (nothing while Proxmox still copies, nothing once tagged); ``config``: its config, read already."""
+    if snapshot.status == CREATING or snapshot.source_deleted:
         return snapshot
-    config = api.config(snapshot.node, snapshot.vmid)
-    if "lock" in config.keys:  # Proxmox still copies
-        return snapshot
-    began = copy_of(config.description or "")
-    taken = began[1] if began else int(time.time())
+    config = config or api.config(snapshot.node, snapshot.vmid)
+    if "lock" in config.keys or SNAPSHOT_OF_TAG_PREFIX + str(volume.vmid) in config.tags:
+        return snapshot  # Proxmox still copies, or tagged already
+    taken = snapshot.described(config.description or "").taken_at or int(time.time())
     stale = (ATTACHED_TAG_PREFIX, SNAPSHOT_OF_TAG_PREFIX, TAKEN_TAG_PREFIX)
     kept = [t for t in config.tags if not t.startswith(stale)]
     tags = (*kept, f"{SNAPSHOT_OF_TAG_PREFIX}{volume.vmid}", f"{TAKEN_TAG_PREFIX}{taken}")
