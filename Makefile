@@ -50,7 +50,7 @@ ARTIFACT_TOOLS := /usr/sbin/debootstrap /usr/bin/lintian /usr/bin/umoci /usr/bin
 	/usr/bin/gpg /usr/bin/systemd-nspawn
 
 .PHONY: dev test test-full durations lint format protos lock upgrade schema install clean deb apt-repo image \
-	test-artifacts capi-components
+	test-artifacts capi-components pin-images
 
 $(BIN)/uv:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -182,6 +182,16 @@ image: $(STAMP) $(CSS) | $(ARTIFACT_TOOLS)
 # cluster template, rendered from charts/providers. A clusterctl.yaml names them (docs/kubernetes.md).
 capi-components: $(STAMP)
 	$(BIN)/python packaging/build_capi_components.py --out $(BUILD)/capi
+
+# The third-party images' digests (packaging/pin_images.py), where their registries answer: each image
+# packaging/images.py declares (the hosted control planes', the tenant clusters' addons', Zitadel's and
+# PostgreSQL's) resolved by tag to its multi-arch index's digest and written to providers/images.lock.json,
+# which the image ships and the providers pin with; Zitadel's and PostgreSQL's into charts/identity/values.yaml
+# too. Commit both. PIN_IMAGES_FLAGS passes more: --kubernetes v1.35.0 (pin another version's components),
+# --mirror host[:port][/path] --ca-file ca.pem (an air-gapped site's mirror), --username/--password-file.
+PIN_IMAGES_FLAGS ?=
+pin-images: $(STAMP)
+	$(BIN)/python packaging/pin_images.py $(PIN_IMAGES_FLAGS)
 
 # Both artifacts built, then checked and run (tests/artifacts, which make test does not collect): the .deb
 # installed, upgraded and purged in minimal Debian 12 and 13 roots, the image started and probed.

@@ -73,6 +73,7 @@ APISERVER_METRICS = 215  # tests/providers/controlplane: an API server's /metric
 ETCD_RESTORE = 216  # tests/providers/controlplane/test_restore.py: a tenant API server, an S3 server
 PROVIDERS_METRICS = 217  # tests/providers/test_metrics.py: python -m providers' /metrics, its emulator
 DISK_ZONE = 218  # tests/devstack/test_fakedisks.py: a fake zone's nodes (port 8006)
+IMAGE_MIRROR = 219  # tests/packaging/test_pin_images.py: a registry standing in for an air-gapped mirror
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

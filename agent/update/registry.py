@@ -16,6 +16,11 @@ from the realm a ``401`` names (``WWW-Authenticate: Bearer``), as registries wit
 The registry is not trusted: the manifest's bytes must hash to the digest asked for, the media
 types must be these, and the signed manifest inside then vouches for the zipapp layer's digest
 and size, which the download checks as the orchestrator-served path does (:mod:`agent.release`).
+
+The same client resolves a container image's tag to its digest (:meth:`Client.tag_digest`), which
+``make pin-images`` (packaging/pin_images.py) asks of the third-party images' registries: anonymous
+bearer tokens as ghcr.io, quay.io and Docker Hub hand out, and registry.k8s.io's redirect of manifests
+to the backend that serves them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,20 @@ import aiohttp
 from agent.release import MAX_ENVELOPE_BYTES, Manifest, ReleaseError, ReleaseRefused
 
 MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
+# A container image's manifests, as a tag names them: the multi-arch index (OCI's, Docker's manifest list)
+# first, so a registry that holds one answers it rather than one platform's image, then a single image's.
+INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
+DOCKER_LIST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+IMAGE_MEDIA_TYPES = (
+    INDEX_MEDIA_TYPE,
+    DOCKER_LIST_MEDIA_TYPE,
+    MANIFEST_MEDIA_TYPE,
+    DOCKER_MANIFEST_MEDIA_TYPE,
+)
+# The largest manifest the distribution spec has registries accept (an index of many platforms and
+# attestations is a few kilobytes).
+MAX_IMAGE_MANIFEST_BYTES = 4 * 1024 * 1024
 ARTIFACT_TYPE = "application/vnd.flexplane.agent.release.v1"
 ENVELOPE_MEDIA_TYPE = "application/vnd.flexplane.agent.release.manifest.v1+json"
 ZIPAPP_MEDIA_TYPE = "application/vnd.flexplane.agent.zipapp.v1"
@@ -50,12 +69,30 @@ CREDENTIALS_NAME = "registry.json"
 _REPOSITORY = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*")
 _HOST = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?")
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
+_CHALLENGE_PARAM = re.compile(r'(\w+)=(?:"([^"]*)"|([^\s,"]+))')
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 class RegistryUnavailable(Exception):
     """The registry did not answer, or not as a registry does (down, wrong credentials, 5xx)."""
+
+
+class ManifestUnknown(Exception):
+    """The registry holds no manifest under that tag (404)."""
+
+
+class NotAnImage(Exception):
+    """What a tag names is no image this client pins: another media type (a schema 1 manifest), or a
+    digest that is not sha256 or not the bytes'."""
+
+
+def bearer_challenge(header: str) -> dict[str, str] | None:
+    """A ``WWW-Authenticate: Bearer realm="…",service="…",scope="…"`` challenge's parameters (quoted or
+    not, in any order); None for another scheme (Basic) or none."""
+    scheme, _, params = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return {name: quoted or bare for name, quoted, bare in _CHALLENGE_PARAM.findall(params)}
 
 
 @dataclass(frozen=True)
@@ -189,6 +226,7 @@ class Client:
             sent = dict(headers or {})
             if self._authorization:
                 sent["Authorization"] = self._authorization
+            followed = False
             try:
                 response = await self.session.request(
                     method,
@@ -200,13 +238,14 @@ class Client:
                     allow_redirects=False,
                 )
                 if response.status in REDIRECTS and method in ("GET", "HEAD"):
-                    response = await self._follow(method, response)
+                    response = await self._follow(method, response, headers or {})
+                    followed = True
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 raise RegistryUnavailable(
                     f"the registry {self.repository.host} did not answer: {_say(exc)}"
                 ) from None
-            challenge = response.headers.get("WWW-Authenticate", "")
-            if response.status == 401 and attempt == 1 and challenge.lower().startswith("bearer "):
+            challenge = bearer_challenge(response.headers.get("WWW-Authenticate", ""))
+            if response.status == 401 and attempt == 1 and challenge is not None and not followed:
                 response.release()
                 self._authorization = f"Bearer {await self._token(challenge)}"
                 continue
@@ -220,22 +259,43 @@ class Client:
             return response
         raise AssertionError("unreachable")
 
-    async def _follow(self, method: str, response: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
-        """A blob's redirect (to the registry's storage, e.g. a presigned URL) followed without the
-        registry's credentials, which belong to the registry alone (the digest still checks the bytes)."""
+    async def _follow(
+        self, method: str, response: aiohttp.ClientResponse, headers: dict[str, str]
+    ) -> aiohttp.ClientResponse:
+        """A redirect followed without the registry's credentials, which belong to the registry alone: a
+        blob's to the registry's storage (a presigned URL; the digest still checks the bytes), or a
+        manifest's to the registry that serves it (registry.k8s.io's to Artifact Registry), with the
+        request's other headers (Accept). A bearer challenge there is answered anonymously, from its realm."""
         response.release()
         location = urllib.parse.urljoin(str(response.url), response.headers.get("Location", ""))
         if urllib.parse.urlsplit(location).scheme != "https":
             raise RegistryUnavailable(f"the registry {self.repository.host} redirected to {location!r}")
-        return await self.session.request(method, location, ssl=self.ssl, timeout=self._timeout())
+        kept = {name: value for name, value in headers.items() if name.lower() != "authorization"}
+        followed = await self.session.request(
+            method, location, headers=kept, ssl=self.ssl, timeout=self._timeout()
+        )
+        challenge = bearer_challenge(followed.headers.get("WWW-Authenticate", ""))
+        if followed.status != 401 or challenge is None:
+            return followed
+        followed.release()
+        token = await self._token(challenge, credentials=False)
+        return await self.session.request(
+            method,
+            location,
+            headers={**kept, "Authorization": f"Bearer {token}"},
+            ssl=self.ssl,
+            timeout=self._timeout(),
+        )
 
-    async def _token(self, challenge: str) -> str:
-        """A bearer token from the challenge's realm, for its service and scope (basic auth to ask)."""
-        params = dict(_CHALLENGE.findall(challenge))
+    async def _token(self, challenge: dict[str, str], *, credentials: bool = True) -> str:
+        """A bearer token from the challenge's realm, for its service and scope (with the registry's
+        basic credentials, when it has them and ``credentials``: anonymous otherwise)."""
+        params = dict(challenge)
         realm = params.pop("realm", "")
         if urllib.parse.urlsplit(realm).scheme != "https":
             raise RegistryUnavailable(f"the registry {self.repository.host} names no https token realm")
-        headers = {"Authorization": _basic(self.access)} if self.access and self.access.username else {}
+        send = credentials and self.access is not None and bool(self.access.username)
+        headers = {"Authorization": _basic(self.access)} if send else {}
         try:
             async with self.session.get(
                 realm, params=params, headers=headers, ssl=self.ssl, timeout=self._timeout(60)
@@ -299,6 +359,51 @@ class Client:
     def blob_url(self, manifest: Manifest) -> str:
         return self.repository.url("blobs", f"sha256:{manifest.sha256}")
 
+    # ------------------------------------------------------------------------------ a tag's digest
+
+    async def tag_digest(self, tag: str) -> str:
+        """The digest of the image ``tag`` names now: its multi-arch index's when it has one (what a
+        runtime resolves, then picks its platform's image from), else its image manifest's.
+
+        A HEAD, as ``crane digest`` and container runtimes ask (no body; Docker Hub counts no pull), read
+        from its ``Docker-Content-Digest``; a registry that names none is asked a GET, whose bytes are
+        hashed. ManifestUnknown for a tag it does not hold, NotAnImage for another kind of manifest or a
+        malformed digest, RegistryUnavailable for the rest."""
+        url = self.repository.url("manifests", tag)
+        accept = {"Accept": ", ".join(IMAGE_MEDIA_TYPES)}
+        where = f"{self.repository}:{tag}"
+        head = await self.request("HEAD", url, headers=accept)
+        head.release()
+        said = head.headers.get("Docker-Content-Digest", "")
+        if head.status == 200 and said:
+            _check_image_type(head.headers.get("Content-Type", ""), where)
+            return _checked_digest(said, where)
+        if head.status not in (200, 405):  # 405: a registry that answers no HEAD of manifests
+            _check_found(head.status, where, self.repository.host)
+        response = await self.request("GET", url, headers=accept)
+        try:
+            body = await read_at_most(response.content, MAX_IMAGE_MANIFEST_BYTES)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise RegistryUnavailable(f"the registry {self.repository.host} broke off: {_say(exc)}") from None
+        finally:
+            response.release()
+        _check_found(response.status, where, self.repository.host)
+        if len(body) > MAX_IMAGE_MANIFEST_BYTES:
+            raise NotAnImage(f"the manifest of {where} is larger than {MAX_IMAGE_MANIFEST_BYTES} bytes")
+        try:
+            document = json.loads(body)
+        except ValueError:
+            raise NotAnImage(f"the manifest of {where} is not JSON") from None
+        kind = response.headers.get("Content-Type", "") or (
+            str(document.get("mediaType", "")) if isinstance(document, dict) else ""
+        )
+        _check_image_type(kind, where, required=True)
+        digest = sha256_digest(body)
+        said = response.headers.get("Docker-Content-Digest", "")
+        if said and said != digest:
+            raise NotAnImage(f"the registry names {said} for {where}, whose bytes hash to {digest}")
+        return digest
+
     # ----------------------------------------------------------------------------------- push
 
     async def push_blob(self, data: bytes, *, media_type: str = "application/octet-stream") -> dict[str, Any]:
@@ -327,12 +432,13 @@ class Client:
             raise RegistryUnavailable(f"the registry answered {put.status} to uploading {digest}")
         return descriptor
 
-    async def push_manifest(self, tag: str, body: bytes) -> str:
-        """PUT the manifest under ``tag``; its digest."""
+    async def push_manifest(self, tag: str, body: bytes, *, media_type: str = MANIFEST_MEDIA_TYPE) -> str:
+        """PUT the manifest (an OCI image manifest unless ``media_type`` says otherwise) under ``tag``, a tag
+        or its own digest; its digest."""
         response = await self.request(
             "PUT",
             self.repository.url("manifests", tag),
-            headers={"Content-Type": MANIFEST_MEDIA_TYPE},
+            headers={"Content-Type": media_type},
             data=body,
         )
         try:
@@ -368,6 +474,28 @@ def _say(exc: BaseException) -> str:
 
 def sha256_digest(data: bytes) -> str:
     return f"sha256:{hashlib.sha256(data).hexdigest()}"
+
+
+def _check_found(status: int, where: str, host: str) -> None:
+    if status == 404:
+        raise ManifestUnknown(f"{where} is not in the registry (404)")
+    if status != 200:
+        raise RegistryUnavailable(f"the registry {host} answered {status} for {where}")
+
+
+def _check_image_type(content_type: str, where: str, *, required: bool = False) -> None:
+    """An image's manifest or index (a HEAD may name no type; a GET's body must have one)."""
+    kind = content_type.partition(";")[0].strip()
+    if (kind or required) and kind not in IMAGE_MEDIA_TYPES:
+        raise NotAnImage(
+            f"{where} is a {kind or 'manifest of no media type'}, not an image manifest or index"
+        )
+
+
+def _checked_digest(digest: str, where: str) -> str:
+    if not DIGEST.fullmatch(digest):
+        raise NotAnImage(f"the registry names {digest!r} for {where}: not sha256:<64 hex digits>")
+    return digest
 
 
 def release_layers(body: bytes, where: str) -> dict[str, Any]:

@@ -66,7 +66,8 @@ CALICO_RELEASES: dict[tuple[int, int], str] = {
     (1, 33): "v3.31.3",
     (1, 34): "v3.31.3",
 }
-# Where Calico publishes its images (also docker.io/calico): <registry>/calico/node:<release>.
+# Where Calico publishes its images (also docker.io/calico): <registry>/calico/node:<release>, at the digest
+# the image lock holds for quay.io/<path> (providers/images.py), from a moved registry too.
 CALICO_REGISTRY = "quay.io"
 
 NODE, KUBE_CONTROLLERS, CNI_PLUGIN, CONFIG = (

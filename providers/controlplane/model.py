@@ -20,6 +20,7 @@ from orchestrator.sources.kube_objects import (
     control_plane_namespace,
 )
 from providers.controlplane import pki
+from providers.images import ImageLock, shipped
 
 Manifest = dict[str, Any]
 
@@ -35,8 +36,12 @@ SCHEDULER_PORT = 10259
 
 # Where the images come from unless FLEXPLANE_PROVIDERS_IMAGE_REGISTRY moves them (an air-gapped mirror):
 # the images below are paths and tags under it, kept as they are when it moves, so a mirror copied with
-# the same paths (`skopeo sync`, `crane copy`) serves them.
+# the same paths (`skopeo sync --all`, `crane copy`) serves them. Each is pinned to the digest the image
+# lock holds for it (providers/images.py, `make pin-images`), at the mirror too: such a copy keeps digests.
 REGISTRY = "registry.k8s.io"
+# The Kubernetes components whose images follow the cluster's version (component_image): the control
+# plane's three and the tenant's kube-proxy. packaging/images.py pins them for the versions it declares.
+COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")
 KONNECTIVITY_VERSION = "v0.33.0"
 ETCD_IMAGE = "etcd:3.6.5-0"
 KONNECTIVITY_SERVER_IMAGE = f"kas-network-proxy/proxy-server:{KONNECTIVITY_VERSION}"
@@ -148,15 +153,21 @@ class ControlPlane:
     storage_profiles: tuple[str, ...] = ()
     # The SNI mode's in-cluster endpoint (providers.sni.nodelocal): FLEXPLANE_PROVIDERS_SNI_NODE_ADDRESS.
     node_local_address: str = NODE_LOCAL_ADDRESS
+    # The third-party images' digests (providers/images.py): the lock this package ships.
+    images: ImageLock = field(default_factory=shipped, compare=False, repr=False)
 
     def image(self, path: str) -> str:
-        """The image ``path`` (``name:tag`` under the registry) from this control plane's registry."""
-        return f"{self.registry}/{path}"
+        """The image ``path`` (``name:tag`` under registry.k8s.io) from this control plane's registry, at
+        the digest the image lock holds for it (none: the tag alone)."""
+        return self.images.pin(f"{REGISTRY}/{path}", f"{self.registry}/{path}")
 
     def foreign_image(self, home: str, path: str) -> str:
         """An image published elsewhere than registry.k8s.io (``home``, e.g. quay.io): from there, unless
-        the registry is moved, then from the moved registry under the same path."""
-        return f"{home if self.registry == REGISTRY else self.registry}/{path}"
+        the registry is moved, then from the moved registry under the same path; at the digest the image
+        lock holds for ``home/path`` (a mirror's copy has the same)."""
+        return self.images.pin(
+            f"{home}/{path}", f"{home if self.registry == REGISTRY else self.registry}/{path}"
+        )
 
     def flexplane_image(self) -> str:
         """flex.plane's own image at this release, from the cluster's registry as every other image is."""

@@ -59,7 +59,8 @@ CILIUM_RELEASES: dict[tuple[int, int], str] = {
     (1, 34): "v1.19.3",
 }
 # Where Cilium publishes its images; a moved registry (FLEXPLANE_PROVIDERS_IMAGE_REGISTRY) keeps their
-# paths, as for every other image: <mirror>/cilium/cilium:<release>.
+# paths, as for every other image: <mirror>/cilium/cilium:<release>. Each is pulled at the digest the image
+# lock holds for quay.io/<path> (providers/images.py), from the mirror too.
 CILIUM_REGISTRY = "quay.io"
 
 AGENT, OPERATOR, CONFIG = "cilium", "cilium-operator", "cilium-config"

@@ -57,7 +57,7 @@ KEY_FILE = "key.json"
 KUBECONFIG_FILE = "kubeconfig"
 CA_FILE = "ca.crt"
 # SIG Storage's sidecars (registry.k8s.io/sig-storage), each at a release that serves Kubernetes 1.33 and 1.34
-# and CSI 1.x. Their digests are pinned where the images are mirrored (issue 32: none is reachable here).
+# and CSI 1.x; each pulled at the digest the image lock holds for it (providers/images.py, `make pin-images`).
 PROVISIONER = "sig-storage/csi-provisioner:v5.3.0"
 ATTACHER = "sig-storage/csi-attacher:v4.10.0"
 RESIZER = "sig-storage/csi-resizer:v1.14.0"
@@ -67,6 +67,8 @@ REGISTRAR = "sig-storage/csi-node-driver-registrar:v2.15.0"
 # off by default before v8.7): a later pin installs the groupsnapshot CRDs too, or turns that gate off.
 SNAPSHOTTER = "sig-storage/csi-snapshotter:v8.4.0"
 SNAPSHOT_CONTROLLER = "sig-storage/snapshot-controller:v8.4.0"
+# Every image above: what the driver runs of Kubernetes' own (packaging/images.py declares them for pinning).
+IMAGES = (PROVISIONER, ATTACHER, RESIZER, REGISTRAR, SNAPSHOTTER, SNAPSHOT_CONTROLLER)
 # How long a sidecar waits for one call of the controller (an attach waits for Proxmox's task).
 SIDECAR_TIMEOUT = "150s"
 
