@@ -1,4 +1,5 @@
-"""The ASGI application: the orchestrator and the portal, served by daphne.
+"""The ASGI application: the orchestrator and the portal, served by daphne; its HTTP requests run in a
+thread pool (flexplane.handler), its websockets on the event loop (Channels).
 
 Its settings are the production ones unless DJANGO_SETTINGS_MODULE says otherwise: ``make dev`` and
 the tests choose the development settings (``flexplane.settings``) explicitly, and under those the
@@ -7,18 +8,21 @@ app answers connections that arrived on loopback only (``flexplane.loopback``).
 
 import os
 
+import django
 from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from channels.sessions import SessionMiddlewareStack
 from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.core.asgi import get_asgi_application
 
 from flexplane.loopback import LoopbackOnly, require_loopback_hosts
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "flexplane.settings.production")
+django.setup(set_prefix=False)
 
-django_app = get_asgi_application()
+from flexplane.handler import ThreadedASGIHandler  # noqa: E402
+
+django_app = ThreadedASGIHandler(settings.FLEXPLANE_REQUEST_THREADS)
 # In development the app serves its own static files; production serves them from the ingress.
 http_app = ASGIStaticFilesHandler(django_app) if settings.DEBUG else django_app
 

@@ -271,6 +271,12 @@ FLEXPLANE_CONTROL_PLANE_ADDRESSES = env_list("CONTROL_PLANE_ADDRESSES", "")
 # balancer of its own and "shared" is refused.
 FLEXPLANE_CONTROL_PLANE_SHARED_PORT = env("CONTROL_PLANE_SHARED_PORT", "")
 
+# Requests one process runs at once (flexplane.handler): each runs its middleware and view in a thread
+# of a pool this large; the others wait for a thread. A thread is made only when none is idle, so the
+# pool grows to what the load needs; the bound keeps a flood of requests from making a thread each.
+# GraphQL queries wait for a slot of their own in their thread (below): keep this well above it.
+FLEXPLANE_REQUEST_THREADS = env_count("REQUEST_THREADS", 64)
+
 # GraphQL
 FLEXPLANE_GRAPHIQL = env_bool("GRAPHIQL", DEBUG)
 # Queries one process runs at once (the rest wait their turn, so that none misses its deadlines under a

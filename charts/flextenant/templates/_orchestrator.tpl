@@ -168,6 +168,8 @@ both run with the same configuration.
   value: {{ .Values.config.graphql.maxAliases | quote }}
 - name: FLEXPLANE_GRAPHQL_MAX_TOKENS
   value: {{ .Values.config.graphql.maxTokens | quote }}
+- name: FLEXPLANE_REQUEST_THREADS
+  value: {{ .Values.server.requestThreads | quote }}
 - name: FLEXPLANE_MAX_CONCURRENT_QUERIES
   value: {{ .Values.config.graphql.maxConcurrentQueries | quote }}
 - name: FLEXPLANE_QUERY_QUEUE_TIMEOUT
