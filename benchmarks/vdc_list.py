@@ -11,8 +11,9 @@ and interleaved so that a noisy machine weighs on all alike:
 
 Before the interleaved rounds, the VDC listing alone runs ``--rounds`` times and the orchestrator's
 peak memory is taken: what the VDC listing needs, whatever the fleet. Then the peak after the fleet
-listings. Targets: VDC listing p50 <= 1.2 x the direct pool reads, and <= 1/10 of the fleet listing;
-its memory independent of the fleet size.
+listings. Targets: the VDC listing's p50 at most 10 ms over the direct pool reads' (what the whole stack
+adds: the HTTP server, the middleware, the catalog read, the agent hop, GraphQL), and at most 1/10 of the
+fleet listing's; its memory independent of the fleet size.
 
     .venv/bin/python -m benchmarks.vdc_list [--fleets 4000,40000] [--vdc 200] [--rounds 40]
 """
@@ -39,7 +40,7 @@ from benchmarks.vm_list import NODES, QUERY, ZONES  # the VM listing's layout an
 from devstack.world import World
 
 VDC = "bench"
-TARGET_OVER_POOLS = 1.2
+TARGET_OVER_POOLS_MS = 10.0
 TARGET_OF_FLEET = 0.1
 
 
@@ -138,9 +139,9 @@ def report(figures: list[Figures], vdc_size: int, rounds: int) -> bool:
     )
     met = True
     for f in figures:
-        over_pools = f.p50["vdc"] / f.p50["pools"]
+        over_pools = f.p50["vdc"] - f.p50["pools"]
         of_fleet = f.p50["vdc"] / f.p50["fleet"]
-        met = met and over_pools <= TARGET_OVER_POOLS and of_fleet <= TARGET_OF_FLEET
+        met = met and over_pools <= TARGET_OVER_POOLS_MS and of_fleet <= TARGET_OF_FLEET
         print(f"  fleet of {f.fleet_size} VMs:")
         labels = {
             "pools": f"GET /pools/fp-{VDC} x{len(ZONES)} direct:",
@@ -150,7 +151,7 @@ def report(figures: list[Figures], vdc_size: int, rounds: int) -> bool:
         for name, label in labels.items():
             print(f"    {name:6} {label:36} p50 {f.p50[name]:7.1f} ms  p99 {f.p99[name]:7.1f} ms")
         print(
-            f"    vdc / pools p50 {over_pools:.2f} (target <= {TARGET_OVER_POOLS}); "
+            f"    vdc - pools p50 {over_pools:.1f} ms (target <= {TARGET_OVER_POOLS_MS:g}); "
             f"vdc / fleet p50 {of_fleet:.3f} (target <= {TARGET_OF_FLEET})"
         )
         print(

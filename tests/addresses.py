@@ -9,8 +9,8 @@ world subnet, at a third octet of their own (below), away from the world's 127.<
 Ports are picked free per address, and no two workers share an address, so workers never clash.
 
 Without xdist, the run is worker 0. ``BASE`` defaults to 30, and the blocks must stay away from
-``make dev``'s 127.10 and the benchmarks' 127.40, 127.41, 127.44, 127.45 and 127.47: a run that would reach
-one fails at once.
+``make dev``'s 127.10 and the benchmarks' 127.40, 127.41, 127.44, 127.45, 127.47 and 127.48: a run
+that would reach one fails at once.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ RESERVED = {
     44: "benchmarks/console.py",
     45: "benchmarks/mesh.py",
     47: "benchmarks/providers.py",
+    48: "benchmarks/throughput.py",
 }
 
 
