@@ -7,7 +7,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 from asgiref.testing import ApplicationCommunicator
@@ -16,6 +15,7 @@ from django.test import override_settings
 from django.urls import include, path
 
 from flexplane.handler import ThreadedASGIHandler
+from tests.loops import run_apart
 
 # Where each request's middleware and view ran, by the request's path.
 seen: dict[str, dict[str, str]] = {}
@@ -85,10 +85,6 @@ async def ask(app: ThreadedASGIHandler, url: str) -> tuple[int, bytes]:
     return start["status"], body
 
 
-def run(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
-
-
 @pytest.fixture
 def app() -> Iterator[ThreadedASGIHandler]:
     seen.clear()
@@ -101,7 +97,7 @@ def app() -> Iterator[ThreadedASGIHandler]:
 
 def test_the_middleware_and_the_view_run_in_one_thread_of_the_pool(app: ThreadedASGIHandler) -> None:
     with override_settings(**SETTINGS):
-        status, body = run(ask(app, "/where"))
+        status, body = run_apart(ask(app, "/where"))
     assert (status, body) == (200, b'{"ok": true}')
     threads = seen["/where"]
     assert threads["middleware"] == threads["view"]
@@ -113,7 +109,7 @@ def test_requests_run_side_by_side_each_in_a_thread_of_its_own(app: ThreadedASGI
         return list(await asyncio.gather(ask(app, "/meet/1"), ask(app, "/meet/2")))
 
     with override_settings(**SETTINGS):
-        answers = run(two())
+        answers = run_apart(two())
     assert [status for status, _ in answers] == [200, 200]  # neither waited for the other to finish
     assert seen["/meet/1"]["view"] != seen["/meet/2"]["view"]
 
@@ -135,7 +131,7 @@ def test_a_request_waits_for_a_thread_when_the_pool_is_busy() -> None:
 
     try:
         with override_settings(**SETTINGS):
-            assert run(waiting())[0] == 200
+            assert run_apart(waiting())[0] == 200
     finally:
         release.set()
         busy.result(10)
@@ -146,8 +142,8 @@ def test_an_unknown_path_and_a_failing_view_are_answered_and_logged_as_django_do
     app: ThreadedASGIHandler, caplog: pytest.LogCaptureFixture
 ) -> None:
     with override_settings(**SETTINGS), caplog.at_level(logging.WARNING, logger="django.request"):
-        missing, _ = run(ask(app, "/nowhere"))
-        failed, _ = run(ask(app, "/fail"))
+        missing, _ = run_apart(ask(app, "/nowhere"))
+        failed, _ = run_apart(ask(app, "/fail"))
     assert (missing, failed) == (404, 500)
     logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "django.request"]
     assert ("WARNING", "Not Found: /nowhere") in logged
@@ -156,4 +152,4 @@ def test_an_unknown_path_and_a_failing_view_are_answered_and_logged_as_django_do
 
 def test_websockets_are_not_its_to_serve(app: ThreadedASGIHandler) -> None:
     with pytest.raises(ValueError, match="HTTP connections only, not websocket"):
-        run(app({"type": "websocket"}, None, None))
+        run_apart(app({"type": "websocket"}, None, None))
