@@ -93,7 +93,8 @@ def expect_keys(world: World, pressed: list[int], timeout: float = 10.0) -> None
     while True:
         keys = world.fakes.on_loop(lambda: list(getattr(vm, "console_keys", [])))
         downs = [keysym for down, keysym in keys if down]
-        if downs[-len(pressed) :] == pressed or time.monotonic() > deadline:
+        released = sum(1 for down, _ in keys if not down) >= len(pressed)  # the last release may trail
+        if (downs[-len(pressed) :] == pressed and released) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert downs[-len(pressed) :] == pressed, [hex(k) for k in downs]
