@@ -2,7 +2,7 @@
 
 For each size (20 and 100 clusters by default, two node pools each, with the statuses the providers
 would write), brings up the devstack's world (the Kubernetes emulator with the CRDs, identity, the
-orchestrator under daphne) and measures, in one run and interleaved so that a noisy machine weighs on
+orchestrator under uvicorn) and measures, in one run and interleaved so that a noisy machine weighs on
 both alike:
 
 - raw: the five lists a listing needs (Cluster, FlexControlPlane, ProxmoxCluster, MachineDeployment,

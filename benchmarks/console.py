@@ -1,7 +1,7 @@
 """What the browser console's path costs over a direct connection to the VM's VNC websocket.
 
 Brings up the devstack's world (one fake zone of one node, its agent over mTLS, the Kubernetes emulator,
-identity, the orchestrator and portal under daphne), gives VM 100 of VDC ``demo`` a 1024x768 screen,
+identity, the orchestrator and portal under uvicorn), gives VM 100 of VDC ``demo`` a 1024x768 screen,
 and opens two consoles on it, side by side:
 
 - stack:  alice's console as the browser opens it: the console page's ticket, ``/ws/console/`` through

@@ -1,7 +1,7 @@
 """What the portal's VM list page costs over the GraphQL query for the same page.
 
 Brings up the devstack's world (2 fake zones of 3 nodes, agents over mTLS, the Kubernetes
-emulator, identity, the orchestrator and portal under daphne), puts 500 VMs of VDC ``demo`` and
+emulator, identity, the orchestrator and portal under uvicorn), puts 500 VMs of VDC ``demo`` and
 500 of VDC ``other`` into the zones, and measures, in one run and interleaved so that a noisy
 machine weighs on both alike, the time the server takes to answer:
 

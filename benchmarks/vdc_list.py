@@ -2,7 +2,7 @@
 
 For each fleet size (4,000 and 40,000 VMs by default, in 4 fake zones of 4 nodes), with one VDC of
 200 of them (``bench``, 50 per zone) and the rest in another, brings up the devstack's world (agents
-over mTLS, the Kubernetes emulator, identity, the orchestrator under daphne) and measures, in one run
+over mTLS, the Kubernetes emulator, identity, the orchestrator under uvicorn) and measures, in one run
 and interleaved so that a noisy machine weighs on all alike:
 
 - pools: the VDC's pool read directly (``GET /pools/fp-bench?type=qemu``), the 4 zones in parallel;

@@ -1,7 +1,7 @@
 """How much the whole stack costs over Proxmox itself when listing VMs.
 
 Brings up 4 fake zones of 4 nodes with 4,000 VMs (the devstack's world: agents over mTLS,
-the Kubernetes emulator, identity, the orchestrator under daphne) and measures, in one run
+the Kubernetes emulator, identity, the orchestrator under uvicorn) and measures, in one run
 and interleaved so that a noisy machine weighs on both alike:
 
 - baseline: the 4 zones' ``/cluster/resources`` called directly, in parallel, over HTTPS;

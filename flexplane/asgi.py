@@ -1,5 +1,5 @@
-"""The ASGI application: the orchestrator and the portal, served by daphne; its HTTP requests run in a
-thread pool (flexplane.handler), its websockets on the event loop (Channels).
+"""The ASGI application: the orchestrator and the portal, served by uvicorn (flexplane.serve); its HTTP
+requests run in a thread pool (flexplane.handler), its websockets on the event loop (Channels).
 
 Its settings are the production ones unless DJANGO_SETTINGS_MODULE says otherwise: ``make dev`` and
 the tests choose the development settings (``flexplane.settings``) explicitly, and under those the

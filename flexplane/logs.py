@@ -6,8 +6,8 @@ in ``X-Request-ID``, and an INTERNAL error answered to it names it (``orchestrat
 an operator finds the traceback, the audit record and the answer under one id.
 
 Each request is logged once when it is answered (logger ``flexplane.access``: method, path without its
-query string, status, duration, client), so daphne's own access log, which prints query strings, is
-turned off (``daphne --verbosity 0``).
+query string, status, duration, client), so the server's own access log, which prints query strings, is
+turned off (``flexplane.serve`` runs uvicorn without it).
 
 ``FLEXPLANE_LOG_FORMAT`` picks ``json`` (the default: one object per line, for the log pipeline) or
 ``plain`` (for a terminal). Lines of no request carry ``request_id: null``.
@@ -25,8 +25,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponseBase
 from pythonjsonlogger.json import JsonEncoder, JsonFormatter
 
-# One line per request, in place of daphne's own access log (which prints query strings: run it with
-# --verbosity 0).
+# One line per request, in place of the server's own access log (which prints query strings: off).
 access = logging.getLogger("flexplane.access")
 _request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("flexplane_request_id", default=None)
 

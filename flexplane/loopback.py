@@ -3,7 +3,7 @@
 ALLOWED_HOSTS checks the Host header, which the client writes. What a client cannot choose is the
 address its connection arrived at, this server's own (the ASGI scope's ``server``): under the
 development settings, :class:`LoopbackOnly` answers a connection that arrived on any address but a
-loopback one with 403 (a websocket is refused likewise), whatever address daphne was told to bind;
+loopback one with 403 (a websocket is refused likewise), whatever address the server was told to bind;
 and the app does not start when ALLOWED_HOSTS names anything but this machine
 (:func:`require_loopback_hosts`).
 """

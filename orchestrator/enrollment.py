@@ -2,8 +2,9 @@
 
 JSON in, JSON out (the contract is ``agentclient.enrollment``). No bearer token: a join is
 authenticated by its join token, a renewal by the agent's certificate and a signature made with
-its key. Both refuse plain HTTP: ``request.is_secure()`` holds behind daphne's TLS endpoint, and
-behind an ingress that terminates TLS where production settings trust its X-Forwarded-Proto.
+its key. Both refuse plain HTTP: ``request.is_secure()`` holds on the server's HTTPS endpoint
+(flexplane.serve --https-port), and behind an ingress that terminates TLS where production settings
+trust its X-Forwarded-Proto.
 The use-cases, and every check, are in ``orchestrator.services.enrollment``.
 """
 

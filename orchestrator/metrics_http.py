@@ -4,9 +4,9 @@ scrape from what the services know (the agent rollout's halt) are registered her
 this module stands above the services, ``orchestrator.metrics`` below them.
 
 ``/metrics`` is meant for the cluster's Prometheus, not for the public: with ``FLEXPLANE_METRICS_PORT``
-set (the chart sets it and gives daphne that second port, which neither the Service's http port nor
-the ingress routes to), it answers only on that port, and that port answers nothing else. Unset (the
-devstack, on loopback), it answers on the app's own port.
+set (the chart sets it and gives the server that second port, flexplane.serve's --metrics-port, which
+neither the Service's http port nor the ingress routes to), it answers only on that port, and that port
+answers nothing else. Unset (the devstack, on loopback), it answers on the app's own port.
 """
 
 from __future__ import annotations

@@ -75,6 +75,7 @@ ETCD_RESTORE = 216  # tests/providers/controlplane/test_restore.py: a tenant API
 PROVIDERS_METRICS = 217  # tests/providers/test_metrics.py: python -m providers' /metrics, its emulator
 DISK_ZONE = 218  # tests/devstack/test_fakedisks.py: a fake zone's nodes (port 8006)
 IMAGE_MIRROR = 219  # tests/packaging/test_pin_images.py: a registry standing in for an air-gapped mirror
+SERVE = 220  # tests/flexplane/test_serve.py: python -m flexplane.serve's endpoints
 
 
 def address(third: int, fourth: int, on: int = WORLD) -> str:

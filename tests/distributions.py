@@ -33,7 +33,7 @@ ORCHESTRATOR_SIDE = frozenset(
         "graphene",
         "graphene_django",
         "channels",
-        "daphne",
+        "uvicorn",
         "kubernetes",
         "mozilla_django_oidc",
     }

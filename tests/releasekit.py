@@ -1,6 +1,6 @@
 """The agent release tests' kit: signed releases, and a platform that serves their channel over HTTPS.
 
-:class:`ReleasePlatform` runs the real orchestrator under daphne's TLS endpoint (certificate of
+:class:`ReleasePlatform` runs the real orchestrator on an HTTPS endpoint (flexplane.serve; certificate of
 the tests' dev CA), with FLEXPLANE_AGENT_RELEASES_DIR pointing at a folder the tests fill (or
 FLEXPLANE_AGENT_REGISTRY at a real registry, devstack/registry.py), the Kubernetes emulator
 holding the pin, and the dev identity provider for admin tokens. Agents fetch
@@ -212,10 +212,10 @@ class ReleasePlatform(Lifecycle):
             "FLEXPLANE_AGENT_RELEASES_DIR": str(self.releases),
             **self.env,
         }
-        endpoint = f"ssl:port={self.port}:interface={self.host}:privateKey={key_path}:certKey={cert_path}"
+        https = ["--host", self.host, "--https-port", str(self.port), "--certfile", str(cert_path)]
         with self.log.open("wb") as log:
             self.orchestrator = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-e", endpoint, "flexplane.asgi:application"],
+                [sys.executable, "-m", "flexplane.serve", *https, "--keyfile", str(key_path)],
                 cwd=ROOT,
                 env=env,
                 stdout=log,

@@ -3,7 +3,7 @@
 On loopback only: a fake Proxmox cluster per zone (fakepve, one address per node), the
 Kubernetes emulator seeded with the platform catalog (zones, profiles, images and VDCs: a
 ConfigMap each) and the platform CA (a Secret), the dev identity provider in its own process,
-the orchestrator under daphne (HTTP, and HTTPS for enrollment), and an agent process per node.
+the orchestrator under uvicorn (HTTP, and HTTPS for enrollment), and an agent process per node.
 
 Every node joins as on a real platform: an admin's join token from the GraphQL API, then
 ``flexplane-agent bootstrap`` against a scratch root folder of its own (``nodes/<zone>-<node>``),

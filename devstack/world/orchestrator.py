@@ -1,4 +1,5 @@
-"""The orchestrator's side of a world: its settings (environment) and its processes under daphne.
+"""The orchestrator's side of a world: its settings (environment) and its processes
+(``python -m flexplane.serve``).
 
 The world runs one orchestrator (HTTP, and HTTPS where nodes enroll and renew); a test may run
 another replica beside it with :meth:`WorldOrchestrator.spawn_orchestrator`. Its client certificate for
@@ -85,17 +86,17 @@ class WorldOrchestrator(WorldParts):
             [
                 sys.executable,
                 "-m",
-                "daphne",
-                # No access log of daphne's: it prints query strings (flexplane.logs logs each request).
-                "--verbosity",
-                "0",
-                "-b",
+                "flexplane.serve",
+                "--host",
                 host,
-                "-p",
+                "--port",
                 str(port),
-                "-e",
-                f"ssl:port={https_port}:interface={host}:privateKey={key}:certKey={cert}",
-                "flexplane.asgi:application",
+                "--https-port",
+                str(https_port),
+                "--certfile",
+                str(cert),
+                "--keyfile",
+                str(key),
             ],
             self.cfg.scratch / "logs" / f"{name}.log",
             env={**self.orchestrator_env(), **(extra_env or {})},

@@ -4,8 +4,8 @@ They serve this machine only, and sign with no key anyone else knows: ``make dev
 its own run (FLEXPLANE_SECRET_KEY); without one, each process makes its own (a restart signs the
 browser out). The ASGI app refuses to start under them unless ALLOWED_HOSTS names loopback hosts
 only, and refuses connections that arrive on any other address (``flexplane.loopback``), so
-``daphne -b 0.0.0.0`` under these settings answers no other machine: serve with the production
-settings for that.
+``python -m flexplane.serve --host 0.0.0.0`` under these settings answers no other machine: serve
+with the production settings for that.
 """
 
 import secrets

@@ -60,7 +60,6 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 FLEXPLANE_LOOPBACK_ONLY = False
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -281,7 +280,7 @@ FLEXPLANE_REQUEST_THREADS = env_count("REQUEST_THREADS", 64)
 FLEXPLANE_GRAPHIQL = env_bool("GRAPHIQL", DEBUG)
 # Queries one process runs at once (the rest wait their turn, so that none misses its deadlines under a
 # burst), and how long one waits before it is answered 503: keep it below the HTTP timeouts in front
-# (daphne's --http-timeout, the ingress's), so that a client hears "busy" rather than nothing
+# (the ingress's, a client's), so that a client hears "busy" rather than nothing
 # (orchestrator.graphql.admission).
 FLEXPLANE_MAX_CONCURRENT_QUERIES = env_count("MAX_CONCURRENT_QUERIES", 8)
 FLEXPLANE_QUERY_QUEUE_TIMEOUT = env_float("QUERY_QUEUE_TIMEOUT", 60.0)
@@ -300,8 +299,8 @@ FLEXPLANE_CONSOLE_MAX_PER_USER = env_count("CONSOLE_MAX_PER_USER", 4)
 FLEXPLANE_CONSOLE_IDLE_TIMEOUT = env_float("CONSOLE_IDLE_TIMEOUT", 900.0)
 FLEXPLANE_CONSOLE_TICKET_TTL = env_float("CONSOLE_TICKET_TTL", 30.0)
 
-# /metrics (orchestrator.metrics_http): with a port set, it answers only on that port (give daphne a second
-# endpoint on it, which the ingress does not route to), and that port answers nothing else; unset, on
+# /metrics (orchestrator.metrics_http): with a port set, it answers only on that port (flexplane.serve's
+# --metrics-port, which the ingress does not route to), and that port answers nothing else; unset, on
 # the app's own port.
 FLEXPLANE_METRICS_PORT: int | None = int(env("METRICS_PORT", "0")) or None
 

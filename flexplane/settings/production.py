@@ -10,7 +10,8 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 FLEXPLANE_GRAPHIQL = False
 FLEXPLANE_GRAPHQL_INTROSPECTION = env_bool("GRAPHQL_INTROSPECTION", False)
-# /metrics only on its own port (daphne's second endpoint, for the cluster's Prometheus), never public.
+# /metrics only on its own port (flexplane.serve's --metrics-port, for the cluster's Prometheus), never
+# public.
 FLEXPLANE_METRICS_PORT = int(env("METRICS_PORT", "9100")) or None
 
 # TLS terminates at the ingress; it tells us the original scheme.

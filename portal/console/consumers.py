@@ -118,7 +118,8 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             await self._end(UNAVAILABLE, exc.message, "unavailable")
 
     async def _end(self, code: int, reason: str, refused: str | None = None) -> None:
-        """Say why in a text frame (RFB itself is binary; daphne sends no close reason), then close."""
+        """Say why in a text frame (RFB itself is binary; a browser may not show a close reason), then
+        close."""
         if refused is not None:
             metrics.CONSOLES_REFUSED.labels(refused).inc()
         logger.info("console of %s closed with %d: %s", self.ident, code, reason)
@@ -143,8 +144,8 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         try:
             while (chunk := await self.opened.receive()) is not None:
                 metrics.CONSOLE_BYTES.labels("to_browser").inc(len(chunk))
-                # RFB is a byte stream: a large update goes as several messages, each below daphne's
-                # message size limit (1 MiB by default, for what it sends too).
+                # RFB is a byte stream: a large update goes as several messages of at most
+                # MAX_MESSAGE, not as one frame of several MiB.
                 for start in range(0, len(chunk), MAX_MESSAGE):
                     await self.send(bytes_data=chunk[start : start + MAX_MESSAGE])
         except UpstreamFailure as exc:

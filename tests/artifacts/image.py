@@ -4,7 +4,7 @@ The image's root filesystem is unpacked from the OCI layout with umoci and start
 runtime would start it: in a mount namespace of its own (``unshare --mount``) the root is mounted
 read-only with a tmpfs on /tmp (as the chart does), the kubeconfig mounted in, and the image's
 entrypoint runs there through ``chroot --userspec`` as the image's user, with the image's environment.
-The network is the host's, and daphne listens on a loopback address of this run: the devstack's
+The network is the host's, and the server listens on a loopback address of this run: the devstack's
 Kubernetes emulator and identity provider listen on loopback, which a separate network namespace
 could only reach through a veth pair and routing of 127/8 (martian on anything but lo), so sharing the
 host's network is what lets the image's process reach them as the pods reach theirs in a cluster.

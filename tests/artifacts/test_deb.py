@@ -46,7 +46,7 @@ ORCHESTRATOR_SIDE = (
     "django",
     "graphene",
     "channels",
-    "daphne",
+    "uvicorn",
     "kubernetes",
     "orchestrator",
     "portal",

@@ -49,13 +49,13 @@ from build_image import CONTAINERFILE, ROOTFS_STAGE, image_config, stages, tags
 MAX_SIZE = 250 * 1024 * 1024
 
 
-def test_the_image_runs_daphne_with_the_production_settings_as_a_user_that_is_not_root(
+def test_the_image_runs_its_server_with_the_production_settings_as_a_user_that_is_not_root(
     oci_config: dict,
 ) -> None:
     settings = oci_config["config"]
     assert settings["User"] == USER
-    assert settings["Entrypoint"] == ["daphne"]
-    assert settings["Cmd"][-1] == "flexplane.asgi:application"
+    assert settings["Entrypoint"] == ["flexplane-serve"]
+    assert settings["Cmd"] == ["--host", "0.0.0.0", "--port", "8000", "--proxy-headers"]  # noqa: S104
     assert "DJANGO_SETTINGS_MODULE=flexplane.settings.production" in settings["Env"]
     assert set(settings["ExposedPorts"]) == {"8000/tcp"}
 
@@ -107,7 +107,7 @@ def test_the_image_has_no_package_manager_or_compiler_and_the_apps_wheel_in_a_ve
     assert (rootfs / "opt/flexplane/static/css/dist/styles.css").is_file(), (
         "the portal's built CSS, collected"
     )
-    assert (rootfs / "opt/flexplane/venv/bin/daphne").is_file()
+    assert (rootfs / "opt/flexplane/venv/bin/flexplane-serve").is_file()
     # The same image runs the Cluster API providers (charts/providers: python -m providers).
     assert (site / "providers" / "__main__.py").is_file()
     assert list(site.glob("kopf-*.dist-info"))
@@ -143,7 +143,7 @@ def test_the_containerfile_builds_the_same_files_as_the_daemonless_build(
     for expected in (
         "etc/passwd",
         "usr/bin/python3",
-        "opt/flexplane/venv/bin/daphne",
+        "opt/flexplane/venv/bin/flexplane-serve",
         "opt/flexplane/static",
     ):
         assert expected in listed
@@ -174,12 +174,11 @@ def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
         "-i",
         *env,
         *settings["Entrypoint"],
-        "--bind",
+        "--host",
         host,
         "--port",
         str(port),
         "--proxy-headers",
-        "flexplane.asgi:application",
     ]
     with image_process(rootfs, config_dir, USER, command) as process:
         deadline = time.monotonic() + START_TIMEOUT
@@ -190,7 +189,7 @@ def test_the_image_started_read_only_as_its_user_answers_healthz_and_readyz(
                 break
             except requests.ConnectionError:
                 time.sleep(0.3)
-        assert health is not None, f"the image's daphne did not answer:\n{output(process)}"
+        assert health is not None, f"the image's server did not answer:\n{output(process)}"
         assert health.status_code == 200, health.text
         ready = requests.get(f"http://{host}:{port}/readyz", timeout=10)
         assert ready.status_code == 200, ready.text

@@ -267,10 +267,10 @@ def test_the_agent_certificate_is_mounted_read_only_where_the_settings_look(rend
 # --- the app ----------------------------------------------------------------------------------
 
 
-def test_daphne_serves_the_asgi_app_with_production_settings(rendered: list[Manifest]) -> None:
+def test_the_server_serves_the_asgi_app_with_production_settings(rendered: list[Manifest]) -> None:
     app = container(rendered)
-    assert app["command"] == ["daphne"]
-    assert app["args"][-1] == "flexplane.asgi:application"
+    assert app["command"] == ["flexplane-serve"]
+    assert app["args"][app["args"].index("--host") + 1] == "0.0.0.0"  # noqa: S104 - every address of the pod
     assert app["args"][app["args"].index("--port") + 1] == "8000"
     assert app["ports"][0] == {"name": "http", "containerPort": 8000, "protocol": "TCP"}  # then metrics
     assert env(rendered)["DJANGO_SETTINGS_MODULE"] == "flexplane.settings.production"

@@ -60,4 +60,4 @@ def test_the_rendered_deployment_runs_the_image_make_image_builds() -> None:
     assert {c["image"] for d in deployments for c in d["spec"]["template"]["spec"]["containers"]} == {
         built_image()
     }
-    assert container["command"] == ["daphne"]
+    assert container["command"] == ["flexplane-serve"]

@@ -47,10 +47,10 @@ def ports(manifest: dict[str, Any]) -> dict[str, int]:
     return {port["name"]: port.get("containerPort", port.get("port")) for port in manifest["ports"]}
 
 
-def test_daphne_serves_the_metrics_on_a_second_port_the_settings_name(default: list[Manifest]) -> None:
+def test_the_server_serves_the_metrics_on_a_second_port_the_settings_name(default: list[Manifest]) -> None:
     app = container(default)
     assert ports(app) == {"http": 8000, "metrics": 9100}
-    assert "tcp:port=9100:interface=0.0.0.0" in app["args"]
+    assert app["args"][app["args"].index("--metrics-port") + 1] == "9100"
     assert env(default)["FLEXPLANE_METRICS_PORT"] == "9100"
 
 

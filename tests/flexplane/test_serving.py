@@ -1,7 +1,8 @@
-"""What daphne serves, and under which settings: real processes, each in a network namespace of its own.
+"""What the server (``python -m flexplane.serve``) serves, and under which settings: real processes, each in
+a network namespace of its own.
 
 A fresh namespace (``unshare --net``, as root) has a loopback interface and nothing else: the tests
-give it one more address, which stands for the machine's address on a network, so that daphne can
+give it one more address, which stands for the machine's address on a network, so that the server can
 bind every address there and be asked on both without reaching anything outside.
 """
 
@@ -18,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # An address of the namespace that is not loopback (TEST-NET-2: routed nowhere).
 ELSEWHERE = "198.51.100.7"
-# Started inside the namespace: daphne on every address, then a request on loopback and on ELSEWHERE,
+# Started inside the namespace: the server on every address, then a request on loopback and on ELSEWHERE,
 # both saying they are for "localhost" (a Host header is the client's to write).
 ASK_BOTH = f"""
 import json, subprocess, sys, time, urllib.error, urllib.request
@@ -37,8 +38,8 @@ def ask(address):
         return [refused.code, refused.read().decode()]
 
 
-daphne = subprocess.Popen(
-    [sys.executable, "-m", "daphne", "-b", "0.0.0.0", "-p", "8000", "flexplane.asgi:application"],
+server = subprocess.Popen(
+    [sys.executable, "-m", "flexplane.serve", "--host", "0.0.0.0", "--port", "8000"],
     stdout=subprocess.DEVNULL,
     stderr=subprocess.PIPE,
 )
@@ -49,13 +50,13 @@ try:
             loopback = ask("127.0.0.1")
             break
         except OSError:
-            if daphne.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(daphne.communicate(timeout=10)[1].decode()[-3000:])
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(server.communicate(timeout=10)[1].decode()[-3000:])
             time.sleep(0.1)
     print(json.dumps({{"loopback": loopback, "elsewhere": ask("{ELSEWHERE}")}}))
 finally:
-    daphne.terminate()
-    daphne.wait(10)
+    server.terminate()
+    server.wait(10)
 """
 
 
@@ -73,10 +74,12 @@ def environment(**settings: str) -> dict[str, str]:
 def namespaces() -> None:
     probe = subprocess.run(["unshare", "--net", "true"], capture_output=True, check=False)
     if probe.returncode != 0:
-        pytest.skip(f"no network namespace of its own for daphne (root is needed): {probe.stderr.decode()}")
+        pytest.skip(
+            f"no network namespace of its own for the server (root is needed): {probe.stderr.decode()}"
+        )
 
 
-def test_daphne_under_the_development_settings_answers_on_loopback_only(namespaces: None) -> None:
+def test_the_server_under_the_development_settings_answers_on_loopback_only(namespaces: None) -> None:
     done = subprocess.run(
         ["unshare", "--net", sys.executable, "-c", ASK_BOTH],
         env=environment(DJANGO_SETTINGS_MODULE="flexplane.settings"),
@@ -94,19 +97,20 @@ def test_daphne_under_the_development_settings_answers_on_loopback_only(namespac
     assert "development settings serve this machine only" in body
 
 
-def test_daphne_without_settings_serves_the_production_ones_which_need_a_secret_key(namespaces: None) -> None:
-    daphne = subprocess.Popen(
+def test_the_server_without_settings_serves_the_production_ones_which_need_a_secret_key(
+    namespaces: None,
+) -> None:
+    server = subprocess.Popen(
         [
             "unshare",
             "--net",
             sys.executable,
             "-m",
-            "daphne",
-            "-b",
+            "flexplane.serve",
+            "--host",
             "127.0.0.1",
-            "-p",
+            "--port",
             "8000",
-            "flexplane.asgi:application",
         ],
         env=environment(),
         cwd=ROOT,
@@ -115,12 +119,12 @@ def test_daphne_without_settings_serves_the_production_ones_which_need_a_secret_
         text=True,
     )
     try:
-        output, _ = daphne.communicate(timeout=60)
+        output, _ = server.communicate(timeout=60)
     except subprocess.TimeoutExpired:
-        daphne.kill()
-        daphne.communicate()
-        pytest.fail("daphne served without DJANGO_SETTINGS_MODULE and without FLEXPLANE_SECRET_KEY")
-    assert daphne.returncode != 0
+        server.kill()
+        server.communicate()
+        pytest.fail("the server served without DJANGO_SETTINGS_MODULE and without FLEXPLANE_SECRET_KEY")
+    assert server.returncode != 0
     assert "FLEXPLANE_SECRET_KEY is not set" in output
 
 

@@ -1,4 +1,4 @@
-"""What the page tests do as a browser does, on any portal they are given: the devstack world's (daphne,
+"""What the page tests do as a browser does, on any portal they are given: the devstack world's (the server,
 signed in through its identity provider) or the one served from the test's process on the light world
 (``tests/portal/served.py``), its zones read as ``tests.apikit.Zones``."""
 

@@ -7,7 +7,7 @@ ASGI app, its static files served as the development app serves them, for a brow
 light world (``tests/orchestrator/lightworld.py``) and the API's process sources
 (``tests/orchestrator/inprocess.in_process``). A session is the one the portal's login records for the
 devstack's user (``inprocess.recorded_login``); the login itself, websockets (console, live tasks) and
-daphne are the devstack world's to show.
+the server are the devstack world's to show.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Kubernetes pages, end to end: ``requests`` sessions signed in through the world's identity provider,
-the portal under daphne, the management cluster (the world's Kubernetes emulator) holding the Cluster API
+the portal under uvicorn, the management cluster (the world's Kubernetes emulator) holding the Cluster API
 objects the pages write.
 
 What a page did is checked where it lands: in the objects of the VDC's namespace. The providers' part is

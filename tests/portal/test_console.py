@@ -1,7 +1,7 @@
 """The browser console end to end: the console page's ticket, the websocket through the orchestrator, the
 agent of the VM's node, the fake Proxmox's VNC server; who may open one, and how many.
 
-The socket is the world's daphne, reached with the browser's session cookie and Origin; the RFB bytes
+The socket is the world's orchestrator's, reached with the browser's session cookie and Origin; the RFB bytes
 are the ones noVNC would exchange.
 """
 
@@ -213,7 +213,7 @@ def test_an_idle_console_is_closed(world: World, alice: requests.Session, impati
 def test_an_update_larger_than_a_websocket_message_arrives_whole(
     world: World, alice: requests.Session
 ) -> None:
-    width, height = 800, 600  # 1.8 MiB in raw encoding: more than daphne sends in one message
+    width, height = 800, 600  # 1.8 MiB in raw encoding: more than the console sends in one message
     pixels = bytes(range(256)) * (width * height * 4 // 256)
     pve = world.fakes["zone-a"].pve
     vm = next(vm for vm in pve.vms if vm.vmid == WEB_1[1])

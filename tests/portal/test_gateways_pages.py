@@ -1,5 +1,5 @@
 """The edge gateway pages, end to end: ``requests`` sessions signed in through the world's identity
-provider, the portal under daphne, the gateways' ConfigMaps and the world's agents (as root, building the
+provider, the portal under uvicorn, the gateways' ConfigMaps and the world's agents (as root, building the
 gateway on this machine, where the module makes the bridges a node would have).
 
 alice acts in her VDC demo (zone-a gets an external network for the module); bob sees none of it.

@@ -1,7 +1,7 @@
 """A task's progress streams to the page over the websocket ``/ws/tasks/<task_id>/`` until it ends.
 
 The tasks are real Proxmox tasks of the fake zones, made slow (``start_secs``) so that they are seen
-running; the socket is the world's daphne, reached with the browser's session cookie and Origin.
+running; the socket is the world's orchestrator's, reached with the browser's session cookie and Origin.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Signing in and out of the portal, end to end: the world's identity provider, the orchestrator under
-daphne, a ``requests`` session playing the browser (the real code flow with PKCE)."""
+"""Signing in and out of the portal, end to end: the world's identity provider, the orchestrator's
+server, a ``requests`` session playing the browser (the real code flow with PKCE)."""
 
 from __future__ import annotations
 

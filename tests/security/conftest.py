@@ -187,7 +187,7 @@ def production_orchestrator(world: World) -> Iterator[Production]:
     }
     process = spawn(
         "production orchestrator",
-        [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "flexplane.asgi:application"],
+        [sys.executable, "-m", "flexplane.serve", "--host", host, "--port", str(port)],
         world.cfg.scratch / "logs" / "orchestrator-production.log",
         env=env,
     )

@@ -1,6 +1,6 @@
 """Browser tests on the portal served from this process (``tests/portal/served.py``) on the light world
 and Zitadel in memory, rather than on the devstack's world: pages, forms, htmx and the portal's scripts in
-Debian's chromium, without daphne, the identity provider's login or the agents (the world's browser tests
+Debian's chromium, without the server, the identity provider's login or the agents (the world's browser tests
 show those).
 
 A test gets a fresh browser context on the served portal (``page``, its base URL the portal's) and signs it in

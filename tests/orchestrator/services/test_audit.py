@@ -98,7 +98,7 @@ def subject_of(api: Api, user: str) -> str:
 def test_a_mutations_record_is_an_event_of_the_cluster_and_a_json_line_of_the_orchestrators_log(
     api: GraphQL, world: World, events: KubeSource
 ) -> None:
-    """Through the orchestrator's process, as deployed: daphne's view of the client, the JSON log line,
+    """Through the orchestrator's process, as deployed: the server's view of the client, the JSON log line,
     the Event in the management cluster (every mutation's fields: api/light/test_audit.py)."""
     mutation = "createSnapshot"
     document, variables = mutation_document(mutation)
@@ -107,7 +107,7 @@ def test_a_mutations_record_is_an_event_of_the_cluster_and_a_json_line_of_the_or
     (record,) = audit_records(events, request_id)
     assert (record.operation, record.subject, record.via) == (mutation, subject_of(api, "bob"), audit.API)
     assert record.client is not None
-    assert ipaddress.ip_address(record.client).is_loopback  # the test's own address, as daphne saw it
+    assert ipaddress.ip_address(record.client).is_loopback  # the test's own address, as the server saw it
     assert record.error_code == error_code_of(answer, mutation)
     assert [line["audit"]["operation"] for line in log_records(world, request_id)] == [mutation]
 

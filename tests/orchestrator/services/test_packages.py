@@ -53,7 +53,7 @@ for name in sys.argv[1:]:
     children[pid] = name
 sys.exit(any(os.waitpid(pid, 0)[1] for pid in children))
 """
-# What processes load first: the URLconf (manage.py's checks, daphne), the ASGI app, the API's schema,
+# What processes load first: the URLconf (manage.py's checks, the server), the ASGI app, the API's schema,
 # the providers' handlers; and each services package, as a test or a command may.
 ENTRY_POINTS = (
     "flexplane.urls",
