@@ -21,10 +21,10 @@ import asyncio
 import contextlib
 import signal
 import socket
-import sys
 from collections.abc import Iterator, Sequence
 
 import uvicorn
+import uvloop
 
 APP = "flexplane.asgi:application"
 
@@ -40,15 +40,14 @@ class _Server(uvicorn.Server):
 
 def _listening(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family, backlog=2048)
-    sock.set_inheritable(True)
-    return sock
+    return socket.create_server((host, port), family=family, backlog=2048)
 
 
-def _config(args: argparse.Namespace, **tls: str | None) -> uvicorn.Config:
+def _config(
+    args: argparse.Namespace, certfile: str | None = None, keyfile: str | None = None
+) -> uvicorn.Config:
     return uvicorn.Config(
         APP,
-        loop="uvloop",
         http="httptools",
         ws="websockets-sansio",
         lifespan="off",  # Channels' router serves http and websocket only
@@ -58,13 +57,14 @@ def _config(args: argparse.Namespace, **tls: str | None) -> uvicorn.Config:
         forwarded_allow_ips=args.forwarded_allow_ips,
         timeout_keep_alive=args.timeout_keep_alive,
         server_header=False,
-        **tls,  # type: ignore[arg-type]
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
     )
 
 
 async def serve(args: argparse.Namespace) -> None:
     plain = _config(args) if args.port or args.metrics_port else None
-    tls = _config(args, ssl_certfile=args.certfile, ssl_keyfile=args.keyfile) if args.https_port else None
+    tls = _config(args, args.certfile, args.keyfile) if args.https_port else None
     # The app is imported (Django set up) before any port listens: a connection that gets in is served.
     for config in filter(None, (plain, tls)):
         config.load()
@@ -119,12 +119,7 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = arguments(argv)
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - installed with the app
-        sys.exit("uvloop is not installed")
-    uvloop.run(serve(args))
+    uvloop.run(serve(arguments(argv)))
 
 
 if __name__ == "__main__":
