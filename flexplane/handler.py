@@ -16,9 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django import db
+from django.conf import settings
+from django.core import signals
 from django.core.handlers import base
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponseBase
+
+NO_DATABASE = "django.db.backends.dummy"
 
 
 class ThreadedASGIHandler(ASGIHandler):
@@ -28,6 +33,14 @@ class ThreadedASGIHandler(ASGIHandler):
     def __init__(self, threads: int) -> None:
         base.BaseHandler.__init__(self)  # not ASGIHandler's: it builds the async chain
         self.load_middleware(is_async=False)
+        if all(database["ENGINE"] == NO_DATABASE for database in settings.DATABASES.values()):
+            # Django resets and closes database connections as every request starts and ends: with no
+            # database (DATABASES = {}, which Django fills with its dummy backend) there is nothing to
+            # do, but the handler would still send the request to a thread to do it (a signal's sync
+            # receivers run in one).
+            signals.request_started.disconnect(db.reset_queries)
+            signals.request_started.disconnect(db.close_old_connections)
+            signals.request_finished.disconnect(db.close_old_connections)
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="request")
         self._respond = sync_to_async(self.get_response, thread_sensitive=False, executor=self.executor)
 

@@ -10,6 +10,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from asgiref.testing import ApplicationCommunicator
+from django import db
+from django.core import signals
+from django.core.handlers.base import reset_urlconf
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.test import override_settings
 from django.urls import include, path
@@ -153,3 +156,15 @@ def test_an_unknown_path_and_a_failing_view_are_answered_and_logged_as_django_do
 def test_websockets_are_not_its_to_serve(app: ThreadedASGIHandler) -> None:
     with pytest.raises(ValueError, match="HTTP connections only, not websocket"):
         run_apart(app({"type": "websocket"}, None, None))
+
+
+def test_with_no_database_a_request_starts_without_the_databases_housekeeping(
+    app: ThreadedASGIHandler,
+) -> None:
+    # Django resets and closes connections at every request's start and end; with no database (its dummy
+    # backend) there is nothing to reset, and the start is not sent to a thread for it.
+    started = [receiver() for _, receiver, _ in signals.request_started.receivers]
+    finished = [receiver() for _, receiver, _ in signals.request_finished.receivers]
+    assert db.reset_queries not in started
+    assert db.close_old_connections not in started + finished
+    assert reset_urlconf in finished  # Django's own other housekeeping stays
