@@ -45,7 +45,10 @@ def test_the_agent_distribution_declares_every_third_party_package_the_agent_imp
 def test_the_agent_distribution_asks_for_what_the_project_asks_for() -> None:
     assert bounds_differing_from_the_projects(AGENT_PROJECT) == []
     whole = project(ROOT)
-    assert project(AGENT_PROJECT)["scripts"] == whole["scripts"] == {"flexplane-agent": "agent.__main__:main"}
+    agent = {"flexplane-agent": "agent.__main__:main"}
+    assert project(AGENT_PROJECT)["scripts"] == agent
+    # The project's commands: the agent's, and the orchestrator's server, which the agent has no use for.
+    assert whole["scripts"] == {**agent, "flexplane-serve": "flexplane.serve:main"}
 
 
 def test_the_agent_distribution_installs_into_a_clean_venv_without_django(tmp_path: Path) -> None:
