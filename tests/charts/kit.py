@@ -30,6 +30,22 @@ def kinds(rendered: list[Manifest]) -> set[str]:
     return {m["kind"] for m in rendered}
 
 
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def containers(node: Any) -> Iterator[dict[str, Any]]:
+    """Every container of a manifest, wherever a pod spec sits in it."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in CONTAINER_LISTS and isinstance(value, list):
+                yield from value
+            else:
+                yield from containers(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from containers(item)
+
+
 def sole_container(spec: dict[str, Any]) -> dict[str, Any]:
     """The container of a pod spec that must have exactly one."""
     (container,) = spec["containers"]

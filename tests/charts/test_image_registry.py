@@ -17,7 +17,7 @@ import helm_python
 import pytest
 import yaml
 
-from tests.charts.kit import Manifest, manifests, merged
+from tests.charts.kit import Manifest, containers, manifests, merged
 
 ROOT = Path(__file__).resolve().parents[2]
 CHARTS = ROOT / "charts"
@@ -26,7 +26,6 @@ ZITADEL = yaml.safe_load((CHARTS / "identity" / "Chart.yaml").read_text())["appV
 MIRROR = "registry.example.internal"
 MOVED = {"global": {"imageRegistry": MIRROR}}
 DIGEST = "sha256:" + "ab" * 32
-CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 # What each chart must be given to render (the Secrets made once; the hub's endpoint), and the
 # example values plus what turns every optional workload on, so that every workload is walked.
@@ -72,19 +71,6 @@ def render(charts: dict[str, helm_python.Chart], chart: str, *layers: dict[str, 
     for layer in layers:
         values = merged(values, layer)
     return manifests(charts[chart].render(values, name="fp", namespace="flexplane", is_install=True))
-
-
-def containers(node: Any) -> Iterator[dict[str, Any]]:
-    """Every container of a manifest, wherever a pod spec sits in it."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in CONTAINER_LISTS and isinstance(value, list):
-                yield from value
-            else:
-                yield from containers(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from containers(item)
 
 
 def images(rendered: list[Manifest]) -> dict[str, str]:

@@ -14,7 +14,6 @@ import dataclasses
 import fnmatch
 import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from devstack import seed
 from providers import images as image_lock
 from providers.controlplane import model, pki, render, storage, tenant
 from providers.images import ImageLock
+from tests.charts.kit import containers
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "packaging"))
@@ -36,19 +36,6 @@ CLOUD = model.CloudController(
     url="https://flexplane.example.com", identity_url="https://id.example.com", project_id="42"
 )
 BACKUP = model.EtcdBackup(s3_url="s3://snapshots/etcd", key=base64.b64encode(b"k" * 32).decode())
-
-
-def containers(node: Any) -> Iterator[dict[str, Any]]:
-    """Every container and init container of a manifest, wherever its pod spec sits."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ("containers", "initContainers") and isinstance(value, list):
-                yield from value
-            else:
-                yield from containers(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from containers(item)
 
 
 def rendered_images(version: str, files: dict[str, bytes]) -> set[str]:
