@@ -10,6 +10,7 @@ py-spy samples the running process from outside (no code of ours is changed to b
 it needs ptrace, so run it as root or with ``kernel.yama.ptrace_scope=0``.
 
     .venv/bin/python -m benchmarks.profile_listing [--vms 4000] [--requests 200] [--top 25] [--keep FILE]
+        [--agent] [--vdc]
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import vdc_list, vm_list
 from benchmarks.kit import bench_world
-from benchmarks.vm_list import NODES, ZONES, Probes, seed
+from benchmarks.vm_list import NODES, ZONES
 
 PY_SPY = Path(sys.executable).with_name("py-spy")
 
@@ -64,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=400, help="samples per second")
     parser.add_argument("--agent", action="store_true", help="profile the agent of zone-1/pve1 instead")
     parser.add_argument(
+        "--vdc",
+        action="store_true",
+        help="list one VDC of 200 of the VMs (benchmarks.vdc_list's world) rather than the fleet",
+    )
+    parser.add_argument(
         "--all-threads", action="store_true", help="sample waiting threads too (default: the GIL holder)"
     )
     parser.add_argument("--subnet", type=int, default=42)
@@ -71,9 +78,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     with bench_world(args.subnet, ZONES, NODES) as world, tempfile.TemporaryDirectory() as scratch:
-        seed(world, args.vms)
-        probes = Probes(world)
-        probes.warm(args.vms)
+        if args.vdc:
+            vdc_list.seed(world, args.vms, 200)
+            vdc_probes = vdc_list.Probes(world)
+            listing = vdc_probes.vdc
+            for _ in range(5):  # warm: connections, JWKS, imports
+                listing()
+        else:
+            vm_list.seed(world, args.vms)
+            vm_probes = vm_list.Probes(world)
+            vm_probes.warm(args.vms)
+            listing = vm_probes.stack
         process = world.agents[(ZONES[0], "pve1")].process if args.agent else world.orchestrator
         assert process is not None
         raw = Path(scratch) / "profile.txt"
@@ -86,11 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             for _ in range(args.requests):
-                probes.stack()
+                listing()
         finally:
             recorder.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
             _, err = recorder.communicate(timeout=60)
-            probes.close()
+            (vdc_probes if args.vdc else vm_probes).close()
         if not raw.exists():
             print(err.decode(errors="replace"), file=sys.stderr)
             return 1

@@ -14,6 +14,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.http import (
     HttpRequest,
@@ -32,6 +33,7 @@ from orchestrator.auth import bearer_token, token_validator
 from orchestrator.errors import FlexPlaneError, Unauthenticated, Unavailable, internal_error, new_request_id
 from orchestrator.graphql import admission, documents
 from orchestrator.graphql.errors import to_graphql_error
+from orchestrator.graphql.execution import LeafExecutionContext
 from orchestrator.graphql.validation import validation_rules
 from orchestrator.services.context import Context
 
@@ -68,6 +70,8 @@ def _challenge(message: str, has_token: bool) -> str:
 
 @method_decorator(csrf_exempt, name="dispatch")  # bearer tokens, no cookies: CSRF does not apply
 class FlexPlaneGraphQLView(GraphQLView):
+    execution_context_class = LeafExecutionContext
+
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("graphiql", settings.FLEXPLANE_GRAPHIQL)
         kwargs.setdefault("validation_rules", validation_rules())
@@ -110,6 +114,18 @@ class FlexPlaneGraphQLView(GraphQLView):
         if self.busy:
             response["Retry-After"] = "1"
         return response
+
+    def json_encode(self, request: HttpRequest, d: Any, pretty: bool = False) -> str | bytes:
+        """The answer's JSON: orjson's (UTF-8, about ten times faster than the standard library's on a page
+        of 100 VMs), or graphene's own indented form when asked for ``pretty`` (GraphiQL, ``?pretty``)
+        and for what orjson cannot write (an integer beyond 64 bits, in a ``BigInt``)."""
+        if not (pretty or self.pretty or request.GET.get("pretty")):
+            try:
+                return orjson.dumps(d)
+            except orjson.JSONEncodeError:
+                pass
+        encoded: str = super().json_encode(request, d, pretty)
+        return encoded
 
     def get_context(self, request: HttpRequest) -> RequestContext | HttpRequest:
         return self.context or request
