@@ -4,7 +4,8 @@ Brings up the world of ``benchmarks.vm_list`` (4 zones x 4 nodes, 4,000 VMs), wa
 records the orchestrator's process with py-spy while it answers ``--requests`` listings, one at a
 time, sampling only the thread that holds the GIL (the Python work, not the waiting), and prints
 the functions that cost the most: by their own time (self) and with what they call (inclusive),
-as a share of the samples. ``--agent`` profiles one agent instead.
+as a share of the samples. ``--agent`` profiles one agent instead; ``--vdc`` lists one VDC of 200 of
+the VMs (``benchmarks.vdc_list``'s) rather than the fleet.
 
 py-spy samples the running process from outside (no code of ours is changed to be measured);
 it needs ptrace, so run it as root or with ``kernel.yama.ptrace_scope=0``.
@@ -81,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.vdc:
             vdc_list.seed(world, args.vms, 200)
             vdc_probes = vdc_list.Probes(world)
-            listing = vdc_probes.vdc
+            listing, close = vdc_probes.vdc, vdc_probes.close
             for _ in range(5):  # warm: connections, JWKS, imports
                 listing()
         else:
             vm_list.seed(world, args.vms)
             vm_probes = vm_list.Probes(world)
             vm_probes.warm(args.vms)
-            listing = vm_probes.stack
+            listing, close = vm_probes.stack, vm_probes.close
         process = world.agents[(ZONES[0], "pve1")].process if args.agent else world.orchestrator
         assert process is not None
         raw = Path(scratch) / "profile.txt"
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             recorder.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
             _, err = recorder.communicate(timeout=60)
-            (vdc_probes if args.vdc else vm_probes).close()
+            close()
         if not raw.exists():
             print(err.decode(errors="replace"), file=sys.stderr)
             return 1

@@ -5,11 +5,12 @@ arguments from the document, the resolver, then ``complete_value``'s dispatch on
 listing of 100 VMs of seven scalars each is 700 such fields, and most of them are graphene's default
 resolver (the attribute of that name) under a scalar type: the value is the attribute, serialized.
 
-``LeafExecutionContext`` answers exactly those fields itself: no argument, graphene's default resolver,
-a scalar type (non-null or not), no field middleware, and a value that is neither null nor refused by
-the scalar's ``serialize``. Whatever else (a null, an error, a resolver of our own, an enum, an object)
-goes the usual way, which reads the attribute again (graphene's default resolver has no side effect)
-and fails or completes it as graphql-core always does: the answer is the same, errors included.
+``LeafExecutionContext`` answers exactly those fields itself: no argument, graphene's default resolver
+(``dict_or_attr_resolver``; not one a type names as its own default), a scalar type (non-null or not),
+no field middleware, and a value that is neither null nor refused by the scalar's ``serialize``.
+Whatever else (a null, an error, a resolver of our own, an enum, an object) goes the usual way, which
+reads the attribute again (graphene's default resolver has no side effect) and fails or completes it as
+graphql-core always does: the answer is the same, errors included.
 
 Which fields qualify is decided once per (type, field) of the schema and kept: the schema does not change
 while the process runs.
@@ -21,7 +22,7 @@ from asyncio import gather
 from functools import partial
 from typing import Any
 
-from graphene.types.resolver import attr_resolver, dict_or_attr_resolver, dict_resolver
+from graphene.types.resolver import dict_or_attr_resolver
 from graphql import (
     ExecutionContext,
     FieldNode,
@@ -34,7 +35,6 @@ from graphql import (
 from graphql.execution.execute import get_field_def
 from graphql.pyutils import Path
 
-_DEFAULT_RESOLVERS = (dict_or_attr_resolver, attr_resolver, dict_resolver)
 # A field's short way: the attribute (or key) read, its default, the scalar's serialize; None: the usual way.
 _Leaf = tuple[str, Any, Any] | None
 
@@ -44,7 +44,7 @@ def _leaf(field: GraphQLField) -> _Leaf:
     resolve = field.resolve
     if field.args or not isinstance(resolve, partial) or resolve.keywords:
         return None
-    if resolve.func not in _DEFAULT_RESOLVERS or len(resolve.args) != 2:
+    if resolve.func is not dict_or_attr_resolver or len(resolve.args) != 2:
         return None
     kind = field.type.of_type if isinstance(field.type, GraphQLNonNull) else field.type
     if not isinstance(kind, GraphQLScalarType):

@@ -11,6 +11,7 @@ from typing import Any
 
 import graphene
 import pytest
+from graphene.types.resolver import attr_resolver
 from graphql import ExecutionContext, ExecutionResult, GraphQLResolveInfo, execute, parse
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -252,6 +253,31 @@ def test_two_schemas_with_a_type_of_the_same_name_keep_their_own_fields() -> Non
     assert same(graphene.Schema(query=LoudQuery), "{ items { text } }") == {
         "data": {"items": [{"text": "LOUD"}]}
     }
+
+
+class KeyAndAttribute(dict[str, str]):
+    """A dict with an attribute of the name of one of its keys."""
+
+    text = "the attribute"
+
+
+def test_a_types_own_default_resolver_is_its_own() -> None:
+    class Attributes(graphene.ObjectType):
+        class Meta:
+            default_resolver = attr_resolver
+
+        text = graphene.String()
+
+    class Query(graphene.ObjectType):
+        attributes = graphene.Field(Attributes)
+
+        @staticmethod
+        def resolve_attributes(root: object, info: GraphQLResolveInfo) -> KeyAndAttribute:
+            return KeyAndAttribute(text="the key")
+
+    answer = same(graphene.Schema(query=Query), "{ attributes { text } }")
+
+    assert answer == {"data": {"attributes": {"text": "the attribute"}}}
 
 
 VALUES = st.one_of(
