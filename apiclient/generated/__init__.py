@@ -1,193 +1,10 @@
-from .add_gateway_firewall_rule import (
-    AddGatewayFirewallRule,
-    AddGatewayFirewallRuleAddGatewayFirewallRule,
-    AddGatewayFirewallRuleAddGatewayFirewallRuleEdgeGateway,
-    AddGatewayFirewallRuleAddGatewayFirewallRuleErrors,
-)
-from .add_port_forward import (
-    AddPortForward,
-    AddPortForwardAddPortForward,
-    AddPortForwardAddPortForwardErrors,
-    AddPortForwardAddPortForwardPublicIp,
-)
-from .allocate_public_ip import (
-    AllocatePublicIp,
-    AllocatePublicIpAllocatePublicIp,
-    AllocatePublicIpAllocatePublicIpErrors,
-    AllocatePublicIpAllocatePublicIpPublicIp,
-)
-from .assign_security_groups import (
-    AssignSecurityGroups,
-    AssignSecurityGroupsAssignSecurityGroups,
-    AssignSecurityGroupsAssignSecurityGroupsErrors,
-)
-from .attach_network import (
-    AttachNetwork,
-    AttachNetworkAttachNetwork,
-    AttachNetworkAttachNetworkErrors,
-)
-from .attach_public_ip import (
-    AttachPublicIp,
-    AttachPublicIpAttachPublicIp,
-    AttachPublicIpAttachPublicIpErrors,
-    AttachPublicIpAttachPublicIpPublicIp,
-)
-from .attach_volume import (
-    AttachVolume,
-    AttachVolumeAttachVolume,
-    AttachVolumeAttachVolumeErrors,
-    AttachVolumeAttachVolumeTask,
-    AttachVolumeAttachVolumeVolume,
-)
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .base_client import BaseClient
 from .base_model import BaseModel, Upload
-from .client import GeneratedClient
-from .cloud_node_virtual_machine import (
-    CloudNodeVirtualMachine,
-    CloudNodeVirtualMachineVirtualMachine,
-    CloudNodeVirtualMachineVirtualMachineNics,
-)
-from .cloud_node_virtual_machines import (
-    CloudNodeVirtualMachines,
-    CloudNodeVirtualMachinesVirtualMachines,
-    CloudNodeVirtualMachinesVirtualMachinesEdges,
-    CloudNodeVirtualMachinesVirtualMachinesEdgesNode,
-    CloudNodeVirtualMachinesVirtualMachinesPageInfo,
-)
-from .create_edge_gateway import (
-    CreateEdgeGateway,
-    CreateEdgeGatewayCreateEdgeGateway,
-    CreateEdgeGatewayCreateEdgeGatewayEdgeGateway,
-    CreateEdgeGatewayCreateEdgeGatewayErrors,
-)
-from .create_kubernetes_cluster import (
-    CreateKubernetesCluster,
-    CreateKubernetesClusterCreateKubernetesCluster,
-    CreateKubernetesClusterCreateKubernetesClusterErrors,
-    CreateKubernetesClusterCreateKubernetesClusterKubernetesCluster,
-)
-from .create_network import (
-    CreateNetwork,
-    CreateNetworkCreateNetwork,
-    CreateNetworkCreateNetworkErrors,
-    CreateNetworkCreateNetworkNetwork,
-)
-from .create_security_group import (
-    CreateSecurityGroup,
-    CreateSecurityGroupCreateSecurityGroup,
-    CreateSecurityGroupCreateSecurityGroupErrors,
-    CreateSecurityGroupCreateSecurityGroupSecurityGroup,
-)
-from .create_service_account import (
-    CreateServiceAccount,
-    CreateServiceAccountCreateServiceAccount,
-    CreateServiceAccountCreateServiceAccountErrors,
-    CreateServiceAccountCreateServiceAccountServiceAccount,
-)
-from .create_snapshot import (
-    CreateSnapshot,
-    CreateSnapshotCreateSnapshot,
-    CreateSnapshotCreateSnapshotErrors,
-    CreateSnapshotCreateSnapshotSnapshot,
-    CreateSnapshotCreateSnapshotTask,
-)
-from .create_virtual_machine import (
-    CreateVirtualMachine,
-    CreateVirtualMachineCreateVirtualMachine,
-    CreateVirtualMachineCreateVirtualMachineErrors,
-    CreateVirtualMachineCreateVirtualMachinePlacement,
-    CreateVirtualMachineCreateVirtualMachineTask,
-    CreateVirtualMachineCreateVirtualMachineVirtualMachine,
-)
-from .create_volume import (
-    CreateVolume,
-    CreateVolumeCreateVolume,
-    CreateVolumeCreateVolumeErrors,
-    CreateVolumeCreateVolumeTask,
-    CreateVolumeCreateVolumeVolume,
-)
-from .create_volume_from_snapshot import (
-    CreateVolumeFromSnapshot,
-    CreateVolumeFromSnapshotCreateVolumeFromSnapshot,
-    CreateVolumeFromSnapshotCreateVolumeFromSnapshotErrors,
-    CreateVolumeFromSnapshotCreateVolumeFromSnapshotTask,
-    CreateVolumeFromSnapshotCreateVolumeFromSnapshotVolume,
-)
-from .create_volume_snapshot import (
-    CreateVolumeSnapshot,
-    CreateVolumeSnapshotCreateVolumeSnapshot,
-    CreateVolumeSnapshotCreateVolumeSnapshotErrors,
-    CreateVolumeSnapshotCreateVolumeSnapshotSnapshot,
-    CreateVolumeSnapshotCreateVolumeSnapshotTask,
-)
-from .delete_edge_gateway import (
-    DeleteEdgeGateway,
-    DeleteEdgeGatewayDeleteEdgeGateway,
-    DeleteEdgeGatewayDeleteEdgeGatewayErrors,
-)
-from .delete_kubernetes_cluster import (
-    DeleteKubernetesCluster,
-    DeleteKubernetesClusterDeleteKubernetesCluster,
-    DeleteKubernetesClusterDeleteKubernetesClusterErrors,
-)
-from .delete_network import (
-    DeleteNetwork,
-    DeleteNetworkDeleteNetwork,
-    DeleteNetworkDeleteNetworkErrors,
-    DeleteNetworkDeleteNetworkNetwork,
-)
-from .delete_security_group import (
-    DeleteSecurityGroup,
-    DeleteSecurityGroupDeleteSecurityGroup,
-    DeleteSecurityGroupDeleteSecurityGroupErrors,
-    DeleteSecurityGroupDeleteSecurityGroupSecurityGroup,
-)
-from .delete_snapshot import (
-    DeleteSnapshot,
-    DeleteSnapshotDeleteSnapshot,
-    DeleteSnapshotDeleteSnapshotErrors,
-    DeleteSnapshotDeleteSnapshotTask,
-)
-from .delete_virtual_machine import (
-    DeleteVirtualMachine,
-    DeleteVirtualMachineDeleteVirtualMachine,
-    DeleteVirtualMachineDeleteVirtualMachineErrors,
-    DeleteVirtualMachineDeleteVirtualMachineTask,
-    DeleteVirtualMachineDeleteVirtualMachineVirtualMachine,
-)
-from .delete_volume import (
-    DeleteVolume,
-    DeleteVolumeDeleteVolume,
-    DeleteVolumeDeleteVolumeErrors,
-    DeleteVolumeDeleteVolumeTask,
-    DeleteVolumeDeleteVolumeVolume,
-)
-from .delete_volume_snapshot import (
-    DeleteVolumeSnapshot,
-    DeleteVolumeSnapshotDeleteVolumeSnapshot,
-    DeleteVolumeSnapshotDeleteVolumeSnapshotErrors,
-    DeleteVolumeSnapshotDeleteVolumeSnapshotSnapshot,
-    DeleteVolumeSnapshotDeleteVolumeSnapshotTask,
-)
-from .detach_network import (
-    DetachNetwork,
-    DetachNetworkDetachNetwork,
-    DetachNetworkDetachNetworkErrors,
-)
-from .detach_public_ip import (
-    DetachPublicIp,
-    DetachPublicIpDetachPublicIp,
-    DetachPublicIpDetachPublicIpErrors,
-    DetachPublicIpDetachPublicIpPublicIp,
-)
-from .detach_volume import (
-    DetachVolume,
-    DetachVolumeDetachVolume,
-    DetachVolumeDetachVolumeErrors,
-    DetachVolumeDetachVolumeTask,
-    DetachVolumeDetachVolumeVolume,
-)
-from .edge_gateways import EdgeGateways, EdgeGatewaysEdgeGateways
 from .enums import (
     EdgeGatewayErrorCode,
     KubernetesClusterErrorCode,
@@ -206,33 +23,6 @@ from .exceptions import (
     GraphQLClientHttpError,
     GraphQLClientInvalidResponseError,
 )
-from .fragments import (
-    EdgeGatewayFields,
-    EdgeGatewayFieldsFirewallRules,
-    EdgeGatewayFieldsPublicIps,
-    KubernetesClusterFields,
-    KubernetesClusterFieldsConditions,
-    KubernetesClusterFieldsControlPlane,
-    KubernetesClusterFieldsHealth,
-    KubernetesClusterFieldsNodePools,
-    NetworkFields,
-    PortForwardFields,
-    PublicIpFields,
-    PublicIpFieldsPortForwards,
-    SecurityGroupFields,
-    SecurityGroupFieldsRules,
-    ServiceAccountFields,
-    SnapshotErrorFields,
-    SnapshotFields,
-    TaskFields,
-    VdcFields,
-    VdcFieldsQuota,
-    VdcFieldsUsage,
-    VirtualMachineFields,
-    VolumeErrorFields,
-    VolumeFields,
-    VolumeSnapshotFields,
-)
 from .input_types import (
     CreateKubernetesClusterInput,
     CreateNetworkInput,
@@ -248,140 +38,359 @@ from .input_types import (
     UpdateSecurityGroupInput,
     VirtualMachineFilter,
 )
-from .kubeconfig import Kubeconfig, KubeconfigKubeconfig
-from .kubernetes_cluster import KubernetesCluster, KubernetesClusterKubernetesCluster
-from .kubernetes_clusters import (
-    KubernetesClusters,
-    KubernetesClustersKubernetesClusters,
-)
-from .kubernetes_versions import (
-    KubernetesVersions,
-    KubernetesVersionsKubernetesVersions,
-)
-from .me import Me, MeMe
-from .network import Network, NetworkNetwork
-from .networks import Networks, NetworksNetworks
-from .public_ips import PublicIps, PublicIpsPublicIps
-from .reboot_virtual_machine import (
-    RebootVirtualMachine,
-    RebootVirtualMachineRebootVirtualMachine,
-    RebootVirtualMachineRebootVirtualMachineErrors,
-    RebootVirtualMachineRebootVirtualMachineTask,
-    RebootVirtualMachineRebootVirtualMachineVirtualMachine,
-)
-from .release_public_ip import (
-    ReleasePublicIp,
-    ReleasePublicIpReleasePublicIp,
-    ReleasePublicIpReleasePublicIpErrors,
-    ReleasePublicIpReleasePublicIpPublicIp,
-)
-from .remove_gateway_firewall_rule import (
-    RemoveGatewayFirewallRule,
-    RemoveGatewayFirewallRuleRemoveGatewayFirewallRule,
-    RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleEdgeGateway,
-    RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleErrors,
-)
-from .remove_port_forward import (
-    RemovePortForward,
-    RemovePortForwardRemovePortForward,
-    RemovePortForwardRemovePortForwardErrors,
-    RemovePortForwardRemovePortForwardPublicIp,
-)
-from .resize_virtual_machine import (
-    ResizeVirtualMachine,
-    ResizeVirtualMachineResizeVirtualMachine,
-    ResizeVirtualMachineResizeVirtualMachineErrors,
-    ResizeVirtualMachineResizeVirtualMachineTask,
-    ResizeVirtualMachineResizeVirtualMachineVirtualMachine,
-)
-from .resize_volume import (
-    ResizeVolume,
-    ResizeVolumeResizeVolume,
-    ResizeVolumeResizeVolumeErrors,
-    ResizeVolumeResizeVolumeTask,
-    ResizeVolumeResizeVolumeVolume,
-)
-from .revoke_service_account import (
-    RevokeServiceAccount,
-    RevokeServiceAccountRevokeServiceAccount,
-    RevokeServiceAccountRevokeServiceAccountErrors,
-    RevokeServiceAccountRevokeServiceAccountServiceAccount,
-)
-from .rollback_snapshot import (
-    RollbackSnapshot,
-    RollbackSnapshotRollbackSnapshot,
-    RollbackSnapshotRollbackSnapshotErrors,
-    RollbackSnapshotRollbackSnapshotSnapshot,
-    RollbackSnapshotRollbackSnapshotTask,
-)
-from .scale_node_pool import (
-    ScaleNodePool,
-    ScaleNodePoolScaleNodePool,
-    ScaleNodePoolScaleNodePoolErrors,
-    ScaleNodePoolScaleNodePoolKubernetesCluster,
-)
-from .security_groups import SecurityGroups, SecurityGroupsSecurityGroups
-from .service_accounts import ServiceAccounts, ServiceAccountsServiceAccounts
-from .shutdown_virtual_machine import (
-    ShutdownVirtualMachine,
-    ShutdownVirtualMachineShutdownVirtualMachine,
-    ShutdownVirtualMachineShutdownVirtualMachineErrors,
-    ShutdownVirtualMachineShutdownVirtualMachineTask,
-    ShutdownVirtualMachineShutdownVirtualMachineVirtualMachine,
-)
-from .snapshots import Snapshots, SnapshotsSnapshots
-from .start_virtual_machine import (
-    StartVirtualMachine,
-    StartVirtualMachineStartVirtualMachine,
-    StartVirtualMachineStartVirtualMachineErrors,
-    StartVirtualMachineStartVirtualMachineTask,
-    StartVirtualMachineStartVirtualMachineVirtualMachine,
-)
-from .stop_virtual_machine import (
-    StopVirtualMachine,
-    StopVirtualMachineStopVirtualMachine,
-    StopVirtualMachineStopVirtualMachineErrors,
-    StopVirtualMachineStopVirtualMachineTask,
-    StopVirtualMachineStopVirtualMachineVirtualMachine,
-)
-from .task import Task, TaskTask
-from .tasks import Tasks, TasksTasks
-from .update_security_group import (
-    UpdateSecurityGroup,
-    UpdateSecurityGroupUpdateSecurityGroup,
-    UpdateSecurityGroupUpdateSecurityGroupErrors,
-    UpdateSecurityGroupUpdateSecurityGroupSecurityGroup,
-)
-from .upgrade_kubernetes_cluster import (
-    UpgradeKubernetesCluster,
-    UpgradeKubernetesClusterUpgradeKubernetesCluster,
-    UpgradeKubernetesClusterUpgradeKubernetesClusterErrors,
-    UpgradeKubernetesClusterUpgradeKubernetesClusterKubernetesCluster,
-)
-from .vdc import Vdc, VdcVdc
-from .vdcs import Vdcs, VdcsVdcs
-from .virtual_machine import (
-    VirtualMachine,
-    VirtualMachineVirtualMachine,
-    VirtualMachineVirtualMachineNics,
-    VirtualMachineVirtualMachineNicsNetwork,
-)
-from .virtual_machines import (
-    VirtualMachines,
-    VirtualMachinesVirtualMachines,
-    VirtualMachinesVirtualMachinesEdges,
-    VirtualMachinesVirtualMachinesEdgesNode,
-    VirtualMachinesVirtualMachinesPageInfo,
-)
-from .volume import Volume, VolumeVolume
-from .volume_snapshot import VolumeSnapshot, VolumeSnapshotVolumeSnapshot
-from .volume_snapshots import VolumeSnapshots, VolumeSnapshotsVolumeSnapshots
-from .volume_storage_profiles import (
-    VolumeStorageProfiles,
-    VolumeStorageProfilesStorageProfiles,
-)
-from .volumes import Volumes, VolumesVolumes
 
+if TYPE_CHECKING:
+    from .add_gateway_firewall_rule import (
+        AddGatewayFirewallRule,
+        AddGatewayFirewallRuleAddGatewayFirewallRule,
+        AddGatewayFirewallRuleAddGatewayFirewallRuleEdgeGateway,
+        AddGatewayFirewallRuleAddGatewayFirewallRuleErrors,
+    )
+    from .add_port_forward import (
+        AddPortForward,
+        AddPortForwardAddPortForward,
+        AddPortForwardAddPortForwardErrors,
+        AddPortForwardAddPortForwardPublicIp,
+    )
+    from .allocate_public_ip import (
+        AllocatePublicIp,
+        AllocatePublicIpAllocatePublicIp,
+        AllocatePublicIpAllocatePublicIpErrors,
+        AllocatePublicIpAllocatePublicIpPublicIp,
+    )
+    from .assign_security_groups import (
+        AssignSecurityGroups,
+        AssignSecurityGroupsAssignSecurityGroups,
+        AssignSecurityGroupsAssignSecurityGroupsErrors,
+    )
+    from .attach_network import (
+        AttachNetwork,
+        AttachNetworkAttachNetwork,
+        AttachNetworkAttachNetworkErrors,
+    )
+    from .attach_public_ip import (
+        AttachPublicIp,
+        AttachPublicIpAttachPublicIp,
+        AttachPublicIpAttachPublicIpErrors,
+        AttachPublicIpAttachPublicIpPublicIp,
+    )
+    from .attach_volume import (
+        AttachVolume,
+        AttachVolumeAttachVolume,
+        AttachVolumeAttachVolumeErrors,
+        AttachVolumeAttachVolumeTask,
+        AttachVolumeAttachVolumeVolume,
+    )
+    from .client import GeneratedClient
+    from .cloud_node_virtual_machine import (
+        CloudNodeVirtualMachine,
+        CloudNodeVirtualMachineVirtualMachine,
+        CloudNodeVirtualMachineVirtualMachineNics,
+    )
+    from .cloud_node_virtual_machines import (
+        CloudNodeVirtualMachines,
+        CloudNodeVirtualMachinesVirtualMachines,
+        CloudNodeVirtualMachinesVirtualMachinesEdges,
+        CloudNodeVirtualMachinesVirtualMachinesEdgesNode,
+        CloudNodeVirtualMachinesVirtualMachinesPageInfo,
+    )
+    from .create_edge_gateway import (
+        CreateEdgeGateway,
+        CreateEdgeGatewayCreateEdgeGateway,
+        CreateEdgeGatewayCreateEdgeGatewayEdgeGateway,
+        CreateEdgeGatewayCreateEdgeGatewayErrors,
+    )
+    from .create_kubernetes_cluster import (
+        CreateKubernetesCluster,
+        CreateKubernetesClusterCreateKubernetesCluster,
+        CreateKubernetesClusterCreateKubernetesClusterErrors,
+        CreateKubernetesClusterCreateKubernetesClusterKubernetesCluster,
+    )
+    from .create_network import (
+        CreateNetwork,
+        CreateNetworkCreateNetwork,
+        CreateNetworkCreateNetworkErrors,
+        CreateNetworkCreateNetworkNetwork,
+    )
+    from .create_security_group import (
+        CreateSecurityGroup,
+        CreateSecurityGroupCreateSecurityGroup,
+        CreateSecurityGroupCreateSecurityGroupErrors,
+        CreateSecurityGroupCreateSecurityGroupSecurityGroup,
+    )
+    from .create_service_account import (
+        CreateServiceAccount,
+        CreateServiceAccountCreateServiceAccount,
+        CreateServiceAccountCreateServiceAccountErrors,
+        CreateServiceAccountCreateServiceAccountServiceAccount,
+    )
+    from .create_snapshot import (
+        CreateSnapshot,
+        CreateSnapshotCreateSnapshot,
+        CreateSnapshotCreateSnapshotErrors,
+        CreateSnapshotCreateSnapshotSnapshot,
+        CreateSnapshotCreateSnapshotTask,
+    )
+    from .create_virtual_machine import (
+        CreateVirtualMachine,
+        CreateVirtualMachineCreateVirtualMachine,
+        CreateVirtualMachineCreateVirtualMachineErrors,
+        CreateVirtualMachineCreateVirtualMachinePlacement,
+        CreateVirtualMachineCreateVirtualMachineTask,
+        CreateVirtualMachineCreateVirtualMachineVirtualMachine,
+    )
+    from .create_volume import (
+        CreateVolume,
+        CreateVolumeCreateVolume,
+        CreateVolumeCreateVolumeErrors,
+        CreateVolumeCreateVolumeTask,
+        CreateVolumeCreateVolumeVolume,
+    )
+    from .create_volume_from_snapshot import (
+        CreateVolumeFromSnapshot,
+        CreateVolumeFromSnapshotCreateVolumeFromSnapshot,
+        CreateVolumeFromSnapshotCreateVolumeFromSnapshotErrors,
+        CreateVolumeFromSnapshotCreateVolumeFromSnapshotTask,
+        CreateVolumeFromSnapshotCreateVolumeFromSnapshotVolume,
+    )
+    from .create_volume_snapshot import (
+        CreateVolumeSnapshot,
+        CreateVolumeSnapshotCreateVolumeSnapshot,
+        CreateVolumeSnapshotCreateVolumeSnapshotErrors,
+        CreateVolumeSnapshotCreateVolumeSnapshotSnapshot,
+        CreateVolumeSnapshotCreateVolumeSnapshotTask,
+    )
+    from .delete_edge_gateway import (
+        DeleteEdgeGateway,
+        DeleteEdgeGatewayDeleteEdgeGateway,
+        DeleteEdgeGatewayDeleteEdgeGatewayErrors,
+    )
+    from .delete_kubernetes_cluster import (
+        DeleteKubernetesCluster,
+        DeleteKubernetesClusterDeleteKubernetesCluster,
+        DeleteKubernetesClusterDeleteKubernetesClusterErrors,
+    )
+    from .delete_network import (
+        DeleteNetwork,
+        DeleteNetworkDeleteNetwork,
+        DeleteNetworkDeleteNetworkErrors,
+        DeleteNetworkDeleteNetworkNetwork,
+    )
+    from .delete_security_group import (
+        DeleteSecurityGroup,
+        DeleteSecurityGroupDeleteSecurityGroup,
+        DeleteSecurityGroupDeleteSecurityGroupErrors,
+        DeleteSecurityGroupDeleteSecurityGroupSecurityGroup,
+    )
+    from .delete_snapshot import (
+        DeleteSnapshot,
+        DeleteSnapshotDeleteSnapshot,
+        DeleteSnapshotDeleteSnapshotErrors,
+        DeleteSnapshotDeleteSnapshotTask,
+    )
+    from .delete_virtual_machine import (
+        DeleteVirtualMachine,
+        DeleteVirtualMachineDeleteVirtualMachine,
+        DeleteVirtualMachineDeleteVirtualMachineErrors,
+        DeleteVirtualMachineDeleteVirtualMachineTask,
+        DeleteVirtualMachineDeleteVirtualMachineVirtualMachine,
+    )
+    from .delete_volume import (
+        DeleteVolume,
+        DeleteVolumeDeleteVolume,
+        DeleteVolumeDeleteVolumeErrors,
+        DeleteVolumeDeleteVolumeTask,
+        DeleteVolumeDeleteVolumeVolume,
+    )
+    from .delete_volume_snapshot import (
+        DeleteVolumeSnapshot,
+        DeleteVolumeSnapshotDeleteVolumeSnapshot,
+        DeleteVolumeSnapshotDeleteVolumeSnapshotErrors,
+        DeleteVolumeSnapshotDeleteVolumeSnapshotSnapshot,
+        DeleteVolumeSnapshotDeleteVolumeSnapshotTask,
+    )
+    from .detach_network import (
+        DetachNetwork,
+        DetachNetworkDetachNetwork,
+        DetachNetworkDetachNetworkErrors,
+    )
+    from .detach_public_ip import (
+        DetachPublicIp,
+        DetachPublicIpDetachPublicIp,
+        DetachPublicIpDetachPublicIpErrors,
+        DetachPublicIpDetachPublicIpPublicIp,
+    )
+    from .detach_volume import (
+        DetachVolume,
+        DetachVolumeDetachVolume,
+        DetachVolumeDetachVolumeErrors,
+        DetachVolumeDetachVolumeTask,
+        DetachVolumeDetachVolumeVolume,
+    )
+    from .edge_gateways import EdgeGateways, EdgeGatewaysEdgeGateways
+    from .fragments import (
+        EdgeGatewayFields,
+        EdgeGatewayFieldsFirewallRules,
+        EdgeGatewayFieldsPublicIps,
+        KubernetesClusterFields,
+        KubernetesClusterFieldsConditions,
+        KubernetesClusterFieldsControlPlane,
+        KubernetesClusterFieldsHealth,
+        KubernetesClusterFieldsNodePools,
+        NetworkFields,
+        PortForwardFields,
+        PublicIpFields,
+        PublicIpFieldsPortForwards,
+        SecurityGroupFields,
+        SecurityGroupFieldsRules,
+        ServiceAccountFields,
+        SnapshotErrorFields,
+        SnapshotFields,
+        TaskFields,
+        VdcFields,
+        VdcFieldsQuota,
+        VdcFieldsUsage,
+        VirtualMachineFields,
+        VolumeErrorFields,
+        VolumeFields,
+        VolumeSnapshotFields,
+    )
+    from .kubeconfig import Kubeconfig, KubeconfigKubeconfig
+    from .kubernetes_cluster import (
+        KubernetesCluster,
+        KubernetesClusterKubernetesCluster,
+    )
+    from .kubernetes_clusters import (
+        KubernetesClusters,
+        KubernetesClustersKubernetesClusters,
+    )
+    from .kubernetes_versions import (
+        KubernetesVersions,
+        KubernetesVersionsKubernetesVersions,
+    )
+    from .me import Me, MeMe
+    from .network import Network, NetworkNetwork
+    from .networks import Networks, NetworksNetworks
+    from .public_ips import PublicIps, PublicIpsPublicIps
+    from .reboot_virtual_machine import (
+        RebootVirtualMachine,
+        RebootVirtualMachineRebootVirtualMachine,
+        RebootVirtualMachineRebootVirtualMachineErrors,
+        RebootVirtualMachineRebootVirtualMachineTask,
+        RebootVirtualMachineRebootVirtualMachineVirtualMachine,
+    )
+    from .release_public_ip import (
+        ReleasePublicIp,
+        ReleasePublicIpReleasePublicIp,
+        ReleasePublicIpReleasePublicIpErrors,
+        ReleasePublicIpReleasePublicIpPublicIp,
+    )
+    from .remove_gateway_firewall_rule import (
+        RemoveGatewayFirewallRule,
+        RemoveGatewayFirewallRuleRemoveGatewayFirewallRule,
+        RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleEdgeGateway,
+        RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleErrors,
+    )
+    from .remove_port_forward import (
+        RemovePortForward,
+        RemovePortForwardRemovePortForward,
+        RemovePortForwardRemovePortForwardErrors,
+        RemovePortForwardRemovePortForwardPublicIp,
+    )
+    from .resize_virtual_machine import (
+        ResizeVirtualMachine,
+        ResizeVirtualMachineResizeVirtualMachine,
+        ResizeVirtualMachineResizeVirtualMachineErrors,
+        ResizeVirtualMachineResizeVirtualMachineTask,
+        ResizeVirtualMachineResizeVirtualMachineVirtualMachine,
+    )
+    from .resize_volume import (
+        ResizeVolume,
+        ResizeVolumeResizeVolume,
+        ResizeVolumeResizeVolumeErrors,
+        ResizeVolumeResizeVolumeTask,
+        ResizeVolumeResizeVolumeVolume,
+    )
+    from .revoke_service_account import (
+        RevokeServiceAccount,
+        RevokeServiceAccountRevokeServiceAccount,
+        RevokeServiceAccountRevokeServiceAccountErrors,
+        RevokeServiceAccountRevokeServiceAccountServiceAccount,
+    )
+    from .rollback_snapshot import (
+        RollbackSnapshot,
+        RollbackSnapshotRollbackSnapshot,
+        RollbackSnapshotRollbackSnapshotErrors,
+        RollbackSnapshotRollbackSnapshotSnapshot,
+        RollbackSnapshotRollbackSnapshotTask,
+    )
+    from .scale_node_pool import (
+        ScaleNodePool,
+        ScaleNodePoolScaleNodePool,
+        ScaleNodePoolScaleNodePoolErrors,
+        ScaleNodePoolScaleNodePoolKubernetesCluster,
+    )
+    from .security_groups import SecurityGroups, SecurityGroupsSecurityGroups
+    from .service_accounts import ServiceAccounts, ServiceAccountsServiceAccounts
+    from .shutdown_virtual_machine import (
+        ShutdownVirtualMachine,
+        ShutdownVirtualMachineShutdownVirtualMachine,
+        ShutdownVirtualMachineShutdownVirtualMachineErrors,
+        ShutdownVirtualMachineShutdownVirtualMachineTask,
+        ShutdownVirtualMachineShutdownVirtualMachineVirtualMachine,
+    )
+    from .snapshots import Snapshots, SnapshotsSnapshots
+    from .start_virtual_machine import (
+        StartVirtualMachine,
+        StartVirtualMachineStartVirtualMachine,
+        StartVirtualMachineStartVirtualMachineErrors,
+        StartVirtualMachineStartVirtualMachineTask,
+        StartVirtualMachineStartVirtualMachineVirtualMachine,
+    )
+    from .stop_virtual_machine import (
+        StopVirtualMachine,
+        StopVirtualMachineStopVirtualMachine,
+        StopVirtualMachineStopVirtualMachineErrors,
+        StopVirtualMachineStopVirtualMachineTask,
+        StopVirtualMachineStopVirtualMachineVirtualMachine,
+    )
+    from .task import Task, TaskTask
+    from .tasks import Tasks, TasksTasks
+    from .update_security_group import (
+        UpdateSecurityGroup,
+        UpdateSecurityGroupUpdateSecurityGroup,
+        UpdateSecurityGroupUpdateSecurityGroupErrors,
+        UpdateSecurityGroupUpdateSecurityGroupSecurityGroup,
+    )
+    from .upgrade_kubernetes_cluster import (
+        UpgradeKubernetesCluster,
+        UpgradeKubernetesClusterUpgradeKubernetesCluster,
+        UpgradeKubernetesClusterUpgradeKubernetesClusterErrors,
+        UpgradeKubernetesClusterUpgradeKubernetesClusterKubernetesCluster,
+    )
+    from .vdc import Vdc, VdcVdc
+    from .vdcs import Vdcs, VdcsVdcs
+    from .virtual_machine import (
+        VirtualMachine,
+        VirtualMachineVirtualMachine,
+        VirtualMachineVirtualMachineNics,
+        VirtualMachineVirtualMachineNicsNetwork,
+    )
+    from .virtual_machines import (
+        VirtualMachines,
+        VirtualMachinesVirtualMachines,
+        VirtualMachinesVirtualMachinesEdges,
+        VirtualMachinesVirtualMachinesEdgesNode,
+        VirtualMachinesVirtualMachinesPageInfo,
+    )
+    from .volume import Volume, VolumeVolume
+    from .volume_snapshot import VolumeSnapshot, VolumeSnapshotVolumeSnapshot
+    from .volume_snapshots import VolumeSnapshots, VolumeSnapshotsVolumeSnapshots
+    from .volume_storage_profiles import (
+        VolumeStorageProfiles,
+        VolumeStorageProfilesStorageProfiles,
+    )
+    from .volumes import Volumes, VolumesVolumes
 __all__ = [
     "AddGatewayFirewallRule",
     "AddGatewayFirewallRuleAddGatewayFirewallRule",
@@ -680,3 +689,281 @@ __all__ = [
     "Volumes",
     "VolumesVolumes",
 ]
+_SOURCES = {
+    "AddGatewayFirewallRule": ".add_gateway_firewall_rule",
+    "AddGatewayFirewallRuleAddGatewayFirewallRule": ".add_gateway_firewall_rule",
+    "AddGatewayFirewallRuleAddGatewayFirewallRuleEdgeGateway": ".add_gateway_firewall_rule",
+    "AddGatewayFirewallRuleAddGatewayFirewallRuleErrors": ".add_gateway_firewall_rule",
+    "AddPortForward": ".add_port_forward",
+    "AddPortForwardAddPortForward": ".add_port_forward",
+    "AddPortForwardAddPortForwardErrors": ".add_port_forward",
+    "AddPortForwardAddPortForwardPublicIp": ".add_port_forward",
+    "AllocatePublicIp": ".allocate_public_ip",
+    "AllocatePublicIpAllocatePublicIp": ".allocate_public_ip",
+    "AllocatePublicIpAllocatePublicIpErrors": ".allocate_public_ip",
+    "AllocatePublicIpAllocatePublicIpPublicIp": ".allocate_public_ip",
+    "AssignSecurityGroups": ".assign_security_groups",
+    "AssignSecurityGroupsAssignSecurityGroups": ".assign_security_groups",
+    "AssignSecurityGroupsAssignSecurityGroupsErrors": ".assign_security_groups",
+    "AttachNetwork": ".attach_network",
+    "AttachNetworkAttachNetwork": ".attach_network",
+    "AttachNetworkAttachNetworkErrors": ".attach_network",
+    "AttachPublicIp": ".attach_public_ip",
+    "AttachPublicIpAttachPublicIp": ".attach_public_ip",
+    "AttachPublicIpAttachPublicIpErrors": ".attach_public_ip",
+    "AttachPublicIpAttachPublicIpPublicIp": ".attach_public_ip",
+    "AttachVolume": ".attach_volume",
+    "AttachVolumeAttachVolume": ".attach_volume",
+    "AttachVolumeAttachVolumeErrors": ".attach_volume",
+    "AttachVolumeAttachVolumeTask": ".attach_volume",
+    "AttachVolumeAttachVolumeVolume": ".attach_volume",
+    "CloudNodeVirtualMachine": ".cloud_node_virtual_machine",
+    "CloudNodeVirtualMachineVirtualMachine": ".cloud_node_virtual_machine",
+    "CloudNodeVirtualMachineVirtualMachineNics": ".cloud_node_virtual_machine",
+    "CloudNodeVirtualMachines": ".cloud_node_virtual_machines",
+    "CloudNodeVirtualMachinesVirtualMachines": ".cloud_node_virtual_machines",
+    "CloudNodeVirtualMachinesVirtualMachinesEdges": ".cloud_node_virtual_machines",
+    "CloudNodeVirtualMachinesVirtualMachinesEdgesNode": ".cloud_node_virtual_machines",
+    "CloudNodeVirtualMachinesVirtualMachinesPageInfo": ".cloud_node_virtual_machines",
+    "CreateEdgeGateway": ".create_edge_gateway",
+    "CreateEdgeGatewayCreateEdgeGateway": ".create_edge_gateway",
+    "CreateEdgeGatewayCreateEdgeGatewayEdgeGateway": ".create_edge_gateway",
+    "CreateEdgeGatewayCreateEdgeGatewayErrors": ".create_edge_gateway",
+    "CreateKubernetesCluster": ".create_kubernetes_cluster",
+    "CreateKubernetesClusterCreateKubernetesCluster": ".create_kubernetes_cluster",
+    "CreateKubernetesClusterCreateKubernetesClusterErrors": ".create_kubernetes_cluster",
+    "CreateKubernetesClusterCreateKubernetesClusterKubernetesCluster": ".create_kubernetes_cluster",
+    "CreateNetwork": ".create_network",
+    "CreateNetworkCreateNetwork": ".create_network",
+    "CreateNetworkCreateNetworkErrors": ".create_network",
+    "CreateNetworkCreateNetworkNetwork": ".create_network",
+    "CreateSecurityGroup": ".create_security_group",
+    "CreateSecurityGroupCreateSecurityGroup": ".create_security_group",
+    "CreateSecurityGroupCreateSecurityGroupErrors": ".create_security_group",
+    "CreateSecurityGroupCreateSecurityGroupSecurityGroup": ".create_security_group",
+    "CreateServiceAccount": ".create_service_account",
+    "CreateServiceAccountCreateServiceAccount": ".create_service_account",
+    "CreateServiceAccountCreateServiceAccountErrors": ".create_service_account",
+    "CreateServiceAccountCreateServiceAccountServiceAccount": ".create_service_account",
+    "CreateSnapshot": ".create_snapshot",
+    "CreateSnapshotCreateSnapshot": ".create_snapshot",
+    "CreateSnapshotCreateSnapshotErrors": ".create_snapshot",
+    "CreateSnapshotCreateSnapshotSnapshot": ".create_snapshot",
+    "CreateSnapshotCreateSnapshotTask": ".create_snapshot",
+    "CreateVirtualMachine": ".create_virtual_machine",
+    "CreateVirtualMachineCreateVirtualMachine": ".create_virtual_machine",
+    "CreateVirtualMachineCreateVirtualMachineErrors": ".create_virtual_machine",
+    "CreateVirtualMachineCreateVirtualMachinePlacement": ".create_virtual_machine",
+    "CreateVirtualMachineCreateVirtualMachineTask": ".create_virtual_machine",
+    "CreateVirtualMachineCreateVirtualMachineVirtualMachine": ".create_virtual_machine",
+    "CreateVolume": ".create_volume",
+    "CreateVolumeCreateVolume": ".create_volume",
+    "CreateVolumeCreateVolumeErrors": ".create_volume",
+    "CreateVolumeCreateVolumeTask": ".create_volume",
+    "CreateVolumeCreateVolumeVolume": ".create_volume",
+    "CreateVolumeFromSnapshot": ".create_volume_from_snapshot",
+    "CreateVolumeFromSnapshotCreateVolumeFromSnapshot": ".create_volume_from_snapshot",
+    "CreateVolumeFromSnapshotCreateVolumeFromSnapshotErrors": ".create_volume_from_snapshot",
+    "CreateVolumeFromSnapshotCreateVolumeFromSnapshotTask": ".create_volume_from_snapshot",
+    "CreateVolumeFromSnapshotCreateVolumeFromSnapshotVolume": ".create_volume_from_snapshot",
+    "CreateVolumeSnapshot": ".create_volume_snapshot",
+    "CreateVolumeSnapshotCreateVolumeSnapshot": ".create_volume_snapshot",
+    "CreateVolumeSnapshotCreateVolumeSnapshotErrors": ".create_volume_snapshot",
+    "CreateVolumeSnapshotCreateVolumeSnapshotSnapshot": ".create_volume_snapshot",
+    "CreateVolumeSnapshotCreateVolumeSnapshotTask": ".create_volume_snapshot",
+    "DeleteEdgeGateway": ".delete_edge_gateway",
+    "DeleteEdgeGatewayDeleteEdgeGateway": ".delete_edge_gateway",
+    "DeleteEdgeGatewayDeleteEdgeGatewayErrors": ".delete_edge_gateway",
+    "DeleteKubernetesCluster": ".delete_kubernetes_cluster",
+    "DeleteKubernetesClusterDeleteKubernetesCluster": ".delete_kubernetes_cluster",
+    "DeleteKubernetesClusterDeleteKubernetesClusterErrors": ".delete_kubernetes_cluster",
+    "DeleteNetwork": ".delete_network",
+    "DeleteNetworkDeleteNetwork": ".delete_network",
+    "DeleteNetworkDeleteNetworkErrors": ".delete_network",
+    "DeleteNetworkDeleteNetworkNetwork": ".delete_network",
+    "DeleteSecurityGroup": ".delete_security_group",
+    "DeleteSecurityGroupDeleteSecurityGroup": ".delete_security_group",
+    "DeleteSecurityGroupDeleteSecurityGroupErrors": ".delete_security_group",
+    "DeleteSecurityGroupDeleteSecurityGroupSecurityGroup": ".delete_security_group",
+    "DeleteSnapshot": ".delete_snapshot",
+    "DeleteSnapshotDeleteSnapshot": ".delete_snapshot",
+    "DeleteSnapshotDeleteSnapshotErrors": ".delete_snapshot",
+    "DeleteSnapshotDeleteSnapshotTask": ".delete_snapshot",
+    "DeleteVirtualMachine": ".delete_virtual_machine",
+    "DeleteVirtualMachineDeleteVirtualMachine": ".delete_virtual_machine",
+    "DeleteVirtualMachineDeleteVirtualMachineErrors": ".delete_virtual_machine",
+    "DeleteVirtualMachineDeleteVirtualMachineTask": ".delete_virtual_machine",
+    "DeleteVirtualMachineDeleteVirtualMachineVirtualMachine": ".delete_virtual_machine",
+    "DeleteVolume": ".delete_volume",
+    "DeleteVolumeDeleteVolume": ".delete_volume",
+    "DeleteVolumeDeleteVolumeErrors": ".delete_volume",
+    "DeleteVolumeDeleteVolumeTask": ".delete_volume",
+    "DeleteVolumeDeleteVolumeVolume": ".delete_volume",
+    "DeleteVolumeSnapshot": ".delete_volume_snapshot",
+    "DeleteVolumeSnapshotDeleteVolumeSnapshot": ".delete_volume_snapshot",
+    "DeleteVolumeSnapshotDeleteVolumeSnapshotErrors": ".delete_volume_snapshot",
+    "DeleteVolumeSnapshotDeleteVolumeSnapshotSnapshot": ".delete_volume_snapshot",
+    "DeleteVolumeSnapshotDeleteVolumeSnapshotTask": ".delete_volume_snapshot",
+    "DetachNetwork": ".detach_network",
+    "DetachNetworkDetachNetwork": ".detach_network",
+    "DetachNetworkDetachNetworkErrors": ".detach_network",
+    "DetachPublicIp": ".detach_public_ip",
+    "DetachPublicIpDetachPublicIp": ".detach_public_ip",
+    "DetachPublicIpDetachPublicIpErrors": ".detach_public_ip",
+    "DetachPublicIpDetachPublicIpPublicIp": ".detach_public_ip",
+    "DetachVolume": ".detach_volume",
+    "DetachVolumeDetachVolume": ".detach_volume",
+    "DetachVolumeDetachVolumeErrors": ".detach_volume",
+    "DetachVolumeDetachVolumeTask": ".detach_volume",
+    "DetachVolumeDetachVolumeVolume": ".detach_volume",
+    "EdgeGatewayFields": ".fragments",
+    "EdgeGatewayFieldsFirewallRules": ".fragments",
+    "EdgeGatewayFieldsPublicIps": ".fragments",
+    "EdgeGateways": ".edge_gateways",
+    "EdgeGatewaysEdgeGateways": ".edge_gateways",
+    "GeneratedClient": ".client",
+    "Kubeconfig": ".kubeconfig",
+    "KubeconfigKubeconfig": ".kubeconfig",
+    "KubernetesCluster": ".kubernetes_cluster",
+    "KubernetesClusterFields": ".fragments",
+    "KubernetesClusterFieldsConditions": ".fragments",
+    "KubernetesClusterFieldsControlPlane": ".fragments",
+    "KubernetesClusterFieldsHealth": ".fragments",
+    "KubernetesClusterFieldsNodePools": ".fragments",
+    "KubernetesClusterKubernetesCluster": ".kubernetes_cluster",
+    "KubernetesClusters": ".kubernetes_clusters",
+    "KubernetesClustersKubernetesClusters": ".kubernetes_clusters",
+    "KubernetesVersions": ".kubernetes_versions",
+    "KubernetesVersionsKubernetesVersions": ".kubernetes_versions",
+    "Me": ".me",
+    "MeMe": ".me",
+    "Network": ".network",
+    "NetworkFields": ".fragments",
+    "NetworkNetwork": ".network",
+    "Networks": ".networks",
+    "NetworksNetworks": ".networks",
+    "PortForwardFields": ".fragments",
+    "PublicIpFields": ".fragments",
+    "PublicIpFieldsPortForwards": ".fragments",
+    "PublicIps": ".public_ips",
+    "PublicIpsPublicIps": ".public_ips",
+    "RebootVirtualMachine": ".reboot_virtual_machine",
+    "RebootVirtualMachineRebootVirtualMachine": ".reboot_virtual_machine",
+    "RebootVirtualMachineRebootVirtualMachineErrors": ".reboot_virtual_machine",
+    "RebootVirtualMachineRebootVirtualMachineTask": ".reboot_virtual_machine",
+    "RebootVirtualMachineRebootVirtualMachineVirtualMachine": ".reboot_virtual_machine",
+    "ReleasePublicIp": ".release_public_ip",
+    "ReleasePublicIpReleasePublicIp": ".release_public_ip",
+    "ReleasePublicIpReleasePublicIpErrors": ".release_public_ip",
+    "ReleasePublicIpReleasePublicIpPublicIp": ".release_public_ip",
+    "RemoveGatewayFirewallRule": ".remove_gateway_firewall_rule",
+    "RemoveGatewayFirewallRuleRemoveGatewayFirewallRule": ".remove_gateway_firewall_rule",
+    "RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleEdgeGateway": ".remove_gateway_firewall_rule",
+    "RemoveGatewayFirewallRuleRemoveGatewayFirewallRuleErrors": ".remove_gateway_firewall_rule",
+    "RemovePortForward": ".remove_port_forward",
+    "RemovePortForwardRemovePortForward": ".remove_port_forward",
+    "RemovePortForwardRemovePortForwardErrors": ".remove_port_forward",
+    "RemovePortForwardRemovePortForwardPublicIp": ".remove_port_forward",
+    "ResizeVirtualMachine": ".resize_virtual_machine",
+    "ResizeVirtualMachineResizeVirtualMachine": ".resize_virtual_machine",
+    "ResizeVirtualMachineResizeVirtualMachineErrors": ".resize_virtual_machine",
+    "ResizeVirtualMachineResizeVirtualMachineTask": ".resize_virtual_machine",
+    "ResizeVirtualMachineResizeVirtualMachineVirtualMachine": ".resize_virtual_machine",
+    "ResizeVolume": ".resize_volume",
+    "ResizeVolumeResizeVolume": ".resize_volume",
+    "ResizeVolumeResizeVolumeErrors": ".resize_volume",
+    "ResizeVolumeResizeVolumeTask": ".resize_volume",
+    "ResizeVolumeResizeVolumeVolume": ".resize_volume",
+    "RevokeServiceAccount": ".revoke_service_account",
+    "RevokeServiceAccountRevokeServiceAccount": ".revoke_service_account",
+    "RevokeServiceAccountRevokeServiceAccountErrors": ".revoke_service_account",
+    "RevokeServiceAccountRevokeServiceAccountServiceAccount": ".revoke_service_account",
+    "RollbackSnapshot": ".rollback_snapshot",
+    "RollbackSnapshotRollbackSnapshot": ".rollback_snapshot",
+    "RollbackSnapshotRollbackSnapshotErrors": ".rollback_snapshot",
+    "RollbackSnapshotRollbackSnapshotSnapshot": ".rollback_snapshot",
+    "RollbackSnapshotRollbackSnapshotTask": ".rollback_snapshot",
+    "ScaleNodePool": ".scale_node_pool",
+    "ScaleNodePoolScaleNodePool": ".scale_node_pool",
+    "ScaleNodePoolScaleNodePoolErrors": ".scale_node_pool",
+    "ScaleNodePoolScaleNodePoolKubernetesCluster": ".scale_node_pool",
+    "SecurityGroupFields": ".fragments",
+    "SecurityGroupFieldsRules": ".fragments",
+    "SecurityGroups": ".security_groups",
+    "SecurityGroupsSecurityGroups": ".security_groups",
+    "ServiceAccountFields": ".fragments",
+    "ServiceAccounts": ".service_accounts",
+    "ServiceAccountsServiceAccounts": ".service_accounts",
+    "ShutdownVirtualMachine": ".shutdown_virtual_machine",
+    "ShutdownVirtualMachineShutdownVirtualMachine": ".shutdown_virtual_machine",
+    "ShutdownVirtualMachineShutdownVirtualMachineErrors": ".shutdown_virtual_machine",
+    "ShutdownVirtualMachineShutdownVirtualMachineTask": ".shutdown_virtual_machine",
+    "ShutdownVirtualMachineShutdownVirtualMachineVirtualMachine": ".shutdown_virtual_machine",
+    "SnapshotErrorFields": ".fragments",
+    "SnapshotFields": ".fragments",
+    "Snapshots": ".snapshots",
+    "SnapshotsSnapshots": ".snapshots",
+    "StartVirtualMachine": ".start_virtual_machine",
+    "StartVirtualMachineStartVirtualMachine": ".start_virtual_machine",
+    "StartVirtualMachineStartVirtualMachineErrors": ".start_virtual_machine",
+    "StartVirtualMachineStartVirtualMachineTask": ".start_virtual_machine",
+    "StartVirtualMachineStartVirtualMachineVirtualMachine": ".start_virtual_machine",
+    "StopVirtualMachine": ".stop_virtual_machine",
+    "StopVirtualMachineStopVirtualMachine": ".stop_virtual_machine",
+    "StopVirtualMachineStopVirtualMachineErrors": ".stop_virtual_machine",
+    "StopVirtualMachineStopVirtualMachineTask": ".stop_virtual_machine",
+    "StopVirtualMachineStopVirtualMachineVirtualMachine": ".stop_virtual_machine",
+    "Task": ".task",
+    "TaskFields": ".fragments",
+    "TaskTask": ".task",
+    "Tasks": ".tasks",
+    "TasksTasks": ".tasks",
+    "UpdateSecurityGroup": ".update_security_group",
+    "UpdateSecurityGroupUpdateSecurityGroup": ".update_security_group",
+    "UpdateSecurityGroupUpdateSecurityGroupErrors": ".update_security_group",
+    "UpdateSecurityGroupUpdateSecurityGroupSecurityGroup": ".update_security_group",
+    "UpgradeKubernetesCluster": ".upgrade_kubernetes_cluster",
+    "UpgradeKubernetesClusterUpgradeKubernetesCluster": ".upgrade_kubernetes_cluster",
+    "UpgradeKubernetesClusterUpgradeKubernetesClusterErrors": ".upgrade_kubernetes_cluster",
+    "UpgradeKubernetesClusterUpgradeKubernetesClusterKubernetesCluster": ".upgrade_kubernetes_cluster",
+    "Vdc": ".vdc",
+    "VdcFields": ".fragments",
+    "VdcFieldsQuota": ".fragments",
+    "VdcFieldsUsage": ".fragments",
+    "VdcVdc": ".vdc",
+    "Vdcs": ".vdcs",
+    "VdcsVdcs": ".vdcs",
+    "VirtualMachine": ".virtual_machine",
+    "VirtualMachineFields": ".fragments",
+    "VirtualMachineVirtualMachine": ".virtual_machine",
+    "VirtualMachineVirtualMachineNics": ".virtual_machine",
+    "VirtualMachineVirtualMachineNicsNetwork": ".virtual_machine",
+    "VirtualMachines": ".virtual_machines",
+    "VirtualMachinesVirtualMachines": ".virtual_machines",
+    "VirtualMachinesVirtualMachinesEdges": ".virtual_machines",
+    "VirtualMachinesVirtualMachinesEdgesNode": ".virtual_machines",
+    "VirtualMachinesVirtualMachinesPageInfo": ".virtual_machines",
+    "Volume": ".volume",
+    "VolumeErrorFields": ".fragments",
+    "VolumeFields": ".fragments",
+    "VolumeSnapshot": ".volume_snapshot",
+    "VolumeSnapshotFields": ".fragments",
+    "VolumeSnapshotVolumeSnapshot": ".volume_snapshot",
+    "VolumeSnapshots": ".volume_snapshots",
+    "VolumeSnapshotsVolumeSnapshots": ".volume_snapshots",
+    "VolumeStorageProfiles": ".volume_storage_profiles",
+    "VolumeStorageProfilesStorageProfiles": ".volume_storage_profiles",
+    "VolumeVolume": ".volume",
+    "Volumes": ".volumes",
+    "VolumesVolumes": ".volumes",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A model of the package, its module imported when it is first read (PEP 562)."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(source, __name__), name)
+    globals()[name] = value
+    return value

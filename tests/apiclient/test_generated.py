@@ -50,3 +50,32 @@ def test_every_mutation_answers_errors_and_no_query_does() -> None:
     mutations = graphql_schema.mutation_type
     assert with_errors(mutations) == set(mutations.fields)
     assert with_errors(graphql_schema.query_type) == set()
+
+
+def test_importing_the_client_imports_no_operations_models_until_one_is_used() -> None:
+    """scripts/codegen_lazy.py: a process that uses the client for one operation (an Ansible task, a CLI
+    command) imports that operation's models, not all of them; every name of the package still resolves."""
+    probe = (
+        "import sys\n"
+        "import apiclient\n"
+        "from apiclient.generated import input_types\n"
+        "shared = {'base_client', 'base_model', 'input_types', 'enums', 'exceptions', 'fragments'}\n"
+        "used = {'client', 'task', 'virtual_machines'}  # apiclient.client's own\n"
+        "operations = lambda: sorted(m for m in sys.modules if m.startswith('apiclient.generated.')\n"
+        "    and m.split('.')[-1] not in shared | used)\n"
+        "print(operations())\n"
+        "import apiclient.generated as generated\n"
+        "generated.CreateNetworkCreateNetwork\n"
+        "print(operations())\n"
+        "missing = [name for name in generated.__all__ if getattr(generated, name, None) is None]\n"
+        "print(missing)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60, cwd=ROOT
+    )
+
+    assert result.returncode == 0, result.stderr
+    at_import, after_one, missing = result.stdout.splitlines()
+    assert at_import == "[]"
+    assert after_one == "['apiclient.generated.create_network']"
+    assert missing == "[]"
