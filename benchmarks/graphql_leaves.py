@@ -1,7 +1,7 @@
 """What GraphQL's execution of a page of VMs costs, graphql-core's way against the orchestrator's
 (``orchestrator.graphql.execution.LeafExecutionContext``), in one process and interleaved.
 
-The page is ``benchmarks.vm_list``'s query (100 VMs, seven fields each, in a connection's edges) over the
+The page is ``benchmarks.vm_list``'s query (100 VMs, eight fields each, in a connection's edges) over the
 schema's own ``VirtualMachine`` type, the VMs built as a listing builds them (``VirtualMachine.from_guest``).
 No HTTP, no agents: only the execution, which the profile of a VDC's listing puts at about a sixth of
 the orchestrator's time. Both ways must answer the same, which is checked first. Target: the
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     p50 = {name: percentile(samples, 0.5) for name, samples in times.items()}
     ratio = p50["leaves"] / p50["graphql-core"]
     print(
-        f"graphql_leaves: a page of 100 VMs x 7 fields, {args.rounds} rounds, python {sys.version.split()[0]}"
+        f"graphql_leaves: a page of 100 VMs x 8 fields, {args.rounds} rounds, python {sys.version.split()[0]}"
     )
     for name, samples in times.items():
         print(f"  {name:13} p50 {p50[name]:6.2f} ms  p99 {percentile(samples, 0.99):6.2f} ms")

@@ -1,5 +1,6 @@
-"""An ariadne-codegen plugin (scripts/gen_apiclient.py passes it): the generated client imports each
-operation's models when that operation is first called, not all of them when the package is imported.
+"""An ariadne-codegen plugin (apiclient/codegen.toml names it; scripts/gen_apiclient.py, which runs from
+this folder, finds it): the generated client imports each operation's models when that operation is
+first called, not all of them when the package is imported.
 
 ariadne-codegen's client imports the result models of every operation at its top, and the package's
 ``__init__`` imports everything: about 300 pydantic models, 0.2 to 0.3 s of every process that uses the

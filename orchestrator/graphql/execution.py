@@ -2,7 +2,7 @@
 
 graphql-core executes every field alike: a path, a ``GraphQLResolveInfo`` of twelve items, the field's
 arguments from the document, the resolver, then ``complete_value``'s dispatch on the field's type. A
-listing of 100 VMs of seven scalars each is 700 such fields, and most of them are graphene's default
+listing of 100 VMs of eight scalars each is 800 such fields, and most of them are graphene's default
 resolver (the attribute of that name) under a scalar type: the value is the attribute, serialized.
 
 ``LeafExecutionContext`` answers exactly those fields itself: no argument, graphene's default resolver
