@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.graphql.execution import LeafExecutionContext
+from tests.loops import run_apart
 
 
 class Source:
@@ -68,7 +69,7 @@ def both(schema: graphene.Schema, query: str, **kwargs: Any) -> tuple[Any, Any]:
     for way in (ExecutionContext, LeafExecutionContext):
         result = execute(schema.graphql_schema, document, execution_context_class=way, **kwargs)
         if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
+            result = run_apart(result)  # not asyncio.run: a browser test may hold this thread's loop
         assert isinstance(result, ExecutionResult)
         answers.append(result.formatted)
     return answers[0], answers[1]
