@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
+from collections.abc import Callable
 
 import django
 
@@ -25,15 +25,17 @@ django.setup()
 import graphene  # noqa: E402 (after Django's setup: the models below need it)
 from graphql import ExecutionContext, ExecutionResult, execute, parse  # noqa: E402
 
-from benchmarks.kit import percentile, verdict  # noqa: E402
+from benchmarks.kit import interleaved, p50s_p99s, verdict  # noqa: E402
+from benchmarks.vm_list import QUERY  # noqa: E402
 from orchestrator.graphql.execution import LeafExecutionContext  # noqa: E402
+from orchestrator.graphql.view import synchronous  # noqa: E402 (what the view tells graphql-core)
 from orchestrator.graphql.vms import VirtualMachineConnection  # noqa: E402
-from orchestrator.models.vms import VirtualMachine  # noqa: E402
+from orchestrator.models.vdcs import POOL_PREFIX  # noqa: E402
+from orchestrator.models.vms import COMPUTE_PROFILE_TAG_PREFIX, VDC_TAG_PREFIX, VirtualMachine  # noqa: E402
 from orchestrator.services.vms import Page  # noqa: E402
 from orchestrator.sources.proxmox.values import Guest  # noqa: E402
 
 TARGET = 0.6
-QUERY = "{ virtualMachines { edges { node { id name status zone host vdc cores memoryMb } } } }"
 
 
 def page(size: int = 100) -> Page:
@@ -48,11 +50,11 @@ def page(size: int = 100) -> Page:
                     "name": f"vm-{n}",
                     "node": f"pve{n % 4 + 1}",
                     "status": "running",
-                    "tags": "fp-vdc-bench;fp-cp-small",
+                    "tags": f"{VDC_TAG_PREFIX}bench;{COMPUTE_PROFILE_TAG_PREFIX}small",
                     "maxcpu": 2,
                     "maxmem": 2 << 30,
                     "maxdisk": 20 << 30,
-                    "pool": "fp-bench",
+                    "pool": f"{POOL_PREFIX}bench",
                 }
             ),
         )
@@ -63,19 +65,13 @@ def page(size: int = 100) -> Page:
 
 def schema(listing: Page) -> graphene.Schema:
     class Query(graphene.ObjectType):
-        virtual_machines = graphene.Field(VirtualMachineConnection, required=True)
+        virtual_machines = graphene.Field(VirtualMachineConnection, required=True, first=graphene.Int())
 
         @staticmethod
-        def resolve_virtual_machines(root: object, info: graphene.ResolveInfo) -> Page:
+        def resolve_virtual_machines(root: object, info: graphene.ResolveInfo, first: int) -> Page:
             return listing
 
     return graphene.Schema(query=Query)
-
-
-def synchronous(value: object) -> bool:
-    """As the orchestrator's view tells graphql-core (with graphene-django's empty list of middleware): no
-    resolver of the schema is asynchronous."""
-    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,31 +90,26 @@ def main(argv: list[str] | None = None) -> int:
         assert isinstance(result, ExecutionResult), "the schema's resolvers are synchronous"
         return result
 
-    def run(context: type[ExecutionContext]) -> float:
-        started = time.perf_counter()
-        result = answer(context)
-        elapsed = time.perf_counter() - started
-        assert not result.errors, result.errors
-        return elapsed
+    def probe(context: type[ExecutionContext]) -> Callable[[], int]:
+        def execution() -> int:
+            result = answer(context)
+            assert not result.errors, result.errors
+            return len(result.data or {})
+
+        return execution
 
     ways = {"graphql-core": ExecutionContext, "leaves": LeafExecutionContext}
     answers = [answer(way).formatted for way in ways.values()]
     assert answers[0] == answers[1], "the two ways answer differently"
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for _ in range(20):  # warm both
-        for way in ways.values():
-            run(way)
-    for _ in range(args.rounds):
-        for name, way in ways.items():
-            times[name].append(run(way) * 1000)
-
-    p50 = {name: percentile(samples, 0.5) for name, samples in times.items()}
+    probes = {name: probe(way) for name, way in ways.items()}
+    interleaved(20, probes)  # warm both
+    p50, p99 = p50s_p99s(interleaved(args.rounds, probes))
     ratio = p50["leaves"] / p50["graphql-core"]
     print(
         f"graphql_leaves: a page of 100 VMs x 8 fields, {args.rounds} rounds, python {sys.version.split()[0]}"
     )
-    for name, samples in times.items():
-        print(f"  {name:13} p50 {p50[name]:6.2f} ms  p99 {percentile(samples, 0.99):6.2f} ms")
+    for name in ways:
+        print(f"  {name:13} p50 {p50[name]:6.2f} ms  p99 {p99[name]:6.2f} ms")
     print(f"  leaves / graphql-core p50 {ratio:.2f} (target <= {TARGET})")
     return 0 if verdict(ratio <= TARGET) else 1
 

@@ -206,7 +206,7 @@ class FlexPlaneGraphQLView(GraphQLView):
                     operation_name=operation_name,
                     middleware=self.get_middleware(request),
                     execution_context_class=self.execution_context_class,
-                    is_awaitable=_synchronous,
+                    is_awaitable=synchronous,
                 )
         except admission.Busy as exc:
             self.busy = True
@@ -216,7 +216,7 @@ class FlexPlaneGraphQLView(GraphQLView):
             return self.result
         except Exception as exc:  # as graphene: the boundary below words it (INTERNAL, logged)
             result = ExecutionResult(errors=[exc])  # type: ignore[list-item]
-        assert not isinstance(result, Awaitable), "the schema's resolvers are synchronous (_synchronous)"
+        assert not isinstance(result, Awaitable), "the schema's resolvers are synchronous (see synchronous)"
         if result.errors:
             result.errors = [self._expected(error) for error in result.errors]
         if self.context is not None and self.context.partial:
@@ -255,7 +255,7 @@ class FlexPlaneGraphQLView(GraphQLView):
         return body, status
 
 
-def _synchronous(value: Any) -> bool:
+def synchronous(value: Any) -> bool:
     """graphql-core asks of every field's value whether it is awaitable (about a tenth of a page's
     execution): the schema's resolvers are synchronous, so none is."""
     return False

@@ -51,15 +51,18 @@ class Item(graphene.ObjectType):
         return str(getattr(item, "text", "")).upper() * times
 
 
+def answering(name: str, field: graphene.Field | graphene.List, value: Any) -> graphene.Schema:
+    """A schema whose query has one field, ``name``, answering ``value``."""
+
+    def resolve(root: object, info: GraphQLResolveInfo) -> Any:
+        return value
+
+    query = type("Query", (graphene.ObjectType,), {name: field, f"resolve_{name}": staticmethod(resolve)})
+    return graphene.Schema(query=query)
+
+
 def schema_of(*items: Any) -> graphene.Schema:
-    class Query(graphene.ObjectType):
-        items = graphene.List(Item)
-
-        @staticmethod
-        def resolve_items(root: object, info: GraphQLResolveInfo) -> list[Any]:
-            return list(items)
-
-    return graphene.Schema(query=Query, auto_camelcase=True)
+    return answering("items", graphene.List(Item), list(items))
 
 
 def both(schema: graphene.Schema, query: str, **kwargs: Any) -> tuple[Any, Any]:
@@ -211,26 +214,12 @@ def test_asynchronous_resolvers_beside_plain_leaves_are_awaited_together() -> No
             await asyncio.sleep(0)
             return "done"
 
-    class Query(graphene.ObjectType):
-        later = graphene.Field(Later)
-
-        @staticmethod
-        def resolve_later(root: object, info: GraphQLResolveInfo) -> Source:
-            return Source(now="now")
-
-    answer = same(graphene.Schema(query=Query), "{ later { now later } }")
+    answer = same(answering("later", graphene.Field(Later), Source(now="now")), "{ later { now later } }")
 
     assert answer == {"data": {"later": {"now": "now", "later": "done"}}}
 
 
 def test_two_schemas_with_a_type_of_the_same_name_keep_their_own_fields() -> None:
-    class Query(graphene.ObjectType):
-        items = graphene.List(Item)
-
-        @staticmethod
-        def resolve_items(root: object, info: GraphQLResolveInfo) -> list[Source]:
-            return [Source(text="plain", needed="n", needed_count=1)]
-
     class Shouting(graphene.ObjectType):
         class Meta:
             name = "Item"
@@ -241,19 +230,11 @@ def test_two_schemas_with_a_type_of_the_same_name_keep_their_own_fields() -> Non
         def resolve_text(item: Any, info: GraphQLResolveInfo) -> str:
             return "LOUD"
 
-    class LoudQuery(graphene.ObjectType):
-        items = graphene.List(Shouting)
+    plain = schema_of(Source(text="plain", needed="n", needed_count=1))
+    loud = answering("items", graphene.List(Shouting), [Source(text="plain")])
 
-        @staticmethod
-        def resolve_items(root: object, info: GraphQLResolveInfo) -> list[Source]:
-            return [Source(text="plain")]
-
-    assert same(graphene.Schema(query=Query), "{ items { text } }") == {
-        "data": {"items": [{"text": "plain"}]}
-    }
-    assert same(graphene.Schema(query=LoudQuery), "{ items { text } }") == {
-        "data": {"items": [{"text": "LOUD"}]}
-    }
+    assert same(plain, "{ items { text } }") == {"data": {"items": [{"text": "plain"}]}}
+    assert same(loud, "{ items { text } }") == {"data": {"items": [{"text": "LOUD"}]}}
 
 
 class KeyAndAttribute(dict[str, str]):
@@ -269,14 +250,9 @@ def test_a_types_own_default_resolver_is_its_own() -> None:
 
         text = graphene.String()
 
-    class Query(graphene.ObjectType):
-        attributes = graphene.Field(Attributes)
+    schema = answering("attributes", graphene.Field(Attributes), KeyAndAttribute(text="the key"))
 
-        @staticmethod
-        def resolve_attributes(root: object, info: GraphQLResolveInfo) -> KeyAndAttribute:
-            return KeyAndAttribute(text="the key")
-
-    answer = same(graphene.Schema(query=Query), "{ attributes { text } }")
+    answer = same(schema, "{ attributes { text } }")
 
     assert answer == {"data": {"attributes": {"text": "the attribute"}}}
 
