@@ -91,7 +91,7 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.max_receive_message_length", 4 * 1024 * 1024),
     # Let callers' keepalive pings through (agentclient pings every 30 s, even when idle).
     ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.min_recv_ping_interval_without_data_ms", 20_000),
+    ("grpc.http2.min_ping_interval_without_data_ms", 20_000),
     # And find dead callers ourselves.
     ("grpc.keepalive_time_ms", 120_000),
     ("grpc.keepalive_timeout_ms", 20_000),
