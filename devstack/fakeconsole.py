@@ -26,6 +26,9 @@ RFB = b"RFB 003.008\n"
 DEFAULT_SIZE = (640, 400)
 # How many key events a VM keeps.
 KEPT_KEYS = 1000
+# pveproxy relays what it reads from the VM's VNC socket in binary frames of at most 128 KiB
+# (PVE::APIServer::AnyEvent's websocket_proxy): a full screen reaches the client as many frames.
+PROXY_FRAME = 128 * 1024
 _screens: dict[tuple[int, int], bytes] = {}
 
 
@@ -135,7 +138,10 @@ class ConsoleScreen:
                 incremental, x, y, w, h = struct.unpack(">BHHHH", await client.read(9))
                 if not incremental:
                     x, y, w, h, data = _region(screen, x, y, w, h)
-                    await ws.send_bytes(struct.pack(">BxHHHHHi", 0, 1, x, y, w, h, 0) + data)
+                    update = struct.pack(">BxHHHHHi", 0, 1, x, y, w, h, 0) + data
+                    view = memoryview(update)
+                    for start in range(0, len(view), PROXY_FRAME):
+                        await ws.send_bytes(view[start : start + PROXY_FRAME])
             elif kind == 4:  # KeyEvent: kept on the VM (pressed or released, keysym), for the tests
                 down, keysym = struct.unpack(">BxxI", await client.read(7))
                 keys = getattr(vm, "console_keys", [])
