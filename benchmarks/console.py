@@ -1,7 +1,7 @@
 """What the browser console's path costs over a direct connection to the VM's VNC websocket.
 
 Brings up the devstack's world (one fake zone of one node, its agent over mTLS, the Kubernetes emulator,
-identity, the orchestrator and portal under uvicorn), gives VM 100 of VDC ``demo`` a 1024x768 screen,
+identity, the orchestrator and portal under uvicorn), adds VM 150 to VDC ``demo`` with a 1024x768 screen,
 and opens two consoles on it, side by side:
 
 - stack:  alice's console as the browser opens it: the console page's ticket, ``/ws/console/`` through
@@ -42,7 +42,8 @@ from devstack.fakezones import TOKEN_ID
 from devstack.world import World
 from tests.portal.sessionkit import COOKIE, login
 
-ZONE, NODE, VMID, VDC = "zone-a", "pve1", 100, "demo"
+# A VM id of its own: the seeded guests (devstack.seed.GUESTS) have no screen of this size.
+ZONE, NODE, VMID, VDC = "zone-a", "pve1", 150, "demo"
 WIDTH, HEIGHT = 1024, 768
 RFB = b"RFB 003.008\n"
 SOCKET = re.compile(r'data-socket="([^"]+)"')
@@ -80,6 +81,8 @@ class Console:
         await self.ws.send_bytes(struct.pack(">BBHHHH", 3, 0, 0, 0, w, h))
         header = await self.read(16)
         rw, rh = struct.unpack(">HH", header[8:12])
+        if (rw, rh) != (w, h):
+            raise RuntimeError(f"asked for {w}x{h} pixels, the console sent {rw}x{rh}: not the seeded screen")
         return 16 + len(await self.read(rw * rh * 4))
 
 
